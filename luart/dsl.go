@@ -1,0 +1,266 @@
+package luart
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/pipeline/serdes"
+)
+
+// notSupported lists DSL methods that exist in Kafka Streams and come in later StoatFlow
+// releases; calling one is a load-time error, never a silent no-op.
+var notSupported = map[string]map[string]string{
+	"StreamsBuilder": {
+		"table":          "KTables",
+		"globalTable":    "GlobalKTables",
+		"addStateStore":  "state stores",
+		"addGlobalStore": "global stores",
+	},
+	"KStream": {
+		"groupByKey":    "aggregations",
+		"groupBy":       "aggregations",
+		"toTable":       "KTables",
+		"join":          "joins",
+		"leftJoin":      "joins",
+		"outerJoin":     "joins",
+		"process":       "the Processor API",
+		"processValues": "the Processor API",
+	},
+}
+
+// removed lists methods Kafka Streams 4.x no longer has, with what replaces them.
+var removed = map[string]string{
+	"through":             "KStream#through was removed in Kafka Streams 4.0; use repartition()",
+	"branch":              "KStream#branch was removed in Kafka Streams 4.0; use split():branch(...)",
+	"transform":           "KStream#transform was removed in Kafka Streams 4.0; use process()",
+	"transformValues":     "KStream#transformValues was removed in Kafka Streams 4.0; use processValues()",
+	"flatTransform":       "KStream#flatTransform was removed in Kafka Streams 4.0; use process()",
+	"flatTransformValues": "KStream#flatTransformValues was removed in Kafka Streams 4.0; use processValues()",
+}
+
+func (rt *Runtime) stoatModule() *lua.LTable {
+	L := rt.L
+	if mod, ok := L.GetField(L.Get(lua.RegistryIndex), "stoat.module").(*lua.LTable); ok {
+		return mod
+	}
+	mod := L.NewTable()
+	builderUD := L.NewUserData()
+	builderUD.Value = rt.builder
+	L.SetMetatable(builderUD, rt.typeMetatable("StreamsBuilder", map[string]lua.LGFunction{
+		"stream": rt.bStream,
+	}))
+	mod.RawSetString("builder", L.NewFunction(func(L *lua.LState) int {
+		L.Push(builderUD)
+		return 1
+	}))
+	mod.RawSetString("serde", L.NewFunction(rt.newLuaSerde))
+	mod.RawSetString("null", rt.null)
+	mod.RawSetString("array", L.NewFunction(func(L *lua.LState) int {
+		t := L.OptTable(1, L.NewTable())
+		L.SetMetatable(t, rt.arrayMT)
+		L.Push(t)
+		return 1
+	}))
+	for _, cls := range []string{"TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows", "Suppressed", "EmitStrategy"} {
+		mod.RawSetString(cls, rt.unsupportedClass(cls))
+	}
+	L.SetField(L.Get(lua.RegistryIndex), "stoat.module", mod)
+	return mod
+}
+
+// unsupportedClass is a table whose every member raises "not supported yet".
+func (rt *Runtime) unsupportedClass(cls string) *lua.LTable {
+	L := rt.L
+	t := L.NewTable()
+	mt := L.NewTable()
+	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		member := L.CheckString(2)
+		L.Push(L.NewFunction(func(L *lua.LState) int {
+			L.RaiseError("not supported yet: stoat.%s.%s (windows and suppression come with aggregations)", cls, member)
+			return 0
+		}))
+		return 1
+	}))
+	L.SetMetatable(t, mt)
+	return t
+}
+
+// typeMetatable builds the metatable of a DSL type: its methods, plus clear errors for
+// Kafka Streams methods that are not there yet or no longer exist.
+func (rt *Runtime) typeMetatable(typeName string, methods map[string]lua.LGFunction) *lua.LTable {
+	L := rt.L
+	mt := L.NewTable()
+	idx := L.NewTable()
+	for name, fn := range methods {
+		idx.RawSetString(name, L.NewFunction(fn))
+	}
+	known := make([]string, 0, len(methods))
+	for name := range methods {
+		known = append(known, name)
+	}
+	sort.Strings(known)
+	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		name := L.CheckString(2)
+		if fn := idx.RawGetString(name); fn != lua.LNil {
+			L.Push(fn)
+			return 1
+		}
+		if what, ok := notSupported[typeName][name]; ok {
+			L.RaiseError("not supported yet: %s:%s (%s come in a later StoatFlow release; see docs/COMPATIBILITY.md)", typeName, name, what)
+		}
+		if why, ok := removed[name]; ok && typeName == "KStream" {
+			L.RaiseError("%s", why)
+		}
+		L.RaiseError("%s has no method %q (it has: %s)", typeName, name, strings.Join(known, ", "))
+		return 0
+	}))
+	mt.RawSetString("__tostring", L.NewFunction(func(L *lua.LState) int {
+		L.Push(lua.LString(typeName))
+		return 1
+	}))
+	return mt
+}
+
+// options reads an options table at stack index i, refusing keys not in allowed.
+func options(L *lua.LState, i int, what string, allowed ...string) *lua.LTable {
+	v := L.Get(i)
+	if v == lua.LNil {
+		return L.NewTable()
+	}
+	t, ok := v.(*lua.LTable)
+	if !ok {
+		L.ArgError(i, fmt.Sprintf("%s options must be a table, not a %s", what, v.Type()))
+		return nil
+	}
+	t.ForEach(func(k, _ lua.LValue) {
+		name := k.String()
+		for _, a := range allowed {
+			if a == name {
+				return
+			}
+		}
+		L.RaiseError("%s: unknown option %q (allowed: %s)", what, name, strings.Join(allowed, ", "))
+	})
+	return t
+}
+
+func optString(L *lua.LState, t *lua.LTable, key string) string {
+	switch v := t.RawGetString(key).(type) {
+	case *lua.LNilType:
+		return ""
+	case lua.LString:
+		return string(v)
+	default:
+		L.RaiseError("option %s must be a string, not a %s", key, v.Type())
+		return ""
+	}
+}
+
+func optFunction(L *lua.LState, t *lua.LTable, key string) *lua.LFunction {
+	switch v := t.RawGetString(key).(type) {
+	case *lua.LNilType:
+		return nil
+	case *lua.LFunction:
+		return v
+	default:
+		L.RaiseError("option %s must be a function, not a %s", key, v.Type())
+		return nil
+	}
+}
+
+func optBool(L *lua.LState, t *lua.LTable, key string) bool {
+	switch v := t.RawGetString(key).(type) {
+	case *lua.LNilType:
+		return false
+	case lua.LBool:
+		return bool(v)
+	default:
+		L.RaiseError("option %s must be a boolean, not a %s", key, v.Type())
+		return false
+	}
+}
+
+// serdeOpt resolves a serde option: a serde name or a stoat.serde{...} value.
+func (rt *Runtime) serdeOpt(L *lua.LState, t *lua.LTable, key string) pipeline.Serde {
+	switch v := t.RawGetString(key).(type) {
+	case *lua.LNilType:
+		return nil
+	case lua.LString:
+		s, err := serdes.ByName(string(v))
+		if err != nil {
+			L.RaiseError("%s: %v", key, err)
+		}
+		return s
+	case *lua.LUserData:
+		if s, ok := v.Value.(*luaSerde); ok {
+			return s
+		}
+	}
+	L.RaiseError("option %s must be a serde name or a stoat.serde{...}", key)
+	return nil
+}
+
+func (rt *Runtime) serdesOpt(L *lua.LState, t *lua.LTable) pipeline.Serdes {
+	return pipeline.Serdes{Key: rt.serdeOpt(L, t, "keySerde"), Value: rt.serdeOpt(L, t, "valueSerde")}
+}
+
+func (rt *Runtime) raise(L *lua.LState, err error) {
+	if err != nil {
+		L.RaiseError("%v", err)
+	}
+}
+
+// bStream implements b:stream(topic | {topics}, opts).
+func (rt *Runtime) bStream(L *lua.LState) int {
+	rt.checkBuilder(L)
+	var topics []string
+	switch v := L.Get(2).(type) {
+	case lua.LString:
+		topics = []string{string(v)}
+	case *lua.LTable:
+		for i := 1; i <= v.Len(); i++ {
+			s, ok := v.RawGetInt(i).(lua.LString)
+			if !ok {
+				L.ArgError(2, "topics must be strings")
+			}
+			topics = append(topics, string(s))
+		}
+	default:
+		L.ArgError(2, "stream needs a topic name or a list of topic names")
+	}
+	o := options(L, 3, "stream", "keySerde", "valueSerde", "timestampExtractor", "name", "offsetReset")
+	c := pipeline.Consumed{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o)}
+	switch ex := o.RawGetString("timestampExtractor").(type) {
+	case *lua.LNilType:
+	case *lua.LFunction:
+		c.TimestampExtractor = rt.timestampExtractor(ex)
+	case lua.LString:
+		switch ex {
+		case "record":
+		case "wallclock":
+			c.TimestampExtractor = func(pipeline.Record) (int64, error) { return rt.now(), nil }
+		default:
+			L.RaiseError("timestampExtractor must be a function, \"record\" or \"wallclock\", not %q", string(ex))
+		}
+	default:
+		L.RaiseError("timestampExtractor must be a function, \"record\" or \"wallclock\"")
+	}
+	if reset := optString(L, o, "offsetReset"); reset != "" && reset != "earliest" {
+		L.RaiseError("not supported yet: offsetReset %q (sources start from the earliest offset when the group has no committed offset)", reset)
+	}
+	ks, err := rt.builder.Stream(topics, c)
+	rt.raise(L, err)
+	L.Push(rt.wrapStream(ks))
+	return 1
+}
+
+func (rt *Runtime) checkBuilder(L *lua.LState) {
+	ud, ok := L.Get(1).(*lua.LUserData)
+	if !ok || ud.Value != rt.builder {
+		L.RaiseError("call builder methods with ':' (b:stream(...))")
+	}
+}

@@ -1,0 +1,106 @@
+package luart
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// The Lua libraries and functions a pipeline script may use. This is an allowlist: what is
+// not named here (io, debug, os.execute, loadfile, dofile, load, ...) does not exist for
+// scripts.
+var allowedGlobals = map[string]bool{
+	"assert": true, "error": true, "ipairs": true, "next": true, "pairs": true, "pcall": true,
+	"select": true, "tonumber": true, "tostring": true, "type": true, "unpack": true,
+	"xpcall": true, "rawequal": true, "rawget": true, "rawset": true, "rawlen": true,
+	"setmetatable": true, "getmetatable": true, "_G": true, "_VERSION": true,
+	"string": true, "table": true, "math": true, "coroutine": true, "os": true,
+}
+
+var allowedMembers = map[string]map[string]bool{
+	"string": set("byte", "char", "find", "format", "gmatch", "gsub", "len", "lower", "match",
+		"rep", "reverse", "sub", "upper", "__index"),
+	"table": set("concat", "insert", "maxn", "remove", "sort", "unpack"),
+	"os":    set("time", "clock", "date", "difftime"),
+}
+
+func set(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// openSandbox opens the allowed libraries and removes everything else from the globals.
+func openSandbox(L *lua.LState) {
+	for _, lib := range []struct {
+		name string
+		fn   lua.LGFunction
+	}{
+		{lua.BaseLibName, lua.OpenBase},
+		{lua.TabLibName, lua.OpenTable},
+		{lua.StringLibName, lua.OpenString},
+		{lua.MathLibName, lua.OpenMath},
+		{lua.CoroutineLibName, lua.OpenCoroutine},
+		{lua.OsLibName, lua.OpenOs},
+	} {
+		L.Push(L.NewFunction(lib.fn))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	g := L.G.Global
+	var drop []lua.LValue
+	g.ForEach(func(k, v lua.LValue) {
+		name := k.String()
+		if !allowedGlobals[name] {
+			drop = append(drop, k)
+			return
+		}
+		if members, ok := allowedMembers[name]; ok {
+			if t, isTable := v.(*lua.LTable); isTable {
+				var dropMembers []lua.LValue
+				t.ForEach(func(mk, _ lua.LValue) {
+					if !members[mk.String()] {
+						dropMembers = append(dropMembers, mk)
+					}
+				})
+				for _, mk := range dropMembers {
+					t.RawSet(mk, lua.LNil)
+				}
+			}
+		}
+	})
+	for _, k := range drop {
+		g.RawSet(k, lua.LNil)
+	}
+}
+
+var moduleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+
+// resolveModule maps require("a.b") to <dir>/a/b.lua and refuses anything outside dir.
+func resolveModule(dir, name string) (string, error) {
+	if !moduleName.MatchString(name) {
+		return "", fmt.Errorf("require(%q): module names are dotted identifiers resolved below the script directory", name)
+	}
+	p := filepath.Join(dir, filepath.FromSlash(strings.ReplaceAll(name, ".", "/"))+".lua")
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", fmt.Errorf("require(%q): no file %s", name, p)
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	if rel, err := filepath.Rel(realDir, real); err != nil || strings.HasPrefix(rel, "..") {
+		return "", fmt.Errorf("require(%q): %s is outside the script directory %s", name, real, dir)
+	}
+	if _, err := os.Stat(real); err != nil {
+		return "", fmt.Errorf("require(%q): %v", name, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,112 @@
+package pipeline
+
+import "fmt"
+
+// Driver runs a topology without Kafka, deterministically, like Kafka Streams'
+// TopologyTestDriver: input records are piped in one at a time, sink output is kept in
+// memory per topic, and wall-clock time only moves when the caller advances it.
+type Driver struct {
+	topo       *Topology
+	outputs    map[string][]OutputRecord
+	partitions map[string]int32
+	offsets    map[string]int64
+	clock      int64
+}
+
+// OutputRecord is a record a sink wrote.
+type OutputRecord struct {
+	Topic     string
+	Partition int32
+	Key       []byte
+	Value     []byte
+	Headers   Headers
+	Timestamp int64
+}
+
+// DriverOptions configure a Driver.
+type DriverOptions struct {
+	// Partitions per topic; topics not listed have one partition, as in TopologyTestDriver.
+	Partitions map[string]int32
+	// WallClockMs is the initial mock wall-clock time.
+	WallClockMs int64
+	Sensors     Sensors
+}
+
+// NewDriver builds the topology from b and wires its sinks to in-memory topics.
+func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
+	d := &Driver{
+		outputs:    map[string][]OutputRecord{},
+		partitions: map[string]int32{},
+		offsets:    map[string]int64{},
+		clock:      opts.WallClockMs,
+	}
+	for t, n := range opts.Partitions {
+		d.partitions[t] = n
+	}
+	src := map[string]int32{}
+	for _, t := range b.SourceTopics() {
+		src[t], _ = d.PartitionsFor(t)
+	}
+	topo, err := b.Build(TopologyOptions{
+		Collector:        d,
+		Sensors:          opts.Sensors,
+		Clock:            func() int64 { return d.clock },
+		SourcePartitions: src,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.topo = topo
+	return d, nil
+}
+
+// Send implements RecordCollector.
+func (d *Driver) Send(topic string, partition int32, key, value []byte, headers Headers, ts int64) error {
+	if partition < 0 {
+		partition = 0
+	}
+	d.outputs[topic] = append(d.outputs[topic], OutputRecord{
+		Topic: topic, Partition: partition, Key: key, Value: value, Headers: headers, Timestamp: ts,
+	})
+	return nil
+}
+
+// PartitionsFor implements RecordCollector.
+func (d *Driver) PartitionsFor(topic string) (int32, error) {
+	if n, ok := d.partitions[topic]; ok {
+		return n, nil
+	}
+	return 1, nil
+}
+
+// Pipe feeds one record into a source topic, at the next offset of partition 0.
+func (d *Driver) Pipe(topic string, key, value []byte, timestamp int64, headers Headers) error {
+	if _, ok := d.topo.sources[topic]; !ok {
+		return fmt.Errorf("topic %q is not a source of this topology", topic)
+	}
+	off := d.offsets[topic]
+	d.offsets[topic] = off + 1
+	return d.topo.Process(SourceRecord{
+		Topic: topic, Partition: 0, Offset: off, Timestamp: timestamp,
+		Key: key, Value: value, Headers: headers,
+	})
+}
+
+// ReadOutput removes and returns the oldest record written to topic; ok=false when none is left.
+func (d *Driver) ReadOutput(topic string) (OutputRecord, bool) {
+	q := d.outputs[topic]
+	if len(q) == 0 {
+		return OutputRecord{}, false
+	}
+	d.outputs[topic] = q[1:]
+	return q[0], true
+}
+
+// Pending is the number of unread records in topic.
+func (d *Driver) Pending(topic string) int { return len(d.outputs[topic]) }
+
+// AdvanceWallClock moves the mock wall clock forward by ms.
+func (d *Driver) AdvanceWallClock(ms int64) { d.clock += ms }
+
+// WallClock is the mock wall-clock time.
+func (d *Driver) WallClock() int64 { return d.clock }

@@ -1,0 +1,45 @@
+// Package pipeline is StoatFlow's stream-processing engine. It moves records between
+// processors and knows neither Kafka nor Lua: sources receive raw bytes from whoever runs the
+// topology, sinks hand bytes to a RecordCollector.
+package pipeline
+
+// Header is one Kafka record header. Names may repeat; order is significant.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Headers is the ordered header list of a record.
+type Headers []Header
+
+// Last returns the value of the last header named name, as Kafka's Headers.lastHeader does.
+func (h Headers) Last(name string) ([]byte, bool) {
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Key == name {
+			return h[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// Record is one record flowing through the topology. Key and Value hold deserialised values
+// (see package serdes for the Go type each serde produces). Topic, Partition and Offset
+// describe where the record entered the topology; they are the record context that
+// callbacks see.
+type Record struct {
+	Key       any
+	Value     any
+	Timestamp int64 // milliseconds since the epoch
+	Headers   Headers
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// Serde turns values into bytes and back. Headers are passed so that a serde can depend on
+// them (KIP-1321); a nil value serialises to nil bytes and nil bytes deserialise to nil.
+type Serde interface {
+	Name() string
+	Serialize(topic string, headers Headers, value any) ([]byte, error)
+	Deserialize(topic string, headers Headers, data []byte) (any, error)
+}

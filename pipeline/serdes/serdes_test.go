@@ -1,0 +1,95 @@
+package serdes
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+func TestByNameKnown(t *testing.T) {
+	for _, name := range []string{"string", "bytes", "long", "integer", "double", "json"} {
+		s, err := ByName(name)
+		if err != nil {
+			t.Fatalf("ByName(%q): %v", name, err)
+		}
+		if s.Name() != name {
+			t.Errorf("ByName(%q).Name() = %q", name, s.Name())
+		}
+	}
+}
+
+func TestNamesSorted(t *testing.T) {
+	got := strings.Join(Names(), ",")
+	if want := "bytes,double,integer,json,long,string"; got != want {
+		t.Fatalf("Names() = %s, want %s", got, want)
+	}
+}
+
+func TestByNameUnknownListsKnown(t *testing.T) {
+	_, err := ByName("Strng")
+	if err == nil {
+		t.Fatal("ByName(\"Strng\") succeeded")
+	}
+	want := `unknown serde "Strng" (known: bytes, double, integer, json, long, string)`
+	if err.Error() != want {
+		t.Fatalf("error = %q, want %q", err, want)
+	}
+}
+
+func TestByNameWindowedNotSupported(t *testing.T) {
+	for _, name := range []string{"windowed-string", "windowed-long"} {
+		_, err := ByName(name)
+		if err == nil || !strings.Contains(err.Error(), "not supported yet: windowed serdes") || !strings.Contains(err.Error(), name) {
+			t.Errorf("ByName(%q) error = %v", name, err)
+		}
+	}
+}
+
+// Kafka's serializers map null to null and its deserializers null to null: tombstones pass
+// through every serde.
+func TestTombstones(t *testing.T) {
+	for _, name := range Names() {
+		s, _ := ByName(name)
+		b, err := s.Serialize("t", nil, nil)
+		if err != nil || b != nil {
+			t.Errorf("%s: Serialize(nil) = %v, %v; want nil, nil", name, b, err)
+		}
+		v, err := s.Deserialize("t", nil, nil)
+		if err != nil || v != nil {
+			t.Errorf("%s: Deserialize(nil) = %v, %v; want nil, nil", name, v, err)
+		}
+	}
+}
+
+// Headers do not change any built-in serde's encoding.
+func TestHeadersIgnored(t *testing.T) {
+	h := pipeline.Headers{{Key: "content-type", Value: []byte("x")}}
+	for _, name := range []string{"string", "long"} {
+		s, _ := ByName(name)
+		v := map[string]any{"string": "a", "long": int64(7)}[name]
+		with, err1 := s.Serialize("t", h, v)
+		without, err2 := s.Serialize("t", nil, v)
+		if err1 != nil || err2 != nil || !bytes.Equal(with, without) {
+			t.Errorf("%s: headers changed the encoding: %x vs %x (%v, %v)", name, with, without, err1, err2)
+		}
+	}
+}
+
+// wantError checks that err names the serde and contains every fragment.
+func wantError(t *testing.T, err error, serde string, fragments ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want one containing %q", fragments)
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, serde+" serde: ") {
+		t.Errorf("error %q does not start with %q", msg, serde+" serde: ")
+	}
+	for _, f := range fragments {
+		if !strings.Contains(msg, f) {
+			t.Errorf("error %q does not contain %q", msg, f)
+		}
+	}
+}

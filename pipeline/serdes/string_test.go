@@ -1,0 +1,67 @@
+package serdes
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+func TestStringRoundTrip(t *testing.T) {
+	for _, s := range []string{"", "hello", "grüße 🦦", "\x00nul"} {
+		b, err := String{}.Serialize("t", nil, s)
+		if err != nil {
+			t.Fatalf("Serialize(%q): %v", s, err)
+		}
+		if !bytes.Equal(b, []byte(s)) {
+			t.Fatalf("Serialize(%q) = %x, want its UTF-8 bytes", s, b)
+		}
+		v, err := String{}.Deserialize("t", nil, b)
+		if err != nil || v != s {
+			t.Fatalf("Deserialize(%x) = %#v, %v; want %q", b, v, err, s)
+		}
+	}
+}
+
+func TestStringEmptyIsNotTombstone(t *testing.T) {
+	v, err := String{}.Deserialize("t", nil, []byte{})
+	if err != nil || v != "" {
+		t.Fatalf("Deserialize(empty) = %#v, %v; want \"\"", v, err)
+	}
+	b, err := String{}.Serialize("t", nil, "")
+	if err != nil || b == nil || len(b) != 0 {
+		t.Fatalf("Serialize(\"\") = %#v, %v; want empty non-nil bytes", b, err)
+	}
+}
+
+func TestStringSerializeBytesAsIs(t *testing.T) {
+	in := []byte("abc")
+	b, err := String{}.Serialize("t", nil, in)
+	if err != nil || &b[0] != &in[0] {
+		t.Fatalf("Serialize([]byte) = %q, %v; want the same slice", b, err)
+	}
+}
+
+func TestStringRefusesNumbers(t *testing.T) {
+	for _, v := range []any{float64(3), int64(3), 3, int32(3), json.Number("3")} {
+		_, err := String{}.Serialize("t", nil, v)
+		wantError(t, err, "string", "cannot serialize a number", "tostring")
+	}
+}
+
+func TestStringRefusesOtherTypes(t *testing.T) {
+	_, err := String{}.Serialize("t", nil, true)
+	wantError(t, err, "string", "cannot serialize bool true")
+	_, err = String{}.Serialize("t", nil, map[string]any{})
+	wantError(t, err, "string", "cannot serialize map[string]interface {}")
+}
+
+func TestStringInvalidUTF8(t *testing.T) {
+	_, err := String{}.Deserialize("t", nil, []byte{'o', 'k', 0xff, 'x'})
+	wantError(t, err, "string", "not valid UTF-8", "offset 2 of 4")
+	_, err = String{}.Deserialize("t", nil, []byte{0xe2, 0x82}) // truncated 3-byte sequence
+	wantError(t, err, "string", "offset 0 of 2")
+	_, err = String{}.Serialize("t", nil, "a\xc3")
+	wantError(t, err, "string", "not valid UTF-8", "bytes serde")
+	_, err = String{}.Serialize("t", nil, []byte{0xc0, 0x80})
+	wantError(t, err, "string", "not valid UTF-8")
+}
