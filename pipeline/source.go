@@ -12,7 +12,7 @@ type sourceProc struct {
 	spec *sourceSpec
 }
 
-func (p *sourceProc) Init(ctx *Context) error { p.ctx = ctx; return nil }
+func (p *sourceProc) Init(ctx *Context) error  { p.ctx = ctx; return nil }
 func (p *sourceProc) Process(rec Record) error { return p.ctx.Forward(rec) }
 
 // DeserializationError marks a record whose key or value could not be read; the

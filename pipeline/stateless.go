@@ -9,7 +9,7 @@ import (
 
 type passThrough struct{ ctx *Context }
 
-func (p *passThrough) Init(ctx *Context) error { p.ctx = ctx; return nil }
+func (p *passThrough) Init(ctx *Context) error  { p.ctx = ctx; return nil }
 func (p *passThrough) Process(rec Record) error { return p.ctx.Forward(rec) }
 
 type filterProc struct {
