@@ -1,0 +1,227 @@
+// Package agent runs one StoatFlow application: config → Lua topology → Kafka I/O → commit
+// loop, plus the HTTP server, signals, systemd notification and the application states.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/stoatflow/stoatflow/agent/config"
+	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/luart"
+	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// Options are what the agent takes besides its config.
+type Options struct {
+	Logger  *slog.Logger
+	Stdout  io.Writer // KStream:print() output
+	Version string
+	// Metrics, when set, is used instead of a fresh registry (tests read it).
+	Metrics *metrics.Metrics
+}
+
+// Agent is one running application.
+type Agent struct {
+	cfg     *config.Config
+	opts    Options
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	state   *StateMachine
+	http    *HTTPServer
+	ready   chan struct{} // closed once the HTTP listener is bound
+}
+
+// New prepares an agent; nothing is started until Run.
+func New(cfg *config.Config, opts Options) (*Agent, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	m := opts.Metrics
+	if m == nil {
+		m = metrics.New()
+	}
+	a := &Agent{cfg: cfg, opts: opts, log: opts.Logger, metrics: m, ready: make(chan struct{})}
+	gauge := StateGauge(m.AppState)
+	a.state = NewStateMachine(func(old, new AppState) {
+		gauge(old, new)
+		a.log.Info("state transition", "from", old.String(), "to", new.String())
+	})
+	srv, err := NewHTTPServer(HTTPOptions{
+		Listen: cfg.HTTPListen, Token: cfg.HTTPToken, TLSCert: cfg.HTTPTLSCert, TLSKey: cfg.HTTPTLSKey,
+	}, a.state, m, a.log)
+	if err != nil {
+		return nil, err
+	}
+	a.http = srv
+	return a, nil
+}
+
+// State is the application's current state.
+func (a *Agent) State() AppState { return a.state.Current() }
+
+// WaitState blocks until the application is in one of the given states.
+func (a *Agent) WaitState(ctx context.Context, want ...AppState) (AppState, error) {
+	return a.state.WaitFor(ctx, want...)
+}
+
+// HTTPAddr is the bound address of the HTTP listener; it blocks until Run has bound it.
+func (a *Agent) HTTPAddr(ctx context.Context) (string, error) {
+	select {
+	case <-a.ready:
+		return a.http.Addr(), nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// checkSupported refuses settings whose machinery is not there yet, rather than running
+// with weaker guarantees than the config asks for.
+func checkSupported(cfg *config.Config) error {
+	if cfg.ExactlyOnce() {
+		return errors.New("streams.processing.guarantee: not supported yet: exactly_once_v2 (the transactional producer and state stores come in the next release); use at_least_once")
+	}
+	return nil
+}
+
+// loadTopology loads the scripts into a fresh Lua runtime.
+func loadTopology(cfg *config.Config, logger *slog.Logger, stdout io.Writer, onErr func(string)) (*luart.Runtime, *pipeline.StreamsBuilder, error) {
+	if len(cfg.Scripts) == 0 {
+		return nil, nil, errors.New("agent.scripts: no script configured")
+	}
+	rt, err := luart.New(luart.Options{
+		CallTimeout:       cfg.LuaCallTimeout,
+		DefaultKeySerde:   cfg.DefaultKeySerde,
+		DefaultValueSerde: cfg.DefaultValueSerde,
+		Logger:            logger,
+		Stdout:            stdout,
+		OnError:           onErr,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := rt.LoadScripts(cfg.Scripts)
+	if err != nil {
+		rt.Close()
+		return nil, nil, err
+	}
+	return rt, b, nil
+}
+
+// Validate loads the scripts and builds the topology without any broker. It returns the
+// non-fatal warnings and the first error.
+func Validate(cfg *config.Config) ([]string, error) {
+	if err := checkSupported(cfg); err != nil {
+		return nil, err
+	}
+	rt, b, err := loadTopology(cfg, nil, io.Discard, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	if _, err := pipeline.NewDriver(b, pipeline.DriverOptions{}); err != nil {
+		return rt.Warnings, err
+	}
+	return rt.Warnings, nil
+}
+
+// NewLogger builds the slog logger from agent.log.* (flags override the config when set).
+func NewLogger(w io.Writer, cfg *config.Config, level, format string) (*slog.Logger, error) {
+	lvl := cfg.LogLevel
+	if level != "" {
+		if err := lvl.UnmarshalText([]byte(level)); err != nil {
+			return nil, fmt.Errorf("--log.level: %q is not one of debug, info, warn, error", level)
+		}
+	}
+	if format == "" {
+		format = cfg.LogFormat
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("--log.format: %q is not one of text, json", format)
+	}
+}
+
+// lockStateDir takes an exclusive lock on the application's state directory so that two
+// agents (or an agent and `stoatflow reset`) never use it at once.
+func lockStateDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("state.dir: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("state.dir: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("state directory %s is in use by another StoatFlow process", dir)
+	}
+	return f, nil
+}
+
+// ResetState deletes an application's state directory (Kafka Streams' cleanUp()); it refuses
+// while an agent holds the directory.
+func ResetState(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	lock, err := lockStateDir(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if strings.TrimSpace(dir) == "" || dir == "/" {
+		return fmt.Errorf("refusing to delete %q", dir)
+	}
+	return os.RemoveAll(dir)
+}
+
+// kafkaClients holds the Kafka side of a running agent.
+type kafkaClients struct {
+	brokers  []string
+	embedded *kafkaio.Embedded
+	producer *kafkaio.Producer
+	consumer *kafkaio.Consumer
+
+	sourcePartitions map[string]int32
+}
+
+func (k *kafkaClients) close(leaveGroup bool, log *slog.Logger) {
+	if k.consumer != nil {
+		if err := k.consumer.Close(leaveGroup); err != nil {
+			log.Warn("closing the consumer", "err", err)
+		}
+	}
+	if k.producer != nil {
+		if err := k.producer.Close(); err != nil {
+			log.Warn("closing the producer", "err", err)
+		}
+	}
+	if k.embedded != nil {
+		k.embedded.Close()
+	}
+}
+
+// notifySystemd sends a systemd notification, logging (not failing) when it cannot.
+func (a *Agent) notifySystemd(state string) {
+	if err := sdNotify(state); err != nil {
+		a.log.Warn("systemd notify", "state", state, "err", err)
+	}
+}
+

@@ -1,0 +1,283 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/agent/config"
+	"github.com/stoatflow/stoatflow/agent/kafkaio"
+)
+
+// testBroker starts an in-process broker with the given topics (partitions each).
+func testBroker(t *testing.T, partitions int32, topics ...string) []string {
+	t.Helper()
+	emb, err := kafkaio.StartEmbedded("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.Close)
+	specs := map[string]kafkaio.TopicSpec{}
+	for _, tp := range topics {
+		specs[tp] = kafkaio.TopicSpec{Partitions: partitions, ReplicationFactor: -1}
+	}
+	if err := kafkaio.EnsureTopics(emb.Addrs(), saramaTestConfig(), specs); err != nil {
+		t.Fatal(err)
+	}
+	return emb.Addrs()
+}
+
+func saramaTestConfig() *sarama.Config {
+	c := sarama.NewConfig()
+	c.Version = sarama.V3_6_0_0
+	c.Producer.Return.Successes = true
+	c.Producer.RequiredAcks = sarama.WaitForAll
+	c.Producer.Partitioner = sarama.NewManualPartitioner
+	c.Consumer.Offsets.Initial = sarama.OffsetOldest
+	return c
+}
+
+// testConfig writes script and a config pointing at brokers into a temp dir.
+func testConfig(t *testing.T, brokers []string, script, extra string) *config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	toml := fmt.Sprintf(`
+[agent]
+scripts = ["p.lua"]
+http.listen = "127.0.0.1:0"
+lua.call.timeout = "500ms"
+shutdown.timeout = "10s"
+
+[streams]
+application.id = "it-%d"
+bootstrap.servers = %q
+commit.interval.ms = 50
+state.dir = %q
+%s
+`, time.Now().UnixNano(), strings.Join(brokers, ","), filepath.Join(dir, "state"), extra)
+	cfg, err := config.Parse([]byte(toml), dir, "test.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+type runningAgent struct {
+	a      *Agent
+	cancel context.CancelFunc
+	done   chan error
+	out    *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func startAgent(t *testing.T, cfg *config.Config) *runningAgent {
+	t.Helper()
+	out := &lockedBuffer{}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	a, err := New(cfg, Options{Logger: logger, Stdout: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ra := &runningAgent{a: a, cancel: cancel, done: make(chan error, 1), out: out}
+	go func() { ra.done <- a.Run(ctx) }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if st, err := a.WaitState(wctx, StateRunning); err != nil {
+		cancel()
+		t.Fatalf("agent did not reach RUNNING (state %s): %v; run: %v", st, err, <-ra.done)
+	}
+	return ra
+}
+
+// stop cancels the agent (what SIGTERM does) and returns Run's error.
+func (ra *runningAgent) stop(t *testing.T) error {
+	t.Helper()
+	ra.cancel()
+	select {
+	case err := <-ra.done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("agent did not stop within 30s")
+		return nil
+	}
+}
+
+func produce(t *testing.T, brokers []string, topic string, partition int32, n int, headers []sarama.RecordHeader, from int) {
+	t.Helper()
+	p, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	msgs := make([]*sarama.ProducerMessage, 0, n)
+	for i := from; i < from+n; i++ {
+		msgs = append(msgs, &sarama.ProducerMessage{
+			Topic: topic, Partition: partition,
+			Key:       sarama.StringEncoder(fmt.Sprintf("k%d", i)),
+			Value:     sarama.StringEncoder(fmt.Sprintf("v%d", i)),
+			Headers:   headers,
+			Timestamp: time.UnixMilli(int64(1_700_000_000_000 + i)),
+		})
+	}
+	if err := p.SendMessages(msgs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readAll consumes topic from the beginning until want records arrived or the deadline passed.
+func readAll(t *testing.T, brokers []string, topic string, want int) []*sarama.ConsumerMessage {
+	t.Helper()
+	return readUntil(t, brokers, topic, func(got []*sarama.ConsumerMessage) bool { return len(got) >= want })
+}
+
+// readUntil consumes topic from the beginning until done says so or the deadline passed.
+func readUntil(t *testing.T, brokers []string, topic string, done func([]*sarama.ConsumerMessage) bool) []*sarama.ConsumerMessage {
+	t.Helper()
+	c, err := sarama.NewConsumer(brokers, saramaTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	parts, err := c.Partitions(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan *sarama.ConsumerMessage, 1024)
+	for _, p := range parts {
+		pc, err := c.ConsumePartition(topic, p, sarama.OffsetOldest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		go func() {
+			for m := range pc.Messages() {
+				ch <- m
+			}
+		}()
+	}
+	var out []*sarama.ConsumerMessage
+	deadline := time.After(30 * time.Second)
+	for !done(out) {
+		select {
+		case m := <-ch:
+			out = append(out, m)
+		case <-deadline:
+			t.Fatalf("read %d records from %s and the condition still does not hold", len(out), topic)
+		}
+	}
+	return out
+}
+
+const upperScript = `
+local s = require("stoat")
+local b = s.builder()
+b:stream("in"):mapValues(function(v, r) return v:upper() .. "@" .. r.headers["trace"] end):to("out")
+return b
+`
+
+func TestAgentEndToEndWithHeaders(t *testing.T) {
+	brokers := testBroker(t, 2, "in", "out")
+	ra := startAgent(t, testConfig(t, brokers, upperScript, ""))
+	hdrs := []sarama.RecordHeader{{Key: []byte("trace"), Value: []byte("t-1")}, {Key: []byte("other"), Value: []byte("x")}}
+	produce(t, brokers, "in", 0, 5, hdrs, 0)
+	produce(t, brokers, "in", 1, 5, hdrs, 5)
+	got := readAll(t, brokers, "out", 10)
+	seen := map[string]bool{}
+	for _, m := range got {
+		seen[string(m.Value)] = true
+		if len(m.Headers) != 2 || string(m.Headers[0].Key) != "trace" || string(m.Headers[1].Value) != "x" {
+			t.Fatalf("headers not carried: %v", m.Headers)
+		}
+		k := string(m.Key)
+		if want := fmt.Sprintf("V%s@T-1", k[1:]); string(m.Value) != strings.ToUpper(want) && string(m.Value) != fmt.Sprintf("V%s@t-1", k[1:]) {
+			t.Fatalf("value %q for key %s", m.Value, k)
+		}
+		if m.Timestamp.UnixMilli() < 1_700_000_000_000 {
+			t.Fatalf("timestamp not carried: %v", m.Timestamp)
+		}
+	}
+	if len(seen) != 10 {
+		t.Fatalf("distinct outputs %d, want 10", len(seen))
+	}
+	if err := ra.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if st := ra.a.State(); st != StateNotRunning {
+		t.Fatalf("state after stop %s", st)
+	}
+}
+
+// TestStopMidStreamThenRestartLosesNothing stops the agent (as SIGTERM does) while input is
+// still arriving, restarts it, and checks every input appears in the output at least once.
+func TestStopMidStreamThenRestartLosesNothing(t *testing.T) {
+	brokers := testBroker(t, 3, "in", "out")
+	cfg := testConfig(t, brokers, upperScript, "")
+	hdrs := []sarama.RecordHeader{{Key: []byte("trace"), Value: []byte("t")}}
+	const perRound = 300
+	ra := startAgent(t, cfg)
+	produce(t, brokers, "in", 0, perRound, hdrs, 0)
+	produce(t, brokers, "in", 1, perRound, hdrs, perRound)
+	if err := ra.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	produce(t, brokers, "in", 2, perRound, hdrs, 2*perRound)
+	ra = startAgent(t, cfg)
+	defer ra.stop(t)
+	seen := map[string]bool{}
+	readUntil(t, brokers, "out", func(got []*sarama.ConsumerMessage) bool {
+		for _, m := range got[len(got)-min(len(got), 1):] {
+			seen[string(m.Key)] = true
+		}
+		return len(seen) == 3*perRound
+	})
+}
+
+func TestLuaErrorStopsTheAgentNamingLineAndRecord(t *testing.T) {
+	brokers := testBroker(t, 1, "in", "out")
+	script := `local s = require("stoat")
+local b = s.builder()
+b:stream("in"):mapValues(function(v)
+  if v == "v2" then error("bad record") end
+  return v
+end):to("out")
+return b`
+	ra := startAgent(t, testConfig(t, brokers, script, ""))
+	produce(t, brokers, "in", 0, 4, nil, 0)
+	select {
+	case err := <-ra.done:
+		if err == nil || !strings.Contains(err.Error(), "in-0@2") || !strings.Contains(err.Error(), "p.lua:4: bad record") {
+			t.Fatalf("err = %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent kept running after a Lua error")
+	}
+	if st := ra.a.State(); st != StateError {
+		t.Fatalf("state %s, want ERROR", st)
+	}
+}

@@ -1,0 +1,97 @@
+package config
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Config is a checked configuration: every value typed, every default applied.
+type Config struct {
+	Path, Dir string   // config file and its directory (absolute; empty for Default())
+	Scripts   []string // absolute paths
+
+	HTTPListen, HTTPToken, HTTPTLSCert, HTTPTLSKey string
+	LogLevel                                       slog.Level
+	LogFormat                                      string // "text"|"json"
+
+	EmbeddedListen     string
+	EmbeddedPartitions int32
+	EmbeddedDemo       bool
+
+	LuaCallTimeout, ShutdownTimeout time.Duration
+	LeaveGroupOnClose               bool
+
+	ApplicationID       string
+	BootstrapServers    []string
+	Embedded            bool   // bootstrap.servers = "embedded"
+	ProcessingGuarantee string // "at_least_once" | "exactly_once_v2"
+	CommitInterval      time.Duration
+	StateDir            string // absolute
+	// TransactionalStateStores, UncommittedMaxBytes and DefaultIQIsolation
+	// are KIP-892's enable.transactional.statestores,
+	// statestore.uncommitted.max.bytes (-1 = unbounded) and
+	// default.interactive.query.isolation.level.
+	TransactionalStateStores bool
+	UncommittedMaxBytes      int64
+	DefaultIQIsolation       string // "READ_UNCOMMITTED" | "READ_COMMITTED"
+	DefaultKeySerde          string
+	DefaultValueSerde        string
+	// DefaultTimestampExtractor is the short Kafka name, e.g. "FailOnInvalidTimestamp".
+	DefaultTimestampExtractor string
+	MaxTaskIdle               time.Duration // -1ms = never wait
+	ApplicationServer         string        // host:port or ""
+	GroupInstanceID           string
+	ClientID                  string // base of the clients' ids (client.id, else application.id)
+	ReplicationFactor         int16  // -1 = broker default
+
+	BufferedRecordsPerPartition int
+	PollTime                    time.Duration // poll.ms
+	TaskTimeout                 time.Duration
+	// TopologyOptimization is ["none"], ["all"] or a list of single optimizations.
+	TopologyOptimization                    []string
+	WindowStoreChangelogAdditionalRetention time.Duration
+	DSLStoreFormat                          string // "DEFAULT" | "HEADERS"
+
+	// Notices are the non-fatal findings (ignored keys), one line each.
+	Notices []Problem
+
+	// set holds the values written in the file by canonical full name;
+	// client keys keep their prefix ("streams.producer.linger.ms").
+	set map[string]any
+}
+
+// ExactlyOnce reports processing.guarantee = exactly_once_v2.
+func (c *Config) ExactlyOnce() bool { return c.ProcessingGuarantee == "exactly_once_v2" }
+
+// Default returns a config with every default and nothing set: no scripts, no
+// application.id, no bootstrap.servers. Tests and `stoatflow test` use it.
+func Default() *Config {
+	b := newBuilder("")
+	b.partial = true
+	return b.build()
+}
+
+// value is the value of a key (by full name): as set, else its default under
+// the config's processing guarantee, else nil.
+func (c *Config) value(full string) any {
+	if v, ok := c.set[full]; ok {
+		return v
+	}
+	return defaultOf(full, c.ExactlyOnce())
+}
+
+func defaultOf(full string, eos bool) any {
+	if eos {
+		if v, ok := defaultsEOS[full]; ok {
+			return v
+		}
+	}
+	return defaults[full]
+}
+
+// IsSet reports whether a key (full name, e.g. "streams.commit.interval.ms")
+// was written in the file.
+func (c *Config) IsSet(full string) bool {
+	_, ok := c.set[full]
+	return ok
+}

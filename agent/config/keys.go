@@ -1,0 +1,373 @@
+// Package config loads agent.toml: the Kafka Streams properties under [streams]
+// (with their Kafka names and defaults), the Kafka client properties StoatFlow
+// maps onto sarama, and StoatFlow's own [agent] settings.
+//
+// Every key is declared once, in the tables of keys.go and clientkeys.go; parsing,
+// validation, "did you mean", --help and docs/config.md all come from them.
+package config
+
+import "fmt"
+
+// Section is the TOML table a key lives in.
+type Section string
+
+const (
+	SectionAgent   Section = "agent"
+	SectionStreams Section = "streams"
+)
+
+// Type is how a key's value is written and checked.
+type Type int
+
+const (
+	TypeString   Type = iota
+	TypeInt           // 32-bit integer
+	TypeLong          // 64-bit integer
+	TypeBool          // true/false (also the strings "true"/"false", as in Java properties)
+	TypeDuration      // integer milliseconds or a duration string like "250ms", "10s", "5m", "1h"
+	TypeList          // TOML array of strings or one comma-separated string
+	TypeEnum          // one of Key.Allowed (case-insensitive)
+	TypePassword      // a string never shown back
+	TypeClass         // a Kafka class name, or its short name, from Key.Allowed
+)
+
+func (t Type) String() string {
+	switch t {
+	case TypeString:
+		return "string"
+	case TypeInt:
+		return "int"
+	case TypeLong:
+		return "long"
+	case TypeBool:
+		return "bool"
+	case TypeDuration:
+		return "duration"
+	case TypeList:
+		return "list"
+	case TypeEnum:
+		return "enum"
+	case TypePassword:
+		return "password"
+	case TypeClass:
+		return "class"
+	}
+	return fmt.Sprintf("Type(%d)", int(t))
+}
+
+// Disposition says what StoatFlow does with a key it knows.
+type Disposition int
+
+const (
+	// Normal keys are applied.
+	Normal Disposition = iota
+	// Ignored keys are accepted with one notice each: they do not apply to a
+	// single instance (or to StoatFlow's runtime); Reason says why.
+	Ignored
+	// Refused keys are errors whatever their value; Reason says why.
+	Refused
+	// Unsupported keys are errors "not supported yet"; Reason says what is missing.
+	Unsupported
+)
+
+func (d Disposition) String() string {
+	switch d {
+	case Normal:
+		return "normal"
+	case Ignored:
+		return "ignored"
+	case Refused:
+		return "refused"
+	case Unsupported:
+		return "not supported yet"
+	}
+	return fmt.Sprintf("Disposition(%d)", int(d))
+}
+
+// Role is a bit set of the Kafka clients a client property applies to.
+type Role uint8
+
+const (
+	ForConsumer Role = 1 << iota
+	ForProducer
+	ForAdmin
+	ForAll = ForConsumer | ForProducer | ForAdmin
+)
+
+func (r Role) String() string {
+	switch r {
+	case ForAll:
+		return "all clients"
+	case ForConsumer:
+		return "consumer"
+	case ForProducer:
+		return "producer"
+	case ForAdmin:
+		return "admin"
+	}
+	return fmt.Sprintf("Role(%d)", int(r))
+}
+
+// Key declares one configuration key.
+type Key struct {
+	Section Section
+	Name    string
+	Type    Type
+	// Default is the value when the key is not set, written as in the file
+	// ("" when there is none). DefaultEOS, when not empty, replaces it under
+	// processing.guarantee = exactly_once_v2. DefaultDoc, when not empty, is
+	// what the docs show instead of Default (for derived defaults).
+	Default, DefaultEOS, DefaultDoc string
+	Doc                             string
+	// Allowed values of an enum or class key; the first spelling of a value is
+	// its canonical form. Aliases maps other accepted spellings (Kafka class
+	// names) to a canonical value.
+	Allowed []string
+	Aliases map[string]string
+	// Refuse maps values that are errors to the reason (for example
+	// processing.guarantee = exactly_once).
+	Refuse map[string]string
+	// Min is the smallest accepted number (duration in ms) for numeric keys.
+	Min         int64
+	Disposition Disposition
+	Reason      string
+	// Client is non-zero for Kafka client properties: the clients the key applies
+	// to. Client keys may also be written with a consumer., producer. or admin.
+	// prefix, which wins over the unprefixed key, as in Kafka Streams.
+	Client Role
+	// Required keys have no default and must be set in a config file.
+	Required bool
+	// Path values are file paths, resolved relative to the config file's directory.
+	Path bool
+}
+
+// FullName is the key with its section, as it is reported: "streams.commit.interval.ms".
+func (k *Key) FullName() string { return string(k.Section) + "." + k.Name }
+
+const (
+	reasonSingleInstance = "applies to a group of several instances; StoatFlow is one instance"
+	reasonPrometheus     = "StoatFlow's metrics are Prometheus metrics, served at /metrics"
+	reasonLevelDB        = "every StoatFlow store is LevelDB-backed"
+)
+
+// agentKeys are StoatFlow's own settings, for which Kafka Streams has no key.
+var agentKeys = []Key{
+	{Name: "scripts", Type: TypeList, Required: true, Path: true,
+		Doc: "Lua scripts that build the topology, resolved relative to the config file's directory; each must exist."},
+	{Name: "http.listen", Type: TypeString, Default: "127.0.0.1:9464",
+		Doc: "Address of the HTTP server (health, metrics, topology, interactive queries)."},
+	{Name: "http.token", Type: TypePassword,
+		Doc: "Bearer token required on every HTTP request except /healthz and /readyz; empty means none."},
+	{Name: "http.tls.cert", Type: TypeString, Path: true,
+		Doc: "PEM certificate chain for HTTPS; set together with http.tls.key."},
+	{Name: "http.tls.key", Type: TypeString, Path: true,
+		Doc: "PEM private key (unencrypted) for HTTPS; set together with http.tls.cert."},
+	{Name: "log.level", Type: TypeEnum, Default: "info", Allowed: []string{"debug", "info", "warn", "error"},
+		Doc: "Lowest level of log lines written."},
+	{Name: "log.format", Type: TypeEnum, Default: "text", Allowed: []string{"text", "json"},
+		Doc: "Log line format (log/slog text or JSON handler)."},
+	{Name: "embedded.listen", Type: TypeString, Default: "127.0.0.1:0",
+		Doc: `Address of the in-process Kafka-compatible broker used when bootstrap.servers = "embedded" (port 0 picks a free port).`},
+	{Name: "embedded.partitions", Type: TypeInt, Default: "1", Min: 1,
+		Doc: "Partitions of the topics the embedded broker creates."},
+	{Name: "embedded.demo", Type: TypeBool, Default: "false",
+		Doc: "Feed sample text lines into the first source topic of the embedded broker (for make run)."},
+	{Name: "lua.call.timeout", Type: TypeDuration, Default: "1s", Min: 1,
+		Doc: "Time budget of one call into Lua; a call over budget fails the record."},
+	{Name: "shutdown.timeout", Type: TypeDuration, Default: "30s", Min: 1,
+		Doc: "How long a shutdown may take to finish the current epoch and close the clients."},
+	{Name: "leave.group.on.close", Type: TypeBool, Default: "false",
+		Doc: "Leave the consumer group on shutdown (Kafka Streams' CloseOptions.leaveGroup); with static membership the default keeps the partitions for a quick restart."},
+}
+
+var (
+	handlerFail = map[string]string{
+		"LogAndFail": "LogAndFail",
+		"org.apache.kafka.streams.errors.LogAndFailExceptionHandler": "LogAndFail",
+		"LogAndFailExceptionHandler":                                 "LogAndFail",
+	}
+	handlerContinue = map[string]string{
+		"LogAndContinue": "not supported yet: LogAndContinue (only LogAndFail, the default, for now)",
+		"org.apache.kafka.streams.errors.LogAndContinueExceptionHandler": "not supported yet: LogAndContinue (only LogAndFail, the default, for now)",
+		"LogAndContinueExceptionHandler":                                 "not supported yet: LogAndContinue (only LogAndFail, the default, for now)",
+	}
+	processingFail = map[string]string{
+		"LogAndFail": "LogAndFail",
+		"org.apache.kafka.streams.errors.LogAndFailProcessingExceptionHandler": "LogAndFail",
+		"LogAndFailProcessingExceptionHandler":                                 "LogAndFail",
+	}
+	processingContinue = map[string]string{
+		"LogAndContinue": "not supported yet: LogAndContinue (only LogAndFail, the default, for now)",
+		"org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler": "not supported yet: LogAndContinue (only LogAndFail, the default, for now)",
+		"LogAndContinueProcessingExceptionHandler":                                 "not supported yet: LogAndContinue (only LogAndFail, the default, for now)",
+	}
+	productionFail = map[string]string{
+		"LogAndFail": "LogAndFail",
+		"org.apache.kafka.streams.errors.DefaultProductionExceptionHandler": "LogAndFail",
+		"DefaultProductionExceptionHandler":                                 "LogAndFail",
+	}
+	serdeAliases = map[string]string{
+		"org.apache.kafka.common.serialization.Serdes$StringSerde":    "string",
+		"org.apache.kafka.common.serialization.Serdes$ByteArraySerde": "bytes",
+		"org.apache.kafka.common.serialization.Serdes$LongSerde":      "long",
+		"org.apache.kafka.common.serialization.Serdes$IntegerSerde":   "integer",
+		"org.apache.kafka.common.serialization.Serdes$DoubleSerde":    "double",
+	}
+	extractorAliases = map[string]string{
+		"org.apache.kafka.streams.processor.FailOnInvalidTimestamp":             "FailOnInvalidTimestamp",
+		"org.apache.kafka.streams.processor.LogAndSkipOnInvalidTimestamp":       "LogAndSkipOnInvalidTimestamp",
+		"org.apache.kafka.streams.processor.UsePartitionTimeOnInvalidTimestamp": "UsePartitionTimeOnInvalidTimestamp",
+		"org.apache.kafka.streams.processor.WallclockTimestampExtractor":        "WallclockTimestampExtractor",
+	}
+)
+
+// merged returns the union of maps, for the handler alias and refusal tables.
+func merged(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// streamsKeys are the Kafka Streams 4.4 properties (StreamsConfig) that are not
+// client properties; client properties are in clientKeys.
+var streamsKeys = []Key{
+	{Name: "application.id", Type: TypeString, Required: true,
+		Doc: "Identifier of the application: the consumer group id and the prefix of internal topics, the state directory and client ids."},
+	{Name: "bootstrap.servers", Type: TypeList, Required: true,
+		Doc: `Kafka brokers as host:port; "embedded" starts an in-process Kafka-compatible broker (development and demos).`},
+	{Name: "processing.guarantee", Type: TypeEnum, Default: "at_least_once", Allowed: []string{"at_least_once", "exactly_once_v2"},
+		Refuse: map[string]string{
+			"exactly_once":      "removed in Kafka Streams 4.0, use exactly_once_v2",
+			"exactly_once_beta": "removed in Kafka Streams 4.0, use exactly_once_v2",
+		},
+		Doc: "at_least_once, or exactly_once_v2: outputs, changelogs and offsets in one Kafka transaction per commit."},
+	{Name: "commit.interval.ms", Type: TypeDuration, Default: "30000", DefaultEOS: "100",
+		Doc: "How often the commit barrier closes an epoch (offsets, transaction, store batch)."},
+	{Name: "state.dir", Type: TypeString, Path: true, DefaultDoc: "${TMPDIR}/stoatflow",
+		Doc: "Directory of the LevelDB state (state.dir/<application.id>/), relative to the config file's directory; Kafka Streams' default is ${java.io.tmpdir}/kafka-streams, StoatFlow's is the temporary directory's stoatflow/ (the systemd unit sets /var/lib/stoatflow)."},
+	{Name: "enable.transactional.statestores", Type: TypeBool, Default: "false",
+		Doc: "KIP-892: buffer each epoch's store writes and apply them to LevelDB only after the commit, so a failure never wipes local state."},
+	{Name: "statestore.uncommitted.max.bytes", Type: TypeLong, Default: "67108864", Min: -1,
+		Doc: "KIP-892: buffered store writes beyond this many bytes trigger an early commit; -1 = unbounded."},
+	{Name: "default.interactive.query.isolation.level", Type: TypeEnum, Default: "READ_UNCOMMITTED",
+		Allowed: []string{"READ_UNCOMMITTED", "READ_COMMITTED"},
+		Doc:     "Isolation of interactive queries that do not name one: READ_UNCOMMITTED sees the epoch's buffered writes, READ_COMMITTED only committed state."},
+	{Name: "default.key.serde", Type: TypeEnum, Default: "string", Aliases: serdeAliases,
+		Allowed: []string{"string", "bytes", "json", "long", "integer", "double"},
+		Doc:     "Key serde where the topology names none (Kafka Streams has no default; a Lua agent needs one). Kafka's Serdes class names are accepted."},
+	{Name: "default.value.serde", Type: TypeEnum, Default: "string", Aliases: serdeAliases,
+		Allowed: []string{"string", "bytes", "json", "long", "integer", "double"},
+		Doc:     "Value serde where the topology names none. Kafka's Serdes class names are accepted."},
+	{Name: "default.timestamp.extractor", Type: TypeClass, Default: "FailOnInvalidTimestamp", Aliases: extractorAliases,
+		Allowed: []string{"FailOnInvalidTimestamp", "LogAndSkipOnInvalidTimestamp", "UsePartitionTimeOnInvalidTimestamp", "WallclockTimestampExtractor"},
+		Doc:     "Timestamp extractor where the topology names none (Kafka's class names or their short names)."},
+	{Name: "max.task.idle.ms", Type: TypeDuration, Default: "0", Min: -1,
+		Doc: "How long a partition at its log end may hold back the watermark before it counts as idle; -1 = never wait."},
+	{Name: "buffered.records.per.partition", Type: TypeInt, Default: "1000", Min: 1,
+		Doc: "Records buffered per input partition ahead of processing (the consumer's channel size)."},
+	{Name: "poll.ms", Type: TypeDuration, Default: "100", Min: 1,
+		Doc: "Longest wait for new records before the processing loop checks punctuation and commits."},
+	{Name: "task.timeout.ms", Type: TypeDuration, Default: "300000",
+		Doc: "How long a Kafka call may keep failing with retriable errors before the agent fails; 0 = fail at once."},
+	{Name: "topology.optimization", Type: TypeList, Default: "none",
+		Allowed: []string{"none", "all", "reuse.ktable.source.topics", "merge.repartition.topics", "single.store.self.join"},
+		Doc:     "none, all, or a list of reuse.ktable.source.topics, merge.repartition.topics, single.store.self.join."},
+	{Name: "application.server", Type: TypeString,
+		Doc: "host:port of this agent's HTTP server as other clients reach it, returned by metadata queries (checked when the config is built, KIP-1245)."},
+	{Name: "replication.factor", Type: TypeInt, Default: "-1", Min: -1,
+		Doc: "Replication factor of the changelog topics the agent creates; -1 = the broker default."},
+	{Name: "windowstore.changelog.additional.retention.ms", Type: TypeDuration, Default: "86400000",
+		Doc: "Added to a window store's retention for its changelog topic's retention.ms."},
+	{Name: "dsl.store.format", Type: TypeEnum, Default: "DEFAULT", Allowed: []string{"DEFAULT", "HEADERS"},
+		Doc: "KIP-1285: HEADERS makes DSL stores headers-aware (record headers kept with the value)."},
+	{Name: "group.protocol", Type: TypeEnum, Default: "classic", Allowed: []string{"classic"},
+		Refuse: map[string]string{
+			"streams":  "StoatFlow is one instance in a classic consumer group; the streams rebalance protocol (KIP-1071) is not supported",
+			"consumer": "Kafka Streams' consumer uses the classic group protocol; the consumer protocol (KIP-848) is not supported",
+		},
+		Doc: "Consumer group protocol: classic."},
+	{Name: "deserialization.exception.handler", Type: TypeClass, Default: "LogAndFail",
+		Allowed: []string{"LogAndFail"}, Aliases: handlerFail, Refuse: handlerContinue,
+		Doc: "What a record that cannot be deserialized does: LogAndFail stops the agent."},
+	{Name: "default.deserialization.exception.handler", Type: TypeClass, Default: "LogAndFail",
+		Allowed: []string{"LogAndFail"}, Aliases: handlerFail, Refuse: handlerContinue,
+		Doc: "Deprecated name (since Kafka 4.0) of deserialization.exception.handler."},
+	{Name: "processing.exception.handler", Type: TypeClass, Default: "LogAndFail",
+		Allowed: []string{"LogAndFail"}, Aliases: processingFail, Refuse: processingContinue,
+		Doc: "What a processing error (a failing Lua callback) does: LogAndFail stops the agent."},
+	{Name: "production.exception.handler", Type: TypeClass, Default: "LogAndFail",
+		Allowed: []string{"LogAndFail"}, Aliases: productionFail, Refuse: handlerContinue,
+		Doc: "What a failed send does: LogAndFail (Kafka's DefaultProductionExceptionHandler) stops the agent."},
+	{Name: "default.production.exception.handler", Type: TypeClass, Default: "LogAndFail",
+		Allowed: []string{"LogAndFail"}, Aliases: productionFail, Refuse: handlerContinue,
+		Doc: "Deprecated name (since Kafka 4.0) of production.exception.handler."},
+	{Name: "errors.dead.letter.queue.topic.name", Type: TypeString, Disposition: Unsupported,
+		Reason: "dead-letter queue (KIP-1034)", Doc: "KIP-1034 dead-letter queue topic."},
+
+	{Name: "num.stream.threads", Type: TypeInt, Default: "1", Disposition: Ignored,
+		Reason: "StoatFlow processes on one thread", Doc: "Kafka Streams' processing threads."},
+	{Name: "num.standby.replicas", Type: TypeInt, Default: "0", Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Standby replicas of each task on other instances."},
+	{Name: "acceptable.recovery.lag", Type: TypeLong, Default: "10000", Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Lag under which an instance counts as caught up for a task."},
+	{Name: "max.warmup.replicas", Type: TypeInt, Default: "2", Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Warm-up replicas assigned at once."},
+	{Name: "probing.rebalance.interval.ms", Type: TypeDuration, Default: "600000", Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Interval of probing rebalances while warm-up replicas catch up."},
+	{Name: "upgrade.from", Type: TypeString, Disposition: Ignored,
+		Reason: "rolling upgrades of several instances do not apply to one instance", Doc: "Version a rolling upgrade starts from."},
+	{Name: "topology.description.push.enabled", Type: TypeBool, Disposition: Ignored,
+		Reason: reasonSingleInstance + "; the topology is served at /topology", Doc: "Push the topology description to the group coordinator."},
+	{Name: "rack.aware.assignment.tags", Type: TypeList, Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Client tags used to spread standby replicas."},
+	{Name: "rack.aware.assignment.strategy", Type: TypeString, Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Rack-aware task assignment strategy."},
+	{Name: "rack.aware.assignment.traffic_cost", Type: TypeInt, Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Cost of cross-rack traffic in rack-aware assignment."},
+	{Name: "rack.aware.assignment.non_overlap_cost", Type: TypeInt, Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Cost of moving tasks in rack-aware assignment."},
+	{Name: "task.assignor.class", Type: TypeString, Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Custom task assignor."},
+	{Name: "state.cleanup.delay.ms", Type: TypeDuration, Default: "600000", Disposition: Ignored,
+		Reason: "tasks never migrate away from a single instance, so there is no stale state to clean", Doc: "Delay before deleting the state of migrated tasks."},
+	{Name: "repartition.purge.interval.ms", Type: TypeDuration, Default: "30000", Disposition: Ignored,
+		Reason: "StoatFlow repartitions in memory: there are no repartition topics to purge", Doc: "How often consumed repartition records are deleted."},
+	{Name: "statestore.cache.max.bytes", Type: TypeLong, Default: "10485760", Disposition: Ignored,
+		Reason: "StoatFlow has no record cache: the transactional write buffer is its read cache and every update is forwarded", Doc: "Size of the record cache of all threads."},
+	{Name: "cache.max.bytes.buffering", Type: TypeLong, Default: "10485760", Disposition: Ignored,
+		Reason: "StoatFlow has no record cache (deprecated name of statestore.cache.max.bytes)", Doc: "Deprecated name of statestore.cache.max.bytes."},
+	{Name: "default.dsl.store", Type: TypeString, Default: "rocksDB", Disposition: Ignored,
+		Reason: reasonLevelDB, Doc: "Store type of DSL operators (deprecated)."},
+	{Name: "dsl.store.suppliers.class", Type: TypeString, Disposition: Ignored,
+		Reason: reasonLevelDB, Doc: "Store suppliers of DSL operators."},
+	{Name: "rocksdb.config.setter", Type: TypeString, Disposition: Ignored,
+		Reason: reasonLevelDB, Doc: "RocksDB options setter class."},
+	{Name: "log.summary.interval.ms", Type: TypeDuration, Default: "120000", Disposition: Ignored,
+		Reason: "StoatFlow reports progress through its metrics, not a periodic log summary", Doc: "Interval of the processing summary log line."},
+	{Name: "built.in.metrics.version", Type: TypeString, Default: "latest", Disposition: Ignored,
+		Reason: reasonPrometheus, Doc: "Version of the built-in JMX metrics."},
+	{Name: "metrics.recording.level", Type: TypeString, Default: "INFO", Disposition: Ignored,
+		Reason: reasonPrometheus, Doc: "Recording level of JMX metrics."},
+	{Name: "metrics.num.samples", Type: TypeInt, Default: "2", Disposition: Ignored,
+		Reason: reasonPrometheus, Doc: "Samples kept per JMX metric."},
+	{Name: "metrics.sample.window.ms", Type: TypeDuration, Default: "30000", Disposition: Ignored,
+		Reason: reasonPrometheus, Doc: "Window of a JMX metric sample."},
+	{Name: "metric.reporters", Type: TypeList, Disposition: Ignored,
+		Reason: reasonPrometheus, Doc: "JMX metric reporter classes."},
+	{Name: "enable.metrics.push", Type: TypeBool, Default: "true", Disposition: Ignored,
+		Reason: reasonPrometheus, Doc: "Push client metrics to the broker (KIP-714)."},
+	{Name: "window.size.ms", Type: TypeDuration, Disposition: Ignored,
+		Reason: "used only by Java's windowed serdes", Doc: "Window size for Java's windowed deserializer."},
+	{Name: "windowed.inner.class.serde", Type: TypeString, Disposition: Ignored,
+		Reason: "used only by Java's windowed serdes", Doc: "Inner serde for Java's windowed serde."},
+	{Name: "default.client.supplier", Type: TypeString, Disposition: Refused,
+		Reason: "a Java class; StoatFlow's Kafka clients are sarama clients configured by the client properties", Doc: "Java KafkaClientSupplier class."},
+	{Name: "processor.wrapper.class", Type: TypeString, Disposition: Unsupported,
+		Reason: "processor wrappers (KIP-1112)", Doc: "Java processor wrapper class."},
+	{Name: "ensure.explicit.internal.resource.naming", Type: TypeBool, Disposition: Unsupported,
+		Reason: "enforcing explicit names of internal topics and stores (KIP-1111)", Doc: "Fail when an internal topic or store is auto-named."},
+}

@@ -1,0 +1,136 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Load reads and checks a config file. Problems come back together as one
+// *Errors; notices about ignored keys are in the Config's Notices.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Errors{Source: path, Problems: []Problem{{Message: fmt.Sprintf("cannot read config: %v", err)}}}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &Errors{Source: path, Problems: []Problem{{Message: fmt.Sprintf("cannot resolve path: %v", err)}}}
+	}
+	cfg, err := Parse(data, filepath.Dir(abs), path)
+	if cfg != nil {
+		cfg.Path = abs
+	}
+	return cfg, err
+}
+
+// Parse checks a config held in memory. dir is the directory relative paths
+// resolve against (the config file's directory); source names the file in
+// problems.
+func Parse(data []byte, dir, source string) (*Config, error) {
+	entries, syntax := flatten(data)
+	if syntax != nil {
+		return nil, &Errors{Source: source, Problems: []Problem{*syntax}}
+	}
+	b := newBuilder(dir)
+	for _, e := range entries {
+		b.apply(e)
+	}
+	cfg := b.build()
+	if len(b.errs) > 0 {
+		// Problems of several keys or of missing keys have no line: they go last.
+		at := func(p Problem) int {
+			if p.Line == 0 {
+				return int(^uint(0) >> 1)
+			}
+			return p.Line
+		}
+		sort.SliceStable(b.errs, func(i, j int) bool { return at(b.errs[i]) < at(b.errs[j]) })
+		return nil, &Errors{Source: source, Problems: b.errs}
+	}
+	return cfg, nil
+}
+
+// entry is one value of the file with its key flattened to a dotted name, so
+// that `commit.interval.ms = 100` (nested tables) and `"commit.interval.ms" = 100`
+// (one quoted key) are the same setting.
+type entry struct {
+	section Section // "" for a key outside any table
+	name    string  // the key below the section, dotted
+	raw     any
+	line    int
+}
+
+func (e entry) full() string {
+	if e.section == "" {
+		return e.name
+	}
+	return string(e.section) + "." + e.name
+}
+
+// lineProbe fails every decode, which makes the toml library report the
+// position of the key being decoded: the only public way to learn a key's line.
+type lineProbe struct{}
+
+func (lineProbe) UnmarshalTOML(any) error { return errors.New("position probe") }
+
+func flatten(data []byte) ([]entry, *Problem) {
+	var top map[string]toml.Primitive
+	md, err := toml.Decode(string(data), &top)
+	if err != nil {
+		p := Problem{Message: "TOML syntax error: " + err.Error()}
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			p = Problem{Message: "TOML syntax error: " + pe.Message, Line: pe.Position.Line, Column: pe.Position.Col}
+		}
+		return nil, &p
+	}
+	var out []entry
+	var walk func(path []string, prim toml.Primitive) error
+	walk = func(path []string, prim toml.Primitive) error {
+		var raw any
+		if err := md.PrimitiveDecode(prim, &raw); err != nil {
+			return err
+		}
+		if _, isTable := raw.(map[string]any); isTable {
+			var sub map[string]toml.Primitive
+			if err := md.PrimitiveDecode(prim, &sub); err != nil {
+				return err
+			}
+			for k, v := range sub {
+				if err := walk(append(append([]string(nil), path...), k), v); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		line := 0
+		var pe toml.ParseError
+		if err := md.PrimitiveDecode(prim, &lineProbe{}); errors.As(err, &pe) {
+			line = pe.Position.Line
+		}
+		e := entry{name: strings.Join(path, "."), raw: raw, line: line}
+		if len(path) > 1 && (path[0] == string(SectionAgent) || path[0] == string(SectionStreams)) {
+			e.section, e.name = Section(path[0]), strings.Join(path[1:], ".")
+		}
+		out = append(out, e)
+		return nil
+	}
+	for k, v := range top {
+		if err := walk([]string{k}, v); err != nil {
+			return nil, &Problem{Message: "TOML: " + err.Error()}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].line != out[j].line {
+			return out[i].line < out[j].line
+		}
+		return out[i].full() < out[j].full()
+	})
+	return out, nil
+}

@@ -1,0 +1,496 @@
+package config
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// base is a minimal valid file; tests append their keys to its tables.
+const baseAgent = `[agent]
+scripts = ["wc.lua"]
+`
+const baseStreams = `[streams]
+application.id = "wordcount"
+bootstrap.servers = "localhost:9092"
+`
+
+// tempDir holds wc.lua so that the base config's script exists.
+func tempDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "wc.lua"), []byte("return nil"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func parse(t *testing.T, agent, streams string) (*Config, error) {
+	t.Helper()
+	return Parse([]byte(baseAgent+agent+"\n"+baseStreams+streams), tempDir(t), "agent.toml")
+}
+
+func mustParse(t *testing.T, agent, streams string) *Config {
+	t.Helper()
+	cfg, err := parse(t, agent, streams)
+	if err != nil {
+		t.Fatalf("unexpected error:\n%v", err)
+	}
+	return cfg
+}
+
+func problems(t *testing.T, err error) []Problem {
+	t.Helper()
+	var errs *Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("want *Errors, got %T: %v", err, err)
+	}
+	return errs.Problems
+}
+
+func TestErrorClasses(t *testing.T) {
+	cases := []struct {
+		name           string
+		agent, streams string
+		want           string // one line of the error
+	}{
+		{"unknown key with suggestion", "", "comit.interval.ms = 100",
+			`agent.toml:7: streams.comit.interval.ms: unknown key "streams.comit.interval.ms" (did you mean "commit.interval.ms"?)`},
+		{"unknown prefixed client key", "", "consumer.session.timout.ms = 100",
+			`(did you mean "consumer.session.timeout.ms"?)`},
+		{"unknown agent key", "log.levle = \"info\"", "",
+			`agent.log.levle: unknown key "agent.log.levle" (did you mean "log.level"?)`},
+		{"key in the wrong table", "application.server = \"h:1\"", "",
+			`agent.application.server: unknown key "agent.application.server": it belongs in the [streams] table`},
+		{"wrong type", "", `poll.ms = true`,
+			`streams.poll.ms: invalid value true: expected milliseconds (integer) or a duration like "10s"`},
+		{"wrong type string", "http.listen = 9464", "",
+			`agent.http.listen: invalid value 9464: expected a string`},
+		{"bad integer", "", `buffered.records.per.partition = "many"`,
+			`streams.buffered.records.per.partition: invalid value "many": expected an integer`},
+		{"below minimum", "embedded.partitions = 0", "",
+			`agent.embedded.partitions: invalid value 0: must be at least 1`},
+		{"bad enum lists allowed values", "", `processing.guarantee = "twice"`,
+			`streams.processing.guarantee: invalid value "twice": allowed values are "at_least_once", "exactly_once_v2"`},
+		{"bad duration", "", `commit.interval.ms = "abc"`,
+			`agent.toml:7: streams.commit.interval.ms: invalid value "abc": expected milliseconds (integer) or a duration like "10s"`},
+		{"refused group.protocol", "", `group.protocol = "streams"`,
+			`streams.group.protocol: value "streams" refused: StoatFlow is one instance in a classic consumer group; the streams rebalance protocol (KIP-1071) is not supported`},
+		{"refused exactly_once", "", `processing.guarantee = "exactly_once"`,
+			`value "exactly_once" refused: removed in Kafka Streams 4.0, use exactly_once_v2`},
+		{"refused exactly_once_beta", "", `processing.guarantee = "exactly_once_beta"`,
+			`removed in Kafka Streams 4.0, use exactly_once_v2`},
+		{"refused key", "", `consumer.group.id = "x"`,
+			`streams.consumer.group.id: refused: Kafka Streams uses application.id as the group id`},
+		{"enable.auto.commit true", "", `enable.auto.commit = true`,
+			`Kafka Streams forces enable.auto.commit = false`},
+		{"unmapped Kafka key", "", `buffer.memory = 1`,
+			`streams.buffer.memory: not supported yet: buffer.memory`},
+		{"unmapped prefixed Kafka key", "", `producer.buffer.memory = 1`,
+			`streams.producer.buffer.memory: not supported yet: buffer.memory`},
+		{"client key for the wrong client", "", `consumer.linger.ms = 1`,
+			`linger.ms is a producer setting, not a consumer one`},
+		{"streams key with a client prefix", "", `producer.poll.ms = 1`,
+			`poll.ms is a Kafka Streams setting and cannot be set per client`},
+		{"unsupported prefix", "", `restore.consumer.fetch.max.bytes = 1`,
+			`not supported yet: a separate restore consumer`},
+		{"LogAndContinue", "", `deserialization.exception.handler = "LogAndContinue"`,
+			`streams.deserialization.exception.handler: not supported yet: LogAndContinue`},
+		{"LogAndContinue class", "", `processing.exception.handler = "org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler"`,
+			`not supported yet: LogAndContinue`},
+		{"dead letter queue", "", `errors.dead.letter.queue.topic.name = "dlq"`,
+			`not supported yet: dead-letter queue`},
+		{"application.server not host:port", "", `application.server = "localhost"`,
+			`streams.application.server: invalid value "localhost": expected host:port`},
+		{"application.server bad port", "", `application.server = "localhost:http"`,
+			`port must be a number between 1 and 65535`},
+		{"tls cert without key", `http.tls.cert = "cert.pem"`, "",
+			`agent.http.tls.cert: set without agent.http.tls.key: HTTPS needs both`},
+		{"tls key without cert", `http.tls.key = "key.pem"`, "",
+			`agent.http.tls.key: set without agent.http.tls.cert: HTTPS needs both`},
+		{"set twice", "", "commit.interval.ms = 1\n\"commit.interval.ms\" = 2",
+			`agent.toml:8: streams.commit.interval.ms: set twice (first at line 7)`},
+		{"isolation under EOS", "", "processing.guarantee = \"exactly_once_v2\"\nconsumer.isolation.level = \"read_uncommitted\"",
+			`streams.consumer.isolation.level: Kafka Streams forces read_committed under exactly_once_v2`},
+		{"idempotence off under EOS", "", "processing.guarantee = \"exactly_once_v2\"\nenable.idempotence = false",
+			`Kafka Streams forces enable.idempotence = true under exactly_once_v2`},
+		{"acks under EOS", "", "processing.guarantee = \"exactly_once_v2\"\nacks = 1",
+			`streams.acks: exactly_once_v2 needs acks = "all"`},
+		{"heartbeat not below session", "", "heartbeat.interval.ms = \"1m\"",
+			`streams.heartbeat.interval.ms: must be lower than session.timeout.ms (45s)`},
+		{"replication factor 0", "", "replication.factor = 0",
+			`must be -1 (broker default) or between 1 and 32767`},
+		{"optimization none with others", "", `topology.optimization = "none,all"`,
+			`"none" cannot be combined with other values`},
+		{"jks truststore", "", `ssl.truststore.type = "JKS"`,
+			`StoatFlow reads PEM files only`},
+		{"encrypted key", "", `ssl.key.password = "x"`,
+			`not supported yet: encrypted private keys`},
+		{"gssapi", "", "security.protocol = \"SASL_PLAINTEXT\"\nsasl.jaas.config = \"x\"",
+			`streams.sasl.mechanism: not supported yet: sasl.mechanism GSSAPI`},
+		{"sasl without jaas", "", "security.protocol = \"SASL_SSL\"\nsasl.mechanism = \"PLAIN\"",
+			`streams.sasl.jaas.config: required with security.protocol SASL_SSL`},
+		{"jaas module mismatch", "", "security.protocol = \"SASL_SSL\"\nsasl.mechanism = \"SCRAM-SHA-256\"\n" +
+			`sasl.jaas.config = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";'`,
+			`sasl.mechanism SCRAM-SHA-256 needs the login module org.apache.kafka.common.security.scram.ScramLoginModule`},
+		{"bad jaas", "", "security.protocol = \"SASL_SSL\"\nsasl.mechanism = \"PLAIN\"\nsasl.jaas.config = 'PlainLoginModule username=\"u\";'",
+			`streams.sasl.jaas.config: invalid value: invalid control flag "username"`},
+		{"missing truststore", "", "security.protocol = \"SSL\"\nssl.truststore.location = \"nope.pem\"",
+			`streams.ssl.truststore.location: cannot use`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse(t, tc.agent, tc.streams)
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error does not contain %q:\n%v", tc.want, err)
+			}
+		})
+	}
+}
+
+func TestTopLevelKey(t *testing.T) {
+	_, err := Parse([]byte("application.id = \"x\"\n"+baseAgent+baseStreams), tempDir(t), "agent.toml")
+	want := `agent.toml:1: application.id: unknown key "application.id": it belongs in the [streams] table`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("want %q, got %v", want, err)
+	}
+}
+
+func TestEmbeddedCombined(t *testing.T) {
+	_, err := Parse([]byte(baseAgent+"[streams]\napplication.id = \"a\"\nbootstrap.servers = [\"embedded\", \"h:1\"]\n"), tempDir(t), "agent.toml")
+	if err == nil || !strings.Contains(err.Error(), `"embedded" cannot be combined with other servers`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestBootstrapServerNotHostPort(t *testing.T) {
+	data := baseAgent + "[streams]\napplication.id = \"a\"\nbootstrap.servers = \"h1:9092, h2\"\n"
+	_, err := Parse([]byte(data), tempDir(t), "agent.toml")
+	if err == nil || !strings.Contains(err.Error(), `streams.bootstrap.servers: invalid value "h2": expected host:port`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestIgnoredKeyIsNotice(t *testing.T) {
+	cfg := mustParse(t, "", "num.standby.replicas = 2\nupgrade.from = \"3.9\"\nacceptable.recovery.lag = 5")
+	if len(cfg.Notices) != 3 {
+		t.Fatalf("want 3 notices, got %v", cfg.Notices)
+	}
+	n := cfg.Notices[0]
+	if n.Key != "streams.num.standby.replicas" || n.Line != 7 || !strings.HasPrefix(n.Message, "ignored: ") {
+		t.Fatalf("unexpected notice %+v", n)
+	}
+	if got := n.Format("agent.toml"); !strings.HasPrefix(got, "agent.toml:7: streams.num.standby.replicas: ignored: applies to a group") {
+		t.Fatalf("unexpected notice line %q", got)
+	}
+}
+
+func TestIgnoredKeyStillTypeChecked(t *testing.T) {
+	_, err := parse(t, "", `num.standby.replicas = "two"`)
+	if err == nil || !strings.Contains(err.Error(), `invalid value "two": expected an integer`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestMissingRequired(t *testing.T) {
+	_, err := Parse([]byte("[agent]\n[streams]\n"), t.TempDir(), "agent.toml")
+	ps := problems(t, err)
+	want := map[string]bool{"agent.scripts": true, "streams.application.id": true, "streams.bootstrap.servers": true}
+	for _, p := range ps {
+		delete(want, p.Key)
+		if !strings.HasPrefix(p.Message, "required: ") {
+			t.Errorf("unexpected message %q", p.Message)
+		}
+	}
+	if len(want) > 0 {
+		t.Fatalf("missing problems for %v in %v", want, err)
+	}
+}
+
+func TestSeveralProblemsAtOnce(t *testing.T) {
+	data := `[agent]
+scripts = ["wc.lua", "missing.lua"]
+log.level = "loud"
+[streams]
+bootstrap.servers = "localhost:9092"
+comit.interval.ms = 100
+poll.ms = "soon"
+`
+	_, err := Parse([]byte(data), tempDir(t), "agent.toml")
+	ps := problems(t, err)
+	if len(ps) != 5 {
+		t.Fatalf("want 5 problems, got %d:\n%v", len(ps), err)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	wantPrefixes := []string{
+		"agent.toml:2: agent.scripts: cannot use ",
+		"agent.toml:3: agent.log.level: invalid value",
+		"agent.toml:6: streams.comit.interval.ms: unknown key",
+		"agent.toml:7: streams.poll.ms: invalid value",
+		"agent.toml: streams.application.id: required",
+	}
+	if len(lines) != len(wantPrefixes) {
+		t.Fatalf("want %d lines, got:\n%v", len(wantPrefixes), err)
+	}
+	for i, w := range wantPrefixes {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d = %q, want prefix %q", i, lines[i], w)
+		}
+	}
+}
+
+func TestScriptsResolveRelativeToConfigDir(t *testing.T) {
+	dir := tempDir(t)
+	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scripts", "b.lua"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	abs := filepath.Join(dir, "wc.lua")
+	data := "[agent]\nscripts = [\"scripts/b.lua\", \"" + abs + "\"]\n" + baseStreams
+	path := filepath.Join(dir, "agent.toml")
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // the working directory must not matter
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, "scripts", "b.lua"), abs}
+	if strings.Join(cfg.Scripts, ",") != strings.Join(want, ",") {
+		t.Fatalf("scripts = %v, want %v", cfg.Scripts, want)
+	}
+	if cfg.Path != path || cfg.Dir != dir {
+		t.Fatalf("path/dir = %q/%q, want %q/%q", cfg.Path, cfg.Dir, path, dir)
+	}
+}
+
+func TestMissingScript(t *testing.T) {
+	dir := tempDir(t)
+	_, err := Parse([]byte("[agent]\nscripts = [\"gone.lua\"]\n"+baseStreams), dir, "agent.toml")
+	want := "agent.toml:2: agent.scripts: cannot use " + filepath.Join(dir, "gone.lua") + ": no such file or directory"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v\nwant %s", err, want)
+	}
+}
+
+func TestBothKeySpellings(t *testing.T) {
+	for _, spelling := range []string{
+		"commit.interval.ms = 250",
+		`"commit.interval.ms" = 250`,
+		`commit."interval.ms" = "250ms"`,
+		"commit = { interval.ms = 250 }",
+	} {
+		cfg := mustParse(t, "", spelling)
+		if cfg.CommitInterval != 250*time.Millisecond {
+			t.Errorf("%s: commit interval %v", spelling, cfg.CommitInterval)
+		}
+	}
+	cfg := mustParse(t, "", "[streams.producer]\nlinger.ms = 7\n[streams.consumer]\n\"session.timeout.ms\" = \"20s\"")
+	if d := cfg.Client(ForProducer).Duration("linger.ms"); d != 7*time.Millisecond {
+		t.Errorf("producer linger %v", d)
+	}
+	if d := cfg.Client(ForConsumer).Duration("session.timeout.ms"); d != 20*time.Second {
+		t.Errorf("consumer session timeout %v", d)
+	}
+}
+
+func TestSyntaxErrorKeepsPosition(t *testing.T) {
+	_, err := Parse([]byte("[agent]\nscripts = [\"a.lua\"\n"), t.TempDir(), "agent.toml")
+	ps := problems(t, err)
+	if len(ps) != 1 || ps[0].Line == 0 || ps[0].Column == 0 || !strings.HasPrefix(ps[0].Message, "TOML syntax error: ") {
+		t.Fatalf("got %+v", ps)
+	}
+	if !strings.HasPrefix(err.Error(), "agent.toml:") {
+		t.Fatalf("got %q", err)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	cfg := mustParse(t, "", "")
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"commit interval", cfg.CommitInterval, 30 * time.Second},
+		{"guarantee", cfg.ProcessingGuarantee, "at_least_once"},
+		{"exactly once", cfg.ExactlyOnce(), false},
+		{"http", cfg.HTTPListen, "127.0.0.1:9464"},
+		{"log level", cfg.LogLevel, slog.LevelInfo},
+		{"log format", cfg.LogFormat, "text"},
+		{"embedded listen", cfg.EmbeddedListen, "127.0.0.1:0"},
+		{"embedded partitions", cfg.EmbeddedPartitions, int32(1)},
+		{"lua timeout", cfg.LuaCallTimeout, time.Second},
+		{"shutdown", cfg.ShutdownTimeout, 30 * time.Second},
+		{"state dir", cfg.StateDir, filepath.Join(os.TempDir(), "stoatflow")},
+		{"transactional stores", cfg.TransactionalStateStores, false},
+		{"uncommitted bytes", cfg.UncommittedMaxBytes, int64(67108864)},
+		{"iq isolation", cfg.DefaultIQIsolation, "READ_UNCOMMITTED"},
+		{"key serde", cfg.DefaultKeySerde, "string"},
+		{"value serde", cfg.DefaultValueSerde, "string"},
+		{"max task idle", cfg.MaxTaskIdle, time.Duration(0)},
+		{"replication", cfg.ReplicationFactor, int16(-1)},
+		{"client id", cfg.ClientID, "wordcount"},
+		{"poll", cfg.PollTime, 100 * time.Millisecond},
+		{"buffered", cfg.BufferedRecordsPerPartition, 1000},
+		{"optimization", strings.Join(cfg.TopologyOptimization, ","), "none"},
+		{"extractor", cfg.DefaultTimestampExtractor, "FailOnInvalidTimestamp"},
+		{"offset reset", cfg.Client(ForConsumer).String("auto.offset.reset"), "earliest"},
+		{"isolation", cfg.Client(ForConsumer).String("isolation.level"), "read_uncommitted"},
+		{"linger", cfg.Client(ForProducer).Duration("linger.ms"), 5 * time.Millisecond},
+		{"embedded", cfg.Embedded, false},
+		{"notices", len(cfg.Notices), 0},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GroupInstanceID != "wordcount-"+host {
+		t.Errorf("group.instance.id = %q", cfg.GroupInstanceID)
+	}
+}
+
+func TestExactlyOnceDefaults(t *testing.T) {
+	cfg := mustParse(t, "", `processing.guarantee = "exactly_once_v2"`)
+	if !cfg.ExactlyOnce() || cfg.CommitInterval != 100*time.Millisecond {
+		t.Fatalf("EOS commit interval %v", cfg.CommitInterval)
+	}
+	if got := cfg.Client(ForConsumer).String("isolation.level"); got != "read_committed" {
+		t.Errorf("isolation %q", got)
+	}
+	if got := cfg.Client(ForProducer).Duration("linger.ms"); got != 0 {
+		t.Errorf("linger %v", got)
+	}
+	if got := cfg.Client(ForProducer).Duration("transaction.timeout.ms"); got != 10*time.Second {
+		t.Errorf("transaction timeout %v", got)
+	}
+	set := mustParse(t, "", "processing.guarantee = \"exactly_once_v2\"\ncommit.interval.ms = \"2s\"")
+	if set.CommitInterval != 2*time.Second {
+		t.Fatalf("user commit interval under EOS %v", set.CommitInterval)
+	}
+}
+
+func TestValuesSet(t *testing.T) {
+	cfg := mustParse(t, `http.listen = ":8080"
+http.token = "s3cret"
+log.level = "DEBUG"
+log.format = "json"
+embedded.partitions = 4
+embedded.demo = true
+lua.call.timeout = "250ms"
+shutdown.timeout = 5000
+leave.group.on.close = true`, `state.dir = "state"
+enable.transactional.statestores = "true"
+statestore.uncommitted.max.bytes = -1
+default.interactive.query.isolation.level = "read_committed"
+default.value.serde = "org.apache.kafka.common.serialization.Serdes$LongSerde"
+max.task.idle.ms = -1
+application.server = "stoat.example:9464"
+group.instance.id = "stoat-1"
+client.id = "wc"
+replication.factor = 3
+topology.optimization = ["reuse.ktable.source.topics", "merge.repartition.topics"]
+deserialization.exception.handler = "org.apache.kafka.streams.errors.LogAndFailExceptionHandler"
+default.timestamp.extractor = "org.apache.kafka.streams.processor.WallclockTimestampExtractor"`)
+	dir := cfg.Dir
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"listen", cfg.HTTPListen, ":8080"},
+		{"token", cfg.HTTPToken, "s3cret"},
+		{"level", cfg.LogLevel, slog.LevelDebug},
+		{"format", cfg.LogFormat, "json"},
+		{"partitions", cfg.EmbeddedPartitions, int32(4)},
+		{"demo", cfg.EmbeddedDemo, true},
+		{"lua", cfg.LuaCallTimeout, 250 * time.Millisecond},
+		{"shutdown", cfg.ShutdownTimeout, 5 * time.Second},
+		{"leave", cfg.LeaveGroupOnClose, true},
+		{"state dir", cfg.StateDir, filepath.Join(dir, "state")},
+		{"tx stores", cfg.TransactionalStateStores, true},
+		{"uncommitted", cfg.UncommittedMaxBytes, int64(-1)},
+		{"iq", cfg.DefaultIQIsolation, "READ_COMMITTED"},
+		{"value serde", cfg.DefaultValueSerde, "long"},
+		{"idle", cfg.MaxTaskIdle, -time.Millisecond},
+		{"app server", cfg.ApplicationServer, "stoat.example:9464"},
+		{"instance", cfg.GroupInstanceID, "stoat-1"},
+		{"client id", cfg.ClientID, "wc"},
+		{"rf", cfg.ReplicationFactor, int16(3)},
+		{"optimization", strings.Join(cfg.TopologyOptimization, ","), "reuse.ktable.source.topics,merge.repartition.topics"},
+		{"extractor", cfg.DefaultTimestampExtractor, "WallclockTimestampExtractor"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestEmbedded(t *testing.T) {
+	cfg, err := Parse([]byte(baseAgent+"[streams]\napplication.id = \"a\"\nbootstrap.servers = \"embedded\"\n"), tempDir(t), "agent.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Embedded {
+		t.Fatal("not embedded")
+	}
+}
+
+func TestClientPrefixesOverride(t *testing.T) {
+	cfg := mustParse(t, "", `session.timeout.ms = 20000
+consumer.session.timeout.ms = 30000
+main.consumer.session.timeout.ms = 40000
+request.timeout.ms = 1000
+producer.request.timeout.ms = 2000
+security.protocol = "ssl"`)
+	con, pro, adm := cfg.Client(ForConsumer), cfg.Client(ForProducer), cfg.Client(ForAdmin)
+	if d := con.Duration("session.timeout.ms"); d != 40*time.Second {
+		t.Errorf("consumer session %v", d)
+	}
+	if s := con.Source("session.timeout.ms"); s != "streams.main.consumer.session.timeout.ms" {
+		t.Errorf("source %q", s)
+	}
+	if d := pro.Duration("request.timeout.ms"); d != 2*time.Second {
+		t.Errorf("producer request timeout %v", d)
+	}
+	if d := adm.Duration("request.timeout.ms"); d != time.Second {
+		t.Errorf("admin request timeout %v", d)
+	}
+	if !adm.IsSet("request.timeout.ms") || adm.IsSet("retries") {
+		t.Error("IsSet")
+	}
+	if p := adm.String("security.protocol"); p != "SSL" {
+		t.Errorf("protocol %q (enums are canonicalised)", p)
+	}
+}
+
+func TestDefaultConfig(t *testing.T) {
+	cfg := Default()
+	if cfg.CommitInterval != 30*time.Second || cfg.DefaultKeySerde != "string" || len(cfg.Scripts) != 0 || cfg.ApplicationID != "" {
+		t.Fatalf("unexpected default %+v", cfg)
+	}
+	if cfg.StateDir == "" || cfg.HTTPListen != "127.0.0.1:9464" {
+		t.Fatalf("unexpected default %+v", cfg)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "none.toml"))
+	if err == nil || !strings.Contains(err.Error(), "cannot read config") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,161 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+var (
+	// byFull indexes every declared key by its full name ("streams.poll.ms").
+	byFull = map[string]*Key{}
+	// clientByName indexes the client keys by their unprefixed name.
+	clientByName = map[string]*Key{}
+	// unmappedClient holds the Kafka client keys that are not supported yet.
+	unmappedClient = map[string]bool{}
+	// defaults holds each key's parsed Default, and defaultsEOS its DefaultEOS.
+	defaults, defaultsEOS = map[string]any{}, map[string]any{}
+)
+
+func init() {
+	for i := range agentKeys {
+		register(&agentKeys[i], SectionAgent)
+	}
+	for i := range streamsKeys {
+		register(&streamsKeys[i], SectionStreams)
+	}
+	for i := range clientKeys {
+		k := register(&clientKeys[i], SectionStreams)
+		clientByName[k.Name] = k
+	}
+	for _, name := range unmappedClientKeys {
+		if _, dup := byFull["streams."+name]; dup {
+			panic("config: " + name + " is both mapped and unmapped")
+		}
+		unmappedClient[name] = true
+	}
+}
+
+// register indexes a key and parses its defaults. The tables are code, so a bad
+// default is a programming error caught by the package's tests.
+func register(k *Key, s Section) *Key {
+	k.Section = s
+	full := k.FullName()
+	if _, dup := byFull[full]; dup {
+		panic("config: duplicate key " + full)
+	}
+	byFull[full] = k
+	for _, d := range []struct {
+		text string
+		into map[string]any
+	}{{k.Default, defaults}, {k.DefaultEOS, defaultsEOS}} {
+		if d.text == "" {
+			continue
+		}
+		v, err := convert(k, d.text)
+		if err != nil {
+			panic(fmt.Sprintf("config: default of %s: %v", full, err))
+		}
+		d.into[full] = v
+	}
+	return k
+}
+
+// Keys returns every declared key: [agent] keys, then [streams] keys, then
+// the client keys, each group in declaration order.
+func Keys() []*Key {
+	out := make([]*Key, 0, len(byFull))
+	for i := range agentKeys {
+		out = append(out, &agentKeys[i])
+	}
+	for i := range streamsKeys {
+		out = append(out, &streamsKeys[i])
+	}
+	for i := range clientKeys {
+		out = append(out, &clientKeys[i])
+	}
+	return out
+}
+
+// lookup finds the key a [section] name denotes. For client keys written with
+// a prefix it also returns the prefix ("consumer." etc.). A nil key comes with
+// the message explaining why the name is not accepted.
+func lookup(section Section, name string) (k *Key, prefix string, msg string) {
+	full := string(section) + "." + name
+	if k := byFull[full]; k != nil {
+		return k, "", ""
+	}
+	if section == SectionStreams {
+		for _, p := range clientPrefixes {
+			rest, ok := strings.CutPrefix(name, p.prefix)
+			if !ok {
+				continue
+			}
+			if k := clientByName[rest]; k != nil {
+				if k.Client&p.role == 0 {
+					return nil, "", fmt.Sprintf("%s is a %v setting, not a %v one", rest, k.Client, p.role)
+				}
+				return k, p.prefix, ""
+			}
+			if byFull["streams."+rest] != nil {
+				return nil, "", fmt.Sprintf("%s is a Kafka Streams setting and cannot be set per client; write it without the %s prefix", rest, p.prefix)
+			}
+			if unmappedClient[rest] {
+				return nil, "", "not supported yet: " + rest
+			}
+			return nil, "", unknown(full, section, p.prefix)
+		}
+		for p, what := range unsupportedPrefixes {
+			if strings.HasPrefix(name, p) {
+				return nil, "", "not supported yet: " + what
+			}
+		}
+		if unmappedClient[name] {
+			return nil, "", "not supported yet: " + name
+		}
+	}
+	if section == "" {
+		if k := byFull["streams."+name]; k != nil {
+			return nil, "", fmt.Sprintf("unknown key %q: it belongs in the [streams] table", name)
+		}
+		if k := byFull["agent."+name]; k != nil {
+			return nil, "", fmt.Sprintf("unknown key %q: it belongs in the [agent] table", name)
+		}
+	}
+	return nil, "", unknown(full, section, "")
+}
+
+// unknown words an unknown key, with the nearest known key when there is one.
+// Within a section the suggestion is the bare name, as the user wrote it.
+func unknown(full string, section Section, prefix string) string {
+	msg := fmt.Sprintf("unknown key %q", strings.TrimPrefix(full, "."))
+	other := Section("agent")
+	if section == SectionAgent {
+		other = SectionStreams
+	}
+	if section != "" {
+		bare := strings.TrimPrefix(full, string(section)+".")
+		if k := byFull[string(other)+"."+bare]; k != nil {
+			return fmt.Sprintf("%s: it belongs in the [%s] table", msg, other)
+		}
+	}
+	var candidates []string
+	if prefix != "" {
+		for name := range clientByName {
+			candidates = append(candidates, "streams."+prefix+name)
+		}
+	} else {
+		for name := range byFull {
+			candidates = append(candidates, name)
+		}
+	}
+	sort.Strings(candidates) // ties go to the same key every run
+	best, ok := closest(strings.TrimPrefix(full, "."), candidates)
+	if !ok {
+		return msg
+	}
+	if section != "" && strings.HasPrefix(best, string(section)+".") {
+		best = strings.TrimPrefix(best, string(section)+".")
+	}
+	return fmt.Sprintf("%s (did you mean %q?)", msg, best)
+}

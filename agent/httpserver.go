@@ -1,0 +1,237 @@
+package agent
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stoatflow/stoatflow/metrics"
+)
+
+// HTTPOptions configure the agent's single HTTP listener (agent.http.* in the config).
+type HTTPOptions struct {
+	Listen string // host:port; the config defaults it to loopback
+	Token  string // bearer token; empty means no authentication
+	// TLSCert and TLSKey are PEM files; both set means HTTPS, neither means plain HTTP.
+	TLSCert, TLSKey string
+}
+
+// HTTPServer serves the operational endpoints (/healthz, /readyz, /metrics) and whatever
+// other parts of the agent register through Handle. Every error it answers is JSON
+// {"error": "...", "code": "..."}.
+type HTTPServer struct {
+	opts   HTTPOptions
+	state  *StateMachine
+	logger *slog.Logger
+	mux    *http.ServeMux
+	srv    *http.Server
+	tls    *tls.Config
+
+	mu       sync.Mutex
+	listener net.Listener
+}
+
+// openPaths answer without a token: probes (kubelet, load balancers, systemd helpers)
+// rarely can carry one, and all they reveal is that the process is up and its state name.
+var openPaths = map[string]bool{"/healthz": true, "/readyz": true}
+
+// NewHTTPServer checks the options and loads the TLS key pair, so a bad certificate is
+// reported at startup rather than on the first connection. Nothing listens until Start.
+func NewHTTPServer(opts HTTPOptions, state *StateMachine, m *metrics.Metrics, logger *slog.Logger) (*HTTPServer, error) {
+	if opts.Listen == "" {
+		return nil, errors.New("http: listen address is empty (agent.http.listen)")
+	}
+	if state == nil || m == nil {
+		return nil, errors.New("http: a state machine and metrics are required")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &HTTPServer{opts: opts, state: state, logger: logger, mux: http.NewServeMux()}
+
+	switch {
+	case opts.TLSCert != "" && opts.TLSKey != "":
+		pair, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("http: TLS key pair (agent.http.tls.cert=%s, agent.http.tls.key=%s): %w", opts.TLSCert, opts.TLSKey, err)
+		}
+		s.tls = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	case opts.TLSCert != "" || opts.TLSKey != "":
+		return nil, errors.New("http: agent.http.tls.cert and agent.http.tls.key must be set together")
+	}
+
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "UP"})
+	})
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.Handle("GET /metrics", m.Handler())
+
+	s.srv = &http.Server{
+		Handler:           s.authenticate(http.HandlerFunc(s.route)),
+		TLSConfig:         s.tls,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	return s, nil
+}
+
+// Handle registers h for a Go 1.22 ServeMux pattern such as "GET /v1/stores/{store}". Like
+// http.ServeMux it panics on a malformed or conflicting pattern: patterns are fixed in
+// code, so that is a programming error caught by the first test that builds the server.
+func (s *HTTPServer) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Start binds the listener, so Addr is known when it returns (":0" picks a free port), and
+// serves in the background until Shutdown.
+func (s *HTTPServer) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener != nil {
+		return errors.New("http: server already started")
+	}
+	ln, err := net.Listen("tcp", s.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("http: listen on %s (agent.http.listen): %w", s.opts.Listen, err)
+	}
+	s.listener = ln
+	go func() {
+		var err error
+		if s.tls != nil {
+			err = s.srv.ServeTLS(ln, "", "")
+		} else {
+			err = s.srv.Serve(ln)
+		}
+		if !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("http server stopped", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+	s.logger.Info("http server listening", "addr", ln.Addr().String(), "tls", s.tls != nil, "auth", s.opts.Token != "")
+	return nil
+}
+
+// Addr is the bound address once started, the configured one before.
+func (s *HTTPServer) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener == nil {
+		return s.opts.Listen
+	}
+	return s.listener.Addr().String()
+}
+
+// Shutdown stops accepting connections and waits for in-flight requests until ctx ends.
+func (s *HTTPServer) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	started := s.listener != nil
+	s.mu.Unlock()
+	if !started {
+		return nil
+	}
+	if err := s.srv.Shutdown(ctx); err != nil {
+		return fmt.Errorf("http: shutdown: %w", err)
+	}
+	return nil
+}
+
+func (s *HTTPServer) readyz(w http.ResponseWriter, _ *http.Request) {
+	cur := s.state.Current()
+	status := http.StatusServiceUnavailable
+	if cur == StateRunning {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, map[string]string{"state": cur.String()})
+}
+
+// authenticate requires "Authorization: Bearer <token>" on every path but openPaths when a
+// token is configured. It runs before routing, so without a token even unknown paths
+// answer 401 and the set of endpoints is not revealed.
+func (s *HTTPServer) authenticate(next http.Handler) http.Handler {
+	if s.opts.Token == "" {
+		return next
+	}
+	want := []byte(s.opts.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if openPaths[r.URL.Path] {
+			next.ServeHTTP(w, r)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || got == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="stoatflow"`)
+			writeHTTPError(w, http.StatusUnauthorized, "unauthorized", "missing bearer token")
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="stoatflow", error="invalid_token"`)
+			writeHTTPError(w, http.StatusUnauthorized, "unauthorized", "invalid bearer token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// route serves through the mux, turning the mux's own plain-text 404 and 405 answers into
+// JSON errors. The mux serves in both cases, since only its ServeHTTP sets the request's
+// path values ({store}, {key}).
+func (s *HTTPServer) route(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		w = &muxErrorWriter{ResponseWriter: w, r: r}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// muxErrorWriter wraps the mux's internal handlers (not found, method not allowed,
+// redirects), replacing the error bodies and passing everything else through.
+type muxErrorWriter struct {
+	http.ResponseWriter
+	r        *http.Request
+	replaced bool
+}
+
+func (w *muxErrorWriter) WriteHeader(status int) {
+	switch status {
+	case http.StatusNotFound:
+		w.replaced = true
+		writeHTTPError(w.ResponseWriter, status, "not_found", "no endpoint "+w.r.URL.Path)
+	case http.StatusMethodNotAllowed:
+		w.replaced = true
+		writeHTTPError(w.ResponseWriter, status, "method_not_allowed",
+			fmt.Sprintf("method %s not allowed on %s (allowed: %s)", w.r.Method, w.r.URL.Path, w.Header().Get("Allow")))
+	default:
+		w.ResponseWriter.WriteHeader(status)
+	}
+}
+
+func (w *muxErrorWriter) Write(b []byte) (int, error) {
+	if w.replaced {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// writeHTTPError answers {"error": msg, "code": code}; code is a stable snake_case word a
+// client can switch on, msg is for people.
+func writeHTTPError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg, "code": code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":"encoding the response failed","code":"internal"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	// A write error means the client went away; there is no one left to tell.
+	_, _ = w.Write(append(body, '\n'))
+}

@@ -1,0 +1,71 @@
+package kafkaio
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestEnsureTopicsCreatesMissingAndLeavesExisting(t *testing.T) {
+	e := startBroker(t)
+	compact := "compact"
+	specs := map[string]TopicSpec{
+		"in":        {Partitions: 4, ReplicationFactor: 1},
+		"changelog": {Partitions: 2, ReplicationFactor: -1, Configs: map[string]*string{"cleanup.policy": &compact}},
+		"defaulted": {Partitions: -1, ReplicationFactor: -1},
+	}
+	if err := EnsureTopics(e.Addrs(), testConfig(), specs); err != nil {
+		t.Fatalf("EnsureTopics: %v", err)
+	}
+	want := map[string]int32{"in": 4, "changelog": 2, "defaulted": 1}
+	got, err := PartitionCounts(e.Addrs(), testConfig(), []string{"in", "changelog", "defaulted"})
+	if err != nil {
+		t.Fatalf("PartitionCounts: %v", err)
+	}
+	for topic, n := range want {
+		if got[topic] != n {
+			t.Errorf("PartitionCounts[%s] = %d, want %d", topic, got[topic], n)
+		}
+	}
+	if p := e.cluster.TopicInfo("changelog").Configs["cleanup.policy"]; p == nil || *p != "compact" {
+		t.Errorf("changelog cleanup.policy = %v, want compact", p)
+	}
+
+	// Again, with other counts and a new topic: existing topics are left alone.
+	specs["in"] = TopicSpec{Partitions: 8, ReplicationFactor: 1}
+	specs["out"] = TopicSpec{Partitions: 3, ReplicationFactor: 1}
+	if err := EnsureTopics(e.Addrs(), testConfig(), specs); err != nil {
+		t.Fatalf("EnsureTopics again: %v", err)
+	}
+	got, err = PartitionCounts(e.Addrs(), testConfig(), []string{"in", "out"})
+	if err != nil {
+		t.Fatalf("PartitionCounts: %v", err)
+	}
+	if got["in"] != 4 || got["out"] != 3 {
+		t.Errorf("PartitionCounts = %v, want in:4 (unchanged) out:3", got)
+	}
+}
+
+func TestEnsureTopicsErrors(t *testing.T) {
+	e := startBroker(t)
+	cases := map[string]map[string]TopicSpec{
+		"partitions 0":          {"a": {Partitions: 0, ReplicationFactor: 1}},
+		"replication factor -2": {"a": {Partitions: 1, ReplicationFactor: -2}},
+		"empty name":            {"": {Partitions: 1, ReplicationFactor: 1}},
+		// One broker cannot hold three replicas.
+		"replication factor 3": {"a": {Partitions: 1, ReplicationFactor: 3}},
+	}
+	for name, specs := range cases {
+		if err := EnsureTopics(e.Addrs(), testConfig(), specs); err == nil {
+			t.Errorf("%s: want an error", name)
+		}
+	}
+}
+
+func TestPartitionCountsMissingTopic(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "here", 2)
+	_, err := PartitionCounts(e.Addrs(), testConfig(), []string{"here", "gone"})
+	if err == nil || !strings.Contains(err.Error(), `"gone"`) {
+		t.Fatalf("PartitionCounts with a missing topic: err = %v, want one naming \"gone\"", err)
+	}
+}

@@ -1,0 +1,237 @@
+package kafkaio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// TopicPartition names one partition of one topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// Message is one consumed record. Key and Value are nil for a null key or value.
+type Message struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Headers   pipeline.Headers
+	Timestamp int64 // milliseconds since the epoch
+}
+
+// RebalanceHandler is told when a generation of the group starts and ends.
+type RebalanceHandler interface {
+	// Assigned is called when a generation starts, before any of its messages are delivered.
+	Assigned(tps []TopicPartition)
+	// Revoking is called when the generation ends (sarama's Cleanup), before partitions are
+	// given up. The caller finishes its commit (calling Commit) before returning. After
+	// Revoking returns, no message fetched in the ended generation is delivered any more.
+	Revoking(tps []TopicPartition)
+}
+
+// maxBatch bounds the messages of one partition handed over in one batch.
+const maxBatch = 500
+
+// Consumer is a member of a classic consumer group with the eager rebalance protocol.
+// It never commits on its own: offsets are committed only by Commit.
+type Consumer struct {
+	client   sarama.Client
+	group    sarama.ConsumerGroup
+	groupID  string
+	topics   []string
+	cfg      *sarama.Config
+	handler  RebalanceHandler
+	out      chan []Message
+	errs     chan error
+	forwards sync.WaitGroup // the goroutine forwarding sarama's errors
+
+	mu         sync.Mutex
+	gen        *generation // the running generation; nil between generations
+	lastMember string      // member id of the latest generation, for a static LeaveGroup
+	started    bool
+	closed     bool
+	cancel     context.CancelFunc
+	loopDone   chan struct{}
+}
+
+// NewConsumer prepares a member of group groupID subscribed to topics, connected with a
+// copy of cfg. The copy always returns errors (see Errors); it must use eager balance
+// strategies, because Assigned and Revoking describe whole generations.
+// cfg.Consumer.Group.InstanceId makes the member static (it needs Version >= 2.3.0).
+func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.Config, h RebalanceHandler) (*Consumer, error) {
+	switch {
+	case cfg == nil:
+		return nil, errors.New("new consumer: nil sarama config")
+	case h == nil:
+		return nil, errors.New("new consumer: nil rebalance handler")
+	case groupID == "":
+		return nil, errors.New("new consumer: empty group id")
+	case len(topics) == 0:
+		return nil, fmt.Errorf("new consumer %q: no topics to subscribe to", groupID)
+	}
+	if err := checkEager(cfg); err != nil {
+		return nil, fmt.Errorf("new consumer %q: %w", groupID, err)
+	}
+	if cfg.Consumer.Group.InstanceId != "" && !cfg.Version.IsAtLeast(sarama.V2_3_0_0) {
+		return nil, fmt.Errorf("new consumer %q: group.instance.id %q needs Kafka version >= 2.3.0, have %s",
+			groupID, cfg.Consumer.Group.InstanceId, cfg.Version)
+	}
+	c := *cfg
+	c.Consumer.Return.Errors = true
+
+	client, err := sarama.NewClient(brokers, &c)
+	if err != nil {
+		return nil, fmt.Errorf("new consumer %q: connect to %v: %w", groupID, brokers, err)
+	}
+	group, err := sarama.NewConsumerGroupFromClient(groupID, client)
+	if err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("new consumer %q: %w", groupID, err)
+	}
+	cons := &Consumer{
+		client:  client,
+		group:   group,
+		groupID: groupID,
+		topics:  append([]string(nil), topics...),
+		cfg:     &c,
+		handler: h,
+		out:     make(chan []Message, 4),
+		errs:    make(chan error, c.ChannelBufferSize),
+	}
+	cons.forwards.Add(1)
+	go cons.forwardErrors()
+	return cons, nil
+}
+
+// checkEager refuses cooperative balance strategies: with them sarama keeps a session
+// across rebalances and Revoking could not describe the end of a generation.
+func checkEager(cfg *sarama.Config) error {
+	strategies := cfg.Consumer.Group.Rebalance.GroupStrategies
+	for _, s := range strategies {
+		ps, ok := s.(sarama.RebalanceProtocolBalanceStrategy)
+		if !ok {
+			continue
+		}
+		eager := false
+		for _, p := range ps.SupportedProtocols() {
+			eager = eager || p == sarama.RebalanceProtocolEager
+		}
+		if !eager {
+			return fmt.Errorf("not supported yet: cooperative rebalancing (balance strategy %q)", s.Name())
+		}
+	}
+	return nil
+}
+
+// Start runs the group loop in the background: it joins the group, consumes until the
+// generation ends, and joins again, until ctx ends or Close is called. Calls after the
+// first do nothing.
+func (c *Consumer) Start(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started || c.closed {
+		return
+	}
+	c.started = true
+	ctx, c.cancel = context.WithCancel(ctx)
+	c.loopDone = make(chan struct{})
+	go c.loop(ctx)
+}
+
+func (c *Consumer) loop(ctx context.Context) {
+	defer close(c.loopDone)
+	h := &sessionHandler{c: c}
+	for ctx.Err() == nil {
+		err := c.group.Consume(ctx, c.topics, h)
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, sarama.ErrClosedConsumerGroup) {
+			return
+		}
+		c.report(fmt.Errorf("consumer group %q: %w", c.groupID, err))
+		// Joining failed (no coordinator, missing topic, ...): wait before trying again.
+		t := time.NewTimer(c.cfg.Consumer.Group.Rebalance.Retry.Backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Messages returns batches of messages of one partition each, in offset order. The
+// channel has room for few batches: a caller that does not read stops the fetching. It
+// is closed by Close.
+func (c *Consumer) Messages() <-chan []Message { return c.out }
+
+// Errors returns asynchronous errors: failed joins, fetches and the like. Errors are
+// dropped while the channel is full. It is closed by Close.
+func (c *Consumer) Errors() <-chan error { return c.errs }
+
+func (c *Consumer) report(err error) {
+	select {
+	case c.errs <- err:
+	default:
+	}
+}
+
+func (c *Consumer) forwardErrors() {
+	defer c.forwards.Done()
+	for err := range c.group.Errors() {
+		c.report(err)
+	}
+}
+
+// Close stops the group loop, which ends the running generation (Revoking is called),
+// and closes the connections. A static member (group.instance.id set) stays in the group
+// when leaveGroup is false, so a restart takes its partitions back without a rebalance;
+// leaveGroup true sends a LeaveGroup with the instance id, which needs Version >= 2.4.0.
+// A dynamic member always leaves: its member id cannot be reused anyway.
+func (c *Consumer) Close(leaveGroup bool) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	started := c.started
+	c.mu.Unlock()
+
+	if started {
+		c.cancel()
+		<-c.loopDone
+	}
+	var errs []error
+	if err := c.group.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close consumer group %q: %w", c.groupID, err))
+	}
+	c.forwards.Wait()
+	if leaveGroup && c.cfg.Consumer.Group.InstanceId != "" {
+		c.mu.Lock()
+		member := c.lastMember
+		c.mu.Unlock()
+		if member != "" {
+			if err := c.leaveStatic(member); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := c.client.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close consumer client: %w", err))
+	}
+	close(c.out)
+	close(c.errs)
+	return errors.Join(errs...)
+}

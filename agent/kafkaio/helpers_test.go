@@ -1,0 +1,109 @@
+package kafkaio
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// startBroker starts an embedded broker that the test closes at its end.
+func startBroker(t *testing.T) *Embedded {
+	t.Helper()
+	e, err := StartEmbedded("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatalf("StartEmbedded: %v", err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+// testConfig is a sarama config with the short timeouts a test against a local broker
+// can afford.
+func testConfig() *sarama.Config {
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_6_0_0
+	cfg.ClientID = "kafkaio-test"
+	cfg.Metadata.Retry.Backoff = 20 * time.Millisecond
+	cfg.Producer.Retry.Backoff = 20 * time.Millisecond
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Group.Session.Timeout = 6 * time.Second // kfake's minimum
+	cfg.Consumer.Group.Heartbeat.Interval = 100 * time.Millisecond
+	cfg.Consumer.Group.Rebalance.Retry.Backoff = 50 * time.Millisecond
+	return cfg
+}
+
+// createTopic creates topic on e with the given partition count.
+func createTopic(t *testing.T, e *Embedded, topic string, partitions int32) {
+	t.Helper()
+	if err := EnsureTopics(e.Addrs(), testConfig(), map[string]TopicSpec{
+		topic: {Partitions: partitions, ReplicationFactor: -1},
+	}); err != nil {
+		t.Fatalf("EnsureTopics(%s): %v", topic, err)
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// produceN sends n records key-i/value-i to partition p of topic and flushes them.
+func produceN(t *testing.T, e *Embedded, topic string, p int32, from, n int) {
+	t.Helper()
+	prod, err := NewProducer(e.Addrs(), testConfig())
+	if err != nil {
+		t.Fatalf("NewProducer: %v", err)
+	}
+	defer prod.Close()
+	for i := from; i < from+n; i++ {
+		if err := prod.Send(topic, p, fmt.Appendf(nil, "key-%d", i), fmt.Appendf(nil, "value-%d", i), nil, int64(i)); err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+	}
+	if err := prod.Flush(t.Context()); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+}
+
+// recorder is a RebalanceHandler that records the calls; onRevoking runs inside Revoking.
+type recorder struct {
+	mu         sync.Mutex
+	assigned   [][]TopicPartition
+	revoked    [][]TopicPartition
+	onRevoking func(tps []TopicPartition)
+	generation atomic.Int32 // count of Assigned calls
+}
+
+func (r *recorder) Assigned(tps []TopicPartition) {
+	r.mu.Lock()
+	r.assigned = append(r.assigned, tps)
+	r.mu.Unlock()
+	r.generation.Add(1)
+}
+
+func (r *recorder) Revoking(tps []TopicPartition) {
+	r.mu.Lock()
+	r.revoked = append(r.revoked, tps)
+	fn := r.onRevoking
+	r.mu.Unlock()
+	if fn != nil {
+		fn(tps)
+	}
+}
+
+func (r *recorder) calls() (assigned, revoked [][]TopicPartition) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]TopicPartition(nil), r.assigned...), append([][]TopicPartition(nil), r.revoked...)
+}

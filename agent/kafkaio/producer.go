@@ -1,0 +1,193 @@
+package kafkaio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// Producer writes records asynchronously through a sarama AsyncProducer and tracks what is
+// still unacknowledged, so that Flush can close the at-least-once half of a commit
+// barrier: once Flush returns nil, every record sent before it is in Kafka.
+type Producer struct {
+	// OnAck, if set before the first Send, is called on sarama's success goroutine for
+	// every acknowledged record, with the record's topic. It must be quick: it delays
+	// the acknowledgement of the records behind it.
+	OnAck func(topic string)
+
+	client sarama.Client
+	ap     sarama.AsyncProducer
+	closed atomic.Bool
+
+	// pending counts records sent and neither acknowledged nor failed. When it drops to
+	// zero while a Flush waits (waiters > 0), idle is closed and replaced.
+	pending atomic.Int64
+	waiters atomic.Int32
+	idleMu  sync.Mutex
+	idle    chan struct{}
+
+	// firstErr is the first asynchronous error since the last Flush (sticky).
+	firstErr atomic.Pointer[error]
+
+	partitions sync.Map // topic → int32 partition count
+	msgs       sync.Pool
+	drained    sync.WaitGroup // the success and error goroutines
+}
+
+var errProducerClosed = errors.New("producer is closed")
+
+// NewProducer connects to brokers with a copy of cfg. The copy always returns successes
+// and errors (Flush needs both) and uses the partitioner described at Send; every other
+// setting, Flush.Frequency included, is the caller's.
+func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
+	if cfg == nil {
+		return nil, errors.New("new producer: nil sarama config")
+	}
+	if cfg.Producer.Transaction.ID != "" {
+		return nil, fmt.Errorf("new producer: not supported yet: transactional producer (transactional id %q)", cfg.Producer.Transaction.ID)
+	}
+	c := *cfg
+	c.Producer.Return.Successes = true
+	c.Producer.Return.Errors = true
+	c.Producer.Partitioner = newRequestedPartitioner
+
+	client, err := sarama.NewClient(brokers, &c)
+	if err != nil {
+		return nil, fmt.Errorf("new producer: connect to %v: %w", brokers, err)
+	}
+	ap, err := sarama.NewAsyncProducerFromClient(client)
+	if err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("new producer: %w", err)
+	}
+	p := &Producer{
+		client: client,
+		ap:     ap,
+		idle:   make(chan struct{}),
+		msgs:   sync.Pool{New: func() any { return new(outMsg) }},
+	}
+	p.drained.Add(2)
+	go p.drainSuccesses()
+	go p.drainErrors()
+	return p, nil
+}
+
+// Send queues one record. partition >= 0 is used as is; partition < 0 lets the producer
+// choose: murmur2 of the key bytes as Java's default partitioner does, a random partition
+// for a nil key. A negative timestampMs lets the producer stamp the current time.
+//
+// key, value and the header values are not copied: they must stay unchanged until the
+// record is acknowledged (Flush returns). Send returns the first asynchronous error seen
+// since the last Flush, without queuing the record, so a failing broker stops the caller
+// early. Send blocks while sarama's input buffer is full.
+func (p *Producer) Send(topic string, partition int32, key, value []byte, headers pipeline.Headers, timestampMs int64) error {
+	if e := p.firstErr.Load(); e != nil {
+		return *e
+	}
+	if p.closed.Load() {
+		return fmt.Errorf("send to topic %q: %w", topic, errProducerClosed)
+	}
+	m := p.msgs.Get().(*outMsg)
+	m.fill(topic, partition, key, value, headers, timestampMs)
+	p.pending.Add(1)
+	p.ap.Input() <- &m.msg
+	return nil
+}
+
+// PartitionsFor returns the partition count of topic. Counts are cached; an unknown topic
+// is looked up in the cluster metadata.
+func (p *Producer) PartitionsFor(topic string) (int32, error) {
+	if n, ok := p.partitions.Load(topic); ok {
+		return n.(int32), nil
+	}
+	parts, err := p.client.Partitions(topic)
+	if err != nil {
+		return 0, fmt.Errorf("partitions of topic %q: %w", topic, err)
+	}
+	n := int32(len(parts))
+	p.partitions.Store(topic, n)
+	return n, nil
+}
+
+// Flush blocks until every record sent so far is acknowledged or failed, then returns the
+// first asynchronous error since the previous Flush and forgets it. If ctx ends first,
+// Flush returns ctx's error and keeps the sticky error for the next call.
+func (p *Producer) Flush(ctx context.Context) error {
+	p.waiters.Add(1)
+	defer p.waiters.Add(-1)
+	for p.pending.Load() > 0 {
+		p.idleMu.Lock()
+		idle := p.idle
+		p.idleMu.Unlock()
+		// Re-check after taking idle: a drop to zero before that closed an older channel.
+		if p.pending.Load() == 0 {
+			break
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("flush producer (%d records unacknowledged): %w", p.pending.Load(), ctx.Err())
+		}
+	}
+	if e := p.firstErr.Swap(nil); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// Close waits for the records in flight, closes the producer and returns the sticky error
+// if one is left. Send must not be called during or after Close.
+func (p *Producer) Close() error {
+	if p.closed.Swap(true) {
+		return nil
+	}
+	p.ap.AsyncClose()
+	p.drained.Wait()
+	var errs []error
+	if e := p.firstErr.Swap(nil); e != nil {
+		errs = append(errs, *e)
+	}
+	if err := p.client.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close producer client: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Producer) drainSuccesses() {
+	defer p.drained.Done()
+	for msg := range p.ap.Successes() {
+		if p.OnAck != nil {
+			p.OnAck(msg.Topic)
+		}
+		p.finish(msg)
+	}
+}
+
+func (p *Producer) drainErrors() {
+	defer p.drained.Done()
+	for pe := range p.ap.Errors() {
+		err := fmt.Errorf("produce to topic %q partition %d: %w", pe.Msg.Topic, pe.Msg.Partition, pe.Err)
+		p.firstErr.CompareAndSwap(nil, &err)
+		p.finish(pe.Msg)
+	}
+}
+
+// finish recycles a record sarama is done with and wakes Flush when it was the last one.
+func (p *Producer) finish(msg *sarama.ProducerMessage) {
+	if m, ok := msg.Metadata.(*outMsg); ok {
+		m.reset()
+		p.msgs.Put(m)
+	}
+	if p.pending.Add(-1) == 0 && p.waiters.Load() > 0 {
+		p.idleMu.Lock()
+		close(p.idle)
+		p.idle = make(chan struct{})
+		p.idleMu.Unlock()
+	}
+}

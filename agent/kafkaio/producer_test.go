@@ -1,0 +1,261 @@
+package kafkaio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// highWatermarks returns the high-water mark of each partition of topic.
+func highWatermarks(e *Embedded, topic string) []int64 {
+	var hw []int64
+	for _, pi := range e.cluster.PartitionInfos(topic) {
+		hw = append(hw, pi.HighWatermark)
+	}
+	return hw
+}
+
+func TestProducerExplicitPartition(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "explicit", 3)
+	p, err := NewProducer(e.Addrs(), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// Same key, different requested partitions: the request wins over the hash.
+	for range 5 {
+		if err := p.Send("explicit", 2, []byte("k"), []byte("v"), nil, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Send("explicit", 0, []byte("k"), []byte("v"), nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if hw := highWatermarks(e, "explicit"); fmt.Sprint(hw) != "[1 0 5]" {
+		t.Errorf("high watermarks = %v, want [1 0 5]", hw)
+	}
+}
+
+func TestProducerKeyHashIsMurmur2(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "hashed", 5)
+	p, err := NewProducer(e.Addrs(), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	want := make([]int64, 5)
+	for i := range 50 {
+		key := fmt.Appendf(nil, "user-%d", i)
+		want[murmur2Partition(key, 5)]++
+		if err := p.Send("hashed", -1, key, []byte("v"), nil, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Unkeyed records go anywhere; count them apart.
+	for range 10 {
+		if err := p.Send("hashed", -1, nil, []byte("v"), nil, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got := highWatermarks(e, "hashed")
+	var total int64
+	for i := range got {
+		total += got[i]
+		if got[i] < want[i] {
+			t.Errorf("partition %d holds %d records, want at least the %d keys murmur2 puts there", i, got[i], want[i])
+		}
+	}
+	if total != 60 {
+		t.Errorf("total records = %d, want 60", total)
+	}
+
+	// A record on its own shows the exact placement.
+	hw := highWatermarks(e, "hashed")
+	key := []byte("lone-key")
+	if err := p.Send("hashed", -1, key, nil, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	after := highWatermarks(e, "hashed")
+	part := murmur2Partition(key, 5)
+	if after[part] != hw[part]+1 {
+		t.Errorf("lone-key: high watermarks %v → %v, want partition %d to grow by one", hw, after, part)
+	}
+}
+
+func TestProducerFlushWaitsForAcks(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "acked", 2)
+	cfg := testConfig()
+	// Hold records in sarama long enough that an early Flush would see them unacknowledged.
+	cfg.Producer.Flush.Frequency = 200 * time.Millisecond
+	cfg.Producer.Flush.Messages = 1_000_000
+	p, err := NewProducer(e.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var acks atomic.Int64
+	p.OnAck = func(topic string) {
+		if topic == "acked" {
+			acks.Add(1)
+		}
+	}
+	const n = 1000
+	for i := range n {
+		if err := p.Send("acked", int32(i%2), nil, []byte("v"), nil, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := acks.Load(); got != n {
+		t.Fatalf("Flush returned with %d of %d records acknowledged", got, n)
+	}
+	if hw := highWatermarks(e, "acked"); hw[0]+hw[1] != n {
+		t.Fatalf("broker holds %v records, want %d", hw, n)
+	}
+	// Nothing pending: Flush returns at once.
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProducerFlushHonoursContext(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "held", 1)
+	cfg := testConfig()
+	cfg.Producer.Flush.Frequency = time.Hour
+	cfg.Producer.Flush.Messages = 1_000_000
+	p, err := NewProducer(e.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Send("held", 0, nil, []byte("v"), nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := p.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush with a held record = %v, want deadline exceeded", err)
+	}
+	// Close still delivers what is held.
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if hw := highWatermarks(e, "held"); hw[0] != 1 {
+		t.Fatalf("after Close the broker holds %v records, want 1", hw)
+	}
+	if err := p.Send("held", 0, nil, nil, nil, 1); err == nil {
+		t.Fatal("Send after Close: want an error")
+	}
+}
+
+func TestProducerStickyErrorAfterBrokerFailure(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "doomed", 1)
+	cfg := testConfig()
+	cfg.Producer.Retry.Max = 1
+	cfg.Metadata.Retry.Max = 1
+	cfg.Net.DialTimeout = 200 * time.Millisecond
+	p, err := NewProducer(e.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Send("doomed", 0, nil, []byte("ok"), nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	e.Close()
+	var sendErr error
+	eventually(t, 30*time.Second, "Send to report the broker failure", func() bool {
+		sendErr = p.Send("doomed", 0, nil, []byte("lost"), nil, 1)
+		return sendErr != nil
+	})
+	// The error stays until Flush hands it over, then it is cleared.
+	if err := p.Send("doomed", 0, nil, []byte("lost"), nil, 1); err == nil || err.Error() != sendErr.Error() {
+		t.Fatalf("second Send = %v, want the same sticky error %v", err, sendErr)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := p.Flush(ctx); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush after the failure = %v, want the produce error", err)
+	}
+}
+
+func TestProducerPartitionsFor(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "six", 6)
+	p, err := NewProducer(e.Addrs(), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for range 2 { // the second answer comes from the cache
+		n, err := p.PartitionsFor("six")
+		if err != nil || n != 6 {
+			t.Fatalf("PartitionsFor(six) = %d, %v; want 6", n, err)
+		}
+	}
+	if _, err := p.PartitionsFor("absent"); err == nil {
+		t.Fatal("PartitionsFor(absent): want an error")
+	}
+}
+
+func TestProducerRefusesTransactions(t *testing.T) {
+	cfg := testConfig()
+	cfg.Producer.Transaction.ID = "txn"
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	if _, err := NewProducer([]string{"127.0.0.1:1"}, cfg); err == nil {
+		t.Fatal("transactional config: want a not-supported error")
+	}
+}
+
+// BenchmarkProducerSend measures the per-record cost of Send and its acknowledgement.
+func BenchmarkProducerSend(b *testing.B) {
+	e, err := StartEmbedded("127.0.0.1:0", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	if err := EnsureTopics(e.Addrs(), testConfig(), map[string]TopicSpec{"bench": {Partitions: 4, ReplicationFactor: 1}}); err != nil {
+		b.Fatal(err)
+	}
+	p, err := NewProducer(e.Addrs(), testConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	key, value := make([]byte, 16), make([]byte, 100)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := p.Send("bench", int32(i%4), key, value, nil, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}

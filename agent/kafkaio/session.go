@@ -1,0 +1,197 @@
+package kafkaio
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// generation is one generation of the group as this member sees it.
+type generation struct {
+	id       int32
+	memberID string
+	tps      []TopicPartition
+	claims   map[TopicPartition]*claimState
+}
+
+// claimState tracks how far one assigned partition has been handed to the caller.
+type claimState struct {
+	// claim is set once sarama starts fetching the partition; nil before.
+	claim atomic.Pointer[sarama.ConsumerGroupClaim]
+	// next is the offset after the last message put in the Messages channel.
+	next atomic.Int64
+}
+
+// sessionHandler adapts sarama's session callbacks to the Consumer.
+//
+// No batch of an ended generation reaches the caller after Revoking: sarama calls Cleanup
+// only once every ConsumeClaim has returned, so no new batch can be queued, and Cleanup
+// empties the channel before it calls Revoking. Messages left behind are fetched again
+// from the committed offsets by whoever owns the partition next.
+type sessionHandler struct{ c *Consumer }
+
+func (h *sessionHandler) Setup(sess sarama.ConsumerGroupSession) error {
+	g := &generation{
+		id:       sess.GenerationID(),
+		memberID: sess.MemberID(),
+		claims:   make(map[TopicPartition]*claimState),
+	}
+	for topic, parts := range sess.Claims() {
+		for _, p := range parts {
+			tp := TopicPartition{Topic: topic, Partition: p}
+			g.tps = append(g.tps, tp)
+			g.claims[tp] = new(claimState)
+		}
+	}
+	slices.SortFunc(g.tps, compareTP)
+	h.c.mu.Lock()
+	h.c.gen = g
+	h.c.lastMember = g.memberID
+	h.c.mu.Unlock()
+	h.c.handler.Assigned(slices.Clone(g.tps))
+	return nil
+}
+
+func (h *sessionHandler) Cleanup(sarama.ConsumerGroupSession) error {
+	h.c.mu.Lock()
+	g := h.c.gen
+	h.c.mu.Unlock()
+	if g == nil {
+		return nil
+	}
+	for drained := false; !drained; {
+		select {
+		case <-h.c.out:
+		default:
+			drained = true
+		}
+	}
+	h.c.handler.Revoking(slices.Clone(g.tps))
+	h.c.mu.Lock()
+	h.c.gen = nil
+	h.c.mu.Unlock()
+	return nil
+}
+
+func (h *sessionHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	tp := TopicPartition{Topic: claim.Topic(), Partition: claim.Partition()}
+	h.c.mu.Lock()
+	var cs *claimState
+	if h.c.gen != nil {
+		cs = h.c.gen.claims[tp]
+	}
+	h.c.mu.Unlock()
+	if cs == nil {
+		// sarama runs only the claims Setup saw; a stray one is delivered all the same,
+		// only Lag does not know it.
+		cs = new(claimState)
+	}
+	cs.next.Store(h.c.startOffset(claim))
+	cs.claim.Store(&claim)
+
+	done := sess.Context().Done()
+	msgs := claim.Messages()
+	for {
+		var first *sarama.ConsumerMessage
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				return nil
+			}
+			first = m
+		case <-done:
+			return nil
+		}
+		batch := make([]Message, 0, min(maxBatch, 1+len(msgs)))
+		batch = appendMessage(batch, first)
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					break fill
+				}
+				batch = appendMessage(batch, m)
+			default:
+				break fill
+			}
+		}
+		select {
+		case h.c.out <- batch:
+			cs.next.Store(batch[len(batch)-1].Offset + 1)
+		case <-done:
+			return nil
+		}
+	}
+}
+
+// startOffset resolves where the claim starts: the committed offset, or the log start or
+// end when the group has none for the partition (Consumer.Offsets.Initial).
+func (c *Consumer) startOffset(claim sarama.ConsumerGroupClaim) int64 {
+	switch off := claim.InitialOffset(); off {
+	case sarama.OffsetNewest:
+		// sarama read the high-water mark when it resolved the start.
+		return claim.HighWaterMarkOffset()
+	case sarama.OffsetOldest:
+		oldest, err := c.client.GetOffset(claim.Topic(), claim.Partition(), sarama.OffsetOldest)
+		if err != nil {
+			c.report(err)
+			return 0
+		}
+		return oldest
+	default:
+		return off
+	}
+}
+
+func appendMessage(batch []Message, m *sarama.ConsumerMessage) []Message {
+	var headers pipeline.Headers
+	if len(m.Headers) > 0 {
+		headers = make(pipeline.Headers, len(m.Headers))
+		for i, h := range m.Headers {
+			headers[i] = pipeline.Header{Key: string(h.Key), Value: h.Value}
+		}
+	}
+	return append(batch, Message{
+		Topic:     m.Topic,
+		Partition: m.Partition,
+		Offset:    m.Offset,
+		Key:       m.Key,
+		Value:     m.Value,
+		Headers:   headers,
+		Timestamp: m.Timestamp.UnixMilli(),
+	})
+}
+
+func compareTP(a, b TopicPartition) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Partition, b.Partition)
+}
+
+// Lag returns, per assigned partition whose fetching has started, the high-water mark
+// minus the next offset to hand to the caller: 0 means every message written so far is
+// in the Messages channel or already received.
+func (c *Consumer) Lag() map[TopicPartition]int64 {
+	c.mu.Lock()
+	g := c.gen
+	c.mu.Unlock()
+	lag := make(map[TopicPartition]int64)
+	if g == nil {
+		return lag
+	}
+	for tp, cs := range g.claims {
+		claim := cs.claim.Load()
+		if claim == nil {
+			continue
+		}
+		lag[tp] = max(0, (*claim).HighWaterMarkOffset()-cs.next.Load())
+	}
+	return lag
+}

@@ -1,0 +1,181 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// Run starts everything, processes until ctx is cancelled (SIGTERM/SIGINT) or an error
+// stops the application, then shuts down within agent.shutdown.timeout.
+func (a *Agent) Run(ctx context.Context) (err error) {
+	cfg := a.cfg
+	if err := a.http.Start(); err != nil {
+		return err
+	}
+	close(a.ready)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if herr := a.http.Shutdown(sctx); herr != nil {
+			a.log.Warn("http shutdown", "err", herr)
+		}
+	}()
+
+	if err := checkSupported(cfg); err != nil {
+		return a.fail(err)
+	}
+	lock, err := lockStateDir(filepath.Join(cfg.StateDir, cfg.ApplicationID))
+	if err != nil {
+		return a.fail(err)
+	}
+	defer lock.Close()
+
+	rt, builder, err := loadTopology(cfg, a.log, a.opts.Stdout, func(script string) {
+		a.metrics.LuaErrors.WithLabelValues(script).Inc()
+	})
+	if err != nil {
+		return a.fail(err)
+	}
+	defer rt.Close()
+
+	k := &kafkaClients{}
+	defer func() { k.close(cfg.LeaveGroupOnClose, a.log) }()
+	if err := a.connect(k, builder); err != nil {
+		return a.fail(err)
+	}
+
+	topo, err := builder.Build(pipeline.TopologyOptions{
+		Collector:        k.producer,
+		Sensors:          metricSensors{a.metrics},
+		SourcePartitions: k.sourcePartitions,
+	})
+	if err != nil {
+		return a.fail(err)
+	}
+
+	l := newLoop(a, k, topo)
+	consumerCfg, err := kafkaio.SaramaConfig(cfg, kafkaio.RoleConsumer)
+	if err != nil {
+		return a.fail(err)
+	}
+	consumer, err := kafkaio.NewConsumer(k.brokers, cfg.ApplicationID, builder.SourceTopics(), consumerCfg, l)
+	if err != nil {
+		return a.fail(fmt.Errorf("consumer: %w", err))
+	}
+	k.consumer = consumer
+	if err := a.state.Transition(StateRebalancing); err != nil {
+		return err
+	}
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	defer cancelRun()
+	consumer.Start(runCtx)
+	go func() {
+		if err := sdRunWatchdog(runCtx, func() bool { return a.state.Current() != StateError }, a.log); err != nil {
+			a.log.Warn("systemd watchdog", "err", err)
+		}
+	}()
+	if cfg.Embedded && cfg.EmbeddedDemo {
+		go a.runDemoFeeder(runCtx, k.brokers, builder.SourceTopics()[0])
+	}
+	a.log.Info("StoatFlow is running",
+		"application.id", cfg.ApplicationID,
+		"sources", builder.SourceTopics(),
+		"sinks", builder.SinkTopics(),
+		"metrics", "http://"+a.http.Addr()+"/metrics",
+		"next", "edit the scripts and restart; the README lists what to read next")
+
+	loopErr := l.run(ctx)
+	a.notifySystemd(sdStopping)
+	if loopErr != nil {
+		return a.fail(loopErr)
+	}
+	if err := a.state.Transition(StatePendingShutdown); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		cancelRun()
+		k.close(cfg.LeaveGroupOnClose, a.log)
+		k.consumer, k.producer, k.embedded = nil, nil, nil
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(cfg.ShutdownTimeout):
+		a.log.Warn("shutdown did not finish within agent.shutdown.timeout; exiting anyway", "timeout", cfg.ShutdownTimeout)
+	}
+	return a.state.Transition(StateNotRunning)
+}
+
+// fail moves the application to ERROR (through PENDING_ERROR) and returns err.
+func (a *Agent) fail(err error) error {
+	cur := a.state.Current()
+	if cur == StateCreated {
+		// Kafka Streams has no CREATED → ERROR edge: a start-up failure goes through
+		// PENDING_SHUTDOWN to NOT_RUNNING, and the error is returned.
+		_ = a.state.Transition(StatePendingShutdown)
+		_ = a.state.Transition(StateNotRunning)
+		return err
+	}
+	_ = a.state.Transition(StatePendingError)
+	_ = a.state.Transition(StateError)
+	return err
+}
+
+// connect starts the embedded broker when asked, checks or creates topics, and opens the
+// producer.
+func (a *Agent) connect(k *kafkaClients, b *pipeline.StreamsBuilder) error {
+	cfg := a.cfg
+	k.brokers = cfg.BootstrapServers
+	if cfg.Embedded {
+		emb, err := kafkaio.StartEmbedded(cfg.EmbeddedListen, a.log)
+		if err != nil {
+			return fmt.Errorf("embedded broker: %w", err)
+		}
+		k.embedded = emb
+		k.brokers = emb.Addrs()
+		a.log.Warn("using the embedded in-process broker: it keeps everything in memory and nothing on disk; it is for trying and testing only",
+			"listen", k.brokers[0])
+	}
+	adminCfg, err := kafkaio.SaramaConfig(cfg, kafkaio.RoleAdmin)
+	if err != nil {
+		return err
+	}
+	if k.embedded != nil {
+		topics := map[string]kafkaio.TopicSpec{}
+		for _, t := range append(b.SourceTopics(), b.SinkTopics()...) {
+			topics[t] = kafkaio.TopicSpec{Partitions: cfg.EmbeddedPartitions, ReplicationFactor: -1}
+		}
+		if err := kafkaio.EnsureTopics(k.brokers, adminCfg, topics); err != nil {
+			return err
+		}
+	}
+	counts, err := kafkaio.PartitionCounts(k.brokers, adminCfg, b.SourceTopics())
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, t := range b.SourceTopics() {
+		if counts[t] == 0 {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("source topics do not exist: %v (Kafka Streams' MissingSourceTopicException; create them first)", missing)
+	}
+	k.sourcePartitions = counts
+	producerCfg, err := kafkaio.SaramaConfig(cfg, kafkaio.RoleProducer)
+	if err != nil {
+		return err
+	}
+	if k.producer, err = kafkaio.NewProducer(k.brokers, producerCfg); err != nil {
+		return fmt.Errorf("producer: %w", err)
+	}
+	k.producer.OnAck = func(topic string) { a.metrics.RecordsProduced.WithLabelValues(topic).Inc() }
+	return nil
+}

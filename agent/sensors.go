@@ -1,0 +1,17 @@
+package agent
+
+import (
+	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// metricSensors hands the engine its Prometheus counters.
+type metricSensors struct{ m *metrics.Metrics }
+
+func (s metricSensors) Processed(node string) pipeline.Counter {
+	return s.m.RecordsProcessed.WithLabelValues(node)
+}
+
+func (s metricSensors) Dropped(reason string) pipeline.Counter {
+	return s.m.RecordsDropped.WithLabelValues(reason)
+}

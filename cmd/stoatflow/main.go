@@ -1,0 +1,190 @@
+// Command stoatflow runs Kafka Streams topologies written in Lua.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/stoatflow/stoatflow/agent"
+	"github.com/stoatflow/stoatflow/agent/config"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `StoatFlow runs Kafka Streams topologies written in Lua.
+
+Usage:
+  stoatflow run      [-c agent.toml]   run the agent (default command)
+  stoatflow validate [-c agent.toml]   load config and scripts, build the topology; exit 0 or print errors
+  stoatflow describe [-c agent.toml]   print the Kafka Streams TopologyDescription text
+  stoatflow test     [files or dirs]   run Lua pipeline tests (*_test.lua) without a broker
+  stoatflow query    ...               interactive-query client for a running agent
+  stoatflow reset    [-c agent.toml]   delete the application's whole state directory
+  stoatflow version
+
+Run "stoatflow <command> -h" for a command's flags. Configuration keys: docs/config.md.
+`
+
+// Exit codes: 0 success, 1 failure or problems found, 2 usage or not supported yet.
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := "run"
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "run":
+		return cmdRun(args, stdout, stderr)
+	case "validate":
+		return cmdValidate(args, stdout, stderr)
+	case "reset":
+		return cmdReset(args, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "stoatflow", buildVersion())
+		return 0
+	case "describe", "test", "query":
+		fmt.Fprintf(stderr, "stoatflow %s: not supported yet: it comes with the topology description, test driver and query issues (see docs/COMPATIBILITY.md)\n", cmd)
+		return 2
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "stoatflow: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+}
+
+func buildVersion() string {
+	if version != "dev" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				return "dev-" + s.Value[:12]
+			}
+		}
+	}
+	return version
+}
+
+// flags parses the common -c flag (and --log.* for run).
+type commonFlags struct {
+	config    string
+	logLevel  string
+	logFormat string
+}
+
+func parseFlags(name string, args []string, stderr io.Writer, withLog bool) (*commonFlags, *flag.FlagSet, error) {
+	f := &commonFlags{}
+	fs := flag.NewFlagSet("stoatflow "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.config, "c", "agent.toml", "path of the agent's TOML config")
+	if withLog {
+		fs.StringVar(&f.logLevel, "log.level", "", "override agent.log.level (debug|info|warn|error)")
+		fs.StringVar(&f.logFormat, "log.format", "", "override agent.log.format (text|json)")
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: stoatflow %s [flags]\n", name)
+		fs.PrintDefaults()
+		if name == "run" {
+			fmt.Fprintf(stderr, "\nConfiguration keys:\n%s", config.Usage())
+		}
+	}
+	return f, fs, fs.Parse(args)
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	f, _, err := parseFlags("run", args, stderr, true)
+	if err != nil {
+		return usageCode(err)
+	}
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	logger, err := agent.NewLogger(stderr, cfg, f.logLevel, f.logFormat)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	for _, n := range cfg.Notices {
+		logger.Info(n.Format(cfg.Path))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	a, err := agent.New(cfg, agent.Options{Logger: logger, Stdout: stdout, Version: buildVersion()})
+	if err != nil {
+		logger.Error("cannot start", "err", err)
+		return 1
+	}
+	if err := a.Run(ctx); err != nil {
+		logger.Error("stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func cmdValidate(args []string, stdout, stderr io.Writer) int {
+	f, _, err := parseFlags("validate", args, stderr, false)
+	if err != nil {
+		return usageCode(err)
+	}
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	for _, n := range cfg.Notices {
+		fmt.Fprintln(stderr, "notice:", n.Format(cfg.Path))
+	}
+	warnings, err := agent.Validate(cfg)
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: OK (%d script(s))\n", f.config, len(cfg.Scripts))
+	return 0
+}
+
+func cmdReset(args []string, stdout, stderr io.Writer) int {
+	f, _, err := parseFlags("reset", args, stderr, false)
+	if err != nil {
+		return usageCode(err)
+	}
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	dir := filepath.Join(cfg.StateDir, cfg.ApplicationID)
+	if err := agent.ResetState(dir); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "deleted the state directory %s\n", dir)
+	return 0
+}
+
+func usageCode(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}

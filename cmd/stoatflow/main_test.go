@@ -1,0 +1,96 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errb strings.Builder
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestValidateDefaultConfig(t *testing.T) {
+	code, out, errOut := runCLI("validate", "-c", "../../agent.toml")
+	if code != 0 || !strings.Contains(out, "OK") {
+		t.Fatalf("exit %d, out %q, err %q", code, out, errOut)
+	}
+}
+
+func TestValidateReportsScriptErrorWithLine(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "bad.lua"), []byte("local s = require(\"stoat\")\nlocal b = s.builder()\nb:stream(\"in\"):fliter(function() end)\nreturn b\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "agent.toml"), []byte(`
+[agent]
+scripts = ["bad.lua"]
+[streams]
+application.id = "x"
+bootstrap.servers = "embedded"
+`), 0o644)
+	code, _, errOut := runCLI("validate", "-c", filepath.Join(dir, "agent.toml"))
+	if code != 1 || !strings.Contains(errOut, "bad.lua:3") {
+		t.Fatalf("exit %d, err %q", code, errOut)
+	}
+}
+
+func TestValidateRefusesExactlyOnceUntilSupported(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "p.lua"), []byte("local b = require(\"stoat\").builder()\nb:stream(\"in\"):to(\"out\")\nreturn b\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "agent.toml"), []byte(`
+[agent]
+scripts = ["p.lua"]
+[streams]
+application.id = "x"
+bootstrap.servers = "embedded"
+processing.guarantee = "exactly_once_v2"
+`), 0o644)
+	code, _, errOut := runCLI("validate", "-c", filepath.Join(dir, "agent.toml"))
+	if code != 1 || !strings.Contains(errOut, "not supported yet: exactly_once_v2") {
+		t.Fatalf("exit %d, err %q", code, errOut)
+	}
+}
+
+func TestCommandsNotThereYetExitTwo(t *testing.T) {
+	for _, cmd := range []string{"describe", "test", "query"} {
+		code, _, errOut := runCLI(cmd)
+		if code != 2 || !strings.Contains(errOut, "not supported yet") {
+			t.Fatalf("%s: exit %d, err %q", cmd, code, errOut)
+		}
+	}
+	if code, _, _ := runCLI("frobnicate"); code != 2 {
+		t.Fatalf("unknown command exit %d", code)
+	}
+}
+
+func TestResetDeletesStateDir(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state", "app")
+	os.MkdirAll(state, 0o755)
+	os.WriteFile(filepath.Join(state, "x"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "p.lua"), []byte("return 1"), 0o644)
+	os.WriteFile(filepath.Join(dir, "agent.toml"), []byte(`
+[agent]
+scripts = ["p.lua"]
+[streams]
+application.id = "app"
+bootstrap.servers = "embedded"
+state.dir = "state"
+`), 0o644)
+	code, _, errOut := runCLI("reset", "-c", filepath.Join(dir, "agent.toml"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Fatalf("state dir still there: %v", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI("version")
+	if code != 0 || !strings.HasPrefix(out, "stoatflow ") {
+		t.Fatalf("exit %d out %q", code, out)
+	}
+}

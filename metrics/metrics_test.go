@@ -1,0 +1,174 @@
+package metrics
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// touch gives every metric one series, so that labelled vectors show up in a scrape.
+// It is keyed by field name so the test notices a field added without an entry here.
+var touch = map[string]func(m *Metrics){
+	"RecordsConsumed":  func(m *Metrics) { m.RecordsConsumed.WithLabelValues("in").Inc() },
+	"RecordsProduced":  func(m *Metrics) { m.RecordsProduced.WithLabelValues("out").Inc() },
+	"RecordsProcessed": func(m *Metrics) { m.RecordsProcessed.WithLabelValues("KSTREAM-SOURCE-0000000000").Inc() },
+	"RecordsDropped":   func(m *Metrics) { m.RecordsDropped.WithLabelValues(DropLate).Inc() },
+	"ProcessLatency":   func(m *Metrics) { m.ProcessLatency.Observe(0.0001) },
+	"RecordE2ELatency": func(m *Metrics) { m.RecordE2ELatency.WithLabelValues("KSTREAM-SINK-0000000001").Observe(0.5) },
+	"LuaErrors":        func(m *Metrics) { m.LuaErrors.WithLabelValues("wordcount.lua").Inc() },
+	"LuaTime":          func(m *Metrics) { m.LuaTime.Add(0.25) },
+	"CommitLatency":    func(m *Metrics) { m.CommitLatency.Observe(0.002) },
+	"Commits":          func(m *Metrics) { m.Commits.WithLabelValues(ResultSuccess).Inc() },
+	"EpochSize":        func(m *Metrics) { m.EpochSize.Observe(1000) },
+	"UncommittedSize":  func(m *Metrics) { m.UncommittedSize.WithLabelValues("counts").Set(42) },
+	"RecordsRestored":  func(m *Metrics) { m.RecordsRestored.WithLabelValues("counts").Add(10) },
+	"ConsumerLag":      func(m *Metrics) { m.ConsumerLag.WithLabelValues("in", "0").Set(3) },
+	"StreamTime":       func(m *Metrics) { m.StreamTime.WithLabelValues("in", "0").Set(1_700_000_000_000) },
+	"Watermark":        func(m *Metrics) { m.Watermark.Set(1_700_000_000_000) },
+	"AppState":         func(m *Metrics) { m.AppState.WithLabelValues("RUNNING").Set(1) },
+	"Reloads":          func(m *Metrics) { m.Reloads.WithLabelValues(ResultFailure).Inc() },
+}
+
+// allowedLabels is the closed set of label names: each has a bounded number of values
+// chosen by the operator's topology, never by the data (no record keys).
+var allowedLabels = map[string]bool{
+	"topic": true, "partition": true, "node": true, "reason": true,
+	"result": true, "state": true, "store": true, "script": true,
+}
+
+var (
+	nameRule      = regexp.MustCompile(`^stoatflow_[a-z]+_[a-z0-9_]+$`)
+	histogramUnit = regexp.MustCompile(`_(seconds|bytes|records)$`)
+)
+
+func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape status = %d", resp.StatusCode)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Fatalf("scrape content type = %q, want the text exposition format", ct)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse scrape: %v", err)
+	}
+	return families
+}
+
+func TestEveryMetricFollowsNamingRules(t *testing.T) {
+	m := New()
+	fields := reflect.TypeOf(*m)
+	collectors := 0
+	for i := range fields.NumField() {
+		f := fields.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		collectors++
+		fn, ok := touch[f.Name]
+		if !ok {
+			t.Fatalf("field %s has no entry in touch: add one so the naming test covers it", f.Name)
+		}
+		fn(m)
+	}
+
+	stoat := 0
+	for name, fam := range scrape(t, m) {
+		if !strings.HasPrefix(name, "stoatflow_") {
+			if !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") {
+				t.Errorf("%s: only stoatflow_, go_ and process_ families belong in the registry", name)
+			}
+			continue
+		}
+		stoat++
+		if !nameRule.MatchString(name) {
+			t.Errorf("%s: want stoatflow_<subsystem>_<name>[_<unit>] in lower snake case", name)
+		}
+		if fam.GetHelp() == "" {
+			t.Errorf("%s: no help text", name)
+		}
+		isTotal := strings.HasSuffix(name, "_total")
+		switch fam.GetType() {
+		case dto.MetricType_COUNTER:
+			if !isTotal {
+				t.Errorf("%s: counter without _total suffix", name)
+			}
+		case dto.MetricType_HISTOGRAM:
+			if !histogramUnit.MatchString(name) {
+				t.Errorf("%s: histogram without a unit suffix (_seconds, _bytes, _records)", name)
+			}
+		case dto.MetricType_GAUGE:
+			if isTotal {
+				t.Errorf("%s: _total is reserved for counters", name)
+			}
+		default:
+			t.Errorf("%s: unexpected type %v", name, fam.GetType())
+		}
+		for _, metric := range fam.GetMetric() {
+			for _, label := range metric.GetLabel() {
+				if !allowedLabels[label.GetName()] {
+					t.Errorf("%s: label %q is not in the bounded label set", name, label.GetName())
+				}
+			}
+		}
+	}
+	if stoat != collectors {
+		t.Errorf("scrape has %d stoatflow families, Metrics has %d fields", stoat, collectors)
+	}
+}
+
+func TestClosedLabelSetsExistAtZero(t *testing.T) {
+	families := scrape(t, New())
+	want := map[string][]string{
+		"stoatflow_processor_records_dropped_total": {DropLate, DropWindowClosed, DropDeserialization, DropProcessing, DropNullKey, DropProduction},
+		"stoatflow_commit_commits_total":            {ResultSuccess, ResultFailure},
+		"stoatflow_app_reloads_total":               {ResultSuccess, ResultFailure},
+	}
+	for name, values := range want {
+		fam, ok := families[name]
+		if !ok {
+			t.Errorf("%s missing from a fresh scrape", name)
+			continue
+		}
+		got := map[string]float64{}
+		for _, metric := range fam.GetMetric() {
+			got[metric.GetLabel()[0].GetValue()] = metric.GetCounter().GetValue()
+		}
+		for _, v := range values {
+			if val, ok := got[v]; !ok || val != 0 {
+				t.Errorf("%s{%q}: present=%v value=%v, want a zero series", name, v, ok, val)
+			}
+		}
+		if len(got) != len(values) {
+			t.Errorf("%s: series %v, want exactly %v", name, got, values)
+		}
+	}
+}
+
+func TestRegistriesAreIndependent(t *testing.T) {
+	a, b := New(), New()
+	a.LuaTime.Add(1.5)
+	fam := scrape(t, b)["stoatflow_lua_execution_seconds_total"]
+	if v := fam.GetMetric()[0].GetCounter().GetValue(); v != 0 {
+		t.Fatalf("second registry sees %v seconds from the first", v)
+	}
+	if a.Registry() == b.Registry() {
+		t.Fatal("two Metrics share one registry")
+	}
+}
