@@ -224,4 +224,3 @@ func (a *Agent) notifySystemd(state string) {
 		a.log.Warn("systemd notify", "state", state, "err", err)
 	}
 }
-
