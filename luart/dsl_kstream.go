@@ -157,6 +157,7 @@ func (rt *Runtime) sTo(L *lua.LState) int {
 	case lua.LString:
 		rt.raise(L, ks.To(string(t), p))
 	case *lua.LFunction:
+		p.ExtractorName = "lua function at " + defined(t)
 		rt.raise(L, ks.ToExtractor(rt.topicExtractor(t), p))
 	default:
 		L.ArgError(2, "to needs a topic name or a topic extractor function(key, value, r)")

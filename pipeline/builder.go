@@ -113,7 +113,7 @@ func (b *StreamsBuilder) SinkTopics() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, n := range b.nodes {
-		if n.Kind == SinkNode && n.Topic != "" && !seen[n.Topic] {
+		if n.Kind == SinkNode && !n.Internal && n.Topic != "" && !seen[n.Topic] {
 			seen[n.Topic] = true
 			out = append(out, n.Topic)
 		}

@@ -15,11 +15,13 @@ const (
 // builder*.go) and running (topology.go) are separate: a Node only describes what to run
 // and how to make it.
 type Node struct {
-	Name     string
-	Kind     NodeKind
-	Topics   []string // sources: subscribed topics
-	Topic    string   // sinks: fixed topic ("" with a topic extractor)
-	Stores   []string
+	Name   string
+	Kind   NodeKind
+	Topics []string // sources: subscribed topics
+	Topic  string   // sinks: fixed topic ("" with a topic extractor)
+	Stores []string
+	// Internal marks the nodes of a repartition topic, which StoatFlow keeps in memory.
+	Internal bool
 	Parents  []*Node
 	Children []*Node
 

@@ -145,6 +145,8 @@ type Produced struct {
 	Name        string
 	Serdes      Serdes
 	Partitioner StreamPartitioner
+	// ExtractorName is how describe() names a topic extractor.
+	ExtractorName string
 }
 
 // To writes the stream to a fixed topic.
@@ -176,10 +178,11 @@ func (s *KStream) to(topic string, extractor TopicNameExtractor, p Produced) err
 		Kind:  SinkNode,
 		Topic: topic,
 		sink: &sinkSpec{
-			topic:       topic,
-			extractor:   extractor,
-			serdes:      s.b.orDefaults(serdes),
-			partitioner: p.Partitioner,
+			topic:         topic,
+			extractor:     extractor,
+			serdes:        s.b.orDefaults(serdes),
+			partitioner:   p.Partitioner,
+			extractorName: p.ExtractorName,
 		},
 	})
 	if err != nil {
@@ -187,35 +190,6 @@ func (s *KStream) to(topic string, extractor TopicNameExtractor, p Produced) err
 	}
 	s.node.addChild(n)
 	return nil
-}
-
-// Repartitioned configures an explicit repartition (Kafka Streams' Repartitioned).
-type Repartitioned struct {
-	Name          string
-	Serdes        Serdes
-	NumPartitions int32 // 0: the largest partition count among the topology's source topics
-	Partitioner   StreamPartitioner
-}
-
-// Repartition re-routes each record to the partition Kafka Streams would write it to in the
-// repartition topic. StoatFlow is one instance, so this happens in memory: the record keeps
-// flowing in the same process with its partition recomputed from the serialised key.
-func (s *KStream) Repartition(r Repartitioned) (*KStream, error) {
-	serdes := r.Serdes
-	if serdes.Key == nil {
-		serdes.Key = s.serdes.Key
-	}
-	if serdes.Value == nil {
-		serdes.Value = s.serdes.Value
-	}
-	resolved := s.b.orDefaults(serdes)
-	n, err := s.processor("KSTREAM-REPARTITION-", r.Name, func() Processor {
-		return &repartitionProc{serdes: resolved, partitions: r.NumPartitions, partitioner: r.Partitioner}
-	})
-	if err != nil {
-		return nil, err
-	}
-	return s.derive(n, serdes, false), nil
 }
 
 // Split starts a branching (Kafka Streams' split()).

@@ -3,10 +3,16 @@ package pipeline
 import "fmt"
 
 type sinkSpec struct {
-	topic       string
-	extractor   TopicNameExtractor
-	serdes      Serdes
-	partitioner StreamPartitioner
+	topic     string
+	extractor TopicNameExtractor
+	// extractorName is how describe() names a topic extractor (Java prints its class).
+	extractorName string
+	serdes        Serdes
+	partitioner   StreamPartitioner
+	// repartitionTo is the in-memory source of a repartition topic, with the topic's
+	// partition count (0: the largest source partition count).
+	repartitionTo *Node
+	partitions    int32
 }
 
 type sinkProc struct {

@@ -97,9 +97,17 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 		rn := &runtimeNode{name: n.Name, processed: t.sensors.Processed(n.Name)}
 		switch n.Kind {
 		case SourceNode:
-			rn.proc = &sourceProc{spec: n.source}
+			if n.Internal {
+				rn.proc = &passThrough{}
+			} else {
+				rn.proc = &sourceProc{spec: n.source}
+			}
 		case SinkNode:
-			rn.proc = &sinkProc{spec: n.sink}
+			if n.sink.repartitionTo != nil {
+				rn.proc = &repartitionSink{spec: n.sink}
+			} else {
+				rn.proc = &sinkProc{spec: n.sink}
+			}
 		default:
 			rn.proc = n.factory()
 		}
@@ -111,7 +119,10 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 		for _, c := range n.Children {
 			rn.children = append(rn.children, byNode[c])
 		}
-		if n.Kind == SourceNode {
+		if rs, ok := rn.proc.(*repartitionSink); ok {
+			rs.target = byNode[n.sink.repartitionTo]
+		}
+		if n.Kind == SourceNode && !n.Internal {
 			for _, topic := range n.Topics {
 				t.sources[topic] = rn
 			}

@@ -1,0 +1,277 @@
+package pipeline
+
+import (
+	"sort"
+	"strings"
+)
+
+// TopologyDescription is Kafka Streams' TopologyDescription of a built graph: its
+// sub-topologies (and, later, global stores). Repartition topics that StoatFlow keeps in
+// memory still split sub-topologies exactly where Kafka Streams would.
+type TopologyDescription struct {
+	Subtopologies []Subtopology `json:"subtopologies"`
+	GlobalStores  []GlobalStore `json:"globalStores"`
+}
+
+// Subtopology is one connected part of the topology.
+type Subtopology struct {
+	ID    int             `json:"id"`
+	Nodes []DescribedNode `json:"nodes"`
+}
+
+// GlobalStore describes a global store's source and processor.
+type GlobalStore struct {
+	ID        int           `json:"id"`
+	Source    DescribedNode `json:"source"`
+	Processor DescribedNode `json:"processor"`
+}
+
+// DescribedNode is one node as describe() shows it.
+type DescribedNode struct {
+	Type         string   `json:"type"` // "source", "processor" or "sink"
+	Name         string   `json:"name"`
+	Topics       []string `json:"topics,omitempty"`    // sources, in Kafka Streams' print order
+	Topic        string   `json:"topic,omitempty"`     // sinks with a fixed topic
+	Extractor    string   `json:"extractor,omitempty"` // sinks with a topic extractor
+	Stores       []string `json:"stores,omitempty"`    // processors, in Kafka Streams' print order
+	Internal     bool     `json:"internal,omitempty"`  // kept in memory by StoatFlow
+	Successors   []string `json:"successors"`
+	Predecessors []string `json:"predecessors"`
+}
+
+// Describe returns the topology description of the graph built so far.
+func (b *StreamsBuilder) Describe() *TopologyDescription {
+	groups := b.subtopologies()
+	d := &TopologyDescription{Subtopologies: []Subtopology{}, GlobalStores: []GlobalStore{}}
+	for id, members := range groups {
+		in := map[*Node]bool{}
+		for _, n := range members {
+			in[n] = true
+		}
+		size := map[*Node]int{}
+		var sizeOf func(n *Node) int
+		sizeOf = func(n *Node) int {
+			if s, ok := size[n]; ok {
+				return s
+			}
+			s := 1
+			for _, c := range n.Children {
+				if in[c] {
+					s += sizeOf(c)
+				}
+			}
+			size[n] = s
+			return s
+		}
+		order := func(nodes []*Node) []*Node {
+			out := append([]*Node(nil), nodes...)
+			sort.SliceStable(out, func(i, j int) bool {
+				si, sj := sizeOf(out[i]), sizeOf(out[j])
+				if si != sj {
+					return si > sj
+				}
+				return out[i].Name < out[j].Name
+			})
+			return out
+		}
+		st := Subtopology{ID: id}
+		for _, n := range order(members) {
+			st.Nodes = append(st.Nodes, describeNode(n, order))
+		}
+		d.Subtopologies = append(d.Subtopologies, st)
+	}
+	return d
+}
+
+func describeNode(n *Node, order func([]*Node) []*Node) DescribedNode {
+	names := func(nodes []*Node) []string {
+		out := []string{}
+		for _, x := range order(nodes) {
+			out = append(out, x.Name)
+		}
+		return out
+	}
+	dn := DescribedNode{Name: n.Name, Internal: n.Internal, Successors: names(n.Children), Predecessors: names(n.Parents)}
+	switch n.Kind {
+	case SourceNode:
+		dn.Type = "source"
+		dn.Topics = javaHashSetOrder(n.Topics)
+		dn.Predecessors = []string{}
+	case SinkNode:
+		dn.Type = "sink"
+		dn.Successors = []string{}
+		if n.sink.extractor != nil {
+			dn.Extractor = n.sink.extractorName
+		} else {
+			dn.Topic = n.Topic
+		}
+	default:
+		dn.Type = "processor"
+		dn.Stores = javaHashSetOrder(n.Stores)
+		if dn.Stores == nil {
+			dn.Stores = []string{}
+		}
+	}
+	return dn
+}
+
+// subtopologies groups the nodes as Kafka Streams' makeNodeGroups does: nodes connected by
+// parent/child edges (and processors sharing a store) form one group; group ids are given
+// walking the source nodes by name, then the other nodes by name.
+func (b *StreamsBuilder) subtopologies() [][]*Node {
+	parent := map[*Node]*Node{}
+	var find func(n *Node) *Node
+	find = func(n *Node) *Node {
+		p, ok := parent[n]
+		if !ok || p == n {
+			parent[n] = n
+			return n
+		}
+		r := find(p)
+		parent[n] = r
+		return r
+	}
+	union := func(a, c *Node) { parent[find(a)] = find(c) }
+	storeOwner := map[string]*Node{}
+	for _, n := range b.nodes {
+		find(n)
+		for _, c := range n.Children {
+			union(c, n)
+		}
+		for _, s := range n.Stores {
+			if o, ok := storeOwner[s]; ok {
+				union(n, o)
+			} else {
+				storeOwner[s] = n
+			}
+		}
+	}
+	byName := func(kind func(*Node) bool) []*Node {
+		var out []*Node
+		for _, n := range b.nodes {
+			if kind(n) {
+				out = append(out, n)
+			}
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+		return out
+	}
+	ids := map[*Node]int{}
+	var order []*Node
+	for _, n := range append(byName(func(n *Node) bool { return n.Kind == SourceNode }),
+		byName(func(n *Node) bool { return n.Kind != SourceNode })...) {
+		r := find(n)
+		if _, ok := ids[r]; !ok {
+			ids[r] = len(order)
+			order = append(order, r)
+		}
+	}
+	groups := make([][]*Node, len(order))
+	for _, n := range b.nodes {
+		id := ids[find(n)]
+		groups[id] = append(groups[id], n)
+	}
+	return groups
+}
+
+// String renders the description exactly as Kafka Streams' TopologyDescription#toString.
+func (d *TopologyDescription) String() string {
+	var sb strings.Builder
+	sb.WriteString("Topologies:\n ")
+	for _, st := range d.Subtopologies {
+		sb.WriteString("  Sub-topology: ")
+		sb.WriteString(itoa(st.ID))
+		sb.WriteString("\n")
+		for _, n := range st.Nodes {
+			sb.WriteString("    ")
+			switch n.Type {
+			case "source":
+				sb.WriteString("Source: " + n.Name + " (topics: [" + strings.Join(n.Topics, ", ") + "])\n")
+				sb.WriteString("      --> " + nodeList(n.Successors) + "\n")
+			case "sink":
+				if n.Extractor != "" {
+					sb.WriteString("Sink: " + n.Name + " (extractor class: " + n.Extractor + ")\n")
+				} else {
+					sb.WriteString("Sink: " + n.Name + " (topic: " + n.Topic + ")\n")
+				}
+				sb.WriteString("      <-- " + nodeList(n.Predecessors) + "\n")
+			default:
+				sb.WriteString("Processor: " + n.Name + " (stores: [" + strings.Join(n.Stores, ", ") + "])\n")
+				sb.WriteString("      --> " + nodeList(n.Successors) + "\n")
+				sb.WriteString("      <-- " + nodeList(n.Predecessors) + "\n")
+			}
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+func nodeList(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b [20]byte
+	p := len(b)
+	for i > 0 {
+		p--
+		b[p] = byte('0' + i%10)
+		i /= 10
+	}
+	return string(b[p:])
+}
+
+// javaHashSetOrder returns names in the iteration order of a java.util.HashSet built from
+// them in the given order, which is how describe() prints topic and store sets.
+func javaHashSetOrder(names []string) []string {
+	if len(names) < 2 {
+		return append([]string(nil), names...)
+	}
+	capacity := 16
+	for capacity < len(names)*4/3+1 {
+		capacity <<= 1
+	}
+	type entry struct {
+		bucket int
+		pos    int
+		name   string
+	}
+	var entries []entry
+	seen := map[string]bool{}
+	for i, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		h := javaStringHash(n)
+		h ^= int32(uint32(h) >> 16)
+		entries = append(entries, entry{bucket: int(h) & (capacity - 1), pos: i, name: n})
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].bucket < entries[j].bucket })
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.name
+	}
+	return out
+}
+
+// javaStringHash is java.lang.String#hashCode over UTF-16 code units.
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, r := range s {
+		if r >= 0x10000 {
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return h
+}

@@ -1,0 +1,186 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestJavaHashSetOrder(t *testing.T) {
+	// Expected orders printed by java.util.HashSet (OpenJDK 17) for the same inputs.
+	cases := []struct{ in, want []string }{
+		{[]string{"topic-b", "topic-a"}, []string{"topic-a", "topic-b"}},
+		{[]string{"a", "b", "c"}, []string{"a", "b", "c"}},
+		{[]string{"input", "other-input", "zzz"}, []string{"input", "zzz", "other-input"}},
+		{[]string{"store-one", "store-two", "s3", "abc-store"}, []string{"s3", "store-two", "abc-store", "store-one"}},
+	}
+	for _, c := range cases {
+		if got := strings.Join(javaHashSetOrder(c.in), ","); got != strings.Join(c.want, ",") {
+			t.Errorf("%v: got %s, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestDescribeRepartitionSplitsSubtopologies(t *testing.T) {
+	b := newTestBuilder()
+	s, _ := b.Stream([]string{"in"}, Consumed{})
+	f, _ := s.Filter(func(Record) (bool, error) { return true, nil }, "")
+	r, _ := f.Repartition(Repartitioned{})
+	m, _ := r.MapValues(func(rec Record) (any, error) { return rec.Value, nil }, "")
+	_ = m.To("out", Produced{})
+	want := `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [in])
+      --> KSTREAM-FILTER-0000000001
+    Processor: KSTREAM-FILTER-0000000001 (stores: [])
+      --> KSTREAM-FILTER-0000000004
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KSTREAM-FILTER-0000000004 (stores: [])
+      --> KSTREAM-SINK-0000000003
+      <-- KSTREAM-FILTER-0000000001
+    Sink: KSTREAM-SINK-0000000003 (topic: KSTREAM-REPARTITION-0000000002-repartition)
+      <-- KSTREAM-FILTER-0000000004
+
+  Sub-topology: 1
+    Source: KSTREAM-SOURCE-0000000005 (topics: [KSTREAM-REPARTITION-0000000002-repartition])
+      --> KSTREAM-MAPVALUES-0000000006
+    Processor: KSTREAM-MAPVALUES-0000000006 (stores: [])
+      --> KSTREAM-SINK-0000000007
+      <-- KSTREAM-SOURCE-0000000005
+    Sink: KSTREAM-SINK-0000000007 (topic: out)
+      <-- KSTREAM-MAPVALUES-0000000006
+
+`
+	if got := b.Describe().String(); got != want {
+		t.Fatalf("describe:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestDescribeNamedRepartitionAndSplit(t *testing.T) {
+	b := newTestBuilder()
+	s, _ := b.Stream([]string{"in", "in2"}, Consumed{})
+	r, _ := s.Repartition(Repartitioned{Name: "by-user"})
+	split, _ := r.Split("route-")
+	a, _, _ := split.Branch(func(Record) (bool, error) { return true, nil }, "a")
+	d, _, _ := split.DefaultBranch("")
+	_ = a.To("out-a", Produced{})
+	_ = d.To("out-rest", Produced{})
+	got := b.Describe().String()
+	for _, want := range []string{
+		"Source: KSTREAM-SOURCE-0000000000 (topics: [in, in2])\n      --> by-user-repartition-filter\n",
+		"Sink: by-user-repartition-sink (topic: by-user-repartition)\n",
+		"  Sub-topology: 1\n    Source: by-user-repartition-source (topics: [by-user-repartition])\n      --> route-\n",
+		"    Processor: route- (stores: [])\n      --> route-0, route-a\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("describe:\n%s\nmissing:\n%s", got, want)
+		}
+	}
+}
+
+// graph builds nodes by hand, so that the describer can be checked against the exact strings
+// of Kafka Streams' own tests before the DSL has every operator they use.
+type graph struct{ b *StreamsBuilder }
+
+func (g graph) node(kind NodeKind, name string, parents ...*Node) *Node {
+	n := &Node{Name: name, Kind: kind}
+	if kind == SinkNode {
+		n.sink = &sinkSpec{}
+	}
+	g.b.nodes = append(g.b.nodes, n)
+	for _, p := range parents {
+		p.addChild(n)
+	}
+	return n
+}
+
+// Reference §4.1 (d): the classic word count with a named store.
+func TestDescribeWordCountGolden(t *testing.T) {
+	g := graph{newTestBuilder()}
+	src := g.node(SourceNode, "KSTREAM-SOURCE-0000000000")
+	src.Topics = []string{"streams-plaintext-input"}
+	fmv := g.node(ProcessorNode, "KSTREAM-FLATMAPVALUES-0000000001", src)
+	ks := g.node(ProcessorNode, "KSTREAM-KEY-SELECT-0000000002", fmv)
+	agg := g.node(ProcessorNode, "KSTREAM-AGGREGATE-0000000003")
+	agg.Stores = []string{"counts-store"}
+	filter := g.node(ProcessorNode, "counts-store-repartition-filter", ks)
+	sink := g.node(SinkNode, "counts-store-repartition-sink", filter)
+	sink.Topic = "counts-store-repartition"
+	rsrc := g.node(SourceNode, "counts-store-repartition-source")
+	rsrc.Topics = []string{"counts-store-repartition"}
+	rsrc.addChild(agg)
+	ts := g.node(ProcessorNode, "KTABLE-TOSTREAM-0000000007", agg)
+	out := g.node(SinkNode, "KSTREAM-SINK-0000000008", ts)
+	out.Topic = "streams-wordcount-output"
+	want := `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [streams-plaintext-input])
+      --> KSTREAM-FLATMAPVALUES-0000000001
+    Processor: KSTREAM-FLATMAPVALUES-0000000001 (stores: [])
+      --> KSTREAM-KEY-SELECT-0000000002
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KSTREAM-KEY-SELECT-0000000002 (stores: [])
+      --> counts-store-repartition-filter
+      <-- KSTREAM-FLATMAPVALUES-0000000001
+    Processor: counts-store-repartition-filter (stores: [])
+      --> counts-store-repartition-sink
+      <-- KSTREAM-KEY-SELECT-0000000002
+    Sink: counts-store-repartition-sink (topic: counts-store-repartition)
+      <-- counts-store-repartition-filter
+
+  Sub-topology: 1
+    Source: counts-store-repartition-source (topics: [counts-store-repartition])
+      --> KSTREAM-AGGREGATE-0000000003
+    Processor: KSTREAM-AGGREGATE-0000000003 (stores: [counts-store])
+      --> KTABLE-TOSTREAM-0000000007
+      <-- counts-store-repartition-source
+    Processor: KTABLE-TOSTREAM-0000000007 (stores: [])
+      --> KSTREAM-SINK-0000000008
+      <-- KSTREAM-AGGREGATE-0000000003
+    Sink: KSTREAM-SINK-0000000008 (topic: streams-wordcount-output)
+      <-- KTABLE-TOSTREAM-0000000007
+
+`
+	if got := g.b.Describe().String(); got != want {
+		t.Fatalf("describe:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Reference §4.1 (b): KTable groupBy count (no repartition filter).
+func TestDescribeTableGroupByGolden(t *testing.T) {
+	g := graph{newTestBuilder()}
+	src := g.node(SourceNode, "KSTREAM-SOURCE-0000000001")
+	src.Topics = []string{"input-topic"}
+	tsrc := g.node(ProcessorNode, "KTABLE-SOURCE-0000000002", src)
+	tsrc.Stores = []string{"input-topic-STATE-STORE-0000000000"}
+	sel := g.node(ProcessorNode, "KTABLE-SELECT-0000000003", tsrc)
+	sink := g.node(SinkNode, "KSTREAM-SINK-0000000005", sel)
+	sink.Topic = "KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition"
+	rsrc := g.node(SourceNode, "KSTREAM-SOURCE-0000000006")
+	rsrc.Topics = []string{"KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition"}
+	agg := g.node(ProcessorNode, "KTABLE-AGGREGATE-0000000007", rsrc)
+	agg.Stores = []string{"KTABLE-AGGREGATE-STATE-STORE-0000000004"}
+	want := `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000001 (topics: [input-topic])
+      --> KTABLE-SOURCE-0000000002
+    Processor: KTABLE-SOURCE-0000000002 (stores: [input-topic-STATE-STORE-0000000000])
+      --> KTABLE-SELECT-0000000003
+      <-- KSTREAM-SOURCE-0000000001
+    Processor: KTABLE-SELECT-0000000003 (stores: [])
+      --> KSTREAM-SINK-0000000005
+      <-- KTABLE-SOURCE-0000000002
+    Sink: KSTREAM-SINK-0000000005 (topic: KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition)
+      <-- KTABLE-SELECT-0000000003
+
+  Sub-topology: 1
+    Source: KSTREAM-SOURCE-0000000006 (topics: [KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition])
+      --> KTABLE-AGGREGATE-0000000007
+    Processor: KTABLE-AGGREGATE-0000000007 (stores: [KTABLE-AGGREGATE-STATE-STORE-0000000004])
+      --> none
+      <-- KSTREAM-SOURCE-0000000006
+
+`
+	if got := g.b.Describe().String(); got != want {
+		t.Fatalf("describe:\n%s\nwant:\n%s", got, want)
+	}
+}

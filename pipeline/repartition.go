@@ -1,0 +1,139 @@
+package pipeline
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Repartitioned configures an explicit repartition (Kafka Streams' Repartitioned).
+type Repartitioned struct {
+	Name          string
+	Serdes        Serdes
+	NumPartitions int32 // 0: the largest partition count among the topology's source topics
+	Partitioner   StreamPartitioner
+}
+
+// Repartition re-routes each record to the partition Kafka Streams would write it to in the
+// repartition topic (Kafka Streams' repartition()).
+func (s *KStream) Repartition(r Repartitioned) (*KStream, error) {
+	serdes := r.Serdes
+	if serdes.Key == nil {
+		serdes.Key = s.serdes.Key
+	}
+	if serdes.Value == nil {
+		serdes.Value = s.serdes.Value
+	}
+	prefix := s.b.newName("KSTREAM-REPARTITION-", r.Name)
+	src, err := s.b.addRepartition(s.node, prefix, s.b.orDefaults(serdes), r.NumPartitions, r.Partitioner)
+	if err != nil {
+		return nil, err
+	}
+	return s.derive(src, serdes, false), nil
+}
+
+var generatedName = regexp.MustCompile(`^KSTREAM.*-[0-9]{10}$`)
+
+// addRepartition adds the nodes Kafka Streams adds for a repartition topic named
+// <prefix>-repartition: parent → null-key filter → sink, and a source reading the topic.
+// StoatFlow is one instance and never writes the topic: at run time the sink hands each
+// record straight to the source, with the partition the record would have had in the topic.
+// The graph keeps Kafka Streams' nodes and names so that `describe`, sub-topologies and
+// generated names match.
+func (b *StreamsBuilder) addRepartition(parent *Node, prefix string, serdes Serdes, partitions int32, partitioner StreamPartitioner) (*Node, error) {
+	topic := prefix
+	if !strings.HasSuffix(topic, "-repartition") {
+		topic += "-repartition"
+	}
+	// Three indices are always consumed, in this order, as in Kafka Streams.
+	sinkName := b.newName("KSTREAM-SINK-", "")
+	filterName := b.newName("KSTREAM-FILTER-", "")
+	sourceName := b.newName("KSTREAM-SOURCE-", "")
+	if !generatedName.MatchString(prefix) {
+		sinkName, filterName, sourceName = topic+"-sink", topic+"-filter", topic+"-source"
+	}
+	filter, err := b.addNode(&Node{Name: filterName, Kind: ProcessorNode, factory: func() Processor { return &nullKeyFilter{} }})
+	if err != nil {
+		return nil, err
+	}
+	parent.addChild(filter)
+	source, err := b.addNode(&Node{Name: sourceName, Kind: SourceNode, Topics: []string{topic}, Internal: true})
+	if err != nil {
+		return nil, err
+	}
+	sink, err := b.addNode(&Node{
+		Name: sinkName, Kind: SinkNode, Topic: topic, Internal: true,
+		sink: &sinkSpec{topic: topic, serdes: serdes, partitioner: partitioner, repartitionTo: source, partitions: partitions},
+	})
+	if err != nil {
+		return nil, err
+	}
+	filter.addChild(sink)
+	return source, nil
+}
+
+// nullKeyFilter drops records without a key before a repartition topic, as Kafka Streams'
+// repartition filter does; StoatFlow counts them.
+type nullKeyFilter struct{ ctx *Context }
+
+func (p *nullKeyFilter) Init(ctx *Context) error { p.ctx = ctx; return nil }
+func (p *nullKeyFilter) Process(rec Record) error {
+	if rec.Key == nil {
+		p.ctx.Drop("null-key")
+		return nil
+	}
+	return p.ctx.Forward(rec)
+}
+
+// repartitionSink moves a record to the in-memory source of its repartition topic.
+type repartitionSink struct {
+	ctx        *Context
+	spec       *sinkSpec
+	target     *runtimeNode
+	partitions int32
+}
+
+func (p *repartitionSink) Init(ctx *Context) error {
+	p.ctx = ctx
+	p.partitions = p.spec.partitions
+	if p.partitions == 0 {
+		p.partitions = ctx.topology.maxSourcePartitions
+	}
+	if p.partitions <= 0 {
+		return fmt.Errorf("repartition topic %s: unknown partition count", p.spec.topic)
+	}
+	return nil
+}
+
+func (p *repartitionSink) Process(rec Record) error {
+	if p.spec.partitioner != nil {
+		parts, ok, err := p.spec.partitioner(p.spec.topic, rec, p.partitions)
+		if err != nil {
+			return fmt.Errorf("partitioner: %w", err)
+		}
+		if ok {
+			if len(parts) == 0 {
+				p.ctx.Drop("partitioner")
+			}
+			for _, part := range parts {
+				if part < 0 || part >= p.partitions {
+					return fmt.Errorf("partitioner returned partition %d, but %s has %d partitions", part, p.spec.topic, p.partitions)
+				}
+				out := rec
+				out.Partition = part
+				if err := p.target.process(out); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	kb, err := p.spec.serdes.Key.Serialize(p.spec.topic, rec.Headers, rec.Key)
+	if err != nil {
+		return fmt.Errorf("serialize key for %s: %w", p.spec.topic, err)
+	}
+	if kb != nil {
+		rec.Partition = DefaultPartition(kb, p.partitions)
+	}
+	return p.target.process(rec)
+}
