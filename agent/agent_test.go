@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,6 +195,20 @@ func readUntil(t *testing.T, brokers []string, topic string, done func([]*sarama
 	return out
 }
 
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 const upperScript = `
 local s = require("stoat")
 local b = s.builder()
@@ -224,6 +239,18 @@ func TestAgentEndToEndWithHeaders(t *testing.T) {
 	}
 	if len(seen) != 10 {
 		t.Fatalf("distinct outputs %d, want 10", len(seen))
+	}
+	addr, _ := ra.a.HTTPAddr(context.Background())
+	for path, want := range map[string]string{
+		"/readyz":      `{"state":"RUNNING"}`,
+		"/topology/ks": "Topologies:\n   Sub-topology: 0\n    Source: KSTREAM-SOURCE-0000000000 (topics: [in])\n",
+		"/topology":    `"name":"KSTREAM-MAPVALUES-0000000001"`,
+		"/metrics":     `stoatflow_consumer_records_consumed_total{topic="in"} 10`,
+	} {
+		body := httpGet(t, "http://"+addr+path)
+		if !strings.Contains(body, want) {
+			t.Fatalf("GET %s = %q, want it to contain %q", path, body, want)
+		}
 	}
 	if err := ra.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)

@@ -42,6 +42,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return a.fail(err)
 	}
 	defer rt.Close()
+	a.serveTopology(builder)
 
 	k := &kafkaClients{}
 	defer func() { k.close(cfg.LeaveGroupOnClose, a.log) }()

@@ -54,7 +54,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "version":
 		fmt.Fprintln(stdout, "stoatflow", buildVersion())
 		return 0
-	case "describe", "test", "query":
+	case "describe":
+		return cmdDescribe(args, stdout, stderr)
+	case "test", "query":
 		fmt.Fprintf(stderr, "stoatflow %s: not supported yet: it comes with the topology description, test driver and query issues (see docs/COMPATIBILITY.md)\n", cmd)
 		return 2
 	case "help", "-h", "--help":
@@ -160,6 +162,25 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: OK (%d script(s))\n", f.config, len(cfg.Scripts))
+	return 0
+}
+
+func cmdDescribe(args []string, stdout, stderr io.Writer) int {
+	f, _, err := parseFlags("describe", args, stderr, false)
+	if err != nil {
+		return usageCode(err)
+	}
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	desc, err := agent.Describe(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprint(stdout, desc.String())
 	return 0
 }
 

@@ -54,7 +54,7 @@ processing.guarantee = "exactly_once_v2"
 }
 
 func TestCommandsNotThereYetExitTwo(t *testing.T) {
-	for _, cmd := range []string{"describe", "test", "query"} {
+	for _, cmd := range []string{"test", "query"} {
 		code, _, errOut := runCLI(cmd)
 		if code != 2 || !strings.Contains(errOut, "not supported yet") {
 			t.Fatalf("%s: exit %d, err %q", cmd, code, errOut)
@@ -85,6 +85,13 @@ state.dir = "state"
 	}
 	if _, err := os.Stat(state); !os.IsNotExist(err) {
 		t.Fatalf("state dir still there: %v", err)
+	}
+}
+
+func TestDescribeDefaultConfig(t *testing.T) {
+	code, out, errOut := runCLI("describe", "-c", "../../agent.toml")
+	if code != 0 || !strings.HasPrefix(out, "Topologies:\n   Sub-topology: 0\n    Source: KSTREAM-SOURCE-0000000000 (topics: [text-lines])\n") {
+		t.Fatalf("exit %d, out %q, err %q", code, out, errOut)
 	}
 }
 

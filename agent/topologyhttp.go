@@ -1,0 +1,33 @@
+package agent
+
+import (
+	"io"
+	"net/http"
+
+	"github.com/stoatflow/stoatflow/agent/config"
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// serveTopology adds GET /topology/ks (the TopologyDescription text, as
+// KafkaStreams#describe().toString() prints it) and GET /topology (the same as JSON).
+func (a *Agent) serveTopology(b *pipeline.StreamsBuilder) {
+	desc := b.Describe()
+	text := desc.String()
+	a.http.Handle("GET /topology/ks", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte(text))
+	}))
+	a.http.Handle("GET /topology", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, desc)
+	}))
+}
+
+// Describe loads the scripts and returns the topology description, without any broker.
+func Describe(cfg *config.Config) (*pipeline.TopologyDescription, error) {
+	rt, b, err := loadTopology(cfg, nil, io.Discard, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	return b.Describe(), nil
+}
