@@ -17,18 +17,15 @@ var notSupported = map[string]map[string]string{
 	"StreamsBuilder": {
 		"table":          "KTables",
 		"globalTable":    "GlobalKTables",
-		"addStateStore":  "state stores",
 		"addGlobalStore": "global stores",
 	},
 	"KStream": {
-		"groupByKey":    "aggregations",
-		"groupBy":       "aggregations",
-		"toTable":       "KTables",
-		"join":          "joins",
-		"leftJoin":      "joins",
-		"outerJoin":     "joins",
-		"process":       "the Processor API",
-		"processValues": "the Processor API",
+		"groupByKey": "aggregations",
+		"groupBy":    "aggregations",
+		"toTable":    "KTables",
+		"join":       "joins",
+		"leftJoin":   "joins",
+		"outerJoin":  "joins",
 	},
 }
 
@@ -51,7 +48,8 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 	builderUD := L.NewUserData()
 	builderUD.Value = rt.builder
 	L.SetMetatable(builderUD, rt.typeMetatable("StreamsBuilder", map[string]lua.LGFunction{
-		"stream": rt.bStream,
+		"stream":        rt.bStream,
+		"addStateStore": rt.bAddStateStore,
 	}))
 	mod.RawSetString("builder", L.NewFunction(func(L *lua.LState) int {
 		L.Push(builderUD)

@@ -26,6 +26,8 @@ func (rt *Runtime) streamMetatable() *lua.LTable {
 		"to":            rt.sTo,
 		"repartition":   rt.sRepartition,
 		"split":         rt.sSplit,
+		"process":       rt.sProcess(false),
+		"processValues": rt.sProcess(true),
 	})
 	L.SetField(L.Get(lua.RegistryIndex), "stoat.KStream", mt)
 	return mt

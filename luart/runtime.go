@@ -47,6 +47,8 @@ type Runtime struct {
 	arrayMT *lua.LTable
 	rctx    *recordContext
 	clock   func() int64
+	// iterators are the store iterators opened by the running callback.
+	iterators []*pipeline.KeyValueIterator
 	// Warnings collects non-fatal notices found while loading (e.g. deprecated forms).
 	Warnings []string
 }

@@ -12,6 +12,7 @@ type StreamsBuilder struct {
 	index        int
 	nodes        []*Node
 	sourceTopics map[string]*Node
+	stores       map[string]*StoreSpec
 	defaults     Serdes
 }
 
@@ -24,7 +25,7 @@ type Serdes struct {
 // NewStreamsBuilder returns an empty builder; defaults are the serdes used where an
 // operation names none (`default.key.serde`, `default.value.serde`).
 func NewStreamsBuilder(defaults Serdes) *StreamsBuilder {
-	return &StreamsBuilder{sourceTopics: map[string]*Node{}, defaults: defaults}
+	return &StreamsBuilder{sourceTopics: map[string]*Node{}, stores: map[string]*StoreSpec{}, defaults: defaults}
 }
 
 // newName takes the next counter value for a generated name with the given prefix, or

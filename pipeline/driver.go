@@ -30,6 +30,9 @@ type DriverOptions struct {
 	// WallClockMs is the initial mock wall-clock time.
 	WallClockMs int64
 	Sensors     Sensors
+	// Stores backs the topology's state stores; ApplicationID names their changelogs.
+	Stores        StoreProvider
+	ApplicationID string
 }
 
 // NewDriver builds the topology from b and wires its sinks to in-memory topics.
@@ -52,6 +55,8 @@ func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
 		Sensors:          opts.Sensors,
 		Clock:            func() int64 { return d.clock },
 		SourcePartitions: src,
+		Stores:           opts.Stores,
+		ApplicationID:    opts.ApplicationID,
 	})
 	if err != nil {
 		return nil, err
@@ -105,8 +110,17 @@ func (d *Driver) ReadOutput(topic string) (OutputRecord, bool) {
 // Pending is the number of unread records in topic.
 func (d *Driver) Pending(topic string) int { return len(d.outputs[topic]) }
 
-// AdvanceWallClock moves the mock wall clock forward by ms.
-func (d *Driver) AdvanceWallClock(ms int64) { d.clock += ms }
+// AdvanceWallClock moves the mock wall clock forward by ms and runs the wall-clock
+// punctuators that became due.
+func (d *Driver) AdvanceWallClock(ms int64) error {
+	d.clock += ms
+	return d.topo.PunctuateWallClock()
+}
+
+// Store returns one partition of a state store.
+func (d *Driver) Store(name string, partition int32) (*KeyValueStore, error) {
+	return d.topo.Store(name, partition)
+}
 
 // WallClock is the mock wall-clock time.
 func (d *Driver) WallClock() int64 { return d.clock }

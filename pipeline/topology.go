@@ -31,6 +31,10 @@ type TopologyOptions struct {
 	Clock     func() int64
 	// SourcePartitions is the partition count of each source topic.
 	SourcePartitions map[string]int32
+	// Stores opens state store partitions; needed when the topology has stores.
+	Stores StoreProvider
+	// ApplicationID names changelog topics (<application.id>-<store>-changelog).
+	ApplicationID string
 }
 
 // Topology is the runtime form of a built graph: processors wired to their children.
@@ -41,6 +45,20 @@ type Topology struct {
 	sensors             Sensors
 	clock               func() int64
 	maxSourcePartitions int32
+
+	storeSpecs    map[string]*StoreSpec
+	storeProvider StoreProvider
+	openStores    map[storeKey]*KeyValueStore
+	appID         string
+	nodeStores    map[string][]string
+	subtopologyOf map[string]int
+	streamTime    map[int32]int64 // task stream time by partition
+	punctuators   []*punctuator
+}
+
+type storeKey struct {
+	name      string
+	partition int32
 }
 
 type runtimeNode struct {
@@ -78,10 +96,28 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 		return nil, errors.New("the topology has no source: call stream(...) on the builder")
 	}
 	t := &Topology{
-		sources:   map[string]*runtimeNode{},
-		collector: opts.Collector,
-		sensors:   opts.Sensors,
-		clock:     opts.Clock,
+		sources:       map[string]*runtimeNode{},
+		collector:     opts.Collector,
+		sensors:       opts.Sensors,
+		clock:         opts.Clock,
+		storeSpecs:    b.stores,
+		storeProvider: opts.Stores,
+		openStores:    map[storeKey]*KeyValueStore{},
+		appID:         opts.ApplicationID,
+		nodeStores:    map[string][]string{},
+		subtopologyOf: map[string]int{},
+		streamTime:    map[int32]int64{},
+	}
+	if len(b.stores) > 0 && opts.Stores == nil {
+		return nil, errors.New("the topology has state stores but no store provider was given")
+	}
+	for id, group := range b.subtopologies() {
+		for _, n := range group {
+			t.subtopologyOf[n.Name] = id
+			if len(n.Stores) > 0 {
+				t.nodeStores[n.Name] = n.Stores
+			}
+		}
 	}
 	if t.sensors == nil {
 		t.sensors = noSensors{}
@@ -171,12 +207,80 @@ func (t *Topology) Process(in SourceRecord) error {
 	sp := src.proc.(*sourceProc)
 	rec, keep, err := sp.decode(src.ctx, in)
 	if err == nil && keep {
+		if st, ok := t.streamTime[in.Partition]; !ok || rec.Timestamp > st {
+			t.streamTime[in.Partition] = rec.Timestamp
+		}
 		err = src.process(rec)
+		if err == nil {
+			err = t.punctuateStreamTime(in.Partition)
+		}
 	}
 	if err != nil {
 		return &RecordError{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset, Err: err}
 	}
 	return nil
+}
+
+func (t *Topology) streamTimeOf(partition int32) int64 {
+	if st, ok := t.streamTime[partition]; ok {
+		return st
+	}
+	return -1
+}
+
+func (t *Topology) punctuateStreamTime(partition int32) error {
+	now := t.streamTime[partition]
+	for _, p := range t.punctuators {
+		if p.typ == StreamTime && p.ctx.partition == partition {
+			if err := p.fire(now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// PunctuateWallClock runs the wall-clock punctuators that are due.
+func (t *Topology) PunctuateWallClock() error {
+	if len(t.punctuators) == 0 {
+		return nil
+	}
+	now := t.clock()
+	for _, p := range t.punctuators {
+		if p.typ == WallClockTime {
+			if err := p.fire(now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ChangelogTopic is the changelog topic of a store: <application.id>-<store>-changelog.
+func ChangelogTopic(appID, store string) string { return appID + "-" + store + "-changelog" }
+
+// store returns (opening on first use) one partition of a declared store.
+func (t *Topology) store(name string, partition int32) (*KeyValueStore, error) {
+	k := storeKey{name, partition}
+	if s, ok := t.openStores[k]; ok {
+		return s, nil
+	}
+	spec, ok := t.storeSpecs[name]
+	if !ok {
+		return nil, fmt.Errorf("no state store named %q in this topology", name)
+	}
+	b, err := t.storeProvider.KeyValueStore(*spec, partition)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s partition %d: %w", name, partition, err)
+	}
+	s := &KeyValueStore{spec: spec, bytes: b, topic: ChangelogTopic(t.appID, name)}
+	t.openStores[k] = s
+	return s, nil
+}
+
+// Store returns one partition of a declared store, for queries and tests.
+func (t *Topology) Store(name string, partition int32) (*KeyValueStore, error) {
+	return t.store(name, partition)
 }
 
 type noSensors struct{}

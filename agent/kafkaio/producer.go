@@ -165,7 +165,11 @@ func (p *Producer) drainSuccesses() {
 		if p.OnAck != nil {
 			p.OnAck(msg.Topic)
 		}
-		p.finish(msg)
+		if m, ok := msg.Metadata.(*outMsg); ok {
+			m.reset()
+			p.msgs.Put(m)
+		}
+		p.finish()
 	}
 }
 
@@ -174,16 +178,14 @@ func (p *Producer) drainErrors() {
 	for pe := range p.ap.Errors() {
 		err := fmt.Errorf("produce to topic %q partition %d: %w", pe.Msg.Topic, pe.Msg.Partition, pe.Err)
 		p.firstErr.CompareAndSwap(nil, &err)
-		p.finish(pe.Msg)
+		// A failed message is not recycled: sarama still reads it after reporting it
+		// (the retry backoff looks at it). Failures are rare; the GC takes it.
+		p.finish()
 	}
 }
 
-// finish recycles a record sarama is done with and wakes Flush when it was the last one.
-func (p *Producer) finish(msg *sarama.ProducerMessage) {
-	if m, ok := msg.Metadata.(*outMsg); ok {
-		m.reset()
-		p.msgs.Put(m)
-	}
+// finish counts one record as done and wakes Flush when it was the last one.
+func (p *Producer) finish() {
 	if p.pending.Add(-1) == 0 && p.waiters.Load() > 0 {
 		p.idleMu.Lock()
 		close(p.idle)

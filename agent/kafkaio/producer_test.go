@@ -141,7 +141,8 @@ func TestProducerFlushHonoursContext(t *testing.T) {
 	e := startBroker(t)
 	createTopic(t, e, "held", 1)
 	cfg := testConfig()
-	cfg.Producer.Flush.Frequency = time.Hour
+	// sarama holds the record until the frequency elapses, Close included.
+	cfg.Producer.Flush.Frequency = 500 * time.Millisecond
 	cfg.Producer.Flush.Messages = 1_000_000
 	p, err := NewProducer(e.Addrs(), cfg)
 	if err != nil {

@@ -248,16 +248,34 @@ func writePEM(t *testing.T, path string, blocks ...[]byte) {
 // serverName) and a broker that requires a client certificate from the CA.
 func handshake(t *testing.T, p *pki, client *tls.Config, serverName string) error {
 	t.Helper()
-	c1, c2 := net.Pipe()
-	defer c1.Close()
-	defer c2.Close()
-	srv := tls.Server(c2, &tls.Config{
-		Certificates: []tls.Certificate{p.serverCert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    p.caPool,
-	})
+	// Loopback TCP, not net.Pipe: a failing side writes an alert while the
+	// other still writes its flight, which an unbuffered pipe deadlocks on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
 	done := make(chan error, 1)
-	go func() { done <- srv.Handshake() }()
+	go func() {
+		c2, err := ln.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		defer c2.Close()
+		c2.SetDeadline(time.Now().Add(10 * time.Second))
+		done <- tls.Server(c2, &tls.Config{
+			Certificates: []tls.Certificate{p.serverCert},
+			ClientAuth:   tls.RequireAndVerifyClientCert,
+			ClientCAs:    p.caPool,
+		}).Handshake()
+	}()
+	c1, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	c1.SetDeadline(time.Now().Add(10 * time.Second))
 	cc := client.Clone()
 	cc.ServerName = serverName // sarama sets it from the broker address
 	cliErr := tls.Client(c1, cc).Handshake()

@@ -56,7 +56,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "describe":
 		return cmdDescribe(args, stdout, stderr)
-	case "test", "query":
+	case "test":
+		return cmdTest(args, stdout, stderr)
+	case "query":
 		fmt.Fprintf(stderr, "stoatflow %s: not supported yet: it comes with the topology description, test driver and query issues (see docs/COMPATIBILITY.md)\n", cmd)
 		return 2
 	case "help", "-h", "--help":

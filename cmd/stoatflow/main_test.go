@@ -54,7 +54,7 @@ processing.guarantee = "exactly_once_v2"
 }
 
 func TestCommandsNotThereYetExitTwo(t *testing.T) {
-	for _, cmd := range []string{"test", "query"} {
+	for _, cmd := range []string{"query"} {
 		code, _, errOut := runCLI(cmd)
 		if code != 2 || !strings.Contains(errOut, "not supported yet") {
 			t.Fatalf("%s: exit %d, err %q", cmd, code, errOut)

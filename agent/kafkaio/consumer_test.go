@@ -1,0 +1,377 @@
+package kafkaio
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+func newTestConsumer(t *testing.T, e *Embedded, group string, topics []string, cfg *sarama.Config, h RebalanceHandler) *Consumer {
+	t.Helper()
+	c, err := NewConsumer(e.Addrs(), group, topics, cfg, h)
+	if err != nil {
+		t.Fatalf("NewConsumer: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close(true) })
+	return c
+}
+
+// receive reads batches until n messages arrived and returns them.
+func receive(t *testing.T, c *Consumer, n int) []Message {
+	t.Helper()
+	var got []Message
+	timeout := time.After(30 * time.Second)
+	for len(got) < n {
+		select {
+		case batch, ok := <-c.Messages():
+			if !ok {
+				t.Fatalf("Messages closed after %d of %d messages", len(got), n)
+			}
+			if len(batch) == 0 || len(batch) > maxBatch {
+				t.Fatalf("batch of %d messages", len(batch))
+			}
+			for _, m := range batch[1:] {
+				if m.Topic != batch[0].Topic || m.Partition != batch[0].Partition {
+					t.Fatalf("batch mixes %s/%d and %s/%d", batch[0].Topic, batch[0].Partition, m.Topic, m.Partition)
+				}
+			}
+			got = append(got, batch...)
+		case <-timeout:
+			t.Fatalf("received %d of %d messages before the deadline", len(got), n)
+		}
+	}
+	return got
+}
+
+func TestConsumeRoundTrip(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "rt", 2)
+	p, err := NewProducer(e.Addrs(), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	type sent struct {
+		key, value []byte
+		headers    pipeline.Headers
+		ts         int64
+	}
+	var want []sent
+	for i := range 40 {
+		s := sent{
+			key:   fmt.Appendf(nil, "k%d", i),
+			value: fmt.Appendf(nil, "v%d", i),
+			// Repeated names keep their order.
+			headers: pipeline.Headers{{Key: "trace", Value: fmt.Appendf(nil, "t%d", i)}, {Key: "trace", Value: []byte("second")}, {Key: "empty", Value: []byte{}}},
+			ts:      1_700_000_000_000 + int64(i),
+		}
+		switch i {
+		case 3:
+			s.key = nil
+		case 4:
+			s.value = nil
+		case 5:
+			s.headers = nil
+		}
+		want = append(want, s)
+		if err := p.Send("rt", int32(i%2), s.key, s.value, s.headers, s.ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	r := &recorder{}
+	c := newTestConsumer(t, e, "rt-group", []string{"rt"}, testConfig(), r)
+	c.Start(t.Context())
+	got := receive(t, c, len(want))
+	if r.generation.Load() == 0 {
+		t.Fatal("messages delivered before Assigned")
+	}
+
+	next := map[int32]int64{}
+	for _, m := range got {
+		if m.Offset != next[m.Partition] {
+			t.Fatalf("partition %d: offset %d, want %d (offset order)", m.Partition, m.Offset, next[m.Partition])
+		}
+		next[m.Partition]++
+		i := int(m.Partition) + 2*int(m.Offset)
+		w := want[i]
+		if !bytes.Equal(m.Key, w.key) || (m.Key == nil) != (w.key == nil) {
+			t.Errorf("record %d: key %q, want %q", i, m.Key, w.key)
+		}
+		if !bytes.Equal(m.Value, w.value) || (m.Value == nil) != (w.value == nil) {
+			t.Errorf("record %d: value %q, want %q", i, m.Value, w.value)
+		}
+		if m.Timestamp != w.ts {
+			t.Errorf("record %d: timestamp %d, want %d", i, m.Timestamp, w.ts)
+		}
+		if len(m.Headers) != len(w.headers) {
+			t.Fatalf("record %d: headers %v, want %v", i, m.Headers, w.headers)
+		}
+		for j := range m.Headers {
+			if m.Headers[j].Key != w.headers[j].Key || !bytes.Equal(m.Headers[j].Value, w.headers[j].Value) {
+				t.Errorf("record %d: header %d = %q:%q, want %q:%q", i, j, m.Headers[j].Key, m.Headers[j].Value, w.headers[j].Key, w.headers[j].Value)
+			}
+		}
+	}
+
+	assigned, _ := r.calls()
+	if want := []TopicPartition{{"rt", 0}, {"rt", 1}}; !reflect.DeepEqual(assigned[len(assigned)-1], want) {
+		t.Errorf("Assigned %v, want %v", assigned, want)
+	}
+	eventually(t, 10*time.Second, "lag 0 on both partitions", func() bool {
+		lag := c.Lag()
+		return len(lag) == 2 && lag[TopicPartition{"rt", 0}] == 0 && lag[TopicPartition{"rt", 1}] == 0
+	})
+}
+
+func TestCommitThenResume(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "resume", 2)
+	produceN(t, e, "resume", 0, 0, 10)
+	tp0, tp1 := TopicPartition{"resume", 0}, TopicPartition{"resume", 1}
+
+	r := &recorder{}
+	c := newTestConsumer(t, e, "resume-group", []string{"resume"}, testConfig(), r)
+	if err := c.Commit(map[TopicPartition]int64{tp0: 1}); err == nil {
+		t.Error("Commit before any generation: want an error")
+	}
+	c.Start(t.Context())
+	receive(t, c, 10)
+	// Processed offsets 0..5: the next offset to read is 6.
+	if err := c.Commit(map[TopicPartition]int64{tp0: 6}); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if err := c.Commit(map[TopicPartition]int64{{"other", 0}: 1}); err == nil {
+		t.Error("Commit of a partition not assigned: want an error")
+	}
+	committed, err := c.Committed([]TopicPartition{tp0, tp1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if committed[tp0] != 6 || committed[tp1] != -1 {
+		t.Fatalf("Committed = %v, want %v:6 and %v:-1", committed, tp0, tp1)
+	}
+	if err := c.Close(true); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := c.Commit(map[TopicPartition]int64{tp0: 7}); err == nil {
+		t.Error("Commit after Close: want an error")
+	}
+
+	c2 := newTestConsumer(t, e, "resume-group", []string{"resume"}, testConfig(), &recorder{})
+	c2.Start(t.Context())
+	got := receive(t, c2, 4)
+	if got[0].Offset != 6 || got[3].Offset != 9 {
+		t.Fatalf("resumed at offsets %d..%d, want 6..9", got[0].Offset, got[3].Offset)
+	}
+}
+
+func TestRevokingOnCloseDropsBufferedBatches(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "backlog", 1)
+	const n = 3000
+	produceN(t, e, "backlog", 0, 0, n)
+	tp := TopicPartition{"backlog", 0}
+
+	r := &recorder{}
+	c := newTestConsumer(t, e, "backlog-group", []string{"backlog"}, testConfig(), r)
+	var commitErr error
+	r.onRevoking = func([]TopicPartition) {
+		commitErr = c.Commit(map[TopicPartition]int64{tp: 1})
+	}
+	c.Start(t.Context())
+	// Nobody reads: the channel fills up and fetching stops behind it.
+	eventually(t, 30*time.Second, "a full Messages channel", func() bool {
+		return len(c.Messages()) == cap(c.Messages())
+	})
+	// At most cap batches of maxBatch are queued, so the rest is lag.
+	if lag := c.Lag()[tp]; lag < n-int64(cap(c.Messages()))*maxBatch {
+		t.Errorf("lag with a full channel = %d, want >= %d", lag, n-cap(c.Messages())*maxBatch)
+	}
+
+	if err := c.Close(false); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	_, revoked := r.calls()
+	if !reflect.DeepEqual(revoked, [][]TopicPartition{{tp}}) {
+		t.Fatalf("Revoking calls = %v, want one with %v", revoked, tp)
+	}
+	if commitErr != nil {
+		t.Fatalf("Commit inside Revoking: %v", commitErr)
+	}
+	if got := e.cluster.GroupInfo("backlog-group").Commits["backlog"][0].Offset; got != 1 {
+		t.Errorf("committed offset = %d, want 1", got)
+	}
+	for batch := range c.Messages() {
+		t.Fatalf("batch at offset %d delivered after Revoking", batch[0].Offset)
+	}
+}
+
+func TestRebalanceBetweenTwoMembers(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "shared", 2)
+	produceN(t, e, "shared", 0, 0, 5)
+	produceN(t, e, "shared", 1, 0, 5)
+
+	drain := func(c *Consumer, wg *sync.WaitGroup) {
+		defer wg.Done()
+		for range c.Messages() {
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+
+	ra := &recorder{}
+	a := newTestConsumer(t, e, "shared-group", []string{"shared"}, testConfig(), ra)
+	var revokeCommitErr error
+	ra.onRevoking = func(tps []TopicPartition) {
+		offsets := map[TopicPartition]int64{}
+		for _, tp := range tps {
+			offsets[tp] = 2
+		}
+		revokeCommitErr = a.Commit(offsets)
+	}
+	a.Start(t.Context())
+	wg.Add(1)
+	go drain(a, &wg)
+	eventually(t, 30*time.Second, "first member assigned", func() bool { return ra.generation.Load() == 1 })
+
+	rb := &recorder{}
+	b := newTestConsumer(t, e, "shared-group", []string{"shared"}, testConfig(), rb)
+	b.Start(t.Context())
+	wg.Add(1)
+	go drain(b, &wg)
+	eventually(t, 30*time.Second, "rebalance to two members", func() bool {
+		return ra.generation.Load() >= 2 && rb.generation.Load() >= 1
+	})
+
+	aAssigned, aRevoked := ra.calls()
+	bAssigned, _ := rb.calls()
+	if want := []TopicPartition{{"shared", 0}, {"shared", 1}}; !reflect.DeepEqual(aRevoked[0], want) {
+		t.Errorf("first member revoked %v, want %v", aRevoked[0], want)
+	}
+	if revokeCommitErr != nil {
+		t.Errorf("Commit inside Revoking during a rebalance: %v", revokeCommitErr)
+	}
+	lastA, lastB := aAssigned[len(aAssigned)-1], bAssigned[len(bAssigned)-1]
+	if len(lastA) != 1 || len(lastB) != 1 || lastA[0] == lastB[0] {
+		t.Errorf("after the rebalance: first member has %v, second %v; want one partition each", lastA, lastB)
+	}
+	if err := a.Close(true); err != nil {
+		t.Error(err)
+	}
+	if err := b.Close(true); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestStaticMembership(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "static", 2)
+	cfg := testConfig()
+	cfg.Consumer.Group.InstanceId = "node-1"
+	members := func() []kfakeMember {
+		var ms []kfakeMember
+		if gi := e.cluster.GroupInfo("static-group"); gi != nil {
+			for _, m := range gi.Members {
+				ms = append(ms, kfakeMember{m.MemberID, m.InstanceID})
+			}
+		}
+		return ms
+	}
+
+	r1 := &recorder{}
+	c1 := newTestConsumer(t, e, "static-group", []string{"static"}, cfg, r1)
+	c1.Start(t.Context())
+	eventually(t, 30*time.Second, "static member assigned", func() bool { return r1.generation.Load() == 1 })
+	ms := members()
+	if len(ms) != 1 || ms[0].instance == nil || *ms[0].instance != "node-1" {
+		t.Fatalf("group members = %v, want one with instance id node-1", ms)
+	}
+
+	// Closing without leaving keeps the member, well within the 6 s session timeout.
+	if err := c1.Close(false); err != nil {
+		t.Fatalf("Close(false): %v", err)
+	}
+	if after := members(); len(after) != 1 {
+		t.Fatalf("after Close(false) the group has members %v, want the static member kept", after)
+	}
+
+	r2 := &recorder{}
+	c2 := newTestConsumer(t, e, "static-group", []string{"static"}, cfg, r2)
+	c2.Start(t.Context())
+	eventually(t, 30*time.Second, "restarted static member assigned", func() bool { return r2.generation.Load() >= 1 })
+	assigned, _ := r2.calls()
+	if want := []TopicPartition{{"static", 0}, {"static", 1}}; !reflect.DeepEqual(assigned[len(assigned)-1], want) {
+		t.Errorf("restarted member assigned %v, want %v", assigned, want)
+	}
+
+	// Leaving for good removes it at once, not after the session timeout.
+	if err := c2.Close(true); err != nil {
+		t.Fatalf("Close(true): %v", err)
+	}
+	eventually(t, 3*time.Second, "the static member to leave", func() bool { return len(members()) == 0 })
+}
+
+type kfakeMember struct {
+	id       string
+	instance *string
+}
+
+func (m kfakeMember) String() string {
+	if m.instance == nil {
+		return m.id
+	}
+	return m.id + "(" + *m.instance + ")"
+}
+
+func TestConsumerReportsJoinErrors(t *testing.T) {
+	e := startBroker(t)
+	c := newTestConsumer(t, e, "lost-group", []string{"no-such-topic"}, testConfig(), &recorder{})
+	c.Start(t.Context())
+	select {
+	case err := <-c.Errors():
+		if err == nil {
+			t.Fatal("nil error")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no error reported for a missing topic")
+	}
+}
+
+func TestNewConsumerRefusesBadConfig(t *testing.T) {
+	coop := testConfig()
+	coop.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyCooperativeSticky()}
+	old := testConfig()
+	old.Version = sarama.V2_1_0_0
+	old.Consumer.Group.InstanceId = "x"
+	cases := map[string]struct {
+		group  string
+		topics []string
+		cfg    *sarama.Config
+		h      RebalanceHandler
+	}{
+		"cooperative":         {"g", []string{"t"}, coop, &recorder{}},
+		"static on old kafka": {"g", []string{"t"}, old, &recorder{}},
+		"no topics":           {"g", nil, testConfig(), &recorder{}},
+		"no group":            {"", []string{"t"}, testConfig(), &recorder{}},
+		"no handler":          {"g", []string{"t"}, testConfig(), nil},
+		"no config":           {"g", []string{"t"}, nil, &recorder{}},
+	}
+	for name, tc := range cases {
+		if c, err := NewConsumer([]string{"127.0.0.1:1"}, tc.group, tc.topics, tc.cfg, tc.h); err == nil {
+			_ = c.Close(true)
+			t.Errorf("%s: want an error", name)
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package luart
+
+import (
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// wrapStore exposes a key-value store partition to Lua with Kafka Streams' method names.
+// get returns the value (and, for timestamped stores, the timestamp as a second result).
+func (rt *Runtime) wrapStore(s *pipeline.KeyValueStore) *lua.LUserData {
+	L := rt.L
+	ud := L.NewUserData()
+	ud.Value = s
+	L.SetMetatable(ud, rt.storeMetatable())
+	return ud
+}
+
+func (rt *Runtime) storeMetatable() *lua.LTable {
+	L := rt.L
+	if mt, ok := L.GetField(L.Get(lua.RegistryIndex), "stoat.KeyValueStore").(*lua.LTable); ok {
+		return mt
+	}
+	mt := rt.typeMetatable("KeyValueStore", map[string]lua.LGFunction{
+		"get":                   rt.storeGet,
+		"put":                   rt.storePut,
+		"putIfAbsent":           rt.storePutIfAbsent,
+		"delete":                rt.storeDelete,
+		"range":                 rt.storeRange(false),
+		"reverseRange":          rt.storeRange(true),
+		"all":                   rt.storeAll(false),
+		"reverseAll":            rt.storeAll(true),
+		"prefixScan":            rt.storePrefixScan,
+		"approximateNumEntries": rt.storeCount,
+		"name":                  func(L *lua.LState) int { L.Push(lua.LString(rt.checkStore(L).Name())); return 1 },
+	})
+	L.SetField(L.Get(lua.RegistryIndex), "stoat.KeyValueStore", mt)
+	return mt
+}
+
+func (rt *Runtime) checkStore(L *lua.LState) *pipeline.KeyValueStore {
+	if ud, ok := L.Get(1).(*lua.LUserData); ok {
+		if s, ok := ud.Value.(*pipeline.KeyValueStore); ok {
+			return s
+		}
+	}
+	L.RaiseError("call store methods with ':' (store:get(key))")
+	return nil
+}
+
+func (rt *Runtime) arg(L *lua.LState, i int, what string) any {
+	v, err := rt.fromLua(L.Get(i))
+	if err != nil {
+		L.RaiseError("%s: %v", what, err)
+	}
+	return v
+}
+
+// writeTimestamp is the timestamp a store write gets: the current record's, as in Kafka
+// Streams, or the one given.
+func (rt *Runtime) writeTimestamp(L *lua.LState, i int) int64 {
+	if ts, ok := L.Get(i).(lua.LNumber); ok {
+		return int64(ts)
+	}
+	return rt.rctx.rec.Timestamp
+}
+
+func (rt *Runtime) storeGet(L *lua.LState) int {
+	s := rt.checkStore(L)
+	v, ts, found, err := s.Get(rt.arg(L, 2, "get: key"))
+	rt.raise(L, err)
+	if !found {
+		L.Push(lua.LNil)
+		return 1
+	}
+	L.Push(rt.toLua(v))
+	if s.Timestamped() {
+		L.Push(lua.LNumber(ts))
+		return 2
+	}
+	return 1
+}
+
+func (rt *Runtime) storePut(L *lua.LState) int {
+	s := rt.checkStore(L)
+	rt.raise(L, s.Put(rt.arg(L, 2, "put: key"), rt.arg(L, 3, "put: value"), rt.writeTimestamp(L, 4)))
+	return 0
+}
+
+func (rt *Runtime) storePutIfAbsent(L *lua.LState) int {
+	s := rt.checkStore(L)
+	old, err := s.PutIfAbsent(rt.arg(L, 2, "putIfAbsent: key"), rt.arg(L, 3, "putIfAbsent: value"), rt.writeTimestamp(L, 4))
+	rt.raise(L, err)
+	L.Push(rt.toLua(old))
+	return 1
+}
+
+func (rt *Runtime) storeDelete(L *lua.LState) int {
+	s := rt.checkStore(L)
+	old, err := s.Delete(rt.arg(L, 2, "delete: key"))
+	rt.raise(L, err)
+	L.Push(rt.toLua(old))
+	return 1
+}
+
+func (rt *Runtime) storeCount(L *lua.LState) int {
+	n, err := rt.checkStore(L).ApproximateNumEntries()
+	rt.raise(L, err)
+	L.Push(lua.LNumber(n))
+	return 1
+}
+
+func (rt *Runtime) storeRange(reverse bool) lua.LGFunction {
+	return func(L *lua.LState) int {
+		s := rt.checkStore(L)
+		it, err := s.Range(rt.arg(L, 2, "range: from"), rt.arg(L, 3, "range: to"), reverse)
+		rt.raise(L, err)
+		return rt.pushIterator(L, it)
+	}
+}
+
+func (rt *Runtime) storeAll(reverse bool) lua.LGFunction {
+	return func(L *lua.LState) int {
+		it, err := rt.checkStore(L).Range(nil, nil, reverse)
+		rt.raise(L, err)
+		return rt.pushIterator(L, it)
+	}
+}
+
+func (rt *Runtime) storePrefixScan(L *lua.LState) int {
+	it, err := rt.checkStore(L).PrefixScan(rt.arg(L, 2, "prefixScan: prefix"))
+	rt.raise(L, err)
+	return rt.pushIterator(L, it)
+}
+
+// pushIterator returns a generic-for iterator: `for k, v, ts in store:range(a, b) do`.
+// It closes the store iterator at its end; one left open by a `break` is closed when the
+// callback returns.
+func (rt *Runtime) pushIterator(L *lua.LState, it *pipeline.KeyValueIterator) int {
+	rt.iterators = append(rt.iterators, it)
+	closed := false
+	L.Push(L.NewFunction(func(L *lua.LState) int {
+		if closed {
+			return 0
+		}
+		if !it.Next() {
+			closed = true
+			err := it.Err()
+			it.Close()
+			rt.raise(L, err)
+			return 0
+		}
+		L.Push(rt.toLua(it.Key()))
+		L.Push(rt.toLua(it.Value()))
+		L.Push(lua.LNumber(it.Timestamp()))
+		return 3
+	}))
+	return 1
+}
+
+// closeIterators closes the store iterators a callback opened.
+func (rt *Runtime) closeIterators() {
+	for _, it := range rt.iterators {
+		it.Close()
+	}
+	rt.iterators = rt.iterators[:0]
+}

@@ -1,0 +1,276 @@
+package luart
+
+import (
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/pipeline/serdes"
+)
+
+// testDriver is a TopologyTestDriver: the scripts under test loaded into a Lua state of
+// their own (a test never shares Lua state with the pipeline) and run by a pipeline.Driver.
+type testDriver struct {
+	tf      *testFile
+	rt      *Runtime
+	d       *pipeline.Driver
+	sources []string
+	closed  bool
+	// defaultKeySerde and defaultValueSerde are the serdes of test topics that name none.
+	defaultKeySerde, defaultValueSerde string
+}
+
+// luaDriver implements t.driver("script.lua") and t.driver{scripts = {...}, defaultKeySerde =,
+// defaultValueSerde =, wallClockMs =, partitions = {[topic] = n}}.
+func (tf *testFile) luaDriver(L *lua.LState) int {
+	var (
+		scripts []string
+		o       *lua.LTable
+	)
+	if s, ok := L.Get(1).(lua.LString); ok {
+		scripts = []string{string(s)}
+		o = L.NewTable()
+	} else {
+		o = options(L, 1, "t.driver", "scripts", "defaultKeySerde", "defaultValueSerde", "wallClockMs", "partitions")
+		list, ok := o.RawGetString("scripts").(*lua.LTable)
+		if !ok || list.Len() == 0 {
+			L.RaiseError("t.driver needs a script path or {scripts = {\"a.lua\", ...}}")
+		}
+		for i := 1; i <= list.Len(); i++ {
+			s, ok := list.RawGetInt(i).(lua.LString)
+			if !ok {
+				L.RaiseError("t.driver: scripts[%d] must be a path, not a %s", i, list.RawGetInt(i).Type())
+			}
+			scripts = append(scripts, string(s))
+		}
+	}
+	for i, s := range scripts {
+		if !filepath.IsAbs(s) {
+			scripts[i] = filepath.Join(tf.dir, s)
+		}
+	}
+	td := &testDriver{tf: tf, defaultKeySerde: optString(L, o, "defaultKeySerde"), defaultValueSerde: optString(L, o, "defaultValueSerde")}
+	if td.defaultKeySerde == "" {
+		td.defaultKeySerde = "string"
+	}
+	if td.defaultValueSerde == "" {
+		td.defaultValueSerde = "string"
+	}
+	dopts := pipeline.DriverOptions{Partitions: map[string]int32{}, Stores: pipeline.NewMemoryStores(), ApplicationID: "stoatflow-test"}
+	switch ms := o.RawGetString("wallClockMs").(type) {
+	case *lua.LNilType:
+	case lua.LNumber:
+		dopts.WallClockMs = checkMillis(L, "wallClockMs", ms)
+	default:
+		L.RaiseError("t.driver: wallClockMs must be a number, not a %s", ms.Type())
+	}
+	switch parts := o.RawGetString("partitions").(type) {
+	case *lua.LNilType:
+	case *lua.LTable:
+		parts.ForEach(func(k, v lua.LValue) {
+			n, ok := v.(lua.LNumber)
+			if _, isName := k.(lua.LString); !isName || !ok || n < 1 || float64(n) != math.Trunc(float64(n)) || n > math.MaxInt32 {
+				L.RaiseError("t.driver: partitions must map topic names to positive integers (at %s = %s)", k.String(), v.String())
+			}
+			dopts.Partitions[k.String()] = int32(n)
+		})
+	default:
+		L.RaiseError("t.driver: partitions must be a table of topic = count, not a %s", parts.Type())
+	}
+	if err := td.open(scripts, dopts); err != nil {
+		L.RaiseError("t.driver: %v", err)
+	}
+	tf.drivers = append(tf.drivers, td)
+	ud := L.NewUserData()
+	ud.Value = td
+	L.SetMetatable(ud, tf.driverMT)
+	L.Push(ud)
+	return 1
+}
+
+// open loads the scripts into a fresh runtime and builds the topology.
+func (td *testDriver) open(scripts []string, opts pipeline.DriverOptions) error {
+	rt, err := New(Options{
+		DefaultKeySerde:   td.defaultKeySerde,
+		DefaultValueSerde: td.defaultValueSerde,
+		Logger:            td.tf.log,
+		Stdout:            td.tf.stdout,
+	})
+	if err != nil {
+		return err
+	}
+	b, err := rt.LoadScripts(scripts)
+	if err != nil {
+		rt.Close()
+		return err
+	}
+	d, err := pipeline.NewDriver(b, opts)
+	if err != nil {
+		rt.Close()
+		return err
+	}
+	rt.SetClock(d.WallClock)
+	td.rt, td.d, td.sources = rt, d, b.SourceTopics()
+	return nil
+}
+
+func (td *testDriver) close() {
+	if !td.closed {
+		td.closed = true
+		td.rt.Close()
+	}
+}
+
+// keyValueStore finds a key-value store of the topology under test by name. Input topics
+// have one partition here, as in TopologyTestDriver, so the store is its partition 0. Values
+// cross from the pipeline's Lua state to the test's as plain data.
+func (td *testDriver) keyValueStore(name string) (lua.LValue, error) {
+	s, err := td.d.Store(name, 0)
+	if err != nil {
+		return nil, err
+	}
+	trt := td.tf.rt
+	L := trt.L
+	methods := map[string]lua.LGFunction{
+		"get": func(L *lua.LState) int {
+			k, err := trt.fromLua(L.Get(2))
+			if err != nil {
+				L.RaiseError("get: key: %v", err)
+			}
+			v, ts, found, err := s.Get(k)
+			if err != nil {
+				L.RaiseError("get: %v", err)
+			}
+			if !found {
+				L.Push(lua.LNil)
+				return 1
+			}
+			L.Push(trt.toLua(v))
+			L.Push(lua.LNumber(ts))
+			return 2
+		},
+		"all": func(L *lua.LState) int {
+			it, err := s.Range(nil, nil, false)
+			if err != nil {
+				L.RaiseError("all: %v", err)
+			}
+			defer it.Close()
+			list := L.NewTable()
+			for it.Next() {
+				e := L.NewTable()
+				e.RawSetString("key", trt.toLua(it.Key()))
+				e.RawSetString("value", trt.toLua(it.Value()))
+				list.Append(e)
+			}
+			if err := it.Err(); err != nil {
+				L.RaiseError("all: %v", err)
+			}
+			L.Push(list)
+			return 1
+		},
+		"approximateNumEntries": func(L *lua.LState) int {
+			n, err := s.ApproximateNumEntries()
+			if err != nil {
+				L.RaiseError("approximateNumEntries: %v", err)
+			}
+			L.Push(lua.LNumber(n))
+			return 1
+		},
+	}
+	ud := L.NewUserData()
+	ud.Value = s
+	L.SetMetatable(ud, trt.typeMetatable("KeyValueStore", methods))
+	return ud, nil
+}
+
+func checkMillis(L *lua.LState, what string, n lua.LNumber) int64 {
+	f := float64(n)
+	if f != math.Trunc(f) || math.Abs(f) > maxExactInt {
+		L.RaiseError("%s must be milliseconds as an integer, not %v", what, f)
+	}
+	return int64(f)
+}
+
+// checkDriver returns the open driver a method was called on.
+func (tf *testFile) checkDriver(L *lua.LState) *testDriver {
+	if ud, ok := L.Get(1).(*lua.LUserData); ok {
+		if td, ok := ud.Value.(*testDriver); ok {
+			if td.closed {
+				L.RaiseError("the TopologyTestDriver is closed")
+			}
+			return td
+		}
+	}
+	L.RaiseError("call TopologyTestDriver methods with ':' (d:createInputTopic(...))")
+	return nil
+}
+
+func (tf *testFile) driverMethods() map[string]lua.LGFunction {
+	return map[string]lua.LGFunction{
+		"createInputTopic": func(L *lua.LState) int {
+			td := tf.checkDriver(L)
+			topic := L.CheckString(2)
+			if !slices.Contains(td.sources, topic) {
+				L.RaiseError("createInputTopic: topic %q is not a source of this topology (sources: %s)", topic, strings.Join(td.sources, ", "))
+			}
+			ks, vs := tf.topicSerdes(L, td, "createInputTopic", 3)
+			return tf.pushTopic(L, &testTopic{td: td, topic: topic, key: ks, value: vs}, tf.inputMT)
+		},
+		"createOutputTopic": func(L *lua.LState) int {
+			td := tf.checkDriver(L)
+			topic := L.CheckString(2)
+			ks, vs := tf.topicSerdes(L, td, "createOutputTopic", 3)
+			return tf.pushTopic(L, &testTopic{td: td, topic: topic, key: ks, value: vs}, tf.outputMT)
+		},
+		"advanceWallClockTime": func(L *lua.LState) int {
+			td := tf.checkDriver(L)
+			ms := checkMillis(L, "advanceWallClockTime", L.CheckNumber(2))
+			if ms < 0 {
+				L.RaiseError("advanceWallClockTime: the wall clock only moves forward (got %d ms)", ms)
+			}
+			if err := td.d.AdvanceWallClock(ms); err != nil {
+				L.RaiseError("advanceWallClockTime: %v", err)
+			}
+			return 0
+		},
+		"getKeyValueStore": func(L *lua.LState) int {
+			td := tf.checkDriver(L)
+			store, err := td.keyValueStore(L.CheckString(2))
+			if err != nil {
+				L.RaiseError("getKeyValueStore: %v", err)
+			}
+			L.Push(store)
+			return 1
+		},
+		"close": func(L *lua.LState) int {
+			tf.checkDriver(L).close()
+			return 0
+		},
+	}
+}
+
+// topicSerdes reads {keySerde =, valueSerde =} at index i. Only serde names are accepted: a
+// stoat.serde{...} is made of functions of another Lua state.
+func (tf *testFile) topicSerdes(L *lua.LState, td *testDriver, what string, i int) (key, value pipeline.Serde) {
+	o := options(L, i, what, "keySerde", "valueSerde")
+	byName := func(opt, def string) pipeline.Serde {
+		name := def
+		switch v := o.RawGetString(opt).(type) {
+		case *lua.LNilType:
+		case lua.LString:
+			name = string(v)
+		default:
+			L.RaiseError("%s: %s must be a serde name (%s); a test topic cannot take a stoat.serde{...}, whose functions live in the pipeline's Lua state: use \"bytes\" and decode in the test", what, opt, strings.Join(serdes.Names(), ", "))
+		}
+		s, err := serdes.ByName(name)
+		if err != nil {
+			L.RaiseError("%s: %s: %v", what, opt, err)
+		}
+		return s
+	}
+	return byName("keySerde", td.defaultKeySerde), byName("valueSerde", td.defaultValueSerde)
+}

@@ -1,0 +1,200 @@
+package pipeline
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// UserProcessor is a processor written against the Processor API (process/processValues).
+// Like Kafka Streams, the engine makes one instance per task (input partition), on the
+// first record of that partition.
+type UserProcessor interface {
+	Init(ctx *ProcessorContext) error
+	Process(rec Record) error
+	Close() error
+}
+
+// ProcessorSupplier makes a UserProcessor for one task.
+type ProcessorSupplier func() (UserProcessor, error)
+
+// Process adds a Processor API node connected to the named stores (Kafka Streams'
+// KStream#process). Its output may change keys.
+func (s *KStream) Process(supplier ProcessorSupplier, stores []string, name string) (*KStream, error) {
+	return s.addProcess("KSTREAM-PROCESSOR-", supplier, stores, name, false)
+}
+
+// ProcessValues is Process for processors that keep the key (KStream#processValues).
+func (s *KStream) ProcessValues(supplier ProcessorSupplier, stores []string, name string) (*KStream, error) {
+	return s.addProcess("KSTREAM-PROCESSVALUES-", supplier, stores, name, true)
+}
+
+func (s *KStream) addProcess(prefix string, supplier ProcessorSupplier, stores []string, name string, fixedKey bool) (*KStream, error) {
+	for _, st := range stores {
+		if _, ok := s.b.stores[st]; !ok {
+			return nil, fmt.Errorf("processor uses state store %q, which is not declared: add it with addStateStore first", st)
+		}
+	}
+	n, err := s.processor(prefix, name, func() Processor {
+		return &userProcNode{supplier: supplier, fixedKey: fixedKey, tasks: map[int32]*ProcessorContext{}}
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.Stores = append([]string(nil), stores...)
+	if fixedKey {
+		return s.derive(n, Serdes{Key: s.serdes.Key}, s.keyChanged), nil
+	}
+	return s.derive(n, Serdes{}, true), nil
+}
+
+// userProcNode runs a UserProcessor per task.
+type userProcNode struct {
+	ctx      *Context
+	supplier ProcessorSupplier
+	fixedKey bool
+	tasks    map[int32]*ProcessorContext
+}
+
+func (p *userProcNode) Init(ctx *Context) error { p.ctx = ctx; return nil }
+
+func (p *userProcNode) Process(rec Record) error {
+	pc, ok := p.tasks[rec.Partition]
+	if !ok {
+		proc, err := p.supplier()
+		if err != nil {
+			return err
+		}
+		pc = &ProcessorContext{node: p.ctx.node, t: p.ctx.topology, partition: rec.Partition, fixedKey: p.fixedKey, proc: proc}
+		p.tasks[rec.Partition] = pc
+		if err := proc.Init(pc); err != nil {
+			return fmt.Errorf("init: %w", err)
+		}
+	}
+	pc.current = &rec
+	defer func() { pc.current = nil }()
+	return pc.proc.Process(rec)
+}
+
+// ProcessorContext is what a UserProcessor sees for its task: forwarding, punctuation,
+// state stores and the task's time.
+type ProcessorContext struct {
+	node      *runtimeNode
+	t         *Topology
+	partition int32
+	fixedKey  bool
+	proc      UserProcessor
+	current   *Record // the record being processed; nil during punctuation
+}
+
+// Name is the processor node's name.
+func (c *ProcessorContext) Name() string { return c.node.name }
+
+// Partition is the task's input partition.
+func (c *ProcessorContext) Partition() int32 { return c.partition }
+
+// TaskID is Kafka Streams' task id, <sub-topology>_<partition>.
+func (c *ProcessorContext) TaskID() string {
+	return strconv.Itoa(c.t.subtopologyOf[c.node.name]) + "_" + strconv.Itoa(int(c.partition))
+}
+
+// StreamTime is the task's stream time (largest record timestamp seen), -1 before any.
+func (c *ProcessorContext) StreamTime() int64 { return c.t.streamTimeOf(c.partition) }
+
+// WallClock is the current wall-clock time in milliseconds.
+func (c *ProcessorContext) WallClock() int64 { return c.t.clock() }
+
+// Current is the record being processed, or nil in a punctuation.
+func (c *ProcessorContext) Current() *Record { return c.current }
+
+// Forward sends rec to the node's children. A processValues processor cannot change the key,
+// and can forward only while it processes a record.
+func (c *ProcessorContext) Forward(rec Record) error {
+	if c.fixedKey {
+		if c.current == nil {
+			return fmt.Errorf("processValues %s: cannot forward outside process() (the key is fixed by the record being processed)", c.node.name)
+		}
+		rec.Key = c.current.Key
+	}
+	return c.node.ctx.Forward(rec)
+}
+
+// ForwardTo sends rec to one named child.
+func (c *ProcessorContext) ForwardTo(child string, rec Record) error {
+	if c.fixedKey {
+		if c.current == nil {
+			return fmt.Errorf("processValues %s: cannot forward outside process()", c.node.name)
+		}
+		rec.Key = c.current.Key
+	}
+	return c.node.ctx.ForwardTo(child, rec)
+}
+
+// StateStore returns the task's partition of a store connected to this processor.
+func (c *ProcessorContext) StateStore(name string) (*KeyValueStore, error) {
+	connected := false
+	for _, s := range c.t.nodeStores[c.node.name] {
+		if s == name {
+			connected = true
+		}
+	}
+	if !connected {
+		return nil, fmt.Errorf("processor %s has no access to state store %s as the store is not connected to the processor (list it in the stores option)", c.node.name, name)
+	}
+	return c.t.store(name, c.partition)
+}
+
+// PunctuationType says which clock drives a punctuator.
+type PunctuationType int
+
+const (
+	StreamTime PunctuationType = iota
+	WallClockTime
+)
+
+// Punctuator is called with the time that triggered it.
+type Punctuator func(timestamp int64) error
+
+// Cancellable stops a scheduled punctuator.
+type Cancellable struct{ p *punctuator }
+
+// Cancel stops the punctuator; it is not called again.
+func (c *Cancellable) Cancel() { c.p.cancelled = true }
+
+type punctuator struct {
+	ctx       *ProcessorContext
+	typ       PunctuationType
+	interval  int64
+	next      int64
+	fn        Punctuator
+	cancelled bool
+}
+
+// Schedule calls fn every interval ms of stream time or wall-clock time, as Kafka Streams'
+// ProcessorContext#schedule: a stream-time punctuator first fires on the task's next record,
+// a wall-clock one interval ms from now; missed intervals are skipped, not replayed.
+func (c *ProcessorContext) Schedule(interval int64, typ PunctuationType, fn Punctuator) (*Cancellable, error) {
+	if interval < 1 {
+		return nil, fmt.Errorf("schedule: the interval must be at least 1 ms, not %d", interval)
+	}
+	p := &punctuator{ctx: c, typ: typ, interval: interval, fn: fn}
+	if typ == WallClockTime {
+		p.next = c.t.clock() + interval
+	}
+	c.t.punctuators = append(c.t.punctuators, p)
+	return &Cancellable{p: p}, nil
+}
+
+// fire runs p if its time has come.
+func (p *punctuator) fire(now int64) error {
+	if p.cancelled || now < p.next {
+		return nil
+	}
+	p.next += p.interval
+	if now >= p.next {
+		p.next = now + p.interval
+	}
+	if err := p.fn(now); err != nil {
+		return &NodeError{Node: p.ctx.node.name, Err: fmt.Errorf("punctuator: %w", err)}
+	}
+	return nil
+}

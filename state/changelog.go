@@ -1,0 +1,54 @@
+package state
+
+// ChangelogRecord is one write of a logged store in Kafka Streams' changelog format:
+// the record for topic <application.id>-<Store>-changelog, partition Partition.
+type ChangelogRecord struct {
+	Store     string
+	Partition int32
+	Key       []byte
+	Value     []byte // nil = tombstone
+	Timestamp int64
+	// Headers are the stored headers of headers-aware stores, sent as record headers so a
+	// restore can rebuild them; nil for other stores.
+	Headers []Header
+}
+
+// ChangelogPartition names a changelog topic partition by its store.
+type ChangelogPartition struct {
+	Store     string
+	Partition int32
+}
+
+// Changelog returns the changelog records of the current epoch in write order. Repeated
+// writes of a key are all there. The slice is valid until the next Commit or Abort.
+func (db *DB) Changelog() []ChangelogRecord { return db.changelog }
+
+// logChange records a write of a logged store. Key and value are copied into one
+// allocation because callers reuse their buffers.
+func (p *partition) logChange(key, value []byte, ts int64, headers []Header) {
+	if !p.spec.Logged {
+		return
+	}
+	kv := make([]byte, len(key)+len(value))
+	copy(kv, key)
+	copy(kv[len(key):], value)
+	rec := ChangelogRecord{Store: p.spec.Name, Partition: p.num, Key: kv[:len(key):len(key)], Timestamp: ts}
+	if value != nil {
+		rec.Value = kv[len(key):]
+	}
+	if len(headers) > 0 {
+		rec.Headers = cloneHeaders(headers)
+	}
+	p.db.changelog = append(p.db.changelog, rec)
+}
+
+func cloneHeaders(h []Header) []Header {
+	out := make([]Header, len(h))
+	for i, x := range h {
+		out[i] = Header{Key: x.Key}
+		if x.Value != nil {
+			out[i].Value = append([]byte{}, x.Value...)
+		}
+	}
+	return out
+}

@@ -1,0 +1,317 @@
+package state
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	lerrors "github.com/syndtr/goleveldb/leveldb/errors"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/util"
+)
+
+// ErrCorrupt reports a state database that cannot be trusted. The agent wipes the
+// directory and restores every store from its changelog.
+var ErrCorrupt = errors.New("state: corrupt state database")
+
+// Options tune Open.
+type Options struct {
+	// Sync makes Commit, Restore and Wipe wait until LevelDB's journal reaches stable
+	// storage. Without it a power loss may lose the latest commits, data and offsets
+	// together, which the changelog replays.
+	Sync bool
+}
+
+// DB is one application's state: every store partition in one goleveldb database.
+type DB struct {
+	ldb *leveldb.DB
+	dir string
+	wo  *opt.WriteOptions
+
+	mu       sync.RWMutex // guards catalog, nextID, parts and runSpecs
+	catalog  map[string]catalogEntry
+	nextID   uint32
+	parts    map[partKey]*partition
+	runSpecs map[string]StoreSpec // the spec each store was opened with in this run
+
+	uncommitted atomic.Int64
+
+	// Owned by the processing goroutine.
+	dirty     []*partition
+	changelog []ChangelogRecord
+	recordTs  int64
+	batch     leveldb.Batch
+}
+
+type catalogEntry struct {
+	ID   uint32    `json:"id"`
+	Spec StoreSpec `json:"spec"`
+}
+
+type partKey struct {
+	store     string
+	partition int32
+}
+
+// Open opens (or creates) the state database in dir. A database that LevelDB finds
+// corrupt, or whose catalogue cannot be read, gives an error wrapping ErrCorrupt.
+func Open(dir string, opts Options) (*DB, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("state: create %s: %w", dir, err)
+	}
+	ldb, err := leveldb.OpenFile(dir, &opt.Options{
+		// A damaged manifest or journal must stop the open rather than silently drop
+		// commits: offsets and data would then disagree with the changelog.
+		Strict: opt.DefaultStrict | opt.StrictManifest | opt.StrictJournal,
+	})
+	if err != nil {
+		if lerrors.IsCorrupted(err) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
+		}
+		return nil, fmt.Errorf("state: open %s: %w", dir, err)
+	}
+	db := &DB{
+		ldb:     ldb,
+		dir:     dir,
+		wo:      &opt.WriteOptions{Sync: opts.Sync},
+		catalog: map[string]catalogEntry{},
+		parts:   map[partKey]*partition{},
+
+		runSpecs: map[string]StoreSpec{},
+	}
+	if err := db.load(); err != nil {
+		ldb.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// load checks the format marker and reads the catalogue.
+func (db *DB) load() error {
+	v, err := db.ldb.Get([]byte{tagSys, sysFormat}, nil)
+	switch {
+	case errors.Is(err, leveldb.ErrNotFound):
+		empty, err := db.isEmpty()
+		if err != nil {
+			return db.readErr(err)
+		}
+		if !empty {
+			return fmt.Errorf("%w: %s holds data but no StoatFlow format marker", ErrCorrupt, db.dir)
+		}
+		return db.ldb.Put([]byte{tagSys, sysFormat}, []byte{formatVersion}, db.wo)
+	case err != nil:
+		return db.readErr(err)
+	case len(v) != 1:
+		return fmt.Errorf("%w: %s: format marker %x", ErrCorrupt, db.dir, v)
+	case v[0] != formatVersion:
+		return fmt.Errorf("state: %s has state format %d, this StoatFlow reads format %d; reset the application state", db.dir, v[0], formatVersion)
+	}
+	if v, err := db.ldb.Get([]byte{tagSys, sysNextID}, nil); err == nil {
+		if len(v) != 4 {
+			return fmt.Errorf("%w: %s: next store id %x", ErrCorrupt, db.dir, v)
+		}
+		db.nextID = binary.BigEndian.Uint32(v)
+	} else if !errors.Is(err, leveldb.ErrNotFound) {
+		return db.readErr(err)
+	}
+	it := db.ldb.NewIterator(util.BytesPrefix([]byte{tagSys, sysCatalog}), nil)
+	defer it.Release()
+	for it.Next() {
+		name := string(it.Key()[2:])
+		var e catalogEntry
+		if err := json.Unmarshal(it.Value(), &e); err != nil {
+			return fmt.Errorf("%w: %s: catalogue entry of store %q: %v", ErrCorrupt, db.dir, name, err)
+		}
+		if err := e.Spec.validate(); err != nil || e.Spec.Name != name || e.ID == 0 || e.ID > db.nextID {
+			return fmt.Errorf("%w: %s: catalogue entry of store %q is inconsistent", ErrCorrupt, db.dir, name)
+		}
+		db.catalog[name] = e
+	}
+	if err := it.Error(); err != nil {
+		return db.readErr(err)
+	}
+	return nil
+}
+
+func (db *DB) isEmpty() (bool, error) {
+	it := db.ldb.NewIterator(nil, nil)
+	defer it.Release()
+	found := it.First()
+	return !found, it.Error()
+}
+
+func (db *DB) readErr(err error) error {
+	if lerrors.IsCorrupted(err) {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, db.dir, err)
+	}
+	return fmt.Errorf("state: read %s: %w", db.dir, err)
+}
+
+// Close closes the database; buffered writes that were not committed are lost.
+func (db *DB) Close() error {
+	if err := db.ldb.Close(); err != nil {
+		return fmt.Errorf("state: close %s: %w", db.dir, err)
+	}
+	return nil
+}
+
+// SetRecordTimestamp sets the timestamp of the record being processed. Changelog records
+// of writes that carry no timestamp of their own (key-value and session puts, deletes)
+// get it, as Kafka Streams gives them the processor context's timestamp.
+func (db *DB) SetRecordTimestamp(ts int64) { db.recordTs = ts }
+
+// UncommittedBytes is the number of bytes written into every store's epoch buffer since
+// the last Commit or Abort, overwrites included (the buffer keeps them until then).
+func (db *DB) UncommittedBytes() int64 { return db.uncommitted.Load() }
+
+// UncommittedBytesByStore sums UncommittedBytes per store name over its partitions.
+func (db *DB) UncommittedBytesByStore() map[string]int64 {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	out := make(map[string]int64, len(db.catalog))
+	for k, p := range db.parts {
+		out[k.store] += p.uncommitted.Load()
+	}
+	return out
+}
+
+// Spec returns the spec a store was last opened with, in this run or a previous one.
+func (db *DB) Spec(store string) (StoreSpec, bool) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	e, ok := db.catalog[store]
+	return e.Spec, ok
+}
+
+// open returns the partition of a store, registering the store in the catalogue on first
+// use. Within one run a store keeps one spec; across runs the type and formats must match.
+func (db *DB) open(spec StoreSpec, partition int32) (*partition, error) {
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	if partition < 0 {
+		return nil, fmt.Errorf("state: store %q: partition %d is negative", spec.Name, partition)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if s, ok := db.runSpecs[spec.Name]; ok && s != spec {
+		return nil, fmt.Errorf("state: store %q is already open with spec %+v, not %+v", spec.Name, s, spec)
+	}
+	k := partKey{spec.Name, partition}
+	if p, ok := db.parts[k]; ok {
+		return p, nil
+	}
+	e, known := db.catalog[spec.Name]
+	if known {
+		if err := spec.compatible(e.Spec); err != nil {
+			return nil, err
+		}
+	} else {
+		db.nextID++
+		e.ID = db.nextID
+	}
+	if !known || e.Spec != spec {
+		if err := db.writeCatalog(catalogEntry{ID: e.ID, Spec: spec}); err != nil {
+			return nil, err
+		}
+		e.Spec = spec
+		db.catalog[spec.Name] = e
+	}
+	p, err := newPartition(db, spec, e.ID, partition)
+	if err != nil {
+		return nil, err
+	}
+	db.parts[k] = p
+	db.runSpecs[spec.Name] = spec
+	return p, nil
+}
+
+func (db *DB) writeCatalog(e catalogEntry) error {
+	v, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("state: store %q: encode catalogue entry: %w", e.Spec.Name, err)
+	}
+	var b leveldb.Batch
+	b.Put(catalogKey(e.Spec.Name), v)
+	b.Put([]byte{tagSys, sysNextID}, binary.BigEndian.AppendUint32(nil, db.nextID))
+	if err := db.ldb.Write(&b, db.wo); err != nil {
+		return fmt.Errorf("state: store %q: write catalogue: %w", e.Spec.Name, err)
+	}
+	return nil
+}
+
+// storeID returns a catalogued store's id.
+func (db *DB) storeID(store string) (uint32, bool) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	e, ok := db.catalog[store]
+	return e.ID, ok
+}
+
+func (db *DB) openedPartition(store string, partition int32) (*partition, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	p, ok := db.parts[partKey{store, partition}]
+	if !ok {
+		return nil, fmt.Errorf("state: store %q partition %d is not open", store, partition)
+	}
+	return p, nil
+}
+
+func (db *DB) typed(spec StoreSpec, partition int32, want StoreType) (*partition, error) {
+	if spec.Type != want {
+		return nil, fmt.Errorf("state: store %q is a %s store, not %s", spec.Name, spec.Type, want)
+	}
+	return db.open(spec, partition)
+}
+
+// KeyValueStore opens a partition of a plain key-value store.
+func (db *DB) KeyValueStore(spec StoreSpec, partition int32) (*KeyValueStore, error) {
+	p, err := db.typed(spec, partition, KeyValue)
+	if err != nil {
+		return nil, err
+	}
+	return &KeyValueStore{KeyValueView{kvReader{p: p, level: ReadUncommitted}}}, nil
+}
+
+// TimestampedKeyValueStore opens a partition of a timestamped (optionally headers-aware)
+// key-value store.
+func (db *DB) TimestampedKeyValueStore(spec StoreSpec, partition int32) (*TimestampedKeyValueStore, error) {
+	p, err := db.typed(spec, partition, TimestampedKeyValue)
+	if err != nil {
+		return nil, err
+	}
+	return &TimestampedKeyValueStore{TimestampedKeyValueView{kvReader{p: p, level: ReadUncommitted}}}, nil
+}
+
+// WindowStore opens a partition of a timestamped window store.
+func (db *DB) WindowStore(spec StoreSpec, partition int32) (*WindowStore, error) {
+	p, err := db.typed(spec, partition, Window)
+	if err != nil {
+		return nil, err
+	}
+	return &WindowStore{WindowView{p: p, level: ReadUncommitted}}, nil
+}
+
+// SessionStore opens a partition of a session store.
+func (db *DB) SessionStore(spec StoreSpec, partition int32) (*SessionStore, error) {
+	p, err := db.typed(spec, partition, Session)
+	if err != nil {
+		return nil, err
+	}
+	return &SessionStore{SessionView{p: p, level: ReadUncommitted}}, nil
+}
+
+// VersionedStore opens a partition of a versioned key-value store.
+func (db *DB) VersionedStore(spec StoreSpec, partition int32) (*VersionedStore, error) {
+	p, err := db.typed(spec, partition, Versioned)
+	if err != nil {
+		return nil, err
+	}
+	return &VersionedStore{VersionedView{p: p, level: ReadUncommitted}}, nil
+}

@@ -1,0 +1,235 @@
+package state
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestKeyValueGetPutDelete(t *testing.T) {
+	db, _ := openDB(t)
+	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	noErr(t, err)
+	noErr(t, s.Put([]byte("a"), []byte("1")))
+	noErr(t, s.Put([]byte("empty"), []byte{}))
+	if v, _ := s.Get([]byte("a")); string(v) != "1" {
+		t.Fatalf("a = %q", v)
+	}
+	commit(t, db)
+	for _, lvl := range []IsolationLevel{ReadUncommitted, ReadCommitted} {
+		v, err := s.View(lvl).Get([]byte("empty"))
+		if err != nil || v == nil || len(v) != 0 {
+			t.Fatalf("%s: empty value = %#v, %v", lvl, v, err)
+		}
+		if v, _ := s.View(lvl).Get([]byte("missing")); v != nil {
+			t.Fatalf("%s: missing = %q", lvl, v)
+		}
+	}
+	// a buffered delete hides the committed value until it commits
+	noErr(t, s.Delete([]byte("a")))
+	if v, _ := s.Get([]byte("a")); v != nil {
+		t.Fatalf("deleted a = %q", v)
+	}
+	if v, _ := s.View(ReadCommitted).Get([]byte("a")); string(v) != "1" {
+		t.Fatalf("committed a = %q", v)
+	}
+	commit(t, db)
+	if v, _ := s.View(ReadCommitted).Get([]byte("a")); v != nil {
+		t.Fatalf("a after commit = %q", v)
+	}
+	// a nil value deletes
+	noErr(t, s.Put([]byte("empty"), nil))
+	if v, _ := s.Get([]byte("empty")); v != nil {
+		t.Fatalf("put nil did not delete: %q", v)
+	}
+	if err := s.Put(nil, []byte("x")); err == nil {
+		t.Fatal("null key accepted")
+	}
+	if err := s.Delete(nil); err == nil {
+		t.Fatal("null key delete accepted")
+	}
+}
+
+func TestKeyValuePutIfAbsent(t *testing.T) {
+	db, _ := openDB(t)
+	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	noErr(t, err)
+	old, err := s.PutIfAbsent([]byte("k"), []byte("first"))
+	if err != nil || old != nil {
+		t.Fatalf("first: %q %v", old, err)
+	}
+	old, err = s.PutIfAbsent([]byte("k"), []byte("second"))
+	if err != nil || string(old) != "first" {
+		t.Fatalf("second: %q %v", old, err)
+	}
+	if v, _ := s.Get([]byte("k")); string(v) != "first" {
+		t.Fatalf("k = %q", v)
+	}
+}
+
+// Iteration is unsigned lexicographic and merges committed data, buffered puts and
+// buffered deletes.
+func TestKeyValueRangeOrder(t *testing.T) {
+	db, _ := openDB(t)
+	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	noErr(t, err)
+	for _, k := range [][]byte{{0x80}, {0x01}, {0x7f}, {0xff}, {0x7f, 0x00}} {
+		noErr(t, s.Put(k, []byte("c")))
+	}
+	commit(t, db)
+	noErr(t, s.Put([]byte{0x7f}, []byte("b"))) // overwrite committed
+	noErr(t, s.Put([]byte{0x81}, []byte("b"))) // new in buffer
+	noErr(t, s.Delete([]byte{0xff}))           // hides committed
+	noErr(t, s.Delete([]byte{0x90}))           // delete of an absent key
+	noErr(t, s.Put([]byte{0x00}, []byte("b"))) // before everything
+	noErr(t, s.Put([]byte{0x7f, 0x00}, nil))   // delete committed via nil
+
+	equal(t, kvs(t, s.All(false)), []string{"00=b", "01=c", "7f=b", "80=c", "81=b"})
+	equal(t, kvs(t, s.All(true)), []string{"81=b", "80=c", "7f=b", "01=c", "00=b"})
+	equal(t, kvs(t, s.Range([]byte{0x7f}, []byte{0x80}, false)), []string{"7f=b", "80=c"})
+	equal(t, kvs(t, s.Range([]byte{0x7f}, []byte{0x80}, true)), []string{"80=c", "7f=b"})
+	equal(t, kvs(t, s.Range(nil, []byte{0x01}, false)), []string{"00=b", "01=c"})
+	equal(t, kvs(t, s.Range([]byte{0x80}, nil, false)), []string{"80=c", "81=b"})
+	equal(t, kvs(t, s.Range([]byte{0x80}, []byte{0x7f}, false)), nil)
+	equal(t, kvs(t, s.PrefixScan([]byte{0x7f})), []string{"7f=b"})
+	equal(t, kvs(t, s.PrefixScan([]byte{0x8})), nil)
+	equal(t, kvs(t, s.PrefixScan(nil)), []string{"00=b", "01=c", "7f=b", "80=c", "81=b"})
+	// READ_COMMITTED sees only the committed data
+	equal(t, kvs(t, s.View(ReadCommitted).All(false)), []string{"01=c", "7f=c", "7f00=c", "80=c", "ff=c"})
+	equal(t, kvs(t, s.View(ReadCommitted).PrefixScan([]byte{0x7f})), []string{"7f=c", "7f00=c"})
+
+	n, err := s.ApproximateNumEntries()
+	if err != nil || n != 5 {
+		t.Fatalf("entries = %d, %v", n, err)
+	}
+	n, err = s.View(ReadCommitted).ApproximateNumEntries()
+	if err != nil || n != 5 {
+		t.Fatalf("committed entries = %d, %v", n, err)
+	}
+	commit(t, db)
+	equal(t, kvs(t, s.View(ReadCommitted).All(false)), []string{"00=b", "01=c", "7f=b", "80=c", "81=b"})
+}
+
+// A store partition sees only its own keys, whatever the neighbours hold.
+func TestStorePartitionsAreIsolated(t *testing.T) {
+	db, _ := openDB(t)
+	spec := StoreSpec{Name: "kv", Type: KeyValue}
+	p0, err := db.KeyValueStore(spec, 0)
+	noErr(t, err)
+	p1, err := db.KeyValueStore(spec, 1)
+	noErr(t, err)
+	other, err := db.KeyValueStore(StoreSpec{Name: "other", Type: KeyValue}, 0)
+	noErr(t, err)
+	noErr(t, p0.Put([]byte("a"), []byte("p0")))
+	noErr(t, p1.Put([]byte("b"), []byte("p1")))
+	noErr(t, other.Put([]byte("c"), []byte("o")))
+	commit(t, db)
+	equal(t, kvs(t, p0.All(false)), []string{"61=p0"})
+	equal(t, kvs(t, p1.All(true)), []string{"62=p1"})
+	equal(t, kvs(t, other.View(ReadCommitted).All(false)), []string{"63=o"})
+}
+
+func TestTimestampedKeyValue(t *testing.T) {
+	db, _ := openDB(t)
+	s, err := db.TimestampedKeyValueStore(StoreSpec{Name: "ts", Type: TimestampedKeyValue, Logged: true}, 3)
+	noErr(t, err)
+	noErr(t, s.Put([]byte("k"), []byte("v"), 42))
+	v, ts, err := s.Get([]byte("k"))
+	if err != nil || string(v) != "v" || ts != 42 {
+		t.Fatalf("get: %q %d %v", v, ts, err)
+	}
+	old, oldTs, err := s.PutIfAbsent([]byte("k"), []byte("w"), 43)
+	if err != nil || string(old) != "v" || oldTs != 42 {
+		t.Fatalf("putIfAbsent: %q %d %v", old, oldTs, err)
+	}
+	commit(t, db)
+	// the stored value is [8-byte BE ts][value]
+	raw, err := db.ldb.Get(append(dataPrefix(s.p.id, 3), 'k'), nil)
+	noErr(t, err)
+	if !bytes.Equal(raw, []byte{0, 0, 0, 0, 0, 0, 0, 42, 'v'}) {
+		t.Fatalf("stored value %x", raw)
+	}
+	equal(t, kvs(t, s.View(ReadCommitted).All(false)), []string{"6b=v@42"})
+	if _, _, h, err := s.GetWithHeaders([]byte("k")); err != nil || h != nil {
+		t.Fatalf("headers of a plain timestamped store: %v %v", h, err)
+	}
+	db.SetRecordTimestamp(77)
+	noErr(t, s.Delete([]byte("k")))
+	if v, ts, _ := s.Get([]byte("k")); v != nil || ts != NoTimestamp {
+		t.Fatalf("deleted: %q %d", v, ts)
+	}
+	cl := db.Changelog()
+	if len(cl) != 1 || cl[0].Value != nil || cl[0].Timestamp != 77 || string(cl[0].Key) != "k" || cl[0].Partition != 3 || cl[0].Store != "ts" {
+		t.Fatalf("tombstone changelog: %+v", cl)
+	}
+}
+
+func TestHeadersAwareKeyValue(t *testing.T) {
+	db, _ := openDB(t)
+	s, err := db.TimestampedKeyValueStore(StoreSpec{Name: "h", Type: TimestampedKeyValue, Headers: true, Logged: true}, 0)
+	noErr(t, err)
+	headers := []Header{{Key: "a", Value: []byte("b")}}
+	noErr(t, s.PutWithHeaders([]byte("k"), []byte("v"), 1, headers))
+	noErr(t, s.Put([]byte("n"), []byte("w"), 2))
+	commit(t, db)
+	raw, err := db.ldb.Get(append(dataPrefix(s.p.id, 0), 'k'), nil)
+	noErr(t, err)
+	if !bytes.Equal(raw, []byte{0x0a, 0x02, 0x02, 'a', 0x02, 'b', 0, 0, 0, 0, 0, 0, 0, 1, 'v'}) {
+		t.Fatalf("stored value %x", raw)
+	}
+	raw, err = db.ldb.Get(append(dataPrefix(s.p.id, 0), 'n'), nil)
+	noErr(t, err)
+	if !bytes.Equal(raw, []byte{0x00, 0, 0, 0, 0, 0, 0, 0, 2, 'w'}) {
+		t.Fatalf("stored value without headers %x", raw)
+	}
+	v, ts, h, err := s.GetWithHeaders([]byte("k"))
+	if err != nil || string(v) != "v" || ts != 1 || len(h) != 1 || h[0].Key != "a" || string(h[0].Value) != "b" {
+		t.Fatalf("get: %q %d %+v %v", v, ts, h, err)
+	}
+	if v, ts, _ := s.View(ReadCommitted).Get([]byte("n")); string(v) != "w" || ts != 2 {
+		t.Fatalf("get n: %q %d", v, ts)
+	}
+	it := s.All(false)
+	defer it.Close()
+	if !it.Next() {
+		t.Fatal("empty iteration")
+	}
+	if h, err := it.Headers(); err != nil || len(h) != 1 || string(it.Value()) != "v" {
+		t.Fatalf("iterator headers %+v %v", h, err)
+	}
+}
+
+func TestChangelogCapture(t *testing.T) {
+	db, _ := openDB(t)
+	logged, err := db.KeyValueStore(StoreSpec{Name: "logged", Type: KeyValue, Logged: true}, 1)
+	noErr(t, err)
+	quiet, err := db.KeyValueStore(StoreSpec{Name: "quiet", Type: KeyValue}, 1)
+	noErr(t, err)
+	key := []byte("k")
+	db.SetRecordTimestamp(10)
+	noErr(t, logged.Put(key, []byte("1")))
+	key[0] = 'x' // callers reuse buffers: the record must not change
+	db.SetRecordTimestamp(11)
+	noErr(t, logged.Put([]byte("k"), []byte("2")))
+	noErr(t, quiet.Put([]byte("k"), []byte("q")))
+	db.SetRecordTimestamp(12)
+	noErr(t, logged.Delete([]byte("k")))
+	cl := db.Changelog()
+	want := []struct {
+		key, value string
+		null       bool
+		ts         int64
+	}{{"k", "1", false, 10}, {"k", "2", false, 11}, {"k", "", true, 12}}
+	if len(cl) != len(want) {
+		t.Fatalf("changelog %+v", cl)
+	}
+	for i, w := range want {
+		r := cl[i]
+		if r.Store != "logged" || r.Partition != 1 || string(r.Key) != w.key || string(r.Value) != w.value || (r.Value == nil) != w.null || r.Timestamp != w.ts {
+			t.Errorf("record %d = %+v, want %+v", i, r, w)
+		}
+	}
+	commit(t, db)
+	if len(db.Changelog()) != 0 {
+		t.Fatal("commit kept changelog records")
+	}
+}

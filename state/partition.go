@@ -1,0 +1,206 @@
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/comparer"
+	"github.com/syndtr/goleveldb/leveldb/memdb"
+	"github.com/syndtr/goleveldb/leveldb/util"
+)
+
+// IsolationLevel chooses what a read sees (KIP-892).
+type IsolationLevel int
+
+const (
+	// ReadUncommitted sees the current epoch's buffered writes over committed state.
+	ReadUncommitted IsolationLevel = iota
+	// ReadCommitted sees committed state only.
+	ReadCommitted
+)
+
+func (l IsolationLevel) String() string {
+	if l == ReadCommitted {
+		return "READ_COMMITTED"
+	}
+	return "READ_UNCOMMITTED"
+}
+
+// ParseIsolationLevel reads Kafka's names READ_UNCOMMITTED and READ_COMMITTED.
+func ParseIsolationLevel(s string) (IsolationLevel, error) {
+	switch s {
+	case "READ_UNCOMMITTED":
+		return ReadUncommitted, nil
+	case "READ_COMMITTED":
+		return ReadCommitted, nil
+	}
+	return 0, fmt.Errorf("isolation level %q is not READ_UNCOMMITTED or READ_COMMITTED", s)
+}
+
+// Buffer entries are [op][payload]: a put carries the LevelDB value, a delete hides it.
+const (
+	opDelete = 0
+	opPut    = 1
+)
+
+var deleteEntry = []byte{opDelete}
+
+// partition is one store partition: its LevelDB prefix and its epoch buffer.
+type partition struct {
+	db     *DB
+	spec   StoreSpec
+	id     uint32
+	num    int32
+	prefix []byte
+
+	// buf is replaced, never reset, at Commit and Abort: readers on other goroutines may
+	// still hold the old one or slices into it.
+	buf         atomic.Pointer[memdb.DB]
+	uncommitted atomic.Int64
+	// Observed stream time of window, session and versioned stores: the largest window
+	// start, session end or version timestamp written.
+	streamTime          atomic.Int64
+	committedStreamTime atomic.Int64
+
+	// Owned by the processing goroutine.
+	dirty        bool
+	metaChanged  bool
+	seq          int32
+	committedSeq int32
+	meta         map[string][]byte
+	scratch      []byte // buffer values under construction
+	kbuf, ckbuf  []byte // store and changelog keys under construction
+	lastSweep    int64
+}
+
+func newPartition(db *DB, spec StoreSpec, id uint32, num int32) (*partition, error) {
+	p := &partition{db: db, spec: spec, id: id, num: num, prefix: dataPrefix(id, num), lastSweep: math.MinInt64}
+	p.buf.Store(memdb.New(comparer.DefaultComparer, 0))
+	st, seq := int64(math.MinInt64), int32(0)
+	v, err := db.ldb.Get(sysPartitionKey(sysPartMeta, id, num, nil), nil)
+	switch {
+	case err == nil && len(v) == 12:
+		st, seq = int64(binary.BigEndian.Uint64(v)), int32(binary.BigEndian.Uint32(v[8:]))
+	case err == nil:
+		return nil, fmt.Errorf("%w: %s: store %q partition %d: state record %x", ErrCorrupt, db.dir, spec.Name, num, v)
+	case !errors.Is(err, leveldb.ErrNotFound):
+		return nil, db.readErr(err)
+	}
+	p.setStreamTime(st)
+	p.seq, p.committedSeq = seq, seq
+	return p, nil
+}
+
+func (p *partition) setStreamTime(t int64) {
+	p.streamTime.Store(t)
+	p.committedStreamTime.Store(t)
+}
+
+func (p *partition) streamTimeAt(level IsolationLevel) int64 {
+	if level == ReadCommitted {
+		return p.committedStreamTime.Load()
+	}
+	return p.streamTime.Load()
+}
+
+// observe advances the observed stream time.
+func (p *partition) observe(t int64) {
+	if t > p.streamTime.Load() {
+		p.streamTime.Store(t)
+		p.metaChanged = true
+		p.markDirty()
+	}
+}
+
+func (p *partition) markDirty() {
+	if !p.dirty {
+		p.dirty = true
+		p.db.dirty = append(p.db.dirty, p)
+	}
+}
+
+func (p *partition) diskKey(k []byte) []byte {
+	b := make([]byte, 0, len(p.prefix)+len(k))
+	return append(append(b, p.prefix...), k...)
+}
+
+// get returns the stored value of store key k.
+func (p *partition) get(k []byte, level IsolationLevel) ([]byte, bool, error) {
+	if level == ReadUncommitted {
+		if v, err := p.buf.Load().Get(k); err == nil {
+			if v[0] == opDelete {
+				return nil, false, nil
+			}
+			return v[1:], true, nil
+		}
+	}
+	v, err := p.db.ldb.Get(p.diskKey(k), nil)
+	if err != nil {
+		if errors.Is(err, leveldb.ErrNotFound) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("state: store %q partition %d: %w", p.spec.Name, p.num, p.db.readErr(err))
+	}
+	return v, true, nil
+}
+
+// newValue starts a buffer put entry in the partition's scratch space; write copies it.
+func (p *partition) newValue() []byte {
+	return append(p.scratch[:0], opPut)
+}
+
+// write buffers a put (v from newValue) or a delete (deleteEntry) of store key k.
+func (p *partition) write(k, v []byte) {
+	p.buf.Load().Put(k, v)
+	if v[0] == opPut {
+		p.scratch = v[:0]
+	}
+	n := int64(len(k) + len(v))
+	p.uncommitted.Add(n)
+	p.db.uncommitted.Add(n)
+	p.markDirty()
+}
+
+// iter iterates the store keys in [start, limit) (nil = unbounded) in key order.
+func (p *partition) iter(start, limit []byte, reverse bool, level IsolationLevel) *mergeIter {
+	it := &mergeIter{reverse: reverse, prefixLen: len(p.prefix)}
+	if start != nil && limit != nil && bytes.Compare(start, limit) >= 0 {
+		it.done = true
+		return it
+	}
+	r := util.Range{Start: p.diskKey(start)}
+	if limit != nil {
+		r.Limit = p.diskKey(limit)
+	} else {
+		r.Limit = prefixEnd(p.prefix)
+	}
+	it.disk = p.db.ldb.NewIterator(&r, nil)
+	if level == ReadUncommitted {
+		it.mem = p.buf.Load().NewIterator(&util.Range{Start: start, Limit: limit})
+	}
+	return it
+}
+
+// resetBuffer drops the buffered writes after a commit or an abort.
+func (p *partition) resetBuffer() {
+	old := p.buf.Load()
+	size := old.Size()
+	if size > 4<<20 {
+		size = 4 << 20
+	}
+	p.buf.Store(memdb.New(comparer.DefaultComparer, size))
+	n := p.uncommitted.Swap(0)
+	p.db.uncommitted.Add(-n)
+	p.dirty = false
+	p.metaChanged = false
+	p.meta = nil
+}
+
+func (p *partition) errorf(format string, args ...any) error {
+	return fmt.Errorf("state: store %q partition %d: %s", p.spec.Name, p.num, fmt.Sprintf(format, args...))
+}

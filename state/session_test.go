@@ -1,0 +1,70 @@
+package state
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestSessionStore(t *testing.T) {
+	db, _ := openDB(t)
+	s, err := db.SessionStore(StoreSpec{Name: "s", Type: Session, Retention: 1000, Logged: true}, 0)
+	noErr(t, err)
+	db.SetRecordTimestamp(7)
+	for _, x := range []struct {
+		key        string
+		start, end int64
+	}{{"k", 0, 10}, {"k", 20, 30}, {"k", 40, 50}, {"j", 20, 30}, {"l", 5, 5}} {
+		ok, err := s.Put([]byte(x.key), x.start, x.end, []byte(x.key))
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+	}
+	commit(t, db)
+	// sessions that end at or after 15 and start at or before 45
+	equal(t, sessions(t, s.FindSessions([]byte("k"), 15, 45, false)), []string{"k[20,30]=k", "k[40,50]=k"})
+	equal(t, sessions(t, s.FindSessions([]byte("k"), 15, 45, true)), []string{"k[40,50]=k", "k[20,30]=k"})
+	equal(t, sessions(t, s.FindSessions([]byte("k"), 10, 0, false)), []string{"k[0,10]=k"})
+	equal(t, sessions(t, s.FindSessions([]byte("k"), 51, 100, false)), nil)
+	equal(t, sessions(t, s.FindSessionsRange([]byte("j"), []byte("k"), 25, 25, false)), []string{"j[20,30]=j", "k[20,30]=k"})
+	equal(t, sessions(t, s.Fetch([]byte("k"), false)), []string{"k[0,10]=k", "k[20,30]=k", "k[40,50]=k"})
+	equal(t, sessions(t, s.FetchRange([]byte("k"), nil, true)), []string{"l[5,5]=l", "k[40,50]=k", "k[20,30]=k", "k[0,10]=k"})
+	if v, err := s.FetchSession([]byte("k"), 20, 30); err != nil || string(v) != "k" {
+		t.Fatalf("fetchSession: %q %v", v, err)
+	}
+	if v, _ := s.FetchSession([]byte("k"), 20, 31); v != nil {
+		t.Fatalf("fetchSession of a missing session: %q", v)
+	}
+	noErr(t, s.Remove([]byte("k"), 20, 30))
+	equal(t, sessions(t, s.Fetch([]byte("k"), false)), []string{"k[0,10]=k", "k[40,50]=k"})
+	equal(t, sessions(t, s.View(ReadCommitted).Fetch([]byte("k"), false)), []string{"k[0,10]=k", "k[20,30]=k", "k[40,50]=k"})
+
+	cl := db.Changelog()
+	if len(cl) != 1 || !bytes.Equal(cl[0].Key, []byte{'k', 0, 0, 0, 0, 0, 0, 0, 30, 0, 0, 0, 0, 0, 0, 0, 20}) || cl[0].Value != nil || cl[0].Timestamp != 7 {
+		t.Fatalf("remove changelog record %+v", cl)
+	}
+	if _, err := s.Put([]byte("k"), 5, 4, []byte("x")); err == nil {
+		t.Fatal("session with start after end accepted")
+	}
+}
+
+func TestSessionRetention(t *testing.T) {
+	db, _ := openDB(t)
+	s, err := db.SessionStore(StoreSpec{Name: "s", Type: Session, Retention: 10}, 0)
+	noErr(t, err)
+	_, err = s.Put([]byte("k"), 0, 5, []byte("old"))
+	noErr(t, err)
+	_, err = s.Put([]byte("k"), 20, 20, []byte("new"))
+	noErr(t, err)
+	ok, err := s.Put([]byte("k"), 8, 10, []byte("late"))
+	if err != nil || ok {
+		t.Fatalf("expired session put: %v %v", ok, err)
+	}
+	equal(t, sessions(t, s.Fetch([]byte("k"), false)), []string{"k[20,20]=new"})
+	if v, _ := s.FetchSession([]byte("k"), 0, 5); v != nil {
+		t.Fatal("expired session visible")
+	}
+	commit(t, db)
+	if n := countRaw(t, db, s.p); n != 1 {
+		t.Fatalf("%d sessions in LevelDB, want 1", n)
+	}
+}

@@ -1,0 +1,233 @@
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+)
+
+// Window store keys in LevelDB are [escaped key][window start][seqnum], so one key's windows
+// are contiguous and ordered by start, and fetch(key, from, to) is one range scan. The
+// changelog key is Kafka Streams' [key][start][seqnum].
+
+func appendWindowKey(dst, key []byte, start int64, seq int32) []byte {
+	dst = appendEscaped(dst, key)
+	dst = appendTime(dst, start)
+	return binary.BigEndian.AppendUint32(dst, uint32(seq))
+}
+
+// retentionCutoff is the oldest window start (session end) still visible.
+func retentionCutoff(streamTime, retention int64) int64 {
+	return saturatingCutoff(streamTime, retention)
+}
+
+// WindowView reads a window store partition at one isolation level. Windows whose start
+// is older than the observed stream time minus the retention (plus one) are invisible.
+type WindowView struct {
+	p     *partition
+	level IsolationLevel
+}
+
+// Level is the isolation level of this view's reads.
+func (v WindowView) Level() IsolationLevel { return v.level }
+
+// ApproximateNumUncommittedBytes is the number of bytes buffered in this store partition
+// since the last Commit or Abort.
+func (v WindowView) ApproximateNumUncommittedBytes() int64 { return v.p.uncommitted.Load() }
+
+func (v WindowView) cutoff() int64 {
+	return retentionCutoff(v.p.streamTimeAt(v.level), v.p.spec.Retention)
+}
+
+// Get returns the value and timestamp of key's window starting at windowStart (the first
+// one of a store retaining duplicates); the value is nil when absent.
+func (v WindowView) Get(key []byte, windowStart int64) ([]byte, int64, error) {
+	if windowStart < v.cutoff() {
+		return nil, NoTimestamp, nil
+	}
+	if v.p.spec.RetainDuplicates {
+		it := v.Fetch(key, windowStart, windowStart, false)
+		defer it.Close()
+		if it.Next() {
+			return bytes.Clone(it.Value()), it.Timestamp(), nil
+		}
+		return nil, NoTimestamp, it.Err()
+	}
+	raw, ok, err := v.p.get(appendWindowKey(nil, key, windowStart, 0), v.level)
+	if err != nil || !ok {
+		return nil, NoTimestamp, err
+	}
+	val, ts, err := v.p.decodeTimestamped(raw)
+	if err != nil {
+		return nil, NoTimestamp, v.p.errorf("window %x@%d: %v", key, windowStart, err)
+	}
+	return val, ts, nil
+}
+
+// Fetch iterates key's windows whose start is in [from, to], by start.
+func (v WindowView) Fetch(key []byte, from, to int64, backward bool) *WindowIterator {
+	from = max(from, v.cutoff())
+	start, limit := keyTimeBounds(key, from, to)
+	return v.newIterator(start, limit, from, to, backward)
+}
+
+// FetchRange iterates the windows of keys in [keyFrom, keyTo] (nil = unbounded) whose
+// start is in [from, to], by key and then start.
+func (v WindowView) FetchRange(keyFrom, keyTo []byte, from, to int64, backward bool) *WindowIterator {
+	start, limit := keyRangeBounds(keyFrom, keyTo)
+	return v.newIterator(start, limit, max(from, v.cutoff()), to, backward)
+}
+
+// FetchAll iterates every window whose start is in [from, to], by key and then start
+// (Kafka Streams' stores order this by time; callers that need time order sort).
+func (v WindowView) FetchAll(from, to int64, backward bool) *WindowIterator {
+	return v.FetchRange(nil, nil, from, to, backward)
+}
+
+// All iterates every visible window, by key and then start.
+func (v WindowView) All(backward bool) *WindowIterator {
+	return v.FetchRange(nil, nil, math.MinInt64, math.MaxInt64, backward)
+}
+
+func (v WindowView) newIterator(start, limit []byte, from, to int64, backward bool) *WindowIterator {
+	it := &WindowIterator{p: v.p, from: from, to: to}
+	if from > to {
+		it.it = &mergeIter{done: true}
+		return it
+	}
+	it.it = v.p.iter(start, limit, backward, v.level)
+	return it
+}
+
+// WindowIterator walks windows. Key, Value and Headers are valid until the next call to
+// Next; Close releases the iterator and must always be called.
+type WindowIterator struct {
+	p        *partition
+	it       *mergeIter
+	from, to int64
+	key      []byte
+	start    int64
+	value    []byte
+	ts       int64
+	err      error
+}
+
+// Next moves to the next window and reports whether there is one.
+func (i *WindowIterator) Next() bool {
+	for i.err == nil && i.it.next() {
+		key, suffix, err := splitTimedKey(i.it.key, windowTail)
+		if err != nil {
+			i.err = i.p.errorf("%v", err)
+			return false
+		}
+		start := readTime(suffix)
+		if start < i.from || start > i.to {
+			continue
+		}
+		val, ts, err := i.p.decodeTimestamped(i.it.value)
+		if err != nil {
+			i.err = i.p.errorf("window %x@%d: %v", key, start, err)
+			return false
+		}
+		i.key, i.start, i.value, i.ts = key, start, val, ts
+		return true
+	}
+	return false
+}
+
+// Key is the current window's record key.
+func (i *WindowIterator) Key() []byte { return i.key }
+
+// Start is the current window's start.
+func (i *WindowIterator) Start() int64 { return i.start }
+
+// End is the current window's end, start + window size (math.MaxInt64 on overflow).
+func (i *WindowIterator) End() int64 {
+	if i.start > math.MaxInt64-i.p.spec.WindowSize {
+		return math.MaxInt64
+	}
+	return i.start + i.p.spec.WindowSize
+}
+
+// Value is the current window's value.
+func (i *WindowIterator) Value() []byte { return i.value }
+
+// Timestamp is the current value's timestamp.
+func (i *WindowIterator) Timestamp() int64 { return i.ts }
+
+// Headers are the current value's headers; nil unless the store is headers-aware.
+func (i *WindowIterator) Headers() ([]Header, error) {
+	if !i.p.spec.Headers {
+		return nil, nil
+	}
+	h, _, err := parseHeaders(i.it.value)
+	if err != nil {
+		return nil, i.p.errorf("window %x@%d: %v", i.key, i.start, err)
+	}
+	return h, nil
+}
+
+// Err reports a read or decoding error that ended the iteration.
+func (i *WindowIterator) Err() error {
+	if i.err != nil {
+		return i.err
+	}
+	if i.it.err != nil {
+		return i.p.errorf("iterate: %v", i.it.err)
+	}
+	return nil
+}
+
+// Close releases the iterator.
+func (i *WindowIterator) Close() { i.it.close() }
+
+// WindowStore is a timestamped window store partition. Its reads are READ_UNCOMMITTED.
+type WindowStore struct{ WindowView }
+
+// View returns a read-only view at level.
+func (s *WindowStore) View(level IsolationLevel) WindowView {
+	return WindowView{p: s.p, level: level}
+}
+
+// Put writes key's window starting at windowStart; a nil value deletes it (and is a no-op
+// in a store retaining duplicates). It reports false when the window had already expired
+// and the put was dropped, which callers count as a dropped record.
+func (s *WindowStore) Put(key []byte, windowStart int64, value []byte, ts int64) (bool, error) {
+	return s.PutWithHeaders(key, windowStart, value, ts, nil)
+}
+
+// PutWithHeaders is Put keeping headers in a headers-aware store; other stores drop them.
+func (s *WindowStore) PutWithHeaders(key []byte, windowStart int64, value []byte, ts int64, headers []Header) (bool, error) {
+	p := s.p
+	if key == nil {
+		return false, p.errorf("put: null key")
+	}
+	if value == nil && p.spec.RetainDuplicates {
+		return true, nil
+	}
+	p.observe(windowStart)
+	if windowStart < retentionCutoff(p.streamTime.Load(), p.spec.Retention) {
+		return false, nil
+	}
+	var seq int32
+	if p.spec.RetainDuplicates {
+		p.seq = (p.seq + 1) & math.MaxInt32
+		p.metaChanged = true
+		seq = p.seq
+	}
+	p.kbuf = appendWindowKey(p.kbuf[:0], key, windowStart, seq)
+	k := p.kbuf
+	if value == nil {
+		p.write(k, deleteEntry)
+	} else {
+		if !p.spec.Headers {
+			headers = nil
+		}
+		p.write(k, p.appendTimestampedValue(p.newValue(), value, ts, headers))
+	}
+	if p.spec.Logged {
+		p.ckbuf = appendWindowChangelogKey(p.ckbuf[:0], key, windowStart, seq)
+		p.logChange(p.ckbuf, value, ts, headers)
+	}
+	return true, nil
+}

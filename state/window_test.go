@@ -1,0 +1,180 @@
+package state
+
+import (
+	"bytes"
+	"math"
+	"testing"
+
+	"github.com/syndtr/goleveldb/leveldb/util"
+)
+
+func windowSpec() StoreSpec {
+	return StoreSpec{Name: "w", Type: Window, WindowSize: 10, Retention: 100, Logged: true}
+}
+
+func TestWindowFetch(t *testing.T) {
+	db, _ := openDB(t)
+	s, err := db.WindowStore(windowSpec(), 0)
+	noErr(t, err)
+	put := func(key string, start int64, value string) {
+		t.Helper()
+		ok, err := s.Put([]byte(key), start, []byte(value), start+1)
+		if err != nil || !ok {
+			t.Fatalf("put %s@%d: %v %v", key, start, ok, err)
+		}
+	}
+	put("a", 10, "a10")
+	put("a", 0, "a0")
+	put("ab", 0, "ab0")
+	put("a\x00", 5, "a\x005")
+	commit(t, db)
+	put("a", 20, "a20")
+	put("b", 10, "b10")
+	put("a", 10, "a10'")
+
+	equal(t, windows(t, s.Fetch([]byte("a"), 0, 20, false)), []string{"a[0,10)=a0@1", "a[10,20)=a10'@11", "a[20,30)=a20@21"})
+	equal(t, windows(t, s.Fetch([]byte("a"), 5, 15, true)), []string{"a[10,20)=a10'@11"})
+	equal(t, windows(t, s.Fetch([]byte("a"), 0, 20, true)), []string{"a[20,30)=a20@21", "a[10,20)=a10'@11", "a[0,10)=a0@1"})
+	equal(t, windows(t, s.Fetch([]byte("a"), 20, 10, false)), nil)
+	equal(t, windows(t, s.View(ReadCommitted).Fetch([]byte("a"), 0, 20, false)), []string{"a[0,10)=a0@1", "a[10,20)=a10@11"})
+	equal(t, windows(t, s.FetchRange([]byte("a"), []byte("ab"), 0, 10, false)),
+		[]string{"a[0,10)=a0@1", "a[10,20)=a10'@11", "a\x00[5,15)=a\x005@6", "ab[0,10)=ab0@1"})
+	equal(t, windows(t, s.FetchRange([]byte("a\x00"), nil, 5, 10, true)),
+		[]string{"b[10,20)=b10@11", "a\x00[5,15)=a\x005@6"})
+	equal(t, windows(t, s.FetchAll(10, 10, false)), []string{"a[10,20)=a10'@11", "b[10,20)=b10@11"})
+	if got := len(windows(t, s.All(false))); got != 6 {
+		t.Fatalf("all: %d windows", got)
+	}
+	v, ts, err := s.Get([]byte("a"), 10)
+	if err != nil || string(v) != "a10'" || ts != 11 {
+		t.Fatalf("get: %q %d %v", v, ts, err)
+	}
+	if v, _, _ := s.Get([]byte("a"), 11); v != nil {
+		t.Fatalf("get of a missing window: %q", v)
+	}
+	// a nil value deletes the window
+	ok, err := s.Put([]byte("a"), 0, nil, 0)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	equal(t, windows(t, s.Fetch([]byte("a"), 0, 0, false)), nil)
+
+	cl := db.Changelog()
+	last := cl[len(cl)-1]
+	if !bytes.Equal(last.Key, []byte{'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}) || last.Value != nil {
+		t.Fatalf("delete changelog record %+v", last)
+	}
+	first := cl[0]
+	if !bytes.Equal(first.Key, []byte{'a', 0, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0, 0}) || string(first.Value) != "a20" || first.Timestamp != 21 {
+		t.Fatalf("window changelog record %+v", first)
+	}
+}
+
+func TestWindowEndOverflow(t *testing.T) {
+	db, _ := openDB(t)
+	s, err := db.WindowStore(windowSpec(), 0)
+	noErr(t, err)
+	_, err = s.Put([]byte("k"), math.MaxInt64-1, []byte("v"), 0)
+	noErr(t, err)
+	it := s.All(false)
+	defer it.Close()
+	if !it.Next() || it.End() != math.MaxInt64 {
+		t.Fatalf("end = %d", it.End())
+	}
+}
+
+func TestWindowRetention(t *testing.T) {
+	db, _ := openDB(t)
+	s, err := db.WindowStore(windowSpec(), 0)
+	noErr(t, err)
+	for _, start := range []int64{0, 50, 100} {
+		_, err := s.Put([]byte("k"), start, []byte("v"), start)
+		noErr(t, err)
+	}
+	commit(t, db)
+	// stream time 150: windows starting before 51 expire
+	ok, err := s.Put([]byte("k"), 150, []byte("v"), 150)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	ok, err = s.Put([]byte("k"), 40, []byte("late"), 40)
+	if err != nil || ok {
+		t.Fatalf("late put accepted: %v %v", ok, err)
+	}
+	equal(t, windows(t, s.Fetch([]byte("k"), 0, 200, false)), []string{"k[100,110)=v@100", "k[150,160)=v@150"})
+	if v, _, _ := s.Get([]byte("k"), 50); v != nil {
+		t.Fatal("expired window visible through Get")
+	}
+	// READ_COMMITTED still judges by the committed stream time (100)
+	equal(t, windows(t, s.View(ReadCommitted).Fetch([]byte("k"), 0, 200, false)), []string{"k[50,60)=v@50", "k[100,110)=v@100"})
+	commit(t, db)
+	if n := countRaw(t, db, s.p); n != 2 {
+		t.Fatalf("%d windows left in LevelDB after the sweep, want 2", n)
+	}
+}
+
+func countRaw(t *testing.T, db *DB, p *partition) int {
+	t.Helper()
+	it := db.ldb.NewIterator(util.BytesPrefix(p.prefix), nil)
+	defer it.Release()
+	n := 0
+	for it.Next() {
+		n++
+	}
+	noErr(t, it.Error())
+	return n
+}
+
+func TestWindowRetainDuplicates(t *testing.T) {
+	db, _ := openDB(t)
+	spec := windowSpec()
+	spec.RetainDuplicates = true
+	s, err := db.WindowStore(spec, 0)
+	noErr(t, err)
+	for _, v := range []string{"x", "y"} {
+		_, err := s.Put([]byte("k"), 5, []byte(v), 5)
+		noErr(t, err)
+	}
+	ok, err := s.Put([]byte("k"), 5, nil, 5)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	equal(t, windows(t, s.Fetch([]byte("k"), 5, 5, false)), []string{"k[5,15)=x@5", "k[5,15)=y@5"})
+	if v, _, _ := s.Get([]byte("k"), 5); string(v) != "x" {
+		t.Fatalf("get of a duplicate window = %q", v)
+	}
+	cl := db.Changelog()
+	if len(cl) != 2 || !bytes.Equal(cl[0].Key[len(cl[0].Key)-4:], []byte{0, 0, 0, 1}) || !bytes.Equal(cl[1].Key[len(cl[1].Key)-4:], []byte{0, 0, 0, 2}) {
+		t.Fatalf("seqnums in changelog: %+v", cl)
+	}
+	commit(t, db)
+	// the seqnum survives a reopen, so new duplicates never overwrite old ones
+	db2 := reopen(t, db)
+	s2, err := db2.WindowStore(spec, 0)
+	noErr(t, err)
+	_, err = s2.Put([]byte("k"), 5, []byte("z"), 5)
+	noErr(t, err)
+	equal(t, windows(t, s2.Fetch([]byte("k"), 5, 5, false)), []string{"k[5,15)=x@5", "k[5,15)=y@5", "k[5,15)=z@5"})
+}
+
+func TestHeadersAwareWindow(t *testing.T) {
+	db, _ := openDB(t)
+	spec := windowSpec()
+	spec.Headers = true
+	s, err := db.WindowStore(spec, 0)
+	noErr(t, err)
+	_, err = s.PutWithHeaders([]byte("k"), 0, []byte("v"), 3, []Header{{Key: "h", Value: nil}})
+	noErr(t, err)
+	it := s.Fetch([]byte("k"), 0, 0, false)
+	defer it.Close()
+	if !it.Next() || string(it.Value()) != "v" || it.Timestamp() != 3 {
+		t.Fatal("window with headers not found")
+	}
+	h, err := it.Headers()
+	if err != nil || len(h) != 1 || h[0].Key != "h" || h[0].Value != nil {
+		t.Fatalf("headers %+v %v", h, err)
+	}
+	if cl := db.Changelog(); len(cl) != 1 || len(cl[0].Headers) != 1 || string(cl[0].Value) != "v" {
+		t.Fatalf("changelog %+v", cl)
+	}
+}
