@@ -105,12 +105,18 @@ func (rt *Runtime) Close() {
 func (rt *Runtime) Builder() *pipeline.StreamsBuilder { return rt.builder }
 
 // LoadScripts runs each script; every script must return the builder from stoat.builder().
-// All scripts add to the one topology of the application.
+// All scripts add to the one topology of the application. A failing script does not stop
+// the others from loading, so that one run reports the problems of every script (a Lua
+// script itself stops at its first error); the error joins them, one per line.
 func (rt *Runtime) LoadScripts(paths []string) (*pipeline.StreamsBuilder, error) {
+	var errs []error
 	for _, p := range paths {
 		if err := rt.loadScript(p); err != nil {
-			return nil, err
+			errs = append(errs, err)
 		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return rt.builder, nil
 }

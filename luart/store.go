@@ -97,7 +97,7 @@ func (rt *Runtime) storePutIfAbsent(L *lua.LState) int {
 
 func (rt *Runtime) storeDelete(L *lua.LState) int {
 	s := rt.checkStore(L)
-	old, err := s.Delete(rt.arg(L, 2, "delete: key"))
+	old, err := s.Delete(rt.arg(L, 2, "delete: key"), rt.rctx.rec.Timestamp)
 	rt.raise(L, err)
 	L.Push(rt.toLua(old))
 	return 1

@@ -155,13 +155,13 @@ func (s *KeyValueStore) PutIfAbsent(key, value any, ts int64) (any, error) {
 	return nil, s.Put(key, value, ts)
 }
 
-// Delete removes key and returns its old value.
-func (s *KeyValueStore) Delete(key any) (any, error) {
+// Delete removes key and returns its old value; ts is the tombstone's changelog timestamp.
+func (s *KeyValueStore) Delete(key any, ts int64) (any, error) {
 	old, _, found, err := s.Get(key)
 	if err != nil || !found {
 		return nil, err
 	}
-	return old, s.Put(key, nil, 0)
+	return old, s.Put(key, nil, ts)
 }
 
 // KeyValueIterator walks a range of a store, deserialising as it goes.

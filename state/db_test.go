@@ -134,3 +134,64 @@ func TestSyncOption(t *testing.T) {
 		t.Fatal("Sync not passed to LevelDB writes")
 	}
 }
+
+// A malformed stored value is an error naming the store, never a panic.
+func TestMalformedStoredValues(t *testing.T) {
+	db, _ := openDB(t)
+	ts, err := db.TimestampedKeyValueStore(StoreSpec{Name: "ts", Type: TimestampedKeyValue, Headers: true}, 0)
+	noErr(t, err)
+	noErr(t, db.ldb.Put(append(dataPrefix(ts.p.id, 0), 'k'), []byte{0x0a, 0x02}, nil))
+	if _, _, err := ts.Get([]byte("k")); err == nil || !strings.Contains(err.Error(), `"ts"`) {
+		t.Fatalf("get: %v", err)
+	}
+	if _, _, _, err := ts.GetWithHeaders([]byte("k")); err == nil {
+		t.Fatal("getWithHeaders of a malformed value")
+	}
+	it := ts.All(false)
+	if it.Next() || it.Err() == nil {
+		t.Fatal("iterator over a malformed value")
+	}
+	it.Close()
+
+	w, err := db.WindowStore(windowSpec(), 0)
+	noErr(t, err)
+	noErr(t, db.ldb.Put(append(dataPrefix(w.p.id, 0), 'x'), []byte("v"), nil))
+	wit := w.All(false)
+	if wit.Next() || wit.Err() == nil {
+		t.Fatal("window iterator over a malformed key")
+	}
+	wit.Close()
+	s, err := db.SessionStore(StoreSpec{Name: "s", Type: Session, Retention: 10}, 0)
+	noErr(t, err)
+	noErr(t, db.ldb.Put(append(dataPrefix(s.p.id, 0), 'x'), []byte("v"), nil))
+	sit := s.FetchRange(nil, nil, false)
+	if sit.Next() || sit.Err() == nil {
+		t.Fatal("session iterator over a malformed key")
+	}
+	sit.Close()
+}
+
+func TestViewLevels(t *testing.T) {
+	db, _ := openDB(t)
+	w, err := db.WindowStore(windowSpec(), 0)
+	noErr(t, err)
+	s, err := db.SessionStore(StoreSpec{Name: "s", Type: Session, Retention: 10}, 0)
+	noErr(t, err)
+	v, err := db.VersionedStore(StoreSpec{Name: "v", Type: Versioned}, 0)
+	noErr(t, err)
+	if w.View(ReadCommitted).Level() != ReadCommitted || s.View(ReadCommitted).Level() != ReadCommitted || v.View(ReadCommitted).Level() != ReadCommitted {
+		t.Fatal("view levels")
+	}
+	_, err = w.Put([]byte("k"), 0, []byte("v"), 0)
+	noErr(t, err)
+	_, err = s.Put([]byte("k"), 0, 0, []byte("v"))
+	noErr(t, err)
+	_, err = v.Put([]byte("k"), []byte("v"), 0)
+	noErr(t, err)
+	if w.ApproximateNumUncommittedBytes() == 0 || s.ApproximateNumUncommittedBytes() == 0 || v.ApproximateNumUncommittedBytes() == 0 {
+		t.Fatal("uncommitted bytes not counted")
+	}
+	if got := StoreType(99).String(); got != "StoreType(99)" {
+		t.Fatal(got)
+	}
+}

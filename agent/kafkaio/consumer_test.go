@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -341,8 +342,8 @@ func TestConsumerReportsJoinErrors(t *testing.T) {
 	c.Start(t.Context())
 	select {
 	case err := <-c.Errors():
-		if err == nil {
-			t.Fatal("nil error")
+		if err == nil || !strings.Contains(err.Error(), `"lost-group"`) {
+			t.Fatalf("error %v does not name the group", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no error reported for a missing topic")

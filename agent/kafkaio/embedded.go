@@ -1,6 +1,3 @@
-// Package kafkaio is everything of the agent that talks to Kafka through sarama: the
-// consumer group, the producer, topic administration and the embedded broker used by
-// `bootstrap.servers = "embedded"` and by the integration tests.
 package kafkaio
 
 import (

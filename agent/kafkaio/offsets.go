@@ -3,7 +3,7 @@ package kafkaio
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/IBM/sarama"
 )
@@ -17,12 +17,12 @@ func (c *Consumer) Commit(offsets map[TopicPartition]int64) error {
 		return nil
 	}
 	c.mu.Lock()
-	g, closed := c.gen, c.closed && c.gen == nil
+	g, closed := c.gen, c.closed
 	c.mu.Unlock()
-	switch {
-	case closed:
-		return fmt.Errorf("commit offsets of group %q: consumer is closed", c.groupID)
-	case g == nil:
+	if g == nil {
+		if closed {
+			return fmt.Errorf("commit offsets of group %q: consumer is closed", c.groupID)
+		}
 		return fmt.Errorf("commit offsets of group %q: no active generation (rebalance in progress)", c.groupID)
 	}
 
@@ -81,7 +81,7 @@ func (c *Consumer) Committed(tps []TopicPartition) (map[TopicPartition]int64, er
 		parts[tp.Topic] = append(parts[tp.Topic], tp.Partition)
 	}
 	for _, ps := range parts {
-		sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+		slices.Sort(ps)
 	}
 	req := sarama.NewOffsetFetchRequest(c.cfg.Version, c.groupID, parts)
 

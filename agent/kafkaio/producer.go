@@ -141,8 +141,9 @@ func (p *Producer) Flush(ctx context.Context) error {
 	return nil
 }
 
-// Close waits for the records in flight, closes the producer and returns the sticky error
-// if one is left. Send must not be called during or after Close.
+// Close waits for the records in flight (sarama sends a held batch only when
+// Flush.Frequency elapses, so Close can take that long), closes the producer and returns
+// the sticky error if one is left. Send must not be called during or after Close.
 func (p *Producer) Close() error {
 	if p.closed.Swap(true) {
 		return nil
@@ -165,6 +166,8 @@ func (p *Producer) drainSuccesses() {
 		if p.OnAck != nil {
 			p.OnAck(msg.Topic)
 		}
+		// sarama is done with a message once it is on Successes (it clears its internal
+		// state before handing it over), so it can be reused; the race tests watch this.
 		if m, ok := msg.Metadata.(*outMsg); ok {
 			m.reset()
 			p.msgs.Put(m)

@@ -2,6 +2,7 @@ package kafkaio
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -140,7 +141,7 @@ func (c *Consumer) startOffset(claim sarama.ConsumerGroupClaim) int64 {
 	case sarama.OffsetOldest:
 		oldest, err := c.client.GetOffset(claim.Topic(), claim.Partition(), sarama.OffsetOldest)
 		if err != nil {
-			c.report(err)
+			c.report(fmt.Errorf("consumer group %q: log start of %s/%d: %w", c.groupID, claim.Topic(), claim.Partition(), err))
 			return 0
 		}
 		return oldest

@@ -89,6 +89,7 @@ type commonFlags struct {
 	config    string
 	logLevel  string
 	logFormat string
+	strict    bool
 }
 
 func parseFlags(name string, args []string, stderr io.Writer, withLog bool) (*commonFlags, *flag.FlagSet, error) {
@@ -96,6 +97,9 @@ func parseFlags(name string, args []string, stderr io.Writer, withLog bool) (*co
 	fs := flag.NewFlagSet("stoatflow "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.config, "c", "agent.toml", "path of the agent's TOML config")
+	if name == "validate" {
+		fs.BoolVar(&f.strict, "strict", false, "fail on warnings too (ignored keys, deprecated forms)")
+	}
 	if withLog {
 		fs.StringVar(&f.logLevel, "log.level", "", "override agent.log.level (debug|info|warn|error)")
 		fs.StringVar(&f.logFormat, "log.format", "", "override agent.log.format (text|json)")
@@ -142,25 +146,38 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// cmdValidate loads the config and every script and builds the topology, reporting every
+// problem found (each with file:line or config key). Exit 0: valid; 1: problems (or
+// warnings under --strict); 2: usage.
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
-	f, _, err := parseFlags("validate", args, stderr, false)
+	f, fs, err := parseFlags("validate", args, stderr, false)
 	if err != nil {
 		return usageCode(err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "stoatflow validate: unexpected argument %q\n", fs.Arg(0))
+		return 2
 	}
 	cfg, err := config.Load(f.config)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	var warnings []string
 	for _, n := range cfg.Notices {
-		fmt.Fprintln(stderr, "notice:", n.Format(cfg.Path))
+		warnings = append(warnings, n.Format(f.config))
 	}
-	warnings, err := agent.Validate(cfg)
+	scriptWarnings, err := agent.Validate(cfg)
+	warnings = append(warnings, scriptWarnings...)
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if f.strict && len(warnings) > 0 {
+		fmt.Fprintf(stderr, "%s: %d warning(s), failing because of --strict\n", f.config, len(warnings))
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: OK (%d script(s))\n", f.config, len(cfg.Scripts))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,36 @@ bootstrap.servers = "embedded"
 	code, _, errOut := runCLI("validate", "-c", filepath.Join(dir, "agent.toml"))
 	if code != 1 || !strings.Contains(errOut, "bad.lua:3") {
 		t.Fatalf("exit %d, err %q", code, errOut)
+	}
+}
+
+func TestValidateReportsEveryScriptAndStrictWarnings(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.lua"), []byte("local b = require(\"stoat\").builder()\nb:stream(\"in\"):nope()\nreturn b\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.lua"), []byte("local b = require(\"stoat\").builder()\n\nb:stream(\"in2\", {valueSerde = \"yaml\"})\nreturn b\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "ok.lua"), []byte("local b = require(\"stoat\").builder()\nb:stream(\"in3\"):to(\"out\")\nreturn b\n"), 0o644)
+	cfg := `
+[agent]
+scripts = [%s]
+[streams]
+application.id = "x"
+bootstrap.servers = "embedded"
+num.standby.replicas = 1
+`
+	os.WriteFile(filepath.Join(dir, "bad.toml"), []byte(fmt.Sprintf(cfg, `"a.lua", "b.lua"`)), 0o644)
+	code, _, errOut := runCLI("validate", "-c", filepath.Join(dir, "bad.toml"))
+	if code != 1 || !strings.Contains(errOut, "a.lua:2") || !strings.Contains(errOut, "b.lua:3") {
+		t.Fatalf("exit %d, err %q", code, errOut)
+	}
+	os.WriteFile(filepath.Join(dir, "ok.toml"), []byte(fmt.Sprintf(cfg, `"ok.lua"`)), 0o644)
+	if code, _, errOut := runCLI("validate", "-c", filepath.Join(dir, "ok.toml")); code != 0 || !strings.Contains(errOut, "num.standby.replicas") {
+		t.Fatalf("without --strict: exit %d, err %q", code, errOut)
+	}
+	if code, _, errOut := runCLI("validate", "--strict", "-c", filepath.Join(dir, "ok.toml")); code != 1 || !strings.Contains(errOut, "--strict") {
+		t.Fatalf("with --strict: exit %d, err %q", code, errOut)
+	}
+	if code, _, _ := runCLI("validate", "--bogus"); code != 2 {
+		t.Fatalf("bad flag: exit %d, want 2", code)
 	}
 }
 

@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"fmt"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state"
+)
+
+// stateStores backs the engine's stores with the application's LevelDB (package state).
+type stateStores struct{ db *state.DB }
+
+// NewStoreProvider adapts a state database to the engine's StoreProvider.
+func NewStoreProvider(db *state.DB) pipeline.StoreProvider { return stateStores{db: db} }
+
+func stateSpec(spec pipeline.StoreSpec) (state.StoreSpec, error) {
+	s := state.StoreSpec{Name: spec.Name, Logged: spec.Logged}
+	switch spec.Type {
+	case pipeline.KeyValueStoreType:
+		s.Type = state.KeyValue
+	case pipeline.TimestampedKeyValueStoreType:
+		s.Type = state.TimestampedKeyValue
+	default:
+		return s, fmt.Errorf("store %s: unsupported store type %v", spec.Name, spec.Type)
+	}
+	return s, nil
+}
+
+func (p stateStores) KeyValueStore(spec pipeline.StoreSpec, partition int32) (pipeline.KeyValueBytesStore, error) {
+	s, err := stateSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	if s.Type == state.TimestampedKeyValue {
+		ts, err := p.db.TimestampedKeyValueStore(s, partition)
+		if err != nil {
+			return nil, err
+		}
+		return timestampedKV{s: ts, db: p.db}, nil
+	}
+	kv, err := p.db.KeyValueStore(s, partition)
+	if err != nil {
+		return nil, err
+	}
+	return plainKV{kv: kv, db: p.db}, nil
+}
+
+type plainKV struct {
+	kv *state.KeyValueStore
+	db *state.DB
+}
+
+func (s plainKV) Get(key []byte) ([]byte, int64, bool, error) {
+	v, err := s.kv.Get(key)
+	return v, state.NoTimestamp, v != nil, err
+}
+
+// Put writes key; the changelog record carries ts as its timestamp.
+func (s plainKV) Put(key, value []byte, ts int64) error {
+	s.db.SetRecordTimestamp(ts)
+	return s.kv.Put(key, value)
+}
+
+func (s plainKV) Range(from, to []byte, reverse bool) pipeline.BytesIterator {
+	return s.kv.Range(from, to, reverse)
+}
+
+func (s plainKV) PrefixScan(prefix []byte) pipeline.BytesIterator { return s.kv.PrefixScan(prefix) }
+
+func (s plainKV) ApproximateNumEntries() (int64, error) { return s.kv.ApproximateNumEntries() }
+
+type timestampedKV struct {
+	s  *state.TimestampedKeyValueStore
+	db *state.DB
+}
+
+func (s timestampedKV) Get(key []byte) ([]byte, int64, bool, error) {
+	v, ts, err := s.s.Get(key)
+	return v, ts, v != nil, err
+}
+
+func (s timestampedKV) Put(key, value []byte, ts int64) error {
+	if value == nil {
+		s.db.SetRecordTimestamp(ts)
+		return s.s.Delete(key)
+	}
+	return s.s.Put(key, value, ts)
+}
+
+func (s timestampedKV) Range(from, to []byte, reverse bool) pipeline.BytesIterator {
+	return s.s.Range(from, to, reverse)
+}
+
+func (s timestampedKV) PrefixScan(prefix []byte) pipeline.BytesIterator {
+	return s.s.PrefixScan(prefix)
+}
+
+func (s timestampedKV) ApproximateNumEntries() (int64, error) { return s.s.ApproximateNumEntries() }
