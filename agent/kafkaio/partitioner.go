@@ -1,10 +1,11 @@
 package kafkaio
 
 import (
-	"encoding/binary"
 	"math/rand/v2"
 
 	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // requestedPartitioner lets each record choose its partition. sarama overwrites
@@ -30,7 +31,7 @@ func (requestedPartitioner) Partition(msg *sarama.ProducerMessage, numPartitions
 	if err != nil {
 		return -1, err
 	}
-	return murmur2Partition(key, numPartitions), nil
+	return pipeline.DefaultPartition(key, numPartitions), nil
 }
 
 // RequiresConsistency is true: sarama then offers every partition, not only the writable
@@ -41,45 +42,4 @@ func (requestedPartitioner) RequiresConsistency() bool { return true }
 // be spread over the partitions that currently have a leader.
 func (requestedPartitioner) MessageRequiresConsistency(msg *sarama.ProducerMessage) bool {
 	return msg.Partition >= 0 || msg.Key != nil
-}
-
-// murmur2Partition is Kafka's Utils.toPositive(Utils.murmur2(key)) % numPartitions.
-func murmur2Partition(key []byte, numPartitions int32) int32 {
-	return int32(murmur2(key)&0x7fffffff) % numPartitions
-}
-
-// murmur2 is the 32-bit MurmurHash2 variant of Kafka's Utils.murmur2 (seed 0x9747b28c),
-// which every Java producer uses to place keyed records.
-func murmur2(data []byte) uint32 {
-	const (
-		seed = 0x9747b28c
-		m    = 0x5bd1e995
-		r    = 24
-	)
-	n := len(data)
-	h := uint32(seed) ^ uint32(n)
-	for len(data) >= 4 {
-		k := binary.LittleEndian.Uint32(data)
-		k *= m
-		k ^= k >> r
-		k *= m
-		h *= m
-		h ^= k
-		data = data[4:]
-	}
-	switch len(data) {
-	case 3:
-		h ^= uint32(data[2]) << 16
-		fallthrough
-	case 2:
-		h ^= uint32(data[1]) << 8
-		fallthrough
-	case 1:
-		h ^= uint32(data[0])
-		h *= m
-	}
-	h ^= h >> 13
-	h *= m
-	h ^= h >> 15
-	return h
 }

@@ -4,24 +4,9 @@ import (
 	"testing"
 
 	"github.com/IBM/sarama"
-)
 
-// The vectors of Kafka's UtilsTest.testMurmur2, as Java ints.
-func TestMurmur2MatchesKafka(t *testing.T) {
-	for in, want := range map[string]int32{
-		"21":                         -973932308,
-		"foobar":                     -790332482,
-		"a-little-bit-long-string":   -985981536,
-		"a-little-bit-longer-string": -1486304829,
-		"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
-		"abc": 479470107,
-		"":    275646681,
-	} {
-		if got := int32(murmur2([]byte(in))); got != want {
-			t.Errorf("murmur2(%q) = %d, want %d", in, got, want)
-		}
-	}
-}
+	"github.com/stoatflow/stoatflow/pipeline"
+)
 
 func TestRequestedPartitioner(t *testing.T) {
 	p := requestedPartitioner{}
@@ -33,7 +18,7 @@ func TestRequestedPartitioner(t *testing.T) {
 	}{
 		{"requested", 2, sarama.ByteEncoder("k"), 2},
 		{"requested overrides key", 0, sarama.ByteEncoder("foobar"), 0},
-		{"hashed key", -1, sarama.ByteEncoder("foobar"), murmur2Partition([]byte("foobar"), 4)},
+		{"hashed key", -1, sarama.ByteEncoder("foobar"), pipeline.DefaultPartition([]byte("foobar"), 4)},
 	}
 	for _, c := range cases {
 		msg := &sarama.ProducerMessage{Partition: c.partition, Key: c.key}

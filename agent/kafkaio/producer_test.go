@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // highWatermarks returns the high-water mark of each partition of topic.
@@ -56,7 +58,7 @@ func TestProducerKeyHashIsMurmur2(t *testing.T) {
 	want := make([]int64, 5)
 	for i := range 50 {
 		key := fmt.Appendf(nil, "user-%d", i)
-		want[murmur2Partition(key, 5)]++
+		want[pipeline.DefaultPartition(key, 5)]++
 		if err := p.Send("hashed", -1, key, []byte("v"), nil, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +94,7 @@ func TestProducerKeyHashIsMurmur2(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := highWatermarks(e, "hashed")
-	part := murmur2Partition(key, 5)
+	part := pipeline.DefaultPartition(key, 5)
 	if after[part] != hw[part]+1 {
 		t.Errorf("lone-key: high watermarks %v → %v, want partition %d to grow by one", hw, after, part)
 	}
