@@ -16,6 +16,8 @@ test:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) test -race -timeout 15m ./...
+	# fault injection through sarama's transactional error paths (see agent/faults_test.go)
+	$(GO) test -timeout 10m -run '^TestFault' ./agent/
 	$(GO) run ./cmd/stoatflow test scripts
 
 bench:

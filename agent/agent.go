@@ -86,15 +86,6 @@ func (a *Agent) HTTPAddr(ctx context.Context) (string, error) {
 	}
 }
 
-// checkSupported refuses settings whose machinery is not there yet, rather than running
-// with weaker guarantees than the config asks for.
-func checkSupported(cfg *config.Config) error {
-	if cfg.ExactlyOnce() {
-		return errors.New("streams.processing.guarantee: not supported yet: exactly_once_v2 (the transactional producer and state stores come in the next release); use at_least_once")
-	}
-	return nil
-}
-
 // loadTopology loads the scripts into a fresh Lua runtime.
 func loadTopology(cfg *config.Config, logger *slog.Logger, stdout io.Writer, onErr func(string)) (*luart.Runtime, *pipeline.StreamsBuilder, error) {
 	if len(cfg.Scripts) == 0 {
@@ -122,9 +113,6 @@ func loadTopology(cfg *config.Config, logger *slog.Logger, stdout io.Writer, onE
 // Validate loads the scripts and builds the topology without any broker. It returns the
 // non-fatal warnings and the first error.
 func Validate(cfg *config.Config) ([]string, error) {
-	if err := checkSupported(cfg); err != nil {
-		return nil, err
-	}
 	rt, b, err := loadTopology(cfg, nil, io.Discard, nil)
 	if err != nil {
 		return nil, err
@@ -200,6 +188,16 @@ type kafkaClients struct {
 	consumer *kafkaio.Consumer
 
 	sourcePartitions map[string]int32
+}
+
+// maxPartitions is the largest source partition count: the number of tasks, and so of
+// partitions of every store and changelog.
+func (k *kafkaClients) maxPartitions() int32 {
+	var n int32
+	for _, p := range k.sourcePartitions {
+		n = max(n, p)
+	}
+	return n
 }
 
 func (k *kafkaClients) close(leaveGroup bool, log *slog.Logger) {

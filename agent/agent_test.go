@@ -17,6 +17,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/metrics"
 )
 
 // testBroker starts an in-process broker with the given topics (partitions each).
@@ -64,10 +65,12 @@ shutdown.timeout = "10s"
 [streams]
 application.id = "it-%d"
 bootstrap.servers = %q
-commit.interval.ms = 50
 state.dir = %q
 %s
 `, time.Now().UnixNano(), strings.Join(brokers, ","), filepath.Join(dir, "state"), extra)
+	if !strings.Contains(extra, "commit.interval.ms") {
+		toml += "commit.interval.ms = 50\n"
+	}
 	cfg, err := config.Parse([]byte(toml), dir, "test.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -95,12 +98,17 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 
 func startAgent(t *testing.T, cfg *config.Config) *runningAgent {
 	t.Helper()
+	return startAgentWith(t, cfg, nil)
+}
+
+func startAgentWith(t *testing.T, cfg *config.Config, m *metrics.Metrics) *runningAgent {
+	t.Helper()
 	out := &lockedBuffer{}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	a, err := New(cfg, Options{Logger: logger, Stdout: out})
+	a, err := New(cfg, Options{Logger: logger, Stdout: out, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}

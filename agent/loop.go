@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,16 +11,33 @@ import (
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state"
 )
 
 // loop is the processing goroutine: it runs consumed records through the topology and
-// closes an epoch at each commit barrier. Under at-least-once the barrier first waits for
-// every produced record to be acknowledged, then commits the consumed offsets, so an offset
-// is never committed before the output it caused is in Kafka.
+// closes an epoch at each commit barrier (every commit.interval.ms, or early when the
+// stores' uncommitted bytes cross statestore.uncommitted.max.bytes).
+//
+// At the barrier the epoch's changelog records are sent, then:
+//   - exactly_once_v2: outputs, changelog records and consumer offsets commit in one Kafka
+//     transaction; only then are the epoch's store writes applied to LevelDB, in one batch
+//     with the changelog offsets. If the transaction fails it is aborted, the store buffer is
+//     dropped and the consumer rewinds to the committed offsets: local state is never wiped
+//     (with enable.transactional.statestores=false it is, as Kafka Streams does).
+//   - at_least_once: every output and changelog record is acknowledged, the store writes are
+//     applied, and only then are the consumed offsets committed.
 type loop struct {
 	a    *Agent
 	k    *kafkaClients
 	topo *pipeline.Topology
+	db   *state.DB // nil without stores
+	b    *pipeline.StreamsBuilder
+
+	eos          bool
+	inTxn        bool
+	maxBytes     int64
+	changelogOf  map[string]string // changelog topic → store
+	changelogFor map[string]string // store → changelog topic
 
 	assigned chan []kafkaio.TopicPartition
 	revoke   chan chan error
@@ -31,15 +50,28 @@ type loop struct {
 	consumed     map[string]prometheus.Counter
 }
 
-func newLoop(a *Agent, k *kafkaClients, topo *pipeline.Topology) *loop {
-	return &loop{
-		a: a, k: k, topo: topo,
-		assigned: make(chan []kafkaio.TopicPartition),
-		revoke:   make(chan chan error),
-		done:     make(chan struct{}),
-		next:     map[kafkaio.TopicPartition]int64{},
-		consumed: map[string]prometheus.Counter{},
+func newLoop(a *Agent, k *kafkaClients, topo *pipeline.Topology, db *state.DB, b *pipeline.StreamsBuilder) *loop {
+	l := &loop{
+		a: a, k: k, topo: topo, db: db, b: b,
+		eos:          a.cfg.ExactlyOnce(),
+		maxBytes:     a.cfg.UncommittedMaxBytes,
+		changelogOf:  map[string]string{},
+		changelogFor: map[string]string{},
+		assigned:     make(chan []kafkaio.TopicPartition),
+		revoke:       make(chan chan error),
+		done:         make(chan struct{}),
+		next:         map[kafkaio.TopicPartition]int64{},
+		consumed:     map[string]prometheus.Counter{},
 	}
+	for _, s := range b.Stores() {
+		if s.Logged {
+			t := pipeline.ChangelogTopic(a.cfg.ApplicationID, s.Name)
+			l.changelogOf[t] = s.Name
+			l.changelogFor[s.Name] = t
+		}
+	}
+	k.producer.TrackOffsets(func(topic string) bool { _, ok := l.changelogOf[topic]; return ok })
+	return l
 }
 
 // Assigned implements kafkaio.RebalanceHandler; it runs on the consumer's goroutine.
@@ -50,8 +82,8 @@ func (l *loop) Assigned(tps []kafkaio.TopicPartition) {
 	}
 }
 
-// Revoking implements kafkaio.RebalanceHandler: the loop closes its epoch (flush + commit)
-// before the partitions are given up.
+// Revoking implements kafkaio.RebalanceHandler: the loop closes its epoch before the
+// partitions are given up.
 func (l *loop) Revoking([]kafkaio.TopicPartition) {
 	reply := make(chan error)
 	select {
@@ -65,6 +97,9 @@ func (l *loop) run(ctx context.Context) error {
 	defer close(l.done)
 	ticker := time.NewTicker(l.a.cfg.CommitInterval)
 	defer ticker.Stop()
+	// Wall-clock punctuators are checked between batches and at least this often.
+	punctuate := time.NewTicker(min(l.a.cfg.CommitInterval, 100*time.Millisecond))
+	defer punctuate.Stop()
 	msgs := l.k.consumer.Messages()
 	errs := l.k.consumer.Errors()
 	for {
@@ -73,6 +108,20 @@ func (l *loop) run(ctx context.Context) error {
 			return l.commit()
 		case batch := <-msgs:
 			if err := l.process(batch); err != nil {
+				l.abortAfterFailure()
+				return err
+			}
+			if err := l.punctuate(); err != nil {
+				return err
+			}
+			if l.db != nil && l.maxBytes >= 0 && l.db.UncommittedBytes() > l.maxBytes {
+				l.a.metrics.EarlyCommits.Inc()
+				if err := l.commit(); err != nil {
+					return err
+				}
+			}
+		case <-punctuate.C:
+			if err := l.punctuate(); err != nil {
 				return err
 			}
 		case <-ticker.C:
@@ -103,7 +152,37 @@ func (l *loop) run(ctx context.Context) error {
 	}
 }
 
+// punctuate runs the wall-clock punctuators that are due; their writes belong to the epoch.
+func (l *loop) punctuate() error {
+	if !l.topo.HasWallClockPunctuators() {
+		return nil
+	}
+	if err := l.beginTxn(); err != nil {
+		return err
+	}
+	if err := l.topo.PunctuateWallClock(); err != nil {
+		l.abortAfterFailure()
+		return err
+	}
+	return nil
+}
+
+// beginTxn starts the epoch's transaction before its first write under exactly-once.
+func (l *loop) beginTxn() error {
+	if !l.eos || l.inTxn {
+		return nil
+	}
+	if err := l.k.producer.BeginTxn(); err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	l.inTxn = true
+	return nil
+}
+
 func (l *loop) process(batch []kafkaio.Message) error {
+	if err := l.beginTxn(); err != nil {
+		return err
+	}
 	m := l.a.metrics
 	for i := range batch {
 		msg := &batch[i]
@@ -133,25 +212,77 @@ func (l *loop) consumedCounter(topic string) prometheus.Counter {
 	return c
 }
 
-// commit is the commit barrier: wait for every output to be acknowledged, then commit the
-// offsets of everything processed. A failed offset commit only delays the commit (the
-// records will be read again after a rebalance), so it is logged, not fatal.
+// sendChangelog sends the epoch's changelog records.
+func (l *loop) sendChangelog() error {
+	if l.db == nil {
+		return nil
+	}
+	for _, r := range l.db.Changelog() {
+		topic, ok := l.changelogFor[r.Store]
+		if !ok {
+			continue
+		}
+		var h pipeline.Headers
+		for _, x := range r.Headers {
+			h = append(h, pipeline.Header{Key: x.Key, Value: x.Value})
+		}
+		if err := l.k.producer.Send(topic, r.Partition, r.Key, r.Value, h, r.Timestamp); err != nil {
+			return fmt.Errorf("changelog %s: %w", topic, err)
+		}
+	}
+	return nil
+}
+
+// applyState writes the epoch's store buffer to LevelDB with the changelog offsets.
+func (l *loop) applyState() error {
+	acked := l.k.producer.AckedOffsets()
+	if l.db == nil {
+		return nil
+	}
+	offsets := make(map[state.ChangelogPartition]int64, len(acked))
+	for tp, off := range acked {
+		if store, ok := l.changelogOf[tp.Topic]; ok {
+			offsets[state.ChangelogPartition{Store: store, Partition: tp.Partition}] = off
+		}
+	}
+	if err := l.db.Commit(offsets); err != nil {
+		return fmt.Errorf("apply the epoch's store writes: %w", err)
+	}
+	return nil
+}
+
+// commit is the commit barrier.
 func (l *loop) commit() error {
-	if !l.dirty {
+	pending := l.db != nil && len(l.db.Changelog()) > 0
+	if !l.dirty && !pending && !l.inTxn {
 		return nil
 	}
 	m := l.a.metrics
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.TaskTimeout)
 	defer cancel()
-	if err := l.k.producer.Flush(ctx); err != nil {
-		m.Commits.WithLabelValues(metrics.ResultFailure).Inc()
-		return err
-	}
-	if err := l.k.consumer.Commit(l.next); err != nil {
-		m.Commits.WithLabelValues(metrics.ResultFailure).Inc()
-		l.a.log.Warn("offset commit failed; the records since the last commit will be read again after the rebalance", "err", err)
-		return nil
+	if l.eos {
+		if err := l.commitTxn(ctx); err != nil {
+			m.Commits.WithLabelValues(metrics.ResultFailure).Inc()
+			return l.recover(err)
+		}
+	} else {
+		if err := l.sendChangelog(); err != nil {
+			m.Commits.WithLabelValues(metrics.ResultFailure).Inc()
+			return err
+		}
+		if err := l.k.producer.Flush(ctx); err != nil {
+			m.Commits.WithLabelValues(metrics.ResultFailure).Inc()
+			return err
+		}
+		if err := l.applyState(); err != nil {
+			return err
+		}
+		if err := l.k.consumer.Commit(l.next); err != nil {
+			m.Commits.WithLabelValues(metrics.ResultFailure).Inc()
+			l.a.log.Warn("offset commit failed; the records since the last commit will be read again after the rebalance", "err", err)
+			return nil
+		}
 	}
 	m.Commits.WithLabelValues(metrics.ResultSuccess).Inc()
 	m.CommitLatency.Observe(time.Since(start).Seconds())
@@ -159,4 +290,82 @@ func (l *loop) commit() error {
 	l.dirty = false
 	l.epochRecords = 0
 	return nil
+}
+
+func (l *loop) commitTxn(ctx context.Context) error {
+	if err := l.beginTxn(); err != nil {
+		return err
+	}
+	if err := l.sendChangelog(); err != nil {
+		return err
+	}
+	if err := l.k.producer.CommitTxn(ctx, l.next, l.a.cfg.ApplicationID); err != nil {
+		return err
+	}
+	l.inTxn = false
+	return l.applyState()
+}
+
+// recover handles a failed transaction: abort it, drop the epoch's store writes and
+// rewind the consumer to the committed offsets, then carry on. A fenced producer (another
+// instance took over) stops the application.
+func (l *loop) recover(cause error) error {
+	l.a.log.Warn("aborting the epoch's transaction; the records since the last commit will be processed again", "err", cause)
+	if errors.Is(cause, kafkaio.ErrFenced) {
+		l.abortAfterFailure()
+		return cause
+	}
+	if err := l.abortEpoch(); err != nil {
+		return errors.Join(cause, err)
+	}
+	if err := l.k.consumer.Rewind(); err != nil {
+		return errors.Join(cause, fmt.Errorf("rewind to the committed offsets: %w", err))
+	}
+	return nil
+}
+
+// abortEpoch aborts the open transaction and drops the epoch's store writes.
+func (l *loop) abortEpoch() error {
+	var err error
+	if l.inTxn {
+		err = l.k.producer.AbortTxn()
+		l.inTxn = false
+	}
+	l.k.producer.AckedOffsets()
+	if l.db != nil {
+		l.db.Abort()
+		if !l.a.cfg.TransactionalStateStores {
+			err = errors.Join(err, l.wipeAndRestore())
+		}
+	}
+	clear(l.next)
+	l.dirty = false
+	l.epochRecords = 0
+	return err
+}
+
+// abortAfterFailure leaves nothing of a failed epoch behind before the application stops.
+func (l *loop) abortAfterFailure() {
+	if !l.eos {
+		return
+	}
+	if err := l.abortEpoch(); err != nil {
+		l.a.log.Warn("abort after failure", "err", err)
+	}
+}
+
+// wipeAndRestore is Kafka Streams' behaviour for non-transactional stores under
+// exactly-once: after an aborted transaction the local state may hold uncommitted writes,
+// so every store partition is wiped and restored from its changelog.
+func (l *loop) wipeAndRestore() error {
+	var errs []error
+	for _, s := range l.b.Stores() {
+		for p := int32(0); p < l.k.maxPartitions(); p++ {
+			errs = append(errs, l.db.Wipe(s.Name, p))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return l.a.restore(context.Background(), l.db, l.b, l.k, l.k.maxPartitions())
 }

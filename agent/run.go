@@ -8,6 +8,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state"
 )
 
 // Run starts everything, processes until ctx is cancelled (SIGTERM/SIGINT) or an error
@@ -26,10 +27,8 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		}
 	}()
 
-	if err := checkSupported(cfg); err != nil {
-		return a.fail(err)
-	}
-	lock, err := lockStateDir(filepath.Join(cfg.StateDir, cfg.ApplicationID))
+	appDir := filepath.Join(cfg.StateDir, cfg.ApplicationID)
+	lock, err := lockStateDir(appDir)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -50,16 +49,32 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return a.fail(err)
 	}
 
-	topo, err := builder.Build(pipeline.TopologyOptions{
+	var db *state.DB
+	if len(builder.Stores()) > 0 {
+		if db, err = a.openState(filepath.Join(appDir, "db")); err != nil {
+			return a.fail(err)
+		}
+		defer db.Close()
+		a.log.Info("restoring state stores from their changelogs")
+		if err := a.restore(ctx, db, builder, k, k.maxPartitions()); err != nil {
+			return a.fail(err)
+		}
+	}
+	opts := pipeline.TopologyOptions{
 		Collector:        k.producer,
 		Sensors:          metricSensors{a.metrics},
 		SourcePartitions: k.sourcePartitions,
-	})
+		ApplicationID:    cfg.ApplicationID,
+	}
+	if db != nil {
+		opts.Stores = NewStoreProvider(db)
+	}
+	topo, err := builder.Build(opts)
 	if err != nil {
 		return a.fail(err)
 	}
 
-	l := newLoop(a, k, topo)
+	l := newLoop(a, k, topo, db, builder)
 	consumerCfg, err := kafkaio.SaramaConfig(cfg, kafkaio.RoleConsumer)
 	if err != nil {
 		return a.fail(err)
@@ -170,9 +185,15 @@ func (a *Agent) connect(k *kafkaClients, b *pipeline.StreamsBuilder) error {
 		return fmt.Errorf("source topics do not exist: %v (Kafka Streams' MissingSourceTopicException; create them first)", missing)
 	}
 	k.sourcePartitions = counts
+	if err := a.ensureChangelogs(k, b); err != nil {
+		return err
+	}
 	producerCfg, err := kafkaio.SaramaConfig(cfg, kafkaio.RoleProducer)
 	if err != nil {
 		return err
+	}
+	if cfg.ExactlyOnce() {
+		kafkaio.MakeTransactional(producerCfg, cfg)
 	}
 	if k.producer, err = kafkaio.NewProducer(k.brokers, producerCfg); err != nil {
 		return fmt.Errorf("producer: %w", err)

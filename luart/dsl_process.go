@@ -201,11 +201,13 @@ func (rt *Runtime) ctxForward(L *lua.LState) int {
 			L.RaiseError("forward: headers: %v", err)
 		}
 	}
+	resume := rt.budget.suspend()
 	if to := optString(L, o, "to"); to != "" {
 		err = p.pc.ForwardTo(to, rec)
 	} else {
 		err = p.pc.Forward(rec)
 	}
+	resume()
 	rt.raise(L, err)
 	return 0
 }

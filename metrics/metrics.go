@@ -52,6 +52,7 @@ type Metrics struct {
 
 	CommitLatency   prometheus.Histogram
 	Commits         *prometheus.CounterVec // label result
+	EarlyCommits    prometheus.Counter     // barriers forced by statestore.uncommitted.max.bytes
 	EpochSize       prometheus.Histogram   // records processed per epoch
 	UncommittedSize *prometheus.GaugeVec   // label store
 	RecordsRestored *prometheus.CounterVec // label store
@@ -120,6 +121,11 @@ func New() *Metrics {
 			Namespace: namespace, Subsystem: "commit", Name: "commits_total",
 			Help: "Commit barriers, by result (success, or failure: the epoch was aborted and replayed).",
 		}, []string{"result"}),
+		EarlyCommits: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "commit", Name: "early_commits_total",
+			Help: "Commit barriers taken before commit.interval.ms because the stores' uncommitted " +
+				"bytes crossed statestore.uncommitted.max.bytes.",
+		}),
 		EpochSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: "commit", Name: "epoch_size_records",
 			Help:    "Records consumed in one epoch, i.e. between two commit barriers.",
@@ -175,7 +181,7 @@ func New() *Metrics {
 		m.RecordsConsumed, m.RecordsProduced, m.RecordsProcessed, m.RecordsDropped,
 		m.ProcessLatency, m.RecordE2ELatency,
 		m.LuaErrors, m.LuaTime,
-		m.CommitLatency, m.Commits, m.EpochSize, m.UncommittedSize, m.RecordsRestored,
+		m.CommitLatency, m.Commits, m.EarlyCommits, m.EpochSize, m.UncommittedSize, m.RecordsRestored,
 		m.ConsumerLag, m.StreamTime, m.Watermark,
 		m.AppState, m.Reloads,
 	)

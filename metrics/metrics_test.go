@@ -26,6 +26,7 @@ var touch = map[string]func(m *Metrics){
 	"LuaTime":          func(m *Metrics) { m.LuaTime.Add(0.25) },
 	"CommitLatency":    func(m *Metrics) { m.CommitLatency.Observe(0.002) },
 	"Commits":          func(m *Metrics) { m.Commits.WithLabelValues(ResultSuccess).Inc() },
+	"EarlyCommits":     func(m *Metrics) { m.EarlyCommits.Inc() },
 	"EpochSize":        func(m *Metrics) { m.EpochSize.Observe(1000) },
 	"UncommittedSize":  func(m *Metrics) { m.UncommittedSize.WithLabelValues("counts").Set(42) },
 	"RecordsRestored":  func(m *Metrics) { m.RecordsRestored.WithLabelValues("counts").Add(10) },

@@ -240,6 +240,16 @@ func (t *Topology) punctuateStreamTime(partition int32) error {
 	return nil
 }
 
+// HasWallClockPunctuators reports whether any processor scheduled a wall-clock punctuator.
+func (t *Topology) HasWallClockPunctuators() bool {
+	for _, p := range t.punctuators {
+		if p.typ == WallClockTime && !p.cancelled {
+			return true
+		}
+	}
+	return false
+}
+
 // PunctuateWallClock runs the wall-clock punctuators that are due.
 func (t *Topology) PunctuateWallClock() error {
 	if len(t.punctuators) == 0 {

@@ -61,6 +61,7 @@ type Consumer struct {
 	started    bool
 	closed     bool
 	cancel     context.CancelFunc
+	endSession context.CancelFunc // ends the running session only (Rewind)
 	loopDone   chan struct{}
 }
 
@@ -152,12 +153,22 @@ func (c *Consumer) loop(ctx context.Context) {
 	defer close(c.loopDone)
 	h := &sessionHandler{c: c}
 	for ctx.Err() == nil {
-		err := c.group.Consume(ctx, c.topics, h)
+		session, endSession := context.WithCancel(ctx)
+		c.mu.Lock()
+		c.endSession = endSession
+		c.mu.Unlock()
+		err := c.group.Consume(session, c.topics, h)
+		rewound := session.Err() != nil
+		endSession()
 		if err == nil {
 			continue
 		}
 		if errors.Is(err, sarama.ErrClosedConsumerGroup) {
 			return
+		}
+		if rewound && ctx.Err() == nil {
+			// Rewind ended the session on purpose: join again at once.
+			continue
 		}
 		c.report(fmt.Errorf("consumer group %q: %w", c.groupID, err))
 		// Joining failed (no coordinator, missing topic, ...): wait before trying again.

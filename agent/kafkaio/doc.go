@@ -1,4 +1,5 @@
 // Package kafkaio is everything of the agent that talks to Kafka through sarama: the
-// consumer group, the producer, topic administration and the embedded broker used by
+// consumer group, the (optionally transactional) producer, the read_committed restore
+// reader for changelog topics, topic administration and the embedded broker used by
 // `bootstrap.servers = "embedded"` and by the integration tests.
 package kafkaio

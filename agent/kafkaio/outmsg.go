@@ -24,6 +24,9 @@ const maxPooledHeaderKeys = 4096
 func (m *outMsg) fill(topic string, partition int32, key, value []byte, headers pipeline.Headers, timestampMs int64) {
 	m.msg.Topic = topic
 	m.msg.Partition = partition
+	// sarama sets the offset only for a record the broker wrote now, not for a duplicate
+	// of an earlier send: -1 tells the offset tracker the difference.
+	m.msg.Offset = -1
 	// A nil slice must stay a nil Encoder: it is a null key or a tombstone on the wire.
 	if key != nil {
 		m.key = key

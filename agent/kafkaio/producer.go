@@ -14,7 +14,8 @@ import (
 
 // Producer writes records asynchronously through a sarama AsyncProducer and tracks what is
 // still unacknowledged, so that Flush can close the at-least-once half of a commit
-// barrier: once Flush returns nil, every record sent before it is in Kafka.
+// barrier: once Flush returns nil, every record sent before it is in Kafka. With a
+// transactional id it also runs Kafka transactions (see BeginTxn).
 type Producer struct {
 	// OnAck, if set before the first Send, is called on sarama's success goroutine for
 	// every acknowledged record, with the record's topic. It must be quick: it delays
@@ -24,6 +25,9 @@ type Producer struct {
 	client sarama.Client
 	ap     sarama.AsyncProducer
 	closed atomic.Bool
+	txnID  string      // transactional id; "" for a plain producer
+	fenced atomic.Bool // a broker reported this producer fenced: every transaction call fails
+	acked  atomic.Pointer[ackTracker]
 
 	// pending counts records sent and neither acknowledged nor failed. When it drops to
 	// zero while a Flush waits (waiters > 0), idle is closed and replaced.
@@ -45,30 +49,43 @@ var errProducerClosed = errors.New("producer is closed")
 // NewProducer connects to brokers with a copy of cfg. The copy always returns successes
 // and errors (Flush needs both) and uses the partitioner described at Send; every other
 // setting, Flush.Frequency included, is the caller's.
+//
+// cfg.Producer.Transaction.ID makes the producer transactional; sarama then requires
+// Producer.Idempotent, RequiredAcks = WaitForAll, Net.MaxOpenRequests = 1 and Version >=
+// 0.11. Starting it fences any earlier producer with the same transactional id and aborts
+// that producer's open transaction. Keep Flush.Frequency at 0 (or about a millisecond):
+// sarama's commit waits for it before it flushes, so every commit would pay it.
 func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 	if cfg == nil {
 		return nil, errors.New("new producer: nil sarama config")
-	}
-	if cfg.Producer.Transaction.ID != "" {
-		return nil, fmt.Errorf("new producer: not supported yet: transactional producer (transactional id %q)", cfg.Producer.Transaction.ID)
 	}
 	c := *cfg
 	c.Producer.Return.Successes = true
 	c.Producer.Return.Errors = true
 	c.Producer.Partitioner = newRequestedPartitioner
+	txnID := c.Producer.Transaction.ID
+	what := "new producer"
+	if txnID != "" {
+		what = fmt.Sprintf("new transactional producer %q", txnID)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
 
 	client, err := sarama.NewClient(brokers, &c)
 	if err != nil {
-		return nil, fmt.Errorf("new producer: connect to %v: %w", brokers, err)
+		return nil, fmt.Errorf("%s: connect to %v: %w", what, brokers, err)
 	}
+	// A transactional producer gets its producer id and epoch here (InitProducerId).
 	ap, err := sarama.NewAsyncProducerFromClient(client)
 	if err != nil {
 		_ = client.Close()
-		return nil, fmt.Errorf("new producer: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, fencedError(txnID != "", err))
 	}
 	p := &Producer{
 		client: client,
 		ap:     ap,
+		txnID:  txnID,
 		idle:   make(chan struct{}),
 		msgs:   sync.Pool{New: func() any { return new(outMsg) }},
 	}
@@ -84,8 +101,9 @@ func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 //
 // key, value and the header values are not copied: they must stay unchanged until the
 // record is acknowledged (Flush returns). Send returns the first asynchronous error seen
-// since the last Flush, without queuing the record, so a failing broker stops the caller
-// early. Send blocks while sarama's input buffer is full.
+// since the last Flush (or AbortTxn), without queuing the record, so a failing broker
+// stops the caller early. Send blocks while sarama's input buffer is full. A
+// transactional producer fails records sent outside a transaction (see BeginTxn).
 func (p *Producer) Send(topic string, partition int32, key, value []byte, headers pipeline.Headers, timestampMs int64) error {
 	if e := p.firstErr.Load(); e != nil {
 		return *e
@@ -143,7 +161,9 @@ func (p *Producer) Flush(ctx context.Context) error {
 
 // Close waits for the records in flight (sarama sends a held batch only when
 // Flush.Frequency elapses, so Close can take that long), closes the producer and returns
-// the sticky error if one is left. Send must not be called during or after Close.
+// the sticky error if one is left. Send must not be called during or after Close. A
+// transaction still open is neither committed nor aborted here: the broker aborts it when
+// it times out or when the next producer with the same transactional id starts.
 func (p *Producer) Close() error {
 	if p.closed.Swap(true) {
 		return nil
@@ -166,6 +186,10 @@ func (p *Producer) drainSuccesses() {
 		if p.OnAck != nil {
 			p.OnAck(msg.Topic)
 		}
+		// Before finish: once Flush returns, AckedOffsets holds every acknowledged record.
+		if t := p.acked.Load(); t != nil {
+			t.record(msg)
+		}
 		// sarama is done with a message once it is on Successes (it clears its internal
 		// state before handing it over), so it can be reused; the race tests watch this.
 		if m, ok := msg.Metadata.(*outMsg); ok {
@@ -179,7 +203,7 @@ func (p *Producer) drainSuccesses() {
 func (p *Producer) drainErrors() {
 	defer p.drained.Done()
 	for pe := range p.ap.Errors() {
-		err := fmt.Errorf("produce to topic %q partition %d: %w", pe.Msg.Topic, pe.Msg.Partition, pe.Err)
+		err := fmt.Errorf("produce to topic %q partition %d: %w", pe.Msg.Topic, pe.Msg.Partition, p.fail(pe.Err))
 		p.firstErr.CompareAndSwap(nil, &err)
 		// A failed message is not recycled: sarama still reads it after reporting it
 		// (the retry backoff looks at it). Failures are rare; the GC takes it.

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
@@ -222,17 +220,6 @@ func TestProducerPartitionsFor(t *testing.T) {
 	}
 	if _, err := p.PartitionsFor("absent"); err == nil {
 		t.Fatal("PartitionsFor(absent): want an error")
-	}
-}
-
-func TestProducerRefusesTransactions(t *testing.T) {
-	cfg := testConfig()
-	cfg.Producer.Transaction.ID = "txn"
-	cfg.Producer.Idempotent = true
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	if _, err := NewProducer([]string{"127.0.0.1:1"}, cfg); err == nil {
-		t.Fatal("transactional config: want a not-supported error")
 	}
 }
 

@@ -18,6 +18,9 @@ type generation struct {
 	memberID string
 	tps      []TopicPartition
 	claims   map[TopicPartition]*claimState
+	// ended is closed once no message of the generation can reach the caller any more:
+	// every claim has stopped and the Messages channel is drained.
+	ended chan struct{}
 }
 
 // claimState tracks how far one assigned partition has been handed to the caller.
@@ -41,6 +44,7 @@ func (h *sessionHandler) Setup(sess sarama.ConsumerGroupSession) error {
 		id:       sess.GenerationID(),
 		memberID: sess.MemberID(),
 		claims:   make(map[TopicPartition]*claimState),
+		ended:    make(chan struct{}),
 	}
 	for topic, parts := range sess.Claims() {
 		for _, p := range parts {
@@ -72,6 +76,7 @@ func (h *sessionHandler) Cleanup(sarama.ConsumerGroupSession) error {
 			drained = true
 		}
 	}
+	close(g.ended)
 	h.c.handler.Revoking(slices.Clone(g.tps))
 	h.c.mu.Lock()
 	h.c.gen = nil

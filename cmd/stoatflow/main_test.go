@@ -67,23 +67,6 @@ num.standby.replicas = 1
 	}
 }
 
-func TestValidateRefusesExactlyOnceUntilSupported(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "p.lua"), []byte("local b = require(\"stoat\").builder()\nb:stream(\"in\"):to(\"out\")\nreturn b\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "agent.toml"), []byte(`
-[agent]
-scripts = ["p.lua"]
-[streams]
-application.id = "x"
-bootstrap.servers = "embedded"
-processing.guarantee = "exactly_once_v2"
-`), 0o644)
-	code, _, errOut := runCLI("validate", "-c", filepath.Join(dir, "agent.toml"))
-	if code != 1 || !strings.Contains(errOut, "not supported yet: exactly_once_v2") {
-		t.Fatalf("exit %d, err %q", code, errOut)
-	}
-}
-
 func TestCommandsNotThereYetExitTwo(t *testing.T) {
 	for _, cmd := range []string{"query"} {
 		code, _, errOut := runCLI(cmd)

@@ -1,0 +1,209 @@
+package agent
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state"
+)
+
+// countScript counts records per key in a logged store and emits (key, count).
+const countScript = `
+local s = require("stoat")
+local b = s.builder()
+b:addStateStore{name = "counts", type = "timestampedKeyValue", valueSerde = "long"}
+local counted = b:stream("in"):process(function()
+  local store
+  return {
+    init = function(ctx) store = ctx:getStateStore("counts") end,
+    process = function(ctx, k, v, r)
+      local n = (store:get(k) or 0) + 1
+      store:put(k, n)
+      if v == "boom" and not exploded then
+        -- The first time only: a write to a topic that does not exist fails the epoch.
+        exploded = true
+        ctx:forward(nil, "x", {to = "KSTREAM-SINK-0000000003"})
+      end
+      ctx:forward(k, n, {to = "KSTREAM-SINK-0000000002"})
+    end,
+  }
+end, {stores = {"counts"}})
+counted:to("out", {valueSerde = "long"})
+counted:to("missing-topic", {valueSerde = "string", keySerde = "string"})
+return b
+`
+
+func readCommittedConfig() *sarama.Config {
+	c := saramaTestConfig()
+	c.Consumer.IsolationLevel = sarama.ReadCommitted
+	return c
+}
+
+// produceKeys writes n records spread over keys k0..k(keys-1), each to the partition (of
+// partitions) the default partitioner gives its key.
+func produceKeys(t *testing.T, brokers []string, partitions int32, n, keys, from int, value string) {
+	t.Helper()
+	prod, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	var msgs []*sarama.ProducerMessage
+	for i := from; i < from+n; i++ {
+		key := fmt.Sprintf("k%d", i%keys)
+		msgs = append(msgs, &sarama.ProducerMessage{
+			Topic: "in", Partition: pipeline.DefaultPartition([]byte(key), partitions),
+			Key:   sarama.StringEncoder(key),
+			Value: sarama.StringEncoder(value),
+		})
+	}
+	if err := prod.SendMessages(msgs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkExactCounts reads out under read_committed until every key reached want[key] and
+// checks that each key's counts are exactly 1..want, each once.
+func checkExactCounts(t *testing.T, brokers []string, want map[string]int64) {
+	t.Helper()
+	c, err := sarama.NewConsumer(brokers, readCommittedConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	parts, _ := c.Partitions("out")
+	ch := make(chan *sarama.ConsumerMessage, 1024)
+	for _, p := range parts {
+		pc, err := c.ConsumePartition("out", p, sarama.OffsetOldest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		go func() {
+			for m := range pc.Messages() {
+				ch <- m
+			}
+		}()
+	}
+	seen := map[string]map[int64]int{}
+	done := func() bool {
+		for k, n := range want {
+			if int64(len(seen[k])) < n {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.After(60 * time.Second)
+	for !done() {
+		select {
+		case m := <-ch:
+			k := string(m.Key)
+			if seen[k] == nil {
+				seen[k] = map[int64]int{}
+			}
+			seen[k][int64(binary.BigEndian.Uint64(m.Value))]++
+		case <-deadline:
+			t.Fatalf("timed out; counts seen: %v", seen)
+		}
+	}
+	// Drain what is already there, then check for duplicates and overshoot.
+	for {
+		select {
+		case m := <-ch:
+			seen[string(m.Key)][int64(binary.BigEndian.Uint64(m.Value))]++
+			continue
+		case <-time.After(500 * time.Millisecond):
+		}
+		break
+	}
+	for k, n := range want {
+		for i := int64(1); i <= n; i++ {
+			if seen[k][i] != 1 {
+				t.Fatalf("key %s count %d seen %d times (want exactly once); all: %v", k, i, seen[k][i], seen[k])
+			}
+		}
+		if int64(len(seen[k])) != n {
+			t.Fatalf("key %s: counts %v, want 1..%d", k, seen[k], n)
+		}
+	}
+}
+
+func TestUncommittedBudgetForcesEarlyCommits(t *testing.T) {
+	brokers := testBroker(t, 1, "in", "out")
+	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\nstatestore.uncommitted.max.bytes = 200\ncommit.interval.ms = 60000\n")
+	m := metrics.New()
+	ra := startAgentWith(t, cfg, m)
+	defer ra.stop(t)
+	produceKeys(t, brokers, 1, 500, 50, 0, "v")
+	want := map[string]int64{}
+	for i := 0; i < 50; i++ {
+		want[fmt.Sprintf("k%d", i)] = 10
+	}
+	checkExactCounts(t, brokers, want)
+	if got := testutil.ToFloat64(m.EarlyCommits); got < 1 {
+		t.Fatalf("early commits = %v, want > 0 with a 200-byte budget and a 60 s commit interval", got)
+	}
+}
+
+func TestRestoreAfterDeletingStateGivesSameStore(t *testing.T) {
+	brokers := testBroker(t, 2, "in", "out")
+	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
+	ra := startAgentWith(t, cfg, metrics.New())
+	produceKeys(t, brokers, 2, 150, 7, 0, "v")
+	readAll(t, brokers, "out", 150)
+	if err := ra.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	dbDir := filepath.Join(cfg.StateDir, cfg.ApplicationID, "db")
+	before := dumpCounts(t, dbDir)
+	if err := os.RemoveAll(dbDir); err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New()
+	ra = startAgentWith(t, cfg, m)
+	if err := ra.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	after := dumpCounts(t, dbDir)
+	if fmt.Sprint(before) != fmt.Sprint(after) || len(after) == 0 {
+		t.Fatalf("restored store differs:\nbefore %v\nafter  %v", before, after)
+	}
+	if got := testutil.ToFloat64(m.RecordsRestored.WithLabelValues("counts")); got < 7 {
+		t.Fatalf("restored %v records", got)
+	}
+}
+
+func dumpCounts(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	db, err := state.Open(dir, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out := map[string]string{}
+	for p := int32(0); p < 2; p++ {
+		s, err := db.TimestampedKeyValueStore(state.StoreSpec{Name: "counts", Type: state.TimestampedKeyValue, Logged: true}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := s.All(false)
+		for it.Next() {
+			out[fmt.Sprintf("%d/%s", p, it.Key())] = fmt.Sprintf("%x@%d", it.Value(), it.Timestamp())
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		it.Close()
+	}
+	return out
+}

@@ -1,0 +1,74 @@
+package kafkaio
+
+import (
+	"sync"
+
+	"github.com/IBM/sarama"
+)
+
+// ackTracker keeps the highest acknowledged offset per partition of the tracked topics.
+type ackTracker struct {
+	track func(topic string) bool
+	// tracked caches track's answer per topic; only the success goroutine touches it.
+	tracked map[string]bool
+
+	mu      sync.Mutex
+	offsets map[TopicPartition]int64
+}
+
+func (t *ackTracker) record(msg *sarama.ProducerMessage) {
+	if msg.Offset < 0 { // a duplicate of an earlier send: the broker did not say where
+		return
+	}
+	tracked, ok := t.tracked[msg.Topic]
+	if !ok {
+		tracked = t.track(msg.Topic)
+		t.tracked[msg.Topic] = tracked
+	}
+	if !tracked {
+		return
+	}
+	tp := TopicPartition{Topic: msg.Topic, Partition: msg.Partition}
+	t.mu.Lock()
+	if off, ok := t.offsets[tp]; !ok || msg.Offset > off {
+		t.offsets[tp] = msg.Offset
+	}
+	t.mu.Unlock()
+}
+
+// take returns the offsets collected so far and starts afresh.
+func (t *ackTracker) take() map[TopicPartition]int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := t.offsets
+	t.offsets = make(map[TopicPartition]int64)
+	return out
+}
+
+// TrackOffsets makes the producer remember, for the topics where track(topic) is true,
+// the highest acknowledged offset per partition (the agent tracks its changelog topics:
+// a store keeps the changelog offsets it has applied, KIP-1035). track is asked once per
+// topic, on sarama's success goroutine. A nil track stops tracking. Offsets collected
+// before the call are dropped.
+func (p *Producer) TrackOffsets(track func(topic string) bool) {
+	if track == nil {
+		p.acked.Store(nil)
+		return
+	}
+	p.acked.Store(&ackTracker{
+		track:   track,
+		tracked: make(map[string]bool),
+		offsets: make(map[TopicPartition]int64),
+	})
+}
+
+// AckedOffsets returns the highest acknowledged offset per tracked partition since the
+// previous call (or TrackOffsets, or AbortTxn) and clears them. After Flush or CommitTxn
+// returns nil it covers every record sent before. Empty when nothing is tracked.
+func (p *Producer) AckedOffsets() map[TopicPartition]int64 {
+	t := p.acked.Load()
+	if t == nil {
+		return map[TopicPartition]int64{}
+	}
+	return t.take()
+}

@@ -1,0 +1,168 @@
+package kafkaio
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// channelHandler hands Assigned and Revoking to the goroutine that reads Messages, as the
+// agent's loop does: the callbacks block until that goroutine has served them.
+type channelHandler struct {
+	assigned chan []TopicPartition
+	revoking chan []TopicPartition
+	served   chan struct{}
+	stop     chan struct{}
+}
+
+// newChannelHandler returns a handler whose callbacks give up once stop is closed: the
+// test closes it before the consumer's Close, whose Revoking nobody serves.
+func newChannelHandler() *channelHandler {
+	return &channelHandler{
+		assigned: make(chan []TopicPartition),
+		revoking: make(chan []TopicPartition),
+		served:   make(chan struct{}),
+		stop:     make(chan struct{}),
+	}
+}
+
+func (h *channelHandler) Assigned(tps []TopicPartition) {
+	select {
+	case h.assigned <- tps:
+	case <-h.stop:
+	}
+}
+
+func (h *channelHandler) Revoking(tps []TopicPartition) {
+	select {
+	case h.revoking <- tps:
+		<-h.served
+	case <-h.stop:
+	}
+}
+
+func TestRewindResumesFromCommittedOffsets(t *testing.T) {
+	for _, instance := range []string{"node-1", ""} {
+		name := "static"
+		if instance == "" {
+			name = "dynamic"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := startBroker(t)
+			createTopic(t, e, "rewind", 1)
+			produceN(t, e, "rewind", 0, 0, 10)
+			tp := TopicPartition{"rewind", 0}
+			cfg := testConfig()
+			cfg.Consumer.Group.InstanceId = instance
+			h := newChannelHandler()
+			defer close(h.stop) // runs before the Close registered by newTestConsumer
+			c := newTestConsumer(t, e, "rewind-group", []string{"rewind"}, cfg, h)
+			c.Start(t.Context())
+
+			// This goroutine plays the agent's loop: it reads messages and serves the
+			// callbacks, and it is the one that calls Rewind.
+			var events []string
+			var got []Message
+			next := func() []Message {
+				t.Helper()
+				timeout := time.After(30 * time.Second)
+				for {
+					select {
+					case tps := <-h.assigned:
+						events = append(events, "assigned")
+						if !reflect.DeepEqual(tps, []TopicPartition{tp}) {
+							t.Fatalf("Assigned(%v), want %v", tps, tp)
+						}
+					case <-h.revoking:
+						events = append(events, "revoking")
+						h.served <- struct{}{}
+					case batch := <-c.Messages():
+						return batch
+					case <-timeout:
+						t.Fatalf("no message before the deadline; callbacks so far: %v", events)
+					}
+				}
+			}
+			for len(got) < 10 {
+				got = append(got, next()...)
+			}
+			if err := c.Commit(map[TopicPartition]int64{tp: 5}); err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
+			events = nil
+			if err := c.Rewind(); err != nil {
+				t.Fatalf("Rewind: %v", err)
+			}
+			batch := next()
+			if batch[0].Offset != 5 {
+				t.Fatalf("first message after Rewind at offset %d, want 5 (the committed offset)", batch[0].Offset)
+			}
+			if want := []string{"revoking", "assigned"}; !reflect.DeepEqual(events, want) {
+				t.Fatalf("callbacks between Rewind and the next message: %v, want %v", events, want)
+			}
+		})
+	}
+}
+
+func TestRewindWithoutGeneration(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "idle", 1)
+	c := newTestConsumer(t, e, "idle-group", []string{"idle"}, testConfig(), &recorder{})
+	// Not started: nothing fetched, nothing to drop.
+	if err := c.Rewind(); err != nil {
+		t.Fatalf("Rewind before Start: %v", err)
+	}
+	if err := c.Close(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rewind(); err == nil {
+		t.Fatal("Rewind after Close: want an error")
+	}
+}
+
+// Buffered batches of the ended generation never reach the reader after Rewind.
+func TestRewindDropsBufferedBatches(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "rewind-backlog", 1)
+	produceN(t, e, "rewind-backlog", 0, 0, 3000)
+	tp := TopicPartition{"rewind-backlog", 0}
+	cfg := testConfig()
+	cfg.Consumer.Group.InstanceId = "node-1"
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	r := &recorder{}
+	c := newTestConsumer(t, e, "rewind-backlog-group", []string{"rewind-backlog"}, cfg, r)
+	c.Start(t.Context())
+	first := nextBatch(t, c)
+	if first[0].Offset != 0 {
+		t.Fatalf("first batch at offset %d, want 0", first[0].Offset)
+	}
+	eventually(t, 30*time.Second, "a full Messages channel", func() bool {
+		return len(c.Messages()) == cap(c.Messages())
+	})
+	if err := c.Commit(map[TopicPartition]int64{tp: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rewind(); err != nil {
+		t.Fatal(err)
+	}
+	batch := nextBatch(t, c)
+	if batch[0].Offset != 7 {
+		t.Fatalf("first batch after Rewind at offset %d, want 7: a buffered batch of the old generation leaked", batch[0].Offset)
+	}
+	if _, revoked := r.calls(); len(revoked) != 1 {
+		t.Fatalf("Revoking called %d times, want once", len(revoked))
+	}
+}
+
+func nextBatch(t *testing.T, c *Consumer) []Message {
+	t.Helper()
+	select {
+	case batch := <-c.Messages():
+		return batch
+	case <-time.After(30 * time.Second):
+		t.Fatal("no batch before the deadline")
+		return nil
+	}
+}

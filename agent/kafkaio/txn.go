@@ -1,0 +1,135 @@
+package kafkaio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/IBM/sarama"
+)
+
+// ErrFenced is wrapped by the errors of a transactional producer that the broker fenced:
+// another producer with the same transactional id started. The fenced producer can never
+// commit again; its owner must stop (close it), not retry. CommitTxn reports it when the
+// coordinator or a partition leader says so; when a record failed first with another
+// error (some brokers answer INVALID_TXN_STATE), CommitTxn returns that error and the
+// AbortTxn that follows reports ErrFenced. Once reported, every transaction call returns
+// it.
+var ErrFenced = errors.New("producer fenced: another producer with the same transactional id has started")
+
+// fencedError wraps err with ErrFenced when it is the broker fencing a transactional
+// producer. A stale epoch on a produce request means the same for a transactional
+// producer (the Java client treats it so); an idempotent one merely bumps its epoch.
+func fencedError(transactional bool, err error) error {
+	if transactional && (errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch)) {
+		return fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+	return err
+}
+
+// fail classifies an error of this producer and remembers a fencing for good.
+func (p *Producer) fail(err error) error {
+	err = fencedError(p.txnID != "", err)
+	if errors.Is(err, ErrFenced) {
+		p.fenced.Store(true)
+	}
+	return err
+}
+
+// txnUsable refuses a transaction call that cannot succeed.
+func (p *Producer) txnUsable(op string) error {
+	switch {
+	case p.txnID == "":
+		return fmt.Errorf("%s transaction: the producer has no transactional id", op)
+	case p.fenced.Load():
+		return fmt.Errorf("%s transaction of %q: %w", op, p.txnID, ErrFenced)
+	case p.closed.Load():
+		return fmt.Errorf("%s transaction of %q: %w", op, p.txnID, errProducerClosed)
+	}
+	return nil
+}
+
+// BeginTxn starts a transaction: the records sent until CommitTxn or AbortTxn belong to
+// it. A transactional producer refuses records sent outside a transaction (Send then
+// returns the error). BeginTxn, CommitTxn and AbortTxn are called from one goroutine.
+func (p *Producer) BeginTxn() error {
+	if err := p.txnUsable("begin"); err != nil {
+		return err
+	}
+	if err := p.ap.BeginTxn(); err != nil {
+		return fmt.Errorf("begin transaction of %q (state %s): %w", p.txnID, p.ap.TxnStatus(), p.fail(err))
+	}
+	return nil
+}
+
+// CommitTxn waits until every record sent in the transaction is acknowledged, adds
+// offsets (the next offset to read, per partition) of consumer group groupID to the
+// transaction and commits it: the records and the offsets become visible together.
+// ctx bounds the wait for acknowledgements only; the commit requests themselves follow
+// sarama's Producer.Transaction.Retry settings.
+//
+// On an error the transaction is not committed and the caller calls AbortTxn, unless the
+// error wraps ErrFenced: then the producer is finished.
+func (p *Producer) CommitTxn(ctx context.Context, offsets map[TopicPartition]int64, groupID string) error {
+	if err := p.txnUsable("commit"); err != nil {
+		return err
+	}
+	if len(offsets) > 0 && groupID == "" {
+		return fmt.Errorf("commit transaction of %q: offsets of %d partitions for an empty group id", p.txnID, len(offsets))
+	}
+	if err := p.Flush(ctx); err != nil {
+		return fmt.Errorf("commit transaction of %q: %w", p.txnID, p.fail(err))
+	}
+	if len(offsets) > 0 {
+		req, err := txnOffsets(offsets)
+		if err != nil {
+			return fmt.Errorf("commit transaction of %q: group %q: %w", p.txnID, groupID, err)
+		}
+		if err := p.ap.AddOffsetsToTxn(req, groupID); err != nil {
+			return fmt.Errorf("commit transaction of %q: add offsets of group %q: %w", p.txnID, groupID, p.fail(err))
+		}
+	}
+	if err := p.ap.CommitTxn(); err != nil {
+		return fmt.Errorf("commit transaction of %q: %w", p.txnID, p.fail(err))
+	}
+	return nil
+}
+
+// txnOffsets converts next offsets to sarama's request shape, in a stable order.
+func txnOffsets(offsets map[TopicPartition]int64) (map[string][]*sarama.PartitionOffsetMetadata, error) {
+	req := make(map[string][]*sarama.PartitionOffsetMetadata)
+	for tp, off := range offsets {
+		if off < 0 {
+			return nil, fmt.Errorf("%s/%d: negative offset %d", tp.Topic, tp.Partition, off)
+		}
+		req[tp.Topic] = append(req[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: off})
+	}
+	for _, parts := range req {
+		sort.Slice(parts, func(i, j int) bool { return parts[i].Partition < parts[j].Partition })
+	}
+	return req, nil
+}
+
+// AbortTxn aborts the transaction: its records stay in the log but read_committed
+// readers skip them, and no offset moves. It waits for the records still in flight, drops
+// the asynchronous error they left (they belonged to the aborted transaction) and forgets
+// the offsets TrackOffsets collected since the last AckedOffsets, which point at aborted
+// records. A fenced producer returns an error wrapping ErrFenced.
+func (p *Producer) AbortTxn() error {
+	if err := p.txnUsable("abort"); err != nil {
+		return err
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		if err := p.fail(err); errors.Is(err, ErrFenced) {
+			return fmt.Errorf("abort transaction of %q: %w", p.txnID, err)
+		}
+	}
+	if t := p.acked.Load(); t != nil {
+		t.take()
+	}
+	if err := p.ap.AbortTxn(); err != nil {
+		return fmt.Errorf("abort transaction of %q: %w", p.txnID, p.fail(err))
+	}
+	return nil
+}

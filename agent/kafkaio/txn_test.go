@@ -1,0 +1,348 @@
+package kafkaio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// txnConfig is a test config for a transactional producer with transactional id id.
+func txnConfig(id string) *sarama.Config {
+	cfg := testConfig()
+	cfg.Producer.Transaction.ID = id
+	cfg.Producer.Idempotent = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Transaction.Retry.Backoff = 20 * time.Millisecond
+	return cfg
+}
+
+func newTxnProducer(t *testing.T, e *Embedded, id string) *Producer {
+	t.Helper()
+	p, err := NewProducer(e.Addrs(), txnConfig(id))
+	if err != nil {
+		t.Fatalf("NewProducer(transactional id %q): %v", id, err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// sendValues sends one record per value to partition p of topic.
+func sendValues(t *testing.T, prod *Producer, topic string, p int32, values ...string) {
+	t.Helper()
+	for _, v := range values {
+		if err := prod.Send(topic, p, []byte("k"), []byte(v), nil, 1); err != nil {
+			t.Fatalf("Send(%s): %v", v, err)
+		}
+	}
+}
+
+// readValues returns the values ReadToEnd delivers from partition p of topic.
+func readValues(t *testing.T, e *Embedded, topic string, p int32, from int64) (values []string, last int64) {
+	t.Helper()
+	last, err := ReadToEnd(t.Context(), e.Addrs(), testConfig(), topic, p, from, func(msgs []Message) error {
+		for _, m := range msgs {
+			values = append(values, fmt.Sprintf("%d:%s", m.Offset, m.Value))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ReadToEnd(%s/%d from %d): %v", topic, p, from, err)
+	}
+	return values, last
+}
+
+func committedOffset(t *testing.T, e *Embedded, group string, tp TopicPartition) int64 {
+	t.Helper()
+	c := newTestConsumer(t, e, group, []string{tp.Topic}, testConfig(), &recorder{})
+	got, err := c.Committed([]TopicPartition{tp})
+	if err != nil {
+		t.Fatalf("Committed(%s): %v", group, err)
+	}
+	return got[tp]
+}
+
+func TestTxnCommitAndAbort(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "txn-in", 1)
+	createTopic(t, e, "txn-out", 2)
+	in := TopicPartition{"txn-in", 0}
+	p := newTxnProducer(t, e, "app-1")
+
+	if err := p.BeginTxn(); err != nil {
+		t.Fatal(err)
+	}
+	sendValues(t, p, "txn-out", 0, "c1", "c2")
+	sendValues(t, p, "txn-out", 1, "c3")
+	if err := p.CommitTxn(t.Context(), map[TopicPartition]int64{in: 3}, "app"); err != nil {
+		t.Fatalf("CommitTxn: %v", err)
+	}
+	if got := committedOffset(t, e, "app", in); got != 3 {
+		t.Fatalf("after the commit the group's offset is %d, want 3", got)
+	}
+
+	if err := p.BeginTxn(); err != nil {
+		t.Fatal(err)
+	}
+	sendValues(t, p, "txn-out", 0, "a1", "a2")
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AbortTxn(); err != nil {
+		t.Fatalf("AbortTxn: %v", err)
+	}
+	if got := committedOffset(t, e, "app", in); got != 3 {
+		t.Fatalf("after the abort the group's offset is %d, want 3 (unmoved)", got)
+	}
+
+	// The producer goes on after an abort; with no offsets the commit is records only.
+	if err := p.BeginTxn(); err != nil {
+		t.Fatal(err)
+	}
+	sendValues(t, p, "txn-out", 0, "c4")
+	if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
+		t.Fatalf("CommitTxn after an abort: %v", err)
+	}
+
+	cfg := testConfig()
+	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	c := newTestConsumer(t, e, "reader", []string{"txn-out"}, cfg, &recorder{})
+	c.Start(t.Context())
+	got := map[int32][]string{}
+	for _, m := range receive(t, c, 4) {
+		got[m.Partition] = append(got[m.Partition], string(m.Value))
+	}
+	// c4 comes after the aborted records: receiving it shows they were skipped.
+	want := map[int32][]string{0: {"c1", "c2", "c4"}, 1: {"c3"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("read_committed consumer got %v, want %v", got, want)
+	}
+}
+
+func TestTxnCommitRefusesBadOffsets(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "bad-out", 1)
+	p := newTxnProducer(t, e, "bad")
+	if err := p.BeginTxn(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CommitTxn(t.Context(), map[TopicPartition]int64{{"bad-out", 0}: -1}, "g"); err == nil {
+		t.Error("CommitTxn with a negative offset: want an error")
+	}
+	if err := p.CommitTxn(t.Context(), map[TopicPartition]int64{{"bad-out", 0}: 1}, ""); err == nil {
+		t.Error("CommitTxn with offsets and no group: want an error")
+	}
+	if err := p.AbortTxn(); err != nil {
+		t.Fatalf("AbortTxn: %v", err)
+	}
+}
+
+func TestTxnCallsOnPlainProducer(t *testing.T) {
+	e := startBroker(t)
+	p, err := NewProducer(e.Addrs(), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.BeginTxn(); err == nil {
+		t.Error("BeginTxn on a plain producer: want an error")
+	}
+	if err := p.CommitTxn(t.Context(), nil, ""); err == nil {
+		t.Error("CommitTxn on a plain producer: want an error")
+	}
+	if err := p.AbortTxn(); err == nil {
+		t.Error("AbortTxn on a plain producer: want an error")
+	}
+}
+
+func TestNewProducerValidatesTransactionalConfig(t *testing.T) {
+	cfg := txnConfig("txn")
+	cfg.Producer.Idempotent = false
+	_, err := NewProducer([]string{"127.0.0.1:1"}, cfg)
+	if err == nil {
+		t.Fatal("transactional id without idempotence: want an error")
+	}
+	var cerr sarama.ConfigurationError
+	if !errors.As(err, &cerr) {
+		t.Errorf("error %v: want sarama's configuration error, before any connection", err)
+	}
+}
+
+func TestTxnFenced(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		sendAfterward bool // the fenced producer sends again (its produce fails) or only commits
+	}{
+		{"produce", true},
+		{"commit", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := startBroker(t)
+			createTopic(t, e, "fence-out", 1)
+			old := newTxnProducer(t, e, "node")
+			if err := old.BeginTxn(); err != nil {
+				t.Fatal(err)
+			}
+			sendValues(t, old, "fence-out", 0, "old-1")
+			if err := old.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+
+			successor := newTxnProducer(t, e, "node")
+			if tc.sendAfterward {
+				sendValues(t, old, "fence-out", 0, "old-2")
+			}
+			err := old.CommitTxn(t.Context(), nil, "")
+			if err == nil {
+				t.Fatal("CommitTxn of the fenced producer: want an error")
+			}
+			// A failed produce may say something else first (kfake answers
+			// INVALID_TXN_STATE, Kafka INVALID_PRODUCER_EPOCH); the abort that
+			// follows learns the truth from the coordinator.
+			if !tc.sendAfterward && !errors.Is(err, ErrFenced) {
+				t.Fatalf("CommitTxn of the fenced producer = %v, want ErrFenced", err)
+			}
+			if err := old.AbortTxn(); !errors.Is(err, ErrFenced) {
+				t.Errorf("AbortTxn of the fenced producer = %v, want ErrFenced", err)
+			}
+			if err := old.BeginTxn(); !errors.Is(err, ErrFenced) {
+				t.Errorf("BeginTxn of the fenced producer = %v, want ErrFenced", err)
+			}
+
+			if err := successor.BeginTxn(); err != nil {
+				t.Fatal(err)
+			}
+			sendValues(t, successor, "fence-out", 0, "new-1")
+			if err := successor.CommitTxn(t.Context(), nil, ""); err != nil {
+				t.Fatalf("CommitTxn of the successor: %v", err)
+			}
+			values, _ := readValues(t, e, "fence-out", 0, 0)
+			if len(values) != 1 || values[0][len(values[0])-5:] != "new-1" {
+				t.Fatalf("committed records = %v, want only new-1", values)
+			}
+		})
+	}
+}
+
+func TestAckedOffsetsTracksChosenTopics(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "app-store-changelog", 2)
+	createTopic(t, e, "app-out", 1)
+	cl0, cl1 := TopicPartition{"app-store-changelog", 0}, TopicPartition{"app-store-changelog", 1}
+	track := func(topic string) bool { return topic == "app-store-changelog" }
+
+	t.Run("plain", func(t *testing.T) {
+		p, err := NewProducer(e.Addrs(), testConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		if got := p.AckedOffsets(); len(got) != 0 {
+			t.Fatalf("AckedOffsets without tracking = %v, want none", got)
+		}
+		p.TrackOffsets(track)
+		sendValues(t, p, "app-store-changelog", 0, "a", "b", "c")
+		sendValues(t, p, "app-store-changelog", 1, "d", "e")
+		sendValues(t, p, "app-out", 0, "x", "y", "z", "w")
+		if err := p.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := p.AckedOffsets(), map[TopicPartition]int64{cl0: 2, cl1: 1}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("AckedOffsets = %v, want %v", got, want)
+		}
+		if got := p.AckedOffsets(); len(got) != 0 {
+			t.Fatalf("second AckedOffsets = %v, want none (cleared)", got)
+		}
+	})
+
+	t.Run("transactional", func(t *testing.T) {
+		p := newTxnProducer(t, e, "tracker")
+		p.TrackOffsets(track)
+		if err := p.BeginTxn(); err != nil {
+			t.Fatal(err)
+		}
+		sendValues(t, p, "app-store-changelog", 0, "f", "g")
+		sendValues(t, p, "app-out", 0, "v")
+		if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
+			t.Fatal(err)
+		}
+		// Offsets 3 and 4 follow the three plain records; 5 is the commit marker.
+		if got, want := p.AckedOffsets(), map[TopicPartition]int64{cl0: 4}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("AckedOffsets after a commit = %v, want %v", got, want)
+		}
+
+		if err := p.BeginTxn(); err != nil {
+			t.Fatal(err)
+		}
+		sendValues(t, p, "app-store-changelog", 1, "h")
+		if err := p.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.AbortTxn(); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.AckedOffsets(); len(got) != 0 {
+			t.Fatalf("AckedOffsets after an abort = %v, want none: they point at aborted records", got)
+		}
+
+		if err := p.BeginTxn(); err != nil {
+			t.Fatal(err)
+		}
+		sendValues(t, p, "app-store-changelog", 0, "i")
+		if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := p.AckedOffsets(), map[TopicPartition]int64{cl0: 6}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("AckedOffsets after the next commit = %v, want %v", got, want)
+		}
+	})
+}
+
+// BenchmarkTxnProduce measures transactional production with a commit every 1,000
+// records (Flush.Frequency 0, 16 B keys, 100 B values, 4 partitions).
+func BenchmarkTxnProduce(b *testing.B) {
+	e, err := StartEmbedded("127.0.0.1:0", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	if err := EnsureTopics(e.Addrs(), testConfig(), map[string]TopicSpec{"bench-txn": {Partitions: 4, ReplicationFactor: 1}}); err != nil {
+		b.Fatal(err)
+	}
+	p, err := NewProducer(e.Addrs(), txnConfig("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	const perTxn = 1000
+	key, value := make([]byte, 16), make([]byte, 100)
+	ctx := context.Background()
+	if err := p.BeginTxn(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	start := time.Now()
+	n := 0
+	for ; b.Loop(); n++ {
+		if err := p.Send("bench-txn", int32(n%4), key, value, nil, 1); err != nil {
+			b.Fatal(err)
+		}
+		if (n+1)%perTxn == 0 {
+			if err := p.CommitTxn(ctx, nil, ""); err != nil {
+				b.Fatal(err)
+			}
+			if err := p.BeginTxn(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := p.CommitTxn(ctx, nil, ""); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "records/s")
+}

@@ -1,0 +1,130 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state"
+)
+
+// openState opens the application's state database. A database LevelDB finds corrupt is
+// deleted and rebuilt from the changelogs (counted in the restore metrics), never used.
+func (a *Agent) openState(dir string) (*state.DB, error) {
+	db, err := state.Open(dir, state.Options{})
+	if errors.Is(err, state.ErrCorrupt) {
+		a.log.Error("the state database is corrupt; deleting it and restoring every store from its changelog", "dir", dir, "err", err)
+		if rerr := os.RemoveAll(dir); rerr != nil {
+			return nil, fmt.Errorf("remove corrupt state %s: %w", dir, rerr)
+		}
+		db, err = state.Open(dir, state.Options{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state database %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+// storeSpecs maps the topology's stores to the state package's specs.
+func storeSpecs(b *pipeline.StreamsBuilder) (map[string]state.StoreSpec, error) {
+	out := map[string]state.StoreSpec{}
+	for _, s := range b.Stores() {
+		spec, err := stateSpec(s)
+		if err != nil {
+			return nil, err
+		}
+		out[s.Name] = spec
+	}
+	return out, nil
+}
+
+// restore brings every logged store partition up to the end of its changelog, replaying only
+// the records after the offset the store has applied (KIP-1035).
+func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, partitions int32) error {
+	specs, err := storeSpecs(b)
+	if err != nil {
+		return err
+	}
+	cfg, err := kafkaio.SaramaConfig(a.cfg, kafkaio.RoleConsumer)
+	if err != nil {
+		return err
+	}
+	for name, spec := range specs {
+		if !spec.Logged {
+			continue
+		}
+		topic := pipeline.ChangelogTopic(a.cfg.ApplicationID, name)
+		restored := a.metrics.RecordsRestored.WithLabelValues(name)
+		for p := int32(0); p < partitions; p++ {
+			applied, ok, err := db.ChangelogOffset(name, p)
+			if err != nil {
+				return err
+			}
+			from := int64(0)
+			if ok {
+				from = applied + 1
+			}
+			start := time.Now()
+			n := 0
+			last, err := kafkaio.ReadToEnd(ctx, k.brokers, cfg, topic, p, from, func(msgs []kafkaio.Message) error {
+				recs := make([]state.ChangelogRecord, len(msgs))
+				for i, m := range msgs {
+					recs[i] = state.ChangelogRecord{Store: name, Partition: p, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp, Headers: stateHeaders(m.Headers)}
+				}
+				if err := db.Restore(spec, p, recs, msgs[len(msgs)-1].Offset); err != nil {
+					return err
+				}
+				n += len(msgs)
+				restored.Add(float64(len(msgs)))
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("restore store %s partition %d from %s: %w", name, p, topic, err)
+			}
+			if n > 0 {
+				a.log.Info("restored store partition from its changelog", "store", name, "partition", p,
+					"records", n, "from", from, "to", last, "took", time.Since(start).Round(time.Millisecond))
+			}
+		}
+	}
+	return nil
+}
+
+func stateHeaders(h pipeline.Headers) []state.Header {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make([]state.Header, len(h))
+	for i, x := range h {
+		out[i] = state.Header{Key: x.Key, Value: x.Value}
+	}
+	return out
+}
+
+// ensureChangelogs creates the changelog topic of every logged store: compacted, one
+// partition per task (the largest source partition count).
+func (a *Agent) ensureChangelogs(k *kafkaClients, b *pipeline.StreamsBuilder) error {
+	topics := map[string]kafkaio.TopicSpec{}
+	compact := "compact"
+	for _, s := range b.Stores() {
+		if s.Logged {
+			topics[pipeline.ChangelogTopic(a.cfg.ApplicationID, s.Name)] = kafkaio.TopicSpec{
+				Partitions:        k.maxPartitions(),
+				ReplicationFactor: a.cfg.ReplicationFactor,
+				Configs:           map[string]*string{"cleanup.policy": &compact},
+			}
+		}
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	adminCfg, err := kafkaio.SaramaConfig(a.cfg, kafkaio.RoleAdmin)
+	if err != nil {
+		return err
+	}
+	return kafkaio.EnsureTopics(k.brokers, adminCfg, topics)
+}
