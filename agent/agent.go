@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/stoatflow/stoatflow/agent/config"
@@ -18,6 +19,7 @@ import (
 	"github.com/stoatflow/stoatflow/luart"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state"
 )
 
 // Options are what the agent takes besides its config.
@@ -38,6 +40,17 @@ type Agent struct {
 	state   *StateMachine
 	http    *HTTPServer
 	ready   chan struct{} // closed once the HTTP listener is bound
+	// stores is what interactive queries read; nil until the stores are restored.
+	stores atomic.Pointer[storeCatalog]
+}
+
+// storeCatalog describes the running application's state for interactive queries: the
+// database, the declared stores with their serdes, and how they are partitioned.
+type storeCatalog struct {
+	db               *state.DB
+	specs            []pipeline.StoreSpec
+	partitions       int32            // partitions of every store (the number of tasks)
+	sourcePartitions map[string]int32 // partition count of each source topic
 }
 
 // New prepares an agent; nothing is started until Run.

@@ -114,6 +114,7 @@ func (l *loop) run(ctx context.Context) error {
 			if err := l.punctuate(); err != nil {
 				return err
 			}
+			l.reportUncommitted()
 			if l.db != nil && l.maxBytes >= 0 && l.db.UncommittedBytes() > l.maxBytes {
 				l.a.metrics.EarlyCommits.Inc()
 				if err := l.commit(); err != nil {
@@ -165,6 +166,17 @@ func (l *loop) punctuate() error {
 		return err
 	}
 	return nil
+}
+
+// reportUncommitted sets the uncommitted-bytes gauge of every store.
+func (l *loop) reportUncommitted() {
+	if l.db == nil {
+		return
+	}
+	by := l.db.UncommittedBytesByStore()
+	for _, s := range l.b.Stores() {
+		l.a.metrics.UncommittedSize.WithLabelValues(s.Name).Set(float64(by[s.Name]))
+	}
 }
 
 // beginTxn starts the epoch's transaction before its first write under exactly-once.
@@ -284,6 +296,7 @@ func (l *loop) commit() error {
 			return nil
 		}
 	}
+	l.reportUncommitted()
 	m.Commits.WithLabelValues(metrics.ResultSuccess).Inc()
 	m.CommitLatency.Observe(time.Since(start).Seconds())
 	m.EpochSize.Observe(float64(l.epochRecords))

@@ -60,6 +60,8 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 			return a.fail(err)
 		}
 	}
+	a.stores.Store(&storeCatalog{db: db, specs: builder.Stores(), partitions: k.maxPartitions(), sourcePartitions: k.sourcePartitions})
+	defer a.stores.Store(nil)
 	opts := pipeline.TopologyOptions{
 		Collector:        k.producer,
 		Sensors:          metricSensors{a.metrics},
