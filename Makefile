@@ -3,8 +3,10 @@ BIN     := bin/stoatflow
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 PREFIX  ?= /usr/local
+IMAGE   ?= stoatflow
+FUZZTIME ?= 10s
 
-.PHONY: build run test bench lint install clean
+.PHONY: build run test bench lint fuzz install check-unit docker clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/stoatflow
@@ -15,6 +17,7 @@ run: build
 test:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
+	# also runs every fuzz target on its seed corpus (f.Add and testdata/fuzz/)
 	$(GO) test -race -timeout 15m ./...
 	# fault injection through sarama's transactional error paths (see agent/faults_test.go)
 	$(GO) test -timeout 10m -run '^TestFault' ./agent/
@@ -27,9 +30,49 @@ lint:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 
+# Each fuzz target for FUZZTIME; `go test -list` finds them, so new targets join by themselves.
+fuzz:
+	@set -e; list=$$($(GO) test -list '^Fuzz' ./...); echo "$$list" | \
+	  awk '/^Fuzz/ { t[++n] = $$1; next } /^ok/ { for (i = 1; i <= n; i++) print $$2, t[i]; n = 0 }' | \
+	  while read -r pkg target; do \
+	    echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+	  done
+
+# The binary and the unit are replaced on every install (an upgrade); the config and the
+# scripts are the operator's once installed and never overwritten. The default config is
+# agent.toml with its state.dir pointed at the unit's StateDirectory.
 install: build
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/stoatflow
-	install -D -m 0644 systemd/stoatflow.service $(DESTDIR)/etc/systemd/system/stoatflow.service
+	install -d -m 0755 $(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/stoatflow/scripts
+	sed 's|/usr/local/bin/stoatflow|$(PREFIX)/bin/stoatflow|g' systemd/stoatflow.service > $(DESTDIR)/etc/systemd/system/stoatflow.service
+	chmod 0644 $(DESTDIR)/etc/systemd/system/stoatflow.service
+	@if [ -e $(DESTDIR)/etc/stoatflow/agent.toml ]; then \
+	  echo "keeping $(DESTDIR)/etc/stoatflow/agent.toml"; \
+	else \
+	  sed 's|^state\.dir *=.*|state.dir = "/var/lib/stoatflow"|' agent.toml > $(DESTDIR)/etc/stoatflow/agent.toml && \
+	  chmod 0644 $(DESTDIR)/etc/stoatflow/agent.toml && \
+	  grep -q '^state.dir = "/var/lib/stoatflow"$$' $(DESTDIR)/etc/stoatflow/agent.toml && \
+	  echo "installed $(DESTDIR)/etc/stoatflow/agent.toml"; \
+	fi
+	@for f in scripts/*.lua; do \
+	  to=$(DESTDIR)/etc/stoatflow/scripts/$$(basename $$f); \
+	  if [ -e $$to ]; then echo "keeping $$to"; else install -m 0644 $$f $$to && echo "installed $$to"; fi; \
+	done
+	# With DynamicUser=yes systemd moves this directory to /var/lib/private/stoatflow at the
+	# first start and leaves a symlink here.
+	install -d -m 0750 $(DESTDIR)/var/lib/stoatflow
+
+# systemd-analyze verify needs ExecStart's binary to exist: check a copy of the unit that
+# points at bin/stoatflow. Skipped where systemd-analyze is missing.
+check-unit: build
+	@if ! command -v systemd-analyze >/dev/null; then echo "systemd-analyze not installed: unit not verified"; exit 0; fi; \
+	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	sed 's|/usr/local/bin/stoatflow|$(CURDIR)/$(BIN)|g' systemd/stoatflow.service > "$$dir/stoatflow.service" && \
+	systemd-analyze verify "$$dir/stoatflow.service" && echo "systemd/stoatflow.service: verified"
+
+docker:
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) -t $(IMAGE):latest .
 
 clean:
 	rm -rf bin .stoatflow-state

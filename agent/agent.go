@@ -131,7 +131,7 @@ func Validate(cfg *config.Config) ([]string, error) {
 		return nil, err
 	}
 	defer rt.Close()
-	if _, err := pipeline.NewDriver(b, pipeline.DriverOptions{}); err != nil {
+	if _, err := pipeline.NewDriver(b, pipeline.DriverOptions{Stores: pipeline.NewMemoryStores(), ApplicationID: cfg.ApplicationID}); err != nil {
 		return rt.Warnings, err
 	}
 	return rt.Warnings, nil

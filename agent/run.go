@@ -42,6 +42,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	defer rt.Close()
 	a.serveTopology(builder)
+	a.serveQueries()
 
 	k := &kafkaClients{}
 	defer func() { k.close(cfg.LeaveGroupOnClose, a.log) }()

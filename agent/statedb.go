@@ -59,6 +59,14 @@ func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBu
 		}
 		topic := pipeline.ChangelogTopic(a.cfg.ApplicationID, name)
 		restored := a.metrics.RecordsRestored.WithLabelValues(name)
+		tps := make([]kafkaio.TopicPartition, partitions)
+		for p := range partitions {
+			tps[p] = kafkaio.TopicPartition{Topic: topic, Partition: p}
+		}
+		ends, err := kafkaio.EndOffsets(k.brokers, cfg, tps)
+		if err != nil {
+			return fmt.Errorf("end offsets of %s: %w", topic, err)
+		}
 		for p := int32(0); p < partitions; p++ {
 			applied, ok, err := db.ChangelogOffset(name, p)
 			if err != nil {
@@ -67,6 +75,16 @@ func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBu
 			from := int64(0)
 			if ok {
 				from = applied + 1
+			}
+			if end := ends[tps[p]]; from > end {
+				// The store has applied changelog records the topic no longer has (the topic
+				// was deleted or recreated): its contents cannot be trusted, so it is rebuilt.
+				a.log.Warn("store partition is ahead of its changelog; wiping it and restoring from the changelog",
+					"store", name, "partition", p, "applied", applied, "changelog end", end)
+				if err := db.Wipe(name, p); err != nil {
+					return err
+				}
+				from = 0
 			}
 			start := time.Now()
 			n := 0

@@ -13,17 +13,41 @@ type stateStores struct{ db *state.DB }
 // NewStoreProvider adapts a state database to the engine's StoreProvider.
 func NewStoreProvider(db *state.DB) pipeline.StoreProvider { return stateStores{db: db} }
 
+// stateSpec maps an engine store to package state's spec. Plain and timestamped window
+// stores share one format: both keep each value's timestamp.
 func stateSpec(spec pipeline.StoreSpec) (state.StoreSpec, error) {
-	s := state.StoreSpec{Name: spec.Name, Logged: spec.Logged}
+	s := state.StoreSpec{
+		Name: spec.Name, Logged: spec.Logged, Headers: spec.Headers,
+		Retention: spec.Retention, WindowSize: spec.WindowSize,
+		RetainDuplicates: spec.RetainDuplicates, HistoryRetention: spec.HistoryRetention,
+	}
 	switch spec.Type {
 	case pipeline.KeyValueStoreType:
 		s.Type = state.KeyValue
 	case pipeline.TimestampedKeyValueStoreType:
 		s.Type = state.TimestampedKeyValue
+	case pipeline.WindowStoreType, pipeline.TimestampedWindowStoreType:
+		s.Type = state.Window
+	case pipeline.SessionStoreType:
+		s.Type = state.Session
+	case pipeline.VersionedKeyValueStoreType:
+		s.Type = state.Versioned
 	default:
 		return s, fmt.Errorf("store %s: unsupported store type %v", spec.Name, spec.Type)
 	}
 	return s, nil
+}
+
+// fromStateHeaders is the inverse of stateHeaders (statedb.go).
+func fromStateHeaders(h []state.Header) pipeline.Headers {
+	if h == nil {
+		return nil
+	}
+	out := make(pipeline.Headers, len(h))
+	for i, x := range h {
+		out[i] = pipeline.Header{Key: x.Key, Value: x.Value}
+	}
+	return out
 }
 
 func (p stateStores) KeyValueStore(spec pipeline.StoreSpec, partition int32) (pipeline.KeyValueBytesStore, error) {
@@ -55,17 +79,24 @@ func (s plainKV) Get(key []byte) ([]byte, int64, bool, error) {
 	return v, state.NoTimestamp, v != nil, err
 }
 
+func (s plainKV) GetWithHeaders(key []byte) ([]byte, int64, pipeline.Headers, bool, error) {
+	v, ts, found, err := s.Get(key)
+	return v, ts, nil, found, err
+}
+
 // Put writes key; the changelog record carries ts as its timestamp.
-func (s plainKV) Put(key, value []byte, ts int64) error {
+func (s plainKV) Put(key, value []byte, ts int64, _ pipeline.Headers) error {
 	s.db.SetRecordTimestamp(ts)
 	return s.kv.Put(key, value)
 }
 
 func (s plainKV) Range(from, to []byte, reverse bool) pipeline.BytesIterator {
-	return s.kv.Range(from, to, reverse)
+	return kvIter{s.kv.Range(from, to, reverse)}
 }
 
-func (s plainKV) PrefixScan(prefix []byte) pipeline.BytesIterator { return s.kv.PrefixScan(prefix) }
+func (s plainKV) PrefixScan(prefix []byte) pipeline.BytesIterator {
+	return kvIter{s.kv.PrefixScan(prefix)}
+}
 
 func (s plainKV) ApproximateNumEntries() (int64, error) { return s.kv.ApproximateNumEntries() }
 
@@ -79,20 +110,33 @@ func (s timestampedKV) Get(key []byte) ([]byte, int64, bool, error) {
 	return v, ts, v != nil, err
 }
 
-func (s timestampedKV) Put(key, value []byte, ts int64) error {
+func (s timestampedKV) GetWithHeaders(key []byte) ([]byte, int64, pipeline.Headers, bool, error) {
+	v, ts, h, err := s.s.GetWithHeaders(key)
+	return v, ts, fromStateHeaders(h), v != nil, err
+}
+
+func (s timestampedKV) Put(key, value []byte, ts int64, headers pipeline.Headers) error {
 	if value == nil {
 		s.db.SetRecordTimestamp(ts)
 		return s.s.Delete(key)
 	}
-	return s.s.Put(key, value, ts)
+	return s.s.PutWithHeaders(key, value, ts, stateHeaders(headers))
 }
 
 func (s timestampedKV) Range(from, to []byte, reverse bool) pipeline.BytesIterator {
-	return s.s.Range(from, to, reverse)
+	return kvIter{s.s.Range(from, to, reverse)}
 }
 
 func (s timestampedKV) PrefixScan(prefix []byte) pipeline.BytesIterator {
-	return s.s.PrefixScan(prefix)
+	return kvIter{s.s.PrefixScan(prefix)}
 }
 
 func (s timestampedKV) ApproximateNumEntries() (int64, error) { return s.s.ApproximateNumEntries() }
+
+// kvIter gives a state iterator the engine's headers type.
+type kvIter struct{ *state.KeyValueIterator }
+
+func (i kvIter) Headers() (pipeline.Headers, error) {
+	h, err := i.KeyValueIterator.Headers()
+	return fromStateHeaders(h), err
+}

@@ -15,9 +15,18 @@ import (
 // releases; calling one is a load-time error, never a silent no-op.
 var notSupported = map[string]map[string]string{
 	"StreamsBuilder": {
-		"table":          "KTables",
 		"globalTable":    "GlobalKTables",
 		"addGlobalStore": "global stores",
+	},
+	"KGroupedStream": {
+		"windowedBy": "windowed aggregations",
+		"cogroup":    "cogrouped aggregations",
+	},
+	"KTable": {
+		"join":      "joins",
+		"leftJoin":  "joins",
+		"outerJoin": "joins",
+		"suppress":  "suppression",
 	},
 	"KStream": {
 		"groupByKey": "aggregations",
@@ -49,6 +58,7 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 	builderUD.Value = rt.builder
 	L.SetMetatable(builderUD, rt.typeMetatable("StreamsBuilder", map[string]lua.LGFunction{
 		"stream":        rt.bStream,
+		"table":         rt.bTable,
 		"addStateStore": rt.bAddStateStore,
 	}))
 	mod.RawSetString("builder", L.NewFunction(func(L *lua.LState) int {

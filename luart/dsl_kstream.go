@@ -26,6 +26,9 @@ func (rt *Runtime) streamMetatable() *lua.LTable {
 		"to":            rt.sTo,
 		"repartition":   rt.sRepartition,
 		"split":         rt.sSplit,
+		"groupByKey":    rt.sGroupByKey,
+		"groupBy":       rt.sGroupBy,
+		"toTable":       rt.sToTable,
 		"process":       rt.sProcess(false),
 		"processValues": rt.sProcess(true),
 	})

@@ -2,6 +2,7 @@ package luart
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -10,24 +11,60 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
-// bAddStateStore implements b:addStateStore{name=, type=, keySerde=, valueSerde=, logging=}.
+// bAddStateStore implements b:addStateStore{name=, type=, keySerde=, valueSerde=, logging=,
+// retention=, windowSize=, retainDuplicates=, historyRetention=, headers=}.
 func (rt *Runtime) bAddStateStore(L *lua.LState) int {
 	rt.checkBuilder(L)
-	o := options(L, 2, "addStateStore", "name", "type", "keySerde", "valueSerde", "logging")
+	o := options(L, 2, "addStateStore", "name", "type", "keySerde", "valueSerde", "logging",
+		"retention", "windowSize", "retainDuplicates", "historyRetention", "headers")
 	spec := pipeline.StoreSpec{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o), Logged: true}
-	switch typ := optString(L, o, "type"); typ {
+	typ := optString(L, o, "type")
+	// required lists the options a type needs, as the arguments of Kafka Streams' Stores.*.
+	var required []string
+	switch typ {
 	case "", "keyValue":
 		spec.Type = pipeline.KeyValueStoreType
 	case "timestampedKeyValue":
 		spec.Type = pipeline.TimestampedKeyValueStoreType
-	case "window", "timestampedWindow", "session", "versionedKeyValue":
-		L.RaiseError("not supported yet: addStateStore type %q (window, session and versioned stores come with windowed aggregations)", typ)
+	case "window":
+		spec.Type, required = pipeline.WindowStoreType, []string{"retention", "windowSize"}
+	case "timestampedWindow":
+		spec.Type, required = pipeline.TimestampedWindowStoreType, []string{"retention", "windowSize"}
+	case "session":
+		spec.Type, required = pipeline.SessionStoreType, []string{"retention"}
+	case "versionedKeyValue":
+		spec.Type, required = pipeline.VersionedKeyValueStoreType, []string{"historyRetention"}
 	default:
-		L.RaiseError("addStateStore: unknown type %q (keyValue, timestampedKeyValue)", typ)
+		L.RaiseError("addStateStore: unknown type %q (keyValue, timestampedKeyValue, window, timestampedWindow, session, versionedKeyValue)", typ)
+	}
+	for _, opt := range required {
+		if o.RawGetString(opt) == lua.LNil {
+			L.RaiseError("addStateStore %q: a %s store needs %s", spec.Name, spec.Type, strings.Join(required, " and "))
+		}
+	}
+	for _, d := range []struct {
+		opt string
+		dst *int64
+	}{{"retention", &spec.Retention}, {"windowSize", &spec.WindowSize}, {"historyRetention", &spec.HistoryRetention}} {
+		opt, dst := d.opt, d.dst
+		v := o.RawGetString(opt)
+		if v == lua.LNil {
+			continue
+		}
+		if !slices.Contains(required, opt) {
+			L.RaiseError("addStateStore %q: %s does not apply to %s stores", spec.Name, opt, spec.Type)
+		}
+		ms, err := durationMs(v)
+		if err != nil {
+			L.RaiseError("addStateStore %q: %s: %v", spec.Name, opt, err)
+		}
+		*dst = ms
 	}
 	if v := o.RawGetString("logging"); v != lua.LNil {
 		spec.Logged = optBool(L, o, "logging")
 	}
+	spec.RetainDuplicates = optBool(L, o, "retainDuplicates")
+	spec.Headers = optBool(L, o, "headers")
 	rt.raise(L, rt.builder.AddStateStore(spec))
 	return 0
 }
@@ -246,11 +283,32 @@ func (rt *Runtime) ctxSchedule(L *lua.LState) int {
 	return 1
 }
 
+// ctxGetStateStore returns the store userdata for the store's kind.
 func (rt *Runtime) ctxGetStateStore(L *lua.LState) int {
 	p := rt.checkCtx(L)
-	s, err := p.pc.StateStore(L.CheckString(2))
+	name := L.CheckString(2)
+	typ, err := p.pc.StoreType(name)
 	rt.raise(L, err)
-	L.Push(rt.wrapStore(s))
+	var ud *lua.LUserData
+	switch typ {
+	case pipeline.WindowStoreType, pipeline.TimestampedWindowStoreType:
+		s, err := p.pc.WindowStore(name)
+		rt.raise(L, err)
+		ud = rt.wrapWindowStore(s)
+	case pipeline.SessionStoreType:
+		s, err := p.pc.SessionStore(name)
+		rt.raise(L, err)
+		ud = rt.wrapSessionStore(s)
+	case pipeline.VersionedKeyValueStoreType:
+		s, err := p.pc.VersionedStore(name)
+		rt.raise(L, err)
+		ud = rt.wrapVersionedStore(s)
+	default:
+		s, err := p.pc.StateStore(name)
+		rt.raise(L, err)
+		ud = rt.wrapStore(s)
+	}
+	L.Push(ud)
 	return 1
 }
 

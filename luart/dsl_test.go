@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -258,3 +259,13 @@ return b`)
 		t.Fatalf("key = %s", r.Key)
 	}
 }
+
+func names(b *pipeline.StreamsBuilder) string {
+	var out []string
+	for _, n := range b.Nodes() {
+		out = append(out, n.Name)
+	}
+	return strings.Join(out, " ")
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -110,7 +110,14 @@ return b`)
 func TestProcessDeclarationErrors(t *testing.T) {
 	for _, c := range []struct{ code, want string }{
 		{`b:stream("in"):process({process = function() end}, {stores = {"nope"}})`, `state store "nope", which is not declared`},
-		{`b:addStateStore{name = "w", type = "window"}`, "not supported yet: addStateStore type \"window\""},
+		{`b:addStateStore{name = "w", type = "window"}`, `addStateStore "w": a window store needs retention and windowSize`},
+		{`b:addStateStore{name = "w", type = "window", retention = "1s", windowSize = "2s"}`, "must be no smaller than the window size"},
+		{`b:addStateStore{name = "s", type = "session", windowSize = 5, retention = 10}`, "windowSize does not apply to session stores"},
+		{`b:addStateStore{name = "v", type = "versionedKeyValue"}`, "needs historyRetention"},
+		{`b:addStateStore{name = "k", headers = true}`, "headers-aware stores (KIP-1271) are timestampedKeyValue or timestampedWindow"},
+		{`b:addStateStore{name = "s", type = "session", retention = 10, retainDuplicates = true}`, "retainDuplicates applies to window stores only"},
+		{`b:addStateStore{name = "w", type = "window", retention = "soon", windowSize = 1}`, "retention: invalid duration"},
+		{`b:addStateStore{name = "x", type = "list"}`, `unknown type "list"`},
 		{`b:stream("in"):process(42)`, "process needs a processor table"},
 	} {
 		_, _, err := load(t, prelude+c.code+"\nreturn b", nil)

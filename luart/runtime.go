@@ -48,7 +48,7 @@ type Runtime struct {
 	rctx    *recordContext
 	clock   func() int64
 	// iterators are the store iterators opened by the running callback.
-	iterators []*pipeline.KeyValueIterator
+	iterators []interface{ Close() }
 	// Warnings collects non-fatal notices found while loading (e.g. deprecated forms).
 	Warnings []string
 }

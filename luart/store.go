@@ -67,11 +67,17 @@ func (rt *Runtime) writeTimestamp(L *lua.LState, i int) int64 {
 
 func (rt *Runtime) storeGet(L *lua.LState) int {
 	s := rt.checkStore(L)
-	v, ts, found, err := s.Get(rt.arg(L, 2, "get: key"))
+	v, ts, headers, found, err := s.GetWithHeaders(rt.arg(L, 2, "get: key"))
 	rt.raise(L, err)
 	if !found {
 		L.Push(lua.LNil)
 		return 1
+	}
+	if s.Headers() {
+		L.Push(rt.toLua(v))
+		L.Push(lua.LNumber(ts))
+		L.Push(rt.headersTable(headers))
+		return 3
 	}
 	L.Push(rt.toLua(v))
 	if s.Timestamped() {
@@ -81,16 +87,42 @@ func (rt *Runtime) storeGet(L *lua.LState) int {
 	return 1
 }
 
+// writeHeaders is the headers a write to a headers-aware store keeps: the table at i, or
+// the current record's headers, as the DSL's headers-aware stores do.
+func (rt *Runtime) writeHeaders(L *lua.LState, i int, what string) pipeline.Headers {
+	v := L.Get(i)
+	if v == lua.LNil {
+		return rt.rctx.rec.Headers
+	}
+	h, err := rt.headersFromLua(v)
+	if err != nil {
+		L.RaiseError("%s: headers: %v", what, err)
+	}
+	return h
+}
+
 func (rt *Runtime) storePut(L *lua.LState) int {
 	s := rt.checkStore(L)
-	rt.raise(L, s.Put(rt.arg(L, 2, "put: key"), rt.arg(L, 3, "put: value"), rt.writeTimestamp(L, 4)))
+	var headers pipeline.Headers
+	if s.Headers() {
+		headers = rt.writeHeaders(L, 5, "put")
+	}
+	rt.raise(L, s.PutWithHeaders(rt.arg(L, 2, "put: key"), rt.arg(L, 3, "put: value"), rt.writeTimestamp(L, 4), headers))
 	return 0
 }
 
 func (rt *Runtime) storePutIfAbsent(L *lua.LState) int {
 	s := rt.checkStore(L)
-	old, err := s.PutIfAbsent(rt.arg(L, 2, "putIfAbsent: key"), rt.arg(L, 3, "putIfAbsent: value"), rt.writeTimestamp(L, 4))
+	key, value, ts := rt.arg(L, 2, "putIfAbsent: key"), rt.arg(L, 3, "putIfAbsent: value"), rt.writeTimestamp(L, 4)
+	var headers pipeline.Headers
+	if s.Headers() {
+		headers = rt.writeHeaders(L, 5, "putIfAbsent")
+	}
+	old, _, found, err := s.Get(key)
 	rt.raise(L, err)
+	if !found {
+		rt.raise(L, s.PutWithHeaders(key, value, ts, headers))
+	}
 	L.Push(rt.toLua(old))
 	return 1
 }
@@ -115,28 +147,37 @@ func (rt *Runtime) storeRange(reverse bool) lua.LGFunction {
 		s := rt.checkStore(L)
 		it, err := s.Range(rt.arg(L, 2, "range: from"), rt.arg(L, 3, "range: to"), reverse)
 		rt.raise(L, err)
-		return rt.pushIterator(L, it)
+		return rt.pushKVIterator(L, it, s.Headers())
 	}
 }
 
 func (rt *Runtime) storeAll(reverse bool) lua.LGFunction {
 	return func(L *lua.LState) int {
-		it, err := rt.checkStore(L).Range(nil, nil, reverse)
+		s := rt.checkStore(L)
+		it, err := s.Range(nil, nil, reverse)
 		rt.raise(L, err)
-		return rt.pushIterator(L, it)
+		return rt.pushKVIterator(L, it, s.Headers())
 	}
 }
 
 func (rt *Runtime) storePrefixScan(L *lua.LState) int {
-	it, err := rt.checkStore(L).PrefixScan(rt.arg(L, 2, "prefixScan: prefix"))
+	s := rt.checkStore(L)
+	it, err := s.PrefixScan(rt.arg(L, 2, "prefixScan: prefix"))
 	rt.raise(L, err)
-	return rt.pushIterator(L, it)
+	return rt.pushKVIterator(L, it, s.Headers())
 }
 
-// pushIterator returns a generic-for iterator: `for k, v, ts in store:range(a, b) do`.
-// It closes the store iterator at its end; one left open by a `break` is closed when the
-// callback returns.
-func (rt *Runtime) pushIterator(L *lua.LState, it *pipeline.KeyValueIterator) int {
+// storeIterator is what pushIterator walks: a store iterator of any kind.
+type storeIterator interface {
+	Next() bool
+	Err() error
+	Close()
+}
+
+// pushIterator returns a generic-for iterator: `for k, v, ts in store:range(a, b) do`;
+// push pushes the current entry's values and says how many. It closes the store iterator
+// at its end; one left open by a `break` is closed when the callback returns.
+func (rt *Runtime) pushIterator(L *lua.LState, it storeIterator, push func(L *lua.LState) int) int {
 	rt.iterators = append(rt.iterators, it)
 	closed := false
 	L.Push(L.NewFunction(func(L *lua.LState) int {
@@ -150,12 +191,23 @@ func (rt *Runtime) pushIterator(L *lua.LState, it *pipeline.KeyValueIterator) in
 			rt.raise(L, err)
 			return 0
 		}
+		return push(L)
+	}))
+	return 1
+}
+
+// pushKVIterator iterates key, value, timestamp (and headers for headers-aware stores).
+func (rt *Runtime) pushKVIterator(L *lua.LState, it *pipeline.KeyValueIterator, headers bool) int {
+	return rt.pushIterator(L, it, func(L *lua.LState) int {
 		L.Push(rt.toLua(it.Key()))
 		L.Push(rt.toLua(it.Value()))
 		L.Push(lua.LNumber(it.Timestamp()))
+		if headers {
+			L.Push(rt.headersTable(it.Headers()))
+			return 4
+		}
 		return 3
-	}))
-	return 1
+	})
 }
 
 // closeIterators closes the store iterators a callback opened.

@@ -246,6 +246,10 @@ func (tf *testFile) driverMethods() map[string]lua.LGFunction {
 			L.Push(store)
 			return 1
 		},
+		"getWindowStore":            tf.driverStore("getWindowStore", (*testDriver).windowStore),
+		"getTimestampedWindowStore": tf.driverStore("getTimestampedWindowStore", (*testDriver).windowStore),
+		"getSessionStore":           tf.driverStore("getSessionStore", (*testDriver).sessionStore),
+		"getVersionedKeyValueStore": tf.driverStore("getVersionedKeyValueStore", (*testDriver).versionedStore),
 		"close": func(L *lua.LState) int {
 			tf.checkDriver(L).close()
 			return 0

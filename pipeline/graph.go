@@ -83,3 +83,8 @@ func (c *Context) PartitionsFor(topic string) (int32, error) {
 // WallClock is the current wall-clock time in milliseconds (the test driver's mock clock
 // under `stoatflow test`).
 func (c *Context) WallClock() int64 { return c.topology.clock() }
+
+// store returns the partition of a state store that the record being processed belongs to.
+func (c *Context) store(name string, partition int32) (*KeyValueStore, error) {
+	return c.topology.Store(name, partition)
+}

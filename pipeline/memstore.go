@@ -2,37 +2,63 @@ package pipeline
 
 import (
 	"bytes"
+	"fmt"
+	"math"
 	"sort"
 )
 
 // MemoryStores is an in-memory StoreProvider without changelogs or commits, for engine
 // tests and benchmarks that must not depend on LevelDB. Running agents use package state.
+// Its stores follow package state's semantics: retention, expiry and versions.
 type MemoryStores struct {
-	parts map[storeKey]*memKV
+	parts map[storeKey]any
 }
 
 // NewMemoryStores returns an empty in-memory store provider.
-func NewMemoryStores() *MemoryStores { return &MemoryStores{parts: map[storeKey]*memKV{}} }
+func NewMemoryStores() *MemoryStores { return &MemoryStores{parts: map[storeKey]any{}} }
 
-// KeyValueStore implements StoreProvider.
-func (m *MemoryStores) KeyValueStore(spec StoreSpec, partition int32) (KeyValueBytesStore, error) {
+// memPart returns the partition of a store, making it on first use.
+func memPart[S any](m *MemoryStores, spec StoreSpec, partition int32, make func() S) (S, error) {
 	k := storeKey{spec.Name, partition}
-	s, ok := m.parts[k]
-	if !ok {
-		s = &memKV{m: map[string]memEntry{}, timestamped: spec.Type == TimestampedKeyValueStoreType}
-		m.parts[k] = s
+	if s, ok := m.parts[k]; ok {
+		typed, ok := s.(S)
+		if !ok {
+			var zero S
+			return zero, fmt.Errorf("store %s partition %d is open as %T", spec.Name, partition, s)
+		}
+		return typed, nil
 	}
+	s := make()
+	m.parts[k] = s
 	return s, nil
 }
 
+// KeyValueStore implements StoreProvider.
+func (m *MemoryStores) KeyValueStore(spec StoreSpec, partition int32) (KeyValueBytesStore, error) {
+	return memPart(m, spec, partition, func() *memKV {
+		return &memKV{m: map[string]memEntry{}, timestamped: spec.Type == TimestampedKeyValueStoreType, headers: spec.Headers}
+	})
+}
+
+// memRetentionCutoff is the oldest window start (session end) still visible:
+// streamTime - retention + 1, clamped to the int64 range.
+func memRetentionCutoff(streamTime, retention int64) int64 {
+	if streamTime < math.MinInt64+retention {
+		return math.MinInt64
+	}
+	return streamTime - retention + 1
+}
+
 type memEntry struct {
-	value []byte
-	ts    int64
+	value   []byte
+	ts      int64
+	headers Headers
 }
 
 type memKV struct {
 	m           map[string]memEntry
 	timestamped bool
+	headers     bool
 }
 
 func (s *memKV) Get(key []byte) ([]byte, int64, bool, error) {
@@ -40,7 +66,12 @@ func (s *memKV) Get(key []byte) ([]byte, int64, bool, error) {
 	return e.value, e.ts, ok, nil
 }
 
-func (s *memKV) Put(key, value []byte, ts int64) error {
+func (s *memKV) GetWithHeaders(key []byte) ([]byte, int64, Headers, bool, error) {
+	e, ok := s.m[string(key)]
+	return e.value, e.ts, e.headers, ok, nil
+}
+
+func (s *memKV) Put(key, value []byte, ts int64, headers Headers) error {
 	if value == nil {
 		delete(s.m, string(key))
 		return nil
@@ -48,7 +79,11 @@ func (s *memKV) Put(key, value []byte, ts int64) error {
 	if !s.timestamped {
 		ts = -1
 	}
-	s.m[string(key)] = memEntry{value: append([]byte(nil), value...), ts: ts}
+	e := memEntry{value: bytes.Clone(value), ts: ts}
+	if s.headers {
+		e.headers = cloneHeaders(headers)
+	}
+	s.m[string(key)] = e
 	return nil
 }
 
@@ -86,9 +121,21 @@ type memIter struct {
 	pos  int
 }
 
-func (i *memIter) Next() bool       { i.pos++; return i.pos < len(i.keys) }
-func (i *memIter) Key() []byte      { return []byte(i.keys[i.pos]) }
-func (i *memIter) Value() []byte    { return i.s.m[i.keys[i.pos]].value }
-func (i *memIter) Timestamp() int64 { return i.s.m[i.keys[i.pos]].ts }
-func (i *memIter) Err() error       { return nil }
-func (i *memIter) Close()           {}
+func (i *memIter) Next() bool                { i.pos++; return i.pos < len(i.keys) }
+func (i *memIter) Key() []byte               { return []byte(i.keys[i.pos]) }
+func (i *memIter) Value() []byte             { return i.s.m[i.keys[i.pos]].value }
+func (i *memIter) Timestamp() int64          { return i.s.m[i.keys[i.pos]].ts }
+func (i *memIter) Headers() (Headers, error) { return i.s.m[i.keys[i.pos]].headers, nil }
+func (i *memIter) Err() error                { return nil }
+func (i *memIter) Close()                    {}
+
+func cloneHeaders(h Headers) Headers {
+	if h == nil {
+		return nil
+	}
+	out := make(Headers, len(h))
+	for i, x := range h {
+		out[i] = Header{Key: x.Key, Value: bytes.Clone(x.Value)}
+	}
+	return out
+}

@@ -129,18 +129,32 @@ func (c *ProcessorContext) ForwardTo(child string, rec Record) error {
 	return c.node.ctx.ForwardTo(child, rec)
 }
 
-// StateStore returns the task's partition of a store connected to this processor.
+// StateStore returns the task's partition of a key-value store connected to this
+// processor. Window, session and versioned stores have accessors of their own; StoreType
+// tells which one a store needs.
 func (c *ProcessorContext) StateStore(name string) (*KeyValueStore, error) {
-	connected := false
+	if err := c.connected(name); err != nil {
+		return nil, err
+	}
+	return c.t.Store(name, c.partition)
+}
+
+// StoreType is the type of a store connected to this processor.
+func (c *ProcessorContext) StoreType(name string) (StoreType, error) {
+	if err := c.connected(name); err != nil {
+		return 0, err
+	}
+	return c.t.StoreType(name)
+}
+
+// connected checks that the processor listed the store, as Kafka Streams requires.
+func (c *ProcessorContext) connected(name string) error {
 	for _, s := range c.t.nodeStores[c.node.name] {
 		if s == name {
-			connected = true
+			return nil
 		}
 	}
-	if !connected {
-		return nil, fmt.Errorf("processor %s has no access to state store %s as the store is not connected to the processor (list it in the stores option)", c.node.name, name)
-	}
-	return c.t.store(name, c.partition)
+	return fmt.Errorf("processor %s has no access to state store %s as the store is not connected to the processor (list it in the stores option)", c.node.name, name)
 }
 
 // PunctuationType says which clock drives a punctuator.

@@ -11,6 +11,10 @@ type StoreType int
 const (
 	KeyValueStoreType StoreType = iota + 1
 	TimestampedKeyValueStoreType
+	WindowStoreType
+	TimestampedWindowStoreType
+	SessionStoreType
+	VersionedKeyValueStoreType
 )
 
 func (t StoreType) String() string {
@@ -19,6 +23,14 @@ func (t StoreType) String() string {
 		return "keyValue"
 	case TimestampedKeyValueStoreType:
 		return "timestampedKeyValue"
+	case WindowStoreType:
+		return "window"
+	case TimestampedWindowStoreType:
+		return "timestampedWindow"
+	case SessionStoreType:
+		return "session"
+	case VersionedKeyValueStoreType:
+		return "versionedKeyValue"
 	}
 	return fmt.Sprintf("StoreType(%d)", int(t))
 }
@@ -30,14 +42,57 @@ type StoreSpec struct {
 	Serdes Serdes
 	// Logged stores write a changelog topic <application.id>-<name>-changelog.
 	Logged bool
+	// Headers makes a timestamped key-value or window store keep each value's record
+	// headers (KIP-1271).
+	Headers bool
+	// Retention (window and session stores, ms): how far behind the observed stream time
+	// windows and sessions stay.
+	Retention int64
+	// WindowSize (window stores, ms): a window ends at start + size.
+	WindowSize int64
+	// RetainDuplicates (window stores) keeps every put, as stream-stream join stores do.
+	RetainDuplicates bool
+	// HistoryRetention (versioned stores, ms): how far back get(key, asOf) answers; also
+	// the grace period of writes.
+	HistoryRetention int64
+}
+
+// validate applies Kafka Streams' store builder checks (Stores.*).
+func (s StoreSpec) validate() error {
+	switch s.Type {
+	case KeyValueStoreType, TimestampedKeyValueStoreType, WindowStoreType, TimestampedWindowStoreType, SessionStoreType, VersionedKeyValueStoreType:
+	default:
+		return fmt.Errorf("unknown store type %v", s.Type)
+	}
+	if s.Headers && s.Type != TimestampedKeyValueStoreType && s.Type != TimestampedWindowStoreType {
+		return fmt.Errorf("headers-aware stores (KIP-1271) are timestampedKeyValue or timestampedWindow, not %v", s.Type)
+	}
+	window := s.Type == WindowStoreType || s.Type == TimestampedWindowStoreType
+	if s.RetainDuplicates && !window {
+		return fmt.Errorf("retainDuplicates applies to window stores only, not %v", s.Type)
+	}
+	switch {
+	case window && s.WindowSize <= 0:
+		return fmt.Errorf("window size %d ms must be positive", s.WindowSize)
+	case window && s.Retention < s.WindowSize:
+		return fmt.Errorf("the retention period (%d ms) must be no smaller than the window size (%d ms)", s.Retention, s.WindowSize)
+	case s.Type == SessionStoreType && s.Retention <= 0:
+		return fmt.Errorf("session store retention %d ms must be positive", s.Retention)
+	case s.Type == VersionedKeyValueStoreType && s.HistoryRetention < 0:
+		return fmt.Errorf("history retention %d ms must not be negative", s.HistoryRetention)
+	}
+	return nil
 }
 
 // KeyValueBytesStore is one partition of a key-value store, in bytes. Plain key-value
 // stores report timestamp -1. Writes go to the current epoch; reads see them.
 type KeyValueBytesStore interface {
 	Get(key []byte) (value []byte, ts int64, found bool, err error)
-	// Put writes value at ts; a nil value deletes the key.
-	Put(key, value []byte, ts int64) error
+	// GetWithHeaders is Get plus the stored headers, nil unless the store is headers-aware.
+	GetWithHeaders(key []byte) (value []byte, ts int64, headers Headers, found bool, err error)
+	// Put writes value at ts; a nil value deletes the key. Only headers-aware stores keep
+	// headers.
+	Put(key, value []byte, ts int64, headers Headers) error
 	Range(from, to []byte, reverse bool) BytesIterator // nil bounds are open
 	PrefixScan(prefix []byte) BytesIterator
 	ApproximateNumEntries() (int64, error)
@@ -49,6 +104,8 @@ type BytesIterator interface {
 	Key() []byte
 	Value() []byte
 	Timestamp() int64
+	// Headers are the current entry's headers, nil unless the store is headers-aware.
+	Headers() (Headers, error)
 	Err() error
 	Close()
 }
@@ -57,6 +114,9 @@ type BytesIterator interface {
 // LevelDB (package state); the engine only sees these interfaces.
 type StoreProvider interface {
 	KeyValueStore(spec StoreSpec, partition int32) (KeyValueBytesStore, error)
+	WindowStore(spec StoreSpec, partition int32) (WindowBytesStore, error)
+	SessionStore(spec StoreSpec, partition int32) (SessionBytesStore, error)
+	VersionedStore(spec StoreSpec, partition int32) (VersionedBytesStore, error)
 }
 
 // AddStateStore declares a store processors can connect to by name.
@@ -67,8 +127,8 @@ func (b *StreamsBuilder) AddStateStore(spec StoreSpec) error {
 	if _, dup := b.stores[spec.Name]; dup {
 		return fmt.Errorf("addStateStore: store %q is already declared", spec.Name)
 	}
-	if spec.Type != KeyValueStoreType && spec.Type != TimestampedKeyValueStoreType {
-		return fmt.Errorf("addStateStore %q: unknown store type %v", spec.Name, spec.Type)
+	if err := spec.validate(); err != nil {
+		return fmt.Errorf("addStateStore %q: %w", spec.Name, err)
 	}
 	spec.Serdes = b.orDefaults(spec.Serdes)
 	b.stores[spec.Name] = &spec
@@ -89,35 +149,12 @@ func (b *StreamsBuilder) Stores() []StoreSpec {
 // from getStateStore. Keys and values are serialised with the changelog topic as topic name,
 // as Kafka Streams' metered stores do.
 type KeyValueStore struct {
-	spec  *StoreSpec
+	storeCodec
 	bytes KeyValueBytesStore
-	topic string
 }
-
-// Name is the store's name.
-func (s *KeyValueStore) Name() string { return s.spec.Name }
 
 // Timestamped reports whether values carry a timestamp.
 func (s *KeyValueStore) Timestamped() bool { return s.spec.Type == TimestampedKeyValueStoreType }
-
-func (s *KeyValueStore) key(k any) ([]byte, error) {
-	if k == nil {
-		return nil, fmt.Errorf("store %s: null keys are not allowed", s.spec.Name)
-	}
-	kb, err := s.spec.Serdes.Key.Serialize(s.topic, nil, k)
-	if err != nil {
-		return nil, fmt.Errorf("store %s: key: %w", s.spec.Name, err)
-	}
-	return kb, nil
-}
-
-func (s *KeyValueStore) value(b []byte) (any, error) {
-	v, err := s.spec.Serdes.Value.Deserialize(s.topic, nil, b)
-	if err != nil {
-		return nil, fmt.Errorf("store %s: value: %w", s.spec.Name, err)
-	}
-	return v, nil
-}
 
 // Get returns the value of key and its timestamp (-1 for plain stores).
 func (s *KeyValueStore) Get(key any) (value any, ts int64, found bool, err error) {
@@ -133,17 +170,39 @@ func (s *KeyValueStore) Get(key any) (value any, ts int64, found bool, err error
 	return v, ts, err == nil, err
 }
 
+// Headers reports whether the store keeps record headers with its values (KIP-1271).
+func (s *KeyValueStore) Headers() bool { return s.spec.Headers }
+
+// GetWithHeaders is Get plus the stored headers (nil unless the store is headers-aware).
+func (s *KeyValueStore) GetWithHeaders(key any) (value any, ts int64, headers Headers, found bool, err error) {
+	kb, err := s.key(key)
+	if err != nil {
+		return nil, 0, nil, false, err
+	}
+	vb, ts, headers, found, err := s.bytes.GetWithHeaders(kb)
+	if err != nil || !found {
+		return nil, ts, nil, false, err
+	}
+	v, err := s.value(vb)
+	return v, ts, headers, err == nil, err
+}
+
 // Put writes value under key at ts; a nil value deletes the key.
 func (s *KeyValueStore) Put(key, value any, ts int64) error {
+	return s.PutWithHeaders(key, value, ts, nil)
+}
+
+// PutWithHeaders is Put keeping headers in a headers-aware store; other stores drop them.
+func (s *KeyValueStore) PutWithHeaders(key, value any, ts int64, headers Headers) error {
 	kb, err := s.key(key)
 	if err != nil {
 		return err
 	}
-	vb, err := s.spec.Serdes.Value.Serialize(s.topic, nil, value)
+	vb, err := s.valueBytes(value)
 	if err != nil {
-		return fmt.Errorf("store %s: value: %w", s.spec.Name, err)
+		return err
 	}
-	return s.bytes.Put(kb, vb, ts)
+	return s.bytes.Put(kb, vb, ts, headers)
 }
 
 // PutIfAbsent writes value only if key has none, and returns the value that was there.
@@ -166,11 +225,12 @@ func (s *KeyValueStore) Delete(key any, ts int64) (any, error) {
 
 // KeyValueIterator walks a range of a store, deserialising as it goes.
 type KeyValueIterator struct {
-	s   *KeyValueStore
-	it  BytesIterator
-	err error
-	key any
-	val any
+	s       *KeyValueStore
+	it      BytesIterator
+	err     error
+	key     any
+	val     any
+	headers Headers
 }
 
 // Next moves to the next entry; false at the end or on an error (see Err).
@@ -178,15 +238,21 @@ func (i *KeyValueIterator) Next() bool {
 	if i.err != nil || !i.it.Next() {
 		return false
 	}
-	k, err := i.s.spec.Serdes.Key.Deserialize(i.s.topic, nil, i.it.Key())
+	k, err := i.s.keyOf(i.it.Key())
 	if err != nil {
-		i.err = fmt.Errorf("store %s: key: %w", i.s.spec.Name, err)
+		i.err = err
 		return false
 	}
 	v, err := i.s.value(i.it.Value())
 	if err != nil {
 		i.err = err
 		return false
+	}
+	if i.s.spec.Headers {
+		if i.headers, err = i.it.Headers(); err != nil {
+			i.err = fmt.Errorf("store %s: headers: %w", i.s.spec.Name, err)
+			return false
+		}
 	}
 	i.key, i.val = k, v
 	return true
@@ -196,6 +262,9 @@ func (i *KeyValueIterator) Next() bool {
 func (i *KeyValueIterator) Key() any         { return i.key }
 func (i *KeyValueIterator) Value() any       { return i.val }
 func (i *KeyValueIterator) Timestamp() int64 { return i.it.Timestamp() }
+
+// Headers are the current entry's headers, nil unless the store is headers-aware.
+func (i *KeyValueIterator) Headers() Headers { return i.headers }
 
 // Err is the error that ended the iteration, if any.
 func (i *KeyValueIterator) Err() error {

@@ -48,7 +48,7 @@ type Topology struct {
 
 	storeSpecs    map[string]*StoreSpec
 	storeProvider StoreProvider
-	openStores    map[storeKey]*KeyValueStore
+	openStores    map[storeKey]any // *KeyValueStore, *WindowStore, ...
 	appID         string
 	nodeStores    map[string][]string
 	subtopologyOf map[string]int
@@ -102,7 +102,7 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 		clock:         opts.Clock,
 		storeSpecs:    b.stores,
 		storeProvider: opts.Stores,
-		openStores:    map[storeKey]*KeyValueStore{},
+		openStores:    map[storeKey]any{},
 		appID:         opts.ApplicationID,
 		nodeStores:    map[string][]string{},
 		subtopologyOf: map[string]int{},
@@ -269,28 +269,54 @@ func (t *Topology) PunctuateWallClock() error {
 // ChangelogTopic is the changelog topic of a store: <application.id>-<store>-changelog.
 func ChangelogTopic(appID, store string) string { return appID + "-" + store + "-changelog" }
 
-// store returns (opening on first use) one partition of a declared store.
-func (t *Topology) store(name string, partition int32) (*KeyValueStore, error) {
+// openStore returns (opening on first use) one partition of a declared store; open makes
+// the typed store, or says the store is of another kind.
+func openStore[S any](t *Topology, name string, partition int32, kind string, open func(spec *StoreSpec, topic string) (S, error)) (S, error) {
+	var zero S
 	k := storeKey{name, partition}
 	if s, ok := t.openStores[k]; ok {
-		return s, nil
+		if typed, ok := s.(S); ok {
+			return typed, nil
+		}
+		return zero, errWrongStoreType(t.storeSpecs[name], kind)
 	}
 	spec, ok := t.storeSpecs[name]
 	if !ok {
-		return nil, fmt.Errorf("no state store named %q in this topology", name)
+		return zero, fmt.Errorf("no state store named %q in this topology", name)
 	}
-	b, err := t.storeProvider.KeyValueStore(*spec, partition)
+	s, err := open(spec, ChangelogTopic(t.appID, name))
 	if err != nil {
-		return nil, fmt.Errorf("open store %s partition %d: %w", name, partition, err)
+		return zero, fmt.Errorf("open store %s partition %d: %w", name, partition, err)
 	}
-	s := &KeyValueStore{spec: spec, bytes: b, topic: ChangelogTopic(t.appID, name)}
 	t.openStores[k] = s
 	return s, nil
 }
 
-// Store returns one partition of a declared store, for queries and tests.
+func errWrongStoreType(spec *StoreSpec, want string) error {
+	return fmt.Errorf("state store %s is a %v store, not a %s store", spec.Name, spec.Type, want)
+}
+
+// Store returns one partition of a declared key-value store, for queries and tests.
 func (t *Topology) Store(name string, partition int32) (*KeyValueStore, error) {
-	return t.store(name, partition)
+	return openStore(t, name, partition, "key-value", func(spec *StoreSpec, topic string) (*KeyValueStore, error) {
+		if spec.Type != KeyValueStoreType && spec.Type != TimestampedKeyValueStoreType {
+			return nil, errWrongStoreType(spec, "key-value")
+		}
+		b, err := t.storeProvider.KeyValueStore(*spec, partition)
+		if err != nil {
+			return nil, err
+		}
+		return &KeyValueStore{storeCodec: storeCodec{spec: spec, topic: topic}, bytes: b}, nil
+	})
+}
+
+// StoreType is the type of a declared store.
+func (t *Topology) StoreType(name string) (StoreType, error) {
+	spec, ok := t.storeSpecs[name]
+	if !ok {
+		return 0, fmt.Errorf("no state store named %q in this topology", name)
+	}
+	return spec.Type, nil
 }
 
 type noSensors struct{}

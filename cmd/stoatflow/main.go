@@ -59,8 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "test":
 		return cmdTest(args, stdout, stderr)
 	case "query":
-		fmt.Fprintf(stderr, "stoatflow %s: not supported yet: it comes with the topology description, test driver and query issues (see docs/COMPATIBILITY.md)\n", cmd)
-		return 2
+		return cmdQuery(args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -68,12 +68,6 @@ num.standby.replicas = 1
 }
 
 func TestCommandsNotThereYetExitTwo(t *testing.T) {
-	for _, cmd := range []string{"query"} {
-		code, _, errOut := runCLI(cmd)
-		if code != 2 || !strings.Contains(errOut, "not supported yet") {
-			t.Fatalf("%s: exit %d, err %q", cmd, code, errOut)
-		}
-	}
 	if code, _, _ := runCLI("frobnicate"); code != 2 {
 		t.Fatalf("unknown command exit %d", code)
 	}

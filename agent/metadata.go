@@ -1,0 +1,86 @@
+package agent
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// headerParam prefixes the query parameters that carry record headers for the key
+// serialiser: ?header.NAME=VALUE (KIP-1321's queryMetadataForKey overloads with Headers).
+const headerParam = "header."
+
+// keyMetadata is KafkaStreams#queryMetadataForKey: the partition the key belongs to and
+// the host serving it. Kafka Streams answers KeyQueryMetadata.NOT_AVAILABLE outside
+// RUNNING and REBALANCING; over HTTP that is a 503.
+func (a *Agent) keyMetadata(w http.ResponseWriter, r *http.Request) {
+	headers, e := metadataParams(r.URL.RawQuery)
+	if e == nil {
+		e = a.checkIsolationParam(r.URL.Query())
+	}
+	var out map[string]any
+	if e == nil {
+		out, e = a.metadataFor(r.PathValue("store"), r.PathValue("key"), headers)
+	}
+	if e != nil {
+		writeHTTPError(w, e.status, e.code, e.msg)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *Agent) checkIsolationParam(q url.Values) *apiError {
+	_, e := a.isolation(q.Get("isolation"))
+	return e
+}
+
+func (a *Agent) metadataFor(store, keyText string, headers pipeline.Headers) (map[string]any, *apiError) {
+	if st := a.state.Current(); st != StateRunning && st != StateRebalancing {
+		return nil, &apiError{http.StatusServiceUnavailable, "not_available", fmt.Sprintf(
+			"key metadata is not available in state %s (Kafka Streams returns KeyQueryMetadata.NOT_AVAILABLE outside RUNNING and REBALANCING)", st)}
+	}
+	s, e := a.lookupStore(store)
+	if e != nil {
+		return nil, e
+	}
+	key, err := s.key.parse(keyText, headers)
+	if err != nil {
+		return nil, badParam("key", "%v", err)
+	}
+	host := a.cfg.ApplicationServer
+	if host == "" {
+		host = a.http.Addr()
+	}
+	return map[string]any{"partition": s.keyPartition(key), "activeHost": host}, nil
+}
+
+// metadataParams reads the headers from the raw query, keeping their order (a url.Values
+// map would lose it, and a serialiser may care), and refuses unknown parameters.
+func metadataParams(raw string) (pipeline.Headers, *apiError) {
+	var hs pipeline.Headers
+	for _, part := range strings.Split(raw, "&") {
+		if part == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(part, "=")
+		name, err := url.QueryUnescape(k)
+		if err != nil {
+			return nil, badParam(k, "not a valid query parameter name: %v", err)
+		}
+		value, err := url.QueryUnescape(v)
+		if err != nil {
+			return nil, badParam(name, "not a valid query parameter value: %v", err)
+		}
+		switch {
+		case name == "isolation":
+		case strings.HasPrefix(name, headerParam) && len(name) > len(headerParam):
+			hs = append(hs, pipeline.Header{Key: name[len(headerParam):], Value: []byte(value)})
+		default:
+			return nil, badParam(name, "unknown parameter (known: isolation, header.NAME)")
+		}
+	}
+	return hs, nil
+}

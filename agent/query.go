@@ -1,0 +1,400 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/stoatflow/stoatflow/state"
+)
+
+// Range limits: a page holds defaultRangeLimit items unless ?limit= says otherwise, and
+// never more than maxRangeLimit.
+const (
+	defaultRangeLimit = 1000
+	maxRangeLimit     = 10000
+)
+
+// serveQueries adds the interactive-query endpoints (DESIGN §7, docs/queries.md).
+func (a *Agent) serveQueries() {
+	a.http.Handle("GET /v1/stores", api(nil, a.listStores))
+	a.http.Handle("GET /v1/stores/{store}/keys/{key}", api([]string{"isolation"}, a.getKey))
+	a.http.Handle("GET /v1/stores/{store}/keys", api([]string{"isolation", "from", "to", "prefix", "reverse", "limit", "after"}, a.rangeKeys))
+	a.http.Handle("GET /v1/stores/{store}/count", api([]string{"isolation"}, a.countKeys))
+	a.http.Handle("GET /v1/stores/{store}/windows/{key}", api([]string{"isolation", "from", "to", "reverse"}, a.fetchWindows))
+	a.http.Handle("POST /v2/query", api(nil, a.queryV2))
+	a.http.Handle("GET /v1/metadata/{store}/{key}", http.HandlerFunc(a.keyMetadata))
+}
+
+type apiHandler func(w http.ResponseWriter, r *http.Request) *apiError
+
+// api refuses parameters the endpoint does not know (a typo would otherwise silently
+// widen a query) and turns the handler's error into the JSON error answer.
+func api(params []string, h apiHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for name := range r.URL.Query() {
+			if !slices.Contains(params, name) {
+				known := "none"
+				if len(params) > 0 {
+					known = strings.Join(params, ", ")
+				}
+				writeHTTPError(w, http.StatusBadRequest, "bad_parameter", fmt.Sprintf("unknown parameter %q (known: %s)", name, known))
+				return
+			}
+		}
+		if e := h(w, r); e != nil {
+			writeHTTPError(w, e.status, e.code, e.msg)
+		}
+	})
+}
+
+// isolation reads ?isolation=, defaulting to default.interactive.query.isolation.level.
+func (a *Agent) isolation(v string) (state.IsolationLevel, *apiError) {
+	if v == "" {
+		v = a.cfg.DefaultIQIsolation
+	}
+	if v == "" {
+		return state.ReadUncommitted, nil
+	}
+	l, err := state.ParseIsolationLevel(v)
+	if err != nil {
+		return 0, badParam("isolation", "%v", err)
+	}
+	return l, nil
+}
+
+type storeInfo struct {
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	KeySerde   string `json:"keySerde"`
+	ValueSerde string `json:"valueSerde"`
+	Partitions int32  `json:"partitions"`
+}
+
+func (a *Agent) listStores(w http.ResponseWriter, _ *http.Request) *apiError {
+	c := a.stores.Load()
+	if c == nil {
+		return notReady(a.state.Current())
+	}
+	out := make([]storeInfo, 0, len(c.specs))
+	for _, s := range c.specs {
+		out = append(out, storeInfo{Name: s.Name, Type: s.Type.String(),
+			KeySerde: serdeName(s.Serdes.Key), ValueSerde: serdeName(s.Serdes.Value), Partitions: c.partitions})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func serdeName(s interface{ Name() string }) string {
+	if s == nil {
+		return ""
+	}
+	return s.Name()
+}
+
+// kvItem is one key-value entry as the API shows it.
+type kvItem struct {
+	Key       any   `json:"key"`
+	Value     any   `json:"value"`
+	Timestamp int64 `json:"timestamp"`
+	Partition int32 `json:"partition"`
+	Headers   any   `json:"headers,omitempty"`
+}
+
+func (s *queryStore) item(key []byte, e kvEntry, p int32) (kvItem, error) {
+	k, err := s.key.jsonValue(key)
+	if err != nil {
+		return kvItem{}, fmt.Errorf("store %s partition %d: key: %w", s.name, p, err)
+	}
+	v, err := s.value.jsonValue(e.value)
+	if err != nil {
+		return kvItem{}, fmt.Errorf("store %s partition %d: value of key %x: %w", s.name, p, key, err)
+	}
+	it := kvItem{Key: k, Value: v, Timestamp: e.ts, Partition: p}
+	if s.spec.Headers {
+		it.Headers = headersJSON(e.headers)
+	}
+	return it, nil
+}
+
+func (s *queryStore) requireKeyValue() *apiError {
+	if s.isKeyValue() {
+		return nil
+	}
+	return &apiError{http.StatusBadRequest, "wrong_store_type", fmt.Sprintf(
+		"store %s is a %s store: key reads need a key-value store; read it with /v1/stores/%s/windows/{key}", s.name, s.typeName, s.name)}
+}
+
+func (a *Agent) getKey(w http.ResponseWriter, r *http.Request) *apiError {
+	s, e := a.lookupStore(r.PathValue("store"))
+	if e != nil {
+		return e
+	}
+	level, e := a.isolation(r.URL.Query().Get("isolation"))
+	if e != nil {
+		return e
+	}
+	if e := s.requireKeyValue(); e != nil {
+		return e
+	}
+	text := r.PathValue("key")
+	key, err := s.key.parse(text, nil)
+	if err != nil {
+		return badParam("key", "%v", err)
+	}
+	for _, p := range s.searchOrder(key) {
+		kp, err := s.kv(p, level)
+		if err != nil {
+			return storeError(err)
+		}
+		entry, ok, err := kp.get(key)
+		if err != nil {
+			return storeError(err)
+		}
+		if ok {
+			item, err := s.item(key, entry, p)
+			if err != nil {
+				return storeError(err)
+			}
+			writeJSON(w, http.StatusOK, item)
+			return nil
+		}
+	}
+	return &apiError{http.StatusNotFound, "key_not_found", fmt.Sprintf("key %q is not in store %s (%s)", text, s.name, level)}
+}
+
+func (a *Agent) countKeys(w http.ResponseWriter, r *http.Request) *apiError {
+	s, e := a.lookupStore(r.PathValue("store"))
+	if e != nil {
+		return e
+	}
+	level, e := a.isolation(r.URL.Query().Get("isolation"))
+	if e != nil {
+		return e
+	}
+	if e := s.requireKeyValue(); e != nil {
+		return e
+	}
+	var n int64
+	for p := int32(0); p < s.partitions; p++ {
+		kp, err := s.kv(p, level)
+		if err != nil {
+			return storeError(err)
+		}
+		c, err := kp.count()
+		if err != nil {
+			return asAPIError(err)
+		}
+		n += c
+	}
+	writeJSON(w, http.StatusOK, map[string]int64{"count": n})
+	return nil
+}
+
+func asAPIError(err error) *apiError {
+	var e *apiError
+	if errors.As(err, &e) {
+		return e
+	}
+	return storeError(err)
+}
+
+// rangeParams are the parsed parameters of a range read.
+type rangeParams struct {
+	from, to, prefix, after []byte
+	reverse                 bool
+	limit                   int
+}
+
+func (s *queryStore) parseRange(q url.Values) (rangeParams, *apiError) {
+	rp := rangeParams{limit: defaultRangeLimit}
+	for _, f := range []struct {
+		name string
+		dst  *[]byte
+	}{{"from", &rp.from}, {"to", &rp.to}, {"prefix", &rp.prefix}, {"after", &rp.after}} {
+		if !q.Has(f.name) {
+			continue
+		}
+		b, err := s.key.parse(q.Get(f.name), nil)
+		if err != nil {
+			return rp, badParam(f.name, "%v", err)
+		}
+		*f.dst = b
+	}
+	if v := q.Get("reverse"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return rp, badParam("reverse", "%q is not true or false", v)
+		}
+		rp.reverse = b
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxRangeLimit {
+			return rp, badParam("limit", "%q is not a whole number from 1 to %d", v, maxRangeLimit)
+		}
+		rp.limit = n
+	}
+	if rp.prefix != nil && (rp.from != nil || rp.to != nil) {
+		return rp, badParam("prefix", "cannot be combined with from or to (prefixScan or range, as in Kafka Streams)")
+	}
+	if rp.prefix != nil && rp.reverse {
+		return rp, badParam("prefix", "prefixScan iterates in ascending key order only, as in Kafka Streams; drop reverse")
+	}
+	return rp, nil
+}
+
+// bounds folds prefix and the pagination cursor into one [lo, hi] byte range.
+func (rp rangeParams) bounds() (lo, hi []byte) {
+	lo, hi = rp.from, rp.to
+	if rp.prefix != nil {
+		lo = rp.prefix
+	}
+	if rp.after != nil {
+		if rp.reverse && (hi == nil || string(rp.after) < string(hi)) {
+			hi = rp.after
+		}
+		if !rp.reverse && (lo == nil || string(rp.after) > string(lo)) {
+			lo = rp.after
+		}
+	}
+	return lo, hi
+}
+
+func (a *Agent) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
+	s, e := a.lookupStore(r.PathValue("store"))
+	if e != nil {
+		return e
+	}
+	q := r.URL.Query()
+	level, e := a.isolation(q.Get("isolation"))
+	if e != nil {
+		return e
+	}
+	if e := s.requireKeyValue(); e != nil {
+		return e
+	}
+	rp, e := s.parseRange(q)
+	if e != nil {
+		return e
+	}
+	lo, hi := rp.bounds()
+	m, err := s.openMerge(level, lo, hi, rp.reverse)
+	if err != nil {
+		return asAPIError(err)
+	}
+	defer m.close()
+	out := startItems(w)
+	next, err := s.streamRange(out, m, rp)
+	extra := map[string]string{}
+	switch {
+	case err != nil:
+		// The status line is gone: the error follows the items that were read.
+		extra["error"], extra["code"] = err.Error(), "store_error"
+	case next != "":
+		extra["next"] = next
+	}
+	_ = out.end(extra)
+	return nil
+}
+
+// streamRange writes up to rp.limit entries in merged key order and returns the cursor
+// to continue from when it stopped early. Equal keys from several partitions are never
+// split across pages, since the cursor skips the key.
+func (s *queryStore) streamRange(out *itemStream, m *kvMerge, rp rangeParams) (string, error) {
+	var last []byte
+	n := 0
+	for {
+		i := m.head()
+		if i < 0 {
+			return "", nil
+		}
+		it := m.its[i]
+		k := it.Key()
+		switch {
+		case rp.after != nil && string(k) == string(rp.after):
+			if err := m.advance(i); err != nil {
+				return "", err
+			}
+			continue
+		case rp.prefix != nil && !strings.HasPrefix(string(k), string(rp.prefix)):
+			return "", nil
+		case n >= rp.limit && string(k) != string(last):
+			return s.key.text(last)
+		}
+		var hs []state.Header
+		if s.spec.Headers {
+			var err error
+			if hs, err = it.Headers(); err != nil {
+				return "", err
+			}
+		}
+		item, err := s.item(k, kvEntry{value: it.Value(), ts: it.Timestamp(), headers: hs}, m.parts[i])
+		if err != nil {
+			return "", err
+		}
+		if err := out.add(item); err != nil {
+			return "", err
+		}
+		last = append(last[:0], k...)
+		n++
+		if err := m.advance(i); err != nil {
+			return "", err
+		}
+	}
+}
+
+// itemStream writes {"items": [...], ...} one item at a time, so a large range is never
+// held in memory.
+type itemStream struct {
+	bw  *bufio.Writer
+	buf bytes.Buffer // one encoded item: an item that fails to encode writes nothing
+	enc *json.Encoder
+	n   int
+}
+
+func startItems(w http.ResponseWriter) *itemStream {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	s := &itemStream{bw: bufio.NewWriter(w)}
+	_, _ = s.bw.WriteString(`{"items":[`)
+	s.enc = json.NewEncoder(&s.buf)
+	s.enc.SetEscapeHTML(false)
+	return s
+}
+
+func (s *itemStream) add(v any) error {
+	s.buf.Reset()
+	if err := s.enc.Encode(v); err != nil {
+		return err
+	}
+	if s.n > 0 {
+		_ = s.bw.WriteByte(',')
+	}
+	s.n++
+	_, err := s.bw.Write(s.buf.Bytes())
+	return err
+}
+
+// end closes the list and adds the string fields in extra (in sorted order).
+func (s *itemStream) end(extra map[string]string) error {
+	_ = s.bw.WriteByte(']')
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v, _ := json.Marshal(extra[k])
+		fmt.Fprintf(s.bw, ",%q:%s", k, v)
+	}
+	_, _ = s.bw.WriteString("}\n")
+	return s.bw.Flush()
+}

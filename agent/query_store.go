@@ -1,0 +1,216 @@
+package agent
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state"
+)
+
+// apiError is an HTTP error answer: {"error": msg, "code": code} with status.
+type apiError struct {
+	status    int
+	code, msg string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badParam(name, format string, args ...any) *apiError {
+	return &apiError{http.StatusBadRequest, "bad_parameter", name + ": " + fmt.Sprintf(format, args...)}
+}
+
+func storeError(err error) *apiError {
+	return &apiError{http.StatusInternalServerError, "store_error", err.Error()}
+}
+
+func notSupported(format string, args ...any) *apiError {
+	return &apiError{http.StatusNotImplemented, "not_supported", "not supported yet: " + fmt.Sprintf(format, args...)}
+}
+
+// unknownStore is Kafka Streams' UnknownStateStoreException.
+func unknownStore(name string) *apiError {
+	return &apiError{http.StatusNotFound, "unknown_store",
+		fmt.Sprintf("Cannot get state store %s because no such store is registered in the topology.", name)}
+}
+
+// queryStore is one store as interactive queries see it.
+type queryStore struct {
+	name       string
+	typeName   string // the DSL's name of the store type
+	spec       state.StoreSpec
+	key, value fieldCodec
+	partitions int32
+	changelog  string
+	db         *state.DB
+}
+
+// lookupStore finds a store of the running application: 503 before the stores are
+// restored, 404 for a name the topology does not declare.
+func (a *Agent) lookupStore(name string) (*queryStore, *apiError) {
+	c := a.stores.Load()
+	if c == nil {
+		return nil, notReady(a.state.Current())
+	}
+	for _, spec := range c.specs {
+		if spec.Name != name {
+			continue
+		}
+		st, err := stateSpec(spec)
+		if err != nil {
+			return nil, storeError(err)
+		}
+		topic := pipeline.ChangelogTopic(a.cfg.ApplicationID, name)
+		return &queryStore{
+			name: name, typeName: spec.Type.String(), spec: st,
+			key: newFieldCodec(spec.Serdes.Key, topic), value: newFieldCodec(spec.Serdes.Value, topic),
+			partitions: c.partitions, changelog: topic, db: c.db,
+		}, nil
+	}
+	return nil, unknownStore(name)
+}
+
+func notReady(s AppState) *apiError {
+	return &apiError{http.StatusServiceUnavailable, "not_ready",
+		fmt.Sprintf("the state stores are not ready (application state %s); retry once the agent is RUNNING", s)}
+}
+
+// keyPartition is the store partition a key lives in when the store is fed by keyed input
+// partitioned by Kafka's default partitioner (or re-keyed inside the topology).
+func (s *queryStore) keyPartition(key []byte) int32 {
+	return pipeline.DefaultPartition(key, s.partitions)
+}
+
+// searchOrder is the key's own partition first, then the others: a store fed by un-keyed
+// or custom-partitioned input may hold the key anywhere.
+func (s *queryStore) searchOrder(key []byte) []int32 {
+	home := s.keyPartition(key)
+	order := []int32{home}
+	for p := int32(0); p < s.partitions; p++ {
+		if p != home {
+			order = append(order, p)
+		}
+	}
+	return order
+}
+
+// kvPartition reads one partition of a key-value store (plain, timestamped or versioned).
+type kvPartition struct {
+	plain     *state.KeyValueView
+	ts        *state.TimestampedKeyValueView
+	versioned *state.VersionedView
+}
+
+// kvEntry is one value read by key.
+type kvEntry struct {
+	value   []byte
+	ts      int64
+	headers []state.Header
+}
+
+func (s *queryStore) isKeyValue() bool {
+	switch s.spec.Type {
+	case state.KeyValue, state.TimestampedKeyValue, state.Versioned:
+		return true
+	}
+	return false
+}
+
+func (s *queryStore) kv(p int32, level state.IsolationLevel) (kvPartition, error) {
+	switch s.spec.Type {
+	case state.KeyValue:
+		st, err := s.db.KeyValueStore(s.spec, p)
+		if err != nil {
+			return kvPartition{}, err
+		}
+		v := st.View(level)
+		return kvPartition{plain: &v}, nil
+	case state.TimestampedKeyValue:
+		st, err := s.db.TimestampedKeyValueStore(s.spec, p)
+		if err != nil {
+			return kvPartition{}, err
+		}
+		v := st.View(level)
+		return kvPartition{ts: &v}, nil
+	case state.Versioned:
+		st, err := s.db.VersionedStore(s.spec, p)
+		if err != nil {
+			return kvPartition{}, err
+		}
+		v := st.View(level)
+		return kvPartition{versioned: &v}, nil
+	}
+	return kvPartition{}, fmt.Errorf("store %s is a %s store, not a key-value store", s.name, s.typeName)
+}
+
+// get reads key; a versioned store answers its latest version.
+func (k kvPartition) get(key []byte) (kvEntry, bool, error) {
+	switch {
+	case k.plain != nil:
+		v, err := k.plain.Get(key)
+		return kvEntry{value: v, ts: state.NoTimestamp}, v != nil, err
+	case k.ts != nil:
+		v, ts, h, err := k.ts.GetWithHeaders(key)
+		return kvEntry{value: v, ts: ts, headers: h}, v != nil, err
+	default:
+		rec, ok, err := k.versioned.Get(key)
+		return kvEntry{value: rec.Value, ts: rec.Timestamp}, ok, err
+	}
+}
+
+// rng iterates [from, to] (nil = open); versioned stores have no range reads yet.
+func (k kvPartition) rng(from, to []byte, reverse bool) (*state.KeyValueIterator, error) {
+	switch {
+	case k.plain != nil:
+		return k.plain.Range(from, to, reverse), nil
+	case k.ts != nil:
+		return k.ts.Range(from, to, reverse), nil
+	}
+	return nil, notSupported("range reads of versioned stores")
+}
+
+func (k kvPartition) count() (int64, error) {
+	switch {
+	case k.plain != nil:
+		return k.plain.ApproximateNumEntries()
+	case k.ts != nil:
+		return k.ts.ApproximateNumEntries()
+	}
+	return 0, notSupported("approximateNumEntries of versioned stores")
+}
+
+// position is the changelog offset the store partition has applied, in Kafka Streams'
+// Position shape: {"<changelog topic>": {"<partition>": offset}}; empty when none is.
+func (s *queryStore) position(p int32) (map[string]map[string]int64, error) {
+	pos := map[string]map[string]int64{}
+	if s.db == nil || !s.spec.Logged {
+		return pos, nil
+	}
+	off, ok, err := s.db.ChangelogOffset(s.name, p)
+	if err != nil || !ok {
+		return pos, err
+	}
+	pos[s.changelog] = map[string]int64{strconv.Itoa(int(p)): off}
+	return pos, nil
+}
+
+// headersJSON shows record headers as a list, keeping order and repeats; a value that is
+// not UTF-8 text is given as valueBase64 instead.
+func headersJSON(hs []state.Header) []map[string]any {
+	out := make([]map[string]any, 0, len(hs))
+	for _, h := range hs {
+		m := map[string]any{"key": h.Key}
+		switch {
+		case h.Value == nil:
+			m["value"] = nil
+		case utf8.Valid(h.Value):
+			m["value"] = string(h.Value)
+		default:
+			m["valueBase64"] = h.Value
+		}
+		out = append(out, m)
+	}
+	return out
+}

@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/stoatflow/stoatflow/state"
+)
+
+// windowItem is one window (or session) as the API shows it.
+type windowItem struct {
+	Key         any   `json:"key"`
+	WindowStart int64 `json:"windowStart"`
+	WindowEnd   int64 `json:"windowEnd"`
+	Value       any   `json:"value"`
+}
+
+// windowCursor is what window and session iterators share.
+type windowCursor interface {
+	Next() bool
+	Key() []byte
+	Start() int64
+	End() int64
+	Value() []byte
+	Err() error
+	Close()
+}
+
+// fetchKey iterates key's windows whose start is in [from, to] (window stores, Kafka
+// Streams' fetch(key, from, to)) or key's sessions that end at or after from and start at
+// or before to (session stores, findSessions(key, earliestSessionEnd, latestSessionStart)).
+func (s *queryStore) fetchKey(p int32, level state.IsolationLevel, key []byte, from, to int64, backward bool) (windowCursor, error) {
+	switch s.spec.Type {
+	case state.Window:
+		st, err := s.db.WindowStore(s.spec, p)
+		if err != nil {
+			return nil, err
+		}
+		return st.View(level).Fetch(key, from, to, backward), nil
+	case state.Session:
+		st, err := s.db.SessionStore(s.spec, p)
+		if err != nil {
+			return nil, err
+		}
+		return st.View(level).FindSessions(key, from, to, backward), nil
+	}
+	return nil, fmt.Errorf("store %s is a %s store, not a window or session store", s.name, s.typeName)
+}
+
+func (s *queryStore) windowItem(it windowCursor) (windowItem, error) {
+	k, err := s.key.jsonValue(it.Key())
+	if err != nil {
+		return windowItem{}, fmt.Errorf("store %s: key: %w", s.name, err)
+	}
+	v, err := s.value.jsonValue(it.Value())
+	if err != nil {
+		return windowItem{}, fmt.Errorf("store %s: value of key %x: %w", s.name, it.Key(), err)
+	}
+	return windowItem{Key: k, WindowStart: it.Start(), WindowEnd: it.End(), Value: v}, nil
+}
+
+// timeParam reads a time given as epoch milliseconds or as an RFC 3339 time.
+func timeParam(q url.Values, name string, def int64) (int64, *apiError) {
+	v := q.Get(name)
+	if v == "" {
+		return def, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return n, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UnixMilli(), nil
+	}
+	return 0, badParam(name, "%q is neither epoch milliseconds nor an RFC 3339 time", v)
+}
+
+func (a *Agent) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError {
+	s, e := a.lookupStore(r.PathValue("store"))
+	if e != nil {
+		return e
+	}
+	q := r.URL.Query()
+	level, e := a.isolation(q.Get("isolation"))
+	if e != nil {
+		return e
+	}
+	if s.spec.Type != state.Window && s.spec.Type != state.Session {
+		return &apiError{http.StatusBadRequest, "wrong_store_type", fmt.Sprintf(
+			"store %s is a %s store: /windows reads window and session stores; read it with /v1/stores/%s/keys/{key}", s.name, s.typeName, s.name)}
+	}
+	key, err := s.key.parse(r.PathValue("key"), nil)
+	if err != nil {
+		return badParam("key", "%v", err)
+	}
+	from, e := timeParam(q, "from", math.MinInt64)
+	if e != nil {
+		return e
+	}
+	to, e := timeParam(q, "to", math.MaxInt64)
+	if e != nil {
+		return e
+	}
+	backward := false
+	if v := q.Get("reverse"); v != "" {
+		if backward, err = strconv.ParseBool(v); err != nil {
+			return badParam("reverse", "%q is not true or false", v)
+		}
+	}
+	for _, p := range s.searchOrder(key) {
+		it, err := s.fetchKey(p, level, key, from, to, backward)
+		if err != nil {
+			return storeError(err)
+		}
+		// Read errors surface at the first Next: read it before the status line.
+		if !it.Next() {
+			err := it.Err()
+			it.Close()
+			if err != nil {
+				return storeError(err)
+			}
+			continue
+		}
+		out := startItems(w)
+		err = s.streamWindows(out, it)
+		it.Close()
+		var extra map[string]string
+		if err != nil {
+			extra = map[string]string{"error": err.Error(), "code": "store_error"}
+		}
+		// A key's windows live in one partition: the first that has any holds them all.
+		_ = out.end(extra)
+		return nil
+	}
+	_ = startItems(w).end(nil)
+	return nil
+}
+
+// streamWindows writes it's current entry and the rest.
+func (s *queryStore) streamWindows(out *itemStream, it windowCursor) error {
+	for {
+		item, err := s.windowItem(it)
+		if err != nil {
+			return err
+		}
+		if err := out.add(item); err != nil {
+			return err
+		}
+		if !it.Next() {
+			return it.Err()
+		}
+	}
+}

@@ -1,0 +1,39 @@
+package agent
+
+import (
+	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state"
+)
+
+func (p stateStores) WindowStore(spec pipeline.StoreSpec, partition int32) (pipeline.WindowBytesStore, error) {
+	s, err := stateSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := p.db.WindowStore(s, partition)
+	if err != nil {
+		return nil, err
+	}
+	return windowStore{ws}, nil
+}
+
+type windowStore struct{ s *state.WindowStore }
+
+func (w windowStore) Put(key []byte, windowStart int64, value []byte, ts int64, headers pipeline.Headers) (bool, error) {
+	return w.s.PutWithHeaders(key, windowStart, value, ts, stateHeaders(headers))
+}
+
+func (w windowStore) Fetch(key []byte, from, to int64, backward bool) pipeline.WindowBytesIterator {
+	return windowIter{w.s.Fetch(key, from, to, backward)}
+}
+
+func (w windowStore) FetchRange(keyFrom, keyTo []byte, from, to int64, backward bool) pipeline.WindowBytesIterator {
+	return windowIter{w.s.FetchRange(keyFrom, keyTo, from, to, backward)}
+}
+
+type windowIter struct{ *state.WindowIterator }
+
+func (i windowIter) Headers() (pipeline.Headers, error) {
+	h, err := i.WindowIterator.Headers()
+	return fromStateHeaders(h), err
+}

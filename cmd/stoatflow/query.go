@@ -1,0 +1,460 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+const queryUsage = `Usage: stoatflow query [-addr host:port] [-token T] [-isolation L] COMMAND ...
+
+Commands (docs/queries.md):
+  stores                          list the state stores
+  get STORE KEY                   read one key
+  range STORE [-from K] [-to K] [-prefix P] [-reverse] [-limit N] [-after K]
+                                  read keys in order (all of them without bounds)
+  count STORE                     approximate number of entries
+  windows STORE KEY [-from T] [-to T] [-reverse]
+                                  windows or sessions of a key (T: epoch ms or RFC 3339)
+  metadata STORE KEY [-header NAME=VALUE]...
+                                  the partition holding KEY and the host serving it
+  iqv2 BODY                       POST an IQv2 request (JSON text, or - for stdin)
+
+Keys are text: the string itself, a decimal number for long and integer keys, JSON text for
+json keys, base64 for bytes keys.
+
+Flags:
+`
+
+// queryClient talks to a running agent's HTTP endpoints.
+type queryClient struct {
+	base      string
+	token     string
+	isolation string
+	http      *http.Client
+	stdout    io.Writer
+}
+
+// errUsage marks a usage error already reported (exit 2).
+var errUsage = errors.New("usage")
+
+// apiFailure is an error answer of the agent (exit 1).
+type apiFailure struct {
+	status    int
+	msg, code string
+}
+
+func (e *apiFailure) Error() string {
+	return fmt.Sprintf("%s (%s, HTTP %d)", e.msg, e.code, e.status)
+}
+
+func cmdQuery(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("stoatflow query", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:9464", "the agent's HTTP address (agent.http.listen); https://host:port for TLS")
+	token := fs.String("token", "", "bearer token (agent.http.token); default $STOATFLOW_TOKEN")
+	isolation := fs.String("isolation", "", "READ_COMMITTED or READ_UNCOMMITTED (default: the agent's default.interactive.query.isolation.level)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, queryUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return usageCode(err)
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	base := strings.TrimRight(*addr, "/")
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	if *token == "" {
+		*token = os.Getenv("STOATFLOW_TOKEN")
+	}
+	c := &queryClient{base: base, token: *token, isolation: *isolation, http: &http.Client{Timeout: time.Minute}, stdout: stdout}
+	err := c.dispatch(fs.Arg(0), fs.Args()[1:], stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	default:
+		fmt.Fprintln(stderr, "stoatflow query:", err)
+		return 1
+	}
+}
+
+// positional takes the n leading arguments before the sub-command's flags, so a key may
+// start with "-" (a negative number).
+func positional(cmd string, args []string, names []string, stderr io.Writer) ([]string, []string, error) {
+	if len(args) < len(names) {
+		fmt.Fprintf(stderr, "stoatflow query %s: needs %s\n", cmd, strings.Join(names, " "))
+		return nil, nil, errUsage
+	}
+	return args[:len(names)], args[len(names):], nil
+}
+
+func subFlags(cmd string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("stoatflow query "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func parseSub(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return errUsage
+	}
+	return nil
+}
+
+func (c *queryClient) dispatch(cmd string, args []string, stderr io.Writer) error {
+	switch cmd {
+	case "stores":
+		if err := parseSub(subFlags(cmd, stderr), args, stderr); err != nil {
+			return err
+		}
+		return c.stores()
+	case "get", "count":
+		names := []string{"STORE", "KEY"}
+		if cmd == "count" {
+			names = names[:1]
+		}
+		pos, rest, err := positional(cmd, args, names, stderr)
+		if err != nil {
+			return err
+		}
+		if err := parseSub(subFlags(cmd, stderr), rest, stderr); err != nil {
+			return err
+		}
+		if cmd == "count" {
+			return c.count(pos[0])
+		}
+		return c.get(pos[0], pos[1])
+	case "range":
+		pos, rest, err := positional(cmd, args, []string{"STORE"}, stderr)
+		if err != nil {
+			return err
+		}
+		fs := subFlags(cmd, stderr)
+		q := url.Values{}
+		for _, name := range []string{"from", "to", "prefix", "after"} {
+			fs.Func(name, "key bound: "+name, func(v string) error { q.Set(name, v); return nil })
+		}
+		reverse := fs.Bool("reverse", false, "descending key order")
+		limit := fs.Int("limit", 0, "items per page (agent default 1000, at most 10000)")
+		if err := parseSub(fs, rest, stderr); err != nil {
+			return err
+		}
+		if *reverse {
+			q.Set("reverse", "true")
+		}
+		if *limit != 0 {
+			q.Set("limit", strconv.Itoa(*limit))
+		}
+		return c.rangeKeys(pos[0], q)
+	case "windows":
+		pos, rest, err := positional(cmd, args, []string{"STORE", "KEY"}, stderr)
+		if err != nil {
+			return err
+		}
+		fs := subFlags(cmd, stderr)
+		q := url.Values{}
+		for _, name := range []string{"from", "to"} {
+			fs.Func(name, "window start bound (epoch ms or RFC 3339): "+name, func(v string) error { q.Set(name, v); return nil })
+		}
+		reverse := fs.Bool("reverse", false, "latest first")
+		if err := parseSub(fs, rest, stderr); err != nil {
+			return err
+		}
+		if *reverse {
+			q.Set("reverse", "true")
+		}
+		return c.windows(pos[0], pos[1], q)
+	case "metadata":
+		pos, rest, err := positional(cmd, args, []string{"STORE", "KEY"}, stderr)
+		if err != nil {
+			return err
+		}
+		fs := subFlags(cmd, stderr)
+		var headers []string
+		fs.Func("header", "NAME=VALUE record header passed to the key serialiser (repeatable)", func(v string) error {
+			name, value, ok := strings.Cut(v, "=")
+			if !ok || name == "" {
+				return fmt.Errorf("%q is not NAME=VALUE", v)
+			}
+			headers = append(headers, url.QueryEscape("header."+name)+"="+url.QueryEscape(value))
+			return nil
+		})
+		if err := parseSub(fs, rest, stderr); err != nil {
+			return err
+		}
+		return c.metadata(pos[0], pos[1], strings.Join(headers, "&"))
+	case "iqv2":
+		pos, rest, err := positional(cmd, args, []string{"BODY"}, stderr)
+		if err != nil {
+			return err
+		}
+		if err := parseSub(subFlags(cmd, stderr), rest, stderr); err != nil {
+			return err
+		}
+		return c.iqv2(pos[0])
+	}
+	fmt.Fprintf(stderr, "stoatflow query: unknown command %q\n\n%s", cmd, queryUsage)
+	return errUsage
+}
+
+// do sends a request and decodes a successful JSON answer into out.
+func (c *queryClient) do(method, path string, q url.Values, body io.Reader, out any) error {
+	if c.isolation != "" && method == http.MethodGet {
+		q.Set("isolation", c.isolation)
+	}
+	u := c.base + path
+	if enc := q.Encode(); enc != "" {
+		u += "?" + enc
+	}
+	return c.send(method, u, body, out)
+}
+
+func (c *queryClient) send(method, u string, body io.Reader, out any) error {
+	req, err := http.NewRequest(method, u, body)
+	if err != nil {
+		return err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	if resp.StatusCode >= 400 {
+		var e struct{ Error, Code string }
+		if err := dec.Decode(&e); err != nil || e.Error == "" {
+			return &apiFailure{status: resp.StatusCode, msg: "the agent answered " + resp.Status, code: "http"}
+		}
+		return &apiFailure{status: resp.StatusCode, msg: e.Error, code: e.Code}
+	}
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("%s %s: reading the answer: %w", method, u, err)
+	}
+	return nil
+}
+
+func storePath(store string, rest ...string) string {
+	p := "/v1/stores/" + url.PathEscape(store)
+	for _, r := range rest {
+		p += "/" + url.PathEscape(r)
+	}
+	return p
+}
+
+func (c *queryClient) stores() error {
+	var stores []struct {
+		Name, Type, KeySerde, ValueSerde string
+		Partitions                       int
+	}
+	if err := c.do(http.MethodGet, "/v1/stores", url.Values{}, nil, &stores); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTYPE\tKEY SERDE\tVALUE SERDE\tPARTITIONS")
+	for _, s := range stores {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", s.Name, s.Type, s.KeySerde, s.ValueSerde, s.Partitions)
+	}
+	return tw.Flush()
+}
+
+// entry is a key-value item of the agent's answers.
+type entry struct {
+	Key       any
+	Value     any
+	Timestamp json.Number
+	Partition json.Number
+	Headers   []map[string]any
+}
+
+func (c *queryClient) get(store, key string) error {
+	var e entry
+	if err := c.do(http.MethodGet, storePath(store, "keys", key), url.Values{}, nil, &e); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "key\t%s\n", show(e.Key))
+	fmt.Fprintf(tw, "value\t%s\n", show(e.Value))
+	fmt.Fprintf(tw, "timestamp\t%s\n", showTime(e.Timestamp))
+	fmt.Fprintf(tw, "partition\t%s\n", e.Partition)
+	if e.Headers != nil {
+		fmt.Fprintf(tw, "headers\t%s\n", showHeaders(e.Headers))
+	}
+	return tw.Flush()
+}
+
+func (c *queryClient) count(store string) error {
+	var n struct{ Count json.Number }
+	if err := c.do(http.MethodGet, storePath(store, "count"), url.Values{}, nil, &n); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, n.Count)
+	return nil
+}
+
+func (c *queryClient) rangeKeys(store string, q url.Values) error {
+	var page struct {
+		Items       []entry
+		Next        *string
+		Error, Code string
+	}
+	if err := c.do(http.MethodGet, storePath(store, "keys"), q, nil, &page); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tVALUE\tTIMESTAMP\tPARTITION")
+	for _, e := range page.Items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", show(e.Key), show(e.Value), showTime(e.Timestamp), e.Partition)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if page.Error != "" {
+		return &apiFailure{status: http.StatusOK, msg: "the read stopped: " + page.Error, code: page.Code}
+	}
+	if page.Next != nil {
+		fmt.Fprintf(c.stdout, "(more: add -after %s)\n", shellQuote(*page.Next))
+	}
+	return nil
+}
+
+func (c *queryClient) windows(store, key string, q url.Values) error {
+	var page struct {
+		Items []struct {
+			Key                    any
+			WindowStart, WindowEnd json.Number
+			Value                  any
+		}
+		Error, Code string
+	}
+	if err := c.do(http.MethodGet, storePath(store, "windows", key), q, nil, &page); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tWINDOW START\tWINDOW END\tVALUE")
+	for _, w := range page.Items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", show(w.Key), showTime(w.WindowStart), showTime(w.WindowEnd), show(w.Value))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if page.Error != "" {
+		return &apiFailure{status: http.StatusOK, msg: "the read stopped: " + page.Error, code: page.Code}
+	}
+	return nil
+}
+
+func (c *queryClient) metadata(store, key, headers string) error {
+	u := c.base + "/v1/metadata/" + url.PathEscape(store) + "/" + url.PathEscape(key)
+	if headers != "" {
+		u += "?" + headers
+	}
+	var m struct {
+		Partition  json.Number
+		ActiveHost string
+	}
+	if err := c.send(http.MethodGet, u, nil, &m); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "partition   %s\nactiveHost  %s\n", m.Partition, m.ActiveHost)
+	return nil
+}
+
+func (c *queryClient) iqv2(body string) error {
+	if body == "-" {
+		b, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return err
+		}
+		body = string(b)
+	}
+	var raw json.RawMessage
+	if err := c.do(http.MethodPost, "/v2/query", url.Values{}, strings.NewReader(body), &raw); err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err := c.stdout.Write(out.Bytes())
+	return err
+}
+
+// show prints a value for a person: strings as they are, everything else as JSON.
+func show(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// showTime prints epoch milliseconds as UTC time and number; -1 is Kafka's "no timestamp".
+func showTime(ms json.Number) string {
+	n, err := ms.Int64()
+	if err != nil {
+		return ms.String()
+	}
+	if n == -1 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%d)", time.UnixMilli(n).UTC().Format("2006-01-02T15:04:05.000Z"), n)
+}
+
+func showHeaders(hs []map[string]any) string {
+	parts := make([]string, 0, len(hs))
+	for _, h := range hs {
+		v, ok := h["value"]
+		if !ok {
+			v = "base64:" + fmt.Sprint(h["valueBase64"])
+		}
+		parts = append(parts, fmt.Sprintf("%v=%v", h["key"], v))
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain characters.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.,:/@+=", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

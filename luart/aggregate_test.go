@@ -1,0 +1,166 @@
+package luart
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// Kafka Streams' own describe() strings (reference §4.1), now through the Lua DSL.
+func TestDescribeGoldensThroughDSL(t *testing.T) {
+	cases := []struct{ name, script, want string }{
+		{"(a) groupByKey count", `b:stream("input-topic"):groupByKey():count()`, `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [input-topic])
+      --> KSTREAM-AGGREGATE-0000000002
+    Processor: KSTREAM-AGGREGATE-0000000002 (stores: [KSTREAM-AGGREGATE-STATE-STORE-0000000001])
+      --> none
+      <-- KSTREAM-SOURCE-0000000000
+
+`},
+		{"(b) table groupBy count", `b:table("input-topic"):groupBy(function(k, v) return nil, v end):count()`, `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000001 (topics: [input-topic])
+      --> KTABLE-SOURCE-0000000002
+    Processor: KTABLE-SOURCE-0000000002 (stores: [input-topic-STATE-STORE-0000000000])
+      --> KTABLE-SELECT-0000000003
+      <-- KSTREAM-SOURCE-0000000001
+    Processor: KTABLE-SELECT-0000000003 (stores: [])
+      --> KSTREAM-SINK-0000000005
+      <-- KTABLE-SOURCE-0000000002
+    Sink: KSTREAM-SINK-0000000005 (topic: KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition)
+      <-- KTABLE-SELECT-0000000003
+
+  Sub-topology: 1
+    Source: KSTREAM-SOURCE-0000000006 (topics: [KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition])
+      --> KTABLE-AGGREGATE-0000000007
+    Processor: KTABLE-AGGREGATE-0000000007 (stores: [KTABLE-AGGREGATE-STATE-STORE-0000000004])
+      --> none
+      <-- KSTREAM-SOURCE-0000000006
+
+`},
+		{"(d) word count", `b:stream("streams-plaintext-input")
+  :flatMapValues(function(v) return {v} end)
+  :groupBy(function(k, v) return v end)
+  :count({materialized = "counts-store"})
+  :toStream()
+  :to("streams-wordcount-output")`, `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [streams-plaintext-input])
+      --> KSTREAM-FLATMAPVALUES-0000000001
+    Processor: KSTREAM-FLATMAPVALUES-0000000001 (stores: [])
+      --> KSTREAM-KEY-SELECT-0000000002
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KSTREAM-KEY-SELECT-0000000002 (stores: [])
+      --> counts-store-repartition-filter
+      <-- KSTREAM-FLATMAPVALUES-0000000001
+    Processor: counts-store-repartition-filter (stores: [])
+      --> counts-store-repartition-sink
+      <-- KSTREAM-KEY-SELECT-0000000002
+    Sink: counts-store-repartition-sink (topic: counts-store-repartition)
+      <-- counts-store-repartition-filter
+
+  Sub-topology: 1
+    Source: counts-store-repartition-source (topics: [counts-store-repartition])
+      --> KSTREAM-AGGREGATE-0000000003
+    Processor: KSTREAM-AGGREGATE-0000000003 (stores: [counts-store])
+      --> KTABLE-TOSTREAM-0000000007
+      <-- counts-store-repartition-source
+    Processor: KTABLE-TOSTREAM-0000000007 (stores: [])
+      --> KSTREAM-SINK-0000000008
+      <-- KSTREAM-AGGREGATE-0000000003
+    Sink: KSTREAM-SINK-0000000008 (topic: streams-wordcount-output)
+      <-- KTABLE-TOSTREAM-0000000007
+
+`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, b, err := load(t, prelude+c.script+"\nreturn b", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := b.Describe().String(); got != c.want {
+				t.Fatalf("describe:\n%s\nwant:\n%s", got, c.want)
+			}
+		})
+	}
+}
+
+func TestAnonymousGroupByCountNames(t *testing.T) {
+	_, b, err := load(t, prelude+`b:stream("in"):flatMapValues(function(v) return {v} end):groupBy(function(k, v) return v end):count()
+return b`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := names(b)
+	want := "KSTREAM-SOURCE-0000000000 KSTREAM-FLATMAPVALUES-0000000001 KSTREAM-KEY-SELECT-0000000002 " +
+		"KSTREAM-FILTER-0000000006 KSTREAM-SOURCE-0000000007 KSTREAM-SINK-0000000005 KSTREAM-AGGREGATE-0000000004"
+	if got != want {
+		t.Fatalf("names\n got %s\nwant %s", got, want)
+	}
+}
+
+func long(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }
+
+// KTable groupBy subtracts from the old group: moving a row changes both counts.
+func TestTableGroupByCountSubtracts(t *testing.T) {
+	d := storeDriver(t, prelude+`
+b:table("users", {valueSerde = "json"})
+  :groupBy(function(k, v) return v.city, k end)
+  :count({materialized = "per-city"})
+  :toStream()
+  :to("out", {valueSerde = "long"})
+return b`)
+	for _, in := range []kv{{"ann", `{"city":"oslo"}`}, {"bob", `{"city":"oslo"}`}, {"ann", `{"city":"rome"}`}} {
+		pipe(t, d, "users", in.k, in.v)
+	}
+	var got []string
+	for {
+		r, ok := d.ReadOutput("out")
+		if !ok {
+			break
+		}
+		got = append(got, string(r.Key)+"="+itoa(long(r.Value)))
+	}
+	want := []string{"oslo=1", "oslo=2", "oslo=1", "rome=1"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
+
+func TestTableFilterForwardsTombstones(t *testing.T) {
+	d := storeDriver(t, prelude+`
+b:table("t"):filter(function(k, v) return v ~= "drop" end):toStream():to("out")
+return b`)
+	pipe(t, d, "t", "a", "keep")
+	pipe(t, d, "t", "a", "drop")
+	got := outputs(d, "out")
+	if len(got) != 2 || got[0] != (kv{"a", "keep"}) || got[1] != (kv{"a", ""}) {
+		t.Fatalf("out = %v", got)
+	}
+	r := got[1]
+	_ = r
+}
+
+func TestStreamAggregateAndReduce(t *testing.T) {
+	d := storeDriver(t, prelude+`
+local g = b:stream("in"):groupByKey()
+g:aggregate(function() return "" end, function(k, v, agg) return agg .. v end, {materialized = "concat"}):toStream():to("agg")
+b:stream("in2"):groupByKey():reduce(function(agg, v) return agg .. "+" .. v end):toStream():to("red")
+return b`)
+	for _, v := range []string{"a", "b", "c"} {
+		pipe(t, d, "in", "k", v)
+		pipe(t, d, "in2", "k", v)
+	}
+	if got := outputs(d, "agg"); len(got) != 3 || got[2].v != "abc" {
+		t.Fatalf("agg = %v", got)
+	}
+	if got := outputs(d, "red"); len(got) != 3 || got[0].v != "a" || got[2].v != "a+b+c" {
+		t.Fatalf("red = %v", got)
+	}
+}

@@ -1,0 +1,186 @@
+package pipeline
+
+import "fmt"
+
+// Materialized configures the store of a table or aggregation (Kafka Streams' Materialized).
+// An empty StoreName lets the builder generate one.
+type Materialized struct {
+	StoreName       string
+	Serdes          Serdes
+	LoggingDisabled bool
+	// Given reports that a Materialized was passed at all: count(Materialized) with no name
+	// consumes one more name index than count(), as in Kafka Streams.
+	Given bool
+}
+
+// Grouped configures a grouping (Kafka Streams' Grouped): its name prefixes the
+// repartition topic; its serdes serialise the repartitioned records.
+type Grouped struct {
+	Name   string
+	Serdes Serdes
+}
+
+// KGroupedStream is a stream grouped by key, ready to aggregate.
+type KGroupedStream struct {
+	s                   *KStream
+	grouped             Grouped
+	repartitionRequired bool
+}
+
+// GroupByKey groups by the current key; a key changed upstream is repartitioned first.
+func (s *KStream) GroupByKey(g Grouped) (*KGroupedStream, error) {
+	return &KGroupedStream{s: s, grouped: g, repartitionRequired: s.keyChanged}, nil
+}
+
+// GroupBy groups by a new key computed from each record (a KEY-SELECT node, then a
+// repartition before the aggregation).
+func (s *KStream) GroupBy(fn ValueMapper, g Grouped) (*KGroupedStream, error) {
+	ks, err := s.SelectKey(fn, "")
+	if err != nil {
+		return nil, err
+	}
+	return &KGroupedStream{s: ks, grouped: g, repartitionRequired: true}, nil
+}
+
+// Initializer makes the first aggregate of a key.
+type Initializer func() (any, error)
+
+// Aggregator folds a record into an aggregate.
+type Aggregator func(rec Record, agg any) (any, error)
+
+// Count counts records per key (KGroupedStream#count); the aggregate is a long.
+func (g *KGroupedStream) Count(m Materialized, longSerde Serde, name string) (*KTable, error) {
+	if m.Given && m.StoreName == "" {
+		g.s.b.index++
+	}
+	if m.Serdes.Value == nil {
+		m.Serdes.Value = longSerde
+	}
+	return g.aggregate("KSTREAM-AGGREGATE-", m, name, func() Processor {
+		return &streamAggregate{
+			init: func() (any, error) { return int64(0), nil },
+			agg: func(_ Record, agg any) (any, error) {
+				n, _ := agg.(int64)
+				return n + 1, nil
+			},
+		}
+	})
+}
+
+// Reduce combines values per key; the first value of a key is its first aggregate.
+func (g *KGroupedStream) Reduce(reducer Aggregator, m Materialized, name string) (*KTable, error) {
+	if m.Serdes.Value == nil {
+		m.Serdes.Value = g.s.serdes.Value
+	}
+	return g.aggregate("KSTREAM-REDUCE-", m, name, func() Processor {
+		return &streamAggregate{agg: reducer, reduce: true}
+	})
+}
+
+// Aggregate folds values per key into an aggregate started by init.
+func (g *KGroupedStream) Aggregate(init Initializer, agg Aggregator, m Materialized, name string) (*KTable, error) {
+	return g.aggregate("KSTREAM-AGGREGATE-", m, name, func() Processor {
+		return &streamAggregate{init: init, agg: agg}
+	})
+}
+
+// aggregate adds the store, the aggregation processor and, if the key may have changed,
+// the repartition nodes in between, taking names in Kafka Streams' order: store, processor,
+// repartition sink, filter, source.
+func (g *KGroupedStream) aggregate(prefix string, m Materialized, name string, factory func() Processor) (*KTable, error) {
+	b := g.s.b
+	storeName := m.StoreName
+	if storeName == "" {
+		storeName = b.newName(prefix+"STATE-STORE-", "")
+	}
+	if _, dup := b.stores[storeName]; dup {
+		return nil, fmt.Errorf("store %q is already declared", storeName)
+	}
+	procName := b.newName(prefix, name)
+	keySerde := orSerde(m.Serdes.Key, orSerde(g.grouped.Serdes.Key, g.s.serdes.Key))
+	valueSerde := orSerde(g.grouped.Serdes.Value, g.s.serdes.Value)
+	parent := g.s.node
+	if g.repartitionRequired {
+		rp := g.grouped.Name
+		if rp == "" {
+			rp = storeName
+		}
+		src, err := b.addRepartition(parent, rp, b.orDefaults(Serdes{Key: keySerde, Value: valueSerde}), 0, nil)
+		if err != nil {
+			return nil, err
+		}
+		parent = src
+	}
+	n, err := b.addNode(&Node{Name: procName, Kind: ProcessorNode, Stores: []string{storeName}})
+	if err != nil {
+		return nil, err
+	}
+	ov := false
+	n.factory = func() Processor {
+		p := factory().(*streamAggregate)
+		p.store, p.oldValues = storeName, &ov
+		return p
+	}
+	parent.addChild(n)
+	serdes := b.orDefaults(Serdes{Key: keySerde, Value: orSerde(m.Serdes.Value, nil)})
+	b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled}
+	return &KTable{b: b, node: n, serdes: serdes, store: storeName, oldValues: &ov}, nil
+}
+
+// streamAggregate is KStreamAggregate / KStreamReduce: null keys and values are dropped and
+// counted; the result carries max(record ts, stored ts).
+type streamAggregate struct {
+	ctx       *Context
+	store     string
+	init      Initializer
+	agg       Aggregator
+	reduce    bool
+	oldValues *bool
+}
+
+func (p *streamAggregate) Init(ctx *Context) error { p.ctx = ctx; return nil }
+
+func (p *streamAggregate) Process(rec Record) error {
+	if rec.Key == nil {
+		p.ctx.Drop("null-key")
+		return nil
+	}
+	if rec.Value == nil {
+		p.ctx.Drop("null-value")
+		return nil
+	}
+	store, err := p.ctx.store(p.store, rec.Partition)
+	if err != nil {
+		return err
+	}
+	old, oldTs, found, err := store.Get(rec.Key)
+	if err != nil {
+		return err
+	}
+	ts := rec.Timestamp
+	var next any
+	switch {
+	case found:
+		ts = max(ts, oldTs)
+		next, err = p.agg(rec, old)
+	case p.reduce:
+		next = rec.Value
+	default:
+		var start any
+		if start, err = p.init(); err == nil {
+			next, err = p.agg(rec, start)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := store.Put(rec.Key, next, ts); err != nil {
+		return err
+	}
+	c := Change{New: next}
+	if *p.oldValues {
+		c.Old = old
+	}
+	rec.Value, rec.Timestamp = c, ts
+	return p.ctx.Forward(rec)
+}

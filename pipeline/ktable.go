@@ -1,0 +1,300 @@
+package pipeline
+
+import (
+	"fmt"
+	"log/slog"
+)
+
+// Change is the value that flows on KTable edges: a key's new value and, when a downstream
+// operator asked for it, its old value (Kafka Streams' Change). nil means absent/deleted.
+type Change struct {
+	New any
+	Old any
+}
+
+// KTable is the builder-side handle of a changelog stream (Kafka Streams' KTable). Its
+// records carry Change values.
+type KTable struct {
+	b      *StreamsBuilder
+	node   *Node
+	serdes Serdes
+	// store is the table's materialized store, "" when not materialized.
+	store string
+	// oldValues is shared with the processor producing this table: set when a downstream
+	// operator needs old values (Kafka Streams' enableSendingOldValues).
+	oldValues *bool
+	// parent is the table this one derives from (nil for source tables and aggregates).
+	parent *KTable
+	// materialize turns a lazily materialized source table into a materialized one.
+	materialize func()
+}
+
+// Node returns the graph node producing the table.
+func (t *KTable) Node() *Node { return t.node }
+
+// StoreName is the name of the table's store, "" when the table is not materialized.
+func (t *KTable) StoreName() string { return t.store }
+
+// enableSendingOldValues asks this table and its parents to forward old values.
+func (t *KTable) enableSendingOldValues() {
+	for x := t; x != nil; x = x.parent {
+		*x.oldValues = true
+		if x.materialize != nil {
+			x.materialize()
+		}
+	}
+}
+
+// Table reads a topic as a table (StreamsBuilder#table): a source node, then a
+// KTABLE-SOURCE processor with the table's store. The store name takes its index first,
+// as in Kafka Streams (<topic>-STATE-STORE-%010d unless named). The table is materialized
+// when named (queryable) or when a downstream operator needs old values.
+func (b *StreamsBuilder) Table(topic string, c Consumed, m Materialized) (*KTable, error) {
+	if topic == "" {
+		return nil, fmt.Errorf("table: empty topic name")
+	}
+	storeName := m.StoreName
+	if storeName == "" {
+		storeName = b.newName(topic+"-STATE-STORE-", "")
+	}
+	s, err := b.Stream([]string{topic}, c)
+	if err != nil {
+		return nil, err
+	}
+	serdes := s.serdes
+	if m.Serdes.Key != nil {
+		serdes.Key = m.Serdes.Key
+	}
+	if m.Serdes.Value != nil {
+		serdes.Value = m.Serdes.Value
+	}
+	oldValues := false
+	spec := &tableSourceSpec{}
+	n, err := s.processor("KTABLE-SOURCE-", "", func() Processor { return &tableSource{spec: spec, oldValues: &oldValues} })
+	if err != nil {
+		return nil, err
+	}
+	t := &KTable{b: b, node: n, serdes: serdes, oldValues: &oldValues}
+	t.materialize = func() {
+		if spec.store != "" {
+			return
+		}
+		spec.store = storeName
+		t.store = storeName
+		n.Stores = []string{storeName}
+		b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: b.orDefaults(serdes), Logged: !m.LoggingDisabled}
+	}
+	if m.StoreName != "" {
+		t.materialize()
+	}
+	return t, nil
+}
+
+type tableSourceSpec struct{ store string }
+
+// tableSource turns records into table updates (KTableSource).
+type tableSource struct {
+	ctx       *Context
+	spec      *tableSourceSpec
+	oldValues *bool
+}
+
+func (p *tableSource) Init(ctx *Context) error { p.ctx = ctx; return nil }
+
+func (p *tableSource) Process(rec Record) error {
+	if rec.Key == nil {
+		p.ctx.Drop("null-key")
+		return nil
+	}
+	if p.spec.store == "" {
+		rec.Value = Change{New: rec.Value}
+		return p.ctx.Forward(rec)
+	}
+	store, err := p.ctx.store(p.spec.store, rec.Partition)
+	if err != nil {
+		return err
+	}
+	old, oldTs, found, err := store.Get(rec.Key)
+	if err != nil {
+		return err
+	}
+	if found && rec.Timestamp < oldTs {
+		slog.Debug("table update older than the stored value", "store", p.spec.store, "timestamp", rec.Timestamp, "stored", oldTs)
+	}
+	if err := store.Put(rec.Key, rec.Value, rec.Timestamp); err != nil {
+		return err
+	}
+	c := Change{New: rec.Value}
+	if *p.oldValues {
+		c.Old = old
+	}
+	rec.Value = c
+	return p.ctx.Forward(rec)
+}
+
+func (t *KTable) derive(n *Node, serdes Serdes) *KTable {
+	ov := false
+	return &KTable{b: t.b, node: n, serdes: serdes, oldValues: &ov, parent: t}
+}
+
+func (t *KTable) processor(prefix, name string, factory func(oldValues *bool) Processor) (*KTable, error) {
+	ov := false
+	n, err := t.b.addNode(&Node{Name: t.b.newName(prefix, name), Kind: ProcessorNode})
+	if err != nil {
+		return nil, err
+	}
+	n.factory = func() Processor { return factory(&ov) }
+	t.node.addChild(n)
+	out := t.derive(n, t.serdes)
+	out.oldValues = &ov
+	return out, nil
+}
+
+// ToStream turns the table's updates into a stream of new values (deletes become nil).
+func (t *KTable) ToStream(name string) (*KStream, error) {
+	n, err := t.b.addNode(&Node{Name: t.b.newName("KTABLE-TOSTREAM-", name), Kind: ProcessorNode, factory: func() Processor { return &toStreamProc{} }})
+	if err != nil {
+		return nil, err
+	}
+	t.node.addChild(n)
+	return &KStream{b: t.b, node: n, serdes: t.serdes}, nil
+}
+
+type toStreamProc struct{ ctx *Context }
+
+func (p *toStreamProc) Init(ctx *Context) error { p.ctx = ctx; return nil }
+func (p *toStreamProc) Process(rec Record) error {
+	if c, ok := rec.Value.(Change); ok {
+		rec.Value = c.New
+	}
+	return p.ctx.Forward(rec)
+}
+
+// Filter keeps values for which pred holds; others become tombstones (KTable#filter).
+func (t *KTable) Filter(pred Predicate, not bool, name string) (*KTable, error) {
+	return t.processor("KTABLE-FILTER-", name, func(ov *bool) Processor { return &tableFilter{pred: pred, not: not, oldValues: ov} })
+}
+
+type tableFilter struct {
+	ctx       *Context
+	pred      Predicate
+	not       bool
+	oldValues *bool
+}
+
+func (p *tableFilter) Init(ctx *Context) error { p.ctx = ctx; return nil }
+
+func (p *tableFilter) keep(rec Record, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	r := rec
+	r.Value = v
+	ok, err := p.pred(r)
+	if err != nil || ok == p.not {
+		return nil, err
+	}
+	return v, nil
+}
+
+func (p *tableFilter) Process(rec Record) error {
+	c, _ := rec.Value.(Change)
+	nv, err := p.keep(rec, c.New)
+	if err != nil {
+		return err
+	}
+	var ov any
+	if *p.oldValues {
+		if ov, err = p.keep(rec, c.Old); err != nil {
+			return err
+		}
+		if nv == nil && ov == nil {
+			return nil
+		}
+	}
+	rec.Value = Change{New: nv, Old: ov}
+	return p.ctx.Forward(rec)
+}
+
+// MapValues maps each non-null value (KTable#mapValues).
+func (t *KTable) MapValues(fn ValueMapper, name string) (*KTable, error) {
+	out, err := t.processor("KTABLE-MAPVALUES-", name, func(ov *bool) Processor { return &tableMapValues{fn: fn, oldValues: ov} })
+	if err != nil {
+		return nil, err
+	}
+	out.serdes = Serdes{Key: t.serdes.Key}
+	return out, nil
+}
+
+type tableMapValues struct {
+	ctx       *Context
+	fn        ValueMapper
+	oldValues *bool
+}
+
+func (p *tableMapValues) Init(ctx *Context) error { p.ctx = ctx; return nil }
+
+func (p *tableMapValues) apply(rec Record, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	r := rec
+	r.Value = v
+	return p.fn(r)
+}
+
+func (p *tableMapValues) Process(rec Record) error {
+	c, _ := rec.Value.(Change)
+	nv, err := p.apply(rec, c.New)
+	if err != nil {
+		return err
+	}
+	var ov any
+	if *p.oldValues {
+		if ov, err = p.apply(rec, c.Old); err != nil {
+			return err
+		}
+	}
+	rec.Value = Change{New: nv, Old: ov}
+	return p.ctx.Forward(rec)
+}
+
+// ToTable turns a stream into a table (KStream#toTable): a KSTREAM-TOTABLE processor that
+// materializes its store only when named or needed.
+func (s *KStream) ToTable(name string, m Materialized) (*KTable, error) {
+	if s.keyChanged {
+		return nil, fmt.Errorf("not supported yet: toTable after an operation that changes the key (repartition first with repartition())")
+	}
+	storeName := m.StoreName
+	if storeName == "" {
+		storeName = s.b.newName("KSTREAM-TOTABLE-STATE-STORE-", "")
+	}
+	serdes := s.b.orDefaults(Serdes{Key: orSerde(m.Serdes.Key, s.serdes.Key), Value: orSerde(m.Serdes.Value, s.serdes.Value)})
+	oldValues := false
+	spec := &tableSourceSpec{}
+	n, err := s.processor("KSTREAM-TOTABLE-", name, func() Processor { return &tableSource{spec: spec, oldValues: &oldValues} })
+	if err != nil {
+		return nil, err
+	}
+	t := &KTable{b: s.b, node: n, serdes: serdes, oldValues: &oldValues}
+	t.materialize = func() {
+		if spec.store != "" {
+			return
+		}
+		spec.store = storeName
+		t.store = storeName
+		n.Stores = []string{storeName}
+		s.b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled}
+	}
+	if m.StoreName != "" {
+		t.materialize()
+	}
+	return t, nil
+}
+
+func orSerde(a, b Serde) Serde {
+	if a != nil {
+		return a
+	}
+	return b
+}

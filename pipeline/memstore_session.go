@@ -1,0 +1,96 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// SessionStore implements StoreProvider.
+func (m *MemoryStores) SessionStore(spec StoreSpec, partition int32) (SessionBytesStore, error) {
+	return memPart(m, spec, partition, func() *memSessions {
+		return &memSessions{spec: spec, m: map[memSessionKey][]byte{}, streamTime: math.MinInt64}
+	})
+}
+
+type memSessionKey struct {
+	key        string
+	start, end int64
+}
+
+// memSessions keeps sessions in a map and sorts on every read: fine for tests.
+type memSessions struct {
+	spec       StoreSpec
+	m          map[memSessionKey][]byte
+	streamTime int64 // the largest session end put
+}
+
+func (s *memSessions) cutoff() int64 { return memRetentionCutoff(s.streamTime, s.spec.Retention) }
+
+func (s *memSessions) Put(key []byte, start, end int64, agg []byte, _ int64) (bool, error) {
+	if start > end {
+		return false, fmt.Errorf("store %s: session start %d is after its end %d", s.spec.Name, start, end)
+	}
+	s.streamTime = max(s.streamTime, end)
+	if end < s.cutoff() {
+		return false, nil
+	}
+	k := memSessionKey{string(key), start, end}
+	if agg == nil {
+		delete(s.m, k)
+	} else {
+		s.m[k] = bytes.Clone(agg)
+	}
+	return true, nil
+}
+
+func (s *memSessions) FetchSession(key []byte, start, end int64) ([]byte, bool, error) {
+	if end < s.cutoff() {
+		return nil, false, nil
+	}
+	v, ok := s.m[memSessionKey{string(key), start, end}]
+	return v, ok, nil
+}
+
+func (s *memSessions) FindSessions(key []byte, earliestEnd, latestStart int64, backward bool) SessionBytesIterator {
+	return s.FindSessionsRange(key, key, earliestEnd, latestStart, backward)
+}
+
+func (s *memSessions) FindSessionsRange(keyFrom, keyTo []byte, earliestEnd, latestStart int64, backward bool) SessionBytesIterator {
+	earliestEnd = max(earliestEnd, s.cutoff())
+	var keys []memSessionKey
+	for k := range s.m {
+		if inKeyRange(k.key, keyFrom, keyTo) && k.end >= earliestEnd && k.start <= latestStart {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.key != b.key {
+			return a.key < b.key
+		}
+		if a.end != b.end {
+			return a.end < b.end
+		}
+		return a.start < b.start
+	})
+	if backward {
+		reverse(keys)
+	}
+	return &memSessionIter{s: s, keys: keys, pos: -1}
+}
+
+type memSessionIter struct {
+	s    *memSessions
+	keys []memSessionKey
+	pos  int
+}
+
+func (i *memSessionIter) Next() bool    { i.pos++; return i.pos < len(i.keys) }
+func (i *memSessionIter) Key() []byte   { return []byte(i.keys[i.pos].key) }
+func (i *memSessionIter) Start() int64  { return i.keys[i.pos].start }
+func (i *memSessionIter) End() int64    { return i.keys[i.pos].end }
+func (i *memSessionIter) Value() []byte { return i.s.m[i.keys[i.pos]] }
+func (i *memSessionIter) Err() error    { return nil }
+func (i *memSessionIter) Close()        {}

@@ -1,0 +1,112 @@
+package pipeline
+
+import (
+	"bytes"
+	"math"
+	"sort"
+)
+
+// WindowStore implements StoreProvider.
+func (m *MemoryStores) WindowStore(spec StoreSpec, partition int32) (WindowBytesStore, error) {
+	return memPart(m, spec, partition, func() *memWindows {
+		return &memWindows{spec: spec, m: map[memWindowKey]memEntry{}, streamTime: math.MinInt64}
+	})
+}
+
+type memWindowKey struct {
+	key   string
+	start int64
+	seq   int32
+}
+
+// memWindows keeps windows in a map and sorts on every read: fine for tests.
+type memWindows struct {
+	spec       StoreSpec
+	m          map[memWindowKey]memEntry
+	streamTime int64 // the largest window start put
+	seq        int32
+}
+
+func (s *memWindows) cutoff() int64 { return memRetentionCutoff(s.streamTime, s.spec.Retention) }
+
+func (s *memWindows) Put(key []byte, windowStart int64, value []byte, ts int64, headers Headers) (bool, error) {
+	if value == nil && s.spec.RetainDuplicates {
+		return true, nil
+	}
+	s.streamTime = max(s.streamTime, windowStart)
+	if windowStart < s.cutoff() {
+		return false, nil
+	}
+	k := memWindowKey{key: string(key), start: windowStart}
+	if s.spec.RetainDuplicates {
+		s.seq = (s.seq + 1) & math.MaxInt32
+		k.seq = s.seq
+	}
+	if value == nil {
+		delete(s.m, k)
+		return true, nil
+	}
+	e := memEntry{value: bytes.Clone(value), ts: ts}
+	if s.spec.Headers {
+		e.headers = cloneHeaders(headers)
+	}
+	s.m[k] = e
+	return true, nil
+}
+
+func (s *memWindows) Fetch(key []byte, from, to int64, backward bool) WindowBytesIterator {
+	return s.iter(key, key, from, to, backward)
+}
+
+func (s *memWindows) FetchRange(keyFrom, keyTo []byte, from, to int64, backward bool) WindowBytesIterator {
+	return s.iter(keyFrom, keyTo, from, to, backward)
+}
+
+func (s *memWindows) iter(keyFrom, keyTo []byte, from, to int64, backward bool) WindowBytesIterator {
+	from = max(from, s.cutoff())
+	var keys []memWindowKey
+	for k := range s.m {
+		if inKeyRange(k.key, keyFrom, keyTo) && k.start >= from && k.start <= to {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.key != b.key {
+			return a.key < b.key
+		}
+		if a.start != b.start {
+			return a.start < b.start
+		}
+		return a.seq < b.seq
+	})
+	if backward {
+		reverse(keys)
+	}
+	return &memWindowIter{s: s, keys: keys, pos: -1}
+}
+
+func inKeyRange(k string, from, to []byte) bool {
+	return (from == nil || k >= string(from)) && (to == nil || k <= string(to))
+}
+
+func reverse[T any](s []T) {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+}
+
+type memWindowIter struct {
+	s    *memWindows
+	keys []memWindowKey
+	pos  int
+}
+
+func (i *memWindowIter) Next() bool                { i.pos++; return i.pos < len(i.keys) }
+func (i *memWindowIter) Key() []byte               { return []byte(i.keys[i.pos].key) }
+func (i *memWindowIter) Start() int64              { return i.keys[i.pos].start }
+func (i *memWindowIter) Value() []byte             { return i.s.m[i.keys[i.pos]].value }
+func (i *memWindowIter) Timestamp() int64          { return i.s.m[i.keys[i.pos]].ts }
+func (i *memWindowIter) Headers() (Headers, error) { return i.s.m[i.keys[i.pos]].headers, nil }
+func (i *memWindowIter) Err() error                { return nil }
+func (i *memWindowIter) Close()                    {}

@@ -1,0 +1,210 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+)
+
+// WindowBytesStore is one partition of a window store, in bytes. Windows older than the
+// observed stream time (the largest window start put) minus the retention are invisible.
+type WindowBytesStore interface {
+	// Put writes key's window starting at windowStart; a nil value deletes it. It reports
+	// false when the window had already expired and the write was dropped. Only
+	// headers-aware stores keep headers.
+	Put(key []byte, windowStart int64, value []byte, ts int64, headers Headers) (bool, error)
+	// Fetch iterates key's windows whose start is in [from, to], by start.
+	Fetch(key []byte, from, to int64, backward bool) WindowBytesIterator
+	// FetchRange iterates the windows of the keys in [keyFrom, keyTo] (nil = unbounded)
+	// whose start is in [from, to], by key and then start.
+	FetchRange(keyFrom, keyTo []byte, from, to int64, backward bool) WindowBytesIterator
+}
+
+// WindowBytesIterator walks windows; Key and Value are valid until the next Next.
+type WindowBytesIterator interface {
+	Next() bool
+	Key() []byte
+	Start() int64
+	Value() []byte
+	Timestamp() int64
+	// Headers are the current window's headers, nil unless the store is headers-aware.
+	Headers() (Headers, error)
+	Err() error
+	Close()
+}
+
+// WindowStore is one partition of a window store with its serdes (Kafka Streams'
+// WindowStore and TimestampedWindowStore).
+type WindowStore struct {
+	storeCodec
+	bytes WindowBytesStore
+}
+
+// Timestamped reports whether the store was declared timestamped (values carry their
+// record timestamp; both kinds keep it).
+func (s *WindowStore) Timestamped() bool { return s.spec.Type == TimestampedWindowStoreType }
+
+// Headers reports whether the store keeps record headers with its values (KIP-1271).
+func (s *WindowStore) Headers() bool { return s.spec.Headers }
+
+// WindowSize is the size of the store's windows in ms.
+func (s *WindowStore) WindowSize() int64 { return s.spec.WindowSize }
+
+// Put writes value as key's window starting at windowStart, with timestamp ts; a nil value
+// deletes the window. It reports false when the window had expired and the record was
+// dropped.
+func (s *WindowStore) Put(key, value any, windowStart, ts int64) (bool, error) {
+	return s.PutWithHeaders(key, value, windowStart, ts, nil)
+}
+
+// PutWithHeaders is Put keeping headers in a headers-aware store; other stores drop them.
+func (s *WindowStore) PutWithHeaders(key, value any, windowStart, ts int64, headers Headers) (bool, error) {
+	kb, err := s.key(key)
+	if err != nil {
+		return false, err
+	}
+	vb, err := s.valueBytes(value)
+	if err != nil {
+		return false, err
+	}
+	return s.bytes.Put(kb, windowStart, vb, ts, headers)
+}
+
+// Window is one window of a store: its key, bounds and value.
+type Window struct {
+	Key        any
+	Start, End int64
+	Value      any
+	Timestamp  int64
+	Headers    Headers // nil unless the store is headers-aware
+}
+
+// Fetch returns key's window starting at windowStart (Kafka Streams' fetch(key, time)).
+func (s *WindowStore) Fetch(key any, windowStart int64) (Window, bool, error) {
+	it, err := s.FetchKey(key, windowStart, windowStart, false)
+	if err != nil {
+		return Window{}, false, err
+	}
+	defer it.Close()
+	if it.Next() {
+		return it.Window(), true, nil
+	}
+	return Window{}, false, it.Err()
+}
+
+// FetchKey iterates key's windows whose start is in [from, to], by start (Kafka Streams'
+// fetch(key, from, to) and backwardFetch).
+func (s *WindowStore) FetchKey(key any, from, to int64, backward bool) (*WindowIterator, error) {
+	kb, err := s.key(key)
+	if err != nil {
+		return nil, err
+	}
+	return &WindowIterator{s: s, it: s.bytes.Fetch(kb, from, to, backward)}, nil
+}
+
+// FetchRange iterates the windows of the keys in [keyFrom, keyTo] (nil = unbounded) whose
+// start is in [from, to], by serialised key and then start (fetch(keyFrom, keyTo, from, to)).
+func (s *WindowStore) FetchRange(keyFrom, keyTo any, from, to int64, backward bool) (*WindowIterator, error) {
+	kf, err := s.optKey(keyFrom)
+	if err != nil {
+		return nil, err
+	}
+	kt, err := s.optKey(keyTo)
+	if err != nil {
+		return nil, err
+	}
+	return &WindowIterator{s: s, it: s.bytes.FetchRange(kf, kt, from, to, backward)}, nil
+}
+
+// FetchAll iterates every window whose start is in [from, to], by serialised key and then
+// start (Kafka Streams' stores order this by time).
+func (s *WindowStore) FetchAll(from, to int64, backward bool) *WindowIterator {
+	return &WindowIterator{s: s, it: s.bytes.FetchRange(nil, nil, from, to, backward)}
+}
+
+// All iterates every window the store holds.
+func (s *WindowStore) All(backward bool) *WindowIterator {
+	return s.FetchAll(math.MinInt64, math.MaxInt64, backward)
+}
+
+// WindowIterator walks windows, deserialising as it goes.
+type WindowIterator struct {
+	s   *WindowStore
+	it  WindowBytesIterator
+	cur Window
+	err error
+}
+
+// Next moves to the next window; false at the end or on an error (see Err).
+func (i *WindowIterator) Next() bool {
+	if i.err != nil || !i.it.Next() {
+		return false
+	}
+	w := Window{Start: i.it.Start(), Timestamp: i.it.Timestamp()}
+	w.End = windowEnd(w.Start, i.s.spec.WindowSize)
+	var err error
+	if w.Key, err = i.s.keyOf(i.it.Key()); err != nil {
+		i.err = err
+		return false
+	}
+	if w.Value, err = i.s.value(i.it.Value()); err != nil {
+		i.err = err
+		return false
+	}
+	if i.s.spec.Headers {
+		if w.Headers, err = i.it.Headers(); err != nil {
+			i.err = fmt.Errorf("store %s: headers: %w", i.s.spec.Name, err)
+			return false
+		}
+	}
+	i.cur = w
+	return true
+}
+
+// Window is the current window.
+func (i *WindowIterator) Window() Window { return i.cur }
+
+// Err is the error that ended the iteration, if any.
+func (i *WindowIterator) Err() error {
+	if i.err != nil {
+		return i.err
+	}
+	return i.it.Err()
+}
+
+// Close releases the iterator.
+func (i *WindowIterator) Close() { i.it.Close() }
+
+// windowEnd is start + size, or math.MaxInt64 on overflow, as Kafka Streams' TimeWindow.
+func windowEnd(start, size int64) int64 {
+	if start > math.MaxInt64-size {
+		return math.MaxInt64
+	}
+	return start + size
+}
+
+// WindowStore returns one partition of a declared window store, for queries and tests.
+func (t *Topology) WindowStore(name string, partition int32) (*WindowStore, error) {
+	return openStore(t, name, partition, "window", func(spec *StoreSpec, topic string) (*WindowStore, error) {
+		if spec.Type != WindowStoreType && spec.Type != TimestampedWindowStoreType {
+			return nil, errWrongStoreType(spec, "window")
+		}
+		b, err := t.storeProvider.WindowStore(*spec, partition)
+		if err != nil {
+			return nil, err
+		}
+		return &WindowStore{storeCodec: storeCodec{spec: spec, topic: topic}, bytes: b}, nil
+	})
+}
+
+// WindowStore returns the task's partition of a window store connected to this processor.
+func (c *ProcessorContext) WindowStore(name string) (*WindowStore, error) {
+	if err := c.connected(name); err != nil {
+		return nil, err
+	}
+	return c.t.WindowStore(name, c.partition)
+}
+
+// WindowStore returns one partition of a window store.
+func (d *Driver) WindowStore(name string, partition int32) (*WindowStore, error) {
+	return d.topo.WindowStore(name, partition)
+}
