@@ -260,6 +260,20 @@ func TestAgentEndToEndWithHeaders(t *testing.T) {
 			t.Fatalf("GET %s = %q, want it to contain %q", path, body, want)
 		}
 	}
+	// Exported once per epoch: poll until the next commit has reported them.
+	for _, want := range []string{
+		`stoatflow_processor_record_e2e_latency_seconds_count{node="KSTREAM-SINK-0000000002"} 10`,
+		`stoatflow_consumer_lag_records{partition="1",topic="in"} 0`,
+		`stoatflow_time_stream_time_milliseconds{partition="1",topic="in"} 1.700000000009e+12`,
+		`stoatflow_time_watermark_milliseconds 1.700000000004e+12`,
+	} {
+		deadline := time.Now().Add(10 * time.Second)
+		for body := ""; !strings.Contains(body, want); body = httpGet(t, "http://"+addr+"/metrics") {
+			if time.Now().After(deadline) {
+				t.Fatalf("metrics never showed %q:\n%s", want, body)
+			}
+		}
+	}
 	if err := ra.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,11 @@ type loop struct {
 	epochRecords int
 	everRunning  bool
 	consumed     map[string]prometheus.Counter
+	// luaTime reads the Lua runtime's total call time; lastLua is what was exported.
+	luaTime func() time.Duration
+	lastLua time.Duration
+	// watermark is the smallest task stream time, never moving backwards.
+	watermark int64
 }
 
 func newLoop(a *Agent, k *kafkaClients, topo *pipeline.Topology, db *state.DB, b *pipeline.StreamsBuilder) *loop {
@@ -166,6 +172,35 @@ func (l *loop) punctuate() error {
 		return err
 	}
 	return nil
+}
+
+// reportProgress exports, once per epoch, the Lua time, consumer lag, task stream times
+// and the smallest of them.
+func (l *loop) reportProgress() {
+	m := l.a.metrics
+	if l.luaTime != nil {
+		now := l.luaTime()
+		m.LuaTime.Add((now - l.lastLua).Seconds())
+		l.lastLua = now
+	}
+	for tp, lag := range l.k.consumer.Lag() {
+		m.ConsumerLag.WithLabelValues(tp.Topic, strconv.Itoa(int(tp.Partition))).Set(float64(lag))
+	}
+	minTime := int64(-1)
+	for p, st := range l.topo.StreamTimes() {
+		for _, topic := range l.b.SourceTopics() {
+			if p < l.k.sourcePartitions[topic] {
+				m.StreamTime.WithLabelValues(topic, strconv.Itoa(int(p))).Set(float64(st))
+			}
+		}
+		if minTime < 0 || st < minTime {
+			minTime = st
+		}
+	}
+	if minTime > l.watermark {
+		l.watermark = minTime
+		m.Watermark.Set(float64(minTime))
+	}
 }
 
 // reportUncommitted sets the uncommitted-bytes gauge of every store.
@@ -297,6 +332,7 @@ func (l *loop) commit() error {
 		}
 	}
 	l.reportUncommitted()
+	l.reportProgress()
 	m.Commits.WithLabelValues(metrics.ResultSuccess).Inc()
 	m.CommitLatency.Observe(time.Since(start).Seconds())
 	m.EpochSize.Observe(float64(l.epochRecords))

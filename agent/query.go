@@ -24,7 +24,7 @@ const (
 
 // serveQueries adds the interactive-query endpoints (DESIGN §7, docs/queries.md).
 func (a *Agent) serveQueries() {
-	a.http.Handle("GET /v1/stores", api(nil, a.listStores))
+	a.http.Handle("GET /v1/stores", api([]string{"isolation"}, a.listStores))
 	a.http.Handle("GET /v1/stores/{store}/keys/{key}", api([]string{"isolation"}, a.getKey))
 	a.http.Handle("GET /v1/stores/{store}/keys", api([]string{"isolation", "from", "to", "prefix", "reverse", "limit", "after"}, a.rangeKeys))
 	a.http.Handle("GET /v1/stores/{store}/count", api([]string{"isolation"}, a.countKeys))
@@ -78,7 +78,12 @@ type storeInfo struct {
 	Partitions int32  `json:"partitions"`
 }
 
-func (a *Agent) listStores(w http.ResponseWriter, _ *http.Request) *apiError {
+// listStores takes ?isolation= like every query endpoint, though the list does not
+// depend on it.
+func (a *Agent) listStores(w http.ResponseWriter, r *http.Request) *apiError {
+	if _, e := a.isolation(r.URL.Query().Get("isolation")); e != nil {
+		return e
+	}
 	c := a.stores.Load()
 	if c == nil {
 		return notReady(a.state.Current())

@@ -54,6 +54,9 @@ func (a *Agent) lookupStore(name string) (*queryStore, *apiError) {
 	if c == nil {
 		return nil, notReady(a.state.Current())
 	}
+	if c.partitions < 1 {
+		return nil, storeError(fmt.Errorf("the store catalogue has %d partitions", c.partitions))
+	}
 	for _, spec := range c.specs {
 		if spec.Name != name {
 			continue

@@ -199,6 +199,7 @@ func TestQueryWindowSessionVersionedAndBytesStores(t *testing.T) {
 		"/v1/stores/raw/keys/%21%21":     "400 bad_parameter",
 		"/v1/stores/wins/windows/a?to=x": "400 bad_parameter",
 		"/v1/stores/vers/windows/5":      "400 wrong_store_type",
+		"/v1/stores?isolation=X":         "400 bad_parameter",
 	} {
 		st, o := serveQuery(t, a, "GET", target, "")
 		if got := fmt.Sprint(st, " ", o["code"]); got != want {

@@ -78,6 +78,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 
 	l := newLoop(a, k, topo, db, builder)
+	l.luaTime = rt.LuaTime
 	consumerCfg, err := kafkaio.SaramaConfig(cfg, kafkaio.RoleConsumer)
 	if err != nil {
 		return a.fail(err)

@@ -15,3 +15,7 @@ func (s metricSensors) Processed(node string) pipeline.Counter {
 func (s metricSensors) Dropped(reason string) pipeline.Counter {
 	return s.m.RecordsDropped.WithLabelValues(reason)
 }
+
+func (s metricSensors) EndToEnd(node string) pipeline.Observer {
+	return s.m.RecordE2ELatency.WithLabelValues(node)
+}

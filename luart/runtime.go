@@ -47,6 +47,9 @@ type Runtime struct {
 	arrayMT *lua.LTable
 	rctx    *recordContext
 	clock   func() int64
+	// luaTime is the time spent in Lua calls so far (nested calls count once per level).
+	luaTime time.Duration
+	depth   int // nesting of Lua calls (a Lua callback can run another through ctx:forward)
 	// iterators are the store iterators opened by the running callback.
 	iterators []interface{ Close() }
 	// Warnings collects non-fatal notices found while loading (e.g. deprecated forms).
@@ -232,7 +235,12 @@ func (e *ScriptError) Error() string { return e.Message }
 // pcall calls the function below nargs arguments on the stack under the time budget.
 func (rt *Runtime) pcall(nargs, nret int) error {
 	rt.budget.begin()
+	start := time.Now()
+	rt.depth++
 	err := rt.L.PCall(nargs, nret, nil)
+	if rt.depth--; rt.depth == 0 {
+		rt.luaTime += time.Since(start)
+	}
 	timedOut := rt.budget.end()
 	if err == nil {
 		return nil
@@ -291,3 +299,6 @@ func (rt *Runtime) where() string {
 func (rt *Runtime) SetClock(clock func() int64) { rt.clock = clock }
 
 func (rt *Runtime) now() int64 { return rt.clock() }
+
+// LuaTime is the total time spent in Lua calls, for the Lua time metric.
+func (rt *Runtime) LuaTime() time.Duration { return rt.luaTime }

@@ -104,6 +104,7 @@ type fnCounter func()
 func (f fnCounter) Inc() { f() }
 
 func (c *countingSensors) Processed(string) Counter { return fnCounter(func() {}) }
+func (c *countingSensors) EndToEnd(string) Observer { return nopObserver{} }
 func (c *countingSensors) Dropped(reason string) Counter {
 	return fnCounter(func() { c.dropped[reason]++ })
 }

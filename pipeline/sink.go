@@ -18,9 +18,14 @@ type sinkSpec struct {
 type sinkProc struct {
 	ctx  *Context
 	spec *sinkSpec
+	e2e  Observer
 }
 
-func (p *sinkProc) Init(ctx *Context) error { p.ctx = ctx; return nil }
+func (p *sinkProc) Init(ctx *Context) error {
+	p.ctx = ctx
+	p.e2e = ctx.topology.sensors.EndToEnd(ctx.Name())
+	return nil
+}
 
 func (p *sinkProc) Process(rec Record) error {
 	topic := p.spec.topic
@@ -81,5 +86,6 @@ func (p *sinkProc) send(topic string, partition int32, kb, vb []byte, rec Record
 		}
 		partition = DefaultPartition(kb, n)
 	}
+	p.e2e.Observe(float64(p.ctx.topology.clock()-rec.Timestamp) / 1000)
 	return p.ctx.topology.collector.Send(topic, partition, kb, vb, rec.Headers, rec.Timestamp)
 }

@@ -22,7 +22,13 @@ type Counter interface{ Inc() }
 type Sensors interface {
 	Processed(node string) Counter
 	Dropped(reason string) Counter
+	// EndToEnd observes, at a terminal node, the seconds from a record's timestamp to the
+	// moment it leaves the topology (Kafka Streams' record-e2e-latency).
+	EndToEnd(node string) Observer
 }
+
+// Observer is the part of a histogram the engine uses.
+type Observer interface{ Observe(float64) }
 
 // TopologyOptions are what a built topology needs from whoever runs it.
 type TopologyOptions struct {
@@ -240,6 +246,9 @@ func (t *Topology) punctuateStreamTime(partition int32) error {
 	return nil
 }
 
+// StreamTimes returns the stream time of every task (by partition) that has seen a record.
+func (t *Topology) StreamTimes() map[int32]int64 { return t.streamTime }
+
 // HasWallClockPunctuators reports whether any processor scheduled a wall-clock punctuator.
 func (t *Topology) HasWallClockPunctuators() bool {
 	for _, p := range t.punctuators {
@@ -323,6 +332,11 @@ type noSensors struct{}
 
 func (noSensors) Processed(string) Counter { return nopCounter{} }
 func (noSensors) Dropped(string) Counter   { return nopCounter{} }
+func (noSensors) EndToEnd(string) Observer { return nopObserver{} }
+
+type nopObserver struct{}
+
+func (nopObserver) Observe(float64) {}
 
 type nopCounter struct{}
 
