@@ -42,6 +42,7 @@ type Agent struct {
 	ready   chan struct{} // closed once the HTTP listener is bound
 	// stores is what interactive queries read; nil until the stores are restored.
 	stores atomic.Pointer[storeCatalog]
+	closer *closer
 }
 
 // storeCatalog describes the running application's state for interactive queries: the
@@ -65,7 +66,7 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	if m == nil {
 		m = metrics.New()
 	}
-	a := &Agent{cfg: cfg, opts: opts, log: opts.Logger, metrics: m, ready: make(chan struct{})}
+	a := &Agent{cfg: cfg, opts: opts, log: opts.Logger, metrics: m, ready: make(chan struct{}), closer: newCloser()}
 	gauge := StateGauge(m.AppState)
 	a.state = NewStateMachine(func(old, new AppState) {
 		gauge(old, new)

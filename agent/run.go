@@ -42,10 +42,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	defer rt.Close()
 	a.serveTopology(builder)
+	a.serveClose()
 	a.serveQueries()
 
 	k := &kafkaClients{}
-	defer func() { k.close(cfg.LeaveGroupOnClose, a.log) }()
+	defer func() { k.close(a.closer.leaveGroup(cfg.LeaveGroupOnClose), a.log) }()
 	if err := a.connect(k, builder); err != nil {
 		return a.fail(err)
 	}
@@ -109,7 +110,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		"metrics", "http://"+a.http.Addr()+"/metrics",
 		"next", "edit the scripts and restart; the README lists what to read next")
 
-	loopErr := l.run(ctx)
+	loopCtx, stopLoop := a.closer.context(ctx)
+	defer stopLoop()
+	loopErr := l.run(loopCtx)
 	a.notifySystemd(sdStopping)
 	if loopErr != nil {
 		return a.fail(loopErr)
@@ -120,7 +123,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	done := make(chan struct{})
 	go func() {
 		cancelRun()
-		k.close(cfg.LeaveGroupOnClose, a.log)
+		k.close(a.closer.leaveGroup(cfg.LeaveGroupOnClose), a.log)
 		k.consumer, k.producer, k.embedded = nil, nil, nil
 		close(done)
 	}()
