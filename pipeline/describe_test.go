@@ -184,3 +184,60 @@ func TestDescribeTableGroupByGolden(t *testing.T) {
 		t.Fatalf("describe:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// Reference §4.1 (c): a session-window count with suppression, built by hand until the DSL
+// has session windows and suppress.
+func TestDescribeSuppressedSessionCountGolden(t *testing.T) {
+	g := graph{newTestBuilder()}
+	src := g.node(SourceNode, "KSTREAM-SOURCE-0000000000")
+	src.Topics = []string{"input"}
+	sel := g.node(ProcessorNode, "KSTREAM-KEY-SELECT-0000000001", src)
+	filter := g.node(ProcessorNode, "counts-repartition-filter", sel)
+	sink := g.node(SinkNode, "counts-repartition-sink", filter)
+	sink.Topic = "counts-repartition"
+	rsrc := g.node(SourceNode, "counts-repartition-source")
+	rsrc.Topics = []string{"counts-repartition"}
+	agg := g.node(ProcessorNode, "KSTREAM-AGGREGATE-0000000002", rsrc)
+	agg.Stores = []string{"counts"}
+	sup := g.node(ProcessorNode, "KTABLE-SUPPRESS-0000000006", agg)
+	sup.Stores = []string{"KTABLE-SUPPRESS-STATE-STORE-0000000007"}
+	ts := g.node(ProcessorNode, "KTABLE-TOSTREAM-0000000008", sup)
+	m := g.node(ProcessorNode, "KSTREAM-MAP-0000000009", ts)
+	out := g.node(SinkNode, "KSTREAM-SINK-0000000010", m)
+	out.Topic = "output-suppressed"
+	want := `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [input])
+      --> KSTREAM-KEY-SELECT-0000000001
+    Processor: KSTREAM-KEY-SELECT-0000000001 (stores: [])
+      --> counts-repartition-filter
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: counts-repartition-filter (stores: [])
+      --> counts-repartition-sink
+      <-- KSTREAM-KEY-SELECT-0000000001
+    Sink: counts-repartition-sink (topic: counts-repartition)
+      <-- counts-repartition-filter
+
+  Sub-topology: 1
+    Source: counts-repartition-source (topics: [counts-repartition])
+      --> KSTREAM-AGGREGATE-0000000002
+    Processor: KSTREAM-AGGREGATE-0000000002 (stores: [counts])
+      --> KTABLE-SUPPRESS-0000000006
+      <-- counts-repartition-source
+    Processor: KTABLE-SUPPRESS-0000000006 (stores: [KTABLE-SUPPRESS-STATE-STORE-0000000007])
+      --> KTABLE-TOSTREAM-0000000008
+      <-- KSTREAM-AGGREGATE-0000000002
+    Processor: KTABLE-TOSTREAM-0000000008 (stores: [])
+      --> KSTREAM-MAP-0000000009
+      <-- KTABLE-SUPPRESS-0000000006
+    Processor: KSTREAM-MAP-0000000009 (stores: [])
+      --> KSTREAM-SINK-0000000010
+      <-- KTABLE-TOSTREAM-0000000008
+    Sink: KSTREAM-SINK-0000000010 (topic: output-suppressed)
+      <-- KSTREAM-MAP-0000000009
+
+`
+	if got := g.b.Describe().String(); got != want {
+		t.Fatalf("describe:\n%s\nwant:\n%s", got, want)
+	}
+}
