@@ -21,10 +21,16 @@ test:
 	$(GO) test -race -timeout 15m ./...
 	# fault injection through sarama's transactional error paths (see agent/faults_test.go)
 	$(GO) test -timeout 10m -run '^TestFault' ./agent/
-	$(GO) run ./cmd/stoatflow test scripts
+	$(GO) run ./cmd/stoatflow test scripts deploy
 
+# Micro-benchmarks, then the harness (bench/): it writes bench/RESULTS.md from both.
+# BENCH_FLAGS adds harness flags, e.g. BENCH_FLAGS="-cpuprofile /tmp/prof" (see go run ./bench -h).
+BENCH_MICRO := $(or $(TMPDIR),/tmp)/stoatflow-bench-micro.txt
+BENCH_FLAGS ?=
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/... ./luart/...
+	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/... ./luart/... ./state/... > $(BENCH_MICRO) || (cat $(BENCH_MICRO); exit 1)
+	cat $(BENCH_MICRO)
+	$(GO) run ./bench -micro $(BENCH_MICRO) $(BENCH_FLAGS)
 
 lint:
 	$(GO) vet ./...

@@ -174,8 +174,8 @@ func (l *loop) punctuate() error {
 	return nil
 }
 
-// reportProgress exports, once per epoch, the Lua time, consumer lag, task stream times
-// and the smallest of them.
+// reportProgress exports, once per epoch, the Lua time, consumer lag, task stream times,
+// the smallest of them (the watermark) and how far it trails the wall clock.
 func (l *loop) reportProgress() {
 	m := l.a.metrics
 	if l.luaTime != nil {
@@ -200,6 +200,9 @@ func (l *loop) reportProgress() {
 	if minTime > l.watermark {
 		l.watermark = minTime
 		m.Watermark.Set(float64(minTime))
+	}
+	if minTime >= 0 {
+		m.WatermarkLag.Set(float64(time.Now().UnixMilli()-l.watermark) / 1000)
 	}
 }
 

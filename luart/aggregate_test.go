@@ -164,3 +164,55 @@ return b`)
 		t.Fatalf("red = %v", got)
 	}
 }
+
+// Reference §2.2 test vector: hopping windows of 10 ms advancing by 5 ms with 90 ms grace;
+// seven late drops and these updates, in this order.
+func TestTimeWindowedAggregateVector(t *testing.T) {
+	d := storeDriver(t, prelude+`
+b:stream("in")
+  :groupByKey()
+  :windowedBy(s.TimeWindows.ofSizeAndGrace(10, 90):advanceBy(5))
+  :aggregate(function() return "" end, function(k, v, agg) return agg .. "+" .. v end)
+  :toStream(function(wk, v) return "[" .. wk.key .. "@" .. wk.window.start .. "/" .. wk.window["end"] .. "]" end)
+  :to("out")
+return b`)
+	for _, ts := range []int64{100, 0, 1, 2, 3, 4, 5, 6, 105, 106} {
+		if err := d.Pipe("in", []byte("k"), []byte(itoa(ts)), ts, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for {
+		r, ok := d.ReadOutput("out")
+		if !ok {
+			break
+		}
+		got = append(got, string(r.Key)+" "+string(r.Value)+" @"+itoa(r.Timestamp))
+	}
+	want := []string{
+		"[k@95/105] +100 @100", "[k@100/110] +100 @100", "[k@5/15] +5 @5", "[k@5/15] +5+6 @6",
+		"[k@100/110] +100+105 @105", "[k@105/115] +105 @105", "[k@100/110] +100+105+106 @106", "[k@105/115] +105+106 @106",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %q\nwant %q", got, want)
+		}
+	}
+}
+
+func TestWindowedCountKeySerdeIsKafkas(t *testing.T) {
+	d := storeDriver(t, prelude+`
+b:stream("in"):groupByKey():windowedBy(s.TimeWindows.ofSizeWithNoGrace("1s")):count():toStream():to("out")
+return b`)
+	if err := d.Pipe("in", []byte("k"), []byte("v"), 2500, nil); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := d.ReadOutput("out")
+	// [key bytes][8-byte BE window start] and the count as a long.
+	if string(r.Key[:1]) != "k" || long(r.Key[1:]) != 2000 || long(r.Value) != 1 {
+		t.Fatalf("key %x value %x", r.Key, r.Value)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // Lua 5.1 numbers are float64, exact for integers up to 2^53. Values of 64-bit serdes beyond
@@ -56,6 +58,8 @@ func (rt *Runtime) toLua(v any) lua.LValue {
 			t.RawSetString(k, rt.elemToLua(e))
 		}
 		return t
+	case pipeline.Windowed:
+		return rt.windowedToLua(x)
 	case lua.LValue:
 		return x
 	default:

@@ -19,8 +19,10 @@ var notSupported = map[string]map[string]string{
 		"addGlobalStore": "global stores",
 	},
 	"KGroupedStream": {
-		"windowedBy": "windowed aggregations",
-		"cogroup":    "cogrouped aggregations",
+		"cogroup": "cogrouped aggregations",
+	},
+	"TimeWindowedKStream": {
+		"emitStrategy": "emit strategies (updates are emitted on every change)",
 	},
 	"KTable": {
 		"join":      "joins",
@@ -73,7 +75,8 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 		L.Push(t)
 		return 1
 	}))
-	for _, cls := range []string{"TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows", "Suppressed", "EmitStrategy"} {
+	mod.RawSetString("TimeWindows", rt.timeWindowsClass())
+	for _, cls := range []string{"SlidingWindows", "SessionWindows", "JoinWindows", "Suppressed", "EmitStrategy"} {
 		mod.RawSetString(cls, rt.unsupportedClass(cls))
 	}
 	L.SetField(L.Get(lua.RegistryIndex), "stoat.module", mod)
@@ -88,7 +91,7 @@ func (rt *Runtime) unsupportedClass(cls string) *lua.LTable {
 	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		member := L.CheckString(2)
 		L.Push(L.NewFunction(func(L *lua.LState) int {
-			L.RaiseError("not supported yet: stoat.%s.%s (windows and suppression come with aggregations)", cls, member)
+			L.RaiseError("not supported yet: stoat.%s.%s (only TimeWindows so far)", cls, member)
 			return 0
 		}))
 		return 1

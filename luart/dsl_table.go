@@ -101,9 +101,10 @@ func (rt *Runtime) sToTable(L *lua.LState) int {
 
 func (rt *Runtime) wrapGroupedStream(L *lua.LState, g *pipeline.KGroupedStream) *lua.LUserData {
 	return rt.wrap(L, "KGroupedStream", g, map[string]lua.LGFunction{
-		"count":     rt.gsCount,
-		"reduce":    rt.gsReduce,
-		"aggregate": rt.gsAggregate,
+		"count":      rt.gsCount,
+		"reduce":     rt.gsReduce,
+		"aggregate":  rt.gsAggregate,
+		"windowedBy": rt.gsWindowedBy,
 	})
 }
 

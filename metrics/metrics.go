@@ -10,6 +10,7 @@
 package metrics
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,133 +40,121 @@ const (
 // Metrics is the agent's registry and every metric it exports.
 type Metrics struct {
 	registry *prometheus.Registry
+	defs     []Definition
 
-	RecordsConsumed  *prometheus.CounterVec   // label topic
-	RecordsProduced  *prometheus.CounterVec   // label topic
-	RecordsProcessed *prometheus.CounterVec   // label node
-	RecordsDropped   *prometheus.CounterVec   // label reason
-	ProcessLatency   prometheus.Histogram     // per consumed record, whole topology
-	RecordE2ELatency *prometheus.HistogramVec // label node (terminal nodes only)
+	RecordsConsumed    *prometheus.CounterVec   // label topic
+	RecordsProduced    *prometheus.CounterVec   // label topic
+	RecordsProcessed   *prometheus.CounterVec   // label node
+	RecordsDropped     *prometheus.CounterVec   // label reason
+	ProcessLatency     prometheus.Histogram     // per consumed record, whole topology
+	RecordE2ELatency   *prometheus.HistogramVec // label node (source and terminal nodes)
+	PunctuationLatency *prometheus.HistogramVec // label node
 
 	LuaErrors *prometheus.CounterVec // label script
 	LuaTime   prometheus.Counter     // seconds spent inside Lua calls
 
 	CommitLatency   prometheus.Histogram
-	Commits         *prometheus.CounterVec // label result
-	EarlyCommits    prometheus.Counter     // barriers forced by statestore.uncommitted.max.bytes
-	EpochSize       prometheus.Histogram   // records processed per epoch
-	UncommittedSize *prometheus.GaugeVec   // label store
-	RecordsRestored *prometheus.CounterVec // label store
+	Commits         *prometheus.CounterVec   // label result
+	EarlyCommits    prometheus.Counter       // barriers forced by statestore.uncommitted.max.bytes
+	EpochSize       prometheus.Histogram     // records processed per epoch
+	UncommittedSize *prometheus.GaugeVec     // label store
+	RecordsRestored *prometheus.CounterVec   // label store
+	StoreLatency    *prometheus.HistogramVec // labels store, operation; sampled
 
-	ConsumerLag *prometheus.GaugeVec // labels topic, partition
-	StreamTime  *prometheus.GaugeVec // labels topic, partition; epoch milliseconds
-	Watermark   prometheus.Gauge     // epoch milliseconds
+	ConsumerLag  *prometheus.GaugeVec // labels topic, partition
+	StreamTime   *prometheus.GaugeVec // labels topic, partition; epoch milliseconds
+	Watermark    prometheus.Gauge     // epoch milliseconds
+	WatermarkLag prometheus.Gauge     // seconds behind wall clock
 
 	AppState *prometheus.GaugeVec   // label state; 1 for the current state, 0 for the others
 	Reloads  *prometheus.CounterVec // label result
 }
 
+// StoreLatencySampleEvery is the sampling rate of StoreLatency: the engine times one
+// operation in this many, of each kind on each store partition (pipeline.StoreLatencySampleEvery).
+const StoreLatencySampleEvery = 64
+
 // New creates the metrics in a registry of their own, together with the Go runtime and
 // process collectors, so tests and several agents in one process never collide on the
 // global default registry.
 func New() *Metrics {
-	m := &Metrics{
-		registry: prometheus.NewRegistry(),
+	m := &Metrics{registry: prometheus.NewRegistry()}
+	m.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
 
-		RecordsConsumed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "consumer", Name: "records_consumed_total",
-			Help: "Records read from Kafka source topics, by topic.",
-		}, []string{"topic"}),
-		RecordsProduced: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "producer", Name: "records_produced_total",
-			Help: "Records written to Kafka sink topics (changelogs excluded), by topic.",
-		}, []string{"topic"}),
-		RecordsProcessed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "processor", Name: "records_processed_total",
-			Help: "Records that entered a processor node of the topology, by node name.",
-		}, []string{"node"}),
-		RecordsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "processor", Name: "records_dropped_total",
-			Help: "Records skipped instead of processed, by reason: late (outside the grace period), " +
-				"window-closed (window already closed by the watermark), deserialization, processing " +
-				"(a script error), null-key, production (send to Kafka failed).",
-		}, []string{"reason"}),
-		ProcessLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "processor", Name: "process_latency_seconds",
-			Help:    "Time to run one consumed record through the whole topology, Lua included.",
-			Buckets: prometheus.ExponentialBuckets(0.00001, 3, 14), // 10µs .. ~16s
-		}),
-		RecordE2ELatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "processor", Name: "record_e2e_latency_seconds",
-			Help: "Wall-clock time minus record timestamp when a record reaches a terminal node " +
-				"(Kafka Streams record-e2e-latency), by node.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 4, 12), // 1ms .. ~70min
-		}, []string{"node"}),
+	m.RecordsConsumed = m.counterVec("consumer", "records_consumed_total",
+		"Records read from Kafka source topics, by topic.", "topic")
+	m.RecordsProduced = m.counterVec("producer", "records_produced_total",
+		"Records written to Kafka sink topics (changelogs excluded), by topic.", "topic")
+	m.RecordsProcessed = m.counterVec("processor", "records_processed_total",
+		"Records that entered a processor node of the topology, by node name "+
+			"(Kafka Streams process-total; its rate is process-rate).", "node")
+	m.RecordsDropped = m.counterVec("processor", "records_dropped_total",
+		"Records skipped instead of processed, by reason: late (outside the grace period), "+
+			"window-closed (window already closed by the watermark), deserialization, processing "+
+			"(a script error), null-key, production (send to Kafka failed).", "reason")
+	m.ProcessLatency = m.histogram("processor", "process_latency_seconds",
+		"Time to run one consumed record through the whole topology, Lua included.",
+		prometheus.ExponentialBuckets(0.00001, 3, 14)) // 10µs .. ~16s
+	m.RecordE2ELatency = m.histogramVec("processor", "record_e2e_latency_seconds",
+		"Wall-clock time minus record timestamp when a record enters the topology at a source "+
+			"node or leaves it at a terminal node (Kafka Streams record-e2e-latency), by node.",
+		prometheus.ExponentialBuckets(0.001, 4, 12), "node") // 1ms .. ~70min
+	m.PunctuationLatency = m.histogramVec("processor", "punctuation_latency_seconds",
+		"Duration of each call of a scheduled punctuator, by the processor node that scheduled it; "+
+			"its _count is the number of punctuations (Kafka Streams punctuate-latency and punctuate-total).",
+		prometheus.ExponentialBuckets(0.00001, 3, 14), "node") // 10µs .. ~16s
 
-		LuaErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "lua", Name: "errors_total",
-			Help: "Errors raised by Lua callbacks (including time-budget overruns), by script file.",
-		}, []string{"script"}),
-		LuaTime: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "lua", Name: "execution_seconds_total",
-			Help: "Time spent inside Lua callbacks; its rate is the share of one core used by Lua.",
-		}),
+	m.LuaErrors = m.counterVec("lua", "errors_total",
+		"Errors raised by Lua callbacks (including time-budget overruns), by script file.", "script")
+	m.LuaTime = m.counter("lua", "execution_seconds_total",
+		"Time spent inside Lua callbacks; its rate is the share of one core used by Lua.")
 
-		CommitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "commit", Name: "latency_seconds",
-			Help: "Duration of a commit barrier: Kafka transaction or offset commit plus the " +
-				"LevelDB batch that applies the epoch's state.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), // 1ms .. ~33s
-		}),
-		Commits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "commit", Name: "commits_total",
-			Help: "Commit barriers, by result (success, or failure: the epoch was aborted and replayed).",
-		}, []string{"result"}),
-		EarlyCommits: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "commit", Name: "early_commits_total",
-			Help: "Commit barriers taken before commit.interval.ms because the stores' uncommitted " +
-				"bytes crossed statestore.uncommitted.max.bytes.",
-		}),
-		EpochSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "commit", Name: "epoch_size_records",
-			Help:    "Records consumed in one epoch, i.e. between two commit barriers.",
-			Buckets: prometheus.ExponentialBuckets(1, 4, 12), // 1 .. ~4M
-		}),
-		UncommittedSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Subsystem: "state", Name: "uncommitted_bytes",
-			Help: "Bytes of store writes buffered in the current epoch, not yet committed, by store " +
-				"(an early commit starts when the sum crosses statestore.uncommitted.max.bytes).",
-		}, []string{"store"}),
-		RecordsRestored: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "state", Name: "records_restored_total",
-			Help: "Changelog records replayed into a store during restoration, by store.",
-		}, []string{"store"}),
+	m.CommitLatency = m.histogram("commit", "latency_seconds",
+		"Duration of a commit barrier: Kafka transaction or offset commit plus the "+
+			"LevelDB batch that applies the epoch's state.",
+		prometheus.ExponentialBuckets(0.001, 2, 16)) // 1ms .. ~33s
+	m.Commits = m.counterVec("commit", "commits_total",
+		"Commit barriers, by result (success, or failure: the epoch was aborted and replayed).", "result")
+	m.EarlyCommits = m.counter("commit", "early_commits_total",
+		"Commit barriers taken before commit.interval.ms because the stores' uncommitted "+
+			"bytes crossed statestore.uncommitted.max.bytes.")
+	m.EpochSize = m.histogram("commit", "epoch_size_records",
+		"Records consumed in one epoch, i.e. between two commit barriers.",
+		prometheus.ExponentialBuckets(1, 4, 12)) // 1 .. ~4M
+	m.UncommittedSize = m.gaugeVec("state", "uncommitted_bytes",
+		"Bytes of store writes buffered in the current epoch, not yet committed, by store "+
+			"(an early commit starts when the sum crosses statestore.uncommitted.max.bytes).", "store")
+	m.RecordsRestored = m.counterVec("state", "records_restored_total",
+		"Changelog records replayed into a store during restoration, by store.", "store")
+	m.StoreLatency = m.histogramVec("state", "operation_latency_seconds",
+		fmt.Sprintf("Duration of state store operations by processors, by store and operation: put "+
+			"(writes and deletes), get (point reads), range (an iterator, from opening to closing). "+
+			"Sampled: one operation in %d of each kind on each store partition is timed, so _count "+
+			"is about 1/%d of the operations (Kafka Streams put/get/range-latency).",
+			StoreLatencySampleEvery, StoreLatencySampleEvery),
+		prometheus.ExponentialBuckets(0.000001, 4, 12), "store", "operation") // 1µs .. ~4s
 
-		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Subsystem: "consumer", Name: "lag_records",
-			Help: "Records between the consumer position and the log end offset, by source topic and partition.",
-		}, []string{"topic", "partition"}),
-		StreamTime: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Subsystem: "time", Name: "stream_time_milliseconds",
-			Help: "Stream time (largest record timestamp seen) of a source partition, " +
-				"in milliseconds since the Unix epoch like Kafka timestamps.",
-		}, []string{"topic", "partition"}),
-		Watermark: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Subsystem: "time", Name: "watermark_milliseconds",
-			Help: "Global watermark that closes windows (minimum stream time over non-idle " +
-				"partitions), in milliseconds since the Unix epoch.",
-		}),
+	m.ConsumerLag = m.gaugeVec("consumer", "lag_records",
+		"Records between the consumer position and the log end offset, by source topic and partition.",
+		"topic", "partition")
+	m.StreamTime = m.gaugeVec("time", "stream_time_milliseconds",
+		"Stream time (largest record timestamp seen) of a source partition, "+
+			"in milliseconds since the Unix epoch like Kafka timestamps.", "topic", "partition")
+	m.Watermark = m.gauge("time", "watermark_milliseconds",
+		"Global watermark that closes windows (minimum stream time over non-idle "+
+			"partitions), in milliseconds since the Unix epoch.")
+	m.WatermarkLag = m.gauge("time", "watermark_lag_seconds",
+		"Wall-clock time minus the global watermark at the last commit, in seconds: how far "+
+			"event time trails real time.")
 
-		AppState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Subsystem: "app", Name: "state",
-			Help: "Application state as in Kafka Streams (CREATED, REBALANCING, RUNNING, ...): " +
-				"1 for the current state, 0 for the others.",
-		}, []string{"state"}),
-		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "app", Name: "reloads_total",
-			Help: "Configuration reloads (SIGHUP), by result; a failed reload keeps the running configuration.",
-		}, []string{"result"}),
-	}
+	m.AppState = m.gaugeVec("app", "state",
+		"Application state as in Kafka Streams (CREATED, REBALANCING, RUNNING, ...): "+
+			"1 for the current state, 0 for the others.", "state")
+	m.Reloads = m.counterVec("app", "reloads_total",
+		"Configuration reloads (SIGHUP), by result; a failed reload keeps the running configuration.", "result")
 
 	for _, reason := range []string{DropLate, DropWindowClosed, DropDeserialization, DropProcessing, DropNullKey, DropProduction} {
 		m.RecordsDropped.WithLabelValues(reason)
@@ -174,17 +163,6 @@ func New() *Metrics {
 		m.Commits.WithLabelValues(result)
 		m.Reloads.WithLabelValues(result)
 	}
-
-	m.registry.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.RecordsConsumed, m.RecordsProduced, m.RecordsProcessed, m.RecordsDropped,
-		m.ProcessLatency, m.RecordE2ELatency,
-		m.LuaErrors, m.LuaTime,
-		m.CommitLatency, m.Commits, m.EarlyCommits, m.EpochSize, m.UncommittedSize, m.RecordsRestored,
-		m.ConsumerLag, m.StreamTime, m.Watermark,
-		m.AppState, m.Reloads,
-	)
 	return m
 }
 

@@ -1,10 +1,14 @@
 package metrics
 
 import (
+	"flag"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,26 +26,31 @@ var touch = map[string]func(m *Metrics){
 	"RecordsDropped":   func(m *Metrics) { m.RecordsDropped.WithLabelValues(DropLate).Inc() },
 	"ProcessLatency":   func(m *Metrics) { m.ProcessLatency.Observe(0.0001) },
 	"RecordE2ELatency": func(m *Metrics) { m.RecordE2ELatency.WithLabelValues("KSTREAM-SINK-0000000001").Observe(0.5) },
-	"LuaErrors":        func(m *Metrics) { m.LuaErrors.WithLabelValues("wordcount.lua").Inc() },
-	"LuaTime":          func(m *Metrics) { m.LuaTime.Add(0.25) },
-	"CommitLatency":    func(m *Metrics) { m.CommitLatency.Observe(0.002) },
-	"Commits":          func(m *Metrics) { m.Commits.WithLabelValues(ResultSuccess).Inc() },
-	"EarlyCommits":     func(m *Metrics) { m.EarlyCommits.Inc() },
-	"EpochSize":        func(m *Metrics) { m.EpochSize.Observe(1000) },
-	"UncommittedSize":  func(m *Metrics) { m.UncommittedSize.WithLabelValues("counts").Set(42) },
-	"RecordsRestored":  func(m *Metrics) { m.RecordsRestored.WithLabelValues("counts").Add(10) },
-	"ConsumerLag":      func(m *Metrics) { m.ConsumerLag.WithLabelValues("in", "0").Set(3) },
-	"StreamTime":       func(m *Metrics) { m.StreamTime.WithLabelValues("in", "0").Set(1_700_000_000_000) },
-	"Watermark":        func(m *Metrics) { m.Watermark.Set(1_700_000_000_000) },
-	"AppState":         func(m *Metrics) { m.AppState.WithLabelValues("RUNNING").Set(1) },
-	"Reloads":          func(m *Metrics) { m.Reloads.WithLabelValues(ResultFailure).Inc() },
+	"PunctuationLatency": func(m *Metrics) {
+		m.PunctuationLatency.WithLabelValues("KSTREAM-PROCESSOR-0000000001").Observe(0.001)
+	},
+	"LuaErrors":       func(m *Metrics) { m.LuaErrors.WithLabelValues("wordcount.lua").Inc() },
+	"LuaTime":         func(m *Metrics) { m.LuaTime.Add(0.25) },
+	"CommitLatency":   func(m *Metrics) { m.CommitLatency.Observe(0.002) },
+	"Commits":         func(m *Metrics) { m.Commits.WithLabelValues(ResultSuccess).Inc() },
+	"EarlyCommits":    func(m *Metrics) { m.EarlyCommits.Inc() },
+	"EpochSize":       func(m *Metrics) { m.EpochSize.Observe(1000) },
+	"UncommittedSize": func(m *Metrics) { m.UncommittedSize.WithLabelValues("counts").Set(42) },
+	"RecordsRestored": func(m *Metrics) { m.RecordsRestored.WithLabelValues("counts").Add(10) },
+	"StoreLatency":    func(m *Metrics) { m.StoreLatency.WithLabelValues("counts", "put").Observe(0.00001) },
+	"ConsumerLag":     func(m *Metrics) { m.ConsumerLag.WithLabelValues("in", "0").Set(3) },
+	"StreamTime":      func(m *Metrics) { m.StreamTime.WithLabelValues("in", "0").Set(1_700_000_000_000) },
+	"Watermark":       func(m *Metrics) { m.Watermark.Set(1_700_000_000_000) },
+	"WatermarkLag":    func(m *Metrics) { m.WatermarkLag.Set(2.5) },
+	"AppState":        func(m *Metrics) { m.AppState.WithLabelValues("RUNNING").Set(1) },
+	"Reloads":         func(m *Metrics) { m.Reloads.WithLabelValues(ResultFailure).Inc() },
 }
 
 // allowedLabels is the closed set of label names: each has a bounded number of values
 // chosen by the operator's topology, never by the data (no record keys).
 var allowedLabels = map[string]bool{
 	"topic": true, "partition": true, "node": true, "reason": true,
-	"result": true, "state": true, "store": true, "script": true,
+	"result": true, "state": true, "store": true, "script": true, "operation": true,
 }
 
 var (
@@ -171,5 +180,87 @@ func TestRegistriesAreIndependent(t *testing.T) {
 	}
 	if a.Registry() == b.Registry() {
 		t.Fatal("two Metrics share one registry")
+	}
+}
+
+// TestDefinitionsDescribeTheRegistry checks each definition against what a scrape serves,
+// so docs/metrics.md, generated from the definitions, tells the truth.
+func TestDefinitionsDescribeTheRegistry(t *testing.T) {
+	m := New()
+	for _, fn := range touch {
+		fn(m)
+	}
+	families := scrape(t, m)
+	defs := m.Definitions()
+	stoat := 0
+	for name := range families {
+		if strings.HasPrefix(name, "stoatflow_") {
+			stoat++
+		}
+	}
+	if len(defs) != stoat {
+		t.Errorf("%d definitions for %d stoatflow families", len(defs), stoat)
+	}
+	for _, d := range defs {
+		fam, ok := families[d.Name]
+		if !ok {
+			t.Errorf("%s is defined but not served", d.Name)
+			continue
+		}
+		if got := strings.ToLower(fam.GetType().String()); got != d.Type {
+			t.Errorf("%s: defined as %s, served as %s", d.Name, d.Type, got)
+		}
+		if fam.GetHelp() != d.Help {
+			t.Errorf("%s: defined help %q, served %q", d.Name, d.Help, fam.GetHelp())
+		}
+		var served []string
+		for _, l := range fam.GetMetric()[0].GetLabel() {
+			served = append(served, l.GetName())
+		}
+		// The exposition format sorts labels by name.
+		if !slices.Equal(served, slices.Sorted(slices.Values(d.Labels))) {
+			t.Errorf("%s: defined labels %v, served %v", d.Name, d.Labels, served)
+		}
+	}
+}
+
+func TestMarkdownListsEveryMetric(t *testing.T) {
+	md, err := Markdown()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range New().Definitions() {
+		if !strings.Contains(md, "| `"+d.Name+"` | "+d.Type+" |") {
+			t.Errorf("docs miss a row for %s", d.Name)
+		}
+	}
+	for _, want := range []string{
+		"| `stoatflow_state_operation_latency_seconds` | histogram | `store`, `operation` |",
+		"one operation in 64 of each kind",
+		"window-closed (window already closed by the watermark)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("docs miss %q", want)
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite docs/metrics.md from the metric definitions")
+
+func TestDocsUpToDate(t *testing.T) {
+	path := filepath.Join("..", "docs", "metrics.md")
+	want, err := Markdown()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != want {
+		t.Fatalf("docs/metrics.md is out of date with metrics/metrics.go; regenerate it with: go test ./metrics -update")
 	}
 }

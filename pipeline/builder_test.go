@@ -97,14 +97,39 @@ func TestNegativeTimestampFailsWithDefaultExtractor(t *testing.T) {
 	}
 }
 
-type countingSensors struct{ dropped map[string]int }
+// countingSensors counts drops by reason and keeps every observation, keyed
+// "e2e/<node>", "punctuation/<node>" or "store/<store>/<op>".
+type countingSensors struct {
+	dropped  map[string]int
+	observed map[string][]float64
+}
+
+func newCountingSensors() *countingSensors {
+	return &countingSensors{dropped: map[string]int{}, observed: map[string][]float64{}}
+}
 
 type fnCounter func()
 
 func (f fnCounter) Inc() { f() }
 
+type fnObserver func(float64)
+
+func (f fnObserver) Observe(v float64) { f(v) }
+
+func (c *countingSensors) observer(key string) Observer {
+	return fnObserver(func(v float64) { c.observed[key] = append(c.observed[key], v) })
+}
+
 func (c *countingSensors) Processed(string) Counter { return fnCounter(func() {}) }
-func (c *countingSensors) EndToEnd(string) Observer { return nopObserver{} }
+func (c *countingSensors) EndToEnd(node string) Observer {
+	return c.observer("e2e/" + node)
+}
+func (c *countingSensors) Punctuation(node string) Observer {
+	return c.observer("punctuation/" + node)
+}
+func (c *countingSensors) StoreLatency(store, op string) Observer {
+	return c.observer("store/" + store + "/" + op)
+}
 func (c *countingSensors) Dropped(reason string) Counter {
 	return fnCounter(func() { c.dropped[reason]++ })
 }
@@ -113,7 +138,7 @@ func TestNegativeExtractedTimestampIsDroppedAndCounted(t *testing.T) {
 	b := newTestBuilder()
 	s, _ := b.Stream([]string{"in"}, Consumed{TimestampExtractor: func(Record) (int64, error) { return -5, nil }})
 	_ = s.To("out", Produced{})
-	sens := &countingSensors{dropped: map[string]int{}}
+	sens := newCountingSensors()
 	d, _ := NewDriver(b, DriverOptions{Sensors: sens})
 	if err := d.Pipe("in", nil, []byte("v"), 1, nil); err != nil {
 		t.Fatal(err)

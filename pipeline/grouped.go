@@ -84,10 +84,22 @@ func (g *KGroupedStream) Aggregate(init Initializer, agg Aggregator, m Materiali
 	})
 }
 
-// aggregate adds the store, the aggregation processor and, if the key may have changed,
+// aggregate adds a key-value aggregation (see aggregateWith).
+func (g *KGroupedStream) aggregate(prefix string, m Materialized, name string, factory func() Processor) (*KTable, error) {
+	return g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
+		return &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled}
+	}, func(storeName string, oldValues *bool) Processor {
+		p := factory().(*streamAggregate)
+		p.store, p.oldValues = storeName, oldValues
+		return p
+	})
+}
+
+// aggregateWith adds the store, the aggregation processor and, if the key may have changed,
 // the repartition nodes in between, taking names in Kafka Streams' order: store, processor,
 // repartition sink, filter, source.
-func (g *KGroupedStream) aggregate(prefix string, m Materialized, name string, factory func() Processor) (*KTable, error) {
+func (g *KGroupedStream) aggregateWith(prefix string, m Materialized, name string,
+	spec func(storeName string, serdes Serdes) *StoreSpec, factory func(storeName string, oldValues *bool) Processor) (*KTable, error) {
 	b := g.s.b
 	storeName := m.StoreName
 	if storeName == "" {
@@ -116,14 +128,10 @@ func (g *KGroupedStream) aggregate(prefix string, m Materialized, name string, f
 		return nil, err
 	}
 	ov := false
-	n.factory = func() Processor {
-		p := factory().(*streamAggregate)
-		p.store, p.oldValues = storeName, &ov
-		return p
-	}
+	n.factory = func() Processor { return factory(storeName, &ov) }
 	parent.addChild(n)
-	serdes := b.orDefaults(Serdes{Key: keySerde, Value: orSerde(m.Serdes.Value, nil)})
-	b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled}
+	serdes := b.orDefaults(Serdes{Key: keySerde, Value: m.Serdes.Value})
+	b.stores[storeName] = spec(storeName, serdes)
 	return &KTable{b: b, node: n, serdes: serdes, store: storeName, oldValues: &ov}, nil
 }
 

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // UserProcessor is a processor written against the Processor API (process/processValues).
@@ -181,6 +182,7 @@ type punctuator struct {
 	next      int64
 	fn        Punctuator
 	cancelled bool
+	latency   Observer
 }
 
 // Schedule calls fn every interval ms of stream time or wall-clock time, as Kafka Streams'
@@ -190,7 +192,7 @@ func (c *ProcessorContext) Schedule(interval int64, typ PunctuationType, fn Punc
 	if interval < 1 {
 		return nil, fmt.Errorf("schedule: the interval must be at least 1 ms, not %d", interval)
 	}
-	p := &punctuator{ctx: c, typ: typ, interval: interval, fn: fn}
+	p := &punctuator{ctx: c, typ: typ, interval: interval, fn: fn, latency: c.t.sensors.Punctuation(c.node.name)}
 	if typ == WallClockTime {
 		p.next = c.t.clock() + interval
 	}
@@ -207,7 +209,10 @@ func (p *punctuator) fire(now int64) error {
 	if now >= p.next {
 		p.next = now + p.interval
 	}
-	if err := p.fn(now); err != nil {
+	start := time.Now()
+	err := p.fn(now)
+	p.latency.Observe(time.Since(start).Seconds())
+	if err != nil {
 		return &NodeError{Node: p.ctx.node.name, Err: fmt.Errorf("punctuator: %w", err)}
 	}
 	return nil

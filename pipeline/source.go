@@ -10,10 +10,21 @@ type sourceSpec struct {
 type sourceProc struct {
 	ctx  *Context
 	spec *sourceSpec
+	e2e  Observer
 }
 
-func (p *sourceProc) Init(ctx *Context) error  { p.ctx = ctx; return nil }
-func (p *sourceProc) Process(rec Record) error { return p.ctx.Forward(rec) }
+func (p *sourceProc) Init(ctx *Context) error {
+	p.ctx = ctx
+	p.e2e = ctx.topology.sensors.EndToEnd(ctx.Name())
+	return nil
+}
+
+// Process observes the record's end-to-end latency on entry, after timestamp extraction,
+// as Kafka Streams does at source nodes.
+func (p *sourceProc) Process(rec Record) error {
+	p.e2e.Observe(float64(p.ctx.topology.clock()-rec.Timestamp) / 1000)
+	return p.ctx.Forward(rec)
+}
 
 // DeserializationError marks a record whose key or value could not be read; the
 // deserialization exception handler decides its fate.

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"sort"
+	"time"
 )
 
 // StoreType is the kind of a state store the engine uses.
@@ -158,6 +159,7 @@ func (s *KeyValueStore) Timestamped() bool { return s.spec.Type == TimestampedKe
 
 // Get returns the value of key and its timestamp (-1 for plain stores).
 func (s *KeyValueStore) Get(key any) (value any, ts int64, found bool, err error) {
+	defer s.ops.get.stop(s.ops.get.start())
 	kb, err := s.key(key)
 	if err != nil {
 		return nil, 0, false, err
@@ -175,6 +177,7 @@ func (s *KeyValueStore) Headers() bool { return s.spec.Headers }
 
 // GetWithHeaders is Get plus the stored headers (nil unless the store is headers-aware).
 func (s *KeyValueStore) GetWithHeaders(key any) (value any, ts int64, headers Headers, found bool, err error) {
+	defer s.ops.get.stop(s.ops.get.start())
 	kb, err := s.key(key)
 	if err != nil {
 		return nil, 0, nil, false, err
@@ -194,6 +197,7 @@ func (s *KeyValueStore) Put(key, value any, ts int64) error {
 
 // PutWithHeaders is Put keeping headers in a headers-aware store; other stores drop them.
 func (s *KeyValueStore) PutWithHeaders(key, value any, ts int64, headers Headers) error {
+	defer s.ops.put.stop(s.ops.put.start())
 	kb, err := s.key(key)
 	if err != nil {
 		return err
@@ -227,6 +231,7 @@ func (s *KeyValueStore) Delete(key any, ts int64) (any, error) {
 type KeyValueIterator struct {
 	s       *KeyValueStore
 	it      BytesIterator
+	opened  time.Time // non-zero when its range latency is sampled
 	err     error
 	key     any
 	val     any
@@ -275,7 +280,11 @@ func (i *KeyValueIterator) Err() error {
 }
 
 // Close releases the iterator.
-func (i *KeyValueIterator) Close() { i.it.Close() }
+func (i *KeyValueIterator) Close() {
+	i.it.Close()
+	i.s.ops.rng.stop(i.opened)
+	i.opened = time.Time{}
+}
 
 // Range iterates over keys in [from, to] (nil = open) in serialised-key order.
 func (s *KeyValueStore) Range(from, to any, reverse bool) (*KeyValueIterator, error) {
@@ -291,7 +300,7 @@ func (s *KeyValueStore) Range(from, to any, reverse bool) (*KeyValueIterator, er
 			return nil, err
 		}
 	}
-	return &KeyValueIterator{s: s, it: s.bytes.Range(fb, tb, reverse)}, nil
+	return &KeyValueIterator{s: s, it: s.bytes.Range(fb, tb, reverse), opened: s.ops.rng.start()}, nil
 }
 
 // PrefixScan iterates over the keys whose serialised form starts with prefix serialised.
@@ -300,7 +309,7 @@ func (s *KeyValueStore) PrefixScan(prefix any) (*KeyValueIterator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &KeyValueIterator{s: s, it: s.bytes.PrefixScan(pb)}, nil
+	return &KeyValueIterator{s: s, it: s.bytes.PrefixScan(pb), opened: s.ops.rng.start()}, nil
 }
 
 // ApproximateNumEntries estimates the number of keys.

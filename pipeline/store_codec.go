@@ -3,10 +3,11 @@ package pipeline
 import "fmt"
 
 // storeCodec serialises a store's keys and values with its serdes, using the changelog
-// topic as topic name, as Kafka Streams' metered stores do.
+// topic as topic name, as Kafka Streams' metered stores do; ops sample its latencies.
 type storeCodec struct {
 	spec  *StoreSpec
 	topic string
+	ops   *storeOps
 }
 
 // Name is the store's name.

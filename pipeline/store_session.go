@@ -1,6 +1,9 @@
 package pipeline
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // SessionBytesStore is one partition of a session store, in bytes. Sessions [start, end]
 // are inclusive; those whose end is older than the observed stream time (the largest
@@ -41,6 +44,7 @@ type SessionStore struct {
 // it. ts is the changelog timestamp (the record being processed). It reports false when
 // the session had expired and the record was dropped.
 func (s *SessionStore) Put(key any, start, end int64, agg any, ts int64) (bool, error) {
+	defer s.ops.put.stop(s.ops.put.start())
 	kb, err := s.key(key)
 	if err != nil {
 		return false, err
@@ -60,6 +64,7 @@ func (s *SessionStore) Remove(key any, start, end, ts int64) error {
 
 // FetchSession returns the aggregate of key's session [start, end].
 func (s *SessionStore) FetchSession(key any, start, end int64) (any, bool, error) {
+	defer s.ops.get.stop(s.ops.get.start())
 	kb, err := s.key(key)
 	if err != nil {
 		return nil, false, err
@@ -79,7 +84,7 @@ func (s *SessionStore) FindSessions(key any, earliestEnd, latestStart int64, bac
 	if err != nil {
 		return nil, err
 	}
-	return &SessionIterator{s: s, it: s.bytes.FindSessions(kb, earliestEnd, latestStart, backward)}, nil
+	return &SessionIterator{s: s, it: s.bytes.FindSessions(kb, earliestEnd, latestStart, backward), opened: s.ops.rng.start()}, nil
 }
 
 // FindSessionsRange is FindSessions over the keys in [keyFrom, keyTo] (nil = unbounded),
@@ -93,7 +98,7 @@ func (s *SessionStore) FindSessionsRange(keyFrom, keyTo any, earliestEnd, latest
 	if err != nil {
 		return nil, err
 	}
-	return &SessionIterator{s: s, it: s.bytes.FindSessionsRange(kf, kt, earliestEnd, latestStart, backward)}, nil
+	return &SessionIterator{s: s, it: s.bytes.FindSessionsRange(kf, kt, earliestEnd, latestStart, backward), opened: s.ops.rng.start()}, nil
 }
 
 // Fetch iterates every session of key (Kafka Streams' fetch(key) and backwardFetch).
@@ -115,10 +120,11 @@ type Session struct {
 
 // SessionIterator walks sessions, deserialising as it goes.
 type SessionIterator struct {
-	s   *SessionStore
-	it  SessionBytesIterator
-	cur Session
-	err error
+	s      *SessionStore
+	it     SessionBytesIterator
+	cur    Session
+	err    error
+	opened time.Time // non-zero when its range latency is sampled
 }
 
 // Next moves to the next session; false at the end or on an error (see Err).
@@ -152,7 +158,11 @@ func (i *SessionIterator) Err() error {
 }
 
 // Close releases the iterator.
-func (i *SessionIterator) Close() { i.it.Close() }
+func (i *SessionIterator) Close() {
+	i.it.Close()
+	i.s.ops.rng.stop(i.opened)
+	i.opened = time.Time{}
+}
 
 // SessionStore returns one partition of a declared session store, for queries and tests.
 func (t *Topology) SessionStore(name string, partition int32) (*SessionStore, error) {
@@ -164,7 +174,7 @@ func (t *Topology) SessionStore(name string, partition int32) (*SessionStore, er
 		if err != nil {
 			return nil, err
 		}
-		return &SessionStore{storeCodec: storeCodec{spec: spec, topic: topic}, bytes: b}, nil
+		return &SessionStore{storeCodec: t.storeCodec(spec, topic), bytes: b}, nil
 	})
 }
 

@@ -51,6 +51,7 @@ func (s *VersionedStore) HistoryRetention() int64 { return s.spec.HistoryRetenti
 // its validTo: the next version's timestamp, ValidToUndefined when it is the latest, or
 // NotPut when ts is older than the history retention.
 func (s *VersionedStore) Put(key, value any, ts int64) (int64, error) {
+	defer s.ops.put.stop(s.ops.put.start())
 	kb, err := s.key(key)
 	if err != nil {
 		return NotPut, err
@@ -64,6 +65,7 @@ func (s *VersionedStore) Put(key, value any, ts int64) (int64, error) {
 
 // Get returns the latest version of key; false when absent or deleted.
 func (s *VersionedStore) Get(key any) (VersionedRecord, bool, error) {
+	defer s.ops.get.stop(s.ops.get.start())
 	kb, err := s.key(key)
 	if err != nil {
 		return VersionedRecord{}, false, err
@@ -74,6 +76,7 @@ func (s *VersionedStore) Get(key any) (VersionedRecord, bool, error) {
 // GetAsOf returns the version of key valid at asOf; false when there is none, it is a
 // tombstone, or asOf is older than the history retention and the version is not the latest.
 func (s *VersionedStore) GetAsOf(key any, asOf int64) (VersionedRecord, bool, error) {
+	defer s.ops.get.stop(s.ops.get.start())
 	kb, err := s.key(key)
 	if err != nil {
 		return VersionedRecord{}, false, err
@@ -84,6 +87,7 @@ func (s *VersionedStore) GetAsOf(key any, asOf int64) (VersionedRecord, bool, er
 // Delete writes a tombstone version of key at ts and returns the version valid at ts, as
 // get(key, ts) followed by put(key, null, ts).
 func (s *VersionedStore) Delete(key any, ts int64) (VersionedRecord, bool, error) {
+	defer s.ops.put.stop(s.ops.put.start())
 	kb, err := s.key(key)
 	if err != nil {
 		return VersionedRecord{}, false, err
@@ -112,7 +116,7 @@ func (t *Topology) VersionedStore(name string, partition int32) (*VersionedStore
 		if err != nil {
 			return nil, err
 		}
-		return &VersionedStore{storeCodec: storeCodec{spec: spec, topic: topic}, bytes: b}, nil
+		return &VersionedStore{storeCodec: t.storeCodec(spec, topic), bytes: b}, nil
 	})
 }
 

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // WindowBytesStore is one partition of a window store, in bytes. Windows older than the
@@ -58,6 +59,7 @@ func (s *WindowStore) Put(key, value any, windowStart, ts int64) (bool, error) {
 
 // PutWithHeaders is Put keeping headers in a headers-aware store; other stores drop them.
 func (s *WindowStore) PutWithHeaders(key, value any, windowStart, ts int64, headers Headers) (bool, error) {
+	defer s.ops.put.stop(s.ops.put.start())
 	kb, err := s.key(key)
 	if err != nil {
 		return false, err
@@ -80,10 +82,13 @@ type Window struct {
 
 // Fetch returns key's window starting at windowStart (Kafka Streams' fetch(key, time)).
 func (s *WindowStore) Fetch(key any, windowStart int64) (Window, bool, error) {
-	it, err := s.FetchKey(key, windowStart, windowStart, false)
+	defer s.ops.get.stop(s.ops.get.start())
+	kb, err := s.key(key)
 	if err != nil {
 		return Window{}, false, err
 	}
+	// A point read: its iterator is not sampled as a range.
+	it := &WindowIterator{s: s, it: s.bytes.Fetch(kb, windowStart, windowStart, false)}
 	defer it.Close()
 	if it.Next() {
 		return it.Window(), true, nil
@@ -98,7 +103,7 @@ func (s *WindowStore) FetchKey(key any, from, to int64, backward bool) (*WindowI
 	if err != nil {
 		return nil, err
 	}
-	return &WindowIterator{s: s, it: s.bytes.Fetch(kb, from, to, backward)}, nil
+	return &WindowIterator{s: s, it: s.bytes.Fetch(kb, from, to, backward), opened: s.ops.rng.start()}, nil
 }
 
 // FetchRange iterates the windows of the keys in [keyFrom, keyTo] (nil = unbounded) whose
@@ -112,13 +117,13 @@ func (s *WindowStore) FetchRange(keyFrom, keyTo any, from, to int64, backward bo
 	if err != nil {
 		return nil, err
 	}
-	return &WindowIterator{s: s, it: s.bytes.FetchRange(kf, kt, from, to, backward)}, nil
+	return &WindowIterator{s: s, it: s.bytes.FetchRange(kf, kt, from, to, backward), opened: s.ops.rng.start()}, nil
 }
 
 // FetchAll iterates every window whose start is in [from, to], by serialised key and then
 // start (Kafka Streams' stores order this by time).
 func (s *WindowStore) FetchAll(from, to int64, backward bool) *WindowIterator {
-	return &WindowIterator{s: s, it: s.bytes.FetchRange(nil, nil, from, to, backward)}
+	return &WindowIterator{s: s, it: s.bytes.FetchRange(nil, nil, from, to, backward), opened: s.ops.rng.start()}
 }
 
 // All iterates every window the store holds.
@@ -128,10 +133,11 @@ func (s *WindowStore) All(backward bool) *WindowIterator {
 
 // WindowIterator walks windows, deserialising as it goes.
 type WindowIterator struct {
-	s   *WindowStore
-	it  WindowBytesIterator
-	cur Window
-	err error
+	s      *WindowStore
+	it     WindowBytesIterator
+	cur    Window
+	err    error
+	opened time.Time // non-zero when its range latency is sampled
 }
 
 // Next moves to the next window; false at the end or on an error (see Err).
@@ -172,7 +178,11 @@ func (i *WindowIterator) Err() error {
 }
 
 // Close releases the iterator.
-func (i *WindowIterator) Close() { i.it.Close() }
+func (i *WindowIterator) Close() {
+	i.it.Close()
+	i.s.ops.rng.stop(i.opened)
+	i.opened = time.Time{}
+}
 
 // windowEnd is start + size, or math.MaxInt64 on overflow, as Kafka Streams' TimeWindow.
 func windowEnd(start, size int64) int64 {
@@ -192,7 +202,7 @@ func (t *Topology) WindowStore(name string, partition int32) (*WindowStore, erro
 		if err != nil {
 			return nil, err
 		}
-		return &WindowStore{storeCodec: storeCodec{spec: spec, topic: topic}, bytes: b}, nil
+		return &WindowStore{storeCodec: t.storeCodec(spec, topic), bytes: b}, nil
 	})
 }
 

@@ -22,9 +22,15 @@ type Counter interface{ Inc() }
 type Sensors interface {
 	Processed(node string) Counter
 	Dropped(reason string) Counter
-	// EndToEnd observes, at a terminal node, the seconds from a record's timestamp to the
-	// moment it leaves the topology (Kafka Streams' record-e2e-latency).
+	// EndToEnd observes, at a source or terminal node, the seconds from a record's
+	// timestamp to the moment it enters or leaves the topology (Kafka Streams'
+	// record-e2e-latency).
 	EndToEnd(node string) Observer
+	// Punctuation observes the seconds each punctuation of a node's punctuators takes.
+	Punctuation(node string) Observer
+	// StoreLatency observes the seconds a sample of a store's operations take; op is one
+	// of StoreOpPut, StoreOpGet, StoreOpRange.
+	StoreLatency(store, op string) Observer
 }
 
 // Observer is the part of a histogram the engine uses.
@@ -315,7 +321,7 @@ func (t *Topology) Store(name string, partition int32) (*KeyValueStore, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &KeyValueStore{storeCodec: storeCodec{spec: spec, topic: topic}, bytes: b}, nil
+		return &KeyValueStore{storeCodec: t.storeCodec(spec, topic), bytes: b}, nil
 	})
 }
 
@@ -330,9 +336,11 @@ func (t *Topology) StoreType(name string) (StoreType, error) {
 
 type noSensors struct{}
 
-func (noSensors) Processed(string) Counter { return nopCounter{} }
-func (noSensors) Dropped(string) Counter   { return nopCounter{} }
-func (noSensors) EndToEnd(string) Observer { return nopObserver{} }
+func (noSensors) Processed(string) Counter             { return nopCounter{} }
+func (noSensors) Dropped(string) Counter               { return nopCounter{} }
+func (noSensors) EndToEnd(string) Observer             { return nopObserver{} }
+func (noSensors) Punctuation(string) Observer          { return nopObserver{} }
+func (noSensors) StoreLatency(string, string) Observer { return nopObserver{} }
 
 type nopObserver struct{}
 

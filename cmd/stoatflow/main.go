@@ -133,6 +133,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// systemd's ExecReload sends SIGHUP after `stoatflow validate`. Hot reload is not
+	// there yet: say so and keep running, instead of dying on the default SIGHUP action.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			logger.Warn("SIGHUP: reload is not supported yet; restart the agent to apply config or script changes")
+		}
+	}()
 	a, err := agent.New(cfg, agent.Options{Logger: logger, Stdout: stdout, Version: buildVersion()})
 	if err != nil {
 		logger.Error("cannot start", "err", err)

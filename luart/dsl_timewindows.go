@@ -1,0 +1,104 @@
+package luart
+
+import (
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// timeWindowsClass is stoat.TimeWindows: ofSizeWithNoGrace(size), ofSizeAndGrace(size,
+// grace), and :advanceBy(d) on the result (durations in ms or "10s" strings).
+func (rt *Runtime) timeWindowsClass() *lua.LTable {
+	L := rt.L
+	cls := L.NewTable()
+	var mk func(w pipeline.TimeWindows) *lua.LUserData
+	mk = func(w pipeline.TimeWindows) *lua.LUserData {
+		return rt.wrap(L, "TimeWindows", w, map[string]lua.LGFunction{
+			"advanceBy": func(L *lua.LState) int {
+				w := checkValue[pipeline.TimeWindows](L, "TimeWindows")
+				d, err := durationMs(L.Get(2))
+				if err != nil {
+					L.ArgError(2, err.Error())
+				}
+				w.Advance = d
+				rt.raise(L, w.Validate())
+				L.Push(mk(w))
+				return 1
+			},
+		})
+	}
+	cls.RawSetString("ofSizeWithNoGrace", L.NewFunction(func(L *lua.LState) int {
+		size, err := durationMs(L.Get(1))
+		if err != nil {
+			L.ArgError(1, err.Error())
+		}
+		w := pipeline.TimeWindows{Size: size, Advance: size}
+		rt.raise(L, w.Validate())
+		L.Push(mk(w))
+		return 1
+	}))
+	cls.RawSetString("ofSizeAndGrace", L.NewFunction(func(L *lua.LState) int {
+		size, err := durationMs(L.Get(1))
+		if err != nil {
+			L.ArgError(1, err.Error())
+		}
+		grace, err := durationMs(L.Get(2))
+		if err != nil {
+			L.ArgError(2, err.Error())
+		}
+		w := pipeline.TimeWindows{Size: size, Advance: size, Grace: grace}
+		rt.raise(L, w.Validate())
+		L.Push(mk(w))
+		return 1
+	}))
+	return cls
+}
+
+// gsWindowedBy implements groupedStream:windowedBy(s.TimeWindows...).
+func (rt *Runtime) gsWindowedBy(L *lua.LState) int {
+	g := checkValue[*pipeline.KGroupedStream](L, "KGroupedStream")
+	ud, ok := L.Get(2).(*lua.LUserData)
+	if !ok {
+		L.ArgError(2, "windowedBy needs windows, e.g. s.TimeWindows.ofSizeWithNoGrace(\"1m\")")
+	}
+	w, ok := ud.Value.(pipeline.TimeWindows)
+	if !ok {
+		L.RaiseError("not supported yet: windowedBy with sliding or session windows (only TimeWindows so far)")
+	}
+	tw, err := g.WindowedBy(w)
+	rt.raise(L, err)
+	L.Push(rt.wrap(L, "TimeWindowedKStream", tw, map[string]lua.LGFunction{
+		"count": func(L *lua.LState) int {
+			tw := checkValue[*pipeline.TimeWindowedKStream](L, "TimeWindowedKStream")
+			o := options(L, 2, "count", "name", "materialized")
+			t, err := tw.Count(rt.materializedOpt(L, o), rt.longSerde(), optString(L, o, "name"))
+			return rt.pushTable(L, t, err)
+		},
+		"reduce": func(L *lua.LState) int {
+			tw := checkValue[*pipeline.TimeWindowedKStream](L, "TimeWindowedKStream")
+			fn := L.CheckFunction(2)
+			o := options(L, 3, "reduce", "name", "materialized")
+			t, err := tw.Reduce(rt.reducer(fn), rt.materializedOpt(L, o), optString(L, o, "name"))
+			return rt.pushTable(L, t, err)
+		},
+		"aggregate": func(L *lua.LState) int {
+			tw := checkValue[*pipeline.TimeWindowedKStream](L, "TimeWindowedKStream")
+			init, agg := L.CheckFunction(2), L.CheckFunction(3)
+			o := options(L, 4, "aggregate", "name", "materialized")
+			t, err := tw.Aggregate(rt.initializer(init), rt.aggregator(agg), rt.materializedOpt(L, o), optString(L, o, "name"))
+			return rt.pushTable(L, t, err)
+		},
+	}))
+	return 1
+}
+
+// windowedToLua renders a windowed key as {key = k, window = {start = ms, ["end"] = ms}}.
+func (rt *Runtime) windowedToLua(w pipeline.Windowed) *lua.LTable {
+	t := rt.L.CreateTable(0, 2)
+	t.RawSetString("key", rt.toLua(w.Key))
+	win := rt.L.CreateTable(0, 2)
+	win.RawSetString("start", intToLua(w.Start))
+	win.RawSetString("end", intToLua(w.End))
+	t.RawSetString("window", win)
+	return t
+}

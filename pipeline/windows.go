@@ -1,0 +1,244 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// TimeWindows are fixed-size windows, tumbling (advance = size) or hopping (Kafka Streams'
+// TimeWindows). Times are milliseconds.
+type TimeWindows struct {
+	Size    int64
+	Advance int64
+	Grace   int64
+}
+
+// Validate applies Kafka Streams' checks: size > 0, 0 < advance ≤ size, grace ≥ 0.
+func (w TimeWindows) Validate() error {
+	switch {
+	case w.Size <= 0:
+		return fmt.Errorf("window size must be larger than zero, not %d", w.Size)
+	case w.Advance <= 0 || w.Advance > w.Size:
+		return fmt.Errorf("window advance must be larger than zero and at most the window size %d, not %d", w.Size, w.Advance)
+	case w.Grace < 0:
+		return fmt.Errorf("grace period must not be negative, not %d", w.Grace)
+	}
+	return nil
+}
+
+// WindowsFor returns the starts of the windows a timestamp falls in, ascending; no window
+// starts below 0 (TimeWindows#windowsFor).
+func (w TimeWindows) WindowsFor(ts int64) []int64 {
+	first := max(0, ts-w.Size+w.Advance) / w.Advance * w.Advance
+	var out []int64
+	for s := first; s <= ts; s += w.Advance {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Windowed is a windowed key (Kafka Streams' Windowed<K>): the key and its window
+// [Start, End).
+type Windowed struct {
+	Key   any
+	Start int64
+	End   int64
+}
+
+func (w Windowed) String() string { return fmt.Sprintf("[%v@%d/%d]", w.Key, w.Start, w.End) }
+
+// TimeWindowedSerde writes a windowed key as Kafka Streams' TimeWindowedSerializer does:
+// [inner key bytes][8-byte big-endian window start]. Reading needs the window size:
+// end = start + size (Long.MAX_VALUE on overflow).
+type TimeWindowedSerde struct {
+	Inner Serde
+	Size  int64
+}
+
+// Name implements Serde.
+func (s TimeWindowedSerde) Name() string { return "windowed-" + s.Inner.Name() }
+
+// Serialize implements Serde; it takes a Windowed, or a table {key=, window={start=}} as a
+// script may rebuild one.
+func (s TimeWindowedSerde) Serialize(topic string, headers Headers, v any) ([]byte, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var w Windowed
+	switch x := v.(type) {
+	case Windowed:
+		w = x
+	case map[string]any:
+		win, _ := x["window"].(map[string]any)
+		start, ok := win["start"].(int64)
+		if !ok {
+			return nil, fmt.Errorf("windowed key serde: a table key needs window.start (milliseconds)")
+		}
+		w = Windowed{Key: x["key"], Start: start}
+	default:
+		return nil, fmt.Errorf("windowed key serde: cannot serialize a %T (want a windowed key)", v)
+	}
+	kb, err := s.Inner.Serialize(topic, headers, w.Key)
+	if err != nil {
+		return nil, err
+	}
+	return binary.BigEndian.AppendUint64(kb, uint64(w.Start)), nil
+}
+
+// Deserialize implements Serde.
+func (s TimeWindowedSerde) Deserialize(topic string, headers Headers, data []byte) (any, error) {
+	if data == nil {
+		return nil, nil
+	}
+	if len(data) < 8 {
+		return nil, fmt.Errorf("windowed key serde: %d bytes is too short for a windowed key", len(data))
+	}
+	k, err := s.Inner.Deserialize(topic, headers, data[:len(data)-8])
+	if err != nil {
+		return nil, err
+	}
+	start := int64(binary.BigEndian.Uint64(data[len(data)-8:]))
+	end := start + s.Size
+	if end < start {
+		end = math.MaxInt64
+	}
+	return Windowed{Key: k, Start: start, End: end}, nil
+}
+
+// TimeWindowedKStream is a grouped stream with time windows (Kafka Streams'
+// TimeWindowedKStream).
+type TimeWindowedKStream struct {
+	g *KGroupedStream
+	w TimeWindows
+}
+
+// WindowedBy adds time windows to the grouping.
+func (g *KGroupedStream) WindowedBy(w TimeWindows) (*TimeWindowedKStream, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	return &TimeWindowedKStream{g: g, w: w}, nil
+}
+
+// Count counts records per key and window; null values count too.
+func (t *TimeWindowedKStream) Count(m Materialized, longSerde Serde, name string) (*KTable, error) {
+	if m.Given && m.StoreName == "" {
+		t.g.s.b.index++
+	}
+	if m.Serdes.Value == nil {
+		m.Serdes.Value = longSerde
+	}
+	return t.aggregate("KSTREAM-AGGREGATE-", m, name, &windowAggregate{
+		init: func() (any, error) { return int64(0), nil },
+		agg: func(_ Record, agg any) (any, error) {
+			n, _ := agg.(int64)
+			return n + 1, nil
+		},
+	})
+}
+
+// Reduce combines values per key and window.
+func (t *TimeWindowedKStream) Reduce(reducer Aggregator, m Materialized, name string) (*KTable, error) {
+	if m.Serdes.Value == nil {
+		m.Serdes.Value = t.g.s.serdes.Value
+	}
+	return t.aggregate("KSTREAM-REDUCE-", m, name, &windowAggregate{agg: reducer, reduce: true})
+}
+
+// Aggregate folds values per key and window.
+func (t *TimeWindowedKStream) Aggregate(init Initializer, agg Aggregator, m Materialized, name string) (*KTable, error) {
+	return t.aggregate("KSTREAM-AGGREGATE-", m, name, &windowAggregate{init: init, agg: agg})
+}
+
+func (t *TimeWindowedKStream) aggregate(prefix string, m Materialized, name string, proto *windowAggregate) (*KTable, error) {
+	w := t.w
+	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
+		return &StoreSpec{Name: storeName, Type: TimestampedWindowStoreType, Serdes: serdes, Logged: !m.LoggingDisabled,
+			WindowSize: w.Size, Retention: w.Size + w.Grace}
+	}, func(storeName string, oldValues *bool) Processor {
+		p := *proto
+		p.store, p.windows, p.oldValues = storeName, w, oldValues
+		p.streamTime = map[int32]int64{}
+		return &p
+	})
+	if err != nil {
+		return nil, err
+	}
+	table.serdes.Key = TimeWindowedSerde{Inner: table.serdes.Key, Size: w.Size}
+	return table, nil
+}
+
+// windowAggregate is KStreamWindowAggregate: a record updates every window it falls in that
+// is still open on the operator's stream time (end > streamTime − grace); for each window
+// already closed it is dropped and counted as late.
+type windowAggregate struct {
+	ctx        *Context
+	store      string
+	windows    TimeWindows
+	init       Initializer
+	agg        Aggregator
+	reduce     bool
+	oldValues  *bool
+	streamTime map[int32]int64 // per task
+}
+
+func (p *windowAggregate) Init(ctx *Context) error { p.ctx = ctx; return nil }
+
+func (p *windowAggregate) Process(rec Record) error {
+	if rec.Key == nil {
+		p.ctx.Drop("null-key")
+		return nil
+	}
+	st, seen := p.streamTime[rec.Partition]
+	if !seen || rec.Timestamp > st {
+		st = rec.Timestamp
+		p.streamTime[rec.Partition] = st
+	}
+	closeTime := st - p.windows.Grace
+	store, err := p.ctx.topology.WindowStore(p.store, rec.Partition)
+	if err != nil {
+		return err
+	}
+	for _, start := range p.windows.WindowsFor(rec.Timestamp) {
+		end := start + p.windows.Size
+		if end <= closeTime {
+			p.ctx.Drop("late")
+			continue
+		}
+		old, found, err := store.Fetch(rec.Key, start)
+		if err != nil {
+			return err
+		}
+		ts := rec.Timestamp
+		var base any
+		switch {
+		case found && old.Value != nil:
+			base, ts = old.Value, max(ts, old.Timestamp)
+		case p.reduce:
+		default:
+			if base, err = p.init(); err != nil {
+				return err
+			}
+		}
+		var next any
+		if p.reduce && base == nil {
+			next = rec.Value
+		} else if next, err = p.agg(rec, base); err != nil {
+			return err
+		}
+		if _, err := store.Put(rec.Key, next, start, ts); err != nil {
+			return err
+		}
+		c := Change{New: next}
+		if *p.oldValues {
+			c.Old = base
+		}
+		out := rec
+		out.Key, out.Value, out.Timestamp = Windowed{Key: rec.Key, Start: start, End: end}, c, ts
+		if err := p.ctx.Forward(out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
