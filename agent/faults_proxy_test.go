@@ -37,8 +37,8 @@ func TestFaultBrokerConnectionDropsAtLeastOnce(t *testing.T) {
 	m := metrics.New()
 	ra := startAgentWith(t, testConfig(t, b.Addrs(), upperScript, proxyFaultCommitInterval), m)
 	defer ra.stop(t)
-	faults := cutWhileProcessing(t, b, ra, m, proxyFaultRecords, proxyFaultRecords)
-	requireRunning(t, ra)
+	faults := cutWhileProcessing(t, b, m, proxyFaultRecords, proxyFaultRecords, func() bool { return true })
+	waitProduced(t, ra, m, "out", proxyFaultRecords)
 
 	seen := map[string]bool{}
 	out := readUntil(t, b.Addrs(), "out", func(got []*sarama.ConsumerMessage) bool {
@@ -54,7 +54,7 @@ func TestFaultBrokerConnectionDropsAtLeastOnce(t *testing.T) {
 		}
 	}
 	requireRunning(t, ra)
-	t.Logf("%s; %d records, all in the output (%d outputs, %d of them repeats)",
+	t.Logf("%s; %d records, all in the output (%d outputs read, at least %d of them repeats)",
 		faults, proxyFaultRecords, len(out), len(out)-proxyFaultRecords)
 }
 
@@ -67,8 +67,11 @@ func TestFaultBrokerConnectionDropsExactlyOnce(t *testing.T) {
 	cfg := testConfig(t, b.Addrs(), countScript, "processing.guarantee = \"exactly_once_v2\"\n"+proxyFaultCommitInterval)
 	m := metrics.New()
 	ra := startAgentWith(t, cfg, m)
-	faults := cutWhileProcessing(t, b, ra, m, proxyFaultRecords, keys)
-	requireRunning(t, ra)
+	// The store's uncommitted bytes show an epoch is open: its transaction has begun, its
+	// outputs are sent and its offsets and changelog records are not yet committed.
+	midEpoch := func() bool { return testutil.ToFloat64(m.UncommittedSize.WithLabelValues("counts")) > 0 }
+	faults := cutWhileProcessing(t, b, m, proxyFaultRecords, keys, midEpoch)
+	waitProduced(t, ra, m, "out", proxyFaultRecords)
 
 	want := map[string]int64{}
 	for i := range proxyFaultRecords {
@@ -90,18 +93,19 @@ func TestFaultBrokerConnectionDropsExactlyOnce(t *testing.T) {
 // cutWhileProcessing feeds total records in four slices, bypassing the proxy, and drops the
 // agent's broker connections while it works through them: a cut once it has consumed half
 // of the first slice, another at half of the second, and a third at half of the third
-// that also refuses reconnections for about a second, while the last slice arrives. It
+// that also refuses reconnections for about a second, while the last slice arrives. Each
+// cut also waits for ready (e.g. an open epoch) and for the agent to be connected. It
 // returns a summary of what it did.
-func cutWhileProcessing(t *testing.T, b *proxiedBroker, ra *runningAgent, m *metrics.Metrics, total, keys int) string {
+func cutWhileProcessing(t *testing.T, b *proxiedBroker, m *metrics.Metrics, total, keys int, ready func() bool) string {
 	t.Helper()
 	consumed := func() float64 { return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) }
 	slice := total / 4
 	cuts, dropped := 0, 0
 	var outage time.Time
 	for i := range 3 {
-		feed(t, b, slice, i*slice, keys)
-		waitFor(t, 20*time.Second, fmt.Sprintf("the agent did not consume half of slice %d", i+1), func() bool {
-			return consumed() >= float64(i*slice+slice/2) && b.proxy.open() > 0
+		feedDirect(t, b, slice, i*slice, keys)
+		pollFor(t, 20*time.Second, fmt.Sprintf("the agent did not consume half of slice %d", i+1), func() bool {
+			return consumed() >= float64(i*slice+slice/2) && ready() && b.proxy.open() > 0
 		})
 		var n int
 		if i < 2 {
@@ -113,8 +117,8 @@ func cutWhileProcessing(t *testing.T, b *proxiedBroker, ra *runningAgent, m *met
 		cuts++
 		dropped += n
 	}
-	feed(t, b, total-3*slice, 3*slice, keys)
-	waitFor(t, 10*time.Second, "the agent did not try to reconnect during the outage", func() bool {
+	feedDirect(t, b, total-3*slice, 3*slice, keys)
+	pollFor(t, 10*time.Second, "the agent did not try to reconnect during the outage", func() bool {
 		return b.proxy.refused.Load() > 0
 	})
 	// The outage is the fault itself: it lasts a second whatever the agent does.
@@ -124,10 +128,10 @@ func cutWhileProcessing(t *testing.T, b *proxiedBroker, ra *runningAgent, m *met
 		cuts, dropped, time.Since(outage).Round(100*time.Millisecond), b.proxy.refused.Load())
 }
 
-// feed writes n records from the index from on: key k<i mod keys> in the partition the
+// feedDirect writes n records from the index from on: key k<i mod keys> in the partition the
 // default partitioner gives it, value v<i>, header trace=t. It bypasses the proxy, with
 // an idempotent producer, so the input is exact whatever the faults.
-func feed(t *testing.T, b *proxiedBroker, n, from, keys int) {
+func feedDirect(t *testing.T, b *proxiedBroker, n, from, keys int) {
 	t.Helper()
 	c := b.direct(saramaTestConfig())
 	c.Producer.Idempotent = true
@@ -158,9 +162,25 @@ func requireRunning(t *testing.T, ra *runningAgent) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	st, err := ra.a.WaitState(ctx, StateRunning, StateError, StateNotRunning)
-	if st == StateRunning {
-		return
+	if st != StateRunning {
+		failStopped(t, ra, st, err)
 	}
+}
+
+// waitProduced waits until the agent acknowledged n records to topic, failing at once with
+// Run's error if the agent stops.
+func waitProduced(t *testing.T, ra *runningAgent, m *metrics.Metrics, topic string, n int) {
+	t.Helper()
+	pollFor(t, 30*time.Second, fmt.Sprintf("the agent did not produce %d records to %s", n, topic), func() bool {
+		if st := ra.a.State(); st == StateError || st == StateNotRunning {
+			failStopped(t, ra, st, nil)
+		}
+		return testutil.ToFloat64(m.RecordsProduced.WithLabelValues(topic)) >= float64(n)
+	})
+}
+
+func failStopped(t *testing.T, ra *runningAgent, st AppState, err error) {
+	t.Helper()
 	if st == StateError || st == StateNotRunning {
 		err = <-ra.done
 		ra.done <- err // for the deferred stop

@@ -51,7 +51,7 @@ func (p *tcpProxy) Cut() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for c := range p.conns {
-		reset(c)
+		resetConn(c)
 	}
 	n := len(p.conns) / 2
 	clear(p.conns)
@@ -101,7 +101,7 @@ func (p *tcpProxy) accept() {
 		p.mu.Unlock()
 		if refusing {
 			p.refused.Add(1)
-			reset(c)
+			resetConn(c)
 			continue
 		}
 		p.wg.Add(1)
@@ -113,15 +113,15 @@ func (p *tcpProxy) forward(client net.Conn) {
 	defer p.wg.Done()
 	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
 	if err != nil {
-		reset(client)
+		resetConn(client)
 		return
 	}
 	p.mu.Lock()
 	if p.closed || p.refusing {
 		// Cut or Refuse ran while this connection was being dialled.
 		p.mu.Unlock()
-		reset(client)
-		reset(server)
+		resetConn(client)
+		resetConn(server)
 		return
 	}
 	p.conns[client], p.conns[server] = struct{}{}, struct{}{}
@@ -140,13 +140,13 @@ func (p *tcpProxy) forward(client net.Conn) {
 	delete(p.conns, client)
 	delete(p.conns, server)
 	p.mu.Unlock()
-	reset(client)
-	reset(server)
+	resetConn(client)
+	resetConn(server)
 	<-done
 }
 
-// reset closes c with an RST rather than a FIN, so the peer sees the connection fail, not end.
-func reset(c net.Conn) {
+// resetConn closes c with an RST rather than a FIN, so the peer sees the connection fail, not end.
+func resetConn(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0)
 	}
@@ -209,8 +209,8 @@ func testProxiedBroker(t *testing.T, partitions int32, topics ...string) *proxie
 	return b
 }
 
-// waitFor polls cond until it holds or within passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+// pollFor polls cond until it holds or within passes.
+func pollFor(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
@@ -247,7 +247,7 @@ func TestProxiedBrokerKeepsClientsOnTheProxy(t *testing.T) {
 	if n := b.proxy.Cut(); n < 1 {
 		t.Fatalf("cut %d connections, want the client's", n)
 	}
-	waitFor(t, 10*time.Second, "the client never came back through the proxy", func() bool {
+	pollFor(t, 10*time.Second, "the client never came back through the proxy", func() bool {
 		_, err := client.GetOffset("in", 0, sarama.OffsetNewest)
 		return err == nil && b.proxy.accepted.Load() > before
 	})
@@ -261,7 +261,7 @@ func TestProxiedBrokerKeepsClientsOnTheProxy(t *testing.T) {
 		t.Fatalf("the proxy refused no connection (err %v)", err)
 	}
 	b.proxy.Restore()
-	waitFor(t, 10*time.Second, "the client never reconnected after Restore", func() bool {
+	pollFor(t, 10*time.Second, "the client never reconnected after Restore", func() bool {
 		_, err := client.GetOffset("in", 1, sarama.OffsetNewest)
 		return err == nil
 	})

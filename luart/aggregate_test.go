@@ -216,3 +216,31 @@ return b`)
 		t.Fatalf("key %x value %x", r.Key, r.Value)
 	}
 }
+
+// Reference §2.8: inner joins drop null keys and values and records without a table value;
+// left joins keep them with a nil table value; joiners are chosen by arity.
+func TestStreamTableJoins(t *testing.T) {
+	d := storeDriver(t, prelude+`
+local users = b:table("users")
+b:stream("orders"):join(users, function(order, user) return order .. " by " .. user end):to("joined")
+b:stream("orders2"):leftJoin(users, function(k, order, user, r)
+  return k .. ":" .. order .. " by " .. tostring(user) .. "@" .. r.offset
+end):to("left")
+return b`)
+	pipe(t, d, "users", "u1", "ann")
+	pipe(t, d, "orders", "u1", "book")
+	pipe(t, d, "orders", "u2", "pen")
+	pipe(t, d, "orders2", "u1", "cup")
+	pipe(t, d, "orders2", "u2", "mug")
+	if got := outputs(d, "joined"); len(got) != 1 || got[0] != (kv{"u1", "book by ann"}) {
+		t.Fatalf("joined = %v", got)
+	}
+	if got := outputs(d, "left"); len(got) != 2 || got[0].v != "u1:cup by ann@0" || got[1].v != "u2:mug by nil@1" {
+		t.Fatalf("left = %v", got)
+	}
+	// Table updates never emit.
+	pipe(t, d, "users", "u2", "bob")
+	if d.Pending("joined") != 0 || d.Pending("left") != 0 {
+		t.Fatal("a table update produced join output")
+	}
+}

@@ -25,18 +25,13 @@ var notSupported = map[string]map[string]string{
 		"emitStrategy": "emit strategies (updates are emitted on every change)",
 	},
 	"KTable": {
-		"join":      "joins",
-		"leftJoin":  "joins",
-		"outerJoin": "joins",
+		"join":      "table-table joins",
+		"leftJoin":  "table-table joins",
+		"outerJoin": "table-table joins",
 		"suppress":  "suppression",
 	},
 	"KStream": {
-		"groupByKey": "aggregations",
-		"groupBy":    "aggregations",
-		"toTable":    "KTables",
-		"join":       "joins",
-		"leftJoin":   "joins",
-		"outerJoin":  "joins",
+		"outerJoin": "stream-stream joins",
 	},
 }
 

@@ -26,6 +26,8 @@ func (rt *Runtime) streamMetatable() *lua.LTable {
 		"to":            rt.sTo,
 		"repartition":   rt.sRepartition,
 		"split":         rt.sSplit,
+		"join":          rt.sJoin(false),
+		"leftJoin":      rt.sJoin(true),
 		"groupByKey":    rt.sGroupByKey,
 		"groupBy":       rt.sGroupBy,
 		"toTable":       rt.sToTable,

@@ -1,0 +1,57 @@
+package luart
+
+import (
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// valueJoiner wraps a joiner chosen by arity, like the Java overloads: function(sv, tv)
+// is a ValueJoiner, function(k, sv, tv) (or more parameters, or ...) a ValueJoinerWithKey.
+// The record context r is passed last either way.
+func (rt *Runtime) valueJoiner(fn *lua.LFunction) pipeline.ValueJoinerWithKey {
+	withKey := fn.Proto == nil || fn.Proto.NumParameters >= 3 || fn.Proto.IsVarArg != 0
+	return func(rec pipeline.Record, tableValue any) (any, error) {
+		L := rt.L
+		L.Push(fn)
+		n := 3
+		if withKey {
+			L.Push(rt.toLua(rec.Key))
+			n++
+		}
+		L.Push(rt.toLua(rec.Value))
+		L.Push(rt.toLua(tableValue))
+		L.Push(rt.rctx.set(&rec))
+		if err := rt.pcall(n, 1); err != nil {
+			return nil, err
+		}
+		return rt.fromLuaResult(fn, "joiner")
+	}
+}
+
+// sJoin implements stream:join(table, joiner, {name=}) and leftJoin.
+func (rt *Runtime) sJoin(left bool) lua.LGFunction {
+	return func(L *lua.LState) int {
+		ks := rt.checkStream(L)
+		var table *pipeline.KTable
+		if ud, ok := L.Get(2).(*lua.LUserData); ok {
+			table, _ = ud.Value.(*pipeline.KTable)
+			if _, isStream := ud.Value.(*pipeline.KStream); isStream {
+				L.RaiseError("not supported yet: stream-stream joins (JoinWindows)")
+			}
+		}
+		if table == nil {
+			L.ArgError(2, "join needs a KTable (GlobalKTable and stream-stream joins are not supported yet)")
+		}
+		fn := L.CheckFunction(3)
+		o := options(L, 4, "join", "name")
+		var out *pipeline.KStream
+		var err error
+		if left {
+			out, err = ks.LeftJoin(table, rt.valueJoiner(fn), optString(L, o, "name"))
+		} else {
+			out, err = ks.Join(table, rt.valueJoiner(fn), optString(L, o, "name"))
+		}
+		return rt.pushStream(L, out, err)
+	}
+}

@@ -1,0 +1,91 @@
+package pipeline
+
+import "fmt"
+
+// ValueJoinerWithKey joins a stream value with a table value (nil when absent in a left
+// join); the key is the stream record's.
+type ValueJoinerWithKey func(rec Record, tableValue any) (any, error)
+
+// Join joins each stream record with the table's current value for its key (Kafka Streams'
+// KStream#join(KTable)); records without a table value produce nothing.
+func (s *KStream) Join(t *KTable, joiner ValueJoinerWithKey, name string) (*KStream, error) {
+	return s.joinTable(t, joiner, false, name)
+}
+
+// LeftJoin is Join that also emits stream records without a table value (table value nil).
+func (s *KStream) LeftJoin(t *KTable, joiner ValueJoinerWithKey, name string) (*KStream, error) {
+	return s.joinTable(t, joiner, true, name)
+}
+
+func (s *KStream) joinTable(t *KTable, joiner ValueJoinerWithKey, left bool, name string) (*KStream, error) {
+	if t == nil || t.b != s.b {
+		return nil, fmt.Errorf("join: the table must come from the same builder")
+	}
+	if s.keyChanged {
+		return nil, fmt.Errorf("not supported yet: a stream-table join after an operation that changes the key (repartition first with repartition())")
+	}
+	if t.store == "" && t.materialize != nil {
+		t.materialize()
+	}
+	if t.store == "" {
+		return nil, fmt.Errorf("not supported yet: joining a table that has no store (the result of a table filter or mapValues); materialize the table it comes from")
+	}
+	prefix := "KSTREAM-JOIN-"
+	if left {
+		prefix = "KSTREAM-LEFTJOIN-"
+	}
+	store := t.store
+	n, err := s.processor(prefix, name, func() Processor { return &streamTableJoin{store: store, joiner: joiner, left: left} })
+	if err != nil {
+		return nil, err
+	}
+	n.Stores = []string{store}
+	return s.derive(n, Serdes{Key: s.serdes.Key}, false), nil
+}
+
+// streamTableJoin is KStreamKTableJoinProcessor: inner joins drop records with a null key or
+// value (counted); left joins drop only null values and join a null key with a null table
+// value (KIP-962). Table updates never emit.
+type streamTableJoin struct {
+	ctx    *Context
+	store  string
+	joiner ValueJoinerWithKey
+	left   bool
+}
+
+func (p *streamTableJoin) Init(ctx *Context) error { p.ctx = ctx; return nil }
+
+func (p *streamTableJoin) Process(rec Record) error {
+	if rec.Value == nil {
+		p.ctx.Drop("null-value")
+		return nil
+	}
+	var tableValue any
+	if rec.Key == nil {
+		if !p.left {
+			p.ctx.Drop("null-key")
+			return nil
+		}
+	} else {
+		store, err := p.ctx.store(p.store, rec.Partition)
+		if err != nil {
+			return err
+		}
+		v, _, found, err := store.Get(rec.Key)
+		if err != nil {
+			return err
+		}
+		if found {
+			tableValue = v
+		}
+	}
+	if tableValue == nil && !p.left {
+		return nil
+	}
+	out, err := p.joiner(rec, tableValue)
+	if err != nil {
+		return err
+	}
+	rec.Value = out
+	return p.ctx.Forward(rec)
+}
