@@ -36,6 +36,7 @@ type loop struct {
 
 	eos          bool
 	inTxn        bool
+	failedEpochs int // epochs in a row that failed and were processed again
 	maxBytes     int64
 	changelogOf  map[string]string // changelog topic → store
 	changelogFor map[string]string // store → changelog topic
@@ -114,8 +115,10 @@ func (l *loop) run(ctx context.Context) error {
 			return l.commit()
 		case batch := <-msgs:
 			if err := l.process(batch); err != nil {
-				l.abortAfterFailure()
-				return err
+				if err := l.retry(err); err != nil {
+					return err
+				}
+				continue
 			}
 			if err := l.punctuate(); err != nil {
 				return err
@@ -313,17 +316,14 @@ func (l *loop) commit() error {
 	defer cancel()
 	if l.eos {
 		if err := l.commitTxn(ctx); err != nil {
-			m.Commits.WithLabelValues(metrics.ResultFailure).Inc()
-			return l.recover(err)
+			return l.retry(err)
 		}
 	} else {
 		if err := l.sendChangelog(); err != nil {
-			m.Commits.WithLabelValues(metrics.ResultFailure).Inc()
-			return err
+			return l.retry(err)
 		}
 		if err := l.k.producer.Flush(ctx); err != nil {
-			m.Commits.WithLabelValues(metrics.ResultFailure).Inc()
-			return err
+			return l.retry(err)
 		}
 		if err := l.applyState(); err != nil {
 			return err
@@ -336,6 +336,7 @@ func (l *loop) commit() error {
 	}
 	l.reportUncommitted()
 	l.reportProgress()
+	l.failedEpochs = 0
 	m.Commits.WithLabelValues(metrics.ResultSuccess).Inc()
 	m.CommitLatency.Observe(time.Since(start).Seconds())
 	m.EpochSize.Observe(float64(l.epochRecords))
@@ -358,15 +359,30 @@ func (l *loop) commitTxn(ctx context.Context) error {
 	return l.applyState()
 }
 
-// recover handles a failed transaction: abort it, drop the epoch's store writes and
-// rewind the consumer to the committed offsets, then carry on. A fenced producer (another
-// instance took over) stops the application.
-func (l *loop) recover(cause error) error {
-	l.a.log.Warn("aborting the epoch's transaction; the records since the last commit will be processed again", "err", cause)
-	if errors.Is(cause, kafkaio.ErrFenced) {
+// maxFailedEpochs bounds how many epochs in a row may fail and be processed again before
+// the application stops: a broker away for longer is an outage to report, not to hide.
+const maxFailedEpochs = 20
+
+// retry handles an epoch that failed. A failed transaction (exactly-once) or a record the
+// broker did not take for a retriable reason (a lost connection, a leader change) is Kafka
+// Streams' TaskCorruptedException: the epoch is dropped (the transaction aborted, the store
+// buffer discarded) and the consumer rewinds to the committed offsets, so the epoch's records
+// are processed again — once more under at-least-once, exactly once under exactly-once.
+// Anything else (a script error, a record the broker refuses, a fenced producer) stops the
+// application.
+func (l *loop) retry(cause error) error {
+	l.a.metrics.Commits.WithLabelValues(metrics.ResultFailure).Inc()
+	var pe *kafkaio.ProduceError
+	retriable := (errors.As(cause, &pe) && pe.Retriable()) || (l.eos && l.inTxn && !errors.As(cause, new(*pipeline.RecordError)))
+	if errors.Is(cause, kafkaio.ErrFenced) || !retriable {
 		l.abortAfterFailure()
 		return cause
 	}
+	if l.failedEpochs++; l.failedEpochs > maxFailedEpochs {
+		l.abortAfterFailure()
+		return fmt.Errorf("%d epochs in a row failed; the last: %w", l.failedEpochs, cause)
+	}
+	l.a.log.Warn("dropping the epoch; the records since the last commit will be processed again", "err", cause)
 	if err := l.abortEpoch(); err != nil {
 		return errors.Join(cause, err)
 	}
@@ -376,12 +392,17 @@ func (l *loop) recover(cause error) error {
 	return nil
 }
 
-// abortEpoch aborts the open transaction and drops the epoch's store writes.
+// abortEpoch aborts the open transaction (or, under at-least-once, waits out the records
+// in flight) and drops the epoch's store writes.
 func (l *loop) abortEpoch() error {
 	var err error
 	if l.inTxn {
 		err = l.k.producer.AbortTxn()
 		l.inTxn = false
+	} else if !l.eos {
+		ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.TaskTimeout)
+		_ = l.k.producer.Flush(ctx) // its error is the one being handled
+		cancel()
 	}
 	l.k.producer.AckedOffsets()
 	if l.db != nil {

@@ -140,3 +140,11 @@ func (i kvIter) Headers() (pipeline.Headers, error) {
 	h, err := i.KeyValueIterator.Headers()
 	return fromStateHeaders(h), err
 }
+
+func (p stateStores) Meta(store string, partition int32, key string) ([]byte, error) {
+	return p.db.Meta(store, partition, key)
+}
+
+func (p stateStores) PutMeta(store string, partition int32, key string, value []byte) error {
+	return p.db.PutMeta(store, partition, key, value)
+}

@@ -61,6 +61,9 @@ func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Piped records are processed at once: no partition ever has a backlog, so every one is
+	// idle and the watermark is the largest stream time, as an operator's stream time is.
+	topo.idleAll = true
 	d.topo = topo
 	return d, nil
 }

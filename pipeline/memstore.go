@@ -12,10 +12,28 @@ import (
 // Its stores follow package state's semantics: retention, expiry and versions.
 type MemoryStores struct {
 	parts map[storeKey]any
+	meta  map[string][]byte
 }
 
 // NewMemoryStores returns an empty in-memory store provider.
-func NewMemoryStores() *MemoryStores { return &MemoryStores{parts: map[storeKey]any{}} }
+func NewMemoryStores() *MemoryStores {
+	return &MemoryStores{parts: map[storeKey]any{}, meta: map[string][]byte{}}
+}
+
+func metaKey(store string, partition int32, key string) string {
+	return store + "\x00" + itoa(int(partition)) + "\x00" + key
+}
+
+// Meta implements StoreProvider.
+func (m *MemoryStores) Meta(store string, partition int32, key string) ([]byte, error) {
+	return m.meta[metaKey(store, partition, key)], nil
+}
+
+// PutMeta implements StoreProvider.
+func (m *MemoryStores) PutMeta(store string, partition int32, key string, value []byte) error {
+	m.meta[metaKey(store, partition, key)] = append([]byte(nil), value...)
+	return nil
+}
 
 // memPart returns the partition of a store, making it on first use.
 func memPart[S any](m *MemoryStores, spec StoreSpec, partition int32, make func() S) (S, error) {

@@ -118,6 +118,11 @@ type StoreProvider interface {
 	WindowStore(spec StoreSpec, partition int32) (WindowBytesStore, error)
 	SessionStore(spec StoreSpec, partition int32) (SessionBytesStore, error)
 	VersionedStore(spec StoreSpec, partition int32) (VersionedBytesStore, error)
+	// Meta and PutMeta keep small processor metadata with an opened store partition,
+	// committed with the epoch's writes (Kafka Streams keeps, for instance, the last
+	// emitted window close time this way). Meta returns nil when absent.
+	Meta(store string, partition int32, key string) ([]byte, error)
+	PutMeta(store string, partition int32, key string, value []byte) error
 }
 
 // AddStateStore declares a store processors can connect to by name.

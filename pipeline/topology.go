@@ -66,6 +66,13 @@ type Topology struct {
 	subtopologyOf map[string]int
 	streamTime    map[int32]int64 // task stream time by partition
 	punctuators   []*punctuator
+
+	partTime    map[TopicPartition]int64 // stream time of each source partition
+	assigned    map[TopicPartition]bool  // nil: every partition seen
+	idle        map[TopicPartition]bool
+	idleAll     bool // the test driver: no lag, every partition is idle
+	watermark   int64
+	wmListeners []func(wm int64) error
 }
 
 type storeKey struct {
@@ -119,6 +126,9 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 		nodeStores:    map[string][]string{},
 		subtopologyOf: map[string]int{},
 		streamTime:    map[int32]int64{},
+		partTime:      map[TopicPartition]int64{},
+		idle:          map[TopicPartition]bool{},
+		watermark:     -1,
 	}
 	if len(b.stores) > 0 && opts.Stores == nil {
 		return nil, errors.New("the topology has state stores but no store provider was given")
@@ -222,9 +232,16 @@ func (t *Topology) Process(in SourceRecord) error {
 		if st, ok := t.streamTime[in.Partition]; !ok || rec.Timestamp > st {
 			t.streamTime[in.Partition] = rec.Timestamp
 		}
+		tp := TopicPartition{Topic: in.Topic, Partition: in.Partition}
+		if st, ok := t.partTime[tp]; !ok || rec.Timestamp > st {
+			t.partTime[tp] = rec.Timestamp
+		}
 		err = src.process(rec)
 		if err == nil {
 			err = t.punctuateStreamTime(in.Partition)
+		}
+		if err == nil {
+			err = t.AdvanceWatermark()
 		}
 	}
 	if err != nil {

@@ -203,7 +203,7 @@ func (p *Producer) drainSuccesses() {
 func (p *Producer) drainErrors() {
 	defer p.drained.Done()
 	for pe := range p.ap.Errors() {
-		err := fmt.Errorf("produce to topic %q partition %d: %w", pe.Msg.Topic, pe.Msg.Partition, p.fail(pe.Err))
+		var err error = &ProduceError{Topic: pe.Msg.Topic, Partition: pe.Msg.Partition, Err: p.fail(pe.Err)}
 		p.firstErr.CompareAndSwap(nil, &err)
 		// A failed message is not recycled: sarama still reads it after reporting it
 		// (the retry backoff looks at it). Failures are rare; the GC takes it.

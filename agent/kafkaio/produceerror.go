@@ -1,0 +1,44 @@
+package kafkaio
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/IBM/sarama"
+)
+
+// ProduceError is a record the broker did not take. Send and Flush return it (wrapped).
+type ProduceError struct {
+	Topic     string
+	Partition int32
+	Err       error
+}
+
+func (e *ProduceError) Error() string {
+	return fmt.Sprintf("produce to topic %q partition %d: %v", e.Topic, e.Partition, e.Err)
+}
+
+func (e *ProduceError) Unwrap() error { return e.Err }
+
+// fatalProduceErrors fail the same way however often the epoch is processed again: the
+// record or the topic is wrong, or access is denied.
+var fatalProduceErrors = []error{
+	sarama.ErrMessageSizeTooLarge, sarama.ErrInvalidMessage, sarama.ErrInvalidMessageSize,
+	sarama.ErrInvalidRecord, sarama.ErrInvalidTopic,
+	sarama.ErrTopicAuthorizationFailed, sarama.ErrClusterAuthorizationFailed,
+	sarama.ErrTransactionalIDAuthorizationFailed, sarama.ErrInvalidRequiredAcks,
+}
+
+// Retriable reports whether processing the epoch again may succeed: a lost connection, a
+// leader change or a broker that is away for a while, as Kafka's RetriableException.
+func (e *ProduceError) Retriable() bool {
+	if errors.Is(e.Err, ErrFenced) {
+		return false
+	}
+	for _, f := range fatalProduceErrors {
+		if errors.Is(e.Err, f) {
+			return false
+		}
+	}
+	return true
+}
