@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -37,9 +38,11 @@ type loop struct {
 	eos          bool
 	inTxn        bool
 	failedEpochs int // epochs in a row that failed and were processed again
-	maxBytes     int64
-	changelogOf  map[string]string // changelog topic → store
-	changelogFor map[string]string // store → changelog topic
+	// caughtUpSince is when each partition's consumer last reached the log end.
+	caughtUpSince map[kafkaio.TopicPartition]time.Time
+	maxBytes      int64
+	changelogOf   map[string]string // changelog topic → store
+	changelogFor  map[string]string // store → changelog topic
 
 	assigned chan []kafkaio.TopicPartition
 	revoke   chan chan error
@@ -69,6 +72,8 @@ func newLoop(a *Agent, k *kafkaClients, topo *pipeline.Topology, db *state.DB, b
 		done:         make(chan struct{}),
 		next:         map[kafkaio.TopicPartition]int64{},
 		consumed:     map[string]prometheus.Counter{},
+
+		caughtUpSince: map[kafkaio.TopicPartition]time.Time{},
 	}
 	for _, s := range b.Stores() {
 		if s.Logged {
@@ -149,6 +154,12 @@ func (l *loop) run(ctx context.Context) error {
 			}
 		case tps := <-l.assigned:
 			l.a.log.Info("partitions assigned", "partitions", len(tps))
+			assigned := make([]pipeline.TopicPartition, len(tps))
+			for i, tp := range tps {
+				assigned[i] = pipeline.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+			}
+			l.topo.SetAssignment(assigned)
+			clear(l.caughtUpSince)
 			if l.a.state.Current() != StateRunning {
 				_ = l.a.state.Transition(StateRunning)
 			}
@@ -162,19 +173,55 @@ func (l *loop) run(ctx context.Context) error {
 	}
 }
 
-// punctuate runs the wall-clock punctuators that are due; their writes belong to the epoch.
+// punctuate runs the wall-clock punctuators that are due and lets idle partitions stop
+// holding the watermark back; what they emit belongs to the epoch.
 func (l *loop) punctuate() error {
-	if !l.topo.HasWallClockPunctuators() {
+	wall, wm := l.topo.HasWallClockPunctuators(), l.topo.HasWatermarkListeners()
+	if !wall && !wm {
 		return nil
 	}
 	if err := l.beginTxn(); err != nil {
 		return err
 	}
-	if err := l.topo.PunctuateWallClock(); err != nil {
-		l.abortAfterFailure()
-		return err
+	if wall {
+		if err := l.topo.PunctuateWallClock(); err != nil {
+			l.abortAfterFailure()
+			return err
+		}
+	}
+	if wm {
+		l.markIdle()
+		if err := l.topo.AdvanceWatermark(); err != nil {
+			l.abortAfterFailure()
+			return err
+		}
 	}
 	return nil
+}
+
+// markIdle tells the topology which partitions are idle: nothing of them is waiting to be
+// processed and their consumer has been at the log end for max.task.idle.ms. The consumer
+// learns where the log ends from its fetches, so that view can be one fetch.max.wait.ms old:
+// a partition must stay caught up for at least that long too, or a partition whose records
+// are merely not fetched yet would let the watermark run ahead of them.
+func (l *loop) markIdle() {
+	need := max(l.a.cfg.MaxTaskIdle, l.a.cfg.Client(config.ForConsumer).Duration("fetch.max.wait.ms"))
+	now := time.Now()
+	buffered := len(l.k.consumer.Messages()) > 0
+	for tp, lag := range l.k.consumer.Lag() {
+		ptp := pipeline.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+		if lag > 0 || buffered {
+			delete(l.caughtUpSince, tp)
+			l.topo.SetIdle(ptp, false)
+			continue
+		}
+		since, ok := l.caughtUpSince[tp]
+		if !ok {
+			since = now
+			l.caughtUpSince[tp] = now
+		}
+		l.topo.SetIdle(ptp, now.Sub(since) >= need)
+	}
 }
 
 // reportProgress exports, once per epoch, the Lua time, consumer lag, task stream times,

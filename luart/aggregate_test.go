@@ -244,3 +244,29 @@ return b`)
 		t.Fatal("a table update produced join output")
 	}
 }
+
+// Reference §2.2, ON_WINDOW_CLOSE: the same input emits only [k@5/15] +5+6 @6, when the
+// watermark (here the stream time: the test driver has no backlog) reaches 105.
+func TestTimeWindowedEmitOnWindowClose(t *testing.T) {
+	d := storeDriver(t, prelude+`
+b:stream("in")
+  :groupByKey()
+  :windowedBy(s.TimeWindows.ofSizeAndGrace(10, 90):advanceBy(5))
+  :emitStrategy(s.EmitStrategy.onWindowClose())
+  :aggregate(function() return "" end, function(k, v, agg) return agg .. "+" .. v end)
+  :toStream(function(wk, v) return "[" .. wk.key .. "@" .. wk.window.start .. "/" .. wk.window["end"] .. "]" end)
+  :to("out")
+return b`)
+	for _, ts := range []int64{100, 0, 1, 2, 3, 4, 5, 6, 105, 106} {
+		if err := d.Pipe("in", []byte("k"), []byte(itoa(ts)), ts, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, ok := d.ReadOutput("out")
+	if !ok || string(r.Key) != "[k@5/15]" || string(r.Value) != "+5+6" || r.Timestamp != 6 {
+		t.Fatalf("first output %v %q %q @%d", ok, r.Key, r.Value, r.Timestamp)
+	}
+	if d.Pending("out") != 0 {
+		t.Fatalf("%d more outputs, want exactly one final result", d.Pending("out"))
+	}
+}

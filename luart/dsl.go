@@ -21,9 +21,6 @@ var notSupported = map[string]map[string]string{
 	"KGroupedStream": {
 		"cogroup": "cogrouped aggregations",
 	},
-	"TimeWindowedKStream": {
-		"emitStrategy": "emit strategies (updates are emitted on every change)",
-	},
 	"KTable": {
 		"join":      "table-table joins",
 		"leftJoin":  "table-table joins",
@@ -71,7 +68,8 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 		return 1
 	}))
 	mod.RawSetString("TimeWindows", rt.timeWindowsClass())
-	for _, cls := range []string{"SlidingWindows", "SessionWindows", "JoinWindows", "Suppressed", "EmitStrategy"} {
+	mod.RawSetString("EmitStrategy", rt.emitStrategyClass())
+	for _, cls := range []string{"SlidingWindows", "SessionWindows", "JoinWindows", "Suppressed"} {
 		mod.RawSetString(cls, rt.unsupportedClass(cls))
 	}
 	L.SetField(L.Get(lua.RegistryIndex), "stoat.module", mod)

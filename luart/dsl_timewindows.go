@@ -81,6 +81,21 @@ func (rt *Runtime) gsWindowedBy(L *lua.LState) int {
 			t, err := tw.Reduce(rt.reducer(fn), rt.materializedOpt(L, o), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},
+		"emitStrategy": func(L *lua.LState) int {
+			tw := checkValue[*pipeline.TimeWindowedKStream](L, "TimeWindowedKStream")
+			ud, ok := L.Get(2).(*lua.LUserData)
+			var strategy emitStrategy
+			isStrategy := false
+			if ok {
+				strategy, isStrategy = ud.Value.(emitStrategy)
+			}
+			if !isStrategy {
+				L.ArgError(2, "emitStrategy needs s.EmitStrategy.onWindowClose() or s.EmitStrategy.onWindowUpdate()")
+			}
+			tw.EmitOnWindowClose(strategy == "onWindowClose")
+			L.Push(L.Get(1))
+			return 1
+		},
 		"aggregate": func(L *lua.LState) int {
 			tw := checkValue[*pipeline.TimeWindowedKStream](L, "TimeWindowedKStream")
 			init, agg := L.CheckFunction(2), L.CheckFunction(3)
@@ -101,4 +116,30 @@ func (rt *Runtime) windowedToLua(w pipeline.Windowed) *lua.LTable {
 	win.RawSetString("end", intToLua(w.End))
 	t.RawSetString("window", win)
 	return t
+}
+
+// emitStrategy is a value of stoat.EmitStrategy: "onWindowClose" or "onWindowUpdate".
+type emitStrategy string
+
+// emitStrategyClass is stoat.EmitStrategy with onWindowClose() and onWindowUpdate().
+func (rt *Runtime) emitStrategyClass() *lua.LTable {
+	L := rt.L
+	cls := L.NewTable()
+	for _, name := range []string{"onWindowClose", "onWindowUpdate"} {
+		v := emitStrategy(name)
+		cls.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
+			L.Push(rt.wrap(L, "EmitStrategy", v, map[string]lua.LGFunction{
+				"type": func(L *lua.LState) int {
+					if checkValue[emitStrategy](L, "EmitStrategy") == "onWindowClose" {
+						L.Push(lua.LString("ON_WINDOW_CLOSE"))
+					} else {
+						L.Push(lua.LString("ON_WINDOW_UPDATE"))
+					}
+					return 1
+				},
+			}))
+			return 1
+		}))
+	}
+	return cls
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sort"
 )
 
 // TimeWindows are fixed-size windows, tumbling (advance = size) or hopping (Kafka Streams'
@@ -109,9 +110,15 @@ func (s TimeWindowedSerde) Deserialize(topic string, headers Headers, data []byt
 // TimeWindowedKStream is a grouped stream with time windows (Kafka Streams'
 // TimeWindowedKStream).
 type TimeWindowedKStream struct {
-	g *KGroupedStream
-	w TimeWindows
+	g           *KGroupedStream
+	w           TimeWindows
+	emitOnClose bool
 }
+
+// EmitOnWindowClose makes the aggregation forward each window once, when the global
+// watermark closes it (end + grace ≤ watermark), instead of on every update
+// (EmitStrategy.onWindowClose).
+func (t *TimeWindowedKStream) EmitOnWindowClose(onClose bool) { t.emitOnClose = onClose }
 
 // WindowedBy adds time windows to the grouping.
 func (g *KGroupedStream) WindowedBy(w TimeWindows) (*TimeWindowedKStream, error) {
@@ -153,12 +160,18 @@ func (t *TimeWindowedKStream) Aggregate(init Initializer, agg Aggregator, m Mate
 
 func (t *TimeWindowedKStream) aggregate(prefix string, m Materialized, name string, proto *windowAggregate) (*KTable, error) {
 	w := t.w
+	retention := w.Size + w.Grace
+	if t.emitOnClose {
+		// A window waits in the store for the watermark, which may lag the store's stream
+		// time by any amount: it is deleted once its final result is out, never expired.
+		retention = math.MaxInt64 / 4
+	}
 	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
 		return &StoreSpec{Name: storeName, Type: TimestampedWindowStoreType, Serdes: serdes, Logged: !m.LoggingDisabled,
-			WindowSize: w.Size, Retention: w.Size + w.Grace}
+			WindowSize: w.Size, Retention: retention}
 	}, func(storeName string, oldValues *bool) Processor {
 		p := *proto
-		p.store, p.windows, p.oldValues = storeName, w, oldValues
+		p.store, p.windows, p.oldValues, p.emitOnClose = storeName, w, oldValues, t.emitOnClose
 		p.streamTime = map[int32]int64{}
 		return &p
 	})
@@ -181,9 +194,17 @@ type windowAggregate struct {
 	reduce     bool
 	oldValues  *bool
 	streamTime map[int32]int64 // per task
+	// emitOnClose forwards each window once, when the watermark closes it.
+	emitOnClose bool
 }
 
-func (p *windowAggregate) Init(ctx *Context) error { p.ctx = ctx; return nil }
+func (p *windowAggregate) Init(ctx *Context) error {
+	p.ctx = ctx
+	if p.emitOnClose {
+		ctx.topology.onWatermark(p.emitClosed)
+	}
+	return nil
+}
 
 func (p *windowAggregate) Process(rec Record) error {
 	if rec.Key == nil {
@@ -204,6 +225,12 @@ func (p *windowAggregate) Process(rec Record) error {
 		end := start + p.windows.Size
 		if end <= closeTime {
 			p.ctx.Drop("late")
+			continue
+		}
+		if p.emitOnClose && end+p.windows.Grace <= p.ctx.topology.watermark {
+			// The operator's stream time still accepts it, but the watermark has closed the
+			// window and its final result is out: a final result is never revised.
+			p.ctx.Drop("window-closed")
 			continue
 		}
 		old, found, err := store.Fetch(rec.Key, start)
@@ -230,6 +257,9 @@ func (p *windowAggregate) Process(rec Record) error {
 		if _, err := store.Put(rec.Key, next, start, ts); err != nil {
 			return err
 		}
+		if p.emitOnClose {
+			continue
+		}
 		c := Change{New: next}
 		if *p.oldValues {
 			c.Old = base
@@ -241,4 +271,70 @@ func (p *windowAggregate) Process(rec Record) error {
 		}
 	}
 	return nil
+}
+
+// emittedMeta is the store metadata key holding the largest window start already emitted,
+// so that a restart (or a replayed epoch) never emits a final result twice.
+const emittedMeta = "emit-on-close.emitted-start"
+
+// emitClosed forwards, in window-start order, every window of every task that the
+// watermark has closed since the last emission: windows whose end + grace ≤ watermark.
+func (p *windowAggregate) emitClosed(wm int64) error {
+	upper := wm - p.windows.Grace - p.windows.Size // the last start whose window is closed
+	if upper < 0 {
+		return nil
+	}
+	for partition := range p.streamTime {
+		if err := p.emitPartition(partition, upper); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *windowAggregate) emitPartition(partition int32, upper int64) error {
+	provider := p.ctx.topology.storeProvider
+	store, err := p.ctx.topology.WindowStore(p.store, partition)
+	if err != nil {
+		return err
+	}
+	last := int64(-1)
+	raw, err := provider.Meta(p.store, partition, emittedMeta)
+	if err != nil {
+		return err
+	}
+	if len(raw) == 8 {
+		last = int64(binary.BigEndian.Uint64(raw))
+	}
+	if upper <= last {
+		return nil
+	}
+	it := store.FetchAll(last+1, upper, false)
+	var closed []Window
+	for it.Next() {
+		closed = append(closed, it.Window())
+	}
+	err = it.Err()
+	it.Close()
+	if err != nil {
+		return err
+	}
+	// By window start, then key: the store iterates by key first.
+	sort.SliceStable(closed, func(i, j int) bool { return closed[i].Start < closed[j].Start })
+	for _, w := range closed {
+		out := Record{
+			Key:       Windowed{Key: w.Key, Start: w.Start, End: w.End},
+			Value:     Change{New: w.Value},
+			Timestamp: w.Timestamp,
+			Partition: partition,
+			Offset:    -1,
+		}
+		if err := p.ctx.Forward(out); err != nil {
+			return err
+		}
+		if _, err := store.Put(w.Key, nil, w.Start, w.Timestamp); err != nil {
+			return err
+		}
+	}
+	return provider.PutMeta(p.store, partition, emittedMeta, binary.BigEndian.AppendUint64(nil, uint64(upper)))
 }

@@ -1,0 +1,119 @@
+package agent
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+const finalCountScript = `
+local s = require("stoat")
+local b = s.builder()
+b:stream("in")
+  :groupByKey()
+  :windowedBy(s.TimeWindows.ofSizeWithNoGrace(1000))
+  :emitStrategy(s.EmitStrategy.onWindowClose())
+  :count()
+  :toStream(function(wk, n) return wk.key .. "@" .. wk.window.start end)
+  :to("out", {valueSerde = "long"})
+return b
+`
+
+func produceAt(t *testing.T, brokers []string, partitions int32, key string, ts int64) *sarama.ProducerMessage {
+	return &sarama.ProducerMessage{
+		Topic: "in", Partition: pipeline.DefaultPartition([]byte(key), partitions),
+		Key: sarama.StringEncoder(key), Value: sarama.StringEncoder("v"), Timestamp: time.UnixMilli(ts),
+	}
+}
+
+// Final results of windows come out once, when the watermark (the slowest partition's
+// stream time) closes them, and not again after a restart.
+func TestWindowFinalResultsOnWatermarkExactlyOnce(t *testing.T) {
+	brokers := testBroker(t, 2, "in", "out")
+	cfg := testConfig(t, brokers, finalCountScript, "processing.guarantee = \"exactly_once_v2\"\n")
+	ra := startAgent(t, cfg)
+	prod, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	keys := []string{"a", "b", "c", "d"}
+	var msgs []*sarama.ProducerMessage
+	for ts := int64(0); ts < 5000; ts += 100 {
+		for _, k := range keys {
+			msgs = append(msgs, produceAt(t, brokers, 2, k, ts))
+		}
+	}
+	for _, k := range keys { // moves every partition's stream time past the last window
+		msgs = append(msgs, produceAt(t, brokers, 2, k, 6000))
+	}
+	if err := prod.SendMessages(msgs); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{}
+	for _, k := range keys {
+		for w := 0; w < 5000; w += 1000 {
+			want[fmt.Sprintf("%s@%d", k, w)] = 10
+		}
+	}
+	got := map[string][]int64{}
+	c, err := sarama.NewConsumer(brokers, readCommittedConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pcs := []sarama.PartitionConsumer{}
+	for p := int32(0); p < 2; p++ {
+		pc, err := c.ConsumePartition("out", p, sarama.OffsetOldest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		pcs = append(pcs, pc)
+	}
+	deadline := time.After(30 * time.Second)
+	for len(got) < len(want) {
+		select {
+		case m := <-pcs[0].Messages():
+			got[string(m.Key)] = append(got[string(m.Key)], int64(binary.BigEndian.Uint64(m.Value)))
+		case m := <-pcs[1].Messages():
+			got[string(m.Key)] = append(got[string(m.Key)], int64(binary.BigEndian.Uint64(m.Value)))
+		case <-deadline:
+			t.Fatalf("final results so far: %v", got)
+		}
+	}
+	if err := ra.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	ra = startAgent(t, cfg) // a restart must not emit the final results again
+	if err := prod.SendMessages([]*sarama.ProducerMessage{produceAt(t, brokers, 2, "a", 6100), produceAt(t, brokers, 2, "b", 6100)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ra.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	drain := time.After(2 * time.Second)
+	for done := false; !done; {
+		select {
+		case m := <-pcs[0].Messages():
+			got[string(m.Key)] = append(got[string(m.Key)], int64(binary.BigEndian.Uint64(m.Value)))
+		case m := <-pcs[1].Messages():
+			got[string(m.Key)] = append(got[string(m.Key)], int64(binary.BigEndian.Uint64(m.Value)))
+		case <-drain:
+			done = true
+		}
+	}
+	for k, n := range want {
+		if len(got[k]) != 1 || got[k][0] != n {
+			t.Fatalf("%s: final results %v, want exactly one of %d (all: %v)", k, got[k], n, got)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("final results for windows that are not closed: %v", got)
+	}
+}
