@@ -114,14 +114,9 @@ func parseFlags(name string, args []string, stderr io.Writer, withLog bool) (*co
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	f, _, err := parseFlags("run", args, stderr, true)
-	if err != nil {
-		return usageCode(err)
-	}
-	cfg, err := config.Load(f.config)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
+	f, _, cfg, code := loadFor("run", args, stderr, true)
+	if code >= 0 {
+		return code
 	}
 	logger, err := agent.NewLogger(stderr, cfg, f.logLevel, f.logFormat)
 	if err != nil {
@@ -159,18 +154,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 // problem found (each with file:line or config key). Exit 0: valid; 1: problems (or
 // warnings under --strict); 2: usage.
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
-	f, fs, err := parseFlags("validate", args, stderr, false)
-	if err != nil {
-		return usageCode(err)
+	f, fs, cfg, code := loadFor("validate", args, stderr, false)
+	if code >= 0 {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "stoatflow validate: unexpected argument %q\n", fs.Arg(0))
 		return 2
-	}
-	cfg, err := config.Load(f.config)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
 	}
 	var warnings []string
 	for _, n := range cfg.Notices {
@@ -194,14 +184,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdDescribe(args []string, stdout, stderr io.Writer) int {
-	f, _, err := parseFlags("describe", args, stderr, false)
-	if err != nil {
-		return usageCode(err)
-	}
-	cfg, err := config.Load(f.config)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
+	_, _, cfg, code := loadFor("describe", args, stderr, false)
+	if code >= 0 {
+		return code
 	}
 	desc, err := agent.Describe(cfg)
 	if err != nil {
@@ -213,14 +198,9 @@ func cmdDescribe(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdReset(args []string, stdout, stderr io.Writer) int {
-	f, _, err := parseFlags("reset", args, stderr, false)
-	if err != nil {
-		return usageCode(err)
-	}
-	cfg, err := config.Load(f.config)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
+	_, _, cfg, code := loadFor("reset", args, stderr, false)
+	if code >= 0 {
+		return code
 	}
 	dir := filepath.Join(cfg.StateDir, cfg.ApplicationID)
 	if err := agent.ResetState(dir); err != nil {
@@ -229,6 +209,20 @@ func cmdReset(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "deleted the state directory %s\n", dir)
 	return 0
+}
+
+// loadFor parses a command's flags and loads its config; a code ≥ 0 ends the command with it.
+func loadFor(name string, args []string, stderr io.Writer, withLog bool) (*commonFlags, *flag.FlagSet, *config.Config, int) {
+	f, fs, err := parseFlags(name, args, stderr, withLog)
+	if err != nil {
+		return nil, nil, nil, usageCode(err)
+	}
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil, nil, nil, 1
+	}
+	return f, fs, cfg, -1
 }
 
 func usageCode(err error) int {
