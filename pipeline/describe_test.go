@@ -94,8 +94,6 @@ func (g graph) node(kind NodeKind, name string, parents ...*Node) *Node {
 	return n
 }
 
-
-
 // Reference §4.1 (c): a session-window count with suppression, built by hand until the DSL
 // has session windows and suppress.
 func TestDescribeSuppressedSessionCountGolden(t *testing.T) {
