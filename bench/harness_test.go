@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The harness starts each scenario process as its own executable: in tests, this binary.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "-child" {
+		if err := run(os.Args[1:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestHarnessMeasuresEveryRunnableScenario(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "RESULTS.md")
+	var stdout bytes.Buffer
+	err := run([]string{"-records", "3000", "-runs", "1", "-scenarios", "ceiling,stateless,wordcount",
+		"-latency-time", "300ms", "-idle-settle", "10ms", "-out", out}, &stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(body)
+	if md != stdout.String() {
+		t.Error("stdout and the results file differ")
+	}
+	for _, want := range []string{
+		"| ceiling: raw sarama consume → produce | ", "| stateless: Lua filter + mapValues", "| word count: ",
+		"| RSS ≤ 64 MiB idle (word count agent, RUNNING, no input) | ",
+		"## Where an agent's processing loop spends",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("results lack %q:\n%s", want, md)
+		}
+	}
+	for _, bad := range []string{"failed", "not measured (scenario not run or failed)"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("results say %q:\n%s", bad, md)
+		}
+	}
+}
+
+func TestParseLoads(t *testing.T) {
+	got, err := parseLoads("0.2, 0.5,")
+	if err != nil || len(got) != 2 || got[0] != 0.2 || got[1] != 0.5 {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if got, err := parseLoads(""); err != nil || len(got) != 0 {
+		t.Fatalf("empty: %v, %v", got, err)
+	}
+	for _, bad := range []string{"0", "1.5", "half"} {
+		if _, err := parseLoads(bad); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}

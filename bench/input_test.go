@@ -1,0 +1,56 @@
+package main
+
+import (
+	"regexp"
+	"testing"
+)
+
+var letters = regexp.MustCompile(`[A-Za-z]+`)
+
+func TestVocabularyIsDistinctWordsOfLetters(t *testing.T) {
+	words := vocabulary(vocabSize)
+	seen := map[string]bool{}
+	long := 0
+	for i, w := range words {
+		if seen[w] {
+			t.Fatalf("word %d %q repeats", i, w)
+		}
+		seen[w] = true
+		if got := letters.FindAllString(w, -1); len(got) != 1 || got[0] != w {
+			t.Fatalf("word %d %q is not letters only", i, w)
+		}
+		if len(w) < 4 || len(w) > 10 {
+			t.Fatalf("word %d %q: length %d, want 4..10", i, w, len(w))
+		}
+		if len(w) > 4 {
+			long++
+		}
+	}
+	// The stateless filter keeps the words longer than four letters: most of them.
+	if long != vocabSize*3/4 {
+		t.Fatalf("%d words longer than 4 letters, want %d", long, vocabSize*3/4)
+	}
+}
+
+func TestLineHoldsItsWordOnlyAndHasLineBytes(t *testing.T) {
+	for i, w := range []string{"baba", "zuzuxoxo", "lowebolowe"} {
+		l := line(w, 123456+i, 1_700_000_000_000)
+		if len(l) != lineBytes {
+			t.Fatalf("line %q: %d bytes, want %d", l, len(l), lineBytes)
+		}
+		if got := letters.FindAllString(string(l), -1); len(got) != 1 || got[0] != w {
+			t.Fatalf("line %q: words %q, want only %q", l, got, w)
+		}
+	}
+}
+
+func TestGeneratorRepeatsItsSequence(t *testing.T) {
+	a, b := newGenerator(), newGenerator()
+	for i := range 1000 {
+		ka, va := a.record(int64(i))
+		kb, vb := b.record(int64(i))
+		if ka != kb || string(va) != string(vb) {
+			t.Fatalf("record %d differs: %s=%s vs %s=%s", i, ka, va, kb, vb)
+		}
+	}
+}

@@ -1,0 +1,192 @@
+// Command bench measures StoatFlow against a raw sarama pipe on the same machine and
+// in-process broker (issue 8) and writes bench/RESULTS.md. `make bench` runs it after the
+// Go micro-benchmarks; `go run ./bench -records 100000 -runs 1` is a quick check.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stoatflow/stoatflow/agent"
+	"github.com/stoatflow/stoatflow/agent/config"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(argv []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var o options
+	fs.IntVar(&o.records, "records", 1_000_000, "input records per run")
+	fs.IntVar(&o.runs, "runs", 3, "runs per scenario (the table shows the median and the spread)")
+	list := fs.String("scenarios", "ceiling,stateless,wordcount,windowed", "comma-separated scenarios to run")
+	out := fs.String("out", "bench/RESULTS.md", "where to write the results (empty: stdout only)")
+	micro := fs.String("micro", "", "output of `go test -bench -benchmem` to check and include")
+	loads := fs.String("latency-loads", "0.2,0.5", "loads of the latency phases, as shares of the run's measured records/s (empty: none)")
+	fs.DurationVar(&o.latencyFor, "latency-time", 2*time.Second, "length of each latency phase")
+	fs.DurationVar(&o.idleSettle, "idle-settle", 2*time.Second, "how long the idle agent runs before its RSS is read")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "directory for a CPU profile of each scenario process (<scenario>-run<n>.pprof)")
+	fs.BoolVar(&o.verbose, "v", false, "pass the scenario processes' warnings and errors through to stderr")
+	// The harness starts each scenario process as this same binary with these flags.
+	child := fs.String("child", "", "internal: run one scenario process")
+	childBrokers := fs.String("child.brokers", "", "internal: the broker addresses")
+	childDir := fs.String("child.dir", "", "internal: the scenario process's directory")
+	childProfile := fs.String("child.cpuprofile", "", "internal: CPU profile file")
+	if err := fs.Parse(argv); err != nil {
+		return err
+	}
+	if *child != "" {
+		return runChild(childArgs{
+			scenario: *child, brokers: strings.Split(*childBrokers, ","), dir: *childDir,
+			cpuprofile: *childProfile, verbose: o.verbose,
+		}, os.Stdin, stdout)
+	}
+	if o.records < 1 || o.runs < 1 {
+		return errors.New("-records and -runs must be at least 1")
+	}
+	selected, err := parseScenarios(*list)
+	if err != nil {
+		return err
+	}
+	if o.latencyLoads, err = parseLoads(*loads); err != nil {
+		return err
+	}
+	if o.cpuprofile != "" {
+		if err := os.MkdirAll(o.cpuprofile, 0o755); err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+	}
+	rep := &report{opts: o, machine: describeMachine()}
+	if *micro != "" {
+		f, err := os.Open(*micro)
+		if err != nil {
+			return fmt.Errorf("-micro: %w", err)
+		}
+		rep.micro, err = parseMicro(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("-micro %s: %w", *micro, err)
+		}
+	}
+	if err := measure(rep, selected); err != nil {
+		return err
+	}
+
+	md := rep.markdown()
+	fmt.Fprint(stdout, md)
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "bench: wrote %s\n", *out)
+	}
+	for _, r := range rep.results {
+		if r.failed != nil {
+			return fmt.Errorf("%s: %w", r.sc.name, r.failed)
+		}
+	}
+	return nil
+}
+
+// measure runs the selected scenarios, one run of each in turn, so that a slow phase of
+// the machine does not fall on one scenario only.
+func measure(rep *report, selected []scenario) error {
+	o := rep.opts
+	for _, sc := range selected {
+		r := scenarioResult{sc: sc}
+		cfg, err := checkScript(sc)
+		var unsupported *unsupportedError
+		switch {
+		case errors.As(err, &unsupported):
+			r.unsupported = unsupported.msg
+		case err != nil:
+			return fmt.Errorf("%s: %w", sc.name, err)
+		}
+		if sc.name == "wordcount" {
+			rep.budget = cfg.UncommittedMaxBytes
+		}
+		rep.results = append(rep.results, r)
+	}
+	for run := 1; run <= o.runs; run++ {
+		for i := range rep.results {
+			r := &rep.results[i]
+			if r.unsupported != "" || r.failed != nil {
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "bench: %s, run %d of %d\n", r.sc.name, run, o.runs)
+			res, err := runScenario(r.sc, run, o)
+			if err != nil {
+				r.failed = fmt.Errorf("run %d: %w", run, err)
+				continue
+			}
+			r.runs = append(r.runs, res)
+		}
+	}
+	if _, ok := rep.result("wordcount"); ok {
+		fmt.Fprintln(os.Stderr, "bench: idle word count agent")
+		st, err := idleRSS(o)
+		if err != nil {
+			rep.idleErr = err
+		} else {
+			rep.idle = &st
+		}
+	}
+	return nil
+}
+
+// unsupportedError is a scenario whose script uses what StoatFlow does not support yet.
+type unsupportedError struct{ msg string }
+
+func (e *unsupportedError) Error() string { return e.msg }
+
+// checkScript loads the scenario's script and builds its topology without a broker. A
+// "not supported yet" error makes the scenario's row say so instead of measuring it.
+func checkScript(sc scenario) (*config.Config, error) {
+	dir, err := os.MkdirTemp("", "stoatflow-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	cfg, err := writeScenario(sc, []string{"127.0.0.1:9"}, dir)
+	if err != nil {
+		return nil, err
+	}
+	_, err = agent.Validate(cfg)
+	if err == nil {
+		return cfg, nil
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, "not supported yet"); i >= 0 {
+		// Keep the cause, drop the script's temporary path.
+		return cfg, &unsupportedError{msg: strings.ReplaceAll(msg[i:], dir+string(filepath.Separator), "")}
+	}
+	return nil, err
+}
+
+// parseLoads reads the -latency-loads list of shares in (0, 1].
+func parseLoads(list string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v <= 0 || v > 1 {
+			return nil, fmt.Errorf("-latency-loads: %q is not a share in (0, 1]", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

@@ -1,0 +1,393 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// scenarioResult is a scenario's row: its runs, or why it has none.
+type scenarioResult struct {
+	sc          scenario
+	unsupported string // the "not supported yet" error of its script
+	failed      error
+	runs        []runResult
+}
+
+func (r scenarioResult) recordsPerSec(records int) spread {
+	return r.spreadOf(func(x runResult) float64 { return x.recordsPerSec(records) })
+}
+
+func (r scenarioResult) spreadOf(f func(runResult) float64) spread {
+	var v []float64
+	for _, run := range r.runs {
+		v = append(v, f(run))
+	}
+	return spreadOf(v)
+}
+
+// report is everything RESULTS.md shows.
+type report struct {
+	opts      options
+	machine   machineInfo
+	results   []scenarioResult
+	idle      *procStats
+	idleErr   error
+	micro     []microResult
+	microFile string
+	budget    int64 // statestore.uncommitted.max.bytes of the word count agent
+}
+
+func (rep *report) result(name string) (scenarioResult, bool) {
+	for _, r := range rep.results {
+		if r.sc.name == name && len(r.runs) > 0 {
+			return r, true
+		}
+	}
+	return scenarioResult{}, false
+}
+
+// ceiling is the median records/s of the ceiling, 0 when it did not run.
+func (rep *report) ceiling() float64 {
+	if r, ok := rep.result("ceiling"); ok {
+		return r.recordsPerSec(rep.opts.records).median
+	}
+	return 0
+}
+
+const mib = 1 << 20
+
+// table renders the scenario table in Markdown.
+func (rep *report) table() string {
+	var b strings.Builder
+	b.WriteString("| scenario | records/s | ratio to ceiling |")
+	for _, load := range rep.opts.latencyLoads {
+		fmt.Fprintf(&b, " p50 / p99 latency at %.0f %% load |", load*100)
+	}
+	b.WriteString(" peak RSS | CPU s per M records |\n|" + strings.Repeat(" --- |", 5+len(rep.opts.latencyLoads)) + "\n")
+	empty := strings.Repeat(" |", 3+len(rep.opts.latencyLoads))
+	ceiling := rep.ceiling()
+	for _, r := range rep.results {
+		label := scenarioLabels[r.sc.name]
+		switch {
+		case r.unsupported != "":
+			fmt.Fprintf(&b, "| %s | %s |%s\n", label, oneLine(r.unsupported), empty)
+			continue
+		case r.failed != nil:
+			fmt.Fprintf(&b, "| %s | failed: %s |%s\n", label, oneLine(r.failed.Error()), empty)
+			continue
+		}
+		rps := r.recordsPerSec(rep.opts.records)
+		ratio := "n/a (no ceiling run)"
+		if ceiling > 0 {
+			ratio = fmt.Sprintf("%.2f", rps.median/ceiling)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |", label, fmtSpread(rps, "%s"), ratio)
+		for i := range rep.opts.latencyLoads {
+			if !r.sc.latency {
+				b.WriteString(" n/a: final results wait for the window to close |")
+				continue
+			}
+			p50 := r.spreadOf(func(x runResult) float64 { return ms(x.latency[i].p50) })
+			p99 := r.spreadOf(func(x runResult) float64 { return ms(x.latency[i].p99) })
+			fmt.Fprintf(&b, " %.0f / %s |", p50.median, fmtSpread(p99, "%.0f ms"))
+		}
+		rss := r.spreadOf(func(x runResult) float64 { return float64(x.stats.PeakRSSBytes) / mib })
+		cpu := r.spreadOf(func(x runResult) float64 {
+			return x.stats.CPUSeconds / float64(rep.opts.records) * 1e6
+		})
+		fmt.Fprintf(&b, " %s | %s |\n", fmtSpread(rss, "%.0f MiB"), fmtSpread(cpu, "%.2f"))
+	}
+	return b.String()
+}
+
+var scenarioLabels = map[string]string{
+	"ceiling":   "ceiling: raw sarama consume → produce",
+	"stateless": "stateless: Lua filter + mapValues, at-least-once",
+	"wordcount": "word count: flatMapValues → groupBy → count → to, exactly-once v2, transactional stores",
+	"windowed":  "windowed: hopping-window count, grace, suppress, exactly-once v2",
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// fmtSpread prints "median (min–max)"; a "%s" format prints thousands-separated integers.
+func fmtSpread(s spread, format string) string {
+	f := func(v float64) string {
+		if format == "%s" {
+			return thousands(int64(v + 0.5))
+		}
+		return fmt.Sprintf(format, v)
+	}
+	if s.min == s.max {
+		return f(s.median)
+	}
+	return fmt.Sprintf("%s (%s – %s)", f(s.median), f(s.min), f(s.max))
+}
+
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.ReplaceAll(s, "|", "\\|")
+}
+
+// loopTable shows, from each agent's own metrics, where its processing loop spent the
+// timed span: records through the topology (Lua shown apart) and commit barriers; the rest
+// is waiting for input and the loop's own overhead.
+func (rep *report) loopTable() string {
+	var b strings.Builder
+	for _, r := range rep.results {
+		if len(r.runs) == 0 || r.runs[0].stats.Loop == nil {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\n## Where an agent's processing loop spends the timed span (median of runs, from its metrics)\n\n")
+			b.WriteString("| scenario | processing | of which Lua | commit barriers | commits | other (waiting for input, loop) |\n")
+			b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
+		}
+		share := func(f func(loopStats) float64) float64 {
+			return r.spreadOf(func(x runResult) float64 { return f(*x.stats.Loop) / x.elapsed.Seconds() * 100 }).median
+		}
+		process := share(func(l loopStats) float64 { return l.ProcessSeconds })
+		commit := share(func(l loopStats) float64 { return l.CommitSeconds })
+		commits := r.spreadOf(func(x runResult) float64 { return float64(x.stats.Loop.Commits) }).median
+		perCommit := r.spreadOf(func(x runResult) float64 {
+			return x.stats.Loop.CommitSeconds / float64(max(x.stats.Loop.Commits, 1)) * 1000
+		}).median
+		// The agent exports its Lua time at commit barriers only.
+		lua := "n/a (no commit yet)"
+		if commits > 0 {
+			lua = fmt.Sprintf("%.0f %%", share(func(l loopStats) float64 { return l.LuaSeconds }))
+		}
+		fmt.Fprintf(&b, "| %s | %.0f %% | %s | %.0f %% | %.0f, %.1f ms each | %.0f %% |\n", r.sc.name,
+			process, lua, commit, commits, perCommit, max(0, 100-process-commit))
+	}
+	return b.String()
+}
+
+// target is one line of the issue's targets.
+type target struct{ what, measured, met string }
+
+func verdict(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+// targets checks the figures against the targets of issue 8.
+func (rep *report) targets() []target {
+	var out []target
+	ceiling := rep.ceiling()
+	notRun := func(what string) target { return target{what, "not measured (scenario not run or failed)", "n/a"} }
+
+	if r, ok := rep.result("stateless"); ok && ceiling > 0 {
+		ratio := r.recordsPerSec(rep.opts.records).median / ceiling
+		out = append(out, target{"stateless Lua pipeline ≥ 50 % of the ceiling's records/s",
+			fmt.Sprintf("%.0f %%", ratio*100), verdict(ratio >= 0.5)})
+	} else {
+		out = append(out, notRun("stateless Lua pipeline ≥ 50 % of the ceiling's records/s"))
+	}
+	if r, ok := rep.result("stateless"); ok {
+		v := r.recordsPerSec(rep.opts.records).median
+		out = append(out, target{"stateless Lua pipeline ≥ 250,000 records/s",
+			thousands(int64(v)) + " records/s", verdict(v >= 250_000)})
+	} else {
+		out = append(out, notRun("stateless Lua pipeline ≥ 250,000 records/s"))
+	}
+	if r, ok := rep.result("wordcount"); ok {
+		v := r.recordsPerSec(rep.opts.records).median
+		measured := thousands(int64(v)) + " records/s"
+		if ceiling > 0 {
+			measured += fmt.Sprintf(" (%.2f of the ceiling)", v/ceiling)
+		}
+		out = append(out, target{"word count, exactly-once, transactional stores ≥ 100,000 records/s", measured, verdict(v >= 100_000)})
+		if r.sc.latency && len(rep.opts.latencyLoads) > 0 {
+			limit := float64(commitIntervalMs + 50)
+			var measured, met []string
+			for i, load := range rep.opts.latencyLoads {
+				p99 := r.spreadOf(func(x runResult) float64 { return ms(x.latency[i].p99) }).median
+				offered := r.spreadOf(func(x runResult) float64 { return float64(x.latency[i].offered) }).median
+				measured = append(measured, fmt.Sprintf("%.0f ms at %.0f %% load (%s records/s)", p99, load*100, thousands(int64(offered))))
+				met = append(met, fmt.Sprintf("%s at %.0f %%", verdict(p99 <= limit), load*100))
+			}
+			out = append(out, target{fmt.Sprintf("word count p99 latency ≤ commit interval + 50 ms = %.0f ms", limit),
+				strings.Join(measured, "; "), strings.Join(met, "; ")})
+		}
+		peak := r.spreadOf(func(x runResult) float64 { return float64(x.stats.PeakRSSBytes) }).max
+		limit := float64(128*mib + rep.budget)
+		out = append(out, target{fmt.Sprintf("RSS during the word count ≤ 128 MiB + the uncommitted budget (%d MiB) = %.0f MiB", rep.budget/mib, limit/mib),
+			fmt.Sprintf("%.0f MiB peak (worst run)", peak/mib), verdict(peak <= limit)})
+	} else {
+		out = append(out, notRun("word count, exactly-once, transactional stores ≥ 100,000 records/s"))
+	}
+	for _, r := range rep.results {
+		if r.sc.name == "windowed" && r.unsupported != "" {
+			out = append(out, target{"windowed ≥ 70,000 records/s", r.unsupported, "n/a"})
+		}
+	}
+	if r, ok := rep.result("windowed"); ok {
+		v := r.recordsPerSec(rep.opts.records).median
+		out = append(out, target{"windowed ≥ 70,000 records/s", thousands(int64(v)) + " records/s", verdict(v >= 70_000)})
+	}
+	switch {
+	case rep.idle != nil:
+		v := float64(rep.idle.RSSBytes) / mib
+		out = append(out, target{"RSS ≤ 64 MiB idle (word count agent, RUNNING, no input)",
+			fmt.Sprintf("%.0f MiB", v), verdict(v <= 64)})
+	case rep.idleErr != nil:
+		out = append(out, target{"RSS ≤ 64 MiB idle", "failed: " + oneLine(rep.idleErr.Error()), "n/a"})
+	}
+	if m, ok := findMicro(rep.micro, "BenchmarkLuaCallbackTwoStrings"); ok {
+		out = append(out, target{"a Lua callback with two string arguments ≤ 1 µs and ≤ 2 allocations",
+			fmt.Sprintf("%.0f ns, %.0f allocations", m.nsPerOp, m.allocsPerOp), verdict(m.nsPerOp <= 1000 && m.allocsPerOp <= 2)})
+	} else {
+		out = append(out, target{"a Lua callback with two string arguments ≤ 1 µs and ≤ 2 allocations", "not measured (no -micro results)", "n/a"})
+	}
+	if m, ok := findMicro(rep.micro, "BenchmarkCommit10k"); ok {
+		out = append(out, target{"commit barrier of 10,000 dirty keys ≤ 20 ms",
+			fmt.Sprintf("%.1f ms", m.nsPerOp/1e6), verdict(m.nsPerOp <= 20e6)})
+	} else {
+		out = append(out, target{"commit barrier of 10,000 dirty keys ≤ 20 ms", "not measured (no -micro results)", "n/a"})
+	}
+	return out
+}
+
+// markdown renders bench/RESULTS.md.
+func (rep *report) markdown() string {
+	var b strings.Builder
+	o := rep.opts
+	b.WriteString("# StoatFlow benchmark results\n\n")
+	b.WriteString("<!-- Written by `make bench` (go run ./bench); do not edit by hand. -->\n\n")
+	m := rep.machine
+	fmt.Fprintf(&b, "- machine: %d cores (%s), %s, Linux %s\n", m.cores, m.cpu, m.memory, m.kernel)
+	fmt.Fprintf(&b, "- Go: %s\n- commit: %s\n- date: %s\n", m.goVersion, m.commit, m.date)
+	fmt.Fprintf(&b, "- input: %s records of %d B values, %d partitions, keys from a %s-word vocabulary; %d run(s) per scenario: median (min – max)\n\n",
+		thousands(int64(o.records)), lineBytes, partitions, thousands(vocabSize), o.runs)
+	b.WriteString(rep.table())
+	b.WriteString("\n## Targets (issue 8)\n\n| target | measured | met |\n| --- | --- | --- |\n")
+	for _, t := range rep.targets() {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.what, t.measured, t.met)
+	}
+	b.WriteString(rep.loopTable())
+	if len(rep.micro) > 0 {
+		fmt.Fprintf(&b, "\n## Micro-benchmarks (`go test -bench . -benchmem`, one run each)\n\n")
+		b.WriteString("| package | benchmark | ns/op | B/op | allocs/op |\n| --- | --- | --- | --- | --- |\n")
+		for _, r := range rep.micro {
+			mem := "| |"
+			if r.mem {
+				mem = fmt.Sprintf("| %.0f | %.0f |", r.bytesPerOp, r.allocsPerOp)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s %s\n", strings.TrimPrefix(r.pkg, "github.com/stoatflow/stoatflow/"), r.name, fmtNs(r.nsPerOp), mem)
+		}
+	}
+	fmt.Fprintf(&b, `
+## How it is measured
+
+- Every run starts a fresh in-process broker (kfake) in the harness process and writes the
+  input before any clock starts: %s records, each a word of the vocabulary (uniform, fixed
+  seed) as key and a %d-byte line as value holding that word and digits, so the word count
+  does one count update per record. Every scenario runs in its own child process, so peak
+  RSS (VmHWM) and CPU time (getrusage) are the scenario's alone, without the broker.
+- records/s = input records / (child process start → the last expected output readable by
+  a read_committed consumer in the harness). CPU s per M records counts the child's user +
+  system time over the same span, start-up included.
+- Latency is measured after the backlog, with the same process still running: for each
+  load (a share of the run's measured records/s) the harness offers that rate for %s,
+  each record stamped with its send time, and samples (time read by the harness's
+  read_committed consumer − record timestamp) for every output. For exactly-once
+  scenarios an output is readable only once its transaction commits. The load generator
+  shares the two cores, so the higher load leaves the agent less than half of its
+  measured capacity.
+- The ceiling is a sarama consumer group copying each record to the same output partition,
+  with the sarama configs the stateless agent builds from its config (at-least-once, same
+  batching and acks). The two cores are shared by the broker, the harness and the child.
+`, thousands(int64(o.records)), lineBytes, o.latencyFor)
+	return b.String()
+}
+
+func fmtNs(ns float64) string {
+	switch {
+	case ns >= 1e6:
+		return fmt.Sprintf("%.2f ms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.2f µs", ns/1e3)
+	default:
+		return fmt.Sprintf("%.1f ns", ns)
+	}
+}
+
+// machineInfo identifies where and on what the figures were taken.
+type machineInfo struct {
+	cores                   int
+	cpu, memory, kernel     string
+	goVersion, commit, date string
+}
+
+func describeMachine() machineInfo {
+	m := machineInfo{
+		cores:     runtime.NumCPU(),
+		cpu:       procField("/proc/cpuinfo", "model name"),
+		memory:    procField("/proc/meminfo", "MemTotal"),
+		goVersion: runtime.Version(),
+		commit:    gitCommit(),
+		date:      time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+	}
+	if k, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.kernel = strings.TrimSpace(string(k))
+	}
+	if kb, err := strconv.ParseInt(strings.TrimSuffix(m.memory, " kB"), 10, 64); err == nil {
+		m.memory = fmt.Sprintf("%.1f GiB RAM", float64(kb)/(1<<20))
+	}
+	return m
+}
+
+// procField returns the value of the first "name: value" line of a /proc file.
+func procField(path, name string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == name {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// gitCommit is the short commit, marked when tracked files differ from it.
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown (not a git checkout)"
+	}
+	c := strings.TrimSpace(string(out))
+	if exec.Command("git", "diff-index", "--quiet", "HEAD", "--").Run() != nil {
+		c += " with uncommitted changes"
+	}
+	return c
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestThousandsAndSpread(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -45000: "-45,000"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+	if got := fmtSpread(spread{median: 120000, min: 100000, max: 130000.4}, "%s"); got != "120,000 (100,000 – 130,000)" {
+		t.Errorf("spread = %q", got)
+	}
+	if got := fmtSpread(spread{median: 12, min: 12, max: 12}, "%.0f ms"); got != "12 ms" {
+		t.Errorf("single run = %q", got)
+	}
+}
+
+func testReport(t *testing.T) *report {
+	t.Helper()
+	byName := func(n string) scenario {
+		sc, err := scenarioNamed(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	run := func(elapsed time.Duration, p99 time.Duration, peak int64) runResult {
+		return runResult{elapsed: elapsed, stats: procStats{PeakRSSBytes: peak, CPUSeconds: 2},
+			latency: []latencyResult{{load: 0.2, offered: 1000, p50: p99 / 2, p99: p99}}}
+	}
+	return &report{
+		opts:   options{records: 1_000_000, runs: 1, latencyLoads: []float64{0.2}, latencyFor: time.Second},
+		budget: 64 * mib,
+		idle:   &procStats{RSSBytes: 30 * mib},
+		results: []scenarioResult{
+			{sc: byName("ceiling"), runs: []runResult{run(2*time.Second, 0, 50*mib)}},               // 500,000/s
+			{sc: byName("stateless"), runs: []runResult{run(3*time.Second, 0, 50*mib)}},             // 333,333/s
+			{sc: byName("wordcount"), runs: []runResult{run(20*time.Second, time.Second, 300*mib)}}, // 50,000/s
+			{sc: byName("windowed"), unsupported: "not supported yet: windowed aggregations"},
+		},
+		micro: []microResult{
+			{name: "BenchmarkLuaCallbackTwoStrings", nsPerOp: 350, allocsPerOp: 3},
+			{name: "BenchmarkCommit10k", nsPerOp: 5e6},
+		},
+	}
+}
+
+func TestTargets(t *testing.T) {
+	want := map[string]string{
+		"stateless Lua pipeline ≥ 50 % of the ceiling's records/s":            "yes",
+		"stateless Lua pipeline ≥ 250,000 records/s":                          "yes",
+		"word count, exactly-once, transactional stores ≥ 100,000 records/s":  "**no**",
+		"word count p99 latency ≤ commit interval + 50 ms = 150 ms":           "**no** at 20 %",
+		"windowed ≥ 70,000 records/s":                                         "n/a",
+		"RSS ≤ 64 MiB idle (word count agent, RUNNING, no input)":             "yes",
+		"a Lua callback with two string arguments ≤ 1 µs and ≤ 2 allocations": "**no**",
+		"commit barrier of 10,000 dirty keys ≤ 20 ms":                         "yes",
+	}
+	got := map[string]string{}
+	for _, tg := range testReport(t).targets() {
+		got[tg.what] = tg.met
+	}
+	for what, met := range want {
+		if got[what] != met {
+			t.Errorf("%s: met = %q, want %q", what, got[what], met)
+		}
+	}
+	rss := "RSS during the word count ≤ 128 MiB + the uncommitted budget (64 MiB) = 192 MiB"
+	if got[rss] != "**no**" {
+		t.Errorf("%s: met = %q, want **no**", rss, got[rss])
+	}
+}
+
+func TestTableShowsRatiosAndUnsupported(t *testing.T) {
+	table := testReport(t).table()
+	for _, want := range []string{
+		"| ceiling: raw sarama consume → produce | 500,000 | 1.00 |",
+		"| 333,333 | 0.67 |",
+		"| p50 / p99 latency at 20 % load | peak RSS |",
+		"| 50,000 | 0.10 | 500 / 1000 ms | 300 MiB | 2.00 |",
+		"| windowed: hopping-window count, grace, suppress, exactly-once v2 | not supported yet: windowed aggregations | | | | |\n",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+}

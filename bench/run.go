@@ -1,0 +1,228 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/agent/kafkaio"
+)
+
+// options are the harness's flags.
+type options struct {
+	records      int
+	runs         int
+	latencyLoads []float64     // loads of the latency phases, as shares of the run's records/s
+	latencyFor   time.Duration // length of each latency phase
+	idleSettle   time.Duration // how long an idle agent runs before its RSS is read
+	cpuprofile   string        // directory for the scenario processes' CPU profiles
+	verbose      bool
+}
+
+// runResult is one run of one scenario.
+type runResult struct {
+	elapsed time.Duration // scenario process start → last output readable
+	stats   procStats     // of the scenario process, when the last output was read
+	latency []latencyResult
+}
+
+// latencyResult is one latency phase of a run.
+type latencyResult struct {
+	load     float64 // share of the run's records/s
+	offered  int     // records/s
+	p50, p99 time.Duration
+	samples  int
+}
+
+func (r runResult) recordsPerSec(records int) float64 {
+	return float64(records) / r.elapsed.Seconds()
+}
+
+// broker is a fresh in-process broker with the input and output topics: every run starts
+// from empty topics, and its memory is released when the run ends.
+func broker() (*kafkaio.Embedded, error) {
+	emb, err := kafkaio.StartEmbedded("127.0.0.1:0", nil)
+	if err != nil {
+		return nil, err
+	}
+	c := sarama.NewConfig()
+	c.Version = sarama.V3_6_0_0
+	err = kafkaio.EnsureTopics(emb.Addrs(), c, map[string]kafkaio.TopicSpec{
+		inputTopic:  {Partitions: partitions, ReplicationFactor: -1},
+		outputTopic: {Partitions: partitions, ReplicationFactor: -1},
+	})
+	if err != nil {
+		emb.Close()
+		return nil, err
+	}
+	return emb, nil
+}
+
+// releaseMemory returns the closed broker's memory before the next run measures anything.
+func releaseMemory() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
+// runScenario produces the input, then times one scenario process from its start until its
+// last output is readable; then, if the scenario has one, it runs the latency phase.
+func runScenario(sc scenario, run int, o options) (runResult, error) {
+	defer releaseMemory()
+	emb, err := broker()
+	if err != nil {
+		return runResult{}, err
+	}
+	defer emb.Close()
+	brokers := emb.Addrs()
+	gen := newGenerator()
+	want := sc.expect()
+	if err := produceInput(brokers, gen, want, o.records, sc.closeWindows); err != nil {
+		return runResult{}, err
+	}
+	w, err := newWatcher(brokers)
+	if err != nil {
+		return runResult{}, err
+	}
+	defer w.close()
+	dir, err := os.MkdirTemp("", "stoatflow-bench-")
+	if err != nil {
+		return runResult{}, err
+	}
+	defer os.RemoveAll(dir)
+	args := childArgs{scenario: sc.name, brokers: brokers, dir: dir, verbose: o.verbose}
+	if o.cpuprofile != "" {
+		args.cpuprofile = filepath.Join(o.cpuprofile, fmt.Sprintf("%s-run%d.pprof", sc.name, run))
+	}
+
+	start := time.Now()
+	ch, err := startChild(args)
+	if err != nil {
+		return runResult{}, err
+	}
+	// No scenario is slower than 10,000 records/s, or something is wrong.
+	deadline := start.Add(time.Minute + time.Duration(o.records)*100*time.Microsecond)
+	if err := w.waitFor(want.total(), ch, deadline); err != nil {
+		_ = ch.stop()
+		return runResult{}, err
+	}
+	res := runResult{elapsed: time.Since(start)}
+	if res.stats, err = ch.stats(); err != nil {
+		_ = ch.stop()
+		return runResult{}, err
+	}
+	if sc.latency {
+		sent := want.total()
+		for _, load := range o.latencyLoads {
+			l := latencyResult{load: load, offered: max(1, int(res.recordsPerSec(o.records)*load))}
+			w.sampleFrom(time.Now().UnixMilli())
+			more := sc.expect()
+			if err := feedPaced(brokers, gen, more, l.offered, o.latencyFor); err != nil {
+				_ = ch.stop()
+				return runResult{}, err
+			}
+			sent += more.total()
+			if err := w.waitFor(sent, ch, time.Now().Add(30*time.Second)); err != nil {
+				_ = ch.stop()
+				return runResult{}, fmt.Errorf("latency phase at %.0f %% load: %w", load*100, err)
+			}
+			lat := w.latencies()
+			l.p50, l.p99, l.samples = percentile(lat, 50), percentile(lat, 99), len(lat)
+			res.latency = append(res.latency, l)
+		}
+	}
+	return res, ch.stop()
+}
+
+// idleRSS runs the word count agent with nothing to read and returns its resident set once
+// it has been running for o.idleSettle.
+func idleRSS(o options) (procStats, error) {
+	defer releaseMemory()
+	emb, err := broker()
+	if err != nil {
+		return procStats{}, err
+	}
+	defer emb.Close()
+	dir, err := os.MkdirTemp("", "stoatflow-bench-")
+	if err != nil {
+		return procStats{}, err
+	}
+	defer os.RemoveAll(dir)
+	ch, err := startChild(childArgs{scenario: "wordcount", brokers: emb.Addrs(), dir: dir, verbose: o.verbose})
+	if err != nil {
+		return procStats{}, err
+	}
+	if _, err := ch.await(func(ev event) bool { return ev.Running }, time.Minute); err != nil {
+		_ = ch.stop()
+		return procStats{}, err
+	}
+	// Idle is a steady state, not an event: give the agent time to settle into it.
+	time.Sleep(o.idleSettle)
+	st, err := ch.stats()
+	if err != nil {
+		_ = ch.stop()
+		return procStats{}, err
+	}
+	return st, ch.stop()
+}
+
+// produceInput writes n records before any clock starts, with timestamps one millisecond
+// apart ending an hour ago, so that none is mistaken for a latency-phase record. With
+// closeWindows it then writes one record per partition stamped past every input window's
+// end and grace, so that the windowed scenario's final results are all emitted.
+func produceInput(brokers []string, gen *generator, want outputCounter, n int, closeWindows bool) error {
+	f, err := newFeeder(brokers)
+	if err != nil {
+		return err
+	}
+	base := time.Now().Add(-time.Hour).UnixMilli() - int64(n)
+	for i := range n {
+		ts := base + int64(i)
+		key, value := gen.record(ts)
+		if err := f.send(key, value, ts); err != nil {
+			_ = f.close()
+			return err
+		}
+		want.add(key, ts)
+	}
+	if closeWindows {
+		ts := base + int64(n) + windowSize + windowGrace
+		for p := range int32(partitions) {
+			key, value := gen.record(ts)
+			if err := f.sendTo(p, key, value, ts); err != nil {
+				_ = f.close()
+				return err
+			}
+		}
+	}
+	return f.close()
+}
+
+// feedPaced offers rate records/s for d, each stamped with the time it is sent.
+func feedPaced(brokers []string, gen *generator, want outputCounter, rate int, d time.Duration) error {
+	f, err := newFeeder(brokers)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	sent := 0
+	for now := start; now.Sub(start) < d; now = <-tick.C {
+		due := int(now.Sub(start).Seconds() * float64(rate))
+		for ; sent < due; sent++ {
+			ts := time.Now().UnixMilli()
+			key, value := gen.record(ts)
+			if err := f.send(key, value, ts); err != nil {
+				_ = f.close()
+				return err
+			}
+			want.add(key, ts)
+		}
+	}
+	return f.close()
+}

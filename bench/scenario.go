@@ -1,0 +1,190 @@
+package main
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+)
+
+//go:embed scripts/*.lua
+var scripts embed.FS
+
+// The windowed scenario's hopping windows (bench/scripts/windowed.lua).
+const (
+	windowSize    = 10_000
+	windowAdvance = 5_000
+	windowGrace   = 1_000
+)
+
+// commitIntervalMs is the exactly-once scenarios' commit.interval.ms; the word count's p99
+// latency target is this plus 50 ms.
+const commitIntervalMs = 100
+
+// scenario is one row of the results table.
+type scenario struct {
+	name string
+	// script is the file under bench/scripts the agent runs.
+	script string
+	// pipe runs the raw sarama pipe instead of an agent, with the script's agent config for
+	// its client settings, so that both batch and acknowledge alike.
+	pipe bool
+	// streams is the [streams] part of the agent config beyond the brokers and state dir.
+	streams string
+	// expect counts the output records the input yields.
+	expect func() outputCounter
+	// latency says whether a paced phase measures end-to-end latency after the backlog:
+	// suppressed windows emit only when they close, so latency means something else there.
+	latency bool
+	// closeWindows ends the input with records past every window's end and grace.
+	closeWindows bool
+}
+
+var scenarios = []scenario{
+	{
+		name:    "ceiling",
+		script:  "stateless.lua",
+		pipe:    true,
+		streams: `processing.guarantee = "at_least_once"`,
+		expect:  func() outputCounter { return &perRecord{keep: func(string) bool { return true }} },
+		latency: true,
+	},
+	{
+		name:    "stateless",
+		script:  "stateless.lua",
+		streams: `processing.guarantee = "at_least_once"`,
+		// stateless.lua keeps the words longer than four letters.
+		expect:  func() outputCounter { return &perRecord{keep: func(k string) bool { return len(k) > 4 }} },
+		latency: true,
+	},
+	{
+		name:   "wordcount",
+		script: "wordcount.lua",
+		streams: fmt.Sprintf(`processing.guarantee = "exactly_once_v2"
+commit.interval.ms = %d
+enable.transactional.statestores = true`, commitIntervalMs),
+		// Every line holds one word, and every count update is emitted.
+		expect:  func() outputCounter { return &perRecord{keep: func(string) bool { return true }} },
+		latency: true,
+	},
+	{
+		name:   "windowed",
+		script: "windowed.lua",
+		streams: fmt.Sprintf(`processing.guarantee = "exactly_once_v2"
+commit.interval.ms = %d
+enable.transactional.statestores = true`, commitIntervalMs),
+		expect:       func() outputCounter { return newWindowPairs(windowSize, windowAdvance) },
+		closeWindows: true,
+	},
+}
+
+func scenarioNamed(name string) (scenario, error) {
+	var names []string
+	for _, s := range scenarios {
+		if s.name == name {
+			return s, nil
+		}
+		names = append(names, s.name)
+	}
+	return scenario{}, fmt.Errorf("unknown scenario %q (have: %s)", name, strings.Join(names, ", "))
+}
+
+// parseScenarios reads the -scenarios list, keeping the table's order.
+func parseScenarios(list string) ([]scenario, error) {
+	want := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if _, err := scenarioNamed(n); err != nil {
+			return nil, fmt.Errorf("-scenarios: %w", err)
+		}
+		want[n] = true
+	}
+	if len(want) == 0 {
+		return nil, fmt.Errorf("-scenarios: no scenario in %q", list)
+	}
+	var out []scenario
+	for _, s := range scenarios {
+		if want[s.name] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// agentConfig is the TOML config of a scenario's agent.
+func (s scenario) agentConfig(brokers []string, stateDir, script string) string {
+	return fmt.Sprintf(`[agent]
+scripts = [%q]
+http.listen = "127.0.0.1:0"
+log.level = "warn"
+
+[streams]
+application.id = "bench-%s"
+bootstrap.servers = %q
+state.dir = %q
+%s
+`, script, s.name, strings.Join(brokers, ","), stateDir, s.streams)
+}
+
+// outputCounter counts the output records a scenario must produce for its input.
+type outputCounter interface {
+	add(key string, ts int64)
+	total() int64
+}
+
+// perRecord expects one output per input record that keep accepts.
+type perRecord struct {
+	keep func(key string) bool
+	n    int64
+}
+
+func (p *perRecord) add(key string, _ int64) {
+	if p.keep(key) {
+		p.n++
+	}
+}
+
+func (p *perRecord) total() int64 { return p.n }
+
+// windowPairs expects one final result per (key, hopping window) that holds a record, as
+// suppress(untilWindowCloses) emits once the harness's trailing records close every window.
+type windowPairs struct {
+	size, advance int64
+	open          map[int64]map[string]struct{} // window start → keys seen
+	closed        int64
+}
+
+func newWindowPairs(size, advance int64) *windowPairs {
+	return &windowPairs{size: size, advance: advance, open: map[int64]map[string]struct{}{}}
+}
+
+// add takes records in timestamp order, so a window is complete once a record is past its end.
+func (w *windowPairs) add(key string, ts int64) {
+	for start, keys := range w.open {
+		if start+w.size <= ts {
+			w.closed += int64(len(keys))
+			delete(w.open, start)
+		}
+	}
+	// Kafka Streams' TimeWindows.windowsFor: every start that is a multiple of advance with
+	// start <= ts < start + size.
+	first := max(0, ts-w.size+w.advance) / w.advance * w.advance
+	for start := first; start <= ts; start += w.advance {
+		keys := w.open[start]
+		if keys == nil {
+			keys = map[string]struct{}{}
+			w.open[start] = keys
+		}
+		keys[key] = struct{}{}
+	}
+}
+
+func (w *windowPairs) total() int64 {
+	n := w.closed
+	for _, keys := range w.open {
+		n += int64(len(keys))
+	}
+	return n
+}
