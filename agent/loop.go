@@ -40,9 +40,14 @@ type loop struct {
 	failedEpochs int // epochs in a row that failed and were processed again
 	// caughtUpSince is when each partition's consumer last reached the log end.
 	caughtUpSince map[kafkaio.TopicPartition]time.Time
-	maxBytes      int64
-	changelogOf   map[string]string // changelog topic → store
-	changelogFor  map[string]string // store → changelog topic
+	// rebuild makes a fresh topology: after a dropped epoch the processors' in-memory
+	// state (operator stream times, buffers, punctuators) starts again from the committed
+	// state, as Kafka Streams re-initialises a corrupted task. assignment is re-applied.
+	rebuild      func() (*pipeline.Topology, error)
+	assignment   []pipeline.TopicPartition
+	maxBytes     int64
+	changelogOf  map[string]string // changelog topic → store
+	changelogFor map[string]string // store → changelog topic
 
 	assigned chan []kafkaio.TopicPartition
 	revoke   chan chan error
@@ -159,6 +164,7 @@ func (l *loop) run(ctx context.Context) error {
 				assigned[i] = pipeline.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
 			}
 			l.topo.SetAssignment(assigned)
+			l.assignment = assigned
 			clear(l.caughtUpSince)
 			if l.a.state.Current() != StateRunning {
 				_ = l.a.state.Transition(StateRunning)
@@ -292,7 +298,10 @@ func (l *loop) process(batch []kafkaio.Message) error {
 			Key: msg.Key, Value: msg.Value, Headers: msg.Headers,
 		})
 		if err != nil {
-			return err
+			// A record the handler continued on is skipped, and consumed like any other.
+			if err := l.handleRecordError(msg, err); err != nil {
+				return err
+			}
 		}
 		m.ProcessLatency.Observe(time.Since(start).Seconds())
 		l.consumedCounter(msg.Topic).Inc()
@@ -416,13 +425,15 @@ const maxFailedEpochs = 20
 // buffer discarded) and the consumer rewinds to the committed offsets, so the epoch's records
 // are processed again — once more under at-least-once, exactly once under exactly-once.
 // Anything else (a script error, a record the broker refuses, a fenced producer) stops the
-// application.
+// application; a record that failed under a LogAndFail handler first goes to the
+// dead-letter topic, if one is set.
 func (l *loop) retry(cause error) error {
 	l.a.metrics.Commits.WithLabelValues(metrics.ResultFailure).Inc()
 	var pe *kafkaio.ProduceError
 	retriable := (errors.As(cause, &pe) && pe.Retriable()) || (l.eos && l.inTxn && !errors.As(cause, new(*pipeline.RecordError)))
 	if errors.Is(cause, kafkaio.ErrFenced) || !retriable {
 		l.abortAfterFailure()
+		l.writeFailedDeadLetter(cause)
 		return cause
 	}
 	if l.failedEpochs++; l.failedEpochs > maxFailedEpochs {
@@ -432,6 +443,16 @@ func (l *loop) retry(cause error) error {
 	l.a.log.Warn("dropping the epoch; the records since the last commit will be processed again", "err", cause)
 	if err := l.abortEpoch(); err != nil {
 		return errors.Join(cause, err)
+	}
+	if l.rebuild != nil {
+		topo, err := l.rebuild()
+		if err != nil {
+			return errors.Join(cause, fmt.Errorf("rebuild the topology: %w", err))
+		}
+		l.topo = topo
+		if l.assignment != nil {
+			l.topo.SetAssignment(l.assignment)
+		}
 	}
 	if err := l.k.consumer.Rewind(); err != nil {
 		return errors.Join(cause, fmt.Errorf("rewind to the committed offsets: %w", err))

@@ -77,9 +77,20 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return a.fail(err)
 	}
+	scheduleGlobal, err := a.startGlobalStores(ctx, k, topo, db, builder)
+	if err != nil {
+		return a.fail(err)
+	}
 
 	l := newLoop(a, k, topo, db, builder)
 	l.luaTime = rt.LuaTime
+	l.rebuild = func() (*pipeline.Topology, error) {
+		t, err := builder.Build(opts)
+		if err == nil {
+			err = scheduleGlobal(t)
+		}
+		return t, err
+	}
 	consumerCfg, err := kafkaio.SaramaConfig(cfg, kafkaio.RoleConsumer)
 	if err != nil {
 		return a.fail(err)

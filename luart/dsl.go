@@ -15,7 +15,6 @@ import (
 // releases; calling one is a load-time error, never a silent no-op.
 var notSupported = map[string]map[string]string{
 	"StreamsBuilder": {
-		"globalTable":    "GlobalKTables",
 		"addGlobalStore": "global stores",
 	},
 	"KGroupedStream": {
@@ -25,7 +24,6 @@ var notSupported = map[string]map[string]string{
 		"join":      "table-table joins",
 		"leftJoin":  "table-table joins",
 		"outerJoin": "table-table joins",
-		"suppress":  "suppression",
 	},
 	"KStream": {
 		"outerJoin": "stream-stream joins",
@@ -53,6 +51,7 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 	L.SetMetatable(builderUD, rt.typeMetatable("StreamsBuilder", map[string]lua.LGFunction{
 		"stream":        rt.bStream,
 		"table":         rt.bTable,
+		"globalTable":   rt.bGlobalTable,
 		"addStateStore": rt.bAddStateStore,
 	}))
 	mod.RawSetString("builder", L.NewFunction(func(L *lua.LState) int {
@@ -69,7 +68,8 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 	}))
 	mod.RawSetString("TimeWindows", rt.timeWindowsClass())
 	mod.RawSetString("EmitStrategy", rt.emitStrategyClass())
-	for _, cls := range []string{"SlidingWindows", "SessionWindows", "JoinWindows", "Suppressed"} {
+	mod.RawSetString("Suppressed", rt.suppressedClass())
+	for _, cls := range []string{"SlidingWindows", "SessionWindows", "JoinWindows"} {
 		mod.RawSetString(cls, rt.unsupportedClass(cls))
 	}
 	L.SetField(L.Get(lua.RegistryIndex), "stoat.module", mod)

@@ -35,13 +35,16 @@ func (rt *Runtime) sJoin(left bool) lua.LGFunction {
 		ks := rt.checkStream(L)
 		var table *pipeline.KTable
 		if ud, ok := L.Get(2).(*lua.LUserData); ok {
+			if g, ok := ud.Value.(*pipeline.GlobalKTable); ok {
+				return rt.sJoinGlobal(L, ks, g, left)
+			}
 			table, _ = ud.Value.(*pipeline.KTable)
 			if _, isStream := ud.Value.(*pipeline.KStream); isStream {
 				L.RaiseError("not supported yet: stream-stream joins (JoinWindows)")
 			}
 		}
 		if table == nil {
-			L.ArgError(2, "join needs a KTable (GlobalKTable and stream-stream joins are not supported yet)")
+			L.ArgError(2, "join needs a KTable or a GlobalKTable (stream-stream joins are not supported yet)")
 		}
 		fn := L.CheckFunction(3)
 		o := options(L, 4, "join", "name")

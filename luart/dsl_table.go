@@ -59,6 +59,7 @@ func (rt *Runtime) wrapTable(L *lua.LState, t *pipeline.KTable) *lua.LUserData {
 		"mapValues":          rt.tMapValues,
 		"groupBy":            rt.tGroupBy,
 		"queryableStoreName": rt.tStoreName,
+		"suppress":           rt.tSuppress,
 	})
 }
 

@@ -6,7 +6,7 @@ import (
 )
 
 // TopologyDescription is Kafka Streams' TopologyDescription of a built graph: its
-// sub-topologies (and, later, global stores). Repartition topics that StoatFlow keeps in
+// sub-topologies and global stores. Repartition topics that StoatFlow keeps in
 // memory still split sub-topologies exactly where Kafka Streams would.
 type TopologyDescription struct {
 	Subtopologies []Subtopology `json:"subtopologies"`
@@ -43,7 +43,17 @@ type DescribedNode struct {
 func (b *StreamsBuilder) Describe() *TopologyDescription {
 	groups := b.subtopologies()
 	d := &TopologyDescription{Subtopologies: []Subtopology{}, GlobalStores: []GlobalStore{}}
+	global := map[*Node]bool{}
+	for _, n := range b.globalSources() {
+		global[n] = true
+	}
 	for id, members := range groups {
+		if src := globalMember(members, global); src != nil {
+			proc := src.Children[0]
+			d.GlobalStores = append(d.GlobalStores, GlobalStore{ID: id,
+				Source: describeNode(src, func(n []*Node) []*Node { return n }), Processor: describeNode(proc, func(n []*Node) []*Node { return n })})
+			continue
+		}
 		in := map[*Node]bool{}
 		for _, n := range members {
 			in[n] = true
@@ -81,6 +91,16 @@ func (b *StreamsBuilder) Describe() *TopologyDescription {
 		d.Subtopologies = append(d.Subtopologies, st)
 	}
 	return d
+}
+
+// globalMember returns the global source of a node group, nil for a sub-topology.
+func globalMember(members []*Node, global map[*Node]bool) *Node {
+	for _, n := range members {
+		if global[n] {
+			return n
+		}
+	}
+	return nil
 }
 
 func describeNode(n *Node, order func([]*Node) []*Node) DescribedNode {
@@ -178,32 +198,62 @@ func (b *StreamsBuilder) subtopologies() [][]*Node {
 func (d *TopologyDescription) String() string {
 	var sb strings.Builder
 	sb.WriteString("Topologies:\n ")
-	for _, st := range d.Subtopologies {
-		sb.WriteString("  Sub-topology: ")
-		sb.WriteString(itoa(st.ID))
-		sb.WriteString("\n")
-		for _, n := range st.Nodes {
-			sb.WriteString("    ")
-			switch n.Type {
-			case "source":
-				sb.WriteString("Source: " + n.Name + " (topics: [" + strings.Join(n.Topics, ", ") + "])\n")
-				sb.WriteString("      --> " + nodeList(n.Successors) + "\n")
-			case "sink":
-				if n.Extractor != "" {
-					sb.WriteString("Sink: " + n.Name + " (extractor class: " + n.Extractor + ")\n")
-				} else {
-					sb.WriteString("Sink: " + n.Name + " (topic: " + n.Topic + ")\n")
-				}
-				sb.WriteString("      <-- " + nodeList(n.Predecessors) + "\n")
-			default:
-				sb.WriteString("Processor: " + n.Name + " (stores: [" + strings.Join(n.Stores, ", ") + "])\n")
-				sb.WriteString("      --> " + nodeList(n.Successors) + "\n")
-				sb.WriteString("      <-- " + nodeList(n.Predecessors) + "\n")
-			}
+	// Sub-topologies and global stores share ids and are interleaved by id, as
+	// TopologyDescription#toString walks them.
+	subs, globals := d.Subtopologies, d.GlobalStores
+	for expected := 0; len(subs) > 0 && len(globals) > 0; expected++ {
+		if subs[0].ID == expected {
+			writeSubtopology(&sb, subs[0])
+			subs = subs[1:]
+		} else {
+			writeGlobalStore(&sb, globals[0])
+			globals = globals[1:]
 		}
-		sb.WriteString("\n")
+	}
+	for _, st := range subs {
+		writeSubtopology(&sb, st)
+	}
+	for _, g := range globals {
+		writeGlobalStore(&sb, g)
 	}
 	return sb.String()
+}
+
+func writeSubtopology(sb *strings.Builder, st Subtopology) {
+	sb.WriteString("  Sub-topology: ")
+	sb.WriteString(itoa(st.ID))
+	sb.WriteString("\n")
+	for _, n := range st.Nodes {
+		writeNode(sb, n)
+	}
+	sb.WriteString("\n")
+}
+
+// writeGlobalStore renders a global store block, which has no trailing empty line.
+func writeGlobalStore(sb *strings.Builder, g GlobalStore) {
+	sb.WriteString("  Sub-topology: " + itoa(g.ID) + " for global store (will not generate tasks)\n")
+	writeNode(sb, g.Source)
+	writeNode(sb, g.Processor)
+}
+
+func writeNode(sb *strings.Builder, n DescribedNode) {
+	sb.WriteString("    ")
+	switch n.Type {
+	case "source":
+		sb.WriteString("Source: " + n.Name + " (topics: [" + strings.Join(n.Topics, ", ") + "])\n")
+		sb.WriteString("      --> " + nodeList(n.Successors) + "\n")
+	case "sink":
+		if n.Extractor != "" {
+			sb.WriteString("Sink: " + n.Name + " (extractor class: " + n.Extractor + ")\n")
+		} else {
+			sb.WriteString("Sink: " + n.Name + " (topic: " + n.Topic + ")\n")
+		}
+		sb.WriteString("      <-- " + nodeList(n.Predecessors) + "\n")
+	default:
+		sb.WriteString("Processor: " + n.Name + " (stores: [" + strings.Join(n.Stores, ", ") + "])\n")
+		sb.WriteString("      --> " + nodeList(n.Successors) + "\n")
+		sb.WriteString("      <-- " + nodeList(n.Predecessors) + "\n")
+	}
 }
 
 func nodeList(names []string) string {

@@ -94,10 +94,15 @@ func (d *Driver) Pipe(topic string, key, value []byte, timestamp int64, headers 
 	}
 	off := d.offsets[topic]
 	d.offsets[topic] = off + 1
-	return d.topo.Process(SourceRecord{
+	in := SourceRecord{
 		Topic: topic, Partition: 0, Offset: off, Timestamp: timestamp,
 		Key: key, Value: value, Headers: headers,
-	})
+	}
+	if _, _, err := d.topo.globalSource(topic); err == nil {
+		// A global table's topic updates its store only: it moves no stream time.
+		return d.topo.ProcessGlobal(in)
+	}
+	return d.topo.Process(in)
 }
 
 // ReadOutput removes and returns the oldest record written to topic; ok=false when none is left.

@@ -284,7 +284,9 @@ func (p *windowAggregate) emitClosed(wm int64) error {
 	if upper < 0 {
 		return nil
 	}
-	for partition := range p.streamTime {
+	// Every task, not only those that saw a record since start: windows restored from the
+	// changelog close too.
+	for partition := range max(p.ctx.topology.maxSourcePartitions, 1) {
 		if err := p.emitPartition(partition, upper); err != nil {
 			return err
 		}

@@ -79,3 +79,63 @@ func BenchmarkIteratorScan(b *testing.B) {
 		}
 	}
 }
+
+// cacheCases runs a benchmark without and with the read cache, for ratios from one run.
+func cacheCases(b *testing.B, run func(b *testing.B, db *DB)) {
+	for _, c := range []struct {
+		name  string
+		bytes int64
+	}{{"cache=off", 0}, {"cache=on", DefaultCacheBytes}} {
+		b.Run(c.name, func(b *testing.B) {
+			db, err := Open(b.TempDir(), Options{CacheBytes: c.bytes})
+			noErr(b, err)
+			defer db.Close()
+			run(b, db)
+		})
+	}
+}
+
+// BenchmarkGetCommitted reads 10,000 keys committed in an earlier epoch, as the processing
+// path does for every key not yet written in its epoch.
+func BenchmarkGetCommitted(b *testing.B) {
+	cacheCases(b, func(b *testing.B, db *DB) {
+		s, err := db.TimestampedKeyValueStore(StoreSpec{Name: "counts", Type: TimestampedKeyValue, Logged: true}, 0)
+		noErr(b, err)
+		value := make([]byte, 8)
+		for i := range 10000 {
+			noErr(b, s.Put(benchKey(i), value, int64(i)))
+		}
+		commit(b, db)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			if v, _, err := s.Get(benchKey(i)); err != nil || v == nil {
+				b.Fatal(v, err)
+			}
+		}
+	})
+}
+
+// BenchmarkEpochLoop is a count's processing loop with its commits: Get and Put of 10,000
+// hot keys, a commit every 5,000 records.
+func BenchmarkEpochLoop(b *testing.B) {
+	cacheCases(b, func(b *testing.B, db *DB) {
+		s, err := db.TimestampedKeyValueStore(StoreSpec{Name: "counts", Type: TimestampedKeyValue, Logged: true}, 0)
+		noErr(b, err)
+		value := make([]byte, 8)
+		offsets := map[ChangelogPartition]int64{{Store: "counts"}: 0}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			k := benchKey(i * 7)
+			if _, _, err := s.Get(k); err != nil {
+				b.Fatal(err)
+			}
+			noErr(b, s.Put(k, value, int64(i)))
+			if i%5000 == 4999 {
+				offsets[ChangelogPartition{Store: "counts"}] = int64(i)
+				noErr(b, db.Commit(offsets))
+			}
+		}
+	})
+}

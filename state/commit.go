@@ -40,7 +40,7 @@ func (db *DB) Commit(changelogOffsets map[ChangelogPartition]int64) error {
 		p.appendMeta(b)
 	}
 	if b.Len() > 0 {
-		if err := db.ldb.Write(b, db.wo); err != nil {
+		if err := db.writeData(b, false); err != nil {
 			return fmt.Errorf("state: commit: %w", err)
 		}
 	}
@@ -106,6 +106,18 @@ func (p *partition) appendMeta(b *leveldb.Batch) {
 	for k, v := range p.meta {
 		b.Put(sysPartitionKey(sysUserMeta, p.id, p.num, []byte(k)), v)
 	}
+}
+
+// writeData writes a batch that holds data keys, keeping the read cache in step: a
+// commit's values go into it, and the keys of any other batch (restore, wipe) leave it.
+func (db *DB) writeData(b *leveldb.Batch, drop bool) error {
+	if db.cache == nil {
+		return db.ldb.Write(b, db.wo)
+	}
+	db.cache.beginWrite()
+	err := db.ldb.Write(b, db.wo)
+	db.cache.endWrite(b, err == nil, drop)
+	return err
 }
 
 // ChangelogOffset returns the changelog offset committed with a store partition's data;
@@ -191,7 +203,7 @@ func (db *DB) Wipe(store string, partition int32) error {
 	}
 	b.Delete(sysPartitionKey(sysOffset, id, partition, nil))
 	b.Delete(sysPartitionKey(sysPartMeta, id, partition, nil))
-	if err := db.ldb.Write(&b, db.wo); err != nil {
+	if err := db.writeData(&b, true); err != nil {
 		return fmt.Errorf("state: wipe store %q partition %d: %w", store, partition, err)
 	}
 	db.mu.RLock()

@@ -25,6 +25,10 @@ type Options struct {
 	// storage. Without it a power loss may lose the latest commits, data and offsets
 	// together, which the changelog replays.
 	Sync bool
+	// CacheBytes bounds the read cache of committed values that serves point reads (Get
+	// of key-value, timestamped key-value and window stores) of keys not written in the
+	// current epoch; 0 disables it. DefaultCacheBytes is a good start.
+	CacheBytes int64
 }
 
 // DB is one application's state: every store partition in one goleveldb database.
@@ -32,6 +36,8 @@ type DB struct {
 	ldb *leveldb.DB
 	dir string
 	wo  *opt.WriteOptions
+	// cache is nil when disabled.
+	cache *valueCache
 
 	mu       sync.RWMutex // guards catalog, nextID, parts and runSpecs
 	catalog  map[string]catalogEntry
@@ -61,6 +67,9 @@ type partKey struct {
 // Open opens (or creates) the state database in dir. A database that LevelDB finds
 // corrupt, or whose catalogue cannot be read, gives an error wrapping ErrCorrupt.
 func Open(dir string, opts Options) (*DB, error) {
+	if opts.CacheBytes < 0 {
+		return nil, fmt.Errorf("state: open %s: cache size %d bytes is negative", dir, opts.CacheBytes)
+	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("state: create %s: %w", dir, err)
 	}
@@ -83,6 +92,9 @@ func Open(dir string, opts Options) (*DB, error) {
 		parts:   map[partKey]*partition{},
 
 		runSpecs: map[string]StoreSpec{},
+	}
+	if opts.CacheBytes > 0 {
+		db.cache = newValueCache(opts.CacheBytes)
 	}
 	if err := db.load(); err != nil {
 		ldb.Close()
@@ -180,6 +192,15 @@ func (db *DB) UncommittedBytesByStore() map[string]int64 {
 	return out
 }
 
+// CachedBytes is the memory the read cache holds, entry overheads included; at most
+// Options.CacheBytes.
+func (db *DB) CachedBytes() int64 {
+	if db.cache == nil {
+		return 0
+	}
+	return db.cache.size()
+}
+
 // Spec returns the spec a store was last opened with, in this run or a previous one.
 func (db *DB) Spec(store string) (StoreSpec, bool) {
 	db.mu.RLock()
@@ -228,6 +249,9 @@ func (db *DB) open(spec StoreSpec, partition int32) (*partition, error) {
 	}
 	db.parts[k] = p
 	db.runSpecs[spec.Name] = spec
+	if db.cache != nil {
+		db.cache.register(e.ID, spec)
+	}
 	return p, nil
 }
 

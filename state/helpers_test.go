@@ -5,10 +5,14 @@ import (
 	"testing"
 )
 
+// testOptions are the options tests open databases with: the read cache on, as the agent
+// runs, so every test also checks that the cache never changes what a read returns.
+var testOptions = Options{CacheBytes: DefaultCacheBytes}
+
 func openDB(t testing.TB) (*DB, string) {
 	t.Helper()
 	dir := t.TempDir()
-	db, err := Open(dir, Options{})
+	db, err := Open(dir, testOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +81,7 @@ func equal(t testing.TB, got, want []string) {
 func reopen(t testing.TB, db *DB) *DB {
 	t.Helper()
 	noErr(t, db.Close())
-	db2, err := Open(db.dir, Options{})
+	db2, err := Open(db.dir, testOptions)
 	noErr(t, err)
 	t.Cleanup(func() { db2.Close() })
 	return db2

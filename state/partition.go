@@ -57,6 +57,7 @@ type partition struct {
 	id     uint32
 	num    int32
 	prefix []byte
+	cache  *valueCache // nil unless the DB caches this store's point reads
 
 	// buf is replaced, never reset, at Commit and Abort: readers on other goroutines may
 	// still hold the old one or slices into it.
@@ -80,6 +81,9 @@ type partition struct {
 
 func newPartition(db *DB, spec StoreSpec, id uint32, num int32) (*partition, error) {
 	p := &partition{db: db, spec: spec, id: id, num: num, prefix: dataPrefix(id, num), lastSweep: math.MinInt64}
+	if caches(spec) {
+		p.cache = db.cache
+	}
 	p.buf.Store(memdb.New(comparer.DefaultComparer, 0))
 	st, seq := int64(math.MinInt64), int32(0)
 	v, err := db.ldb.Get(sysPartitionKey(sysPartMeta, id, num, nil), nil)
@@ -129,7 +133,8 @@ func (p *partition) diskKey(k []byte) []byte {
 	return append(append(b, p.prefix...), k...)
 }
 
-// get returns the stored value of store key k.
+// get returns the stored value of store key k. The value is shared with the buffer or the
+// cache: callers must not write to it.
 func (p *partition) get(k []byte, level IsolationLevel) ([]byte, bool, error) {
 	if level == ReadUncommitted {
 		if v, err := p.buf.Load().Get(k); err == nil {
@@ -139,14 +144,32 @@ func (p *partition) get(k []byte, level IsolationLevel) ([]byte, bool, error) {
 			return v[1:], true, nil
 		}
 	}
-	v, err := p.db.ldb.Get(p.diskKey(k), nil)
+	var token uint64
+	if p.cache != nil {
+		var v []byte
+		var ok bool
+		if v, ok, token = p.cachedGet(k); ok {
+			return v, true, nil
+		}
+	}
+	dk := p.diskKey(k)
+	v, err := p.db.ldb.Get(dk, nil)
 	if err != nil {
 		if errors.Is(err, leveldb.ErrNotFound) {
 			return nil, false, nil
 		}
 		return nil, false, fmt.Errorf("state: store %q partition %d: %w", p.spec.Name, p.num, p.db.readErr(err))
 	}
+	if p.cache != nil {
+		p.cache.fill(dk, v, token)
+	}
 	return v, true, nil
+}
+
+// cachedGet looks k up in the cache without allocating its disk key.
+func (p *partition) cachedGet(k []byte) ([]byte, bool, uint64) {
+	var buf [128]byte
+	return p.cache.get(append(append(buf[:0], p.prefix...), k...))
 }
 
 // newValue starts a buffer put entry in the partition's scratch space; write copies it.

@@ -71,7 +71,7 @@ func (db *DB) Restore(spec StoreSpec, partition int32, records []ChangelogRecord
 	meta := binary.BigEndian.AppendUint64(make([]byte, 0, 12), uint64(st))
 	b.Put(sysPartitionKey(sysPartMeta, p.id, partition, nil), binary.BigEndian.AppendUint32(meta, uint32(seq)))
 	b.Put(sysPartitionKey(sysOffset, p.id, partition, nil), binary.BigEndian.AppendUint64(nil, uint64(lastOffset)))
-	if err := db.ldb.Write(&b, db.wo); err != nil {
+	if err := db.writeData(&b, true); err != nil {
 		return fmt.Errorf("state: restore store %q partition %d: %w", spec.Name, partition, err)
 	}
 	p.setStreamTime(st)

@@ -199,6 +199,7 @@ func (b *builder) buildStreams() {
 	c.TopologyOptimization = b.list("streams.topology.optimization")
 	c.WindowStoreChangelogAdditionalRetention = b.dur("streams.windowstore.changelog.additional.retention.ms")
 	c.DSLStoreFormat = b.str("streams.dsl.store.format")
+	b.checkDeadLetterQueue()
 
 	rf := b.num("streams.replication.factor")
 	if rf == 0 || rf > 32767 {

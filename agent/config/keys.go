@@ -181,30 +181,27 @@ var agentKeys = []Key{
 }
 
 var (
-	handlerFail = map[string]string{
-		"LogAndFail": "LogAndFail",
-		"org.apache.kafka.streams.errors.LogAndFailExceptionHandler": "LogAndFail",
-		"LogAndFailExceptionHandler":                                 "LogAndFail",
+	handlerAliases = map[string]string{
+		"org.apache.kafka.streams.errors.LogAndFailExceptionHandler":     "LogAndFail",
+		"LogAndFailExceptionHandler":                                     "LogAndFail",
+		"org.apache.kafka.streams.errors.LogAndContinueExceptionHandler": "LogAndContinue",
+		"LogAndContinueExceptionHandler":                                 "LogAndContinue",
 	}
-	handlerContinue = map[string]string{
-		"LogAndContinue": "not supported yet: LogAndContinue (only LogAndFail, the default, for now)",
-		"org.apache.kafka.streams.errors.LogAndContinueExceptionHandler": "not supported yet: LogAndContinue (only LogAndFail, the default, for now)",
-		"LogAndContinueExceptionHandler":                                 "not supported yet: LogAndContinue (only LogAndFail, the default, for now)",
-	}
-	processingFail = map[string]string{
-		"LogAndFail": "LogAndFail",
-		"org.apache.kafka.streams.errors.LogAndFailProcessingExceptionHandler": "LogAndFail",
-		"LogAndFailProcessingExceptionHandler":                                 "LogAndFail",
-	}
-	processingContinue = map[string]string{
-		"LogAndContinue": "not supported yet: LogAndContinue (only LogAndFail, the default, for now)",
-		"org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler": "not supported yet: LogAndContinue (only LogAndFail, the default, for now)",
-		"LogAndContinueProcessingExceptionHandler":                                 "not supported yet: LogAndContinue (only LogAndFail, the default, for now)",
+	processingAliases = map[string]string{
+		"org.apache.kafka.streams.errors.LogAndFailProcessingExceptionHandler":     "LogAndFail",
+		"LogAndFailProcessingExceptionHandler":                                     "LogAndFail",
+		"org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler": "LogAndContinue",
+		"LogAndContinueProcessingExceptionHandler":                                 "LogAndContinue",
 	}
 	productionFail = map[string]string{
-		"LogAndFail": "LogAndFail",
 		"org.apache.kafka.streams.errors.DefaultProductionExceptionHandler": "LogAndFail",
 		"DefaultProductionExceptionHandler":                                 "LogAndFail",
+	}
+	// A failed send is reported asynchronously, after later records were processed and
+	// while the transaction it poisoned is still open, so the failed record cannot be
+	// skipped alone yet.
+	productionContinue = map[string]string{
+		"LogAndContinue": "not supported yet: LogAndContinue for production errors (a failed send is known only asynchronously; LogAndFail, the default, stops the agent)",
 	}
 	serdeAliases = map[string]string{
 		"org.apache.kafka.common.serialization.Serdes$StringSerde":    "string",
@@ -220,17 +217,6 @@ var (
 		"org.apache.kafka.streams.processor.WallclockTimestampExtractor":        "WallclockTimestampExtractor",
 	}
 )
-
-// merged returns the union of maps, for the handler alias and refusal tables.
-func merged(ms ...map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, m := range ms {
-		for k, v := range m {
-			out[k] = v
-		}
-	}
-	return out
-}
 
 // streamsKeys are the Kafka Streams 4.4 properties (StreamsConfig) that are not
 // client properties; client properties are in clientKeys.
@@ -291,22 +277,22 @@ var streamsKeys = []Key{
 		},
 		Doc: "Consumer group protocol: classic."},
 	{Name: "deserialization.exception.handler", Type: TypeClass, Default: "LogAndFail",
-		Allowed: []string{"LogAndFail"}, Aliases: handlerFail, Refuse: handlerContinue,
-		Doc: "What a record that cannot be deserialized does: LogAndFail stops the agent."},
+		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: handlerAliases,
+		Doc: "What a record that cannot be deserialized does: LogAndFail stops the agent, LogAndContinue logs, counts and skips it."},
 	{Name: "default.deserialization.exception.handler", Type: TypeClass, Default: "LogAndFail",
-		Allowed: []string{"LogAndFail"}, Aliases: handlerFail, Refuse: handlerContinue,
-		Doc: "Deprecated name (since Kafka 4.0) of deserialization.exception.handler."},
+		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: handlerAliases,
+		Doc: "Deprecated name (since Kafka 4.0) of deserialization.exception.handler, used when that key is not set."},
 	{Name: "processing.exception.handler", Type: TypeClass, Default: "LogAndFail",
-		Allowed: []string{"LogAndFail"}, Aliases: processingFail, Refuse: processingContinue,
-		Doc: "What a processing error (a failing Lua callback) does: LogAndFail stops the agent."},
+		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: processingAliases,
+		Doc: "What a processing error (a failing Lua callback) does: LogAndFail stops the agent, LogAndContinue logs, counts and skips the record (KIP-1033)."},
 	{Name: "production.exception.handler", Type: TypeClass, Default: "LogAndFail",
-		Allowed: []string{"LogAndFail"}, Aliases: productionFail, Refuse: handlerContinue,
-		Doc: "What a failed send does: LogAndFail (Kafka's DefaultProductionExceptionHandler) stops the agent."},
+		Allowed: []string{"LogAndFail"}, Aliases: productionFail, Refuse: productionContinue,
+		Doc: "What a failed send does: LogAndFail (Kafka's DefaultProductionExceptionHandler) stops the agent; retriable errors are retried."},
 	{Name: "default.production.exception.handler", Type: TypeClass, Default: "LogAndFail",
-		Allowed: []string{"LogAndFail"}, Aliases: productionFail, Refuse: handlerContinue,
+		Allowed: []string{"LogAndFail"}, Aliases: productionFail, Refuse: productionContinue,
 		Doc: "Deprecated name (since Kafka 4.0) of production.exception.handler."},
-	{Name: "errors.dead.letter.queue.topic.name", Type: TypeString, Disposition: Unsupported,
-		Reason: "dead-letter queue (KIP-1034)", Doc: "KIP-1034 dead-letter queue topic."},
+	{Name: "errors.dead.letter.queue.topic.name", Type: TypeString,
+		Doc: "KIP-1034: topic that receives every record the deserialization or processing handler skips or fails on, with its original key and value bytes and the __streams.errors.* headers; empty means none. Created by the agent with the embedded broker only."},
 
 	{Name: "num.stream.threads", Type: TypeInt, Default: "1", Disposition: Ignored,
 		Reason: "StoatFlow processes on one thread", Doc: "Kafka Streams' processing threads."},

@@ -32,7 +32,8 @@ var fatalProduceErrors = []error{
 // Retriable reports whether processing the epoch again may succeed: a lost connection, a
 // leader change or a broker that is away for a while, as Kafka's RetriableException.
 func (e *ProduceError) Retriable() bool {
-	if errors.Is(e.Err, ErrFenced) {
+	var config sarama.ConfigurationError // e.g. a record over Producer.MaxMessageBytes
+	if errors.Is(e.Err, ErrFenced) || errors.As(e.Err, &config) {
 		return false
 	}
 	for _, f := range fatalProduceErrors {

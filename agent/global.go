@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state"
+)
+
+// globalUpdateInterval is how often, while running, the global stores read what is new in
+// their topics (Kafka Streams' global thread polls continuously; here the processing
+// goroutine reads between batches, so the stores lag their topics by about this much).
+const globalUpdateInterval = time.Second
+
+// startGlobalStores bootstraps every global store before processing starts: each reads
+// all partitions of its topic, from the offsets committed with the store (so a restart
+// reads only what is new) to the end offsets. Then it schedules the updates that keep the
+// stores current while the application runs, and returns the function that schedules
+// them on a topology (again after a rebuild). docs/state.md describes the design.
+func (a *Agent) startGlobalStores(ctx context.Context, k *kafkaClients, topo *pipeline.Topology, db *state.DB, b *pipeline.StreamsBuilder) (func(*pipeline.Topology) error, error) {
+	noop := func(*pipeline.Topology) error { return nil }
+	globals := b.GlobalStores()
+	if len(globals) == 0 {
+		return noop, nil
+	}
+	topics := make([]string, len(globals))
+	for i, g := range globals {
+		topics[i] = g.Topic
+	}
+	adminCfg, err := kafkaio.SaramaConfig(a.cfg, kafkaio.RoleAdmin)
+	if err != nil {
+		return nil, err
+	}
+	if k.embedded != nil {
+		specs := map[string]kafkaio.TopicSpec{}
+		for _, t := range topics {
+			specs[t] = kafkaio.TopicSpec{Partitions: a.cfg.EmbeddedPartitions, ReplicationFactor: -1}
+		}
+		if err := kafkaio.EnsureTopics(k.brokers, adminCfg, specs); err != nil {
+			return nil, err
+		}
+	}
+	counts, err := kafkaio.PartitionCounts(k.brokers, adminCfg, topics)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range topics {
+		if counts[t] == 0 {
+			return nil, fmt.Errorf("global table topic %s does not exist (create it first)", t)
+		}
+	}
+	cfg, err := kafkaio.SaramaConfig(a.cfg, kafkaio.RoleConsumer)
+	if err != nil {
+		return nil, err
+	}
+	a.log.Info("bootstrapping global stores from their topics", "topics", topics)
+	start := time.Now()
+	// Start-up commits after every fetched batch, so a large topic never sits whole in
+	// the epoch buffer; offsets and data commit together.
+	boot := globalFetcher(k.brokers, cfg, counts, func() (context.Context, context.CancelFunc) { return ctx, func() {} }, func() error { return db.Commit(nil) })
+	if err := topo.UpdateGlobalStores(boot); err != nil {
+		db.Abort()
+		return nil, err
+	}
+	a.log.Info("global stores bootstrapped", "took", time.Since(start).Round(time.Millisecond))
+	// While running, the fetched records belong to the processing epoch and commit with it.
+	run := globalFetcher(k.brokers, cfg, counts, func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), a.cfg.TaskTimeout)
+	}, nil)
+	schedule := func(t *pipeline.Topology) error {
+		return t.ScheduleGlobalUpdates(globalUpdateInterval.Milliseconds(), run)
+	}
+	return schedule, schedule(topo)
+}
+
+// globalFetcher reads each partition of a global topic with kafkaio.ReadToEnd (read
+// committed) from the store's next offset, under the context withCtx gives; afterBatch, when set, runs after each batch.
+func globalFetcher(brokers []string, cfg *sarama.Config, counts map[string]int32,
+	withCtx func() (context.Context, context.CancelFunc), afterBatch func() error) pipeline.GlobalFetcher {
+	return func(topic string, next func(int32) (int64, error), apply func(pipeline.SourceRecord) error) error {
+		for p := range counts[topic] {
+			from, err := next(p)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := withCtx()
+			_, err = kafkaio.ReadToEnd(ctx, brokers, cfg, topic, p, from, func(msgs []kafkaio.Message) error {
+				for _, m := range msgs {
+					if err := apply(pipeline.SourceRecord{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset,
+						Timestamp: m.Timestamp, Key: m.Key, Value: m.Value, Headers: m.Headers}); err != nil {
+						return err
+					}
+				}
+				if afterBatch != nil {
+					return afterBatch()
+				}
+				return nil
+			})
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}

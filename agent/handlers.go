@@ -1,0 +1,155 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// The headers Kafka Streams puts on a dead letter (KIP-1034, ExceptionHandlerUtils).
+const (
+	HeaderErrorsException  = "__streams.errors.exception"
+	HeaderErrorsMessage    = "__streams.errors.message"
+	HeaderErrorsStacktrace = "__streams.errors.stacktrace"
+	HeaderErrorsTopic      = "__streams.errors.topic"
+	HeaderErrorsPartition  = "__streams.errors.partition"
+	HeaderErrorsOffset     = "__streams.errors.offset"
+)
+
+// The exception names a dead letter carries in __streams.errors.exception, before ": ".
+const (
+	ExceptionDeserialization = "stoatflow.DeserializationError"
+	ExceptionProcessing      = "stoatflow.ProcessingError"
+)
+
+// deadLetter is a failed input record on its way to the dead-letter topic.
+type deadLetter struct {
+	key, value []byte
+	headers    pipeline.Headers
+	timestamp  int64
+}
+
+// failedRecord is the error a FAIL handler returns: the application stops, and retry writes
+// the dead letter (if any) once the failed epoch is dropped.
+type failedRecord struct {
+	err    error
+	letter *deadLetter
+}
+
+func (e *failedRecord) Error() string { return e.err.Error() }
+func (e *failedRecord) Unwrap() error { return e.err }
+
+// handleRecordError applies the deserialization or processing exception handler to a record
+// the topology failed on. nil means the handler continued: the record is skipped and its dead
+// letter, if a dead-letter topic is set, is sent in the epoch (inside its transaction under
+// exactly-once). Errors the handlers do not cover (a failed send, a fenced producer, a bad
+// timestamp) are returned as they are.
+func (l *loop) handleRecordError(msg *kafkaio.Message, err error) error {
+	var reason, exception, node string
+	var de *pipeline.DeserializationError
+	var ne *pipeline.NodeError
+	switch {
+	case errors.As(err, new(*kafkaio.ProduceError)) || errors.Is(err, kafkaio.ErrFenced):
+		return err
+	case errors.As(err, &de):
+		reason, exception = metrics.DropDeserialization, ExceptionDeserialization
+	case errors.As(err, &ne):
+		reason, exception, node = metrics.DropProcessing, ExceptionProcessing, ne.Node
+	default:
+		return err
+	}
+	cont := l.a.cfg.ContinueOnDeserializationError()
+	if reason == metrics.DropProcessing {
+		cont = l.a.cfg.ContinueOnProcessingError()
+	}
+	var letter *deadLetter
+	if l.a.cfg.DeadLetterQueueTopic() != "" {
+		letter = newDeadLetter(msg, exception, err)
+	}
+	if !cont {
+		return &failedRecord{err: err, letter: letter}
+	}
+	l.a.log.Warn("skipping a record the "+reason+" exception handler continued on",
+		"record", fmt.Sprintf("%s-%d@%d", msg.Topic, msg.Partition, msg.Offset), "node", node, "err", err)
+	l.a.metrics.RecordsDropped.WithLabelValues(reason).Inc()
+	if letter == nil {
+		return nil
+	}
+	return l.sendDeadLetter(letter)
+}
+
+// newDeadLetter builds the dead letter of msg: its key and value bytes as read, at its
+// timestamp, with Kafka Streams' exception headers (the original headers are not kept,
+// as in Kafka Streams).
+func newDeadLetter(msg *kafkaio.Message, exception string, err error) *deadLetter {
+	message := err.Error()
+	var re *pipeline.RecordError
+	if errors.As(err, &re) {
+		message = re.Err.Error() // without the topic-partition@offset the headers carry
+	}
+	return &deadLetter{
+		key: msg.Key, value: msg.Value, timestamp: msg.Timestamp,
+		headers: pipeline.Headers{
+			{Key: HeaderErrorsException, Value: []byte(exception + ": " + message)},
+			{Key: HeaderErrorsMessage, Value: []byte(message)},
+			// Go errors carry no stack; the whole chain (with the Lua traceback, when the
+			// runtime gives one) is the closest thing.
+			{Key: HeaderErrorsStacktrace, Value: []byte(err.Error())},
+			{Key: HeaderErrorsTopic, Value: []byte(msg.Topic)},
+			{Key: HeaderErrorsPartition, Value: []byte(strconv.Itoa(int(msg.Partition)))},
+			{Key: HeaderErrorsOffset, Value: []byte(strconv.FormatInt(msg.Offset, 10))},
+		},
+	}
+}
+
+// sendDeadLetter queues a dead letter in the current epoch. With the embedded broker the
+// agent creates the topic if it is missing, as it creates sinks; elsewhere it must exist.
+// Dead letters are rare, so the check is not cached.
+func (l *loop) sendDeadLetter(d *deadLetter) error {
+	topic := l.a.cfg.DeadLetterQueueTopic()
+	if l.k.embedded != nil {
+		adminCfg, err := kafkaio.SaramaConfig(l.a.cfg, kafkaio.RoleAdmin)
+		if err != nil {
+			return err
+		}
+		spec := kafkaio.TopicSpec{Partitions: l.a.cfg.EmbeddedPartitions, ReplicationFactor: -1}
+		if err := kafkaio.EnsureTopics(l.k.brokers, adminCfg, map[string]kafkaio.TopicSpec{topic: spec}); err != nil {
+			return fmt.Errorf("dead-letter topic: %w", err)
+		}
+	}
+	if err := l.k.producer.Send(topic, -1, d.key, d.value, d.headers, d.timestamp); err != nil {
+		return fmt.Errorf("dead-letter topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+// writeFailedDeadLetter makes the dead letter of the record that stops the application
+// durable after its epoch was dropped: under exactly-once in a transaction of its own
+// (the epoch's was aborted), under at-least-once with a flush. A restart processes the
+// record again and writes its dead letter again.
+func (l *loop) writeFailedDeadLetter(cause error) {
+	var fr *failedRecord
+	if !errors.As(cause, &fr) || fr.letter == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.TaskTimeout)
+	defer cancel()
+	err := l.beginTxn()
+	if err == nil {
+		err = l.sendDeadLetter(fr.letter)
+	}
+	if err == nil && l.eos {
+		err = l.k.producer.CommitTxn(ctx, nil, l.a.cfg.ApplicationID)
+		l.inTxn = false
+	} else if err == nil {
+		err = l.k.producer.Flush(ctx)
+	}
+	if err != nil {
+		l.a.log.Error("the dead letter of the failed record was not written", "topic", l.a.cfg.DeadLetterQueueTopic(), "err", err)
+	}
+}

@@ -1,0 +1,250 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// handlerCase is a topology, the value that fails in it, and the handler that decides.
+type handlerCase struct {
+	name      string
+	script    string
+	bad       []byte
+	handler   string // the handler key
+	reason    string // the dropped-records reason
+	exception string
+	message   string // part of __streams.errors.message
+}
+
+var handlerCases = []handlerCase{
+	{"deserialization json", `local s = require("stoat")
+local b = s.builder()
+b:stream("in", {valueSerde = "json"}):to("out", {valueSerde = "json"})
+return b`, []byte(`{"half":`), "deserialization.exception.handler", metrics.DropDeserialization, ExceptionDeserialization, "cannot deserialize value"},
+	{"deserialization string", `local s = require("stoat")
+local b = s.builder()
+b:stream("in"):to("out")
+return b`, []byte{'v', 0xff, 0xfe}, "deserialization.exception.handler", metrics.DropDeserialization, ExceptionDeserialization, "not valid UTF-8"},
+	{"processing lua", `local s = require("stoat")
+local b = s.builder()
+b:stream("in"):mapValues(function(v)
+  if v == "bad" then error("bad value") end
+  return v
+end):to("out")
+return b`, []byte("bad"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "p.lua:4: bad value"},
+}
+
+// produceWithBad writes n records k0..k(n-1) to in (partition 0); record bad has the bad value.
+func produceWithBad(t *testing.T, brokers []string, n, bad int, badValue []byte) {
+	t.Helper()
+	p, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var msgs []*sarama.ProducerMessage
+	for i := range n {
+		var v sarama.Encoder = sarama.StringEncoder(fmt.Sprintf(`"v%d"`, i))
+		if i == bad {
+			v = sarama.ByteEncoder(badValue)
+		}
+		msgs = append(msgs, &sarama.ProducerMessage{Topic: "in", Key: sarama.StringEncoder(fmt.Sprintf("k%d", i)), Value: v})
+	}
+	if err := p.SendMessages(msgs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readCommitted reads topic under read_committed until want records arrived.
+func readCommitted(t *testing.T, brokers []string, topic string, want int) []*sarama.ConsumerMessage {
+	t.Helper()
+	c, err := sarama.NewConsumer(brokers, readCommittedConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pc, err := c.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	var out []*sarama.ConsumerMessage
+	deadline := time.After(30 * time.Second)
+	for len(out) < want {
+		select {
+		case m := <-pc.Messages():
+			out = append(out, m)
+		case <-deadline:
+			t.Fatalf("read %d committed records from %s, want %d", len(out), topic, want)
+		}
+	}
+	return out
+}
+
+// checkDeadLetter checks the dead letter is record k<bad> as it was read, with the headers.
+func checkDeadLetter(t *testing.T, m *sarama.ConsumerMessage, tc handlerCase, bad int) {
+	t.Helper()
+	if string(m.Key) != fmt.Sprintf("k%d", bad) || string(m.Value) != string(tc.bad) {
+		t.Fatalf("dead letter %q=%q, want k%d=%q", m.Key, m.Value, bad, tc.bad)
+	}
+	h := map[string]string{}
+	for _, x := range m.Headers {
+		h[string(x.Key)] = string(x.Value)
+	}
+	want := map[string]string{HeaderErrorsTopic: "in", HeaderErrorsPartition: "0", HeaderErrorsOffset: fmt.Sprint(bad)}
+	for k, v := range want {
+		if h[k] != v {
+			t.Errorf("header %s = %q, want %q", k, h[k], v)
+		}
+	}
+	if !strings.Contains(h[HeaderErrorsMessage], tc.message) {
+		t.Errorf("header %s = %q, want it to contain %q", HeaderErrorsMessage, h[HeaderErrorsMessage], tc.message)
+	}
+	if !strings.HasPrefix(h[HeaderErrorsException], tc.exception+": ") || !strings.Contains(h[HeaderErrorsStacktrace], tc.message) {
+		t.Errorf("headers %s = %q, %s = %q", HeaderErrorsException, h[HeaderErrorsException], HeaderErrorsStacktrace, h[HeaderErrorsStacktrace])
+	}
+}
+
+// With LogAndContinue every good record is processed exactly once, the bad one is counted,
+// and its dead letter is committed with the epoch.
+func TestHandlerContinueExactlyOnce(t *testing.T) {
+	for _, tc := range handlerCases {
+		t.Run(tc.name, func(t *testing.T) {
+			const n, bad = 10, 4
+			brokers := testBroker(t, 1, "in", "out", "dlq")
+			cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = \"exactly_once_v2\"\n%s = \"LogAndContinue\"\nerrors.dead.letter.queue.topic.name = \"dlq\"\n", tc.handler))
+			m := metrics.New()
+			ra := startAgentWith(t, cfg, m)
+			defer ra.stop(t)
+			produceWithBad(t, brokers, n, bad, tc.bad)
+			out := readCommitted(t, brokers, "out", n-1)
+			seen := map[string]int{}
+			for _, r := range out {
+				seen[string(r.Key)]++
+			}
+			for i := range n {
+				if want := map[bool]int{true: 0, false: 1}[i == bad]; seen[fmt.Sprintf("k%d", i)] != want {
+					t.Fatalf("k%d output %d times, want %d; all: %v", i, seen[fmt.Sprintf("k%d", i)], want, seen)
+				}
+			}
+			checkDeadLetter(t, readCommitted(t, brokers, "dlq", 1)[0], tc, bad)
+			if st := ra.a.State(); st != StateRunning {
+				t.Fatalf("state %s, want RUNNING", st)
+			}
+			// No epoch was dropped and replayed, so nothing was processed twice.
+			pollFor(t, 10*time.Second, "all records consumed", func() bool {
+				return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) == n
+			})
+			if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got != 0 {
+				t.Fatalf("%v failed commits, want none", got)
+			}
+			if got := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(tc.reason)); got != 1 {
+				t.Fatalf("dropped{reason=%q} = %v, want 1", tc.reason, got)
+			}
+		})
+	}
+}
+
+// Without a dead-letter topic LogAndContinue only skips and counts (at-least-once here).
+func TestHandlerContinueWithoutDeadLetterTopic(t *testing.T) {
+	tc := handlerCases[2]
+	brokers := testBroker(t, 1, "in", "out")
+	cfg := testConfig(t, brokers, tc.script, tc.handler+" = \"org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler\"\n")
+	m := metrics.New()
+	ra := startAgentWith(t, cfg, m)
+	defer ra.stop(t)
+	produceWithBad(t, brokers, 6, 2, tc.bad)
+	readAll(t, brokers, "out", 5)
+	if got := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(tc.reason)); got != 1 {
+		t.Fatalf("dropped{reason=%q} = %v, want 1", tc.reason, got)
+	}
+}
+
+// With LogAndFail the agent stops in ERROR, and the failed record is in the dead-letter
+// topic, committed, under either guarantee.
+func TestHandlerFailWritesDeadLetter(t *testing.T) {
+	for _, tc := range handlerCases {
+		for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
+			t.Run(tc.name+" "+guarantee, func(t *testing.T) {
+				const bad = 2
+				brokers := testBroker(t, 1, "in", "out", "dlq")
+				cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = %q\nerrors.dead.letter.queue.topic.name = \"dlq\"\n", guarantee))
+				ra := startAgent(t, cfg)
+				produceWithBad(t, brokers, 5, bad, tc.bad)
+				select {
+				case err := <-ra.done:
+					if want := fmt.Sprintf("in-0@%d", bad); err == nil || !strings.Contains(err.Error(), want) {
+						t.Fatalf("err = %v, want one naming %s", err, want)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatal("the agent kept running after a failed record under LogAndFail")
+				}
+				if st := ra.a.State(); st != StateError {
+					t.Fatalf("state %s, want ERROR", st)
+				}
+				checkDeadLetter(t, readCommitted(t, brokers, "dlq", 1)[0], tc, bad)
+			})
+		}
+	}
+}
+
+func TestHandleRecordErrorLeavesOtherErrorsAlone(t *testing.T) {
+	cfg := testConfig(t, []string{"127.0.0.1:9092"}, "", "processing.exception.handler = \"LogAndContinue\"\ndeserialization.exception.handler = \"LogAndContinue\"\n")
+	l := &loop{a: &Agent{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: metrics.New()}}
+	msg := &kafkaio.Message{Topic: "in", Offset: 3}
+	for _, err := range []error{
+		&pipeline.RecordError{Topic: "in", Offset: 3, Err: &pipeline.NodeError{Node: "sink", Err: &kafkaio.ProduceError{Topic: "out", Err: sarama.ErrMessageSizeTooLarge}}},
+		&pipeline.RecordError{Topic: "in", Offset: 3, Err: errors.New("invalid (negative) record timestamp -1")},
+		fmt.Errorf("begin transaction: %w", kafkaio.ErrFenced),
+	} {
+		if got := l.handleRecordError(msg, err); got != err {
+			t.Errorf("handleRecordError(%v) = %v, want the error unchanged", err, got)
+		}
+	}
+}
+
+// With the embedded broker the agent creates the dead-letter topic itself.
+func TestDeadLetterTopicCreatedOnEmbeddedBroker(t *testing.T) {
+	emb, err := kafkaio.StartEmbedded("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Close()
+	cfg := testConfig(t, emb.Addrs(), "", "errors.dead.letter.queue.topic.name = \"dead\"\n")
+	prodCfg, err := kafkaio.SaramaConfig(cfg, kafkaio.RoleProducer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := kafkaio.NewProducer(emb.Addrs(), prodCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	l := &loop{a: &Agent{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: metrics.New()},
+		k: &kafkaClients{brokers: emb.Addrs(), embedded: emb, producer: p}}
+	msg := &kafkaio.Message{Topic: "in", Offset: 7, Key: []byte("k"), Value: []byte("{")}
+	if err := l.sendDeadLetter(newDeadLetter(msg, ExceptionDeserialization, errors.New("boom"))); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, emb.Addrs(), "dead", 1); string(got[0].Value) != "{" {
+		t.Fatalf("dead letter value %q", got[0].Value)
+	}
+}
