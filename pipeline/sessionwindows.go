@@ -1,0 +1,364 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// SessionWindows group a key's records into sessions separated by more than Gap ms of
+// inactivity (Kafka Streams' SessionWindows). A session [start, end] is inclusive.
+type SessionWindows struct {
+	Gap   int64
+	Grace int64
+}
+
+// Validate applies Kafka Streams' checks: gap > 0, grace ≥ 0.
+func (w SessionWindows) Validate() error {
+	switch {
+	case w.Gap <= 0:
+		return fmt.Errorf("session inactivity gap must be larger than zero, not %d", w.Gap)
+	case w.Grace < 0:
+		return fmt.Errorf("grace period must not be negative, not %d", w.Grace)
+	}
+	return nil
+}
+
+// SessionWindowedSerde writes a session key as Kafka Streams' SessionWindowedSerializer
+// does: [inner key bytes][8-byte big-endian session end][8-byte big-endian session start].
+type SessionWindowedSerde struct{ Inner Serde }
+
+// Name implements Serde.
+func (s SessionWindowedSerde) Name() string { return "session-windowed-" + s.Inner.Name() }
+
+// Serialize implements Serde; it takes a Windowed, or a table {key=, window={start=, end=}}
+// as a script may rebuild one.
+func (s SessionWindowedSerde) Serialize(topic string, headers Headers, v any) ([]byte, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var w Windowed
+	switch x := v.(type) {
+	case Windowed:
+		w = x
+	case map[string]any:
+		win, _ := x["window"].(map[string]any)
+		start, okStart := win["start"].(int64)
+		end, okEnd := win["end"].(int64)
+		if !okStart || !okEnd {
+			return nil, fmt.Errorf("session windowed key serde: a table key needs window.start and window[\"end\"] (milliseconds)")
+		}
+		w = Windowed{Key: x["key"], Start: start, End: end}
+	default:
+		return nil, fmt.Errorf("session windowed key serde: cannot serialize a %T (want a windowed key)", v)
+	}
+	kb, err := s.Inner.Serialize(topic, headers, w.Key)
+	if err != nil {
+		return nil, err
+	}
+	kb = binary.BigEndian.AppendUint64(kb, uint64(w.End))
+	return binary.BigEndian.AppendUint64(kb, uint64(w.Start)), nil
+}
+
+// Deserialize implements Serde.
+func (s SessionWindowedSerde) Deserialize(topic string, headers Headers, data []byte) (any, error) {
+	if data == nil {
+		return nil, nil
+	}
+	if len(data) < 16 {
+		return nil, fmt.Errorf("session windowed key serde: %d bytes is too short for a session key", len(data))
+	}
+	n := len(data) - 16
+	k, err := s.Inner.Deserialize(topic, headers, data[:n])
+	if err != nil {
+		return nil, err
+	}
+	end := int64(binary.BigEndian.Uint64(data[n : n+8]))
+	start := int64(binary.BigEndian.Uint64(data[n+8:]))
+	return Windowed{Key: k, Start: start, End: end}, nil
+}
+
+// Merger combines the aggregates of two sessions of rec.Key (Kafka Streams' Merger).
+type Merger func(rec Record, agg1, agg2 any) (any, error)
+
+// SessionWindowedKStream is a grouped stream with session windows (Kafka Streams'
+// SessionWindowedKStream).
+type SessionWindowedKStream struct {
+	g           *KGroupedStream
+	w           SessionWindows
+	emitOnClose bool
+}
+
+// WindowedBySession adds session windows to the grouping.
+func (g *KGroupedStream) WindowedBySession(w SessionWindows) (*SessionWindowedKStream, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	return &SessionWindowedKStream{g: g, w: w}, nil
+}
+
+// EmitOnWindowClose makes the aggregation forward each session once, when the global
+// watermark closes it (end + gap + grace < watermark), instead of on every update.
+func (t *SessionWindowedKStream) EmitOnWindowClose(onClose bool) { t.emitOnClose = onClose }
+
+// Count counts records per key and session; null values count too.
+func (t *SessionWindowedKStream) Count(m Materialized, longSerde Serde, name string) (*KTable, error) {
+	if m.Given && m.StoreName == "" {
+		t.g.s.b.index++
+	}
+	if m.Serdes.Value == nil {
+		m.Serdes.Value = longSerde
+	}
+	return t.aggregate("KSTREAM-AGGREGATE-", m, name, &sessionAggregate{
+		init: func() (any, error) { return int64(0), nil },
+		agg: func(_ Record, agg any) (any, error) {
+			n, _ := agg.(int64)
+			return n + 1, nil
+		},
+		merge: func(_ Record, a, b any) (any, error) {
+			x, _ := a.(int64)
+			y, _ := b.(int64)
+			return x + y, nil
+		},
+	})
+}
+
+// Reduce combines values per key and session; merging two sessions reduces their
+// aggregates, as Kafka Streams does.
+func (t *SessionWindowedKStream) Reduce(reducer Aggregator, m Materialized, name string) (*KTable, error) {
+	if m.Serdes.Value == nil {
+		m.Serdes.Value = t.g.s.serdes.Value
+	}
+	agg := func(rec Record, agg any) (any, error) {
+		if agg == nil {
+			return rec.Value, nil
+		}
+		return reducer(rec, agg)
+	}
+	return t.aggregate("KSTREAM-REDUCE-", m, name, &sessionAggregate{
+		init: func() (any, error) { return nil, nil },
+		agg:  agg,
+		merge: func(rec Record, a, b any) (any, error) {
+			rec.Value = b
+			return agg(rec, a)
+		},
+	})
+}
+
+// Aggregate folds values per key and session; merge combines two sessions' aggregates.
+func (t *SessionWindowedKStream) Aggregate(init Initializer, agg Aggregator, merge Merger, m Materialized, name string) (*KTable, error) {
+	return t.aggregate("KSTREAM-AGGREGATE-", m, name, &sessionAggregate{init: init, agg: agg, merge: merge})
+}
+
+func (t *SessionWindowedKStream) aggregate(prefix string, m Materialized, name string, proto *sessionAggregate) (*KTable, error) {
+	w := t.w
+	retention := w.Gap + w.Grace
+	if t.emitOnClose {
+		// A session waits in the store for the watermark, which may lag the store's stream
+		// time by any amount: it is deleted once its final result is out, never expired.
+		retention = math.MaxInt64 / 4
+	}
+	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
+		return &StoreSpec{Name: storeName, Type: SessionStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, Retention: retention}
+	}, func(storeName string, oldValues *bool) Processor {
+		p := *proto
+		p.store, p.windows, p.oldValues, p.emitOnClose = storeName, w, oldValues, t.emitOnClose
+		p.streamTime = map[int32]int64{}
+		return &p
+	})
+	if err != nil {
+		return nil, err
+	}
+	table.serdes.Key = SessionWindowedSerde{Inner: table.serdes.Key}
+	return table, nil
+}
+
+// sessionAggregate is KStreamSessionWindowAggregate (reference §2.4): a record merges with
+// every session of its key at most gap away, the merged-away sessions are removed (and
+// tombstoned downstream), and results carry the session end as timestamp.
+type sessionAggregate struct {
+	ctx         *Context
+	store       string
+	windows     SessionWindows
+	init        Initializer
+	agg         Aggregator
+	merge       Merger
+	oldValues   *bool
+	streamTime  map[int32]int64 // per task
+	emitOnClose bool
+}
+
+func (p *sessionAggregate) Init(ctx *Context) error {
+	p.ctx = ctx
+	if p.emitOnClose {
+		ctx.topology.onWatermark(p.emitClosed)
+	}
+	return nil
+}
+
+func (p *sessionAggregate) Process(rec Record) error {
+	if rec.Key == nil {
+		p.ctx.Drop("null-key")
+		return nil
+	}
+	st, seen := p.streamTime[rec.Partition]
+	if !seen || rec.Timestamp > st {
+		st = rec.Timestamp
+		p.streamTime[rec.Partition] = st
+	}
+	gap, grace := p.windows.Gap, p.windows.Grace
+	closeTime := st - grace - gap
+	store, err := p.ctx.topology.SessionStore(p.store, rec.Partition)
+	if err != nil {
+		return err
+	}
+	found, err := p.overlapping(store, rec.Key, rec.Timestamp-gap, rec.Timestamp+gap)
+	if err != nil {
+		return err
+	}
+	agg, err := p.init()
+	if err != nil {
+		return err
+	}
+	start, end := rec.Timestamp, rec.Timestamp
+	for _, s := range found {
+		if agg, err = p.merge(rec, agg, s.Value); err != nil {
+			return err
+		}
+		start, end = min(start, s.Start), max(end, s.End)
+	}
+	if end < closeTime {
+		p.ctx.Drop("late")
+		return nil
+	}
+	if p.emitOnClose && end+gap+grace < p.ctx.topology.watermark {
+		// The operator's stream time still accepts it, but the watermark has closed the
+		// session and its final result is out: a final result is never revised.
+		p.ctx.Drop("window-closed")
+		return nil
+	}
+	if start != rec.Timestamp || end != rec.Timestamp {
+		for _, s := range found {
+			if err := store.Remove(rec.Key, s.Start, s.End, rec.Timestamp); err != nil {
+				return err
+			}
+			if p.emitOnClose {
+				continue
+			}
+			c := Change{}
+			if *p.oldValues {
+				c.Old = s.Value
+			}
+			if err := p.forward(rec, s.Start, s.End, c); err != nil {
+				return err
+			}
+		}
+	}
+	if agg, err = p.agg(rec, agg); err != nil {
+		return err
+	}
+	if _, err := store.Put(rec.Key, start, end, agg, rec.Timestamp); err != nil {
+		return err
+	}
+	if p.emitOnClose {
+		return nil
+	}
+	return p.forward(rec, start, end, Change{New: agg})
+}
+
+func (p *sessionAggregate) overlapping(store *SessionStore, key any, earliestEnd, latestStart int64) ([]Session, error) {
+	it, err := store.FindSessions(key, earliestEnd, latestStart, false)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []Session
+	for it.Next() {
+		out = append(out, it.Session())
+	}
+	return out, it.Err()
+}
+
+func (p *sessionAggregate) forward(rec Record, start, end int64, c Change) error {
+	rec.Key, rec.Value, rec.Timestamp = Windowed{Key: rec.Key, Start: start, End: end}, c, end
+	return p.ctx.Forward(rec)
+}
+
+// emittedSessionMeta is the store metadata key holding the largest session end already
+// emitted, so that a restart (or a replayed epoch) never emits a final result twice.
+const emittedSessionMeta = "emit-on-close.emitted-session-end"
+
+// emitClosed forwards, by session end, every session of every task that the watermark has
+// closed since the last emission: sessions whose end + gap + grace < watermark.
+func (p *sessionAggregate) emitClosed(wm int64) error {
+	upper := wm - p.windows.Grace - p.windows.Gap - 1 // the last end whose session is closed
+	if upper < 0 {
+		return nil
+	}
+	// Every task, not only those that saw a record since start: sessions restored from the
+	// changelog close too.
+	for partition := range max(p.ctx.topology.maxSourcePartitions, 1) {
+		if err := p.emitPartition(partition, upper); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *sessionAggregate) emitPartition(partition int32, upper int64) error {
+	provider := p.ctx.topology.storeProvider
+	store, err := p.ctx.topology.SessionStore(p.store, partition)
+	if err != nil {
+		return err
+	}
+	last := int64(-1)
+	raw, err := provider.Meta(p.store, partition, emittedSessionMeta)
+	if err != nil {
+		return err
+	}
+	if len(raw) == 8 {
+		last = int64(binary.BigEndian.Uint64(raw))
+	}
+	if upper <= last {
+		return nil
+	}
+	it, err := store.FindSessionsRange(nil, nil, last+1, upper, false)
+	if err != nil {
+		return err
+	}
+	var closed []Session
+	for it.Next() {
+		if s := it.Session(); s.End <= upper {
+			closed = append(closed, s)
+		}
+	}
+	err = it.Err()
+	it.Close()
+	if err != nil {
+		return err
+	}
+	// By session end, then start, then key: the store iterates by key first.
+	sort.SliceStable(closed, func(i, j int) bool {
+		if closed[i].End != closed[j].End {
+			return closed[i].End < closed[j].End
+		}
+		return closed[i].Start < closed[j].Start
+	})
+	for _, s := range closed {
+		out := Record{
+			Key:       Windowed{Key: s.Key, Start: s.Start, End: s.End},
+			Value:     Change{New: s.Value},
+			Timestamp: s.End,
+			Partition: partition,
+			Offset:    -1,
+		}
+		if err := p.ctx.Forward(out); err != nil {
+			return err
+		}
+		if err := store.Remove(s.Key, s.Start, s.End, s.End); err != nil {
+			return err
+		}
+	}
+	return provider.PutMeta(p.store, partition, emittedSessionMeta, binary.BigEndian.AppendUint64(nil, uint64(upper)))
+}
