@@ -69,7 +69,8 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 	mod.RawSetString("TimeWindows", rt.timeWindowsClass())
 	mod.RawSetString("EmitStrategy", rt.emitStrategyClass())
 	mod.RawSetString("Suppressed", rt.suppressedClass())
-	for _, cls := range []string{"SlidingWindows", "SessionWindows", "JoinWindows"} {
+	mod.RawSetString("SessionWindows", rt.sessionWindowsClass())
+	for _, cls := range []string{"SlidingWindows", "JoinWindows"} {
 		mod.RawSetString(cls, rt.unsupportedClass(cls))
 	}
 	L.SetField(L.Get(lua.RegistryIndex), "stoat.module", mod)
@@ -84,7 +85,7 @@ func (rt *Runtime) unsupportedClass(cls string) *lua.LTable {
 	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		member := L.CheckString(2)
 		L.Push(L.NewFunction(func(L *lua.LState) int {
-			L.RaiseError("not supported yet: stoat.%s.%s (only TimeWindows so far)", cls, member)
+			L.RaiseError("not supported yet: stoat.%s.%s (only TimeWindows and SessionWindows so far)", cls, member)
 			return 0
 		}))
 		return 1

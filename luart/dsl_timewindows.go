@@ -61,9 +61,12 @@ func (rt *Runtime) gsWindowedBy(L *lua.LState) int {
 	if !ok {
 		L.ArgError(2, "windowedBy needs windows, e.g. s.TimeWindows.ofSizeWithNoGrace(\"1m\")")
 	}
+	if sw, ok := ud.Value.(pipeline.SessionWindows); ok {
+		return rt.sessionWindowedBy(L, g, sw)
+	}
 	w, ok := ud.Value.(pipeline.TimeWindows)
 	if !ok {
-		L.RaiseError("not supported yet: windowedBy with sliding or session windows (only TimeWindows so far)")
+		L.RaiseError("not supported yet: windowedBy with sliding windows (only TimeWindows and SessionWindows so far)")
 	}
 	tw, err := g.WindowedBy(w)
 	rt.raise(L, err)

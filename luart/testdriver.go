@@ -115,6 +115,9 @@ func (td *testDriver) open(scripts []string, opts pipeline.DriverOptions) error 
 	}
 	rt.SetClock(d.WallClock)
 	td.rt, td.d, td.sources = rt, d, b.SourceTopics()
+	for _, g := range b.GlobalStores() {
+		td.sources = append(td.sources, g.Topic)
+	}
 	return nil
 }
 

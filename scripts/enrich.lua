@@ -1,0 +1,24 @@
+-- enrich.lua: order enrichment. Each order (JSON) is joined with its customer from a
+-- KTable and with its product from a GlobalKTable, then written to "orders-enriched".
+local s = require("stoat")
+local b = s.builder()
+
+local customers = b:table("customers", { valueSerde = "json" })
+local products = b:globalTable("products", { valueSerde = "json" })
+
+b:stream("orders", { valueSerde = "json" })
+  -- orders are keyed by customer id; a customer not (yet) known still gets through
+  :leftJoin(customers, function(order, customer)
+    order.customer = customer and customer.name or s.null
+    return order
+  end)
+  -- the product comes from the global table, looked up by the order's product id
+  :join(products, function(customerId, order) return order.product end,
+    function(customerId, productId, order, product)
+      order.productName = product.name
+      order.total = order.quantity * product.price
+      return order
+    end)
+  :to("orders-enriched", { valueSerde = "json" })
+
+return b
