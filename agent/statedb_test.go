@@ -1,0 +1,86 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stoatflow/stoatflow/metrics"
+)
+
+// A state database LevelDB finds corrupt is not used: the agent deletes it and rebuilds
+// every store from its changelog, and the store ends up as it was.
+func TestCorruptStateIsRebuiltFromChangelog(t *testing.T) {
+	brokers := testBroker(t, 2, "in", "out")
+	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
+	ra := startAgentWith(t, cfg, metrics.New())
+	produceKeys(t, brokers, 2, 120, 6, 0, "v")
+	readAll(t, brokers, "out", 120)
+	if err := ra.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	dbDir := filepath.Join(cfg.StateDir, cfg.ApplicationID, "db")
+	before := dumpCounts(t, dbDir)
+	manifests, err := filepath.Glob(filepath.Join(dbDir, "MANIFEST-*"))
+	if err != nil || len(manifests) == 0 {
+		t.Fatalf("no LevelDB manifest in %s: %v", dbDir, err)
+	}
+	for _, m := range manifests {
+		if err := os.WriteFile(m, []byte(strings.Repeat("garbage!", 200)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := metrics.New()
+	ra = startAgentWith(t, cfg, m)
+	if err := ra.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if after := dumpCounts(t, dbDir); len(after) == 0 || fmtMap(after) != fmtMap(before) {
+		t.Fatalf("rebuilt store differs:\nbefore %v\nafter  %v", before, after)
+	}
+	if got := testutil.ToFloat64(m.RecordsRestored.WithLabelValues("counts")); got < 6 {
+		t.Fatalf("restored %v records, want the store rebuilt from its changelog", got)
+	}
+}
+
+// A state directory the agent cannot create or write is a clear start-up error naming it
+// (here a file stands where the directory should be, which fails for root too).
+func TestUnwritableStateDirIsAClearError(t *testing.T) {
+	brokers := testBroker(t, 1, "in", "out")
+	cfg := testConfig(t, brokers, countScript, "")
+	if err := os.WriteFile(cfg.StateDir, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "state.dir") || !strings.Contains(err.Error(), cfg.StateDir) {
+		t.Fatalf("Run = %v, want an error naming state.dir and %s", err, cfg.StateDir)
+	}
+	if st := a.State(); st != StateNotRunning {
+		t.Fatalf("state %s after a start-up failure", st)
+	}
+}
+
+func fmtMap(m map[string]string) string {
+	var b strings.Builder
+	for _, k := range sortedKeys(m) {
+		b.WriteString(k + "=" + m[k] + ";")
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
