@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/stoatflow/stoatflow/agent"
 	"github.com/stoatflow/stoatflow/agent/config"
@@ -180,12 +183,26 @@ func loopTimes(m *metrics.Metrics) (*loopStats, error) {
 			case "stoatflow_processor_process_latency_seconds":
 				ls.ProcessSeconds += x.GetHistogram().GetSampleSum()
 			case "stoatflow_commit_latency_seconds":
-				ls.CommitSeconds += x.GetHistogram().GetSampleSum()
-				ls.Commits += int64(x.GetHistogram().GetSampleCount())
+				h := x.GetHistogram()
+				ls.CommitSeconds += h.GetSampleSum()
+				ls.Commits += int64(h.GetSampleCount())
+				ls.CommitP50 = bucketQuantile(h, 0.50)
+				ls.CommitP99 = bucketQuantile(h, 0.99)
 			case "stoatflow_lua_execution_seconds_total":
 				ls.LuaSeconds += x.GetCounter().GetValue()
 			}
 		}
 	}
 	return &ls, nil
+}
+
+// bucketQuantile is the upper bound of the bucket holding quantile q of a histogram.
+func bucketQuantile(h *dto.Histogram, q float64) float64 {
+	want := q * float64(h.GetSampleCount())
+	for _, b := range h.GetBucket() {
+		if float64(b.GetCumulativeCount()) >= want {
+			return b.GetUpperBound()
+		}
+	}
+	return math.Inf(1)
 }

@@ -179,8 +179,10 @@ func (rep *report) loopTable() string {
 		if commits > 0 {
 			lua = fmt.Sprintf("%.0f %%", share(func(l loopStats) float64 { return l.LuaSeconds }))
 		}
-		fmt.Fprintf(&b, "| %s | %.0f %% | %s | %.0f %% | %.0f, %.1f ms each | %.0f %% |\n", r.sc.name,
-			process, lua, commit, commits, perCommit, max(0, 100-process-commit))
+		p50 := r.spreadOf(func(x runResult) float64 { return x.stats.Loop.CommitP50 * 1000 }).median
+		p99 := r.spreadOf(func(x runResult) float64 { return x.stats.Loop.CommitP99 * 1000 }).median
+		fmt.Fprintf(&b, "| %s | %.0f %% | %s | %.0f %% | %.0f, %.1f ms each (p50 ≤ %.0f ms, p99 ≤ %.0f ms) | %.0f %% |\n", r.sc.name,
+			process, lua, commit, commits, perCommit, p50, p99, max(0, 100-process-commit))
 	}
 	return b.String()
 }

@@ -27,6 +27,10 @@ type loopStats struct {
 	LuaSeconds     float64 `json:"lua_seconds"`     // inside Lua callbacks
 	CommitSeconds  float64 `json:"commit_seconds"`  // commit barriers
 	Commits        int64   `json:"commits"`
+	// CommitP50 and CommitP99 are upper bounds of the commit latency quantiles (seconds),
+	// from the histogram's buckets.
+	CommitP50 float64 `json:"commit_p50"`
+	CommitP99 float64 `json:"commit_p99"`
 }
 
 // selfStats reads this process's CPU time (getrusage) and its peak and current resident
