@@ -15,11 +15,11 @@ const sessionKeyText = `:toStream(function(wk, v) return "[" .. wk.key .. "@" ..
 // sessionInput, for gap 10 and grace 20: two sessions 20 ms apart, a record bridging them
 // (exactly gap = 10 from both: merging is inclusive), a record the stream time of 70 makes
 // late (34: its session would end before 70 − grace − gap = 40), one just in time (40),
-// and a second record at 40 that joins the lone session [40, 40] without a tombstone.
+// and a second record at 70 that joins the lone session [70, 70] without a tombstone.
 var sessionInput = []struct {
 	v  string
 	ts int64
-}{{"a", 0}, {"b", 20}, {"c", 10}, {"d", 70}, {"e", 34}, {"f", 40}, {"g", 40}}
+}{{"a", 0}, {"b", 20}, {"c", 10}, {"d", 70}, {"e", 34}, {"f", 40}, {"g", 70}}
 
 func runSessions(t *testing.T, d *pipeline.Driver) {
 	t.Helper()
@@ -69,7 +69,7 @@ return b`)
 		"[k@0/0] a @0", "[k@20/20] b @20",
 		"[k@0/0] <nil> @0", "[k@20/20] <nil> @20", "[k@0/20] abc @20",
 		"[k@70/70] d @70",
-		"[k@40/40] f @40", "[k@40/40] fg @40",
+		"[k@40/40] f @40", "[k@70/70] dg @70",
 	})
 }
 
@@ -84,13 +84,13 @@ return b`)
 		"[k@0/0] 1 @0", "[k@20/20] 1 @20",
 		"[k@0/0] <nil> @0", "[k@20/20] <nil> @20", "[k@0/20] 3 @20",
 		"[k@70/70] 1 @70",
-		"[k@40/40] 1 @40", "[k@40/40] 2 @40",
+		"[k@40/40] 1 @40", "[k@70/70] 2 @70",
 	})
 	expectLines(t, readSessions(d, "reduce", asText), []string{
 		"[k@0/0] a @0", "[k@20/20] b @20",
 		"[k@0/0] <nil> @0", "[k@20/20] <nil> @20", "[k@0/20] a+b+c @20",
 		"[k@70/70] d @70",
-		"[k@40/40] f @40", "[k@40/40] f+g @40",
+		"[k@40/40] f @40", "[k@70/70] d+g @70",
 	})
 }
 
@@ -153,9 +153,9 @@ return b`)
 		ts   int64
 		want []string
 	}{
-		{71, []string{"[k@40/40] fg @40"}},
+		{71, []string{"[k@40/40] f @40"}},
 		{100, nil},
-		{101, []string{"[k@70/70] d @70"}},
+		{101, []string{"[k@70/70] dg @70"}},
 		{102, []string{"[z@71/71] x @71"}},
 		{103, nil},
 	} {

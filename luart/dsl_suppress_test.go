@@ -241,3 +241,55 @@ func TestSuppressRejects(t *testing.T) {
 		})
 	}
 }
+
+// Reference §4.1 (c), exactly: a session-window count with suppression, through the DSL.
+func TestDescribeSuppressedSessionCountThroughDSL(t *testing.T) {
+	_, b, err := load(t, prelude+`
+b:stream("input")
+  :groupBy(function(k, v) return k end, {keySerde = "string", valueSerde = "string"})
+  :windowedBy(s.SessionWindows.ofInactivityGapAndGrace(5, 5))
+  :count({materialized = {name = "counts", caching = false}})
+  :suppress(s.Suppressed.untilWindowCloses(s.Suppressed.BufferConfig.unbounded()))
+  :toStream()
+  :map(function(k, v) return k.key .. "@" .. k.window.start, v end)
+  :to("output-suppressed", {valueSerde = "long"})
+return b`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [input])
+      --> KSTREAM-KEY-SELECT-0000000001
+    Processor: KSTREAM-KEY-SELECT-0000000001 (stores: [])
+      --> counts-repartition-filter
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: counts-repartition-filter (stores: [])
+      --> counts-repartition-sink
+      <-- KSTREAM-KEY-SELECT-0000000001
+    Sink: counts-repartition-sink (topic: counts-repartition)
+      <-- counts-repartition-filter
+
+  Sub-topology: 1
+    Source: counts-repartition-source (topics: [counts-repartition])
+      --> KSTREAM-AGGREGATE-0000000002
+    Processor: KSTREAM-AGGREGATE-0000000002 (stores: [counts])
+      --> KTABLE-SUPPRESS-0000000006
+      <-- counts-repartition-source
+    Processor: KTABLE-SUPPRESS-0000000006 (stores: [KTABLE-SUPPRESS-STATE-STORE-0000000007])
+      --> KTABLE-TOSTREAM-0000000008
+      <-- KSTREAM-AGGREGATE-0000000002
+    Processor: KTABLE-TOSTREAM-0000000008 (stores: [])
+      --> KSTREAM-MAP-0000000009
+      <-- KTABLE-SUPPRESS-0000000006
+    Processor: KSTREAM-MAP-0000000009 (stores: [])
+      --> KSTREAM-SINK-0000000010
+      <-- KTABLE-TOSTREAM-0000000008
+    Sink: KSTREAM-SINK-0000000010 (topic: output-suppressed)
+      <-- KSTREAM-MAP-0000000009
+
+`
+	if got := b.Describe().String(); got != want {
+		t.Fatalf("describe:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -2,6 +2,9 @@ package pipeline
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -48,5 +51,100 @@ func TestSessionWindowedSerdeBytes(t *testing.T) {
 	}
 	if _, err := s.Serialize("t", nil, 42); err == nil {
 		t.Fatal("a number serialized as a session key")
+	}
+}
+
+// sessionCountOnClose builds in → groupByKey → sessions (gap 10, no grace) → count with
+// emit on close → out.
+func sessionCountOnClose(t *testing.T) *StreamsBuilder {
+	t.Helper()
+	b := newTestBuilder()
+	s, err := b.Stream([]string{"in"}, Consumed{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.GroupByKey(Grouped{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := g.WindowedBySession(SessionWindows{Gap: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.EmitOnWindowClose(true)
+	table, err := w.Count(Materialized{}, int64Serde{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := table.ToStream("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.To("out", Produced{}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type int64Serde struct{}
+
+func (int64Serde) Name() string { return "long" }
+func (int64Serde) Serialize(_ string, _ Headers, v any) ([]byte, error) {
+	if v == nil {
+		return nil, nil
+	}
+	return binary.BigEndian.AppendUint64(nil, uint64(v.(int64))), nil
+}
+func (int64Serde) Deserialize(_ string, _ Headers, b []byte) (any, error) {
+	if b == nil {
+		return nil, nil
+	}
+	return int64(binary.BigEndian.Uint64(b)), nil
+}
+
+// After a restart, sessions restored on a partition that sees no record close too, once;
+// a record for a session the watermark has closed is dropped.
+func TestSessionEmitOnCloseAfterRestart(t *testing.T) {
+	stores := NewMemoryStores()
+	start := func() *Driver {
+		d, err := NewDriver(sessionCountOnClose(t), DriverOptions{Stores: stores, Partitions: map[string]int32{"in": 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	send := func(d *Driver, p int32, k string, ts int64) {
+		t.Helper()
+		if err := d.topo.Process(SourceRecord{Topic: "in", Partition: p, Timestamp: ts, Key: []byte(k), Value: []byte("v")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(d *Driver) []string {
+		var out []string
+		for {
+			r, ok := d.ReadOutput("out")
+			if !ok {
+				return out
+			}
+			n := len(r.Key) - 16
+			out = append(out, fmt.Sprintf("%s[%d,%d]=%d@%d", r.Key[:n], binary.BigEndian.Uint64(r.Key[n+8:]),
+				binary.BigEndian.Uint64(r.Key[n:n+8]), binary.BigEndian.Uint64(r.Value), r.Timestamp))
+		}
+	}
+	d := start()
+	send(d, 1, "k", 0)
+	send(d, 1, "k", 3)
+	if got := read(d); len(got) != 0 {
+		t.Fatalf("before the restart: %v", got)
+	}
+	d = start()
+	send(d, 0, "z", 100)
+	if got, want := read(d), []string{"k[0,3]=2@3"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the restart: %v, want %v", got, want)
+	}
+	send(d, 1, "k", 5) // its own partition's stream time accepts it; the watermark does not
+	send(d, 0, "z", 200)
+	if got, want := read(d), []string{"z[100,100]=1@100"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("at 200: %v, want %v", got, want)
 	}
 }

@@ -108,8 +108,11 @@ func windowCloseGrace(n *Node) (int64, error) {
 
 func graceSearch(n *Node, chain string, visited map[*Node]bool) (int64, error) {
 	if n.factory != nil {
-		if wa, ok := n.factory().(*windowAggregate); ok {
+		switch wa := n.factory().(type) {
+		case *windowAggregate:
 			return wa.windows.Grace, nil
+		case *sessionAggregate:
+			return wa.windows.Grace + wa.windows.Gap, nil // GraphGraceSearchUtil: sessions add the gap
 		}
 	}
 	if chain == "" {
