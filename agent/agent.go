@@ -29,6 +29,8 @@ type Options struct {
 	Version string
 	// Metrics, when set, is used instead of a fresh registry (tests read it).
 	Metrics *metrics.Metrics
+	// LogLevel, when set, is the logger's level: a reload sets it to agent.log.level.
+	LogLevel *slog.LevelVar
 }
 
 // Agent is one running application.
@@ -43,6 +45,9 @@ type Agent struct {
 	// stores is what interactive queries read; nil until the stores are restored.
 	stores atomic.Pointer[storeCatalog]
 	closer *closer
+	reload *reloader
+	// topology is what GET /topology and /topology/ks serve; a reload replaces it.
+	topology atomic.Pointer[topologyView]
 }
 
 // storeCatalog describes the running application's state for interactive queries: the
@@ -66,7 +71,7 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	if m == nil {
 		m = metrics.New()
 	}
-	a := &Agent{cfg: cfg, opts: opts, log: opts.Logger, metrics: m, ready: make(chan struct{}), closer: newCloser()}
+	a := &Agent{cfg: cfg, opts: opts, log: opts.Logger, metrics: m, ready: make(chan struct{}), closer: newCloser(), reload: newReloader()}
 	gauge := StateGauge(m.AppState)
 	a.state = NewStateMachine(func(old, new AppState) {
 		gauge(old, new)
@@ -139,12 +144,21 @@ func Validate(cfg *config.Config) ([]string, error) {
 }
 
 // NewLogger builds the slog logger from agent.log.* (flags override the config when set).
-func NewLogger(w io.Writer, cfg *config.Config, level, format string) (*slog.Logger, error) {
-	lvl := cfg.LogLevel
+// The level variable it returns follows agent.log.level on reload; it is nil when the
+// --log.level flag fixed the level.
+func NewLogger(w io.Writer, cfg *config.Config, level, format string) (*slog.Logger, *slog.LevelVar, error) {
+	var lvl slog.Leveler
+	var follow *slog.LevelVar
 	if level != "" {
-		if err := lvl.UnmarshalText([]byte(level)); err != nil {
-			return nil, fmt.Errorf("--log.level: %q is not one of debug, info, warn, error", level)
+		var fixed slog.Level
+		if err := fixed.UnmarshalText([]byte(level)); err != nil {
+			return nil, nil, fmt.Errorf("--log.level: %q is not one of debug, info, warn, error", level)
 		}
+		lvl = fixed
+	} else {
+		follow = new(slog.LevelVar)
+		follow.Set(cfg.LogLevel)
+		lvl = follow
 	}
 	if format == "" {
 		format = cfg.LogFormat
@@ -152,11 +166,11 @@ func NewLogger(w io.Writer, cfg *config.Config, level, format string) (*slog.Log
 	opts := &slog.HandlerOptions{Level: lvl}
 	switch format {
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(slog.NewJSONHandler(w, opts)), follow, nil
 	case "text", "":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(slog.NewTextHandler(w, opts)), follow, nil
 	default:
-		return nil, fmt.Errorf("--log.format: %q is not one of text, json", format)
+		return nil, nil, fmt.Errorf("--log.format: %q is not one of text, json", format)
 	}
 }
 

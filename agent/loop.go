@@ -11,6 +11,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/luart"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
@@ -40,10 +41,12 @@ type loop struct {
 	failedEpochs int // epochs in a row that failed and were processed again
 	// caughtUpSince is when each partition's consumer last reached the log end.
 	caughtUpSince map[kafkaio.TopicPartition]time.Time
-	// rebuild makes a fresh topology: after a dropped epoch the processors' in-memory
-	// state (operator stream times, buffers, punctuators) starts again from the committed
-	// state, as Kafka Streams re-initialises a corrupted task. assignment is re-applied.
-	rebuild      func() (*pipeline.Topology, error)
+	// build makes a fresh topology from a builder, with the running store provider and
+	// global update schedule. After a dropped epoch the processors' in-memory state
+	// (operator stream times, buffers, punctuators) starts again from the committed state,
+	// as Kafka Streams re-initialises a corrupted task; a reload builds its new topology
+	// the same way. assignment is re-applied.
+	build        func(*pipeline.StreamsBuilder) (*pipeline.Topology, error)
 	assignment   []pipeline.TopicPartition
 	maxBytes     int64
 	changelogOf  map[string]string // changelog topic → store
@@ -58,9 +61,12 @@ type loop struct {
 	epochRecords int
 	everRunning  bool
 	consumed     map[string]prometheus.Counter
-	// luaTime reads the Lua runtime's total call time; lastLua is what was exported.
-	luaTime func() time.Duration
+	// rt is the Lua runtime the topology calls; lastLua is the part of its total call
+	// time already exported.
+	rt      *luart.Runtime
 	lastLua time.Duration
+	// staged is a reloaded topology waiting for a commit barrier.
+	staged *reloadCandidate
 	// watermark is the smallest task stream time, never moving backwards.
 	watermark int64
 }
@@ -112,6 +118,12 @@ func (l *loop) Revoking([]kafkaio.TopicPartition) {
 
 func (l *loop) run(ctx context.Context) error {
 	defer close(l.done)
+	defer func() {
+		if l.staged != nil {
+			l.staged.rt.Close()
+			l.a.reloadFailed(errors.New("the agent stopped before the next commit barrier"))
+		}
+	}()
 	ticker := time.NewTicker(l.a.cfg.CommitInterval)
 	defer ticker.Stop()
 	// Wall-clock punctuators are checked between batches and at least this often.
@@ -148,6 +160,9 @@ func (l *loop) run(ctx context.Context) error {
 			if err := l.commit(); err != nil {
 				return err
 			}
+			l.swapStaged()
+		case c := <-l.a.reload.staged:
+			l.staged = c
 		case reply := <-l.revoke:
 			err := l.commit()
 			reply <- err
@@ -177,6 +192,32 @@ func (l *loop) run(ctx context.Context) error {
 			l.a.log.Warn("consumer", "err", err)
 		}
 	}
+}
+
+// swapStaged swaps in a reloaded topology right after a commit barrier: the epoch is
+// closed, so every record before it went through the old topology and every record after
+// it goes through the new one, and the consumer goes on from where it is.
+func (l *loop) swapStaged() {
+	c := l.staged
+	if c == nil || l.dirty || l.inTxn {
+		return
+	}
+	l.staged = nil
+	topo, err := l.build(c.b)
+	if err != nil {
+		c.rt.Close()
+		l.a.reloadFailed(fmt.Errorf("build the new topology: %w", err))
+		return
+	}
+	if l.assignment != nil {
+		topo.SetAssignment(l.assignment)
+	}
+	old := l.rt
+	l.topo, l.b, l.rt, l.lastLua = topo, c.b, c.rt, 0
+	if old != nil {
+		old.Close()
+	}
+	l.a.reloaded(c)
 }
 
 // punctuate runs the wall-clock punctuators that are due and lets idle partitions stop
@@ -234,8 +275,8 @@ func (l *loop) markIdle() {
 // the smallest of them (the watermark) and how far it trails the wall clock.
 func (l *loop) reportProgress() {
 	m := l.a.metrics
-	if l.luaTime != nil {
-		now := l.luaTime()
+	if l.rt != nil {
+		now := l.rt.LuaTime()
 		m.LuaTime.Add((now - l.lastLua).Seconds())
 		l.lastLua = now
 	}
@@ -444,8 +485,8 @@ func (l *loop) retry(cause error) error {
 	if err := l.abortEpoch(); err != nil {
 		return errors.Join(cause, err)
 	}
-	if l.rebuild != nil {
-		topo, err := l.rebuild()
+	if l.build != nil {
+		topo, err := l.build(l.b)
 		if err != nil {
 			return errors.Join(cause, fmt.Errorf("rebuild the topology: %w", err))
 		}

@@ -34,15 +34,17 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	defer lock.Close()
 
-	rt, builder, err := loadTopology(cfg, a.log, a.opts.Stdout, func(script string) {
-		a.metrics.LuaErrors.WithLabelValues(script).Inc()
-	})
+	rt, builder, err := loadTopology(cfg, a.log, a.opts.Stdout, a.onLuaError)
 	if err != nil {
 		return a.fail(err)
 	}
-	defer rt.Close()
+	// A reload replaces the runtime; rt is the one running when Run returns.
+	defer func() { rt.Close() }()
+	defer a.discardStaged()
 	a.serveTopology(builder)
+	a.setReloadBase(builder)
 	a.serveClose()
+	a.serveReload()
 	a.serveQueries()
 
 	k := &kafkaClients{}
@@ -83,9 +85,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 
 	l := newLoop(a, k, topo, db, builder)
-	l.luaTime = rt.LuaTime
-	l.rebuild = func() (*pipeline.Topology, error) {
-		t, err := builder.Build(opts)
+	l.rt = rt
+	l.build = func(b *pipeline.StreamsBuilder) (*pipeline.Topology, error) {
+		t, err := b.Build(opts)
 		if err == nil {
 			err = scheduleGlobal(t)
 		}
@@ -119,11 +121,12 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		"sources", builder.SourceTopics(),
 		"sinks", builder.SinkTopics(),
 		"metrics", "http://"+a.http.Addr()+"/metrics",
-		"next", "edit the scripts and restart; the README lists what to read next")
+		"next", "edit the scripts and reload (SIGHUP or POST /-/reload); the README lists what to read next")
 
 	loopCtx, stopLoop := a.closer.context(ctx)
 	defer stopLoop()
 	loopErr := l.run(loopCtx)
+	rt = l.rt
 	a.notifySystemd(sdStopping)
 	if loopErr != nil {
 		return a.fail(loopErr)

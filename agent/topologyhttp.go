@@ -8,18 +8,29 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
+// topologyView is the running topology's description, as JSON and as text.
+type topologyView struct {
+	desc *pipeline.TopologyDescription
+	text string
+}
+
 // serveTopology adds GET /topology/ks (the TopologyDescription text, as
-// KafkaStreams#describe().toString() prints it) and GET /topology (the same as JSON).
+// KafkaStreams#describe().toString() prints it) and GET /topology (the same as JSON). The
+// handlers read a.topology, so a reload only has to call setTopology.
 func (a *Agent) serveTopology(b *pipeline.StreamsBuilder) {
-	desc := b.Describe()
-	text := desc.String()
+	a.setTopology(b)
 	a.http.Handle("GET /topology/ks", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte(text))
+		_, _ = w.Write([]byte(a.topology.Load().text))
 	}))
 	a.http.Handle("GET /topology", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, desc)
+		writeJSON(w, http.StatusOK, a.topology.Load().desc)
 	}))
+}
+
+func (a *Agent) setTopology(b *pipeline.StreamsBuilder) {
+	desc := b.Describe()
+	a.topology.Store(&topologyView{desc: desc, text: desc.String()})
 }
 
 // Describe loads the scripts and returns the topology description, without any broker.

@@ -160,6 +160,11 @@ func (rt *Runtime) compile(abs, name string) (*lua.LFunction, error) {
 	defer src.Close()
 	chunk, err := parse.Parse(src, name)
 	if err != nil {
+		var perr *parse.Error
+		if errors.As(err, &perr) && perr.Pos.Line > 0 {
+			// file:line, as every other script error names its place.
+			return nil, fmt.Errorf("%s:%d: syntax error near '%s': %s", name, perr.Pos.Line, perr.Token, perr.Message)
+		}
 		return nil, fmt.Errorf("%s", strings.TrimSpace(err.Error()))
 	}
 	proto, err := lua.Compile(chunk, name)

@@ -119,3 +119,10 @@ return b`)
 		t.Fatalf("out = %v", got)
 	}
 }
+
+func TestSyntaxErrorNamesFileAndLine(t *testing.T) {
+	_, _, err := load(t, prelude+"local x = = 1\nreturn b", nil)
+	if err == nil || !strings.Contains(err.Error(), "pipeline.lua:3: syntax error near '='") {
+		t.Fatalf("err = %v, want pipeline.lua:3: syntax error near '='", err)
+	}
+}

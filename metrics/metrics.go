@@ -154,7 +154,7 @@ func New() *Metrics {
 		"Application state as in Kafka Streams (CREATED, REBALANCING, RUNNING, ...): "+
 			"1 for the current state, 0 for the others.", "state")
 	m.Reloads = m.counterVec("app", "reloads_total",
-		"Configuration reloads (SIGHUP), by result; a failed reload keeps the running configuration.", "result")
+		"Configuration reloads (SIGHUP or POST /-/reload), by result; a failed reload keeps the running configuration.", "result")
 
 	for _, reason := range []string{DropLate, DropWindowClosed, DropDeserialization, DropProcessing, DropNullKey, DropProduction} {
 		m.RecordsDropped.WithLabelValues(reason)

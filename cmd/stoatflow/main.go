@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/stoatflow/stoatflow/agent"
 	"github.com/stoatflow/stoatflow/agent/config"
@@ -25,6 +26,7 @@ const usage = `StoatFlow runs Kafka Streams topologies written in Lua.
 Usage:
   stoatflow run      [-c agent.toml]   run the agent (default command)
   stoatflow validate [-c agent.toml]   load config and scripts, build the topology; exit 0 or print errors
+                     [--against URL]   also check a running agent could reload into them
   stoatflow describe [-c agent.toml]   print the Kafka Streams TopologyDescription text
   stoatflow test     [files or dirs]   run Lua pipeline tests (*_test.lua) without a broker
   stoatflow query    ...               interactive-query client for a running agent
@@ -89,6 +91,7 @@ type commonFlags struct {
 	logLevel  string
 	logFormat string
 	strict    bool
+	against   string
 }
 
 func parseFlags(name string, args []string, stderr io.Writer, withLog bool) (*commonFlags, *flag.FlagSet, error) {
@@ -98,6 +101,7 @@ func parseFlags(name string, args []string, stderr io.Writer, withLog bool) (*co
 	fs.StringVar(&f.config, "c", "agent.toml", "path of the agent's TOML config")
 	if name == "validate" {
 		fs.BoolVar(&f.strict, "strict", false, "fail on warnings too (ignored keys, deprecated forms)")
+		fs.StringVar(&f.against, "against", "", "also check the change is reload-compatible with the agent at this URL (http://host:port)")
 	}
 	if withLog {
 		fs.StringVar(&f.logLevel, "log.level", "", "override agent.log.level (debug|info|warn|error)")
@@ -118,7 +122,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	logger, err := agent.NewLogger(stderr, cfg, f.logLevel, f.logFormat)
+	logger, level, err := agent.NewLogger(stderr, cfg, f.logLevel, f.logFormat)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -128,21 +132,23 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	// systemd's ExecReload sends SIGHUP after `stoatflow validate`. Hot reload is not
-	// there yet: say so and keep running, instead of dying on the default SIGHUP action.
+	// systemd's ExecReload sends SIGHUP after `stoatflow validate`: reload the config and
+	// scripts. The outcome is logged and counted by the agent.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	go func() {
-		for range hup {
-			logger.Warn("SIGHUP: reload is not supported yet; restart the agent to apply config or script changes")
-		}
-	}()
-	a, err := agent.New(cfg, agent.Options{Logger: logger, Stdout: stdout, Version: buildVersion()})
+	a, err := agent.New(cfg, agent.Options{Logger: logger, Stdout: stdout, Version: buildVersion(), LogLevel: level})
 	if err != nil {
 		logger.Error("cannot start", "err", err)
 		return 1
 	}
+	go func() {
+		for range hup {
+			if err := a.Reload(); err != nil {
+				logger.Warn("SIGHUP: reload not started", "err", err)
+			}
+		}
+	}()
 	if err := a.Run(ctx); err != nil {
 		logger.Error("stopped with an error", "err", err)
 		return 1
@@ -180,6 +186,15 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: OK (%d script(s))\n", f.config, len(cfg.Scripts))
+	if f.against != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := agent.ReloadCompatibleWith(ctx, cfg, f.against); err != nil {
+			fmt.Fprintf(stderr, "%s: not reload-compatible with the agent at %s: %v\n", f.config, f.against, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s: reload-compatible with the agent at %s\n", f.config, f.against)
+	}
 	return 0
 }
 

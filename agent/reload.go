@@ -1,0 +1,360 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/stoatflow/stoatflow/agent/config"
+	"github.com/stoatflow/stoatflow/luart"
+	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// ErrReloadPending is Reload's answer while an earlier reload has not finished.
+var ErrReloadPending = errors.New("a reload is already pending")
+
+// errReloadNotRunning is Reload's answer before the running topology is loaded.
+var errReloadNotRunning = errors.New("the agent has not loaded its topology yet")
+
+// reloadExempt are the config keys a reload may change: the scripts are judged by the
+// topology they build, and the log level is applied on the spot.
+var reloadExempt = map[string]bool{"agent.scripts": true, "agent.log.level": true}
+
+// reloader carries a reload from SIGHUP or POST /-/reload to the processing loop.
+type reloader struct {
+	pending atomic.Bool
+	// staged holds a compatible topology until the loop's next commit barrier.
+	staged chan *reloadCandidate
+	// base is what the running topology was built from; nil until Run loaded it.
+	base atomic.Pointer[reloadBase]
+}
+
+func newReloader() *reloader { return &reloader{staged: make(chan *reloadCandidate, 1)} }
+
+type reloadBase struct {
+	keys    map[string]any // the config file's keys as written
+	keysErr error          // why the config file could not be read at start
+	shape   topologyShape
+}
+
+// reloadCandidate is a new topology that passed the compatibility checks.
+type reloadCandidate struct {
+	cfg  *config.Config
+	rt   *luart.Runtime
+	b    *pipeline.StreamsBuilder
+	keys map[string]any
+}
+
+// Reload asks the agent to re-read its config file and scripts and, when the new
+// topology is compatible, to swap it in at the next commit barrier. It returns at once;
+// the outcome is logged and counted in stoatflow_app_reloads_total{result}.
+func (a *Agent) Reload() error {
+	if a.reload.base.Load() == nil {
+		return errReloadNotRunning
+	}
+	if !a.reload.pending.CompareAndSwap(false, true) {
+		return ErrReloadPending
+	}
+	a.log.Info("reload requested", "config", a.cfg.Path)
+	go func() {
+		c, err := a.prepareReload()
+		if err != nil {
+			a.reloadFailed(err)
+			return
+		}
+		a.reload.staged <- c
+		a.log.Info("reload: the new topology is compatible; it takes over at the next commit barrier")
+	}()
+	return nil
+}
+
+// setReloadBase records what the running topology was built from.
+func (a *Agent) setReloadBase(b *pipeline.StreamsBuilder) {
+	keys, err := readConfigKeys(a.cfg.Path)
+	a.reload.base.Store(&reloadBase{keys: keys, keysErr: err, shape: shapeOfBuilder(b)})
+}
+
+// prepareReload loads the config file and the scripts into a fresh Lua runtime and
+// checks the result against the running topology.
+func (a *Agent) prepareReload() (*reloadCandidate, error) {
+	base := a.reload.base.Load()
+	if base.keysErr != nil {
+		return nil, fmt.Errorf("the config file the agent started from: %w", base.keysErr)
+	}
+	cfg, err := config.Load(a.cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := readConfigKeys(cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	if key := firstChangedKey(base.keys, keys); key != "" {
+		return nil, fmt.Errorf("config key %s changed; a reload may change only the scripts and agent.log.level (restart the agent to apply it)", key)
+	}
+	rt, b, err := loadTopology(cfg, a.log, a.opts.Stdout, a.onLuaError)
+	if err != nil {
+		return nil, err
+	}
+	if err := base.shape.compatible(shapeOfBuilder(b)); err != nil {
+		rt.Close()
+		return nil, err
+	}
+	return &reloadCandidate{cfg: cfg, rt: rt, b: b, keys: keys}, nil
+}
+
+func (a *Agent) onLuaError(script string) { a.metrics.LuaErrors.WithLabelValues(script).Inc() }
+
+func (a *Agent) reloadFailed(err error) {
+	a.log.Warn("reload refused; the running topology keeps running", "reason", err)
+	a.metrics.Reloads.WithLabelValues(metrics.ResultFailure).Inc()
+	a.reload.pending.Store(false)
+}
+
+// reloaded publishes a topology the loop has just swapped in.
+func (a *Agent) reloaded(c *reloadCandidate) {
+	a.setTopology(c.b)
+	a.reload.base.Store(&reloadBase{keys: c.keys, shape: shapeOfBuilder(c.b)})
+	if a.opts.LogLevel != nil {
+		a.opts.LogLevel.Set(c.cfg.LogLevel)
+	}
+	a.log.Info("reload: the new topology is running", "scripts", c.cfg.Scripts)
+	a.metrics.Reloads.WithLabelValues(metrics.ResultSuccess).Inc()
+	a.reload.pending.Store(false)
+}
+
+// discardStaged drops a compatible topology the loop never took (the agent stopped).
+func (a *Agent) discardStaged() {
+	select {
+	case c := <-a.reload.staged:
+		c.rt.Close()
+		a.reloadFailed(errors.New("the agent stopped before the next commit barrier"))
+	default:
+	}
+}
+
+// serveReload adds POST /-/reload: 202 when the reload is queued, 409 while one is pending.
+func (a *Agent) serveReload() {
+	a.http.Handle("POST /-/reload", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		switch err := a.Reload(); {
+		case err == nil:
+			writeJSON(w, http.StatusAccepted, map[string]string{"status": "queued"})
+		case errors.Is(err, ErrReloadPending):
+			writeHTTPError(w, http.StatusConflict, "reload_pending", err.Error())
+		default:
+			writeHTTPError(w, http.StatusServiceUnavailable, "not_ready", err.Error())
+		}
+	}))
+}
+
+// readConfigKeys reads a config file's keys as written, flattened to dotted names, so
+// that nested tables and quoted dotted keys compare equal.
+func readConfigKeys(path string) (map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var top map[string]any
+	if _, err := toml.Decode(string(data), &top); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := map[string]any{}
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			if sub, ok := v.(map[string]any); ok {
+				walk(prefix+k+".", sub)
+				continue
+			}
+			out[prefix+k] = v
+		}
+	}
+	walk("", top)
+	return out, nil
+}
+
+// firstChangedKey names the first key (application.id first, then by name) whose value
+// differs, or "".
+func firstChangedKey(old, new map[string]any) string {
+	const appID = "streams.application.id"
+	if !reflect.DeepEqual(old[appID], new[appID]) {
+		return appID
+	}
+	var names []string
+	for k := range old {
+		names = append(names, k)
+	}
+	for k := range new {
+		if _, ok := old[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if reloadExempt[k] {
+			continue
+		}
+		ov, inOld := old[k]
+		nv, inNew := new[k]
+		if inOld != inNew || !reflect.DeepEqual(ov, nv) {
+			return k
+		}
+	}
+	return ""
+}
+
+// topologyShape is what a reload must keep: the topics read, the global tables and the
+// stores with their serdes.
+type topologyShape struct {
+	sources []string // sorted
+	globals []string // "topic → store", sorted
+	stores  map[string]storeShape
+}
+
+type storeShape struct {
+	typ, keySerde, valueSerde string
+	logged                    *bool // nil when unknown (a running agent's /v1/stores does not say)
+}
+
+func shapeOfBuilder(b *pipeline.StreamsBuilder) topologyShape {
+	stores := map[string]storeShape{}
+	for _, s := range b.Stores() {
+		logged := s.Logged
+		stores[s.Name] = storeShape{typ: s.Type.String(), keySerde: serdeName(s.Serdes.Key),
+			valueSerde: serdeName(s.Serdes.Value), logged: &logged}
+	}
+	return shapeOfDescription(b.Describe(), stores)
+}
+
+func shapeOfDescription(d *pipeline.TopologyDescription, stores map[string]storeShape) topologyShape {
+	sh := topologyShape{stores: stores}
+	seen := map[string]bool{}
+	for _, st := range d.Subtopologies {
+		for _, n := range st.Nodes {
+			if n.Type != "source" || n.Internal {
+				continue
+			}
+			for _, t := range n.Topics {
+				if !seen[t] {
+					seen[t] = true
+					sh.sources = append(sh.sources, t)
+				}
+			}
+		}
+	}
+	for _, g := range d.GlobalStores {
+		sh.globals = append(sh.globals, strings.Join(g.Source.Topics, ",")+" → "+strings.Join(g.Processor.Stores, ","))
+	}
+	sort.Strings(sh.sources)
+	sort.Strings(sh.globals)
+	return sh
+}
+
+// compatible says why the running topology (old) cannot be replaced by new, or nil.
+func (old topologyShape) compatible(new topologyShape) error {
+	if !slices.Equal(old.sources, new.sources) {
+		return fmt.Errorf("source topics changed from %v to %v", old.sources, new.sources)
+	}
+	if !slices.Equal(old.globals, new.globals) {
+		return fmt.Errorf("global tables changed from %v to %v", old.globals, new.globals)
+	}
+	var names []string
+	for n := range old.stores {
+		names = append(names, n)
+	}
+	for n := range new.stores {
+		if _, ok := old.stores[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		o, inOld := old.stores[n]
+		w, inNew := new.stores[n]
+		switch {
+		case !inNew:
+			return fmt.Errorf("store %s was removed", n)
+		case !inOld:
+			return fmt.Errorf("store %s was added", n)
+		case o.typ != w.typ:
+			return fmt.Errorf("store %s: type changed from %s to %s", n, o.typ, w.typ)
+		case o.keySerde != w.keySerde:
+			return fmt.Errorf("store %s: key serde changed from %s to %s", n, o.keySerde, w.keySerde)
+		case o.valueSerde != w.valueSerde:
+			return fmt.Errorf("store %s: value serde changed from %s to %s", n, o.valueSerde, w.valueSerde)
+		case o.logged != nil && w.logged != nil && *o.logged != *w.logged:
+			return fmt.Errorf("store %s: logging changed from %t to %t", n, *o.logged, *w.logged)
+		}
+	}
+	return nil
+}
+
+// ReloadCompatibleWith loads cfg's scripts and checks whether the agent listening at base
+// (http://host:port) could reload into them: its GET /topology and GET /v1/stores give the
+// running sources, global tables and stores. Whether a store is logged and the config keys
+// are not compared: the agent checks those itself when it reloads.
+func ReloadCompatibleWith(ctx context.Context, cfg *config.Config, base string) error {
+	var desc pipeline.TopologyDescription
+	if err := getAgentJSON(ctx, cfg, base, "/topology", &desc); err != nil {
+		return err
+	}
+	var infos []storeInfo
+	if err := getAgentJSON(ctx, cfg, base, "/v1/stores", &infos); err != nil {
+		return err
+	}
+	stores := map[string]storeShape{}
+	for _, s := range infos {
+		stores[s.Name] = storeShape{typ: s.Type, keySerde: s.KeySerde, valueSerde: s.ValueSerde}
+	}
+	rt, b, err := loadTopology(cfg, nil, io.Discard, nil)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	next := shapeOfBuilder(b)
+	for name, s := range next.stores {
+		s.logged = nil
+		next.stores[name] = s
+	}
+	return shapeOfDescription(&desc, stores).compatible(next)
+}
+
+// getAgentJSON GETs base+path from a running agent (with the config's bearer token) into v.
+func getAgentJSON(ctx context.Context, cfg *config.Config, base, path string, v any) error {
+	url := strings.TrimSuffix(base, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("--against %s: %w", base, err)
+	}
+	if cfg.HTTPToken != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.HTTPToken)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	return nil
+}
