@@ -409,6 +409,11 @@ func (l *loop) commit() error {
 	}
 	m := l.a.metrics
 	start := time.Now()
+	// What the record caches hold was produced in this epoch and is forwarded with it.
+	if err := l.topo.FlushCaches(); err != nil {
+		l.abortAfterFailure() // a script error downstream of a cache, as in process()
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.TaskTimeout)
 	defer cancel()
 	if l.eos {

@@ -71,6 +71,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		Sensors:          metricSensors{a.metrics},
 		SourcePartitions: k.sourcePartitions,
 		ApplicationID:    cfg.ApplicationID,
+		CacheMaxBytes:    cfg.CacheMaxBytes,
 	}
 	if db != nil {
 		opts.Stores = NewStoreProvider(db)

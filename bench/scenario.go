@@ -59,9 +59,11 @@ var scenarios = []scenario{
 	{
 		name:   "wordcount",
 		script: "wordcount.lua",
+		// statestore.cache.max.bytes = 0: issue 8 measures every update emitted downstream.
 		streams: fmt.Sprintf(`processing.guarantee = "exactly_once_v2"
 commit.interval.ms = %d
-enable.transactional.statestores = true`, commitIntervalMs),
+enable.transactional.statestores = true
+statestore.cache.max.bytes = 0`, commitIntervalMs),
 		// Every line holds one word, and every count update is emitted.
 		expect:  func() outputCounter { return &perRecord{keep: func(string) bool { return true }} },
 		latency: true,

@@ -8,6 +8,7 @@ type Materialized struct {
 	StoreName       string
 	Serdes          Serdes
 	LoggingDisabled bool
+	CachingDisabled bool
 	// Given reports that a Materialized was passed at all: count(Materialized) with no name
 	// consumes one more name index than count(), as in Kafka Streams.
 	Given bool
@@ -87,7 +88,7 @@ func (g *KGroupedStream) Aggregate(init Initializer, agg Aggregator, m Materiali
 // aggregate adds a key-value aggregation (see aggregateWith).
 func (g *KGroupedStream) aggregate(prefix string, m Materialized, name string, factory func() Processor) (*KTable, error) {
 	return g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
-		return &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled}
+		return &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled}
 	}, func(storeName string, oldValues *bool) Processor {
 		p := factory().(*streamAggregate)
 		p.store, p.oldValues = storeName, oldValues
@@ -139,6 +140,7 @@ func (g *KGroupedStream) aggregateWith(prefix string, m Materialized, name strin
 // counted; the result carries max(record ts, stored ts).
 type streamAggregate struct {
 	ctx       *Context
+	emit      func(Record) error // forward, or through the record cache
 	store     string
 	init      Initializer
 	agg       Aggregator
@@ -146,7 +148,14 @@ type streamAggregate struct {
 	oldValues *bool
 }
 
-func (p *streamAggregate) Init(ctx *Context) error { p.ctx = ctx; return nil }
+func (p *streamAggregate) Init(ctx *Context) error {
+	p.ctx = ctx
+	p.emit = ctx.Forward
+	if c := ctx.topology.cacheFor(p.store, ctx.Forward); c != nil {
+		p.emit = c.put
+	}
+	return nil
+}
 
 func (p *streamAggregate) Process(rec Record) error {
 	if rec.Key == nil {
@@ -190,5 +199,5 @@ func (p *streamAggregate) Process(rec Record) error {
 		c.Old = old
 	}
 	rec.Value, rec.Timestamp = c, ts
-	return p.ctx.Forward(rec)
+	return p.emit(rec)
 }

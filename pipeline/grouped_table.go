@@ -156,7 +156,7 @@ func (g *KGroupedTable) aggregate(prefix string, m Materialized, name string, in
 	}
 	source.addChild(n)
 	serdes := b.orDefaults(Serdes{Key: keySerde, Value: m.Serdes.Value})
-	b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled}
+	b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled}
 	return &KTable{b: b, node: n, serdes: serdes, store: storeName, oldValues: &ov}, nil
 }
 
@@ -164,6 +164,7 @@ func (g *KGroupedTable) aggregate(prefix string, m Materialized, name string, in
 // one; the aggregate is never deleted (a count stays at 0).
 type tableAggregate struct {
 	ctx               *Context
+	emit              func(Record) error // forward, or through the record cache
 	store             string
 	init              Initializer
 	adder, subtractor Aggregator
@@ -171,7 +172,14 @@ type tableAggregate struct {
 	oldValues         *bool
 }
 
-func (p *tableAggregate) Init(ctx *Context) error { p.ctx = ctx; return nil }
+func (p *tableAggregate) Init(ctx *Context) error {
+	p.ctx = ctx
+	p.emit = ctx.Forward
+	if c := ctx.topology.cacheFor(p.store, ctx.Forward); c != nil {
+		p.emit = c.put
+	}
+	return nil
+}
 
 func (p *tableAggregate) Process(rec Record) error {
 	if rec.Key == nil {
@@ -224,5 +232,5 @@ func (p *tableAggregate) Process(rec Record) error {
 		out.Old = old
 	}
 	rec.Value, rec.Timestamp = out, ts
-	return p.ctx.Forward(rec)
+	return p.emit(rec)
 }

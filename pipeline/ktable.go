@@ -82,7 +82,7 @@ func (b *StreamsBuilder) Table(topic string, c Consumed, m Materialized) (*KTabl
 		spec.store = storeName
 		t.store = storeName
 		n.Stores = []string{storeName}
-		b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: b.orDefaults(serdes), Logged: !m.LoggingDisabled}
+		b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: b.orDefaults(serdes), Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled}
 	}
 	if m.StoreName != "" {
 		t.materialize()
@@ -95,11 +95,19 @@ type tableSourceSpec struct{ store string }
 // tableSource turns records into table updates (KTableSource).
 type tableSource struct {
 	ctx       *Context
+	emit      func(Record) error // forward, or through the record cache
 	spec      *tableSourceSpec
 	oldValues *bool
 }
 
-func (p *tableSource) Init(ctx *Context) error { p.ctx = ctx; return nil }
+func (p *tableSource) Init(ctx *Context) error {
+	p.ctx = ctx
+	p.emit = ctx.Forward
+	if c := ctx.topology.cacheFor(p.spec.store, ctx.Forward); c != nil {
+		p.emit = c.put
+	}
+	return nil
+}
 
 func (p *tableSource) Process(rec Record) error {
 	if rec.Key == nil {
@@ -129,7 +137,7 @@ func (p *tableSource) Process(rec Record) error {
 		c.Old = old
 	}
 	rec.Value = c
-	return p.ctx.Forward(rec)
+	return p.emit(rec)
 }
 
 func (t *KTable) derive(n *Node, serdes Serdes) *KTable {
@@ -284,7 +292,7 @@ func (s *KStream) ToTable(name string, m Materialized) (*KTable, error) {
 		spec.store = storeName
 		t.store = storeName
 		n.Stores = []string{storeName}
-		s.b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled}
+		s.b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled}
 	}
 	if m.StoreName != "" {
 		t.materialize()

@@ -160,7 +160,7 @@ func (t *SessionWindowedKStream) aggregate(prefix string, m Materialized, name s
 		retention = math.MaxInt64 / 4
 	}
 	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
-		return &StoreSpec{Name: storeName, Type: SessionStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, Retention: retention}
+		return &StoreSpec{Name: storeName, Type: SessionStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled, Retention: retention}
 	}, func(storeName string, oldValues *bool) Processor {
 		p := *proto
 		p.store, p.windows, p.oldValues, p.emitOnClose = storeName, w, oldValues, t.emitOnClose

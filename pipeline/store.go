@@ -56,6 +56,9 @@ type StoreSpec struct {
 	// HistoryRetention (versioned stores, ms): how far back get(key, asOf) answers; also
 	// the grace period of writes.
 	HistoryRetention int64
+	// CachingDisabled turns off the record cache in front of a DSL store
+	// (Materialized#withCachingDisabled).
+	CachingDisabled bool
 }
 
 // validate applies Kafka Streams' store builder checks (Stores.*).

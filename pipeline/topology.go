@@ -47,6 +47,8 @@ type TopologyOptions struct {
 	Stores StoreProvider
 	// ApplicationID names changelog topics (<application.id>-<store>-changelog).
 	ApplicationID string
+	// CacheMaxBytes is the record cache budget (statestore.cache.max.bytes); 0 disables it.
+	CacheMaxBytes int64
 }
 
 // Topology is the runtime form of a built graph: processors wired to their children.
@@ -73,6 +75,9 @@ type Topology struct {
 	idleAll     bool // the test driver: no lag, every partition is idle
 	watermark   int64
 	wmListeners []func(wm int64) error
+
+	cacheMaxBytes int64
+	caches        []*recordCache
 }
 
 type storeKey struct {
@@ -129,6 +134,7 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 		partTime:      map[TopicPartition]int64{},
 		idle:          map[TopicPartition]bool{},
 		watermark:     -1,
+		cacheMaxBytes: opts.CacheMaxBytes,
 	}
 	if len(b.stores) > 0 && opts.Stores == nil {
 		return nil, errors.New("the topology has state stores but no store provider was given")
@@ -192,6 +198,7 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 			return nil, &NodeError{Node: rn.name, Err: err}
 		}
 	}
+	t.shareCaches()
 	return t, nil
 }
 

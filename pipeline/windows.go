@@ -167,7 +167,7 @@ func (t *TimeWindowedKStream) aggregate(prefix string, m Materialized, name stri
 		retention = math.MaxInt64 / 4
 	}
 	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
-		return &StoreSpec{Name: storeName, Type: TimestampedWindowStoreType, Serdes: serdes, Logged: !m.LoggingDisabled,
+		return &StoreSpec{Name: storeName, Type: TimestampedWindowStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled,
 			WindowSize: w.Size, Retention: retention}
 	}, func(storeName string, oldValues *bool) Processor {
 		p := *proto
@@ -187,6 +187,7 @@ func (t *TimeWindowedKStream) aggregate(prefix string, m Materialized, name stri
 // already closed it is dropped and counted as late.
 type windowAggregate struct {
 	ctx        *Context
+	emit       func(Record) error // forward, or through the record cache
 	store      string
 	windows    TimeWindows
 	init       Initializer
@@ -200,8 +201,12 @@ type windowAggregate struct {
 
 func (p *windowAggregate) Init(ctx *Context) error {
 	p.ctx = ctx
+	p.emit = ctx.Forward
 	if p.emitOnClose {
+		// Final results bypass the record cache, as in Kafka Streams.
 		ctx.topology.onWatermark(p.emitClosed)
+	} else if c := ctx.topology.cacheFor(p.store, ctx.Forward); c != nil {
+		p.emit = c.put
 	}
 	return nil
 }
@@ -266,7 +271,7 @@ func (p *windowAggregate) Process(rec Record) error {
 		}
 		out := rec
 		out.Key, out.Value, out.Timestamp = Windowed{Key: rec.Key, Start: start, End: end}, c, ts
-		if err := p.ctx.Forward(out); err != nil {
+		if err := p.emit(out); err != nil {
 			return err
 		}
 	}

@@ -192,6 +192,10 @@ func (b *builder) buildStreams() {
 	c.DefaultValueSerde = b.str("streams.default.value.serde")
 	c.DefaultTimestampExtractor = b.str("streams.default.timestamp.extractor")
 	c.MaxTaskIdle = b.dur("streams.max.task.idle.ms")
+	c.CacheMaxBytes = b.num("streams.statestore.cache.max.bytes")
+	if !b.cfg.IsSet("streams.statestore.cache.max.bytes") && b.cfg.IsSet("streams.cache.max.bytes.buffering") {
+		c.CacheMaxBytes = b.num("streams.cache.max.bytes.buffering")
+	}
 	c.ApplicationServer = b.str("streams.application.server")
 	c.BufferedRecordsPerPartition = int(b.num("streams.buffered.records.per.partition"))
 	c.PollTime = b.dur("streams.poll.ms")

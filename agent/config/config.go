@@ -39,10 +39,12 @@ type Config struct {
 	// DefaultTimestampExtractor is the short Kafka name, e.g. "FailOnInvalidTimestamp".
 	DefaultTimestampExtractor string
 	MaxTaskIdle               time.Duration // -1ms = never wait
-	ApplicationServer         string        // host:port or ""
-	GroupInstanceID           string
-	ClientID                  string // base of the clients' ids (client.id, else application.id)
-	ReplicationFactor         int16  // -1 = broker default
+	// CacheMaxBytes is statestore.cache.max.bytes (or its deprecated name); 0 disables.
+	CacheMaxBytes     int64
+	ApplicationServer string // host:port or ""
+	GroupInstanceID   string
+	ClientID          string // base of the clients' ids (client.id, else application.id)
+	ReplicationFactor int16  // -1 = broker default
 
 	BufferedRecordsPerPartition int
 	PollTime                    time.Duration // poll.ms

@@ -1,0 +1,135 @@
+package pipeline
+
+import (
+	"container/list"
+	"fmt"
+	"strconv"
+)
+
+// recordCache is Kafka Streams' record cache in front of a materialized aggregation or
+// table (statestore.cache.max.bytes): between two commits a key's updates collapse into
+// one, forwarded at the commit (flush) or when the cache is full (eviction of the least
+// recently updated key), carrying the newest value and the value before the first update.
+type recordCache struct {
+	max     int64
+	size    int64
+	order   *list.List // of *cacheEntry, least recently updated first
+	index   map[string]*list.Element
+	forward func(Record) error
+}
+
+type cacheEntry struct {
+	key   string
+	rec   Record
+	bytes int64
+}
+
+// cacheEntryOverhead is what an entry costs besides its key and value (map slot, list
+// element, record header), so that budgets in bytes mean roughly what they say.
+const cacheEntryOverhead = 96
+
+func newRecordCache(forward func(Record) error) *recordCache {
+	return &recordCache{order: list.New(), index: map[string]*list.Element{}, forward: forward}
+}
+
+// put caches an update of rec.Key; rec.Value is a Change.
+func (c *recordCache) put(rec Record) error {
+	k := cacheKey(rec.Partition, rec.Key)
+	if el, ok := c.index[k]; ok {
+		e := el.Value.(*cacheEntry)
+		ch, _ := rec.Value.(Change)
+		ch.Old = e.rec.Value.(Change).Old
+		rec.Value = ch
+		c.size += valueSize(ch.New) - valueSize(e.rec.Value.(Change).New)
+		e.rec = rec
+		c.order.MoveToBack(el)
+	} else {
+		e := &cacheEntry{key: k, rec: rec, bytes: int64(len(k)) + cacheEntryOverhead + valueSize(rec.Value.(Change).New)}
+		c.index[k] = c.order.PushBack(e)
+		c.size += e.bytes
+	}
+	for c.size > c.max && c.order.Len() > 0 {
+		if err := c.evict(c.order.Front()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *recordCache) evict(el *list.Element) error {
+	e := c.order.Remove(el).(*cacheEntry)
+	delete(c.index, e.key)
+	c.size -= e.bytes
+	return c.forward(e.rec)
+}
+
+// flush forwards every cached update, least recently updated first.
+func (c *recordCache) flush() error {
+	for c.order.Len() > 0 {
+		if err := c.evict(c.order.Front()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cacheKey identifies a key within its task partition.
+func cacheKey(partition int32, key any) string {
+	p := strconv.Itoa(int(partition)) + "/"
+	switch k := key.(type) {
+	case string:
+		return p + "s" + k
+	case []byte:
+		return p + "b" + string(k)
+	case int64:
+		return p + "i" + strconv.FormatInt(k, 10)
+	case Windowed:
+		return p + "w" + strconv.FormatInt(k.Start, 10) + "/" + strconv.FormatInt(k.End, 10) + "/" + cacheKey(0, k.Key)
+	default:
+		return p + fmt.Sprintf("%T:%v", key, key)
+	}
+}
+
+func valueSize(v any) int64 {
+	switch x := v.(type) {
+	case string:
+		return int64(len(x))
+	case []byte:
+		return int64(len(x))
+	case nil:
+		return 0
+	default:
+		return 16
+	}
+}
+
+// cacheFor gives a processor a record cache in front of store, or nil when caching is off
+// for it (statestore.cache.max.bytes = 0, or the store's Materialized disabled caching).
+func (t *Topology) cacheFor(store string, forward func(Record) error) *recordCache {
+	spec, ok := t.storeSpecs[store]
+	if t.cacheMaxBytes <= 0 || !ok || spec.CachingDisabled {
+		return nil
+	}
+	c := newRecordCache(forward)
+	t.caches = append(t.caches, c)
+	return c
+}
+
+// shareCaches splits the cache budget evenly among the caches, as Kafka Streams splits
+// statestore.cache.max.bytes among its stores.
+func (t *Topology) shareCaches() {
+	for _, c := range t.caches {
+		c.max = t.cacheMaxBytes / int64(len(t.caches))
+	}
+}
+
+// FlushCaches forwards every cached update: the commit barrier calls it first, so that what
+// the epoch forwards belongs to the epoch.
+func (t *Topology) FlushCaches() error {
+	for _, c := range t.caches {
+		if err := c.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
