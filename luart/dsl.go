@@ -17,17 +17,6 @@ var notSupported = map[string]map[string]string{
 	"StreamsBuilder": {
 		"addGlobalStore": "global stores",
 	},
-	"KGroupedStream": {
-		"cogroup": "cogrouped aggregations",
-	},
-	"KTable": {
-		"join":      "table-table joins",
-		"leftJoin":  "table-table joins",
-		"outerJoin": "table-table joins",
-	},
-	"KStream": {
-		"outerJoin": "stream-stream joins",
-	},
 }
 
 // removed lists methods Kafka Streams 4.x no longer has, with what replaces them.
@@ -70,28 +59,10 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 	mod.RawSetString("EmitStrategy", rt.emitStrategyClass())
 	mod.RawSetString("Suppressed", rt.suppressedClass())
 	mod.RawSetString("SessionWindows", rt.sessionWindowsClass())
-	for _, cls := range []string{"SlidingWindows", "JoinWindows"} {
-		mod.RawSetString(cls, rt.unsupportedClass(cls))
-	}
+	mod.RawSetString("JoinWindows", rt.joinWindowsClass())
+	mod.RawSetString("SlidingWindows", rt.slidingWindowsClass())
 	L.SetField(L.Get(lua.RegistryIndex), "stoat.module", mod)
 	return mod
-}
-
-// unsupportedClass is a table whose every member raises "not supported yet".
-func (rt *Runtime) unsupportedClass(cls string) *lua.LTable {
-	L := rt.L
-	t := L.NewTable()
-	mt := L.NewTable()
-	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
-		member := L.CheckString(2)
-		L.Push(L.NewFunction(func(L *lua.LState) int {
-			L.RaiseError("not supported yet: stoat.%s.%s (only TimeWindows and SessionWindows so far)", cls, member)
-			return 0
-		}))
-		return 1
-	}))
-	L.SetMetatable(t, mt)
-	return t
 }
 
 // typeMetatable builds the metatable of a DSL type: its methods, plus clear errors for

@@ -29,7 +29,8 @@ func (rt *Runtime) valueJoiner(fn *lua.LFunction) pipeline.ValueJoinerWithKey {
 	}
 }
 
-// sJoin implements stream:join(table, joiner, {name=}) and leftJoin.
+// sJoin implements stream:join(table, joiner, {name=}) and leftJoin; a stream as the
+// first argument makes a stream-stream join (dsl_streamjoin.go).
 func (rt *Runtime) sJoin(left bool) lua.LGFunction {
 	return func(L *lua.LState) int {
 		ks := rt.checkStream(L)
@@ -38,13 +39,17 @@ func (rt *Runtime) sJoin(left bool) lua.LGFunction {
 			if g, ok := ud.Value.(*pipeline.GlobalKTable); ok {
 				return rt.sJoinGlobal(L, ks, g, left)
 			}
-			table, _ = ud.Value.(*pipeline.KTable)
-			if _, isStream := ud.Value.(*pipeline.KStream); isStream {
-				L.RaiseError("not supported yet: stream-stream joins (JoinWindows)")
+			if other, ok := ud.Value.(*pipeline.KStream); ok {
+				kind := pipeline.InnerStreamJoin
+				if left {
+					kind = pipeline.LeftStreamJoin
+				}
+				return rt.sJoinStream(L, ks, other, kind)
 			}
+			table, _ = ud.Value.(*pipeline.KTable)
 		}
 		if table == nil {
-			L.ArgError(2, "join needs a KTable or a GlobalKTable (stream-stream joins are not supported yet)")
+			L.ArgError(2, "join needs a KStream, a KTable or a GlobalKTable")
 		}
 		fn := L.CheckFunction(3)
 		o := options(L, 4, "join", "name")

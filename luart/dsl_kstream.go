@@ -28,6 +28,7 @@ func (rt *Runtime) streamMetatable() *lua.LTable {
 		"split":         rt.sSplit,
 		"join":          rt.sJoin(false),
 		"leftJoin":      rt.sJoin(true),
+		"outerJoin":     rt.sOuterJoin,
 		"groupByKey":    rt.sGroupByKey,
 		"groupBy":       rt.sGroupBy,
 		"toTable":       rt.sToTable,

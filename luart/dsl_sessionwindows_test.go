@@ -171,7 +171,6 @@ func TestSessionWindowsErrors(t *testing.T) {
 		{`s.SessionWindows.ofInactivityGapWithNoGrace(0)`, "gap must be larger than zero"},
 		{`s.SessionWindows.ofInactivityGapAndGrace(10, -1)`, "grace period must not be negative"},
 		{`b:stream("in"):groupByKey():windowedBy(s.SessionWindows.ofInactivityGapWithNoGrace(10)):emitStrategy(1)`, "emitStrategy needs"},
-		{`s.SlidingWindows.ofTimeDifferenceWithNoGrace(10)`, "not supported yet"},
 	} {
 		_, _, err := load(t, prelude+c.script+"\nreturn b", nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

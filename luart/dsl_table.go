@@ -25,8 +25,8 @@ func (rt *Runtime) materializedOpt(L *lua.LState, o *lua.LTable) pipeline.Materi
 		if mo.RawGetString("logging") != lua.LNil {
 			m.LoggingDisabled = !optBool(L, mo, "logging")
 		}
-		if mo.RawGetString("caching") != lua.LNil && optBool(L, mo, "caching") {
-			L.RaiseError("not supported yet: record caches (caching = true); every update is forwarded, as with caching disabled")
+		if mo.RawGetString("caching") != lua.LNil {
+			m.CachingDisabled = !optBool(L, mo, "caching")
 		}
 	default:
 		L.RaiseError("materialized must be a store name or a table {name=, keySerde=, valueSerde=, logging=}")
@@ -60,6 +60,9 @@ func (rt *Runtime) wrapTable(L *lua.LState, t *pipeline.KTable) *lua.LUserData {
 		"groupBy":            rt.tGroupBy,
 		"queryableStoreName": rt.tStoreName,
 		"suppress":           rt.tSuppress,
+		"join":               rt.tJoin(pipeline.InnerTableJoin),
+		"leftJoin":           rt.tJoin(pipeline.LeftTableJoin),
+		"outerJoin":          rt.tJoin(pipeline.OuterTableJoin),
 	})
 }
 
@@ -106,6 +109,7 @@ func (rt *Runtime) wrapGroupedStream(L *lua.LState, g *pipeline.KGroupedStream) 
 		"reduce":     rt.gsReduce,
 		"aggregate":  rt.gsAggregate,
 		"windowedBy": rt.gsWindowedBy,
+		"cogroup":    rt.gsCogroup,
 	})
 }
 

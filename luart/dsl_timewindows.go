@@ -64,9 +64,12 @@ func (rt *Runtime) gsWindowedBy(L *lua.LState) int {
 	if sw, ok := ud.Value.(pipeline.SessionWindows); ok {
 		return rt.sessionWindowedBy(L, g, sw)
 	}
+	if sw, ok := ud.Value.(pipeline.SlidingWindows); ok {
+		return rt.slidingWindowedBy(L, g, sw)
+	}
 	w, ok := ud.Value.(pipeline.TimeWindows)
 	if !ok {
-		L.RaiseError("not supported yet: windowedBy with sliding windows (only TimeWindows and SessionWindows so far)")
+		L.ArgError(2, "windowedBy needs s.TimeWindows, s.SlidingWindows or s.SessionWindows")
 	}
 	tw, err := g.WindowedBy(w)
 	rt.raise(L, err)

@@ -1,0 +1,112 @@
+package luart
+
+import (
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// joinWindowsClass is stoat.JoinWindows: ofTimeDifferenceWithNoGrace(d) and
+// ofTimeDifferenceAndGrace(d, grace), then :before(d) and :after(d) on the result
+// (durations in ms or "10s" strings).
+func (rt *Runtime) joinWindowsClass() *lua.LTable {
+	L := rt.L
+	cls := L.NewTable()
+	var mk func(L *lua.LState, w pipeline.JoinWindows) int
+	bound := func(after bool) lua.LGFunction {
+		return func(L *lua.LState) int {
+			w := checkValue[pipeline.JoinWindows](L, "JoinWindows")
+			d, err := durationMs(L.Get(2))
+			if err != nil {
+				L.ArgError(2, err.Error())
+			}
+			if after {
+				w.After = d
+			} else {
+				w.Before = d
+			}
+			return mk(L, w)
+		}
+	}
+	mk = func(L *lua.LState, w pipeline.JoinWindows) int {
+		rt.raise(L, w.Validate())
+		L.Push(rt.wrap(L, "JoinWindows", w, map[string]lua.LGFunction{
+			"before": bound(false),
+			"after":  bound(true),
+		}))
+		return 1
+	}
+	cls.RawSetString("ofTimeDifferenceWithNoGrace", L.NewFunction(func(L *lua.LState) int {
+		d, err := durationMs(L.Get(1))
+		if err != nil {
+			L.ArgError(1, err.Error())
+		}
+		return mk(L, pipeline.JoinWindows{Before: d, After: d})
+	}))
+	cls.RawSetString("ofTimeDifferenceAndGrace", L.NewFunction(func(L *lua.LState) int {
+		d, err := durationMs(L.Get(1))
+		if err != nil {
+			L.ArgError(1, err.Error())
+		}
+		grace, err := durationMs(L.Get(2))
+		if err != nil {
+			L.ArgError(2, err.Error())
+		}
+		return mk(L, pipeline.JoinWindows{Before: d, After: d, Grace: grace})
+	}))
+	return cls
+}
+
+// streamJoiner wraps a stream-stream joiner chosen by arity, as valueJoiner does:
+// function(lv, rv, r) or function(k, lv, rv, r); the side without a partner is nil.
+func (rt *Runtime) streamJoiner(fn *lua.LFunction) pipeline.StreamValueJoiner {
+	withKey := fn.Proto == nil || fn.Proto.NumParameters >= 3 || fn.Proto.IsVarArg != 0
+	return func(rec pipeline.Record, left, right any) (any, error) {
+		L := rt.L
+		L.Push(fn)
+		n := 3
+		if withKey {
+			L.Push(rt.toLua(rec.Key))
+			n++
+		}
+		L.Push(rt.toLua(left))
+		L.Push(rt.toLua(right))
+		L.Push(rt.rctx.set(&rec))
+		if err := rt.pcall(n, 1); err != nil {
+			return nil, err
+		}
+		return rt.fromLuaResult(fn, "joiner")
+	}
+}
+
+// sJoinStream implements stream:join/leftJoin/outerJoin(otherStream, joiner, JoinWindows
+// [, {name=, storeName=}]).
+func (rt *Runtime) sJoinStream(L *lua.LState, ks, other *pipeline.KStream, kind pipeline.StreamJoinKind) int {
+	fn := L.CheckFunction(3)
+	ud, ok := L.Get(4).(*lua.LUserData)
+	var w pipeline.JoinWindows
+	if ok {
+		w, ok = ud.Value.(pipeline.JoinWindows)
+	}
+	if !ok {
+		L.ArgError(4, "a stream-stream join needs join windows, e.g. stoat.JoinWindows.ofTimeDifferenceWithNoGrace(\"5m\")")
+	}
+	o := options(L, 5, "join", "name", "storeName")
+	out, err := ks.JoinStream(other, kind, rt.streamJoiner(fn), w,
+		pipeline.StreamJoined{Name: optString(L, o, "name"), StoreName: optString(L, o, "storeName")})
+	return rt.pushStream(L, out, err)
+}
+
+// sOuterJoin implements stream:outerJoin(otherStream, ...): only streams have outer joins.
+func (rt *Runtime) sOuterJoin(L *lua.LState) int {
+	ks := rt.checkStream(L)
+	ud, ok := L.Get(2).(*lua.LUserData)
+	var other *pipeline.KStream
+	if ok {
+		other, ok = ud.Value.(*pipeline.KStream)
+	}
+	if !ok {
+		L.ArgError(2, "outerJoin needs a KStream")
+	}
+	return rt.sJoinStream(L, ks, other, pipeline.OuterStreamJoin)
+}

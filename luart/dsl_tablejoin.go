@@ -1,0 +1,30 @@
+package luart
+
+import (
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// tJoin implements table:join(other, joiner [, {name=, materialized=}]), leftJoin and
+// outerJoin. The joiner is chosen by arity as for stream joins: function(v, ov) or
+// function(k, v, ov), with r last.
+func (rt *Runtime) tJoin(kind pipeline.TableJoinKind) lua.LGFunction {
+	return func(L *lua.LState) int {
+		t := checkValue[*pipeline.KTable](L, "KTable")
+		var other *pipeline.KTable
+		if ud, ok := L.Get(2).(*lua.LUserData); ok {
+			other, _ = ud.Value.(*pipeline.KTable)
+		}
+		if other == nil {
+			L.ArgError(2, kind.String()+" needs a KTable")
+		}
+		if _, ok := L.Get(4).(*lua.LFunction); ok {
+			L.RaiseError("not supported yet: foreign-key table joins (%s with a foreign-key extractor)", kind)
+		}
+		fn := L.CheckFunction(3)
+		o := options(L, 4, kind.String(), "name", "materialized")
+		out, err := t.JoinTable(other, rt.valueJoiner(fn), kind, optString(L, o, "name"), rt.materializedOpt(L, o))
+		return rt.pushTable(L, out, err)
+	}
+}

@@ -1,0 +1,115 @@
+package pipeline
+
+import "fmt"
+
+// CogroupedKStream aggregates several grouped streams into one table through one shared
+// store, each input with its own aggregator (Kafka Streams' CogroupedKStream).
+type CogroupedKStream struct {
+	b      *StreamsBuilder
+	inputs []cogroupInput
+}
+
+type cogroupInput struct {
+	g   *KGroupedStream
+	agg Aggregator
+}
+
+// Cogroup starts a cogrouped aggregation with this grouped stream and its aggregator.
+func (g *KGroupedStream) Cogroup(agg Aggregator) (*CogroupedKStream, error) {
+	c := &CogroupedKStream{b: g.s.b}
+	return c.Cogroup(g, agg)
+}
+
+// Cogroup adds a grouped stream with its aggregator. Adding a grouped stream that is already
+// an input replaces its aggregator and keeps its place, as Kafka Streams' map of inputs does.
+func (c *CogroupedKStream) Cogroup(g *KGroupedStream, agg Aggregator) (*CogroupedKStream, error) {
+	if g == nil || agg == nil {
+		return nil, fmt.Errorf("cogroup needs a grouped stream and an aggregator")
+	}
+	if g.s.b != c.b {
+		return nil, fmt.Errorf("cogroup: the grouped stream belongs to another StreamsBuilder")
+	}
+	for i := range c.inputs {
+		if c.inputs[i].g == g {
+			c.inputs[i].agg = agg
+			return c, nil
+		}
+	}
+	c.inputs = append(c.inputs, cogroupInput{g: g, agg: agg})
+	return c, nil
+}
+
+// Aggregate builds the aggregation, taking names in Kafka Streams' order
+// (CogroupedStreamAggregateBuilder): the store, the repartition nodes of every input whose
+// key changed, one COGROUPKSTREAM-AGGREGATE processor per input, all sharing the store, and
+// a COGROUPKSTREAM-MERGE processor that the table hangs from. A user name becomes
+// <name>-cogroup-agg-<i> and <name>-cogroup-merge, still consuming the indices.
+func (c *CogroupedKStream) Aggregate(init Initializer, m Materialized, name string) (*KTable, error) {
+	if init == nil {
+		return nil, fmt.Errorf("cogroup aggregate needs an initializer")
+	}
+	b := c.b
+	storeName := m.StoreName
+	if storeName == "" {
+		storeName = b.newName("COGROUPKSTREAM-AGGREGATE-STATE-STORE-", "")
+	}
+	if _, dup := b.stores[storeName]; dup {
+		return nil, fmt.Errorf("store %q is already declared", storeName)
+	}
+	parents := make([]*Node, len(c.inputs))
+	for i, in := range c.inputs {
+		parents[i] = in.g.s.node
+		if !in.g.repartitionRequired {
+			continue
+		}
+		prefix := in.g.grouped.Name
+		if prefix == "" {
+			prefix = storeName
+		}
+		serdes := b.orDefaults(Serdes{
+			Key:   orSerde(in.g.grouped.Serdes.Key, in.g.s.serdes.Key),
+			Value: orSerde(in.g.grouped.Serdes.Value, in.g.s.serdes.Value),
+		})
+		src, err := b.addRepartition(in.g.s.node, prefix, serdes, 0, nil)
+		if err != nil {
+			return nil, fmt.Errorf("cogroup input %d: %w", i+1, err)
+		}
+		parents[i] = src
+	}
+	ov := false
+	aggs := make([]*Node, len(c.inputs))
+	for i, in := range c.inputs {
+		procName := b.newName("COGROUPKSTREAM-AGGREGATE-", suffixed(name, fmt.Sprintf("-cogroup-agg-%d", i)))
+		n, err := b.addNode(&Node{Name: procName, Kind: ProcessorNode, Stores: []string{storeName}})
+		if err != nil {
+			return nil, err
+		}
+		agg := in.agg
+		n.factory = func() Processor {
+			return &streamAggregate{store: storeName, init: init, agg: agg, oldValues: &ov}
+		}
+		parents[i].addChild(n)
+		aggs[i] = n
+	}
+	merge, err := b.addNode(&Node{
+		Name: b.newName("COGROUPKSTREAM-MERGE-", suffixed(name, "-cogroup-merge")), Kind: ProcessorNode,
+		factory: func() Processor { return &passThrough{} },
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range aggs {
+		n.addChild(merge)
+	}
+	serdes := b.orDefaults(m.Serdes)
+	b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled}
+	return &KTable{b: b, node: merge, serdes: serdes, store: storeName, oldValues: &ov}, nil
+}
+
+// suffixed is a user name with a suffix, or "" (a generated name) when there is none.
+func suffixed(name, suffix string) string {
+	if name == "" {
+		return ""
+	}
+	return name + suffix
+}

@@ -1,0 +1,465 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// JoinWindows bound a stream-stream join (Kafka Streams' JoinWindows built with
+// ofTimeDifference*): a left record at l joins a right record at r iff
+// l − Before ≤ r ≤ l + After. Times are milliseconds.
+type JoinWindows struct {
+	Before int64
+	After  int64
+	Grace  int64
+}
+
+// Validate applies Kafka Streams' checks: before + after ≥ 0, grace ≥ 0.
+func (w JoinWindows) Validate() error {
+	switch {
+	case w.Before+w.After < 0:
+		return fmt.Errorf("join window interval (before + after = %d ms) must not be negative", w.Before+w.After)
+	case w.Grace < 0:
+		return fmt.Errorf("join window grace period must not be negative, not %d", w.Grace)
+	}
+	return nil
+}
+
+// StreamJoined names a stream-stream join's processors (Name) and stores (StoreName).
+type StreamJoined struct {
+	Name      string
+	StoreName string
+}
+
+// StreamValueJoiner joins a left and a right value; one of them is nil for the non-joined
+// results of left and outer joins. rec carries the key and the record context.
+type StreamValueJoiner func(rec Record, left, right any) (any, error)
+
+// StreamJoinKind tells inner, left and outer stream-stream joins apart.
+type StreamJoinKind int
+
+const (
+	InnerStreamJoin StreamJoinKind = iota
+	LeftStreamJoin
+	OuterStreamJoin
+)
+
+// JoinStream joins this stream with other within the join windows (Kafka Streams'
+// KStream#join/leftJoin/outerJoin(KStream, ValueJoiner, JoinWindows, StreamJoined)).
+func (s *KStream) JoinStream(other *KStream, kind StreamJoinKind, joiner StreamValueJoiner, w JoinWindows, opts StreamJoined) (*KStream, error) {
+	if other == nil || other.b != s.b {
+		return nil, fmt.Errorf("join: the other stream must come from the same builder")
+	}
+	if s.keyChanged || other.keyChanged {
+		return nil, fmt.Errorf("not supported yet: a stream-stream join after an operation that changes the key (repartition first with repartition())")
+	}
+	if err := w.Validate(); err != nil {
+		return nil, fmt.Errorf("join: %w", err)
+	}
+	b := s.b
+	thisOuter, otherOuter := kind == OuterStreamJoin, kind != InnerStreamJoin
+	suffixed := func(suffix string) string {
+		if opts.Name == "" {
+			return ""
+		}
+		return opts.Name + suffix
+	}
+	thisWindowedName := b.newName("KSTREAM-WINDOWED-", suffixed("-this-windowed"))
+	otherWindowedName := b.newName("KSTREAM-WINDOWED-", suffixed("-other-windowed"))
+	thisPrefix, thisSuffix := "KSTREAM-JOINTHIS-", "-this-join"
+	if thisOuter {
+		thisPrefix, thisSuffix = "KSTREAM-OUTERTHIS-", "-outer-this-join"
+	}
+	otherPrefix, otherSuffix := "KSTREAM-JOINOTHER-", "-other-join"
+	if otherOuter {
+		otherPrefix, otherSuffix = "KSTREAM-OUTEROTHER-", "-outer-other-join"
+	}
+	thisIndex := b.index
+	thisGenerated := b.newName(thisPrefix, "")
+	otherGenerated := b.newName(otherPrefix, "")
+	thisJoinName, otherJoinName := thisGenerated, otherGenerated
+	if opts.Name != "" {
+		thisJoinName, otherJoinName = opts.Name+thisSuffix, opts.Name+otherSuffix
+	}
+	thisStore, otherStore := thisGenerated+"-store", otherGenerated+"-store"
+	bufferStore := fmt.Sprintf("KSTREAM-OUTERSHARED-%010d-store", thisIndex)
+	if opts.StoreName != "" {
+		thisStore, otherStore = opts.StoreName+thisSuffix+"-store", opts.StoreName+otherSuffix+"-store"
+		bufferStore = opts.StoreName + "-left-shared-join-store"
+		if thisOuter {
+			bufferStore = opts.StoreName + "-outer-shared-join-store"
+		}
+	}
+	mergeName := b.newName("KSTREAM-MERGE-", suffixed("-merge"))
+
+	thisSerdes, otherSerdes := b.orDefaults(s.serdes), b.orDefaults(other.serdes)
+	size := max(w.Before+w.After, 1) // the store needs a positive window size
+	for _, spec := range []StoreSpec{
+		{Name: thisStore, Serdes: thisSerdes},
+		{Name: otherStore, Serdes: Serdes{Key: thisSerdes.Key, Value: otherSerdes.Value}},
+	} {
+		spec.Type, spec.Logged, spec.RetainDuplicates = WindowStoreType, true, true
+		spec.WindowSize, spec.Retention = size, max(w.Before+w.After+w.Grace, size)
+		if err := b.AddStateStore(spec); err != nil {
+			return nil, fmt.Errorf("join: %w", err)
+		}
+	}
+	sh := &streamJoinShared{windows: w, joiner: joiner, streamTime: map[int32]int64{},
+		keySerde: thisSerdes.Key, leftValues: thisSerdes.Value, rightValues: otherSerdes.Value}
+	if kind != InnerStreamJoin {
+		sh.buffer = bufferStore
+		if err := b.AddStateStore(StoreSpec{Name: bufferStore, Type: KeyValueStoreType, Logged: true,
+			Serdes: Serdes{Key: rawBytesSerde{}, Value: rawBytesSerde{}}}); err != nil {
+			return nil, fmt.Errorf("join: %w", err)
+		}
+	}
+
+	add := func(parent *Node, name string, stores []string, factory func() Processor) (*Node, error) {
+		n, err := b.addNode(&Node{Name: name, Kind: ProcessorNode, factory: factory, Stores: stores})
+		if err != nil {
+			return nil, err
+		}
+		parent.addChild(n)
+		return n, nil
+	}
+	thisWindowed, err := add(s.node, thisWindowedName, []string{thisStore}, func() Processor { return &joinWindowProc{store: thisStore} })
+	if err != nil {
+		return nil, err
+	}
+	otherWindowed, err := add(other.node, otherWindowedName, []string{otherStore}, func() Processor { return &joinWindowProc{store: otherStore} })
+	if err != nil {
+		return nil, err
+	}
+	joinStores := func(store string) []string {
+		if sh.buffer == "" {
+			return []string{store}
+		}
+		return []string{store, sh.buffer}
+	}
+	thisJoin, err := add(thisWindowed, thisJoinName, joinStores(otherStore), func() Processor {
+		return &streamJoinSide{sh: sh, otherStore: otherStore, left: true, outer: otherOuter}
+	})
+	if err != nil {
+		return nil, err
+	}
+	otherJoin, err := add(otherWindowed, otherJoinName, joinStores(thisStore), func() Processor {
+		return &streamJoinSide{sh: sh, otherStore: thisStore, outer: thisOuter}
+	})
+	if err != nil {
+		return nil, err
+	}
+	merge, err := add(thisJoin, mergeName, nil, func() Processor { return &passThrough{} })
+	if err != nil {
+		return nil, err
+	}
+	otherJoin.addChild(merge)
+	return s.derive(merge, Serdes{Key: s.serdes.Key}, false), nil
+}
+
+// rawBytesSerde keeps the outer-join buffer's keys and values as the bytes this file builds.
+type rawBytesSerde struct{}
+
+func (rawBytesSerde) Name() string { return "bytes" }
+func (rawBytesSerde) Serialize(_ string, _ Headers, v any) ([]byte, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, ok := v.([]byte)
+	if !ok {
+		return nil, fmt.Errorf("outer-join buffer: cannot store a %T", v)
+	}
+	return b, nil
+}
+func (rawBytesSerde) Deserialize(_ string, _ Headers, b []byte) (any, error) {
+	if b == nil {
+		return nil, nil
+	}
+	return b, nil
+}
+
+// joinWindowProc is KStreamJoinWindow: forward first, then remember the record for the
+// other side's join processor.
+type joinWindowProc struct {
+	ctx   *Context
+	store string
+}
+
+func (p *joinWindowProc) Init(ctx *Context) error { p.ctx = ctx; return nil }
+
+func (p *joinWindowProc) Process(rec Record) error {
+	if err := p.ctx.Forward(rec); err != nil {
+		return err
+	}
+	if rec.Key == nil || rec.Value == nil {
+		return nil
+	}
+	store, err := p.ctx.topology.WindowStore(p.store, rec.Partition)
+	if err != nil {
+		return err
+	}
+	// An expired put is dropped by the store and counted there.
+	_, err = store.Put(rec.Key, rec.Value, rec.Timestamp, rec.Timestamp)
+	return err
+}
+
+// streamJoinShared is what both join processors of one join share: the per-task stream
+// time and, for left and outer joins, the outer-join buffer of records still waiting for a
+// partner.
+type streamJoinShared struct {
+	windows     JoinWindows
+	joiner      StreamValueJoiner
+	streamTime  map[int32]int64
+	buffer      string // "" for inner joins
+	keySerde    Serde
+	leftValues  Serde
+	rightValues Serde
+}
+
+// streamJoinSide is KStreamKStreamJoin for one side: left is the "this" stream; outer
+// makes this side's unmatched records produce joiner(value, nil) (or (nil, value)) once the
+// global watermark has closed their window.
+type streamJoinSide struct {
+	ctx        *Context
+	sh         *streamJoinShared
+	otherStore string
+	left       bool
+	outer      bool
+}
+
+func (p *streamJoinSide) Init(ctx *Context) error {
+	p.ctx = ctx
+	if p.left && p.sh.buffer != "" {
+		ctx.topology.onWatermark(p.emitClosed)
+	}
+	return nil
+}
+
+// bounds are (before, after) as seen from this side.
+func (p *streamJoinSide) bounds() (int64, int64) {
+	if p.left {
+		return p.sh.windows.Before, p.sh.windows.After
+	}
+	return p.sh.windows.After, p.sh.windows.Before
+}
+
+func (p *streamJoinSide) join(rec Record, this, other any, ts int64) error {
+	l, r := this, other
+	if !p.left {
+		l, r = other, this
+	}
+	out, err := p.sh.joiner(rec, l, r)
+	if err != nil {
+		return err
+	}
+	rec.Value, rec.Timestamp = out, ts
+	return p.ctx.Forward(rec)
+}
+
+func (p *streamJoinSide) Process(rec Record) error {
+	if st, ok := p.sh.streamTime[rec.Partition]; !ok || rec.Timestamp > st {
+		p.sh.streamTime[rec.Partition] = rec.Timestamp
+	}
+	if rec.Key == nil && rec.Value != nil && p.outer {
+		return p.join(rec, rec.Value, nil, rec.Timestamp) // KIP-962
+	}
+	if rec.Key == nil {
+		p.ctx.Drop("null-key")
+		return nil
+	}
+	if rec.Value == nil {
+		p.ctx.Drop("null-value")
+		return nil
+	}
+	before, after := p.bounds()
+	ts := rec.Timestamp
+	store, err := p.ctx.topology.WindowStore(p.otherStore, rec.Partition)
+	if err != nil {
+		return err
+	}
+	it, err := store.FetchKey(rec.Key, max(0, ts-before), max(0, ts+after), false)
+	if err != nil {
+		return err
+	}
+	var matches []Window
+	for it.Next() {
+		matches = append(matches, it.Window())
+	}
+	err = it.Err()
+	it.Close()
+	if err != nil {
+		return err
+	}
+	for _, m := range matches {
+		if p.sh.buffer != "" {
+			if err := p.unbuffer(rec, m.Start, !p.left); err != nil {
+				return err
+			}
+		}
+		if err := p.join(rec, rec.Value, m.Value, max(ts, m.Timestamp)); err != nil {
+			return err
+		}
+	}
+	if len(matches) > 0 || !p.outer {
+		return nil
+	}
+	if ts+after+p.sh.windows.Grace < p.ctx.topology.Watermark() {
+		return p.join(rec, rec.Value, nil, ts) // its window is already closed
+	}
+	return p.bufferRecord(rec)
+}
+
+// The outer-join buffer key is [8-byte big-endian ts][1 byte: 1 left, 0 right][key bytes]
+// (Kafka Streams' TimestampedKeyAndJoinSide), so it iterates by time, right before left;
+// the value is the list of that key's values, each [4-byte big-endian length][bytes].
+func (p *streamJoinSide) bufferKey(rec Record, ts int64, leftSide bool) ([]byte, error) {
+	kb, err := p.sh.keySerde.Serialize(rec.Topic, rec.Headers, rec.Key)
+	if err != nil {
+		return nil, fmt.Errorf("join buffer key: %w", err)
+	}
+	out := binary.BigEndian.AppendUint64(make([]byte, 0, 9+len(kb)), uint64(ts))
+	side := byte(0)
+	if leftSide {
+		side = 1
+	}
+	return append(append(out, side), kb...), nil
+}
+
+func (p *streamJoinSide) bufferRecord(rec Record) error {
+	store, err := p.ctx.store(p.sh.buffer, rec.Partition)
+	if err != nil {
+		return err
+	}
+	key, err := p.bufferKey(rec, rec.Timestamp, p.left)
+	if err != nil {
+		return err
+	}
+	values := p.sh.leftValues
+	if !p.left {
+		values = p.sh.rightValues
+	}
+	vb, err := values.Serialize(rec.Topic, rec.Headers, rec.Value)
+	if err != nil {
+		return fmt.Errorf("join buffer value: %w", err)
+	}
+	list, _, _, err := store.Get(key)
+	if err != nil {
+		return err
+	}
+	prev, _ := list.([]byte)
+	next := binary.BigEndian.AppendUint32(append([]byte(nil), prev...), uint32(len(vb)))
+	return store.Put(key, append(next, vb...), rec.Timestamp)
+}
+
+// unbuffer removes the other side's buffered records for rec's key at ts: they have a
+// partner now.
+func (p *streamJoinSide) unbuffer(rec Record, ts int64, leftSide bool) error {
+	store, err := p.ctx.store(p.sh.buffer, rec.Partition)
+	if err != nil {
+		return err
+	}
+	key, err := p.bufferKey(rec, ts, leftSide)
+	if err != nil {
+		return err
+	}
+	_, err = store.Delete(key, ts)
+	return err
+}
+
+type bufferedEntry struct {
+	key  []byte
+	list []byte
+}
+
+// emitClosed forwards, in buffer order, every buffered record whose window the watermark
+// has closed (ts + lookBack + grace < watermark), and removes it: deleting it in the same
+// epoch as the output makes the emission happen exactly once.
+func (p *streamJoinSide) emitClosed(wm int64) error {
+	for partition := range max(p.ctx.topology.maxSourcePartitions, 1) {
+		if err := p.emitPartition(partition, wm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *streamJoinSide) emitPartition(partition int32, wm int64) error {
+	w := p.sh.windows
+	store, err := p.ctx.store(p.sh.buffer, partition)
+	if err != nil {
+		return err
+	}
+	it, err := store.Range(nil, nil, false)
+	if err != nil {
+		return err
+	}
+	var closed []bufferedEntry
+	for it.Next() {
+		k, _ := it.Key().([]byte)
+		v, _ := it.Value().([]byte)
+		if len(k) < 9 {
+			continue
+		}
+		ts := int64(binary.BigEndian.Uint64(k))
+		if ts+min(w.Before, w.After)+w.Grace >= wm {
+			break // this entry and every later one may still be open
+		}
+		closed = append(closed, bufferedEntry{key: k, list: v})
+	}
+	err = it.Err()
+	it.Close()
+	if err != nil {
+		return err
+	}
+	// Entries are by time, so a still-open one is skipped while later closed ones of the
+	// other side are emitted.
+	for _, e := range closed {
+		if err := p.emitEntry(store, partition, e, wm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *streamJoinSide) emitEntry(store *KeyValueStore, partition int32, e bufferedEntry, wm int64) error {
+	w := p.sh.windows
+	ts := int64(binary.BigEndian.Uint64(e.key))
+	leftSide := e.key[8] == 1
+	lookBack, values := w.Before, p.sh.rightValues
+	if leftSide {
+		lookBack, values = w.After, p.sh.leftValues
+	}
+	if ts+lookBack+w.Grace >= wm {
+		return nil
+	}
+	key, err := p.sh.keySerde.Deserialize("", nil, e.key[9:])
+	if err != nil {
+		return fmt.Errorf("join buffer key: %w", err)
+	}
+	rec := Record{Key: key, Timestamp: ts, Partition: partition, Offset: -1}
+	for rest := e.list; len(rest) > 0; {
+		if len(rest) < 4 || int(binary.BigEndian.Uint32(rest)) > len(rest)-4 {
+			return fmt.Errorf("join buffer %s: corrupt value list", p.sh.buffer)
+		}
+		n := int(binary.BigEndian.Uint32(rest))
+		v, err := values.Deserialize("", nil, rest[4:4+n])
+		if err != nil {
+			return fmt.Errorf("join buffer value: %w", err)
+		}
+		rest = rest[4+n:]
+		l, r := v, any(nil)
+		if !leftSide {
+			l, r = nil, v
+		}
+		out, err := p.sh.joiner(rec, l, r)
+		if err != nil {
+			return err
+		}
+		res := rec
+		res.Value = out
+		if err := p.ctx.Forward(res); err != nil {
+			return err
+		}
+	}
+	_, err = store.Delete(e.key, ts)
+	return err
+}

@@ -1,0 +1,250 @@
+package pipeline
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// streamJoinDriver builds left, right → kind join (joiner "l+r", nil printed as null) → out.
+func streamJoinDriver(t *testing.T, kind StreamJoinKind, w JoinWindows, opts StreamJoined) (*Driver, *countingSensors, *StreamsBuilder) {
+	t.Helper()
+	b := newTestBuilder()
+	l, err := b.Stream([]string{"left"}, Consumed{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.Stream([]string{"right"}, Consumed{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	str := func(v any) string {
+		if v == nil {
+			return "null"
+		}
+		return v.(string)
+	}
+	joiner := func(_ Record, lv, rv any) (any, error) { return str(lv) + "+" + str(rv), nil }
+	j, err := l.JoinStream(r, kind, joiner, w, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.To("out", Produced{}); err != nil {
+		t.Fatal(err)
+	}
+	sensors := newCountingSensors()
+	d, err := NewDriver(b, DriverOptions{Sensors: sensors, Stores: NewMemoryStores()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, sensors, b
+}
+
+type joinInput struct {
+	topic string
+	key   any // nil: null key
+	value any // nil: null value
+	ts    int64
+}
+
+// pipeJoin pipes each input and returns the output it produced, "key:value@ts".
+func pipeJoin(t *testing.T, d *Driver, inputs ...joinInput) []string {
+	t.Helper()
+	out := []string{}
+	for _, in := range inputs {
+		var k, v []byte
+		if in.key != nil {
+			k = []byte(in.key.(string))
+		}
+		if in.value != nil {
+			v = []byte(in.value.(string))
+		}
+		if err := d.Pipe(in.topic, k, v, in.ts, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		r, ok := d.ReadOutput("out")
+		if !ok {
+			return out
+		}
+		key := "null"
+		if r.Key != nil {
+			key = string(r.Key)
+		}
+		out = append(out, fmt.Sprintf("%s:%s@%d", key, r.Value, r.Timestamp))
+	}
+}
+
+func expectJoin(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if want == nil {
+		want = []string{}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// KStreamKStreamLeftJoinTest's vector: unmatched left records wait until their window
+// closes, a matched one never produces a non-joined result.
+func TestLeftStreamJoinEmitsUnmatchedOnClose(t *testing.T) {
+	d, _, _ := streamJoinDriver(t, LeftStreamJoin, JoinWindows{Before: 100, After: 100}, StreamJoined{})
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "0", "A0", 1}, joinInput{"left", "1", "A1", 2}, joinInput{"left", "0", "A0-0", 3}))
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", "1", "a1", 3}), "1:A1+a1@3")
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "2", "dummy", 401}), "0:A0+null@1", "0:A0-0+null@3")
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", "2", "dummy", 401}), "2:dummy+dummy@401")
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", "9", "x", 2000}))
+}
+
+// The grace vector: buffered left records outlive the window by the grace period.
+func TestLeftStreamJoinWaitsForGrace(t *testing.T) {
+	d, _, _ := streamJoinDriver(t, LeftStreamJoin, JoinWindows{Before: 100, After: 100, Grace: 10}, StreamJoined{})
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "0", "A0", 0}, joinInput{"left", "1", "A1", 0}))
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", "0", "a0", 101}, joinInput{"right", "1", "a1", 101},
+		joinInput{"right", "2", "a2", 101}, joinInput{"right", "3", "a3", 101}))
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", "0", "dummy", 1201}), "0:A0+null@0", "1:A1+null@0")
+}
+
+// Inner joins honour asymmetric bounds (l − before ≤ r ≤ l + after), join out-of-order
+// records within the retention, output at the larger timestamp and never emit unmatched
+// records.
+func TestInnerStreamJoinBounds(t *testing.T) {
+	d, sensors, _ := streamJoinDriver(t, InnerStreamJoin, JoinWindows{Before: 10, After: 5, Grace: 20}, StreamJoined{})
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "k", "L100", 100}))
+	expectJoin(t, pipeJoin(t, d,
+		joinInput{"right", "k", "r89", 89},   // 100 − 10 = 90 > 89
+		joinInput{"right", "k", "r90", 90},   // lower bound, inclusive
+		joinInput{"right", "k", "r105", 105}, // upper bound, inclusive
+		joinInput{"right", "k", "r106", 106}, // beyond after
+		joinInput{"right", "j", "r100", 100}, // other key
+	), "k:L100+r90@100", "k:L100+r105@105")
+	// An out-of-order left record still finds the right records it is due.
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "k", "L95", 95}), "k:L95+r89@95", "k:L95+r90@95")
+	// Both sides keep duplicates.
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "k", "L100b", 100}), "k:L100b+r90@100", "k:L100b+r105@105")
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "k", nil, 100}, joinInput{"left", nil, "x", 100}))
+	if sensors.dropped["null-value"] != 1 || sensors.dropped["null-key"] != 1 {
+		t.Fatalf("dropped %v, want one null-key and one null-value", sensors.dropped)
+	}
+}
+
+// Records older than the stores' retention (before + after + grace) are neither kept nor
+// found.
+func TestStreamJoinDropsExpiredRecords(t *testing.T) {
+	d, _, _ := streamJoinDriver(t, InnerStreamJoin, JoinWindows{Before: 10, After: 10, Grace: 5}, StreamJoined{})
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "k", "L0", 0}, joinInput{"left", "z", "Z", 100}))
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", "k", "r5", 5}))
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", "z", "r95", 95}), "z:Z+r95@100")
+}
+
+// Outer joins buffer both sides; a null key on an outer side joins at once (KIP-962).
+func TestOuterStreamJoin(t *testing.T) {
+	d, sensors, _ := streamJoinDriver(t, OuterStreamJoin, JoinWindows{Before: 10, After: 10}, StreamJoined{})
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", "a", "ra", 5}, joinInput{"left", "b", "lb", 6}))
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", nil, "ln", 7}, joinInput{"right", nil, "rn", 7}), "null:ln+null@7", "null:null+rn@7")
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", "b", "rb", 8}), "b:lb+rb@8")
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "c", "lc", 15}))
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "c", "lc2", 16}), "a:null+ra@5")
+	// Closed on arrival: emitted at once.
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", "d", "rd", 40}), "c:lc+null@15", "c:lc2+null@16")
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "e", "le", 20}), "e:le+null@20")
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "k", nil, 40}))
+	if sensors.dropped["null-value"] != 1 {
+		t.Fatalf("dropped %v, want one null-value", sensors.dropped)
+	}
+}
+
+// A left join's right side is inner: a null key there is dropped.
+func TestLeftStreamJoinDropsNullKeyOnRight(t *testing.T) {
+	d, sensors, _ := streamJoinDriver(t, LeftStreamJoin, JoinWindows{Before: 10, After: 10}, StreamJoined{})
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", nil, "rn", 7}, joinInput{"left", nil, "ln", 7}), "null:ln+null@7")
+	if sensors.dropped["null-key"] != 1 {
+		t.Fatalf("dropped %v, want one null-key", sensors.dropped)
+	}
+}
+
+func TestStreamJoinNames(t *testing.T) {
+	// describe() prints a processor's stores in Java HashSet order.
+	cases := []struct {
+		kind StreamJoinKind
+		opts StreamJoined
+		want []string
+	}{
+		{InnerStreamJoin, StreamJoined{}, []string{
+			"KSTREAM-WINDOWED-0000000002 (stores: [KSTREAM-JOINTHIS-0000000004-store])",
+			"KSTREAM-JOINTHIS-0000000004 (stores: [KSTREAM-JOINOTHER-0000000005-store])",
+			"KSTREAM-JOINOTHER-0000000005 (stores: [KSTREAM-JOINTHIS-0000000004-store])",
+			"KSTREAM-MERGE-0000000006 (stores: [])"}},
+		{LeftStreamJoin, StreamJoined{}, []string{
+			"KSTREAM-WINDOWED-0000000003 (stores: [KSTREAM-OUTEROTHER-0000000005-store])",
+			"KSTREAM-OUTEROTHER-0000000005 (stores: [KSTREAM-JOINTHIS-0000000004-store, KSTREAM-OUTERSHARED-0000000004-store])"}},
+		{OuterStreamJoin, StreamJoined{Name: "j", StoreName: "s"}, []string{
+			"j-this-windowed (stores: [s-outer-this-join-store])",
+			"j-outer-this-join (stores: [s-outer-shared-join-store, s-outer-other-join-store])",
+			"j-outer-other-join (stores: [s-outer-shared-join-store, s-outer-this-join-store])",
+			"j-merge (stores: [])"}},
+		{LeftStreamJoin, StreamJoined{StoreName: "s"}, []string{
+			"KSTREAM-JOINTHIS-0000000004 (stores: [s-left-shared-join-store, s-outer-other-join-store])"}},
+	}
+	for _, c := range cases {
+		_, _, b := streamJoinDriver(t, c.kind, JoinWindows{Before: 1, After: 1}, c.opts)
+		text := b.Describe().String()
+		for _, w := range c.want {
+			if !strings.Contains(text, "Processor: "+w) {
+				t.Errorf("describe lacks %q:\n%s", w, text)
+			}
+		}
+	}
+	for _, name := range []string{"s-outer-this-join-store", "s-outer-shared-join-store"} {
+		_, _, b := streamJoinDriver(t, OuterStreamJoin, JoinWindows{Before: 1, After: 1}, StreamJoined{StoreName: "s"})
+		found := false
+		for _, st := range b.Stores() {
+			found = found || st.Name == name
+		}
+		if !found {
+			t.Errorf("store %s not declared", name)
+		}
+	}
+}
+
+func TestJoinWindowsValidate(t *testing.T) {
+	b := newTestBuilder()
+	l, _ := b.Stream([]string{"left"}, Consumed{})
+	r, _ := b.Stream([]string{"right"}, Consumed{})
+	joiner := func(Record, any, any) (any, error) { return nil, nil }
+	if _, err := l.JoinStream(r, InnerStreamJoin, joiner, JoinWindows{Before: -5, After: 2}, StreamJoined{}); err == nil || !strings.Contains(err.Error(), "must not be negative") {
+		t.Fatalf("negative interval: %v", err)
+	}
+	if _, err := l.JoinStream(r, InnerStreamJoin, joiner, JoinWindows{Before: 1, After: 1, Grace: -1}, StreamJoined{}); err == nil || !strings.Contains(err.Error(), "grace") {
+		t.Fatalf("negative grace: %v", err)
+	}
+}
+
+// The outer-join buffer lives in a store: a restart neither loses a waiting record nor
+// emits it twice.
+func TestLeftStreamJoinBufferSurvivesRestart(t *testing.T) {
+	stores := NewMemoryStores()
+	run := func(inputs ...joinInput) []string {
+		b := newTestBuilder()
+		l, _ := b.Stream([]string{"left"}, Consumed{})
+		r, _ := b.Stream([]string{"right"}, Consumed{})
+		joiner := func(_ Record, lv, rv any) (any, error) { return fmt.Sprintf("%v+%v", lv, rv), nil }
+		j, err := l.JoinStream(r, LeftStreamJoin, joiner, JoinWindows{Before: 10, After: 10}, StreamJoined{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.To("out", Produced{}); err != nil {
+			t.Fatal(err)
+		}
+		d, err := NewDriver(b, DriverOptions{Stores: stores, ApplicationID: "app"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pipeJoin(t, d, inputs...)
+	}
+	expectJoin(t, run(joinInput{"left", "a", "la", 0}, joinInput{"left", "b", "lb", 1}))
+	expectJoin(t, run(joinInput{"right", "b", "rb", 5}, joinInput{"right", "z", "x", 20}), "b:lb+rb@5", "a:la+<nil>@0")
+	expectJoin(t, run(joinInput{"right", "z", "y", 40}))
+}

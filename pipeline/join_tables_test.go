@@ -1,0 +1,119 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func testTables(t *testing.T, b *StreamsBuilder, topics ...string) []*KTable {
+	t.Helper()
+	var out []*KTable
+	for _, topic := range topics {
+		table, err := b.Table(topic, Consumed{}, Materialized{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, table)
+	}
+	return out
+}
+
+// joinedPairs shows which value came first: the joiner always gets this table's value as
+// rec.Value, also when the other table's update triggers it.
+func joinedPairs(rec Record, other any) (any, error) {
+	return fmt.Sprintf("%v|%v|%v", rec.Key, rec.Value, other), nil
+}
+
+// Each side looks its partner up in the other store's partition of the record: rows of
+// the same key on different partitions do not meet.
+func TestTableJoinLooksUpTheRecordsPartition(t *testing.T) {
+	b := newTestBuilder()
+	tables := testTables(t, b, "l", "r")
+	j, err := tables[0].JoinTable(tables[1], joinedPairs, LeftTableJoin, "", Materialized{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := j.ToStream("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.To("out", Produced{}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDriver(b, DriverOptions{Partitions: map[string]int32{"l": 2, "r": 2, "out": 1}, Stores: NewMemoryStores(), ApplicationID: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := func(topic string, partition int32, k, v string, ts int64) {
+		t.Helper()
+		var vb []byte
+		if v != "" {
+			vb = []byte(v)
+		}
+		if err := d.topo.Process(SourceRecord{Topic: topic, Partition: partition, Timestamp: ts, Key: []byte(k), Value: vb}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pipe("l", 1, "a", "A", 1)
+	pipe("r", 0, "a", "X", 2) // partition 0 holds no left row: the right side emits nothing
+	pipe("r", 1, "a", "Y", 3)
+	pipe("l", 1, "a", "", 4)
+	var got []string
+	for {
+		r, ok := d.ReadOutput("out")
+		if !ok {
+			break
+		}
+		got = append(got, fmt.Sprintf("%s=%s@%d", r.Key, r.Value, r.Timestamp))
+	}
+	want := []string{"a=a|A|<nil>@1", "a=a|A|Y@3", "a=@4"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestTableJoinRefusesTablesWithoutStore(t *testing.T) {
+	b := newTestBuilder()
+	tables := testTables(t, b, "l", "r")
+	filtered, err := tables[1].Filter(func(Record) (bool, error) { return true, nil }, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tables[0].JoinTable(filtered, joinedPairs, OuterTableJoin, "", Materialized{}); err == nil ||
+		!strings.Contains(err.Error(), "not supported yet: outerJoin with a table that has no store (other side") {
+		t.Fatalf("filtered table: %v", err)
+	}
+	s, err := b.Stream([]string{"w"}, Consumed{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.GroupByKey(Grouped{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := g.WindowedBy(TimeWindows{Size: 10, Advance: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	windowed, err := w.Reduce(func(rec Record, agg any) (any, error) { return agg, nil }, Materialized{StoreName: "w-store"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := windowed.JoinTable(tables[0], joinedPairs, LeftTableJoin, "", Materialized{}); err == nil ||
+		!strings.Contains(err.Error(), `not supported yet: leftJoin with a table whose store "w-store" is a`) {
+		t.Fatalf("windowed table: %v", err)
+	}
+	other := testTables(t, newTestBuilder(), "x")[0]
+	if _, err := tables[0].JoinTable(other, joinedPairs, InnerTableJoin, "", Materialized{}); err == nil ||
+		!strings.Contains(err.Error(), "join: the other table must come from the same builder") {
+		t.Fatalf("other builder: %v", err)
+	}
+	if _, err := tables[0].JoinTable(tables[1], joinedPairs, InnerTableJoin, "", Materialized{Given: true, StoreName: "l-store"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tables[0].JoinTable(tables[1], joinedPairs, InnerTableJoin, "", Materialized{Given: true, StoreName: "l-store"}); err == nil ||
+		!strings.Contains(err.Error(), `store "l-store" is already declared`) {
+		t.Fatalf("duplicate store: %v", err)
+	}
+}
