@@ -113,6 +113,8 @@ func graceSearch(n *Node, chain string, visited map[*Node]bool) (int64, error) {
 			return wa.windows.Grace, nil
 		case *sessionAggregate:
 			return wa.windows.Grace + wa.windows.Gap, nil // GraphGraceSearchUtil: sessions add the gap
+		case *slidingAggregate:
+			return wa.windows.Grace, nil
 		}
 	}
 	if chain == "" {

@@ -1,0 +1,74 @@
+package pipeline
+
+import "testing"
+
+// Two partitions: the slow one holds the watermark back, and idleness releases it; the
+// watermark never moves backwards.
+func TestWatermarkSlowPartitionAndIdleness(t *testing.T) {
+	b := newTestBuilder()
+	s, _ := b.Stream([]string{"in"}, Consumed{})
+	g, _ := s.GroupByKey(Grouped{})
+	w, _ := g.WindowedBy(TimeWindows{Size: 10, Advance: 10})
+	w.EmitOnWindowClose(true)
+	counts, _ := w.Count(Materialized{}, longTestSerde{}, "")
+	ts, _ := counts.ToStream("")
+	var final []string
+	_ = ts.Foreach(func(r Record) error {
+		wk := r.Key.(Windowed)
+		final = append(final, wk.Key.(string)+"@"+itoa(int(wk.Start)))
+		return nil
+	}, "")
+	topo, err := b.Build(TopologyOptions{Collector: &Driver{}, Stores: NewMemoryStores(), SourcePartitions: map[string]int32{"in": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, p1 := TopicPartition{"in", 0}, TopicPartition{"in", 1}
+	topo.SetAssignment([]TopicPartition{p0, p1})
+	send := func(p int32, key string, ts int64) {
+		t.Helper()
+		if err := topo.Process(SourceRecord{Topic: "in", Partition: p, Key: []byte(key), Value: []byte("v"), Timestamp: ts}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(0, "a", 5)
+	send(0, "a", 25)
+	if topo.Watermark() != -1 || len(final) != 0 {
+		t.Fatalf("watermark %d, final %v: p1 has no time and is not idle, nothing may close", topo.Watermark(), final)
+	}
+	send(1, "b", 3)
+	if topo.Watermark() != 3 || len(final) != 0 {
+		t.Fatalf("watermark %d, final %v: the slow partition holds it at 3", topo.Watermark(), final)
+	}
+	topo.SetIdle(p1, true)
+	if err := topo.AdvanceWatermark(); err != nil {
+		t.Fatal(err)
+	}
+	if topo.Watermark() != 25 || len(final) != 2 || final[0] != "b@0" && final[0] != "a@0" {
+		t.Fatalf("watermark %d, final %v: idleness releases it to 25 and closes [0,10) of both keys", topo.Watermark(), final)
+	}
+	topo.SetIdle(p1, false)
+	send(1, "b", 12)
+	if topo.Watermark() != 25 {
+		t.Fatalf("watermark %d: it never moves backwards", topo.Watermark())
+	}
+}
+
+type longTestSerde struct{}
+
+func (longTestSerde) Name() string { return "long" }
+func (longTestSerde) Serialize(_ string, _ Headers, v any) ([]byte, error) {
+	if v == nil {
+		return nil, nil
+	}
+	return []byte(itoa(int(v.(int64)))), nil
+}
+func (longTestSerde) Deserialize(_ string, _ Headers, b []byte) (any, error) {
+	if b == nil {
+		return nil, nil
+	}
+	n := int64(0)
+	for _, c := range b {
+		n = n*10 + int64(c-'0')
+	}
+	return n, nil
+}
