@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/metrics"
@@ -25,6 +26,7 @@ const (
 const (
 	ExceptionDeserialization = "stoatflow.DeserializationError"
 	ExceptionProcessing      = "stoatflow.ProcessingError"
+	ExceptionProduction      = "stoatflow.ProductionError"
 )
 
 // deadLetter is a failed input record on its way to the dead-letter topic.
@@ -152,4 +154,68 @@ func (l *loop) writeFailedDeadLetter(cause error) {
 	if err != nil {
 		l.a.log.Error("the dead letter of the failed record was not written", "topic", l.a.cfg.DeadLetterQueueTopic(), "err", err)
 	}
+}
+
+// skippedSends holds the dead letters of records the production exception handler skipped.
+// The handler runs on the producer's error goroutine, which must not send, so the loop
+// sends them at the commit barrier.
+type skippedSends struct {
+	mu      sync.Mutex
+	letters []*deadLetter
+}
+
+// handleProductionErrors installs the production exception handler when it is
+// LogAndContinue. Only at-least-once: the config refuses it under exactly-once.
+func (l *loop) handleProductionErrors() {
+	if l.eos || !l.a.cfg.ContinueOnProductionError() {
+		return
+	}
+	l.k.producer.OnFailure = l.continueOnProductionError
+}
+
+// continueOnProductionError skips a record the broker refused for good. A retriable error
+// still drops the epoch, and a record that no consumed record produced (a changelog record,
+// a dead letter) still stops the application: skipping it would lose state or a letter.
+func (l *loop) continueOnProductionError(pe *kafkaio.ProduceError) bool {
+	dlq := l.a.cfg.DeadLetterQueueTopic()
+	if pe.Source == nil || pe.Retriable() || (dlq != "" && pe.Topic == dlq) {
+		return false
+	}
+	src := pe.Source
+	l.a.log.Warn("skipping a record the production exception handler continued on",
+		"record", fmt.Sprintf("%s-%d@%d", src.Topic, src.Partition, src.Offset), "topic", pe.Topic, "err", pe.Err)
+	l.a.metrics.RecordsDropped.WithLabelValues(metrics.DropProduction).Inc()
+	if dlq != "" {
+		// As in Kafka Streams, the dead letter is the consumed record that produced it.
+		letter := newDeadLetter(src, ExceptionProduction, pe)
+		l.skipped.mu.Lock()
+		l.skipped.letters = append(l.skipped.letters, letter)
+		l.skipped.mu.Unlock()
+	}
+	return true
+}
+
+// sendSkipped sends the dead letters of the records skipped since the last call and waits
+// for them. It runs after the epoch's flush, so every failure of the epoch is known.
+func (l *loop) sendSkipped(ctx context.Context) error {
+	l.skipped.mu.Lock()
+	letters := l.skipped.letters
+	l.skipped.letters = nil
+	l.skipped.mu.Unlock()
+	if len(letters) == 0 {
+		return nil
+	}
+	for _, d := range letters {
+		if err := l.sendDeadLetter(d); err != nil {
+			return err
+		}
+	}
+	return l.k.producer.Flush(ctx)
+}
+
+// dropSkipped forgets the dead letters of a dropped epoch: its records are processed again.
+func (l *loop) dropSkipped() {
+	l.skipped.mu.Lock()
+	l.skipped.letters = nil
+	l.skipped.mu.Unlock()
 }

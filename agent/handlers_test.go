@@ -248,3 +248,74 @@ func TestDeadLetterTopicCreatedOnEmbeddedBroker(t *testing.T) {
 		t.Fatalf("dead letter value %q", got[0].Value)
 	}
 }
+
+// productionCase turns the input value "big" into an output over producer.max.request.size.
+var productionCase = handlerCase{
+	name: "production too large",
+	script: `local s = require("stoat")
+local b = s.builder()
+b:stream("in"):mapValues(function(v)
+  if v == "big" then return string.rep("x", 20000) end
+  return v
+end):to("out")
+return b`,
+	bad: []byte("big"), handler: "production.exception.handler", reason: metrics.DropProduction,
+	exception: ExceptionProduction, message: "MaxMessageBytes",
+}
+
+// Under at-least-once LogAndContinue skips an output the broker refuses for good, counts
+// it, and writes the consumed record that produced it to the dead-letter topic; every
+// other record arrives and the agent keeps running.
+func TestProductionHandlerContinueAtLeastOnce(t *testing.T) {
+	tc := productionCase
+	const n, bad = 10, 4
+	brokers := testBroker(t, 1, "in", "out", "dlq")
+	cfg := testConfig(t, brokers, tc.script, "producer.max.request.size = 10000\nproduction.exception.handler = \"LogAndContinue\"\nerrors.dead.letter.queue.topic.name = \"dlq\"\n")
+	m := metrics.New()
+	ra := startAgentWith(t, cfg, m)
+	defer ra.stop(t)
+	produceWithBad(t, brokers, n, bad, tc.bad)
+	seen := map[string]int{}
+	for _, r := range readCommitted(t, brokers, "out", n-1) {
+		seen[string(r.Key)]++
+	}
+	for i := range n {
+		if want := map[bool]int{true: 0, false: 1}[i == bad]; seen[fmt.Sprintf("k%d", i)] != want {
+			t.Fatalf("k%d output %d times, want %d; all: %v", i, seen[fmt.Sprintf("k%d", i)], want, seen)
+		}
+	}
+	checkDeadLetter(t, readCommitted(t, brokers, "dlq", 1)[0], tc, bad)
+	pollFor(t, 10*time.Second, "all records consumed", func() bool {
+		return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) == n
+	})
+	if got := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(tc.reason)); got != 1 {
+		t.Fatalf("dropped{reason=%q} = %v, want 1", tc.reason, got)
+	}
+	if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got != 0 {
+		t.Fatalf("%v failed commits, want none", got)
+	}
+	if st := ra.a.State(); st != StateRunning {
+		t.Fatalf("state %s, want RUNNING", st)
+	}
+}
+
+// With the default LogAndFail the same record stops the agent in ERROR, naming it.
+func TestProductionHandlerFailNamesTheRecord(t *testing.T) {
+	tc := productionCase
+	const bad = 2
+	brokers := testBroker(t, 1, "in", "out")
+	cfg := testConfig(t, brokers, tc.script, "producer.max.request.size = 10000\n")
+	ra := startAgent(t, cfg)
+	produceWithBad(t, brokers, 5, bad, tc.bad)
+	select {
+	case err := <-ra.done:
+		if want := fmt.Sprintf("in-0@%d", bad); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tc.message) {
+			t.Fatalf("err = %v, want one naming %s and %s", err, want, tc.message)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent kept running after a refused record under LogAndFail")
+	}
+	if st := ra.a.State(); st != StateError {
+		t.Fatalf("state %s, want ERROR", st)
+	}
+}

@@ -69,6 +69,7 @@ type loop struct {
 	staged *reloadCandidate
 	// watermark is the smallest task stream time, never moving backwards.
 	watermark int64
+	skipped   skippedSends // dead letters of records the production handler skipped
 }
 
 func newLoop(a *Agent, k *kafkaClients, topo *pipeline.Topology, db *state.DB, b *pipeline.StreamsBuilder) *loop {
@@ -94,6 +95,7 @@ func newLoop(a *Agent, k *kafkaClients, topo *pipeline.Topology, db *state.DB, b
 		}
 	}
 	k.producer.TrackOffsets(func(topic string) bool { _, ok := l.changelogOf[topic]; return ok })
+	l.handleProductionErrors()
 	return l
 }
 
@@ -331,9 +333,12 @@ func (l *loop) process(batch []kafkaio.Message) error {
 		return err
 	}
 	m := l.a.metrics
+	// The records sent while processing a record name it if the broker refuses them.
+	defer l.k.producer.SetSource(nil)
 	for i := range batch {
 		msg := &batch[i]
 		start := time.Now()
+		l.k.producer.SetSource(msg)
 		err := l.topo.Process(pipeline.SourceRecord{
 			Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, Timestamp: msg.Timestamp,
 			Key: msg.Key, Value: msg.Value, Headers: msg.Headers,
@@ -427,6 +432,9 @@ func (l *loop) commit() error {
 		if err := l.k.producer.Flush(ctx); err != nil {
 			return l.retry(err)
 		}
+		if err := l.sendSkipped(ctx); err != nil {
+			return l.retry(err)
+		}
 		if err := l.applyState(); err != nil {
 			return err
 		}
@@ -517,6 +525,7 @@ func (l *loop) abortEpoch() error {
 		ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.TaskTimeout)
 		_ = l.k.producer.Flush(ctx) // its error is the one being handled
 		cancel()
+		l.dropSkipped()
 	}
 	l.k.producer.AckedOffsets()
 	if l.db != nil {

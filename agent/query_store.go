@@ -163,7 +163,8 @@ func (k kvPartition) get(key []byte) (kvEntry, bool, error) {
 	}
 }
 
-// rng iterates [from, to] (nil = open); versioned stores have no range reads yet.
+// rng iterates [from, to] (nil = open) of a plain or timestamped store; versioned stores
+// range through VersionedView.Range, which only IQv2's RangeQuery uses so far.
 func (k kvPartition) rng(from, to []byte, reverse bool) (*state.KeyValueIterator, error) {
 	switch {
 	case k.plain != nil:
@@ -171,7 +172,7 @@ func (k kvPartition) rng(from, to []byte, reverse bool) (*state.KeyValueIterator
 	case k.ts != nil:
 		return k.ts.Range(from, to, reverse), nil
 	}
-	return nil, notSupported("range reads of versioned stores")
+	return nil, notSupported("range reads of versioned stores under /v1 (POST /v2/query with a RangeQuery answers them)")
 }
 
 func (k kvPartition) count() (int64, error) {

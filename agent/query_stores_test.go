@@ -274,8 +274,8 @@ func TestQueryV2WindowSessionVersionedAndHeaders(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ body, want string }{
-		{`{"store":"vers","query":{"type":"MultiVersionedKeyQuery","key":5}}`, "501 not_supported"},
-		{`{"store":"vers","query":{"type":"RangeQuery"}}`, "501 not_supported"},
+		{`{"store":"vers","query":{"type":"MultiVersionedKeyQuery","key":5,"fromTime":2,"toTime":1}}`, "400 bad_parameter"},
+		{`{"store":"vers","query":{"type":"MultiVersionedKeyQuery"}}`, "400 bad_parameter"},
 		{`{"store":"wins","query":{"type":"WindowKeyQuery","key":"a"}}`, "400 bad_parameter"},
 		{`{"store":"wins","query":{"type":"WindowRangeQuery","key":"a","timeFrom":1,"timeTo":2}}`, "400 bad_parameter"},
 		{`{"store":"wins","query":{"type":"WindowRangeQuery","timeFrom":"yesterday","timeTo":2}}`, "400 bad_parameter"},

@@ -154,9 +154,6 @@ func (s *queryStore) planV2(q v2Query) (*v2Plan, *apiError) {
 		if plan.upper, e = parseKey("upper", q.Upper, false); e != nil {
 			return nil, e
 		}
-		if s.spec.Type == state.Versioned {
-			return nil, notSupported("RangeQuery on versioned stores")
-		}
 	case "WindowKeyQuery", "TimestampedWindowKeyWithHeadersQuery":
 		if plan.key, e = parseKey("key", q.Key, true); e != nil {
 			return nil, e
@@ -181,7 +178,13 @@ func (s *queryStore) planV2(q v2Query) (*v2Plan, *apiError) {
 			}
 		}
 	case "MultiVersionedKeyQuery":
-		return nil, notSupported("MultiVersionedKeyQuery (package state has no version iterator yet)")
+		if plan.key, e = parseKey("key", q.Key, true); e != nil {
+			return nil, e
+		}
+		// MeteredVersionedKeyValueStore's check, an IllegalArgumentException in Java.
+		if timeOr(q.FromTime, math.MinInt64) > timeOr(q.ToTime, math.MaxInt64) {
+			return nil, badParam("query.fromTime", "The `fromTime` timestamp must be smaller than the `toTime` timestamp.")
+		}
 	default: // KeyQuery, TimestampedKeyQuery, TimestampedKeyWithHeadersQuery, VersionedKeyQuery
 		if plan.key, e = parseKey("key", q.Key, true); e != nil {
 			return nil, e
@@ -361,10 +364,15 @@ func (s *queryStore) runV2(plan *v2Plan, p int32, level state.IsolationLevel) (v
 	switch q.Type {
 	case "KeyQuery", "TimestampedKeyQuery", "TimestampedKeyWithHeadersQuery", "VersionedKeyQuery":
 		return s.runKeyQuery(plan, p, level)
+	case "MultiVersionedKeyQuery":
+		return s.runVersions(plan, p, level)
 	case "RangeQuery", "TimestampedRangeQuery", "TimestampedRangeWithHeadersQuery":
 		kp, err := s.kv(p, level)
 		if err != nil {
 			return v2Result{}, err
+		}
+		if kp.versioned != nil {
+			return s.runVersionedRange(kp.versioned, plan)
 		}
 		it, err := kp.rng(plan.lower, plan.upper, q.Descending)
 		if err != nil {
@@ -470,6 +478,57 @@ func (s *queryStore) primed(src *itemSource) (v2Result, error) {
 	return v2Result{items: src}, nil
 }
 
+// versionJSON is a VersionedRecord: validTo is null for the latest version.
+func versionJSON(value any, rec state.VersionedRecord) map[string]any {
+	var validTo any
+	if rec.ValidTo != state.ValidToUndefined {
+		validTo = rec.ValidTo
+	}
+	return map[string]any{"value": value, "timestamp": rec.Timestamp, "validTo": validTo}
+}
+
+// runVersions answers MultiVersionedKeyQuery: the key's versions valid at some time in
+// [fromTime, toTime], ascending unless descending.
+func (s *queryStore) runVersions(plan *v2Plan, p int32, level state.IsolationLevel) (v2Result, error) {
+	q := plan.q
+	kp, err := s.kv(p, level)
+	if err != nil {
+		return v2Result{}, err
+	}
+	it := kp.versioned.Versions(plan.key, timeOr(q.FromTime, math.MinInt64), timeOr(q.ToTime, math.MaxInt64), q.Descending)
+	return s.primed(&itemSource{close: it.Close, next: func() (any, bool, error) {
+		if !it.Next() {
+			return nil, false, it.Err()
+		}
+		rec := it.Record()
+		v, err := s.value.jsonValue(rec.Value)
+		if err != nil {
+			return nil, false, err
+		}
+		return versionJSON(v, rec), true, nil
+	}})
+}
+
+// runVersionedRange answers RangeQuery on a versioned store with each key's latest value,
+// as Kafka's versioned stores do.
+func (s *queryStore) runVersionedRange(v *state.VersionedView, plan *v2Plan) (v2Result, error) {
+	it := v.Range(plan.lower, plan.upper, plan.q.Descending)
+	return s.primed(&itemSource{close: it.Close, next: func() (any, bool, error) {
+		if !it.Next() {
+			return nil, false, it.Err()
+		}
+		k, err := s.key.jsonValue(it.Key())
+		if err != nil {
+			return nil, false, err
+		}
+		v, err := s.value.jsonValue(it.Record().Value)
+		if err != nil {
+			return nil, false, err
+		}
+		return map[string]any{"key": k, "value": v}, true, nil
+	}})
+}
+
 func (s *queryStore) runKeyQuery(plan *v2Plan, p int32, level state.IsolationLevel) (v2Result, error) {
 	q := plan.q
 	kp, err := s.kv(p, level)
@@ -491,11 +550,7 @@ func (s *queryStore) runKeyQuery(plan *v2Plan, p int32, level state.IsolationLev
 		if err != nil {
 			return v2Result{}, err
 		}
-		var validTo any
-		if rec.ValidTo != state.ValidToUndefined {
-			validTo = rec.ValidTo
-		}
-		return v2Result{value: map[string]any{"value": v, "timestamp": rec.Timestamp, "validTo": validTo}}, nil
+		return v2Result{value: versionJSON(v, rec)}, nil
 	}
 	e, ok, err := kp.get(plan.key)
 	if err != nil || !ok {

@@ -64,18 +64,8 @@ func (rt *Runtime) slidingWindowedBy(L *lua.LState, g *pipeline.KGroupedStream, 
 			return rt.pushTable(L, t, err)
 		},
 		"emitStrategy": func(L *lua.LState) int {
-			checkValue[*pipeline.SlidingWindowedKStream](L, typeName)
-			ud, ok := L.Get(2).(*lua.LUserData)
-			var strategy emitStrategy
-			if ok {
-				strategy, ok = ud.Value.(emitStrategy)
-			}
-			if !ok {
-				L.ArgError(2, "emitStrategy needs s.EmitStrategy.onWindowClose() or s.EmitStrategy.onWindowUpdate()")
-			}
-			if strategy == "onWindowClose" {
-				L.RaiseError("not supported yet: emitStrategy(onWindowClose) with sliding windows (sliding windows emit on every update)")
-			}
+			sw := checkValue[*pipeline.SlidingWindowedKStream](L, typeName)
+			sw.EmitOnWindowClose(checkEmitStrategy(L, 2) == "onWindowClose")
 			L.Push(L.Get(1))
 			return 1
 		},

@@ -225,12 +225,26 @@ func TestSlidingDropsLateRecords(t *testing.T) {
 	})
 }
 
+// Emit on close: each window once, final, in start order, when start + d + grace < the
+// watermark (here the stream time: the test driver has no backlog).
+func TestSlidingEmitOnWindowClose(t *testing.T) {
+	d := slidingDriver(t, `s.SlidingWindows.ofTimeDifferenceAndGrace(10, 5)`,
+		`:emitStrategy(s.EmitStrategy.onWindowClose())`+stringAgg,
+		[]slidingIn{{"A", "1", 10}, {"A", "2", 15}, {"A", "3", 20}, {"A", "4", 22}, {"A", "5", 30}})
+	// At 30 the last closed start is 30 − 5 − 10 − 1 = 14.
+	expectLines(t, slidingLines(slidingOutputs(d)), []string{"A@0/10 0+1 @10", "A@5/15 0+1+2 @15",
+		"A@10/20 0+1+2+3 @20", "A@11/21 0+2+3 @20", "A@12/22 0+2+3+4 @22"})
+	if err := d.Pipe("in", []byte("B"), []byte("x"), 100, nil); err != nil {
+		t.Fatal(err)
+	}
+	expectLines(t, slidingLines(slidingOutputs(d)), []string{"A@16/26 0+3+4 @22",
+		"A@20/30 0+3+4+5 @30", "A@21/31 0+4+5 @30", "A@23/33 0+5 @30"})
+}
+
 func TestSlidingWindowsErrors(t *testing.T) {
 	for _, c := range []struct{ script, want string }{
 		{`s.SlidingWindows.ofTimeDifferenceWithNoGrace(-1)`, "time difference must not be negative"},
 		{`s.SlidingWindows.ofTimeDifferenceAndGrace(10, -1)`, "grace period must not be negative"},
-		{`b:stream("in"):groupByKey():windowedBy(s.SlidingWindows.ofTimeDifferenceWithNoGrace(10)):emitStrategy(s.EmitStrategy.onWindowClose())`,
-			"not supported yet: emitStrategy(onWindowClose) with sliding windows"},
 		{`b:stream("in"):groupByKey():windowedBy(s.SlidingWindows.ofTimeDifferenceWithNoGrace(10)):emitStrategy(1)`, "emitStrategy needs"},
 		{`b:stream("in"):groupByKey():windowedBy(1)`, "windowedBy needs"},
 	} {

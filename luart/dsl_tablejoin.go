@@ -7,7 +7,7 @@ import (
 )
 
 // tJoin implements table:join(other, joiner [, {name=, materialized=}]), leftJoin and
-// outerJoin. The joiner is chosen by arity as for stream joins: function(v, ov) or
+// outerJoin; a second function makes a foreign-key join (dsl_fkjoin.go). The joiner is chosen by arity as for stream joins: function(v, ov) or
 // function(k, v, ov), with r last.
 func (rt *Runtime) tJoin(kind pipeline.TableJoinKind) lua.LGFunction {
 	return func(L *lua.LState) int {
@@ -20,7 +20,7 @@ func (rt *Runtime) tJoin(kind pipeline.TableJoinKind) lua.LGFunction {
 			L.ArgError(2, kind.String()+" needs a KTable")
 		}
 		if _, ok := L.Get(4).(*lua.LFunction); ok {
-			L.RaiseError("not supported yet: foreign-key table joins (%s with a foreign-key extractor)", kind)
+			return rt.tJoinForeignKey(L, t, other, kind)
 		}
 		fn := L.CheckFunction(3)
 		o := options(L, 4, kind.String(), "name", "materialized")

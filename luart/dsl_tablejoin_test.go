@@ -121,12 +121,6 @@ return b`, nil)
 	if err == nil || !strings.Contains(err.Error(), "not supported yet: join with a table that has no store") || !strings.Contains(err.Error(), "materialized=") {
 		t.Fatalf("joining an unmaterialized join result: %v", err)
 	}
-	_, _, err = load(t, prelude+`local l = b:table("l")
-l:join(b:table("r"), function(x) return x end, function(a, c) return a end)
-return b`, nil)
-	if err == nil || !strings.Contains(err.Error(), "not supported yet: foreign-key table joins") {
-		t.Fatalf("foreign-key join: %v", err)
-	}
 	_, _, err = load(t, prelude+`b:table("l"):outerJoin(b:stream("s"), function(a, c) return a end)
 return b`, nil)
 	if err == nil || !strings.Contains(err.Error(), "outerJoin needs a KTable") {

@@ -1,6 +1,9 @@
 package pipeline
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // SlidingWindows are windows of a fixed time difference d that slide with the records
 // (Kafka Streams' SlidingWindows): windows are [s, s + d], both ends inclusive, and only
@@ -24,9 +27,15 @@ func (w SlidingWindows) Validate() error {
 // SlidingWindowedKStream is a grouped stream with sliding windows (Kafka Streams'
 // TimeWindowedKStream over SlidingWindows).
 type SlidingWindowedKStream struct {
-	g *KGroupedStream
-	w SlidingWindows
+	g           *KGroupedStream
+	w           SlidingWindows
+	emitOnClose bool
 }
+
+// EmitOnWindowClose makes the aggregation forward each window once, when the global
+// watermark closes it (end + grace < watermark), instead of on every update
+// (EmitStrategy.onWindowClose).
+func (t *SlidingWindowedKStream) EmitOnWindowClose(onClose bool) { t.emitOnClose = onClose }
 
 // WindowedBySliding adds sliding windows to the grouping.
 func (g *KGroupedStream) WindowedBySliding(w SlidingWindows) (*SlidingWindowedKStream, error) {
@@ -73,14 +82,20 @@ func (t *SlidingWindowedKStream) Aggregate(init Initializer, agg Aggregator, m M
 }
 
 func (t *SlidingWindowedKStream) aggregate(prefix string, m Materialized, name string, init Initializer, agg Aggregator) (*KTable, error) {
-	w := t.w
+	w, onClose := t.w, t.emitOnClose
+	// Kafka's default retention for sliding windows (SlidingWindowStoreMaterializer).
+	retention := w.Grace + 2*w.TimeDifference
+	if onClose {
+		// A window waits in the store for the watermark, which may lag the store's stream
+		// time by any amount: emitClosed deletes it once no open window can need it.
+		retention = math.MaxInt64 / 4
+	}
 	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
-		// Kafka's default retention for sliding windows (SlidingWindowStoreMaterializer).
 		return &StoreSpec{Name: storeName, Type: TimestampedWindowStoreType, Serdes: serdes, Logged: !m.LoggingDisabled,
-			WindowSize: w.TimeDifference, Retention: w.Grace + 2*w.TimeDifference}
+			WindowSize: w.TimeDifference, Retention: retention}
 	}, func(storeName string, oldValues *bool) Processor {
 		return &slidingAggregate{store: storeName, windows: w, init: init, agg: agg, oldValues: oldValues,
-			streamTime: map[int32]int64{}}
+			streamTime: map[int32]int64{}, emitOnClose: onClose}
 	})
 	if err != nil {
 		return nil, err

@@ -12,6 +12,9 @@ type slidingAggregate struct {
 	agg        Aggregator
 	oldValues  *bool
 	streamTime map[int32]int64 // per task
+	// emitOnClose stores updates without forwarding them; emitClosed forwards each window
+	// once, when the watermark closes it.
+	emitOnClose bool
 }
 
 // aggAt is a window's aggregate and the largest timestamp of its records.
@@ -20,7 +23,13 @@ type aggAt struct {
 	ts    int64
 }
 
-func (p *slidingAggregate) Init(ctx *Context) error { p.ctx = ctx; return nil }
+func (p *slidingAggregate) Init(ctx *Context) error {
+	p.ctx = ctx
+	if p.emitOnClose {
+		ctx.topology.onWatermark(p.emitClosed)
+	}
+	return nil
+}
 
 // slidingRecord is one record being processed with the task's window store.
 type slidingRecord struct {
@@ -199,6 +208,12 @@ func (r *slidingRecord) update(start int64, cur *aggAt) error {
 		r.p.ctx.Drop("late")
 		return nil
 	}
+	if r.p.closedByWatermark(start) {
+		// The operator's stream time still accepts it, but the window's final result is
+		// out: a final result is never revised.
+		r.p.ctx.Drop("window-closed")
+		return nil
+	}
 	next, err := r.p.agg(r.rec, cur.value)
 	if err != nil {
 		return err
@@ -209,6 +224,9 @@ func (r *slidingRecord) update(start int64, cur *aggAt) error {
 	}
 	if _, err := r.store.Put(r.rec.Key, next, start, ts); err != nil {
 		return err
+	}
+	if r.p.emitOnClose {
+		return nil
 	}
 	c := Change{New: next}
 	if *r.p.oldValues {
@@ -221,8 +239,16 @@ func (r *slidingRecord) update(start int64, cur *aggAt) error {
 // records after ts that an existing window holds; the record itself is not in it.
 func (r *slidingRecord) createRight(agg *aggAt) error {
 	start := r.rec.Timestamp + 1
+	if r.p.closedByWatermark(start) {
+		// Its records are already in final results; the record itself is not in it, so
+		// nothing of the record is dropped.
+		return nil
+	}
 	if _, err := r.store.Put(r.rec.Key, agg.value, start, agg.ts); err != nil {
 		return err
+	}
+	if r.p.emitOnClose {
+		return nil
 	}
 	return r.forward(start, Change{New: agg.value}, agg.ts)
 }

@@ -23,6 +23,9 @@ func TestExceptionHandlers(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mustParse(t, "", tc.streams)
+			if c.ContinueOnProductionError() {
+				t.Error("ContinueOnProductionError = true, want the default LogAndFail")
+			}
 			if got := c.ContinueOnDeserializationError(); got != tc.deserialize {
 				t.Errorf("ContinueOnDeserializationError = %v, want %v", got, tc.deserialize)
 			}
@@ -33,5 +36,19 @@ func TestExceptionHandlers(t *testing.T) {
 				t.Errorf("DeadLetterQueueTopic = %q, want %q", got, tc.dlq)
 			}
 		})
+	}
+}
+
+func TestProductionHandlerContinueUnderAtLeastOnce(t *testing.T) {
+	for _, streams := range []string{
+		"production.exception.handler = \"LogAndContinue\"",
+		"default.production.exception.handler = \"LogAndContinue\"",
+	} {
+		if c := mustParse(t, "", streams); !c.ContinueOnProductionError() {
+			t.Errorf("%s: ContinueOnProductionError = false, want true", streams)
+		}
+	}
+	if c := mustParse(t, "", "default.production.exception.handler = \"LogAndContinue\"\nproduction.exception.handler = \"LogAndFail\""); c.ContinueOnProductionError() {
+		t.Error("the deprecated name won over production.exception.handler")
 	}
 }

@@ -197,12 +197,6 @@ var (
 		"org.apache.kafka.streams.errors.DefaultProductionExceptionHandler": "LogAndFail",
 		"DefaultProductionExceptionHandler":                                 "LogAndFail",
 	}
-	// A failed send is reported asynchronously, after later records were processed and
-	// while the transaction it poisoned is still open, so the failed record cannot be
-	// skipped alone yet.
-	productionContinue = map[string]string{
-		"LogAndContinue": "not supported yet: LogAndContinue for production errors (a failed send is known only asynchronously; LogAndFail, the default, stops the agent)",
-	}
 	serdeAliases = map[string]string{
 		"org.apache.kafka.common.serialization.Serdes$StringSerde":    "string",
 		"org.apache.kafka.common.serialization.Serdes$ByteArraySerde": "bytes",
@@ -286,13 +280,13 @@ var streamsKeys = []Key{
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: processingAliases,
 		Doc: "What a processing error (a failing Lua callback) does: LogAndFail stops the agent, LogAndContinue logs, counts and skips the record (KIP-1033)."},
 	{Name: "production.exception.handler", Type: TypeClass, Default: "LogAndFail",
-		Allowed: []string{"LogAndFail"}, Aliases: productionFail, Refuse: productionContinue,
-		Doc: "What a failed send does: LogAndFail (Kafka's DefaultProductionExceptionHandler) stops the agent; retriable errors are retried."},
+		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: productionFail,
+		Doc: "What a record the broker refuses for good (too large, invalid) does: LogAndFail (Kafka's DefaultProductionExceptionHandler) stops the agent, LogAndContinue (at_least_once only) logs, counts and skips it; retriable errors are retried."},
 	{Name: "default.production.exception.handler", Type: TypeClass, Default: "LogAndFail",
-		Allowed: []string{"LogAndFail"}, Aliases: productionFail, Refuse: productionContinue,
+		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: productionFail,
 		Doc: "Deprecated name (since Kafka 4.0) of production.exception.handler."},
 	{Name: "errors.dead.letter.queue.topic.name", Type: TypeString,
-		Doc: "KIP-1034: topic that receives every record the deserialization or processing handler skips or fails on, with its original key and value bytes and the __streams.errors.* headers; empty means none. Created by the agent with the embedded broker only."},
+		Doc: "KIP-1034: topic that receives every record the deserialization or processing handler skips or fails on, and the consumed record behind each output the production handler skips, with its original key and value bytes and the __streams.errors.* headers; empty means none. Created by the agent with the embedded broker only."},
 
 	{Name: "num.stream.threads", Type: TypeInt, Default: "1", Disposition: Ignored,
 		Reason: "StoatFlow processes on one thread", Doc: "Kafka Streams' processing threads."},

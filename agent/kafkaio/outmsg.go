@@ -16,6 +16,7 @@ type outMsg struct {
 	key, value sarama.ByteEncoder
 	headers    []sarama.RecordHeader
 	headerKeys []byte
+	source     *Message // Producer.SetSource at Send
 }
 
 // maxPooledHeaderKeys bounds the header-name buffer a pooled message keeps.
@@ -57,7 +58,7 @@ func (m *outMsg) fill(topic string, partition int32, key, value []byte, headers 
 // reset drops every reference to the caller's bytes and clears what sarama set.
 func (m *outMsg) reset() {
 	m.msg = sarama.ProducerMessage{}
-	m.key, m.value = nil, nil
+	m.key, m.value, m.source = nil, nil, nil
 	clear(m.headers)
 	m.headers = m.headers[:0]
 	if cap(m.headerKeys) > maxPooledHeaderKeys {

@@ -7,14 +7,21 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// ProduceError is a record the broker did not take. Send and Flush return it (wrapped).
+// ProduceError is a record the broker did not take. Send and Flush return it (wrapped),
+// unless Producer.OnFailure consumed it.
 type ProduceError struct {
-	Topic     string
-	Partition int32
-	Err       error
+	Topic      string
+	Partition  int32
+	Key, Value []byte   // the record as sent
+	Source     *Message // the consumed record it came from (Producer.SetSource); nil if none
+	Err        error
 }
 
 func (e *ProduceError) Error() string {
+	if e.Source != nil {
+		return fmt.Sprintf("produce to topic %q partition %d (from record %s-%d@%d): %v",
+			e.Topic, e.Partition, e.Source.Topic, e.Source.Partition, e.Source.Offset, e.Err)
+	}
 	return fmt.Sprintf("produce to topic %q partition %d: %v", e.Topic, e.Partition, e.Err)
 }
 

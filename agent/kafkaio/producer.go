@@ -21,6 +21,14 @@ type Producer struct {
 	// every acknowledged record, with the record's topic. It must be quick: it delays
 	// the acknowledgement of the records behind it.
 	OnAck func(topic string)
+	// OnFailure, if set before the first Send, is called on sarama's error goroutine for
+	// every record the broker did not take. Returning true consumes the failure: Send and
+	// Flush do not report it. It must be quick and must not call Send: sarama waits for
+	// its error goroutine.
+	OnFailure func(*ProduceError) bool
+
+	// source is the consumed record the records sent now come from (SetSource).
+	source *Message
 
 	client sarama.Client
 	ap     sarama.AsyncProducer
@@ -113,10 +121,16 @@ func (p *Producer) Send(topic string, partition int32, key, value []byte, header
 	}
 	m := p.msgs.Get().(*outMsg)
 	m.fill(topic, partition, key, value, headers, timestampMs)
+	m.source = p.source
 	p.pending.Add(1)
 	p.ap.Input() <- &m.msg
 	return nil
 }
+
+// SetSource tags the records sent from now on with the consumed record they come from
+// (nil: none, as for changelog records); a ProduceError carries it. Only the goroutine that
+// calls Send may call it, and src must stay unchanged until its records are acknowledged.
+func (p *Producer) SetSource(src *Message) { p.source = src }
 
 // PartitionsFor returns the partition count of topic. Counts are cached; an unknown topic
 // is looked up in the cluster metadata.
@@ -203,8 +217,14 @@ func (p *Producer) drainSuccesses() {
 func (p *Producer) drainErrors() {
 	defer p.drained.Done()
 	for pe := range p.ap.Errors() {
-		var err error = &ProduceError{Topic: pe.Msg.Topic, Partition: pe.Msg.Partition, Err: p.fail(pe.Err)}
-		p.firstErr.CompareAndSwap(nil, &err)
+		perr := &ProduceError{Topic: pe.Msg.Topic, Partition: pe.Msg.Partition, Err: p.fail(pe.Err)}
+		if m, ok := pe.Msg.Metadata.(*outMsg); ok {
+			perr.Key, perr.Value, perr.Source = m.key, m.value, m.source
+		}
+		if p.OnFailure == nil || !p.OnFailure(perr) {
+			var err error = perr
+			p.firstErr.CompareAndSwap(nil, &err)
+		}
 		// A failed message is not recycled: sarama still reads it after reporting it
 		// (the retry backoff looks at it). Failures are rare; the GC takes it.
 		p.finish()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -247,5 +248,50 @@ func BenchmarkProducerSend(b *testing.B) {
 	}
 	if err := p.Flush(context.Background()); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// OnFailure sees a refused record with its bytes and source; when it consumes the failure
+// Flush reports nothing, and when it does not Flush reports it, naming the source record.
+func TestProducerOnFailure(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "small", 1)
+	cfg := testConfig()
+	cfg.Producer.MaxMessageBytes = 1000
+	for _, consume := range []bool{true, false} {
+		p, err := NewProducer(e.Addrs(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen atomic.Pointer[ProduceError]
+		p.OnFailure = func(pe *ProduceError) bool { seen.Store(pe); return consume }
+		src := &Message{Topic: "in", Partition: 1, Offset: 7}
+		p.SetSource(src)
+		big := make([]byte, 5000)
+		if err := p.Send("small", 0, []byte("k"), big, nil, 1); err != nil {
+			t.Fatal(err)
+		}
+		p.SetSource(nil)
+		err = p.Flush(t.Context())
+		pe := seen.Load()
+		if pe == nil || pe.Source != src || string(pe.Key) != "k" || len(pe.Value) != len(big) || pe.Retriable() {
+			t.Fatalf("consume=%v: OnFailure saw %+v", consume, pe)
+		}
+		if consume && err != nil {
+			t.Fatalf("Flush after a consumed failure: %v", err)
+		}
+		if !consume && (err == nil || !errors.As(err, new(*ProduceError)) || !strings.Contains(err.Error(), "from record in-1@7")) {
+			t.Fatalf("Flush after an unconsumed failure: %v", err)
+		}
+		if err := p.Send("small", 0, []byte("k"), []byte("ok"), nil, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		_ = p.Close()
+	}
+	if hw := highWatermarks(e, "small"); hw[0] != 2 {
+		t.Fatalf("high watermark %v, want the two small records", hw)
 	}
 }

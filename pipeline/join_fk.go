@@ -1,0 +1,426 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+)
+
+// ForeignKeyExtractor returns the foreign key of a left-table row (rec.Key, rec.Value); nil
+// means the row has no foreign key.
+type ForeignKeyExtractor func(rec Record) (any, error)
+
+// JoinForeignKey joins this table with other through a foreign key extracted from this
+// table's values (KTable#join/#leftJoin(KTable, Function | BiFunction, ValueJoiner), KIP-213,
+// KIP-1104). The result is keyed by this table's key; the joiner gets this table's value as
+// rec.Value and other's value (nil in a left join without a match) as its second argument.
+//
+// Kafka Streams routes subscriptions and responses through two internal topics; in one
+// process the results are computed directly and come out as after the round trip. A
+// subscription store keyed [4-byte FK length][FK bytes][PK bytes], holding the left row's
+// partition, lets an update of other re-join every row that references it. The store
+// partition, and the partition of other's store that is read, is DefaultPartition(FK bytes),
+// where Kafka Streams would send the subscription.
+//
+// Names: KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-%010d (this side), the store
+// KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-%010d, KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-%010d
+// (other's side), KTABLE-FK-JOIN-OUTPUT-%010d, then the result's store
+// KTABLE-FK-JOIN-OUTPUT-STATE-STORE-%010d when materialized without a name. A name n names
+// them n-subscription-registration, n-subscription-store, n-subscription-processor and n.
+// Kafka Streams' indices differ: its topic sink and source nodes take indices too.
+func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner ValueJoinerWithKey, left bool, name string, m Materialized) (*KTable, error) {
+	kind := InnerTableJoin
+	if left {
+		kind = LeftTableJoin
+	}
+	what := kind.String() + " (foreign key)"
+	if other == nil || other.b != t.b {
+		return nil, fmt.Errorf("%s: the other table must come from the same builder", what)
+	}
+	// The subscription side needs old values to find the foreign key a row leaves.
+	t.enableSendingOldValues()
+	thisStore, err := joinStore(t, kind, "this")
+	if err != nil {
+		return nil, err
+	}
+	otherStore, err := joinStore(other, kind, "other")
+	if err != nil {
+		return nil, err
+	}
+	b := t.b
+	suffixed := func(suffix string) string {
+		if name == "" {
+			return ""
+		}
+		return name + suffix
+	}
+	regName := b.newName("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-", suffixed("-subscription-registration"))
+	subStore := b.newName("KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-", suffixed("-subscription-store"))
+	if _, dup := b.stores[subStore]; dup {
+		return nil, fmt.Errorf("%s: store %q is already declared", what, subStore)
+	}
+	procName := b.newName("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-", suffixed("-subscription-processor"))
+	outName := b.newName("KTABLE-FK-JOIN-OUTPUT-", name)
+	storeName := ""
+	if m.Given {
+		storeName = m.StoreName
+		if storeName == "" {
+			storeName = b.newName("KTABLE-FK-JOIN-OUTPUT-STATE-STORE-", "")
+		}
+		if _, dup := b.stores[storeName]; dup {
+			return nil, fmt.Errorf("%s: store %q is already declared", what, storeName)
+		}
+	}
+
+	spec := &fkJoinSpec{fk: fk, joiner: joiner, left: left, subs: subStore, this: thisStore, other: otherStore}
+	reg, err := b.addNode(&Node{Name: regName, Kind: ProcessorNode, Stores: []string{subStore, otherStore},
+		factory: func() Processor { return &fkJoinThis{spec: spec} }})
+	if err != nil {
+		return nil, err
+	}
+	proc, err := b.addNode(&Node{Name: procName, Kind: ProcessorNode, Stores: []string{subStore, thisStore},
+		factory: func() Processor { return &fkJoinOther{spec: spec} }})
+	if err != nil {
+		return nil, err
+	}
+	ov := false
+	out := &fkJoinOutSpec{store: storeName}
+	outNode, err := b.addNode(&Node{Name: outName, Kind: ProcessorNode, factory: func() Processor { return &fkJoinOutput{spec: out, oldValues: &ov} }})
+	if err != nil {
+		return nil, err
+	}
+	b.stores[subStore] = &StoreSpec{Name: subStore, Type: KeyValueStoreType, Serdes: Serdes{Key: rawBytesSerde{}, Value: rawBytesSerde{}}, Logged: true}
+	t.node.addChild(reg)
+	other.node.addChild(proc)
+	reg.addChild(outNode)
+	proc.addChild(outNode)
+
+	serdes := Serdes{Key: orSerde(m.Serdes.Key, t.serdes.Key), Value: m.Serdes.Value}
+	result := &KTable{b: b, node: outNode, serdes: serdes, oldValues: &ov}
+	materialize := func(n string) {
+		out.store = n
+		result.store = n
+		outNode.Stores = []string{n}
+		b.stores[n] = &StoreSpec{Name: n, Type: TimestampedKeyValueStoreType, Serdes: b.orDefaults(serdes), Logged: !m.LoggingDisabled}
+	}
+	if storeName != "" {
+		materialize(storeName)
+	}
+	// Old values of the result come from its own store, as for a source table.
+	result.materialize = func() {
+		if out.store == "" {
+			materialize(b.newName("KTABLE-FK-JOIN-OUTPUT-STATE-STORE-", ""))
+		}
+	}
+	return result, nil
+}
+
+type fkJoinSpec struct {
+	fk     ForeignKeyExtractor
+	joiner ValueJoinerWithKey
+	left   bool
+	subs   string // subscription store
+	this   string // this table's store
+	other  string // other table's store
+}
+
+// subscriptionKey is Kafka Streams' CombinedKey layout: the length prefix keeps one foreign
+// key's subscriptions from matching a prefix scan of a shorter foreign key.
+func subscriptionKey(fk, pk []byte) []byte {
+	k := make([]byte, 4, 4+len(fk)+len(pk))
+	binary.BigEndian.PutUint32(k, uint32(len(fk)))
+	return append(append(k, fk...), pk...)
+}
+
+func subscriptionPrefix(fk []byte) []byte { return subscriptionKey(fk, nil) }
+
+// partitionsOf is the partition count subscriptions are spread over: that of the
+// topology's source topics, as for repartition topics.
+func partitionsOf(ctx *Context) int32 { return max(ctx.topology.maxSourcePartitions, 1) }
+
+// fkJoinThis handles updates of this table: it keeps the row's subscription and emits what
+// Kafka Streams' subscription instructions (SubscriptionSendProcessorSupplier) lead to once
+// answered (SubscriptionJoinProcessorSupplier, ResponseJoinProcessorSupplier).
+type fkJoinThis struct {
+	ctx  *Context
+	spec *fkJoinSpec
+}
+
+func (p *fkJoinThis) Init(ctx *Context) error { p.ctx = ctx; return nil }
+
+// foreignKey extracts and serialises a value's foreign key; nil bytes when v or its key is nil.
+func (p *fkJoinThis) foreignKey(rec Record, v any) (any, []byte, error) {
+	if v == nil {
+		return nil, nil, nil
+	}
+	rec.Value = v
+	fk, err := p.spec.fk(rec)
+	if err != nil || fk == nil {
+		return nil, nil, err
+	}
+	// Any partition's codec serialises as other's store does.
+	other, err := p.ctx.store(p.spec.other, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fb, err := other.key(fk)
+	if err != nil {
+		return nil, nil, fmt.Errorf("foreign key: %w", err)
+	}
+	return fk, fb, nil
+}
+
+type fkInstruction int
+
+const (
+	deleteNoPropagate fkInstruction = iota
+	deleteAndPropagate
+	propagateNullIfNoValue
+	propagateOnlyIfValue
+)
+
+func (p *fkJoinThis) Process(rec Record) error {
+	if rec.Key == nil {
+		p.ctx.Drop("null-key")
+		return nil
+	}
+	c, _ := rec.Value.(Change)
+	oldFK, oldBytes, err := p.foreignKey(rec, c.Old)
+	if err != nil {
+		return err
+	}
+	newFK, newBytes, err := p.foreignKey(rec, c.New)
+	if err != nil {
+		return err
+	}
+	type send struct {
+		fk    any
+		bytes []byte
+		ins   fkInstruction
+	}
+	var sends []send
+	changed := !bytes.Equal(oldBytes, newBytes)
+	switch {
+	case p.spec.left:
+		// KIP-962: a left join answers every row, even one without a foreign key.
+		if c.Old != nil && oldFK != nil && changed {
+			sends = append(sends, send{oldFK, oldBytes, deleteAndPropagate})
+		}
+		if c.Old != nil || c.New != nil {
+			sends = append(sends, send{newFK, newBytes, propagateNullIfNoValue})
+		}
+	case c.Old != nil && c.New != nil:
+		switch {
+		case oldFK == nil && newFK == nil:
+			p.ctx.Drop("null-foreign-key")
+		case oldFK == nil:
+			sends = append(sends, send{newFK, newBytes, propagateNullIfNoValue})
+		case newFK == nil:
+			sends = append(sends, send{oldFK, oldBytes, deleteAndPropagate})
+		default:
+			if changed {
+				sends = append(sends, send{oldFK, oldBytes, deleteNoPropagate})
+			}
+			sends = append(sends, send{newFK, newBytes, propagateNullIfNoValue})
+		}
+	case c.Old != nil:
+		if oldFK == nil {
+			p.ctx.Drop("null-foreign-key")
+		} else {
+			sends = append(sends, send{oldFK, oldBytes, deleteAndPropagate})
+		}
+	case c.New != nil:
+		if newFK == nil {
+			p.ctx.Drop("null-foreign-key")
+		} else {
+			sends = append(sends, send{newFK, newBytes, propagateOnlyIfValue})
+		}
+	}
+	for _, s := range sends {
+		if err := p.apply(rec, c.New, s.fk, s.bytes, s.ins); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply carries out one instruction for row rec.Key, whose current value is current.
+func (p *fkJoinThis) apply(rec Record, current, fk any, fkBytes []byte, ins fkInstruction) error {
+	var foreign any
+	ts := rec.Timestamp
+	if fk != nil {
+		part := DefaultPartition(fkBytes, partitionsOf(p.ctx))
+		subs, err := p.ctx.store(p.spec.subs, part)
+		if err != nil {
+			return err
+		}
+		this, err := p.ctx.store(p.spec.this, rec.Partition)
+		if err != nil {
+			return err
+		}
+		pk, err := this.key(rec.Key)
+		if err != nil {
+			return err
+		}
+		sk := subscriptionKey(fkBytes, pk)
+		if ins == deleteNoPropagate || ins == deleteAndPropagate {
+			if err := subs.bytes.Put(sk, nil, rec.Timestamp, nil); err != nil {
+				return err
+			}
+		} else {
+			if err := subs.bytes.Put(sk, binary.BigEndian.AppendUint32(nil, uint32(rec.Partition)), rec.Timestamp, nil); err != nil {
+				return err
+			}
+			other, err := p.ctx.store(p.spec.other, part)
+			if err != nil {
+				return err
+			}
+			v, vts, found, err := other.Get(fk)
+			if err != nil {
+				return err
+			}
+			if found && v != nil {
+				foreign, ts = v, max(ts, vts)
+			}
+		}
+	}
+	switch ins {
+	case deleteNoPropagate:
+		return nil
+	case deleteAndPropagate:
+		foreign = nil
+	case propagateOnlyIfValue:
+		if foreign == nil {
+			return nil
+		}
+	}
+	return resolveFK(p.ctx, p.spec, rec, current, foreign, ts)
+}
+
+// resolveFK is ResponseJoinProcessorSupplier for an answer with no stale hash (in one
+// process every answer is about the row's current value): a missing foreign value
+// tombstones an inner join's result and a deleted row's.
+func resolveFK(ctx *Context, spec *fkJoinSpec, rec Record, current, foreign any, ts int64) error {
+	var out any
+	if foreign != nil || (spec.left && current != nil) {
+		r := rec
+		r.Value = current
+		v, err := spec.joiner(r, foreign)
+		if err != nil {
+			return err
+		}
+		out = v
+	}
+	rec.Value, rec.Timestamp = Change{New: out}, ts
+	return ctx.Forward(rec)
+}
+
+// fkJoinOther handles updates of the other table: it re-joins every row subscribed to the
+// updated key (ForeignTableJoinProcessorSupplier), at the update's timestamp.
+type fkJoinOther struct {
+	ctx  *Context
+	spec *fkJoinSpec
+}
+
+func (p *fkJoinOther) Init(ctx *Context) error { p.ctx = ctx; return nil }
+
+func (p *fkJoinOther) Process(rec Record) error {
+	if rec.Key == nil {
+		p.ctx.Drop("null-key")
+		return nil
+	}
+	c, _ := rec.Value.(Change)
+	subs, err := p.ctx.store(p.spec.subs, rec.Partition)
+	if err != nil {
+		return err
+	}
+	other, err := p.ctx.store(p.spec.other, rec.Partition)
+	if err != nil {
+		return err
+	}
+	fb, err := other.key(rec.Key)
+	if err != nil {
+		return err
+	}
+	prefix := subscriptionPrefix(fb)
+	type subscriber struct {
+		pk        []byte
+		partition int32
+	}
+	var found []subscriber
+	it := subs.bytes.PrefixScan(prefix)
+	for it.Next() {
+		v := it.Value()
+		if len(v) != 4 {
+			it.Close()
+			return fmt.Errorf("subscription store %s: corrupt entry (value of %d bytes)", p.spec.subs, len(v))
+		}
+		found = append(found, subscriber{pk: bytes.Clone(it.Key()[len(prefix):]), partition: int32(binary.BigEndian.Uint32(v))})
+	}
+	err = it.Err()
+	it.Close()
+	if err != nil {
+		return err
+	}
+	for _, s := range found {
+		this, err := p.ctx.store(p.spec.this, s.partition)
+		if err != nil {
+			return err
+		}
+		vb, _, ok, err := this.bytes.Get(s.pk)
+		if err != nil {
+			return err
+		}
+		if !ok || vb == nil {
+			continue
+		}
+		current, err := this.value(vb)
+		if err != nil {
+			return err
+		}
+		pk, err := this.keyOf(s.pk)
+		if err != nil {
+			return err
+		}
+		out := rec
+		out.Key, out.Partition = pk, s.partition
+		if err := resolveFK(p.ctx, p.spec, out, current, c.New, rec.Timestamp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type fkJoinOutSpec struct{ store string }
+
+// fkJoinOutput is the result table's node: it keeps the result in its store when
+// materialized, taking old values from there.
+type fkJoinOutput struct {
+	ctx       *Context
+	spec      *fkJoinOutSpec
+	oldValues *bool
+}
+
+func (p *fkJoinOutput) Init(ctx *Context) error { p.ctx = ctx; return nil }
+
+func (p *fkJoinOutput) Process(rec Record) error {
+	c, _ := rec.Value.(Change)
+	if p.spec.store != "" {
+		store, err := p.ctx.store(p.spec.store, rec.Partition)
+		if err != nil {
+			return err
+		}
+		old, _, found, err := store.Get(rec.Key)
+		if err != nil {
+			return err
+		}
+		if found && *p.oldValues {
+			c.Old = old
+		}
+		if err := store.Put(rec.Key, c.New, rec.Timestamp); err != nil {
+			return err
+		}
+	}
+	rec.Value = c
+	return p.ctx.Forward(rec)
+}

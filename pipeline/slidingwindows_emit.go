@@ -1,0 +1,92 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"sort"
+)
+
+// emittedSlidingMeta is the store metadata key holding the largest sliding-window start
+// already emitted, so that a restart (or a replayed epoch) never emits a final result twice.
+const emittedSlidingMeta = "emit-on-close.emitted-sliding-start"
+
+// closedByWatermark reports whether the watermark has closed the window starting at start:
+// its inclusive end + grace is before the watermark. This is the complement of Kafka's
+// update acceptance (end ≥ stream time − grace, reference §2.3) with the watermark in place
+// of stream time, and matches Kafka's emit bound upper = closeTime − d − 1 (§2.6).
+func (p *slidingAggregate) closedByWatermark(start int64) bool {
+	return p.emitOnClose && start+p.windows.TimeDifference+p.windows.Grace < p.ctx.topology.watermark
+}
+
+// emitClosed forwards, in window-start order, every window of every task that the
+// watermark has closed since the last emission.
+func (p *slidingAggregate) emitClosed(wm int64) error {
+	upper := wm - p.windows.Grace - p.windows.TimeDifference - 1 // the last closed start
+	if upper < 0 {
+		return nil
+	}
+	// Every task, not only those that saw a record since start: windows restored from the
+	// changelog close too.
+	for partition := range max(p.ctx.topology.maxSourcePartitions, 1) {
+		if err := p.emitPartition(partition, upper); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitPartition forwards the windows with start in (last emitted, upper] and deletes those
+// no record can need any more. An emitted window is not deleted at once: a later record
+// seeds its left window from the newest window ending before it, scanning back 2d. A window
+// starting before upper − d lies below the scan of every record whose left window is still
+// open, and any window a record could derive from it is closed, so it is never read again.
+func (p *slidingAggregate) emitPartition(partition int32, upper int64) error {
+	provider := p.ctx.topology.storeProvider
+	store, err := p.ctx.topology.WindowStore(p.store, partition)
+	if err != nil {
+		return err
+	}
+	last := int64(-1)
+	raw, err := provider.Meta(p.store, partition, emittedSlidingMeta)
+	if err != nil {
+		return err
+	}
+	if len(raw) == 8 {
+		last = int64(binary.BigEndian.Uint64(raw))
+	}
+	if upper <= last {
+		return nil
+	}
+	d := p.windows.TimeDifference
+	it := store.FetchAll(max(0, last-d), upper, false)
+	var closed []Window
+	for it.Next() {
+		closed = append(closed, it.Window())
+	}
+	err = it.Err()
+	it.Close()
+	if err != nil {
+		return err
+	}
+	// By window start, then key: the store iterates by key first.
+	sort.SliceStable(closed, func(i, j int) bool { return closed[i].Start < closed[j].Start })
+	for _, w := range closed {
+		if w.Start > last {
+			out := Record{
+				Key:       Windowed{Key: w.Key, Start: w.Start, End: w.Start + d},
+				Value:     Change{New: w.Value},
+				Timestamp: w.Timestamp,
+				Partition: partition,
+				Offset:    -1,
+			}
+			if err := p.ctx.Forward(out); err != nil {
+				return err
+			}
+		}
+		if w.Start < upper-d {
+			if _, err := store.Put(w.Key, nil, w.Start, w.Timestamp); err != nil {
+				return err
+			}
+		}
+	}
+	return provider.PutMeta(p.store, partition, emittedSlidingMeta, binary.BigEndian.AppendUint64(nil, uint64(upper)))
+}
