@@ -6,7 +6,7 @@ PREFIX  ?= /usr/local
 IMAGE   ?= stoatflow
 FUZZTIME ?= 10s
 
-.PHONY: build run test bench lint fuzz install check-unit docker clean
+.PHONY: build run test soak bench lint fuzz install check-unit docker clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/stoatflow
@@ -27,6 +27,10 @@ test:
 # BENCH_FLAGS adds harness flags, e.g. BENCH_FLAGS="-cpuprofile /tmp/prof" (see go run ./bench -h).
 BENCH_MICRO := $(or $(TMPDIR),/tmp)/stoatflow-bench-micro.txt
 BENCH_FLAGS ?=
+# The long fault-injection run: 50 SIGKILLs at random points (make test runs 6).
+soak:
+	STOATFLOW_SOAK_KILLS=50 $(GO) test -timeout 60m -count=1 -v -run '^TestFault' ./agent/
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/... ./luart/... ./state/... > $(BENCH_MICRO) || (cat $(BENCH_MICRO); exit 1)
 	cat $(BENCH_MICRO)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -111,9 +112,14 @@ state.dir = %q
 	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const keys, total = 20, 4000
-	// The input arrives in slices while the agent is being killed.
-	const kills = 6
+	// The input arrives in slices while the agent is being killed. `make soak` raises the
+	// number of kills (STOATFLOW_SOAK_KILLS); `make test` runs 6.
+	kills := 6
+	if n, err := strconv.Atoi(os.Getenv("STOATFLOW_SOAK_KILLS")); err == nil && n > 0 {
+		kills = n
+	}
+	const keys = 20
+	total := 600 * (kills + 1)
 	per := total / (kills + 1)
 	start := func() *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")

@@ -45,6 +45,13 @@ b:stream("in"):mapValues(function(v)
   return v
 end):to("out")
 return b`, []byte("bad"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "p.lua:4: bad value"},
+	{"processing timeout", `local s = require("stoat")
+local b = s.builder()
+b:stream("in"):mapValues(function(v)
+  if v == "hang" then while true do end end
+  return v
+end):to("out")
+return b`, []byte("hang"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "time budget"},
 }
 
 // produceWithBad writes n records k0..k(n-1) to in (partition 0); record bad has the bad value.

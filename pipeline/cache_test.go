@@ -98,3 +98,26 @@ func TestRecordCacheOffWithZeroBudgetOrCachingDisabled(t *testing.T) {
 		t.Fatalf("caches %d", len(topo.caches))
 	}
 }
+
+// Aggregations need a key: a record without one is dropped and counted, the others count.
+func TestAggregationDropsNullKeysAndCountsThem(t *testing.T) {
+	b := newTestBuilder()
+	s, _ := b.Stream([]string{"in"}, Consumed{})
+	g, _ := s.GroupByKey(Grouped{})
+	counts, _ := g.Count(Materialized{StoreName: "c"}, longTestSerde{}, "")
+	ts, _ := counts.ToStream("")
+	_ = ts.To("out", Produced{Serdes: Serdes{Value: longTestSerde{}}})
+	sens := newCountingSensors()
+	d, err := NewDriver(b, DriverOptions{Stores: NewMemoryStores(), Sensors: sens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range [][]byte{[]byte("a"), nil, []byte("a")} {
+		if err := d.Pipe("in", k, []byte("v"), 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d.Pending("out") != 2 || sens.dropped["null-key"] != 1 {
+		t.Fatalf("outputs %d, dropped %v: want 2 outputs and one null-key drop", d.Pending("out"), sens.dropped)
+	}
+}
