@@ -296,29 +296,17 @@ func (p *sessionAggregate) emitClosed(wm int64) error {
 	if upper < 0 {
 		return nil
 	}
-	// Every task, not only those that saw a record since start: sessions restored from the
-	// changelog close too.
-	for partition := range max(p.ctx.topology.maxSourcePartitions, 1) {
-		if err := p.emitPartition(partition, upper); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.ctx.topology.forEachTask(func(partition int32) error { return p.emitPartition(partition, upper) })
 }
 
 func (p *sessionAggregate) emitPartition(partition int32, upper int64) error {
-	provider := p.ctx.topology.storeProvider
 	store, err := p.ctx.topology.SessionStore(p.store, partition)
 	if err != nil {
 		return err
 	}
-	last := int64(-1)
-	raw, err := provider.Meta(p.store, partition, emittedSessionMeta)
+	last, err := p.ctx.topology.emittedPosition(p.store, partition, emittedSessionMeta)
 	if err != nil {
 		return err
-	}
-	if len(raw) == 8 {
-		last = int64(binary.BigEndian.Uint64(raw))
 	}
 	if upper <= last {
 		return nil
@@ -360,5 +348,5 @@ func (p *sessionAggregate) emitPartition(partition int32, upper int64) error {
 			return err
 		}
 	}
-	return provider.PutMeta(p.store, partition, emittedSessionMeta, binary.BigEndian.AppendUint64(nil, uint64(upper)))
+	return p.ctx.topology.saveEmittedPosition(p.store, partition, emittedSessionMeta, upper)
 }

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"encoding/binary"
 	"sort"
 )
 
@@ -24,14 +23,7 @@ func (p *slidingAggregate) emitClosed(wm int64) error {
 	if upper < 0 {
 		return nil
 	}
-	// Every task, not only those that saw a record since start: windows restored from the
-	// changelog close too.
-	for partition := range max(p.ctx.topology.maxSourcePartitions, 1) {
-		if err := p.emitPartition(partition, upper); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.ctx.topology.forEachTask(func(partition int32) error { return p.emitPartition(partition, upper) })
 }
 
 // emitPartition forwards the windows with start in (last emitted, upper] and deletes those
@@ -40,18 +32,13 @@ func (p *slidingAggregate) emitClosed(wm int64) error {
 // starting before upper − d lies below the scan of every record whose left window is still
 // open, and any window a record could derive from it is closed, so it is never read again.
 func (p *slidingAggregate) emitPartition(partition int32, upper int64) error {
-	provider := p.ctx.topology.storeProvider
 	store, err := p.ctx.topology.WindowStore(p.store, partition)
 	if err != nil {
 		return err
 	}
-	last := int64(-1)
-	raw, err := provider.Meta(p.store, partition, emittedSlidingMeta)
+	last, err := p.ctx.topology.emittedPosition(p.store, partition, emittedSlidingMeta)
 	if err != nil {
 		return err
-	}
-	if len(raw) == 8 {
-		last = int64(binary.BigEndian.Uint64(raw))
 	}
 	if upper <= last {
 		return nil
@@ -88,5 +75,5 @@ func (p *slidingAggregate) emitPartition(partition int32, upper int64) error {
 			}
 		}
 	}
-	return provider.PutMeta(p.store, partition, emittedSlidingMeta, binary.BigEndian.AppendUint64(nil, uint64(upper)))
+	return p.ctx.topology.saveEmittedPosition(p.store, partition, emittedSlidingMeta, upper)
 }

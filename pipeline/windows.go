@@ -289,29 +289,17 @@ func (p *windowAggregate) emitClosed(wm int64) error {
 	if upper < 0 {
 		return nil
 	}
-	// Every task, not only those that saw a record since start: windows restored from the
-	// changelog close too.
-	for partition := range max(p.ctx.topology.maxSourcePartitions, 1) {
-		if err := p.emitPartition(partition, upper); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.ctx.topology.forEachTask(func(partition int32) error { return p.emitPartition(partition, upper) })
 }
 
 func (p *windowAggregate) emitPartition(partition int32, upper int64) error {
-	provider := p.ctx.topology.storeProvider
 	store, err := p.ctx.topology.WindowStore(p.store, partition)
 	if err != nil {
 		return err
 	}
-	last := int64(-1)
-	raw, err := provider.Meta(p.store, partition, emittedMeta)
+	last, err := p.ctx.topology.emittedPosition(p.store, partition, emittedMeta)
 	if err != nil {
 		return err
-	}
-	if len(raw) == 8 {
-		last = int64(binary.BigEndian.Uint64(raw))
 	}
 	if upper <= last {
 		return nil
@@ -343,5 +331,5 @@ func (p *windowAggregate) emitPartition(partition int32, upper int64) error {
 			return err
 		}
 	}
-	return provider.PutMeta(p.store, partition, emittedMeta, binary.BigEndian.AppendUint64(nil, uint64(upper)))
+	return p.ctx.topology.saveEmittedPosition(p.store, partition, emittedMeta, upper)
 }
