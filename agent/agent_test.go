@@ -168,28 +168,7 @@ func readAll(t *testing.T, brokers []string, topic string, want int) []*sarama.C
 // readUntil consumes topic from the beginning until done says so or the deadline passed.
 func readUntil(t *testing.T, brokers []string, topic string, done func([]*sarama.ConsumerMessage) bool) []*sarama.ConsumerMessage {
 	t.Helper()
-	c, err := sarama.NewConsumer(brokers, saramaTestConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	parts, err := c.Partitions(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := make(chan *sarama.ConsumerMessage, 1024)
-	for _, p := range parts {
-		pc, err := c.ConsumePartition(topic, p, sarama.OffsetOldest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pc.Close()
-		go func() {
-			for m := range pc.Messages() {
-				ch <- m
-			}
-		}()
-	}
+	ch := consumeAll(t, brokers, topic, saramaTestConfig())
 	var out []*sarama.ConsumerMessage
 	deadline := time.After(30 * time.Second)
 	for !done(out) {
@@ -215,6 +194,48 @@ func httpGet(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// consumeAll reads every partition of topic from the beginning (with cfg's isolation level)
+// into one channel until the test ends.
+func consumeAll(t *testing.T, brokers []string, topic string, cfg *sarama.Config) <-chan *sarama.ConsumerMessage {
+	t.Helper()
+	c, err := sarama.NewConsumer(brokers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := c.Partitions(topic)
+	if err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	ch := make(chan *sarama.ConsumerMessage, 1024)
+	done := make(chan struct{})
+	var pcs []sarama.PartitionConsumer
+	t.Cleanup(func() {
+		close(done)
+		for _, pc := range pcs {
+			pc.Close()
+		}
+		c.Close()
+	})
+	for _, p := range parts {
+		pc, err := c.ConsumePartition(topic, p, sarama.OffsetOldest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pcs = append(pcs, pc)
+		go func() {
+			for m := range pc.Messages() {
+				select {
+				case ch <- m:
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	return ch
 }
 
 const upperScript = `

@@ -75,25 +75,7 @@ func produceKeys(t *testing.T, brokers []string, partitions int32, n, keys, from
 // checks that each key's counts are exactly 1..want, each once.
 func checkExactCounts(t *testing.T, brokers []string, want map[string]int64) {
 	t.Helper()
-	c, err := sarama.NewConsumer(brokers, readCommittedConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	parts, _ := c.Partitions("out")
-	ch := make(chan *sarama.ConsumerMessage, 1024)
-	for _, p := range parts {
-		pc, err := c.ConsumePartition("out", p, sarama.OffsetOldest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pc.Close()
-		go func() {
-			for m := range pc.Messages() {
-				ch <- m
-			}
-		}()
-	}
+	ch := consumeAll(t, brokers, "out", readCommittedConfig())
 	seen := map[string]map[int64]int{}
 	done := func() bool {
 		for k, n := range want {

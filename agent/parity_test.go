@@ -105,24 +105,7 @@ func finalResultsWithFailure(t *testing.T, guarantee string, keys []string, want
 		}
 	}
 	got, copies := map[string]int64{}, map[string]int{}
-	c, err := sarama.NewConsumer(brokers, readCommittedConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	msgs := make(chan *sarama.ConsumerMessage, 1024)
-	for p := int32(0); p < 2; p++ {
-		pc, err := c.ConsumePartition("out", p, sarama.OffsetOldest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pc.Close()
-		go func() {
-			for m := range pc.Messages() {
-				msgs <- m
-			}
-		}()
-	}
+	msgs := consumeAll(t, brokers, "out", readCommittedConfig())
 	take := func(m *sarama.ConsumerMessage) {
 		k, n := string(m.Key), int64(binary.BigEndian.Uint64(m.Value))
 		if prev, seen := got[k]; seen && prev != n {

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/stoatflow/stoatflow/agent/config"
@@ -148,28 +147,7 @@ func (f *reloadFixture) get(t *testing.T, path string) string {
 // drains what follows for a quiet moment so duplicates would show.
 func readCommittedValues(t *testing.T, brokers []string, topic string, want int) map[int32][]string {
 	t.Helper()
-	c, err := sarama.NewConsumer(brokers, readCommittedConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	parts, err := c.Partitions(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := make(chan *sarama.ConsumerMessage, 1024)
-	for _, p := range parts {
-		pc, err := c.ConsumePartition(topic, p, sarama.OffsetOldest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pc.Close()
-		go func() {
-			for m := range pc.Messages() {
-				ch <- m
-			}
-		}()
-	}
+	ch := consumeAll(t, brokers, topic, readCommittedConfig())
 	out := map[int32][]string{}
 	n := 0
 	deadline := time.After(60 * time.Second)

@@ -62,26 +62,11 @@ func TestWindowFinalResultsOnWatermarkExactlyOnce(t *testing.T) {
 		}
 	}
 	got := map[string][]int64{}
-	c, err := sarama.NewConsumer(brokers, readCommittedConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pcs := []sarama.PartitionConsumer{}
-	for p := int32(0); p < 2; p++ {
-		pc, err := c.ConsumePartition("out", p, sarama.OffsetOldest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pc.Close()
-		pcs = append(pcs, pc)
-	}
+	out := consumeAll(t, brokers, "out", readCommittedConfig())
 	deadline := time.After(30 * time.Second)
 	for len(got) < len(want) {
 		select {
-		case m := <-pcs[0].Messages():
-			got[string(m.Key)] = append(got[string(m.Key)], int64(binary.BigEndian.Uint64(m.Value)))
-		case m := <-pcs[1].Messages():
+		case m := <-out:
 			got[string(m.Key)] = append(got[string(m.Key)], int64(binary.BigEndian.Uint64(m.Value)))
 		case <-deadline:
 			t.Fatalf("final results so far: %v", got)
@@ -100,9 +85,7 @@ func TestWindowFinalResultsOnWatermarkExactlyOnce(t *testing.T) {
 	drain := time.After(2 * time.Second)
 	for done := false; !done; {
 		select {
-		case m := <-pcs[0].Messages():
-			got[string(m.Key)] = append(got[string(m.Key)], int64(binary.BigEndian.Uint64(m.Value)))
-		case m := <-pcs[1].Messages():
+		case m := <-out:
 			got[string(m.Key)] = append(got[string(m.Key)], int64(binary.BigEndian.Uint64(m.Value)))
 		case <-drain:
 			done = true
