@@ -175,19 +175,10 @@ func (p *streamAggregate) Process(rec Record) error {
 		return err
 	}
 	ts := rec.Timestamp
-	var next any
-	switch {
-	case found:
+	if found {
 		ts = max(ts, oldTs)
-		next, err = p.agg(rec, old)
-	case p.reduce:
-		next = rec.Value
-	default:
-		var start any
-		if start, err = p.init(); err == nil {
-			next, err = p.agg(rec, start)
-		}
 	}
+	next, err := fold(rec, old, p.reduce, p.init, p.agg)
 	if err != nil {
 		return err
 	}
@@ -200,4 +191,20 @@ func (p *streamAggregate) Process(rec Record) error {
 	}
 	rec.Value, rec.Timestamp = c, ts
 	return p.emit(rec)
+}
+
+// fold adds a record to an aggregate: agg(rec, base) when there is one; without one, the
+// value itself for a reduce, else agg(rec, init()).
+func fold(rec Record, base any, reduce bool, init Initializer, agg Aggregator) (any, error) {
+	switch {
+	case base != nil:
+		return agg(rec, base)
+	case reduce:
+		return rec.Value, nil
+	}
+	start, err := init()
+	if err != nil {
+		return nil, err
+	}
+	return agg(rec, start)
 }

@@ -209,18 +209,7 @@ func (p *tableAggregate) Process(rec Record) error {
 	if c.New != nil {
 		r := rec
 		r.Value = c.New
-		switch {
-		case agg != nil:
-			agg, err = p.adder(r, agg)
-		case p.reduce:
-			agg = c.New
-		default:
-			var start any
-			if start, err = p.init(); err == nil {
-				agg, err = p.adder(r, start)
-			}
-		}
-		if err != nil {
+		if agg, err = fold(r, agg, p.reduce, p.init, p.adder); err != nil {
 			return err
 		}
 	}
