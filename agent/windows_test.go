@@ -100,3 +100,65 @@ func TestWindowFinalResultsOnWatermarkExactlyOnce(t *testing.T) {
 		t.Fatalf("final results for windows that are not closed: %v", got)
 	}
 }
+
+const suppressedHoppingScript = `
+local s = require("stoat")
+local b = s.builder()
+b:stream("in")
+  :groupByKey()
+  :windowedBy(s.TimeWindows.ofSizeAndGrace(1000, 100):advanceBy(500))
+  :count()
+  :suppress(s.Suppressed.untilWindowCloses(s.Suppressed.BufferConfig.unbounded()))
+  :toStream(function(wk) return wk.key .. "@" .. wk.window.start end)
+  :to("out", {valueSerde = "long"})
+return b
+`
+
+// Four partitions read at their own pace, the record cache on: every (key, window) that
+// holds a record gets exactly one final result with its full count, none is mistaken for
+// a late update of a window the watermark has closed.
+func TestSuppressedHoppingWindowsAcrossPartitionsLoseNoUpdate(t *testing.T) {
+	brokers := testBroker(t, 4, "in", "out")
+	cfg := testConfig(t, brokers, suppressedHoppingScript, "processing.guarantee = \"exactly_once_v2\"\n")
+	prod, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	want := map[string]int64{}
+	var msgs []*sarama.ProducerMessage
+	for ts := int64(0); ts < 10_000; ts++ {
+		k := fmt.Sprintf("k%d", ts*7919%97)
+		msgs = append(msgs, produceAt(t, brokers, 4, k, ts))
+		for start := max(0, ts-500) / 500 * 500; start <= ts; start += 500 {
+			want[fmt.Sprintf("%s@%d", k, start)]++
+		}
+	}
+	for p := range int32(4) { // closes every window on every partition
+		msgs = append(msgs, &sarama.ProducerMessage{Topic: "in", Partition: p, Key: sarama.StringEncoder("end"),
+			Value: sarama.StringEncoder("v"), Timestamp: time.UnixMilli(20_000)})
+	}
+	for i := 0; i < len(msgs); i += 1000 {
+		if err := prod.SendMessages(msgs[i:min(len(msgs), i+1000)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ra := startAgent(t, cfg)
+	defer ra.stop(t)
+	out := consumeAll(t, brokers, "out", readCommittedConfig())
+	got := map[string][]int64{}
+	deadline := time.After(60 * time.Second)
+	for len(got) < len(want) {
+		select {
+		case m := <-out:
+			got[string(m.Key)] = append(got[string(m.Key)], int64(binary.BigEndian.Uint64(m.Value)))
+		case <-deadline:
+			t.Fatalf("%d of %d final results before the deadline", len(got), len(want))
+		}
+	}
+	for k, n := range want {
+		if len(got[k]) != 1 || got[k][0] != n {
+			t.Fatalf("%s: final results %v, want exactly one of %d", k, got[k], n)
+		}
+	}
+}

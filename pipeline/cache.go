@@ -3,6 +3,7 @@ package pipeline
 import (
 	"container/list"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -16,6 +17,9 @@ type recordCache struct {
 	order   *list.List // of *cacheEntry, least recently updated first
 	index   map[string]*list.Element
 	forward func(Record) error
+	// minEnd is the earliest end of a window whose update may be cached, math.MaxInt64
+	// when none is: the watermark must not close such a window before the update is out.
+	minEnd int64
 }
 
 type cacheEntry struct {
@@ -29,12 +33,15 @@ type cacheEntry struct {
 const cacheEntryOverhead = 96
 
 func newRecordCache(forward func(Record) error) *recordCache {
-	return &recordCache{order: list.New(), index: map[string]*list.Element{}, forward: forward}
+	return &recordCache{order: list.New(), index: map[string]*list.Element{}, forward: forward, minEnd: math.MaxInt64}
 }
 
 // put caches an update of rec.Key; rec.Value is a Change.
 func (c *recordCache) put(rec Record) error {
 	k := cacheKey(rec.Partition, rec.Key)
+	if w, ok := rec.Key.(Windowed); ok {
+		c.minEnd = min(c.minEnd, w.End)
+	}
 	if el, ok := c.index[k]; ok {
 		e := el.Value.(*cacheEntry)
 		ch, _ := rec.Value.(Change)
@@ -70,6 +77,7 @@ func (c *recordCache) flush() error {
 			return err
 		}
 	}
+	c.minEnd = math.MaxInt64
 	return nil
 }
 
@@ -121,6 +129,21 @@ func (t *Topology) shareCaches() {
 	for _, c := range t.caches {
 		c.max = t.cacheMaxBytes / int64(len(t.caches))
 	}
+}
+
+// flushCachesBefore forwards the caches that may hold an update of a window ending at or
+// before wm. Such an update was accepted while its window was open on its operator's stream
+// time; it must reach the processors waiting for the watermark before wm closes the window,
+// or they would take it for a late update of a final result.
+func (t *Topology) flushCachesBefore(wm int64) error {
+	for _, c := range t.caches {
+		if c.minEnd <= wm {
+			if err := c.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // FlushCaches forwards every cached update: the commit barrier calls it first, so that what

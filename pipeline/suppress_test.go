@@ -153,3 +153,27 @@ func TestSuppressDropsUpdatesOfClosedWindows(t *testing.T) {
 		t.Fatalf("at 40: %v, want %v (the late update of k@0 must not be emitted)", got, want)
 	}
 }
+
+// An update waiting in the record cache was accepted while its window was open: it reaches
+// suppress before the watermark closes that window, so the final result holds it.
+func TestSuppressGetsCachedUpdatesBeforeTheWatermarkClosesTheirWindow(t *testing.T) {
+	d := &Driver{outputs: map[string][]OutputRecord{}, partitions: map[string]int32{}, offsets: map[string]int64{}}
+	topo, err := suppressedReduce(t).Build(TopologyOptions{Collector: d, Stores: NewMemoryStores(), CacheMaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.topo = topo
+	topo.SetAssignment([]TopicPartition{{Topic: "in", Partition: 0}})
+	for _, r := range []SourceRecord{
+		{Topic: "in", Timestamp: 0, Key: []byte("k"), Value: []byte("a")},
+		{Topic: "in", Timestamp: 3, Key: []byte("k"), Value: []byte("b")},
+		{Topic: "in", Timestamp: 20, Key: []byte("x"), Value: []byte("c")},
+	} {
+		if err := topo.Process(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := drain(d), []string{"k@0=ab@3"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("final results at 20: %v, want %v", got, want)
+	}
+}

@@ -50,6 +50,9 @@ func (t *Topology) AdvanceWatermark() error {
 	if !ok || wm <= t.watermark {
 		return nil
 	}
+	if err := t.flushCachesBefore(wm); err != nil {
+		return err
+	}
 	t.watermark = wm
 	for _, fn := range t.wmListeners {
 		if err := fn(wm); err != nil {
