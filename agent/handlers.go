@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/IBM/sarama"
+
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -55,19 +57,21 @@ func (l *loop) handleRecordError(msg *kafkaio.Message, err error) error {
 	var reason, exception, node string
 	var de *pipeline.DeserializationError
 	var ne *pipeline.NodeError
+	var pe *kafkaio.ProduceError
+	var cont bool
 	switch {
-	case errors.As(err, new(*kafkaio.ProduceError)) || errors.Is(err, kafkaio.ErrFenced):
+	case errors.As(err, &pe) && pe.Unsent:
+		// Refused before it was sent: under exactly-once the transaction is unharmed, so
+		// the production handler may skip it under either guarantee.
+		reason, exception, cont = metrics.DropProduction, ExceptionProduction, l.a.cfg.ContinueOnProductionError()
+	case pe != nil || errors.Is(err, kafkaio.ErrFenced):
 		return err
 	case errors.As(err, &de):
-		reason, exception = metrics.DropDeserialization, ExceptionDeserialization
+		reason, exception, cont = metrics.DropDeserialization, ExceptionDeserialization, l.a.cfg.ContinueOnDeserializationError()
 	case errors.As(err, &ne):
-		reason, exception, node = metrics.DropProcessing, ExceptionProcessing, ne.Node
+		reason, exception, node, cont = metrics.DropProcessing, ExceptionProcessing, ne.Node, l.a.cfg.ContinueOnProcessingError()
 	default:
 		return err
-	}
-	cont := l.a.cfg.ContinueOnDeserializationError()
-	if reason == metrics.DropProcessing {
-		cont = l.a.cfg.ContinueOnProcessingError()
 	}
 	var letter *deadLetter
 	if l.a.cfg.DeadLetterQueueTopic() != "" {
@@ -175,10 +179,16 @@ func (l *loop) handleProductionErrors() {
 
 // continueOnProductionError skips a record the broker refused for good. A retriable error
 // still drops the epoch, and a record that no consumed record produced (a changelog record,
-// a dead letter) still stops the application: skipping it would lose state or a letter.
+// a dead letter) or a batch refused as too large still stops the application: skipping it
+// would lose state, a letter, or the other records of the batch.
 func (l *loop) continueOnProductionError(pe *kafkaio.ProduceError) bool {
 	dlq := l.a.cfg.DeadLetterQueueTopic()
 	if pe.Source == nil || pe.Retriable() || (dlq != "" && pe.Topic == dlq) {
+		return false
+	}
+	if errors.Is(pe.Err, sarama.ErrMessageSizeTooLarge) {
+		// The broker refused the record's whole batch: skipping would drop its innocent
+		// neighbours too, and which record is too large is not known.
 		return false
 	}
 	src := pe.Source

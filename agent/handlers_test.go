@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,31 +28,32 @@ type handlerCase struct {
 	reason    string // the dropped-records reason
 	exception string
 	message   string // part of __streams.errors.message
+	config    string // more [streams] config the case needs
 }
 
 var handlerCases = []handlerCase{
 	{"deserialization json", `local s = require("stoat")
 local b = s.builder()
 b:stream("in", {valueSerde = "json"}):to("out", {valueSerde = "json"})
-return b`, []byte(`{"half":`), "deserialization.exception.handler", metrics.DropDeserialization, ExceptionDeserialization, "cannot deserialize value"},
+return b`, []byte(`{"half":`), "deserialization.exception.handler", metrics.DropDeserialization, ExceptionDeserialization, "cannot deserialize value", ""},
 	{"deserialization string", `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):to("out")
-return b`, []byte{'v', 0xff, 0xfe}, "deserialization.exception.handler", metrics.DropDeserialization, ExceptionDeserialization, "not valid UTF-8"},
+return b`, []byte{'v', 0xff, 0xfe}, "deserialization.exception.handler", metrics.DropDeserialization, ExceptionDeserialization, "not valid UTF-8", ""},
 	{"processing lua", `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):mapValues(function(v)
   if v == "bad" then error("bad value") end
   return v
 end):to("out")
-return b`, []byte("bad"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "p.lua:4: bad value"},
+return b`, []byte("bad"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "p.lua:4: bad value", ""},
 	{"processing timeout", `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):mapValues(function(v)
   if v == "hang" then while true do end end
   return v
 end):to("out")
-return b`, []byte("hang"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "time budget"},
+return b`, []byte("hang"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "time budget", ""},
 }
 
 // produceWithBad writes n records k0..k(n-1) to in (partition 0); record bad has the bad value.
@@ -181,14 +183,15 @@ func TestHandlerContinueWithoutDeadLetterTopic(t *testing.T) {
 }
 
 // With LogAndFail the agent stops in ERROR, and the failed record is in the dead-letter
-// topic, committed, under either guarantee.
+// topic, committed, under either guarantee (for a production error: a record refused
+// before it was sent).
 func TestHandlerFailWritesDeadLetter(t *testing.T) {
-	for _, tc := range handlerCases {
+	for _, tc := range append(slices.Clone(handlerCases), productionCase) {
 		for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
 			t.Run(tc.name+" "+guarantee, func(t *testing.T) {
 				const bad = 2
 				brokers := testBroker(t, 1, "in", "out", "dlq")
-				cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = %q\nerrors.dead.letter.queue.topic.name = \"dlq\"\n", guarantee))
+				cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = %q\nerrors.dead.letter.queue.topic.name = \"dlq\"\n%s", guarantee, tc.config))
 				ra := startAgent(t, cfg)
 				produceWithBad(t, brokers, 5, bad, tc.bad)
 				select {
@@ -267,42 +270,47 @@ b:stream("in"):mapValues(function(v)
 end):to("out")
 return b`,
 	bad: []byte("big"), handler: "production.exception.handler", reason: metrics.DropProduction,
-	exception: ExceptionProduction, message: "MaxMessageBytes",
+	exception: ExceptionProduction, message: "max.request.size", config: "producer.max.request.size = 10000\n",
 }
 
-// Under at-least-once LogAndContinue skips an output the broker refuses for good, counts
-// it, and writes the consumed record that produced it to the dead-letter topic; every
-// other record arrives and the agent keeps running.
-func TestProductionHandlerContinueAtLeastOnce(t *testing.T) {
-	tc := productionCase
-	const n, bad = 10, 4
-	brokers := testBroker(t, 1, "in", "out", "dlq")
-	cfg := testConfig(t, brokers, tc.script, "producer.max.request.size = 10000\nproduction.exception.handler = \"LogAndContinue\"\nerrors.dead.letter.queue.topic.name = \"dlq\"\n")
-	m := metrics.New()
-	ra := startAgentWith(t, cfg, m)
-	defer ra.stop(t)
-	produceWithBad(t, brokers, n, bad, tc.bad)
-	seen := map[string]int{}
-	for _, r := range readCommitted(t, brokers, "out", n-1) {
-		seen[string(r.Key)]++
-	}
-	for i := range n {
-		if want := map[bool]int{true: 0, false: 1}[i == bad]; seen[fmt.Sprintf("k%d", i)] != want {
-			t.Fatalf("k%d output %d times, want %d; all: %v", i, seen[fmt.Sprintf("k%d", i)], want, seen)
-		}
-	}
-	checkDeadLetter(t, readCommitted(t, brokers, "dlq", 1)[0], tc, bad)
-	pollFor(t, 10*time.Second, "all records consumed", func() bool {
-		return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) == n
-	})
-	if got := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(tc.reason)); got != 1 {
-		t.Fatalf("dropped{reason=%q} = %v, want 1", tc.reason, got)
-	}
-	if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got != 0 {
-		t.Fatalf("%v failed commits, want none", got)
-	}
-	if st := ra.a.State(); st != StateRunning {
-		t.Fatalf("state %s, want RUNNING", st)
+// LogAndContinue skips an output refused for good (here: over max.request.size, refused
+// before it is sent, so under exactly-once the transaction goes on), counts it, and writes
+// the consumed record that produced it to the dead-letter topic; every other record arrives
+// once and the agent keeps running.
+func TestProductionHandlerContinue(t *testing.T) {
+	for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
+		t.Run(guarantee, func(t *testing.T) {
+			tc := productionCase
+			const n, bad = 10, 4
+			brokers := testBroker(t, 1, "in", "out", "dlq")
+			cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = %q\n%sproduction.exception.handler = \"LogAndContinue\"\nerrors.dead.letter.queue.topic.name = \"dlq\"\n", guarantee, tc.config))
+			m := metrics.New()
+			ra := startAgentWith(t, cfg, m)
+			defer ra.stop(t)
+			produceWithBad(t, brokers, n, bad, tc.bad)
+			seen := map[string]int{}
+			for _, r := range readCommitted(t, brokers, "out", n-1) {
+				seen[string(r.Key)]++
+			}
+			for i := range n {
+				if want := map[bool]int{true: 0, false: 1}[i == bad]; seen[fmt.Sprintf("k%d", i)] != want {
+					t.Fatalf("k%d output %d times, want %d; all: %v", i, seen[fmt.Sprintf("k%d", i)], want, seen)
+				}
+			}
+			checkDeadLetter(t, readCommitted(t, brokers, "dlq", 1)[0], tc, bad)
+			pollFor(t, 10*time.Second, "all records consumed", func() bool {
+				return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) == n
+			})
+			if got := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(tc.reason)); got != 1 {
+				t.Fatalf("dropped{reason=%q} = %v, want 1", tc.reason, got)
+			}
+			if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got != 0 {
+				t.Fatalf("%v failed commits, want none", got)
+			}
+			if st := ra.a.State(); st != StateRunning {
+				t.Fatalf("state %s, want RUNNING", st)
+			}
+		})
 	}
 }
 
@@ -311,7 +319,7 @@ func TestProductionHandlerFailNamesTheRecord(t *testing.T) {
 	tc := productionCase
 	const bad = 2
 	brokers := testBroker(t, 1, "in", "out")
-	cfg := testConfig(t, brokers, tc.script, "producer.max.request.size = 10000\n")
+	cfg := testConfig(t, brokers, tc.script, tc.config)
 	ra := startAgent(t, cfg)
 	produceWithBad(t, brokers, 5, bad, tc.bad)
 	select {
@@ -324,5 +332,46 @@ func TestProductionHandlerFailNamesTheRecord(t *testing.T) {
 	}
 	if st := ra.a.State(); st != StateError {
 		t.Fatalf("state %s, want ERROR", st)
+	}
+}
+
+// An output the broker itself refuses (over the topic's max.message.bytes) fails its whole
+// batch, innocent records included, so even LogAndContinue stops the agent in ERROR, naming
+// a record and how to avoid it; under exactly-once nothing of the epoch is committed, and
+// the failure is not retried epoch after epoch.
+func TestProductionHandlerStopsOnBrokerRefusedBatch(t *testing.T) {
+	for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
+		t.Run(guarantee, func(t *testing.T) {
+			brokers := testBroker(t, 1, "in")
+			limit := "10000"
+			if err := kafkaio.EnsureTopics(brokers, saramaTestConfig(), map[string]kafkaio.TopicSpec{
+				"out": {Partitions: 1, ReplicationFactor: -1, Configs: map[string]*string{"max.message.bytes": &limit}},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			cfg := testConfig(t, brokers, productionCase.script, fmt.Sprintf("processing.guarantee = %q\nproduction.exception.handler = \"LogAndContinue\"\n", guarantee))
+			m := metrics.New()
+			ra := startAgentWith(t, cfg, m)
+			produceWithBad(t, brokers, 10, 4, productionCase.bad)
+			select {
+			case err := <-ra.done:
+				if err == nil || !strings.Contains(err.Error(), "from record in-0@") || !strings.Contains(err.Error(), "keep max.request.size at or below it") {
+					t.Fatalf("err = %v, want one naming a record and max.request.size", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the agent kept running after the broker refused a batch")
+			}
+			if st := ra.a.State(); st != StateError {
+				t.Fatalf("state %s, want ERROR", st)
+			}
+			if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got != 1 {
+				t.Fatalf("%v failed commits, want 1 (no retry)", got)
+			}
+			if guarantee == "exactly_once_v2" {
+				if got := readCommitted(t, brokers, "out", 0); len(got) != 0 {
+					t.Fatalf("%d outputs committed, want none", len(got))
+				}
+			}
+		})
 	}
 }

@@ -483,8 +483,13 @@ const maxFailedEpochs = 20
 // dead-letter topic, if one is set.
 func (l *loop) retry(cause error) error {
 	l.a.metrics.Commits.WithLabelValues(metrics.ResultFailure).Inc()
+	// A refused record fails the same way in every replay; other failures of an open
+	// transaction (a lost broker, a timed-out commit) may pass when the epoch is redone.
 	var pe *kafkaio.ProduceError
-	retriable := (errors.As(cause, &pe) && pe.Retriable()) || (l.eos && l.inTxn && !errors.As(cause, new(*pipeline.RecordError)))
+	retriable := l.eos && l.inTxn && !errors.As(cause, new(*pipeline.RecordError))
+	if errors.As(cause, &pe) {
+		retriable = pe.Retriable()
+	}
 	if errors.Is(cause, kafkaio.ErrFenced) || !retriable {
 		l.abortAfterFailure()
 		l.writeFailedDeadLetter(cause)

@@ -204,7 +204,6 @@ func (b *builder) buildStreams() {
 	c.WindowStoreChangelogAdditionalRetention = b.dur("streams.windowstore.changelog.additional.retention.ms")
 	c.DSLStoreFormat = b.str("streams.dsl.store.format")
 	b.checkDeadLetterQueue()
-	b.checkProductionHandler()
 
 	rf := b.num("streams.replication.factor")
 	if rf == 0 || rf > 32767 {

@@ -26,20 +26,6 @@ func (c *Config) ContinueOnProductionError() bool {
 	return c.value(key) == "LogAndContinue"
 }
 
-// checkProductionHandler refuses LogAndContinue for production errors under exactly-once:
-// sarama moves the whole transaction into an abortable state on any failed send, so the
-// failed record cannot be skipped alone.
-func (b *builder) checkProductionHandler() {
-	if !b.cfg.ContinueOnProductionError() || !b.cfg.ExactlyOnce() {
-		return
-	}
-	key := "streams.production.exception.handler"
-	if !b.cfg.IsSet(key) {
-		key = "streams.default.production.exception.handler"
-	}
-	b.fail(key, "not supported yet: LogAndContinue for production errors under exactly_once_v2 (sarama moves the whole transaction into an abortable state on any failed send, so the failed record cannot be skipped alone); use LogAndFail or at_least_once")
-}
-
 // DeadLetterQueueTopic is errors.dead.letter.queue.topic.name; "" means none.
 func (c *Config) DeadLetterQueueTopic() string {
 	s, _ := c.value("streams.errors.dead.letter.queue.topic.name").(string)

@@ -281,7 +281,7 @@ var streamsKeys = []Key{
 		Doc: "What a processing error (a failing Lua callback) does: LogAndFail stops the agent, LogAndContinue logs, counts and skips the record (KIP-1033)."},
 	{Name: "production.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: productionFail,
-		Doc: "What a record the broker refuses for good (too large, invalid) does: LogAndFail (Kafka's DefaultProductionExceptionHandler) stops the agent, LogAndContinue (at_least_once only) logs, counts and skips it; retriable errors are retried."},
+		Doc: "What an output record refused for good does: LogAndFail (Kafka's DefaultProductionExceptionHandler) stops the agent, LogAndContinue logs, counts and skips it. Under exactly_once_v2 LogAndContinue skips only records refused before they are sent (larger than max.request.size): a record the broker refuses has made the transaction abortable, so the agent stops. Retriable errors are retried."},
 	{Name: "default.production.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: productionFail,
 		Doc: "Deprecated name (since Kafka 4.0) of production.exception.handler."},

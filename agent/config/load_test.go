@@ -98,8 +98,6 @@ func TestErrorClasses(t *testing.T) {
 			`poll.ms is a Kafka Streams setting and cannot be set per client`},
 		{"unsupported prefix", "", `restore.consumer.fetch.max.bytes = 1`,
 			`not supported yet: a separate restore consumer`},
-		{"production LogAndContinue under exactly-once", "", "processing.guarantee = \"exactly_once_v2\"\nproduction.exception.handler = \"LogAndContinue\"",
-			`streams.production.exception.handler: not supported yet: LogAndContinue for production errors under exactly_once_v2 (sarama moves the whole transaction into an abortable state`},
 		{"unknown handler class", "", `processing.exception.handler = "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler"`,
 			`streams.processing.exception.handler: invalid value "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler": allowed values are "LogAndFail", "LogAndContinue"`},
 		{"bad dead letter topic", "", `errors.dead.letter.queue.topic.name = "dead letters"`,

@@ -14,8 +14,15 @@ type ProduceError struct {
 	Partition  int32
 	Key, Value []byte   // the record as sent
 	Source     *Message // the consumed record it came from (Producer.SetSource); nil if none
-	Err        error
+	// Unsent says the producer refused the record before sending it (ErrRecordTooLarge):
+	// nothing else of the batch or the transaction is affected.
+	Unsent bool
+	Err    error
 }
+
+// ErrRecordTooLarge is a record larger than max.request.size (sarama's
+// Producer.MaxMessageBytes), refused by Send.
+var ErrRecordTooLarge = errors.New("record larger than max.request.size")
 
 func (e *ProduceError) Error() string {
 	if e.Source != nil {
@@ -30,6 +37,7 @@ func (e *ProduceError) Unwrap() error { return e.Err }
 // fatalProduceErrors fail the same way however often the epoch is processed again: the
 // record or the topic is wrong, or access is denied.
 var fatalProduceErrors = []error{
+	ErrRecordTooLarge,
 	sarama.ErrMessageSizeTooLarge, sarama.ErrInvalidMessage, sarama.ErrInvalidMessageSize,
 	sarama.ErrInvalidRecord, sarama.ErrInvalidTopic,
 	sarama.ErrTopicAuthorizationFailed, sarama.ErrClusterAuthorizationFailed,

@@ -36,6 +36,10 @@ type Producer struct {
 	txnID  string      // transactional id; "" for a plain producer
 	fenced atomic.Bool // a broker reported this producer fenced: every transaction call fails
 	acked  atomic.Pointer[ackTracker]
+	// maxBytes and recordVersion are sarama's size check (Producer.MaxMessageBytes), done
+	// in Send so that a record too large is refused before sarama sees it.
+	maxBytes      int
+	recordVersion int
 
 	// pending counts records sent and neither acknowledged nor failed. When it drops to
 	// zero while a Flush waits (waiters > 0), idle is closed and replaced.
@@ -53,6 +57,15 @@ type Producer struct {
 }
 
 var errProducerClosed = errors.New("producer is closed")
+
+// recordVersion is the message format sarama sizes records with: record batches (v2) from
+// Kafka 0.11 on, message sets before.
+func recordVersion(v sarama.KafkaVersion) int {
+	if v.IsAtLeast(sarama.V0_11_0_0) {
+		return 2
+	}
+	return 1
+}
 
 // NewProducer connects to brokers with a copy of cfg. The copy always returns successes
 // and errors (Flush needs both) and uses the partitioner described at Send; every other
@@ -91,11 +104,13 @@ func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 		return nil, fmt.Errorf("%s: %w", what, fencedError(txnID != "", err))
 	}
 	p := &Producer{
-		client: client,
-		ap:     ap,
-		txnID:  txnID,
-		idle:   make(chan struct{}),
-		msgs:   sync.Pool{New: func() any { return new(outMsg) }},
+		client:        client,
+		ap:            ap,
+		txnID:         txnID,
+		maxBytes:      c.Producer.MaxMessageBytes,
+		recordVersion: recordVersion(c.Version),
+		idle:          make(chan struct{}),
+		msgs:          sync.Pool{New: func() any { return new(outMsg) }},
 	}
 	p.drained.Add(2)
 	go p.drainSuccesses()
@@ -112,6 +127,10 @@ func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 // since the last Flush (or AbortTxn), without queuing the record, so a failing broker
 // stops the caller early. Send blocks while sarama's input buffer is full. A
 // transactional producer fails records sent outside a transaction (see BeginTxn).
+//
+// A record larger than max.request.size is refused at once with a ProduceError marked
+// Unsent, before sarama sees it: sarama would fail it asynchronously and, in a
+// transaction, make the whole transaction abortable; refused here, it harms nothing.
 func (p *Producer) Send(topic string, partition int32, key, value []byte, headers pipeline.Headers, timestampMs int64) error {
 	if e := p.firstErr.Load(); e != nil {
 		return *e
@@ -121,6 +140,12 @@ func (p *Producer) Send(topic string, partition int32, key, value []byte, header
 	}
 	m := p.msgs.Get().(*outMsg)
 	m.fill(topic, partition, key, value, headers, timestampMs)
+	if size := m.msg.ByteSize(p.recordVersion); size > p.maxBytes {
+		m.reset()
+		p.msgs.Put(m)
+		return &ProduceError{Topic: topic, Partition: partition, Key: key, Value: value, Source: p.source, Unsent: true,
+			Err: fmt.Errorf("%w: %d bytes when serialized, max.request.size is %d", ErrRecordTooLarge, size, p.maxBytes)}
+	}
 	m.source = p.source
 	p.pending.Add(1)
 	p.ap.Input() <- &m.msg
@@ -217,7 +242,12 @@ func (p *Producer) drainSuccesses() {
 func (p *Producer) drainErrors() {
 	defer p.drained.Done()
 	for pe := range p.ap.Errors() {
-		perr := &ProduceError{Topic: pe.Msg.Topic, Partition: pe.Msg.Partition, Err: p.fail(pe.Err)}
+		err := p.fail(pe.Err)
+		if errors.Is(err, sarama.ErrMessageSizeTooLarge) {
+			err = fmt.Errorf("%w (the broker judges a whole batch against the topic's max.message.bytes; "+
+				"keep max.request.size at or below it, so that a record too large is refused alone before it is sent)", err)
+		}
+		perr := &ProduceError{Topic: pe.Msg.Topic, Partition: pe.Msg.Partition, Err: err}
 		if m, ok := pe.Msg.Metadata.(*outMsg); ok {
 			perr.Key, perr.Value, perr.Source = m.key, m.value, m.source
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -251,15 +252,19 @@ func BenchmarkProducerSend(b *testing.B) {
 	}
 }
 
-// OnFailure sees a refused record with its bytes and source; when it consumes the failure
-// Flush reports nothing, and when it does not Flush reports it, naming the source record.
+// OnFailure sees a record the broker refused with its bytes and source; when it consumes
+// the failure Flush reports nothing, and when it does not Flush reports it, naming the
+// source record.
 func TestProducerOnFailure(t *testing.T) {
 	e := startBroker(t)
-	createTopic(t, e, "small", 1)
-	cfg := testConfig()
-	cfg.Producer.MaxMessageBytes = 1000
+	limit := "1000"
+	if err := EnsureTopics(e.Addrs(), testConfig(), map[string]TopicSpec{
+		"small": {Partitions: 1, ReplicationFactor: -1, Configs: map[string]*string{"max.message.bytes": &limit}},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	for _, consume := range []bool{true, false} {
-		p, err := NewProducer(e.Addrs(), cfg)
+		p, err := NewProducer(e.Addrs(), testConfig())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,5 +298,39 @@ func TestProducerOnFailure(t *testing.T) {
 	}
 	if hw := highWatermarks(e, "small"); hw[0] != 2 {
 		t.Fatalf("high watermark %v, want the two small records", hw)
+	}
+}
+
+// A record over max.request.size is refused by Send itself, before sarama sees it: inside a
+// transaction nothing else is harmed, and the transaction still commits what else was sent.
+func TestProducerRefusesTooLargeRecordBeforeSending(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "sized", 1)
+	cfg := txnConfig("sized-1")
+	cfg.Producer.MaxMessageBytes = 1000
+	p, err := NewProducer(e.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.BeginTxn(); err != nil {
+		t.Fatal(err)
+	}
+	sendValues(t, p, "sized", 0, "before")
+	src := &Message{Topic: "in", Partition: 2, Offset: 9}
+	p.SetSource(src)
+	err = p.Send("sized", 0, []byte("k"), make([]byte, 5000), nil, 1)
+	p.SetSource(nil)
+	var pe *ProduceError
+	if !errors.As(err, &pe) || !pe.Unsent || pe.Source != src || pe.Retriable() || !errors.Is(err, ErrRecordTooLarge) ||
+		!strings.Contains(err.Error(), "max.request.size is 1000") {
+		t.Fatalf("Send of 5000 bytes: %v (%+v)", err, pe)
+	}
+	sendValues(t, p, "sized", 0, "after")
+	if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
+		t.Fatalf("CommitTxn after a refused record: %v", err)
+	}
+	if got, _ := readValues(t, e, "sized", 0, 0); !slices.Equal(got, []string{"0:before", "1:after"}) {
+		t.Fatalf("committed %v, want before and after", got)
 	}
 }
