@@ -23,6 +23,11 @@ func (w windowStore) Put(key []byte, windowStart int64, value []byte, ts int64, 
 	return w.s.PutWithHeaders(key, windowStart, value, ts, stateHeaders(headers))
 }
 
+func (w windowStore) Get(key []byte, windowStart int64) ([]byte, int64, pipeline.Headers, bool, error) {
+	v, ts, h, err := w.s.GetWithHeaders(key, windowStart)
+	return v, ts, fromStateHeaders(h), v != nil, err
+}
+
 func (w windowStore) Fetch(key []byte, from, to int64, backward bool) pipeline.WindowBytesIterator {
 	return windowIter{w.s.Fetch(key, from, to, backward)}
 }

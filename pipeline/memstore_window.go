@@ -54,6 +54,22 @@ func (s *memWindows) Put(key []byte, windowStart int64, value []byte, ts int64, 
 	return true, nil
 }
 
+func (s *memWindows) Get(key []byte, windowStart int64) ([]byte, int64, Headers, bool, error) {
+	if windowStart < s.cutoff() {
+		return nil, 0, nil, false, nil
+	}
+	if s.spec.RetainDuplicates {
+		it := s.Fetch(key, windowStart, windowStart, false)
+		if !it.Next() {
+			return nil, 0, nil, false, nil
+		}
+		h, _ := it.Headers()
+		return it.Value(), it.Timestamp(), h, true, nil
+	}
+	e, ok := s.m[memWindowKey{key: string(key), start: windowStart}]
+	return e.value, e.ts, e.headers, ok, nil
+}
+
 func (s *memWindows) Fetch(key []byte, from, to int64, backward bool) WindowBytesIterator {
 	return s.iter(key, key, from, to, backward)
 }

@@ -62,3 +62,39 @@ func BenchmarkStoreOpSampler(b *testing.B) {
 		s.stop(s.start())
 	}
 }
+
+// BenchmarkWindowStoreFetch is the per-record read of a windowed aggregation: a
+// single-window Fetch through the typed store over in-memory bytes, half of them absent.
+func BenchmarkWindowStoreFetch(b *testing.B) {
+	sb := newTestBuilder()
+	if err := sb.AddStateStore(StoreSpec{Name: "counts", Type: TimestampedWindowStoreType, WindowSize: 100, Retention: 1000}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := sb.Stream([]string{"in"}, Consumed{}); err != nil {
+		b.Fatal(err)
+	}
+	d, err := NewDriver(sb, DriverOptions{Stores: NewMemoryStores(), Sensors: sumSensors{&sumObserver{}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := d.WindowStore("counts", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]string, 1024)
+	for i := range keys {
+		keys[i] = "word-" + strconv.Itoa(i)
+		for start := int64(0); start < 500; start += 100 {
+			if _, err := s.Put(keys[i], keys[i], start, start); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, _, err := s.Fetch(keys[i%len(keys)], int64(i%10)*50); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -13,6 +13,10 @@ type WindowBytesStore interface {
 	// false when the window had already expired and the write was dropped. Only
 	// headers-aware stores keep headers.
 	Put(key []byte, windowStart int64, value []byte, ts int64, headers Headers) (bool, error)
+	// Get reads key's window starting at windowStart, the first one of a store retaining
+	// duplicates: what Fetch(key, windowStart, windowStart) would yield first, without an
+	// iterator. The value is the store's: callers must not write to it.
+	Get(key []byte, windowStart int64) (value []byte, ts int64, headers Headers, found bool, err error)
 	// Fetch iterates key's windows whose start is in [from, to], by start.
 	Fetch(key []byte, from, to int64, backward bool) WindowBytesIterator
 	// FetchRange iterates the windows of the keys in [keyFrom, keyTo] (nil = unbounded)
@@ -81,19 +85,26 @@ type Window struct {
 }
 
 // Fetch returns key's window starting at windowStart (Kafka Streams' fetch(key, time)).
+// The window's Key is key itself, not a deserialised copy.
 func (s *WindowStore) Fetch(key any, windowStart int64) (Window, bool, error) {
 	defer s.ops.get.stop(s.ops.get.start())
 	kb, err := s.key(key)
 	if err != nil {
 		return Window{}, false, err
 	}
-	// A point read: its iterator is not sampled as a range.
-	it := &WindowIterator{s: s, it: s.bytes.Fetch(kb, windowStart, windowStart, false)}
-	defer it.Close()
-	if it.Next() {
-		return it.Window(), true, nil
+	vb, ts, headers, found, err := s.bytes.Get(kb, windowStart)
+	if err != nil || !found {
+		return Window{}, false, err
 	}
-	return Window{}, false, it.Err()
+	v, err := s.value(vb)
+	if err != nil {
+		return Window{}, false, err
+	}
+	w := Window{Key: key, Start: windowStart, End: windowEnd(windowStart, s.spec.WindowSize), Value: v, Timestamp: ts}
+	if s.spec.Headers {
+		w.Headers = headers
+	}
+	return w, true, nil
 }
 
 // FetchKey iterates key's windows whose start is in [from, to], by start (Kafka Streams'

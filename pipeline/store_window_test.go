@@ -256,3 +256,82 @@ func TestMemorySessionAndVersionedStores(t *testing.T) {
 		t.Fatal("deleted key still found")
 	}
 }
+
+// TestWindowStoreFetchMatchesFetchKey checks that the point read of the in-memory store
+// finds what a one-window range fetch finds first: present, absent, deleted and expired
+// windows, headers, and the first of duplicates.
+func TestWindowStoreFetchMatchesFetchKey(t *testing.T) {
+	specs := []StoreSpec{
+		{Name: "plain", Type: WindowStoreType, Retention: 100, WindowSize: 10},
+		{Name: "headers", Type: TimestampedWindowStoreType, Retention: 100, WindowSize: 10, Headers: true},
+		{Name: "dups", Type: TimestampedWindowStoreType, Retention: 100, WindowSize: 10, Headers: true, RetainDuplicates: true},
+	}
+	d := storeDriver(t, specs, nil, func(*ProcessorContext, Record) error { return nil })
+	for _, spec := range specs {
+		w, err := d.WindowStore(spec.Name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []struct {
+			k     string
+			v     any
+			start int64
+		}{{"a", "a0", 0}, {"a", "a10", 10}, {"a", "a10'", 10}, {"b", "b20", 20}, {"b", nil, 20}, {"c", "c60", 60}, {"c", "c105", 105}} {
+			if _, err := w.PutWithHeaders(p.k, p.v, p.start, p.start+1, Headers{{Key: "h", Value: []byte(fmt.Sprint(p.v))}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Stream time 105: the window at 0 has expired.
+		want := map[string]string{"a@10": "a10", "c@60": "c60", "c@105": "c105"}
+		if spec.RetainDuplicates {
+			want["b@20"] = "b20"
+		} else {
+			want["a@10"] = "a10'"
+		}
+		for _, k := range []string{"a", "b", "c", "z"} {
+			for _, start := range []int64{0, 5, 10, 20, 60, 105} {
+				at := fmt.Sprintf("%s@%d", k, start)
+				it, err := w.FetchKey(k, start, start, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fromIter := ""
+				if it.Next() {
+					fromIter = renderWindow(it.Window())
+				}
+				it.Close()
+				if err := it.Err(); err != nil {
+					t.Fatal(err)
+				}
+				got, found, err := w.Fetch(k, start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				point := ""
+				if found {
+					if got.Key != k || got.Start != start || got.End != start+10 {
+						t.Errorf("%s %s: window %+v", spec.Name, at, got)
+					}
+					point = renderWindow(got)
+				}
+				wantHere := ""
+				if v, ok := want[at]; ok && spec.Headers {
+					wantHere = fmt.Sprintf("%s@%d [h=%s]", v, start+1, v)
+				} else if ok {
+					wantHere = fmt.Sprintf("%s@%d []", v, start+1)
+				}
+				if point != fromIter || point != wantHere {
+					t.Errorf("%s %s: fetch %q, fetchKey %q, want %q", spec.Name, at, point, fromIter, wantHere)
+				}
+			}
+		}
+	}
+}
+
+func renderWindow(w Window) string {
+	var h []string
+	for _, x := range w.Headers {
+		h = append(h, x.Key+"="+string(x.Value))
+	}
+	return fmt.Sprintf("%v@%d [%s]", w.Value, w.Timestamp, strings.Join(h, " "))
+}

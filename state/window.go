@@ -40,20 +40,10 @@ func (v WindowView) cutoff() int64 {
 }
 
 // Get returns the value and timestamp of key's window starting at windowStart (the first
-// one of a store retaining duplicates); the value is nil when absent.
+// one of a store retaining duplicates); the value is nil when absent. It sees what
+// Fetch(key, windowStart, windowStart) sees, without opening an iterator.
 func (v WindowView) Get(key []byte, windowStart int64) ([]byte, int64, error) {
-	if windowStart < v.cutoff() {
-		return nil, NoTimestamp, nil
-	}
-	if v.p.spec.RetainDuplicates {
-		it := v.Fetch(key, windowStart, windowStart, false)
-		defer it.Close()
-		if it.Next() {
-			return bytes.Clone(it.Value()), it.Timestamp(), nil
-		}
-		return nil, NoTimestamp, it.Err()
-	}
-	raw, ok, err := v.p.get(appendWindowKey(nil, key, windowStart, 0), v.level)
+	raw, ok, err := v.raw(key, windowStart)
 	if err != nil || !ok {
 		return nil, NoTimestamp, err
 	}
@@ -62,6 +52,48 @@ func (v WindowView) Get(key []byte, windowStart int64) ([]byte, int64, error) {
 		return nil, NoTimestamp, v.p.errorf("window %x@%d: %v", key, windowStart, err)
 	}
 	return val, ts, nil
+}
+
+// GetWithHeaders is Get plus the stored headers (nil unless the store is headers-aware).
+func (v WindowView) GetWithHeaders(key []byte, windowStart int64) ([]byte, int64, []Header, error) {
+	raw, ok, err := v.raw(key, windowStart)
+	if err != nil || !ok {
+		return nil, NoTimestamp, nil, err
+	}
+	var headers []Header
+	if v.p.spec.Headers {
+		if headers, raw, err = parseHeaders(raw); err != nil {
+			return nil, NoTimestamp, nil, v.p.errorf("window %x@%d: %v", key, windowStart, err)
+		}
+	}
+	val, ts, err := splitTimestamped(raw)
+	if err != nil {
+		return nil, NoTimestamp, nil, v.p.errorf("window %x@%d: %v", key, windowStart, err)
+	}
+	return val, ts, headers, nil
+}
+
+// raw returns the stored value of key's window starting at windowStart, under Fetch's
+// retention cutoff. The value is shared with the buffer or the cache: callers must not
+// write to it.
+func (v WindowView) raw(key []byte, windowStart int64) ([]byte, bool, error) {
+	if windowStart < v.cutoff() {
+		return nil, false, nil
+	}
+	if v.p.spec.RetainDuplicates {
+		// Duplicates differ in their seqnum, so the first one is found by a scan; the
+		// iterator's value dies with it.
+		it := v.Fetch(key, windowStart, windowStart, false)
+		defer it.Close()
+		if it.Next() {
+			return bytes.Clone(it.it.value), true, nil
+		}
+		return nil, false, it.Err()
+	}
+	// Sized for the escaped key, its terminator and the suffix (and a few escaped 0x00
+	// bytes), so building it allocates once.
+	k := appendWindowKey(make([]byte, 0, len(key)+2+windowTail+8), key, windowStart, 0)
+	return v.p.get(k, v.level)
 }
 
 // Fetch iterates key's windows whose start is in [from, to], by start.

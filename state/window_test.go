@@ -2,7 +2,9 @@ package state
 
 import (
 	"bytes"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/syndtr/goleveldb/leveldb/util"
@@ -177,4 +179,135 @@ func TestHeadersAwareWindow(t *testing.T) {
 	if cl := db.Changelog(); len(cl) != 1 || len(cl[0].Headers) != 1 || string(cl[0].Value) != "v" {
 		t.Fatalf("changelog %+v", cl)
 	}
+}
+
+// TestWindowGetMatchesFetch checks that the point read sees exactly what a one-window
+// Fetch sees first: buffered and committed writes at both isolation levels, deletes,
+// windows expired by retention, headers, and the first of duplicates, before and after the
+// buffered writes are committed (with the read cache, after READ_COMMITTED reads filled it).
+func TestWindowGetMatchesFetch(t *testing.T) {
+	plain := windowSpec()
+	headers := windowSpec()
+	headers.Headers = true
+	dups := windowSpec()
+	dups.RetainDuplicates, dups.Headers = true, true
+	for _, c := range []struct {
+		spec  StoreSpec
+		cache int64
+	}{{plain, 0}, {plain, DefaultCacheBytes}, {headers, 0}, {headers, DefaultCacheBytes}, {dups, DefaultCacheBytes}} {
+		spec := c.spec
+		t.Run(fmt.Sprintf("headers=%v,dups=%v,cache=%d", spec.Headers, spec.RetainDuplicates, c.cache), func(t *testing.T) {
+			db, err := Open(t.TempDir(), Options{CacheBytes: c.cache})
+			noErr(t, err)
+			t.Cleanup(func() { db.Close() })
+			s, err := db.WindowStore(spec, 0)
+			noErr(t, err)
+			put := func(key string, start int64, value string) {
+				t.Helper()
+				var v []byte
+				if value != "-" {
+					v = []byte(value)
+				}
+				h := []Header{{Key: "h", Value: []byte(value)}, {Key: "null"}}
+				_, err := s.PutWithHeaders([]byte(key), start, v, start+1, h)
+				noErr(t, err)
+			}
+			put("a", 0, "a0")
+			put("a", 10, "a10")
+			put("a", 20, "a20")
+			put("a", 50, "a50")
+			put("a", 50, "a50'") // a duplicate, or an overwrite
+			put("b", 0, "b0")
+			put("b", 60, "")
+			put("b", 70, "b70")
+			commit(t, db)
+			put("a", 20, "a20'")
+			put("a", 30, "a30")
+			put("b", 70, "-")  // a delete, ignored by a store retaining duplicates
+			put("c", 110, "c") // windows before 11 expire at READ_UNCOMMITTED
+
+			keys := []string{"a", "b", "c", "z"}
+			starts := []int64{0, 5, 10, 20, 30, 50, 60, 70, 110}
+			compare := func() {
+				t.Helper()
+				for _, level := range []IsolationLevel{ReadUncommitted, ReadCommitted} {
+					v := s.View(level)
+					for _, k := range keys {
+						for _, start := range starts {
+							want := fetchFirst(t, v, []byte(k), start)
+							val, ts, err := v.Get([]byte(k), start)
+							noErr(t, err)
+							if got := fmt.Sprintf("%s@%d", val, ts); val == nil && want != "" || val != nil && !strings.HasPrefix(want, got+" ") {
+								t.Errorf("%v %s@%d: get %q, fetch %q", level, k, start, got, want)
+							}
+							val, ts, h, err := v.GetWithHeaders([]byte(k), start)
+							noErr(t, err)
+							got := ""
+							if val != nil {
+								got = fmt.Sprintf("%s@%d %q", val, ts, h)
+							}
+							if got != want {
+								t.Errorf("%v %s@%d: getWithHeaders %q, fetch %q", level, k, start, got, want)
+							}
+						}
+					}
+				}
+			}
+			compare()
+			expect := func(level IsolationLevel, k string, start int64, want string) {
+				t.Helper()
+				if got := fetchFirst(t, s.View(level), []byte(k), start); got != want {
+					t.Errorf("%v %s@%d = %q, want %q", level, k, start, got, want)
+				}
+			}
+			h := func(v string) string {
+				if !spec.Headers {
+					return "[]"
+				}
+				return fmt.Sprintf(`[{"h" %q} {"null" ""}]`, v)
+			}
+			// the cases compare covers
+			expect(ReadUncommitted, "a", 0, "")
+			expect(ReadUncommitted, "a", 10, "")
+			expect(ReadCommitted, "a", 10, "a10@11 "+h("a10"))
+			expect(ReadCommitted, "a", 20, "a20@21 "+h("a20"))
+			expect(ReadUncommitted, "a", 30, "a30@31 "+h("a30"))
+			expect(ReadCommitted, "a", 30, "")
+			expect(ReadCommitted, "b", 60, "@61 "+h(""))
+			expect(ReadCommitted, "b", 70, "b70@71 "+h("b70"))
+			if spec.RetainDuplicates {
+				expect(ReadUncommitted, "a", 20, "a20@21 "+h("a20"))
+				expect(ReadUncommitted, "a", 50, "a50@51 "+h("a50"))
+				expect(ReadUncommitted, "b", 70, "b70@71 "+h("b70"))
+			} else {
+				expect(ReadUncommitted, "a", 20, "a20'@21 "+h("a20'"))
+				expect(ReadUncommitted, "a", 50, "a50'@51 "+h("a50'"))
+				expect(ReadUncommitted, "b", 70, "")
+			}
+			commit(t, db)
+			compare()
+			expect(ReadCommitted, "a", 10, "")
+			expect(ReadCommitted, "a", 30, "a30@31 "+h("a30"))
+			if !spec.RetainDuplicates {
+				put("b", 60, "-")
+				expect(ReadUncommitted, "b", 60, "")
+				compare()
+			}
+		})
+	}
+}
+
+// fetchFirst renders the first window of a one-window Fetch as "value@ts headers", or ""
+// when there is none.
+func fetchFirst(t *testing.T, v WindowView, key []byte, start int64) string {
+	t.Helper()
+	it := v.Fetch(key, start, start, false)
+	defer it.Close()
+	if !it.Next() {
+		noErr(t, it.Err())
+		return ""
+	}
+	h, err := it.Headers()
+	noErr(t, err)
+	return fmt.Sprintf("%s@%d %q", it.Value(), it.Timestamp(), h)
 }
