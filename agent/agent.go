@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/syndtr/goleveldb/leveldb/storage"
+
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/luart"
@@ -31,6 +33,8 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// LogLevel, when set, is the logger's level: a reload sets it to agent.log.level.
 	LogLevel *slog.LevelVar
+	// WrapStateStorage is state.Options.WrapStorage, for fault-injection tests; leave it nil.
+	WrapStateStorage func(storage.Storage) storage.Storage
 }
 
 // Agent is one running application.

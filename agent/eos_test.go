@@ -189,3 +189,30 @@ func dumpCounts(t *testing.T, dir string) map[string]string {
 	}
 	return out
 }
+
+// storeCounts reads the counts store of every partition.
+func storeCounts(t *testing.T, dir string, partitions int32) map[string]int64 {
+	t.Helper()
+	db, err := state.Open(dir, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	got := map[string]int64{}
+	for p := range partitions {
+		s, err := db.TimestampedKeyValueStore(state.StoreSpec{Name: "counts", Type: state.TimestampedKeyValue, Logged: true}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := s.All(false)
+		for it.Next() {
+			got[string(it.Key())] = int64(binary.BigEndian.Uint64(it.Value()))
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got
+}

@@ -7,7 +7,6 @@ package agent
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
-	"github.com/stoatflow/stoatflow/state"
 )
 
 const (
@@ -186,31 +184,4 @@ func failStopped(t *testing.T, ra *runningAgent, st AppState, err error) {
 		ra.done <- err // for the deferred stop
 	}
 	t.Fatalf("agent in %s after the faults, want RUNNING: %v", st, err)
-}
-
-// storeCounts reads the counts store of every partition.
-func storeCounts(t *testing.T, dir string, partitions int32) map[string]int64 {
-	t.Helper()
-	db, err := state.Open(dir, state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	got := map[string]int64{}
-	for p := range partitions {
-		s, err := db.TimestampedKeyValueStore(state.StoreSpec{Name: "counts", Type: state.TimestampedKeyValue, Logged: true}, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		it := s.All(false)
-		for it.Next() {
-			got[string(it.Key())] = int64(binary.BigEndian.Uint64(it.Value()))
-		}
-		err = it.Err()
-		it.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return got
 }

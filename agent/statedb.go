@@ -15,13 +15,14 @@ import (
 // openState opens the application's state database. A database LevelDB finds corrupt is
 // deleted and rebuilt from the changelogs (counted in the restore metrics), never used.
 func (a *Agent) openState(dir string) (*state.DB, error) {
-	db, err := state.Open(dir, state.Options{CacheBytes: state.DefaultCacheBytes})
+	opts := state.Options{CacheBytes: state.DefaultCacheBytes, WrapStorage: a.opts.WrapStateStorage}
+	db, err := state.Open(dir, opts)
 	if errors.Is(err, state.ErrCorrupt) {
 		a.log.Error("the state database is corrupt; deleting it and restoring every store from its changelog", "dir", dir, "err", err)
 		if rerr := os.RemoveAll(dir); rerr != nil {
 			return nil, fmt.Errorf("remove corrupt state %s: %w", dir, rerr)
 		}
-		db, err = state.Open(dir, state.Options{CacheBytes: state.DefaultCacheBytes})
+		db, err = state.Open(dir, opts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state database %s: %w", dir, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/syndtr/goleveldb/leveldb"
 	lerrors "github.com/syndtr/goleveldb/leveldb/errors"
 	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/storage"
 	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
@@ -29,13 +30,18 @@ type Options struct {
 	// of key-value, timestamped key-value and window stores) of keys not written in the
 	// current epoch; 0 disables it. DefaultCacheBytes is a good start.
 	CacheBytes int64
+	// WrapStorage, when set, wraps the files the database is kept in. It is for
+	// fault-injection tests (faultdisk.Disk.Wrap fills the disk); leave it nil.
+	WrapStorage func(storage.Storage) storage.Storage
 }
 
 // DB is one application's state: every store partition in one goleveldb database.
 type DB struct {
 	ldb *leveldb.DB
-	dir string
-	wo  *opt.WriteOptions
+	// stor is closed after ldb: leveldb.Open, unlike OpenFile, leaves it open.
+	stor storage.Storage
+	dir  string
+	wo   *opt.WriteOptions
 	// cache is nil when disabled.
 	cache *valueCache
 
@@ -73,12 +79,20 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("state: create %s: %w", dir, err)
 	}
-	ldb, err := leveldb.OpenFile(dir, &opt.Options{
+	stor, err := storage.OpenFile(dir, false)
+	if err != nil {
+		return nil, fmt.Errorf("state: open %s: %w", dir, err)
+	}
+	if opts.WrapStorage != nil {
+		stor = opts.WrapStorage(stor)
+	}
+	ldb, err := leveldb.Open(stor, &opt.Options{
 		// A damaged manifest or journal must stop the open rather than silently drop
 		// commits: offsets and data would then disagree with the changelog.
 		Strict: opt.DefaultStrict | opt.StrictManifest | opt.StrictJournal,
 	})
 	if err != nil {
+		stor.Close()
 		if lerrors.IsCorrupted(err) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
 		}
@@ -86,6 +100,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	db := &DB{
 		ldb:     ldb,
+		stor:    stor,
 		dir:     dir,
 		wo:      &opt.WriteOptions{Sync: opts.Sync},
 		catalog: map[string]catalogEntry{},
@@ -97,7 +112,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		db.cache = newValueCache(opts.CacheBytes)
 	}
 	if err := db.load(); err != nil {
-		ldb.Close()
+		db.Close()
 		return nil, err
 	}
 	return db, nil
@@ -166,7 +181,11 @@ func (db *DB) readErr(err error) error {
 
 // Close closes the database; buffered writes that were not committed are lost.
 func (db *DB) Close() error {
-	if err := db.ldb.Close(); err != nil {
+	err := db.ldb.Close()
+	if serr := db.stor.Close(); err == nil {
+		err = serr
+	}
+	if err != nil {
 		return fmt.Errorf("state: close %s: %w", db.dir, err)
 	}
 	return nil
