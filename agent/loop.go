@@ -144,6 +144,16 @@ func (l *loop) run(ctx context.Context) error {
 				}
 				continue
 			}
+			if l.eos {
+				// In the transaction the changelog records are aborted with the epoch, so
+				// they can go now, while the epoch goes on, and the barrier waits for less.
+				if err := l.sendChangelog(); err != nil {
+					if err := l.retry(err); err != nil {
+						return err
+					}
+					continue
+				}
+			}
 			if err := l.punctuate(); err != nil {
 				return err
 			}
@@ -367,12 +377,12 @@ func (l *loop) consumedCounter(topic string) prometheus.Counter {
 	return c
 }
 
-// sendChangelog sends the epoch's changelog records.
+// sendChangelog sends the epoch's changelog records not sent yet.
 func (l *loop) sendChangelog() error {
 	if l.db == nil {
 		return nil
 	}
-	for _, r := range l.db.Changelog() {
+	for _, r := range l.db.TakeChangelog() {
 		topic, ok := l.changelogFor[r.Store]
 		if !ok {
 			continue

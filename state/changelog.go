@@ -23,6 +23,15 @@ type ChangelogPartition struct {
 // writes of a key are all there. The slice is valid until the next Commit or Abort.
 func (db *DB) Changelog() []ChangelogRecord { return db.changelog }
 
+// TakeChangelog returns the changelog records of the current epoch written since the last
+// TakeChangelog, in write order, so that a caller can send them while the epoch goes on.
+// The slice is valid until the next Commit or Abort.
+func (db *DB) TakeChangelog() []ChangelogRecord {
+	recs := db.changelog[db.changelogTaken:]
+	db.changelogTaken = len(db.changelog)
+	return recs
+}
+
 // logChange records a write of a logged store. Key and value are copied into one
 // allocation because callers reuse their buffers.
 func (p *partition) logChange(key, value []byte, ts int64, headers []Header) {

@@ -71,6 +71,7 @@ func (db *DB) endEpoch() {
 	db.dirty = db.dirty[:0]
 	clear(db.changelog)
 	db.changelog = db.changelog[:0]
+	db.changelogTaken = 0
 	db.batch.Reset()
 }
 

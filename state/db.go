@@ -57,8 +57,10 @@ type DB struct {
 	// Owned by the processing goroutine.
 	dirty     []*partition
 	changelog []ChangelogRecord
-	recordTs  int64
-	batch     leveldb.Batch
+	// changelogTaken is how many of them TakeChangelog has returned.
+	changelogTaken int
+	recordTs       int64
+	batch          leveldb.Batch
 }
 
 type catalogEntry struct {

@@ -233,3 +233,42 @@ func TestChangelogCapture(t *testing.T) {
 		t.Fatal("commit kept changelog records")
 	}
 }
+
+// TakeChangelog hands out each record of the epoch once, in write order, and starts again
+// with the next epoch after a commit or an abort.
+func TestTakeChangelogHandsOutEachRecordOnce(t *testing.T) {
+	db, _ := openDB(t)
+	s, err := db.KeyValueStore(StoreSpec{Name: "logged", Type: KeyValue, Logged: true}, 0)
+	noErr(t, err)
+	keys := func(recs []ChangelogRecord) (out string) {
+		for _, r := range recs {
+			out += string(r.Key)
+		}
+		return out
+	}
+	noErr(t, s.Put([]byte("a"), []byte("1")))
+	noErr(t, s.Put([]byte("b"), []byte("1")))
+	if got := keys(db.TakeChangelog()); got != "ab" {
+		t.Fatalf("first take %q, want ab", got)
+	}
+	noErr(t, s.Put([]byte("c"), []byte("1")))
+	if got := keys(db.TakeChangelog()); got != "c" {
+		t.Fatalf("second take %q, want c", got)
+	}
+	if got := keys(db.TakeChangelog()); got != "" {
+		t.Fatalf("third take %q, want nothing", got)
+	}
+	if got := keys(db.Changelog()); got != "abc" {
+		t.Fatalf("the epoch's changelog %q, want abc", got)
+	}
+	db.Abort()
+	noErr(t, s.Put([]byte("d"), []byte("1")))
+	if got := keys(db.TakeChangelog()); got != "d" {
+		t.Fatalf("take after an abort %q, want d", got)
+	}
+	commit(t, db)
+	noErr(t, s.Put([]byte("e"), []byte("1")))
+	if got := keys(db.TakeChangelog()); got != "e" {
+		t.Fatalf("take after a commit %q, want e", got)
+	}
+}
