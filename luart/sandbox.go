@@ -78,6 +78,7 @@ func openSandbox(L *lua.LState) {
 	for _, k := range drop {
 		g.RawSet(k, lua.LNil)
 	}
+	openPatterns(L, g.RawGetString("string").(*lua.LTable))
 }
 
 var moduleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
