@@ -153,23 +153,7 @@ state.dir = %q
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("agent exit: %v", err)
 	}
-	got := map[string]int64{}
-	db, err := state.Open(filepath.Join(cfg.StateDir, cfg.ApplicationID, "db"), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for p := int32(0); p < 2; p++ {
-		s, err := db.TimestampedKeyValueStore(state.StoreSpec{Name: "counts", Type: state.TimestampedKeyValue, Logged: true}, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		it := s.All(false)
-		for it.Next() {
-			got[string(it.Key())] = int64(binary.BigEndian.Uint64(it.Value()))
-		}
-		it.Close()
-	}
+	got := storeCounts(t, filepath.Join(cfg.StateDir, cfg.ApplicationID, "db"), 2)
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("store counts %v, want %v", got, want)
 	}

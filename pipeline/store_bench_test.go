@@ -22,9 +22,11 @@ func (s sumSensors) StoreLatency(string, string) Observer { return s.o }
 // BenchmarkKeyValueStorePutGet is the per-record store path of a count: one Get and one
 // Put through the typed store over in-memory bytes, so the engine's own overhead (serdes,
 // sampled latency) is what it measures.
-func BenchmarkKeyValueStorePutGet(b *testing.B) {
+// benchDriver is a test driver over in-memory stores with the store spec added.
+func benchDriver(b *testing.B, spec StoreSpec) *Driver {
+	b.Helper()
 	sb := newTestBuilder()
-	if err := sb.AddStateStore(StoreSpec{Name: "counts", Type: KeyValueStoreType}); err != nil {
+	if err := sb.AddStateStore(spec); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := sb.Stream([]string{"in"}, Consumed{}); err != nil {
@@ -34,7 +36,11 @@ func BenchmarkKeyValueStorePutGet(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := d.Store("counts", 0)
+	return d
+}
+
+func BenchmarkKeyValueStorePutGet(b *testing.B) {
+	s, err := benchDriver(b, StoreSpec{Name: "counts", Type: KeyValueStoreType}).Store("counts", 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,18 +72,8 @@ func BenchmarkStoreOpSampler(b *testing.B) {
 // BenchmarkWindowStoreFetch is the per-record read of a windowed aggregation: a
 // single-window Fetch through the typed store over in-memory bytes, half of them absent.
 func BenchmarkWindowStoreFetch(b *testing.B) {
-	sb := newTestBuilder()
-	if err := sb.AddStateStore(StoreSpec{Name: "counts", Type: TimestampedWindowStoreType, WindowSize: 100, Retention: 1000}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := sb.Stream([]string{"in"}, Consumed{}); err != nil {
-		b.Fatal(err)
-	}
-	d, err := NewDriver(sb, DriverOptions{Stores: NewMemoryStores(), Sensors: sumSensors{&sumObserver{}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := d.WindowStore("counts", 0)
+	spec := StoreSpec{Name: "counts", Type: TimestampedWindowStoreType, WindowSize: 100, Retention: 1000}
+	s, err := benchDriver(b, spec).WindowStore("counts", 0)
 	if err != nil {
 		b.Fatal(err)
 	}
