@@ -1,6 +1,9 @@
 package pipeline
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sort"
+)
 
 // Helpers of the processors that emit final results when the global watermark closes their
 // windows (windowed aggregations with emit on close).
@@ -29,4 +32,66 @@ func (t *Topology) emittedPosition(store string, partition int32, key string) (i
 // saveEmittedPosition keeps the position with the store partition; it commits with the epoch.
 func (t *Topology) saveEmittedPosition(store string, partition int32, key string, pos int64) error {
 	return t.storeProvider.PutMeta(store, partition, key, binary.BigEndian.AppendUint64(nil, uint64(pos)))
+}
+
+// finalResult is one closed window of an emitter, with the position its emitter orders and
+// remembers it by (a window's start, a session's end).
+type finalResult struct {
+	pos       int64
+	key       any
+	start     int64
+	end       int64
+	value     any
+	timestamp int64
+}
+
+// emitFinalResults forwards once, across restarts and replays, the final results of one task
+// partition whose position is in (last emitted, upper]. closed(last) lists the closed windows
+// in emission order (it may include windows at or before last, so that done can clean them
+// up); done runs after each window, forwarded or not.
+func (t *Topology) emitFinalResults(ctx *Context, store string, partition int32, metaKey string, upper int64,
+	closed func(last int64) ([]finalResult, error), done func(finalResult) error) error {
+	last, err := t.emittedPosition(store, partition, metaKey)
+	if err != nil {
+		return err
+	}
+	if upper <= last {
+		return nil
+	}
+	results, err := closed(last)
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		if r.pos > last {
+			out := Record{
+				Key:       Windowed{Key: r.key, Start: r.start, End: r.end},
+				Value:     Change{New: r.value},
+				Timestamp: r.timestamp,
+				Partition: partition,
+				Offset:    -1,
+			}
+			if err := ctx.Forward(out); err != nil {
+				return err
+			}
+		}
+		if err := done(r); err != nil {
+			return err
+		}
+	}
+	return t.saveEmittedPosition(store, partition, metaKey, upper)
+}
+
+// closedWindows reads the windows of it in window-start order (the store iterates by key
+// first), as final results positioned by start.
+func closedWindows(it *WindowIterator, end func(Window) int64) ([]finalResult, error) {
+	var out []finalResult
+	for it.Next() {
+		w := it.Window()
+		out = append(out, finalResult{pos: w.Start, key: w.Key, start: w.Start, end: end(w), value: w.Value, timestamp: w.Timestamp})
+	}
+	err := it.Err()
+	it.Close()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].start < out[j].start })
+	return out, err
 }

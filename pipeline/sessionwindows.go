@@ -304,49 +304,28 @@ func (p *sessionAggregate) emitPartition(partition int32, upper int64) error {
 	if err != nil {
 		return err
 	}
-	last, err := p.ctx.topology.emittedPosition(p.store, partition, emittedSessionMeta)
-	if err != nil {
-		return err
-	}
-	if upper <= last {
-		return nil
-	}
-	it, err := store.FindSessionsRange(nil, nil, last+1, upper, false)
-	if err != nil {
-		return err
-	}
-	var closed []Session
-	for it.Next() {
-		if s := it.Session(); s.End <= upper {
-			closed = append(closed, s)
-		}
-	}
-	err = it.Err()
-	it.Close()
-	if err != nil {
-		return err
-	}
-	// By session end, then start, then key: the store iterates by key first.
-	sort.SliceStable(closed, func(i, j int) bool {
-		if closed[i].End != closed[j].End {
-			return closed[i].End < closed[j].End
-		}
-		return closed[i].Start < closed[j].Start
-	})
-	for _, s := range closed {
-		out := Record{
-			Key:       Windowed{Key: s.Key, Start: s.Start, End: s.End},
-			Value:     Change{New: s.Value},
-			Timestamp: s.End,
-			Partition: partition,
-			Offset:    -1,
-		}
-		if err := p.ctx.Forward(out); err != nil {
-			return err
-		}
-		if err := store.Remove(s.Key, s.Start, s.End, s.End); err != nil {
-			return err
-		}
-	}
-	return p.ctx.topology.saveEmittedPosition(p.store, partition, emittedSessionMeta, upper)
+	return p.ctx.topology.emitFinalResults(p.ctx, p.store, partition, emittedSessionMeta, upper,
+		func(last int64) ([]finalResult, error) {
+			it, err := store.FindSessionsRange(nil, nil, last+1, upper, false)
+			if err != nil {
+				return nil, err
+			}
+			var closed []finalResult
+			for it.Next() {
+				if s := it.Session(); s.End <= upper {
+					closed = append(closed, finalResult{pos: s.End, key: s.Key, start: s.Start, end: s.End, value: s.Value, timestamp: s.End})
+				}
+			}
+			err = it.Err()
+			it.Close()
+			// By session end, then start, then key: the store iterates by key first.
+			sort.SliceStable(closed, func(i, j int) bool {
+				if closed[i].end != closed[j].end {
+					return closed[i].end < closed[j].end
+				}
+				return closed[i].start < closed[j].start
+			})
+			return closed, err
+		},
+		func(r finalResult) error { return store.Remove(r.key, r.start, r.end, r.end) })
 }

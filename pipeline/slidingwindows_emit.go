@@ -1,9 +1,5 @@
 package pipeline
 
-import (
-	"sort"
-)
-
 // emittedSlidingMeta is the store metadata key holding the largest sliding-window start
 // already emitted, so that a restart (or a replayed epoch) never emits a final result twice.
 const emittedSlidingMeta = "emit-on-close.emitted-sliding-start"
@@ -36,44 +32,16 @@ func (p *slidingAggregate) emitPartition(partition int32, upper int64) error {
 	if err != nil {
 		return err
 	}
-	last, err := p.ctx.topology.emittedPosition(p.store, partition, emittedSlidingMeta)
-	if err != nil {
-		return err
-	}
-	if upper <= last {
-		return nil
-	}
 	d := p.windows.TimeDifference
-	it := store.FetchAll(max(0, last-d), upper, false)
-	var closed []Window
-	for it.Next() {
-		closed = append(closed, it.Window())
-	}
-	err = it.Err()
-	it.Close()
-	if err != nil {
-		return err
-	}
-	// By window start, then key: the store iterates by key first.
-	sort.SliceStable(closed, func(i, j int) bool { return closed[i].Start < closed[j].Start })
-	for _, w := range closed {
-		if w.Start > last {
-			out := Record{
-				Key:       Windowed{Key: w.Key, Start: w.Start, End: w.Start + d},
-				Value:     Change{New: w.Value},
-				Timestamp: w.Timestamp,
-				Partition: partition,
-				Offset:    -1,
+	return p.ctx.topology.emitFinalResults(p.ctx, p.store, partition, emittedSlidingMeta, upper,
+		func(last int64) ([]finalResult, error) {
+			return closedWindows(store.FetchAll(max(0, last-d), upper, false), func(w Window) int64 { return w.Start + d })
+		},
+		func(r finalResult) error {
+			if r.start >= upper-d {
+				return nil
 			}
-			if err := p.ctx.Forward(out); err != nil {
-				return err
-			}
-		}
-		if w.Start < upper-d {
-			if _, err := store.Put(w.Key, nil, w.Start, w.Timestamp); err != nil {
-				return err
-			}
-		}
-	}
-	return p.ctx.topology.saveEmittedPosition(p.store, partition, emittedSlidingMeta, upper)
+			_, err := store.Put(r.key, nil, r.start, r.timestamp)
+			return err
+		})
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"sort"
 )
 
 // TimeWindows are fixed-size windows, tumbling (advance = size) or hopping (Kafka Streams'
@@ -297,39 +296,12 @@ func (p *windowAggregate) emitPartition(partition int32, upper int64) error {
 	if err != nil {
 		return err
 	}
-	last, err := p.ctx.topology.emittedPosition(p.store, partition, emittedMeta)
-	if err != nil {
-		return err
-	}
-	if upper <= last {
-		return nil
-	}
-	it := store.FetchAll(last+1, upper, false)
-	var closed []Window
-	for it.Next() {
-		closed = append(closed, it.Window())
-	}
-	err = it.Err()
-	it.Close()
-	if err != nil {
-		return err
-	}
-	// By window start, then key: the store iterates by key first.
-	sort.SliceStable(closed, func(i, j int) bool { return closed[i].Start < closed[j].Start })
-	for _, w := range closed {
-		out := Record{
-			Key:       Windowed{Key: w.Key, Start: w.Start, End: w.End},
-			Value:     Change{New: w.Value},
-			Timestamp: w.Timestamp,
-			Partition: partition,
-			Offset:    -1,
-		}
-		if err := p.ctx.Forward(out); err != nil {
+	return p.ctx.topology.emitFinalResults(p.ctx, p.store, partition, emittedMeta, upper,
+		func(last int64) ([]finalResult, error) {
+			return closedWindows(store.FetchAll(last+1, upper, false), func(w Window) int64 { return w.End })
+		},
+		func(r finalResult) error {
+			_, err := store.Put(r.key, nil, r.start, r.timestamp)
 			return err
-		}
-		if _, err := store.Put(w.Key, nil, w.Start, w.Timestamp); err != nil {
-			return err
-		}
-	}
-	return p.ctx.topology.saveEmittedPosition(p.store, partition, emittedMeta, upper)
+		})
 }
