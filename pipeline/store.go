@@ -3,7 +3,6 @@ package pipeline
 import (
 	"fmt"
 	"sort"
-	"time"
 )
 
 // StoreType is the kind of a state store the engine uses.
@@ -237,62 +236,42 @@ func (s *KeyValueStore) Delete(key any, ts int64) (any, error) {
 
 // KeyValueIterator walks a range of a store, deserialising as it goes.
 type KeyValueIterator struct {
-	s       *KeyValueStore
-	it      BytesIterator
-	opened  time.Time // non-zero when its range latency is sampled
-	err     error
-	key     any
-	val     any
-	headers Headers
+	storeIter[keyValue]
+	bytes BytesIterator
 }
 
-// Next moves to the next entry; false at the end or on an error (see Err).
-func (i *KeyValueIterator) Next() bool {
-	if i.err != nil || !i.it.Next() {
-		return false
-	}
-	k, err := i.s.keyOf(i.it.Key())
-	if err != nil {
-		i.err = err
-		return false
-	}
-	v, err := i.s.value(i.it.Value())
-	if err != nil {
-		i.err = err
-		return false
-	}
-	if i.s.spec.Headers {
-		if i.headers, err = i.it.Headers(); err != nil {
-			i.err = fmt.Errorf("store %s: headers: %w", i.s.spec.Name, err)
-			return false
+// keyValue is one deserialised entry of a key-value store.
+type keyValue struct {
+	key, val any
+	headers  Headers
+}
+
+func (s *KeyValueStore) iter(it BytesIterator) *KeyValueIterator {
+	return &KeyValueIterator{bytes: it, storeIter: newStoreIter(it, &s.ops.rng, func() (keyValue, error) {
+		var e keyValue
+		var err error
+		if e.key, err = s.keyOf(it.Key()); err != nil {
+			return e, err
 		}
-	}
-	i.key, i.val = k, v
-	return true
+		if e.val, err = s.value(it.Value()); err != nil {
+			return e, err
+		}
+		if s.spec.Headers {
+			if e.headers, err = it.Headers(); err != nil {
+				return e, fmt.Errorf("store %s: headers: %w", s.spec.Name, err)
+			}
+		}
+		return e, nil
+	})}
 }
 
 // Key, Value and Timestamp describe the current entry.
-func (i *KeyValueIterator) Key() any         { return i.key }
-func (i *KeyValueIterator) Value() any       { return i.val }
-func (i *KeyValueIterator) Timestamp() int64 { return i.it.Timestamp() }
+func (i *KeyValueIterator) Key() any         { return i.cur.key }
+func (i *KeyValueIterator) Value() any       { return i.cur.val }
+func (i *KeyValueIterator) Timestamp() int64 { return i.bytes.Timestamp() }
 
 // Headers are the current entry's headers, nil unless the store is headers-aware.
-func (i *KeyValueIterator) Headers() Headers { return i.headers }
-
-// Err is the error that ended the iteration, if any.
-func (i *KeyValueIterator) Err() error {
-	if i.err != nil {
-		return i.err
-	}
-	return i.it.Err()
-}
-
-// Close releases the iterator.
-func (i *KeyValueIterator) Close() {
-	i.it.Close()
-	i.s.ops.rng.stop(i.opened)
-	i.opened = time.Time{}
-}
+func (i *KeyValueIterator) Headers() Headers { return i.cur.headers }
 
 // Range iterates over keys in [from, to] (nil = open) in serialised-key order.
 func (s *KeyValueStore) Range(from, to any, reverse bool) (*KeyValueIterator, error) {
@@ -308,7 +287,7 @@ func (s *KeyValueStore) Range(from, to any, reverse bool) (*KeyValueIterator, er
 			return nil, err
 		}
 	}
-	return &KeyValueIterator{s: s, it: s.bytes.Range(fb, tb, reverse), opened: s.ops.rng.start()}, nil
+	return s.iter(s.bytes.Range(fb, tb, reverse)), nil
 }
 
 // PrefixScan iterates over the keys whose serialised form starts with prefix serialised.
@@ -317,7 +296,7 @@ func (s *KeyValueStore) PrefixScan(prefix any) (*KeyValueIterator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &KeyValueIterator{s: s, it: s.bytes.PrefixScan(pb), opened: s.ops.rng.start()}, nil
+	return s.iter(s.bytes.PrefixScan(pb)), nil
 }
 
 // ApproximateNumEntries estimates the number of keys.

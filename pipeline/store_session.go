@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"math"
-	"time"
 )
 
 // SessionBytesStore is one partition of a session store, in bytes. Sessions [start, end]
@@ -84,7 +83,7 @@ func (s *SessionStore) FindSessions(key any, earliestEnd, latestStart int64, bac
 	if err != nil {
 		return nil, err
 	}
-	return &SessionIterator{s: s, it: s.bytes.FindSessions(kb, earliestEnd, latestStart, backward), opened: s.ops.rng.start()}, nil
+	return s.iter(s.bytes.FindSessions(kb, earliestEnd, latestStart, backward)), nil
 }
 
 // FindSessionsRange is FindSessions over the keys in [keyFrom, keyTo] (nil = unbounded),
@@ -98,7 +97,7 @@ func (s *SessionStore) FindSessionsRange(keyFrom, keyTo any, earliestEnd, latest
 	if err != nil {
 		return nil, err
 	}
-	return &SessionIterator{s: s, it: s.bytes.FindSessionsRange(kf, kt, earliestEnd, latestStart, backward), opened: s.ops.rng.start()}, nil
+	return s.iter(s.bytes.FindSessionsRange(kf, kt, earliestEnd, latestStart, backward)), nil
 }
 
 // Fetch iterates every session of key (Kafka Streams' fetch(key) and backwardFetch).
@@ -119,50 +118,22 @@ type Session struct {
 }
 
 // SessionIterator walks sessions, deserialising as it goes.
-type SessionIterator struct {
-	s      *SessionStore
-	it     SessionBytesIterator
-	cur    Session
-	err    error
-	opened time.Time // non-zero when its range latency is sampled
-}
+type SessionIterator struct{ storeIter[Session] }
 
-// Next moves to the next session; false at the end or on an error (see Err).
-func (i *SessionIterator) Next() bool {
-	if i.err != nil || !i.it.Next() {
-		return false
-	}
-	ses := Session{Start: i.it.Start(), End: i.it.End()}
-	var err error
-	if ses.Key, err = i.s.keyOf(i.it.Key()); err != nil {
-		i.err = err
-		return false
-	}
-	if ses.Value, err = i.s.value(i.it.Value()); err != nil {
-		i.err = err
-		return false
-	}
-	i.cur = ses
-	return true
+func (s *SessionStore) iter(it SessionBytesIterator) *SessionIterator {
+	return &SessionIterator{newStoreIter(it, &s.ops.rng, func() (Session, error) {
+		ses := Session{Start: it.Start(), End: it.End()}
+		var err error
+		if ses.Key, err = s.keyOf(it.Key()); err != nil {
+			return ses, err
+		}
+		ses.Value, err = s.value(it.Value())
+		return ses, err
+	})}
 }
 
 // Session is the current session.
 func (i *SessionIterator) Session() Session { return i.cur }
-
-// Err is the error that ended the iteration, if any.
-func (i *SessionIterator) Err() error {
-	if i.err != nil {
-		return i.err
-	}
-	return i.it.Err()
-}
-
-// Close releases the iterator.
-func (i *SessionIterator) Close() {
-	i.it.Close()
-	i.s.ops.rng.stop(i.opened)
-	i.opened = time.Time{}
-}
 
 // SessionStore returns one partition of a declared session store, for queries and tests.
 func (t *Topology) SessionStore(name string, partition int32) (*SessionStore, error) {

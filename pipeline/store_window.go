@@ -3,7 +3,6 @@ package pipeline
 import (
 	"fmt"
 	"math"
-	"time"
 )
 
 // WindowBytesStore is one partition of a window store, in bytes. Windows older than the
@@ -114,7 +113,7 @@ func (s *WindowStore) FetchKey(key any, from, to int64, backward bool) (*WindowI
 	if err != nil {
 		return nil, err
 	}
-	return &WindowIterator{s: s, it: s.bytes.Fetch(kb, from, to, backward), opened: s.ops.rng.start()}, nil
+	return s.iter(s.bytes.Fetch(kb, from, to, backward)), nil
 }
 
 // FetchRange iterates the windows of the keys in [keyFrom, keyTo] (nil = unbounded) whose
@@ -128,13 +127,13 @@ func (s *WindowStore) FetchRange(keyFrom, keyTo any, from, to int64, backward bo
 	if err != nil {
 		return nil, err
 	}
-	return &WindowIterator{s: s, it: s.bytes.FetchRange(kf, kt, from, to, backward), opened: s.ops.rng.start()}, nil
+	return s.iter(s.bytes.FetchRange(kf, kt, from, to, backward)), nil
 }
 
 // FetchAll iterates every window whose start is in [from, to], by serialised key and then
 // start (Kafka Streams' stores order this by time).
 func (s *WindowStore) FetchAll(from, to int64, backward bool) *WindowIterator {
-	return &WindowIterator{s: s, it: s.bytes.FetchRange(nil, nil, from, to, backward), opened: s.ops.rng.start()}
+	return s.iter(s.bytes.FetchRange(nil, nil, from, to, backward))
 }
 
 // All iterates every window the store holds.
@@ -143,57 +142,30 @@ func (s *WindowStore) All(backward bool) *WindowIterator {
 }
 
 // WindowIterator walks windows, deserialising as it goes.
-type WindowIterator struct {
-	s      *WindowStore
-	it     WindowBytesIterator
-	cur    Window
-	err    error
-	opened time.Time // non-zero when its range latency is sampled
-}
+type WindowIterator struct{ storeIter[Window] }
 
-// Next moves to the next window; false at the end or on an error (see Err).
-func (i *WindowIterator) Next() bool {
-	if i.err != nil || !i.it.Next() {
-		return false
-	}
-	w := Window{Start: i.it.Start(), Timestamp: i.it.Timestamp()}
-	w.End = windowEnd(w.Start, i.s.spec.WindowSize)
-	var err error
-	if w.Key, err = i.s.keyOf(i.it.Key()); err != nil {
-		i.err = err
-		return false
-	}
-	if w.Value, err = i.s.value(i.it.Value()); err != nil {
-		i.err = err
-		return false
-	}
-	if i.s.spec.Headers {
-		if w.Headers, err = i.it.Headers(); err != nil {
-			i.err = fmt.Errorf("store %s: headers: %w", i.s.spec.Name, err)
-			return false
+func (s *WindowStore) iter(it WindowBytesIterator) *WindowIterator {
+	return &WindowIterator{newStoreIter(it, &s.ops.rng, func() (Window, error) {
+		w := Window{Start: it.Start(), Timestamp: it.Timestamp()}
+		w.End = windowEnd(w.Start, s.spec.WindowSize)
+		var err error
+		if w.Key, err = s.keyOf(it.Key()); err != nil {
+			return w, err
 		}
-	}
-	i.cur = w
-	return true
+		if w.Value, err = s.value(it.Value()); err != nil {
+			return w, err
+		}
+		if s.spec.Headers {
+			if w.Headers, err = it.Headers(); err != nil {
+				return w, fmt.Errorf("store %s: headers: %w", s.spec.Name, err)
+			}
+		}
+		return w, nil
+	})}
 }
 
 // Window is the current window.
 func (i *WindowIterator) Window() Window { return i.cur }
-
-// Err is the error that ended the iteration, if any.
-func (i *WindowIterator) Err() error {
-	if i.err != nil {
-		return i.err
-	}
-	return i.it.Err()
-}
-
-// Close releases the iterator.
-func (i *WindowIterator) Close() {
-	i.it.Close()
-	i.s.ops.rng.stop(i.opened)
-	i.opened = time.Time{}
-}
 
 // windowEnd is start + size, or math.MaxInt64 on overflow, as Kafka Streams' TimeWindow.
 func windowEnd(start, size int64) int64 {
