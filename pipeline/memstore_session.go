@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -76,7 +77,7 @@ func (s *memSessions) FindSessionsRange(keyFrom, keyTo []byte, earliestEnd, late
 		return a.start < b.start
 	})
 	if backward {
-		reverse(keys)
+		slices.Reverse(keys)
 	}
 	return &memSessionIter{s: s, keys: keys, pos: -1}
 }

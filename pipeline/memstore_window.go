@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -97,19 +98,13 @@ func (s *memWindows) iter(keyFrom, keyTo []byte, from, to int64, backward bool) 
 		return a.seq < b.seq
 	})
 	if backward {
-		reverse(keys)
+		slices.Reverse(keys)
 	}
 	return &memWindowIter{s: s, keys: keys, pos: -1}
 }
 
 func inKeyRange(k string, from, to []byte) bool {
 	return (from == nil || k >= string(from)) && (to == nil || k <= string(to))
-}
-
-func reverse[T any](s []T) {
-	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
-		s[i], s[j] = s[j], s[i]
-	}
 }
 
 type memWindowIter struct {
