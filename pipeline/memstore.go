@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -126,9 +127,7 @@ func (s *memKV) iter(keep func([]byte) bool, reverse bool) BytesIterator {
 	}
 	sort.Strings(keys)
 	if reverse {
-		for i, j := 0, len(keys)-1; i < j; i, j = i+1, j-1 {
-			keys[i], keys[j] = keys[j], keys[i]
-		}
+		slices.Reverse(keys)
 	}
 	return &memIter{s: s, keys: keys, pos: -1}
 }
