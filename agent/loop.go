@@ -339,15 +339,31 @@ func (l *loop) beginTxn() error {
 }
 
 func (l *loop) process(batch []kafkaio.Message) error {
+	if len(batch) == 0 {
+		return nil
+	}
 	if err := l.beginTxn(); err != nil {
 		return err
 	}
 	m := l.a.metrics
+	// A batch holds records of one partition (Consumer.Messages), so what is counted per
+	// partition is counted once per batch, for the records processed so far.
+	tp := kafkaio.TopicPartition{Topic: batch[0].Topic, Partition: batch[0].Partition}
+	consumed := func(n int) {
+		if n == 0 {
+			return
+		}
+		l.consumedCounter(tp.Topic).Add(float64(n))
+		l.next[tp] = batch[n-1].Offset + 1
+		l.dirty = true
+		l.epochRecords += n
+	}
 	// The records sent while processing a record name it if the broker refuses them.
 	defer l.k.producer.SetSource(nil)
+	// One clock read per record: a record's end is the next one's start.
+	start := time.Now()
 	for i := range batch {
 		msg := &batch[i]
-		start := time.Now()
 		l.k.producer.SetSource(msg)
 		err := l.topo.Process(pipeline.SourceRecord{
 			Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, Timestamp: msg.Timestamp,
@@ -356,15 +372,15 @@ func (l *loop) process(batch []kafkaio.Message) error {
 		if err != nil {
 			// A record the handler continued on is skipped, and consumed like any other.
 			if err := l.handleRecordError(msg, err); err != nil {
+				consumed(i)
 				return err
 			}
 		}
-		m.ProcessLatency.Observe(time.Since(start).Seconds())
-		l.consumedCounter(msg.Topic).Inc()
-		l.next[kafkaio.TopicPartition{Topic: msg.Topic, Partition: msg.Partition}] = msg.Offset + 1
-		l.dirty = true
-		l.epochRecords++
+		end := time.Now()
+		m.ProcessLatency.Observe(end.Sub(start).Seconds())
+		start = end
 	}
+	consumed(len(batch))
 	return nil
 }
 
