@@ -216,3 +216,29 @@ func storeCounts(t *testing.T, dir string, partitions int32) map[string]int64 {
 	}
 	return got
 }
+
+// Under exactly-once the changelog records of an epoch go out while it runs (in its
+// transaction), not all at the commit barrier: with a commit a minute away, a
+// read_uncommitted reader already sees them, and a read_committed one does not.
+func TestChangelogRecordsSentBeforeTheCommitUnderExactlyOnce(t *testing.T) {
+	brokers := testBroker(t, 1, "in", "out")
+	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\ncommit.interval.ms = 60000\n")
+	ra := startAgent(t, cfg)
+	defer ra.stop(t)
+	produceKeys(t, brokers, 1, 20, 20, 0, "v")
+	changelog := pipeline.ChangelogTopic(cfg.ApplicationID, "counts")
+	uncommitted := consumeAll(t, brokers, changelog, saramaTestConfig())
+	seen := map[string]bool{}
+	deadline := time.After(20 * time.Second)
+	for len(seen) < 20 {
+		select {
+		case m := <-uncommitted:
+			seen[string(m.Key)] = true
+		case <-deadline:
+			t.Fatalf("%d of 20 changelog records sent before the commit", len(seen))
+		}
+	}
+	if end := committedEnd(t, brokers, changelog); end != 0 {
+		t.Fatalf("changelog committed up to offset %d a minute before the commit", end)
+	}
+}
