@@ -62,23 +62,7 @@ func TestSuppressDescribe(t *testing.T) {
   :to("output-suppressed", {keySerde = "string", valueSerde = "long"})
 return b`
 	}
-	head := `Topologies:
-   Sub-topology: 0
-    Source: KSTREAM-SOURCE-0000000000 (topics: [input])
-      --> KSTREAM-KEY-SELECT-0000000001
-    Processor: KSTREAM-KEY-SELECT-0000000001 (stores: [])
-      --> counts-repartition-filter
-      <-- KSTREAM-SOURCE-0000000000
-    Processor: counts-repartition-filter (stores: [])
-      --> counts-repartition-sink
-      <-- KSTREAM-KEY-SELECT-0000000001
-    Sink: counts-repartition-sink (topic: counts-repartition)
-      <-- counts-repartition-filter
-
-  Sub-topology: 1
-    Source: counts-repartition-source (topics: [counts-repartition])
-      --> KSTREAM-AGGREGATE-0000000002
-`
+	head := groupedCountHead
 	anonymous := head + `    Processor: KSTREAM-AGGREGATE-0000000002 (stores: [counts])
       --> KTABLE-SUPPRESS-0000000006
       <-- counts-repartition-source
@@ -257,23 +241,7 @@ return b`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `Topologies:
-   Sub-topology: 0
-    Source: KSTREAM-SOURCE-0000000000 (topics: [input])
-      --> KSTREAM-KEY-SELECT-0000000001
-    Processor: KSTREAM-KEY-SELECT-0000000001 (stores: [])
-      --> counts-repartition-filter
-      <-- KSTREAM-SOURCE-0000000000
-    Processor: counts-repartition-filter (stores: [])
-      --> counts-repartition-sink
-      <-- KSTREAM-KEY-SELECT-0000000001
-    Sink: counts-repartition-sink (topic: counts-repartition)
-      <-- counts-repartition-filter
-
-  Sub-topology: 1
-    Source: counts-repartition-source (topics: [counts-repartition])
-      --> KSTREAM-AGGREGATE-0000000002
-    Processor: KSTREAM-AGGREGATE-0000000002 (stores: [counts])
+	want := groupedCountHead + `    Processor: KSTREAM-AGGREGATE-0000000002 (stores: [counts])
       --> KTABLE-SUPPRESS-0000000006
       <-- counts-repartition-source
     Processor: KTABLE-SUPPRESS-0000000006 (stores: [KTABLE-SUPPRESS-STATE-STORE-0000000007])
@@ -293,3 +261,23 @@ return b`, nil)
 		t.Fatalf("describe:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// groupedCountHead is the describe text of input → groupBy → count({name = "counts"}) up
+// to the aggregate, which the suppress goldens share.
+const groupedCountHead = `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [input])
+      --> KSTREAM-KEY-SELECT-0000000001
+    Processor: KSTREAM-KEY-SELECT-0000000001 (stores: [])
+      --> counts-repartition-filter
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: counts-repartition-filter (stores: [])
+      --> counts-repartition-sink
+      <-- KSTREAM-KEY-SELECT-0000000001
+    Sink: counts-repartition-sink (topic: counts-repartition)
+      <-- counts-repartition-filter
+
+  Sub-topology: 1
+    Source: counts-repartition-source (topics: [counts-repartition])
+      --> KSTREAM-AGGREGATE-0000000002
+`
