@@ -19,23 +19,9 @@ func fkOf(rec Record) (any, error) {
 // what the result's stream wrote.
 func runFKJoin(t *testing.T, left bool) []string {
 	t.Helper()
-	b := newTestBuilder()
-	tables := testTables(t, b, "l", "r")
-	j, err := tables[0].JoinForeignKey(tables[1], fkOf, joinedPairs, left, "", Materialized{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := j.ToStream("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.To("out", Produced{}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := NewDriver(b, DriverOptions{Partitions: map[string]int32{"l": 1, "r": 1, "out": 1}, Stores: NewMemoryStores(), ApplicationID: "app"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := tableJoinDriver(t, 1, func(l, r *KTable) (*KTable, error) {
+		return l.JoinForeignKey(r, fkOf, joinedPairs, left, "", Materialized{})
+	})
 	var got []string
 	pipe := func(topic, k, v string, ts int64) {
 		t.Helper()
@@ -147,23 +133,9 @@ func TestForeignKeyJoinNames(t *testing.T) {
 // The tables need not be co-partitioned: the right row is looked up, and subscribed to, in
 // the partition Kafka Streams would send the subscription to.
 func TestForeignKeyJoinReadsTheForeignKeysPartition(t *testing.T) {
-	b := newTestBuilder()
-	tables := testTables(t, b, "l", "r")
-	j, err := tables[0].JoinForeignKey(tables[1], fkOf, joinedPairs, false, "", Materialized{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := j.ToStream("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.To("out", Produced{}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := NewDriver(b, DriverOptions{Partitions: map[string]int32{"l": 4, "r": 4, "out": 1}, Stores: NewMemoryStores(), ApplicationID: "app"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := tableJoinDriver(t, 4, func(l, r *KTable) (*KTable, error) {
+		return l.JoinForeignKey(r, fkOf, joinedPairs, false, "", Materialized{})
+	})
 	fkPart := DefaultPartition([]byte("a"), 4)
 	leftPart := (fkPart + 1) % 4
 	for _, in := range []SourceRecord{

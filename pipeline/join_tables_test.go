@@ -19,18 +19,13 @@ func testTables(t *testing.T, b *StreamsBuilder, topics ...string) []*KTable {
 	return out
 }
 
-// joinedPairs shows which value came first: the joiner always gets this table's value as
-// rec.Value, also when the other table's update triggers it.
-func joinedPairs(rec Record, other any) (any, error) {
-	return fmt.Sprintf("%v|%v|%v", rec.Key, rec.Value, other), nil
-}
-
-// Each side looks its partner up in the other store's partition of the record: rows of
-// the same key on different partitions do not meet.
-func TestTableJoinLooksUpTheRecordsPartition(t *testing.T) {
+// tableJoinDriver joins source tables l and r with join, writes the result's stream to out
+// and returns a driver with partitions partitions for l and r.
+func tableJoinDriver(t *testing.T, partitions int32, join func(l, r *KTable) (*KTable, error)) *Driver {
+	t.Helper()
 	b := newTestBuilder()
 	tables := testTables(t, b, "l", "r")
-	j, err := tables[0].JoinTable(tables[1], joinedPairs, LeftTableJoin, "", Materialized{})
+	j, err := join(tables[0], tables[1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,10 +36,25 @@ func TestTableJoinLooksUpTheRecordsPartition(t *testing.T) {
 	if err := s.To("out", Produced{}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDriver(b, DriverOptions{Partitions: map[string]int32{"l": 2, "r": 2, "out": 1}, Stores: NewMemoryStores(), ApplicationID: "app"})
+	d, err := NewDriver(b, DriverOptions{Partitions: map[string]int32{"l": partitions, "r": partitions, "out": 1}, Stores: NewMemoryStores(), ApplicationID: "app"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+// joinedPairs shows which value came first: the joiner always gets this table's value as
+// rec.Value, also when the other table's update triggers it.
+func joinedPairs(rec Record, other any) (any, error) {
+	return fmt.Sprintf("%v|%v|%v", rec.Key, rec.Value, other), nil
+}
+
+// Each side looks its partner up in the other store's partition of the record: rows of
+// the same key on different partitions do not meet.
+func TestTableJoinLooksUpTheRecordsPartition(t *testing.T) {
+	d := tableJoinDriver(t, 2, func(l, r *KTable) (*KTable, error) {
+		return l.JoinTable(r, joinedPairs, LeftTableJoin, "", Materialized{})
+	})
 	pipe := func(topic string, partition int32, k, v string, ts int64) {
 		t.Helper()
 		var vb []byte
