@@ -38,20 +38,9 @@ func (s SessionWindowedSerde) Serialize(topic string, headers Headers, v any) ([
 	if v == nil {
 		return nil, nil
 	}
-	var w Windowed
-	switch x := v.(type) {
-	case Windowed:
-		w = x
-	case map[string]any:
-		win, _ := x["window"].(map[string]any)
-		start, okStart := win["start"].(int64)
-		end, okEnd := win["end"].(int64)
-		if !okStart || !okEnd {
-			return nil, fmt.Errorf("session windowed key serde: a table key needs window.start and window[\"end\"] (milliseconds)")
-		}
-		w = Windowed{Key: x["key"], Start: start, End: end}
-	default:
-		return nil, fmt.Errorf("session windowed key serde: cannot serialize a %T (want a windowed key)", v)
+	w, err := windowedKeyOf(v, true, "session windowed key serde")
+	if err != nil {
+		return nil, err
 	}
 	kb, err := s.Inner.Serialize(topic, headers, w.Key)
 	if err != nil {

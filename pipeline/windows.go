@@ -65,19 +65,9 @@ func (s TimeWindowedSerde) Serialize(topic string, headers Headers, v any) ([]by
 	if v == nil {
 		return nil, nil
 	}
-	var w Windowed
-	switch x := v.(type) {
-	case Windowed:
-		w = x
-	case map[string]any:
-		win, _ := x["window"].(map[string]any)
-		start, ok := win["start"].(int64)
-		if !ok {
-			return nil, fmt.Errorf("windowed key serde: a table key needs window.start (milliseconds)")
-		}
-		w = Windowed{Key: x["key"], Start: start}
-	default:
-		return nil, fmt.Errorf("windowed key serde: cannot serialize a %T (want a windowed key)", v)
+	w, err := windowedKeyOf(v, false, "windowed key serde")
+	if err != nil {
+		return nil, err
 	}
 	kb, err := s.Inner.Serialize(topic, headers, w.Key)
 	if err != nil {
@@ -99,11 +89,30 @@ func (s TimeWindowedSerde) Deserialize(topic string, headers Headers, data []byt
 		return nil, err
 	}
 	start := int64(binary.BigEndian.Uint64(data[len(data)-8:]))
-	end := start + s.Size
-	if end < start {
-		end = math.MaxInt64
+	return Windowed{Key: k, Start: start, End: windowEnd(start, s.Size)}, nil
+}
+
+// windowedKeyOf takes a Windowed, or a table {key=, window={start=, end=}} as a script may
+// rebuild one; needEnd says the table must give the end too (session keys). what names the
+// serde in errors.
+func windowedKeyOf(v any, needEnd bool, what string) (Windowed, error) {
+	switch x := v.(type) {
+	case Windowed:
+		return x, nil
+	case map[string]any:
+		win, _ := x["window"].(map[string]any)
+		start, okStart := win["start"].(int64)
+		end, okEnd := win["end"].(int64)
+		switch {
+		case needEnd && (!okStart || !okEnd):
+			return Windowed{}, fmt.Errorf("%s: a table key needs window.start and window[\"end\"] (milliseconds)", what)
+		case !okStart:
+			return Windowed{}, fmt.Errorf("%s: a table key needs window.start (milliseconds)", what)
+		}
+		return Windowed{Key: x["key"], Start: start, End: end}, nil
+	default:
+		return Windowed{}, fmt.Errorf("%s: cannot serialize a %T (want a windowed key)", what, v)
 	}
-	return Windowed{Key: k, Start: start, End: end}, nil
 }
 
 // TimeWindowedKStream is a grouped stream with time windows (Kafka Streams'
