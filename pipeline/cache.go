@@ -111,16 +111,17 @@ func valueSize(v any) int64 {
 	}
 }
 
-// cacheFor gives a processor a record cache in front of store, or nil when caching is off
-// for it (statestore.cache.max.bytes = 0, or the store's Materialized disabled caching).
-func (t *Topology) cacheFor(store string, forward func(Record) error) *recordCache {
+// emitFor is how a processor materialized in store forwards its updates: through a record
+// cache in front of store, or straight to forward when caching is off for it
+// (statestore.cache.max.bytes = 0, or the store's Materialized disabled caching).
+func (t *Topology) emitFor(store string, forward func(Record) error) func(Record) error {
 	spec, ok := t.storeSpecs[store]
 	if t.cacheMaxBytes <= 0 || !ok || spec.CachingDisabled {
-		return nil
+		return forward
 	}
 	c := newRecordCache(forward)
 	t.caches = append(t.caches, c)
-	return c
+	return c.put
 }
 
 // shareCaches splits the cache budget evenly among the caches, as Kafka Streams splits

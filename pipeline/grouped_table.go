@@ -174,10 +174,7 @@ type tableAggregate struct {
 
 func (p *tableAggregate) Init(ctx *Context) error {
 	p.ctx = ctx
-	p.emit = ctx.Forward
-	if c := ctx.topology.cacheFor(p.store, ctx.Forward); c != nil {
-		p.emit = c.put
-	}
+	p.emit = ctx.topology.emitFor(p.store, ctx.Forward)
 	return nil
 }
 

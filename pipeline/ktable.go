@@ -102,10 +102,7 @@ type tableSource struct {
 
 func (p *tableSource) Init(ctx *Context) error {
 	p.ctx = ctx
-	p.emit = ctx.Forward
-	if c := ctx.topology.cacheFor(p.spec.store, ctx.Forward); c != nil {
-		p.emit = c.put
-	}
+	p.emit = ctx.topology.emitFor(p.spec.store, ctx.Forward)
 	return nil
 }
 

@@ -209,12 +209,12 @@ type windowAggregate struct {
 
 func (p *windowAggregate) Init(ctx *Context) error {
 	p.ctx = ctx
-	p.emit = ctx.Forward
 	if p.emitOnClose {
 		// Final results bypass the record cache, as in Kafka Streams.
+		p.emit = ctx.Forward
 		ctx.topology.onWatermark(p.emitClosed)
-	} else if c := ctx.topology.cacheFor(p.store, ctx.Forward); c != nil {
-		p.emit = c.put
+	} else {
+		p.emit = ctx.topology.emitFor(p.store, ctx.Forward)
 	}
 	return nil
 }
