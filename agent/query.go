@@ -56,6 +56,28 @@ func api(params []string, h apiHandler) http.Handler {
 }
 
 // isolation reads ?isolation=, defaulting to default.interactive.query.isolation.level.
+// storeAt resolves a request's {store} and its ?isolation level.
+func (a *Agent) storeAt(r *http.Request) (*queryStore, state.IsolationLevel, *apiError) {
+	s, e := a.lookupStore(r.PathValue("store"))
+	if e != nil {
+		return nil, 0, e
+	}
+	level, e := a.isolation(r.URL.Query().Get("isolation"))
+	if e != nil {
+		return nil, 0, e
+	}
+	return s, level, nil
+}
+
+// keyValueStoreAt is storeAt for the key reads, which need a key-value store.
+func (a *Agent) keyValueStoreAt(r *http.Request) (*queryStore, state.IsolationLevel, *apiError) {
+	s, level, e := a.storeAt(r)
+	if e == nil {
+		e = s.requireKeyValue()
+	}
+	return s, level, e
+}
+
 func (a *Agent) isolation(v string) (state.IsolationLevel, *apiError) {
 	if v == "" {
 		v = a.cfg.DefaultIQIsolation
@@ -138,15 +160,8 @@ func (s *queryStore) requireKeyValue() *apiError {
 }
 
 func (a *Agent) getKey(w http.ResponseWriter, r *http.Request) *apiError {
-	s, e := a.lookupStore(r.PathValue("store"))
+	s, level, e := a.keyValueStoreAt(r)
 	if e != nil {
-		return e
-	}
-	level, e := a.isolation(r.URL.Query().Get("isolation"))
-	if e != nil {
-		return e
-	}
-	if e := s.requireKeyValue(); e != nil {
 		return e
 	}
 	text := r.PathValue("key")
@@ -176,15 +191,8 @@ func (a *Agent) getKey(w http.ResponseWriter, r *http.Request) *apiError {
 }
 
 func (a *Agent) countKeys(w http.ResponseWriter, r *http.Request) *apiError {
-	s, e := a.lookupStore(r.PathValue("store"))
+	s, level, e := a.keyValueStoreAt(r)
 	if e != nil {
-		return e
-	}
-	level, e := a.isolation(r.URL.Query().Get("isolation"))
-	if e != nil {
-		return e
-	}
-	if e := s.requireKeyValue(); e != nil {
 		return e
 	}
 	var n int64
@@ -274,18 +282,11 @@ func (rp rangeParams) bounds() (lo, hi []byte) {
 }
 
 func (a *Agent) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
-	s, e := a.lookupStore(r.PathValue("store"))
+	s, level, e := a.keyValueStoreAt(r)
 	if e != nil {
 		return e
 	}
 	q := r.URL.Query()
-	level, e := a.isolation(q.Get("isolation"))
-	if e != nil {
-		return e
-	}
-	if e := s.requireKeyValue(); e != nil {
-		return e
-	}
 	rp, e := s.parseRange(q)
 	if e != nil {
 		return e

@@ -79,15 +79,11 @@ func timeParam(q url.Values, name string, def int64) (int64, *apiError) {
 }
 
 func (a *Agent) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError {
-	s, e := a.lookupStore(r.PathValue("store"))
+	s, level, e := a.storeAt(r)
 	if e != nil {
 		return e
 	}
 	q := r.URL.Query()
-	level, e := a.isolation(q.Get("isolation"))
-	if e != nil {
-		return e
-	}
 	if s.spec.Type != state.Window && s.spec.Type != state.Session {
 		return &apiError{http.StatusBadRequest, "wrong_store_type", fmt.Sprintf(
 			"store %s is a %s store: /windows reads window and session stores; read it with /v1/stores/%s/keys/{key}", s.name, s.typeName, s.name)}
