@@ -48,14 +48,10 @@ func saramaTestConfig() *sarama.Config {
 	return c
 }
 
-// testConfig writes script and a config pointing at brokers into a temp dir.
-func testConfig(t *testing.T, brokers []string, script, extra string) *config.Config {
-	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	toml := fmt.Sprintf(`
+// agentTOML is the config of a test agent that runs dir/p.lua with its state in dir/state
+// and an application id made unique from prefix.
+func agentTOML(brokers []string, dir, prefix, extra string) string {
+	return fmt.Sprintf(`
 [agent]
 scripts = ["p.lua"]
 http.listen = "127.0.0.1:0"
@@ -63,11 +59,21 @@ lua.call.timeout = "500ms"
 shutdown.timeout = "10s"
 
 [streams]
-application.id = "it-%d"
+application.id = "%s-%d"
 bootstrap.servers = %q
 state.dir = %q
 %s
-`, time.Now().UnixNano(), strings.Join(brokers, ","), filepath.Join(dir, "state"), extra)
+`, prefix, time.Now().UnixNano(), strings.Join(brokers, ","), filepath.Join(dir, "state"), extra)
+}
+
+// testConfig writes script and a config pointing at brokers into a temp dir.
+func testConfig(t *testing.T, brokers []string, script, extra string) *config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	toml := agentTOML(brokers, dir, "it", extra)
 	if !strings.Contains(extra, "commit.interval.ms") {
 		toml += "commit.interval.ms = 50\n"
 	}

@@ -43,19 +43,7 @@ func startReloadable(t *testing.T, brokers []string, script, extra string) *relo
 	dir := t.TempDir()
 	f := &reloadFixture{dir: dir, m: metrics.New(), log: &lockedBuffer{}, level: new(slog.LevelVar)}
 	f.writeScript(t, script)
-	f.toml = fmt.Sprintf(`
-[agent]
-scripts = ["p.lua"]
-http.listen = "127.0.0.1:0"
-lua.call.timeout = "500ms"
-shutdown.timeout = "10s"
-
-[streams]
-application.id = "reload-%d"
-bootstrap.servers = %q
-state.dir = %q
-%s
-`, time.Now().UnixNano(), strings.Join(brokers, ","), filepath.Join(dir, "state"), extra)
+	f.toml = agentTOML(brokers, dir, "reload", extra)
 	f.writeConfig(t, f.toml)
 	cfg, err := config.Load(filepath.Join(dir, "agent.toml"))
 	if err != nil {
