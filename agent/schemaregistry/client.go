@@ -1,0 +1,246 @@
+// Package schemaregistry is the agent's side of the Schema Registry: a client of Confluent's
+// REST API (franz-go's pkg/sr) that implements schemas.Registry with bounded retries, and
+// the embedded in-process registry that schema.registry.url = "embedded" starts.
+package schemaregistry
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
+)
+
+// Options configure a Client; the zero durations take Confluent's client defaults.
+type Options struct {
+	URLs []string
+	// User and Password are basic.auth.user.info's two halves; Token is bearer.auth.token.
+	User, Password, Token string
+	// Headers are sent with every request (bearer.auth.logical.cluster and
+	// bearer.auth.identity.pool.id become Confluent Cloud's headers).
+	Headers map[string]string
+	TLS     *tls.Config
+	// MaxRetries, RetryWait and RetryMaxWait are max.retries, retries.wait.ms and
+	// retries.max.wait.ms: a transient failure is retried with a doubling wait.
+	MaxRetries              int
+	RetryWait, RetryMaxWait time.Duration
+	// ConnectTimeout and ReadTimeout are http.connect.timeout.ms and http.read.timeout.ms.
+	ConnectTimeout, ReadTimeout time.Duration
+	Logger                      *slog.Logger
+}
+
+// defaultTimeout is Confluent's http.connect.timeout.ms and http.read.timeout.ms.
+const defaultTimeout = 60 * time.Second
+
+// Bound is the longest a call may take: every attempt timing out, with every wait between.
+func (o Options) Bound() time.Duration {
+	attempt := cmp.Or(o.ConnectTimeout, defaultTimeout) + cmp.Or(o.ReadTimeout, defaultTimeout)
+	total := time.Duration(o.MaxRetries+1) * attempt
+	for i, wait := 0, o.RetryWait; i < o.MaxRetries; i, wait = i+1, min(2*wait, o.RetryMaxWait) {
+		total += wait
+	}
+	return total
+}
+
+// Client is a Schema Registry client. It is safe for concurrent use.
+type Client struct {
+	cl   *sr.Client
+	opts Options
+}
+
+// NewClient returns a client of the registry at opts.URLs.
+func NewClient(opts Options) (*Client, error) {
+	if len(opts.URLs) == 0 {
+		return nil, errors.New("schema.registry.url: no URL")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	opts.ConnectTimeout = cmp.Or(opts.ConnectTimeout, defaultTimeout)
+	opts.ReadTimeout = cmp.Or(opts.ReadTimeout, defaultTimeout)
+	dialer := &net.Dialer{Timeout: opts.ConnectTimeout}
+	transport := &http.Transport{
+		DialContext:           dialer.DialContext,
+		TLSClientConfig:       opts.TLS,
+		TLSHandshakeTimeout:   opts.ConnectTimeout,
+		ResponseHeaderTimeout: opts.ReadTimeout,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+	}
+	clOpts := []sr.ClientOpt{
+		sr.URLs(opts.URLs...),
+		// The whole request, body included, is bounded: a registry that stalls mid-answer
+		// must not hold the processing loop.
+		sr.HTTPClient(&http.Client{Transport: transport, Timeout: opts.ConnectTimeout + opts.ReadTimeout}),
+		sr.UserAgent("stoatflow"),
+	}
+	if opts.User != "" || opts.Password != "" {
+		clOpts = append(clOpts, sr.BasicAuth(opts.User, opts.Password))
+	}
+	if opts.Token != "" {
+		clOpts = append(clOpts, sr.BearerToken(opts.Token))
+	}
+	if len(opts.Headers) > 0 {
+		clOpts = append(clOpts, sr.PreReq(func(req *http.Request) error {
+			for k, v := range opts.Headers {
+				req.Header.Set(k, v)
+			}
+			return nil
+		}))
+	}
+	cl, err := sr.NewClient(clOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("schema.registry.url: %w", err)
+	}
+	return &Client{cl: cl, opts: opts}, nil
+}
+
+// SchemaByID implements schemas.Registry.
+func (c *Client) SchemaByID(ctx context.Context, id int) (schemas.Schema, error) {
+	var out sr.Schema
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		out, err = c.cl.SchemaByID(ctx, id)
+		return err
+	})
+	if err != nil {
+		return schemas.Schema{}, fmt.Errorf("schema id %d: %w", id, err)
+	}
+	return fromSR(out)
+}
+
+// Register implements schemas.Registry.
+func (c *Client) Register(ctx context.Context, subject string, s schemas.Schema) (int, error) {
+	var id int
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		id, err = c.cl.RegisterSchema(ctx, subject, toSR(s), -1, -1)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("registering under subject %q: %w", subject, err)
+	}
+	return id, nil
+}
+
+// LookUp implements schemas.Registry.
+func (c *Client) LookUp(ctx context.Context, subject string, s schemas.Schema) (int, error) {
+	var out sr.SubjectSchema
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		out, err = c.cl.LookupSchema(ctx, subject, toSR(s))
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("looking up the schema under subject %q (auto.register.schemas is false): %w", subject, err)
+	}
+	return out.ID, nil
+}
+
+// Version implements schemas.Registry.
+func (c *Client) Version(ctx context.Context, subject string, version int) (schemas.Registered, error) {
+	var out sr.SubjectSchema
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		out, err = c.cl.SchemaByVersion(ctx, subject, version)
+		return err
+	})
+	if err != nil {
+		v := fmt.Sprint(version)
+		if version == schemas.Latest {
+			v = "latest"
+		}
+		return schemas.Registered{}, fmt.Errorf("subject %q version %s: %w", subject, v, err)
+	}
+	s, err := fromSR(out.Schema)
+	if err != nil {
+		return schemas.Registered{}, err
+	}
+	return schemas.Registered{Schema: s, ID: out.ID, Subject: out.Subject, Version: out.Version}, nil
+}
+
+// retry runs call until it succeeds, fails for good, or has failed transiently
+// MaxRetries+1 times; waits double from RetryWait up to RetryMaxWait. A not-found answer
+// wraps schemas.ErrNotFound.
+func (c *Client) retry(ctx context.Context, call func(context.Context) error) error {
+	wait := c.opts.RetryWait
+	for attempt := 0; ; attempt++ {
+		err := call(ctx)
+		if err == nil {
+			return nil
+		}
+		var re *sr.ResponseError
+		if errors.As(err, &re) && (re.StatusCode == http.StatusNotFound || sr.IsNotFoundError(re.ErrorCode)) {
+			return fmt.Errorf("%w (%s)", schemas.ErrNotFound, responseText(re))
+		}
+		if !transient(err) {
+			if re != nil {
+				return errors.New(responseText(re))
+			}
+			return err
+		}
+		if attempt >= c.opts.MaxRetries || ctx.Err() != nil {
+			return fmt.Errorf("the schema registry is unavailable after %d attempts: %w", attempt+1, err)
+		}
+		c.opts.Logger.Warn("schema registry request failed; retrying", "attempt", attempt+1, "wait", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("the schema registry is unavailable: %w (gave up: %v)", err, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, c.opts.RetryMaxWait)
+	}
+}
+
+// transient reports whether err may pass on a retry: no answer at all, or an answer that
+// says the registry is busy or failing (408, 429, 5xx).
+func transient(err error) bool {
+	var re *sr.ResponseError
+	if !errors.As(err, &re) {
+		return true
+	}
+	return re.StatusCode == http.StatusRequestTimeout || re.StatusCode == http.StatusTooManyRequests || re.StatusCode >= 500
+}
+
+func responseText(re *sr.ResponseError) string {
+	msg := re.Message
+	if msg == "" {
+		msg = string(re.Raw)
+	}
+	return fmt.Sprintf("the schema registry answered %d: %s", re.StatusCode, msg)
+}
+
+var formats = map[sr.SchemaType]schemas.Format{
+	sr.TypeAvro: schemas.FormatAvro, sr.TypeProtobuf: schemas.FormatProtobuf, sr.TypeJSON: schemas.FormatJSON,
+}
+
+func fromSR(s sr.Schema) (schemas.Schema, error) {
+	f, ok := formats[s.Type]
+	if !ok {
+		return schemas.Schema{}, fmt.Errorf("unknown schema type %v", s.Type)
+	}
+	out := schemas.Schema{Format: f, Text: s.Schema}
+	for _, r := range s.References {
+		out.References = append(out.References, schemas.Reference{Name: r.Name, Subject: r.Subject, Version: r.Version})
+	}
+	return out, nil
+}
+
+func toSR(s schemas.Schema) sr.Schema {
+	out := sr.Schema{Schema: s.Text}
+	for t, f := range formats {
+		if f == s.Format {
+			out.Type = t
+		}
+	}
+	for _, r := range s.References {
+		out.References = append(out.References, sr.SchemaReference{Name: r.Name, Subject: r.Subject, Version: r.Version})
+	}
+	return out
+}
