@@ -126,6 +126,7 @@ func (b *builder) build() *Config {
 
 	b.buildAgent()
 	b.buildStreams()
+	b.buildSchemaRegistry()
 	for _, role := range []Role{ForConsumer, ForProducer, ForAdmin} {
 		b.checkClient(c.Client(role))
 	}

@@ -53,6 +53,8 @@ type Config struct {
 	TopologyOptimization                    []string
 	WindowStoreChangelogAdditionalRetention time.Duration
 	DSLStoreFormat                          string // "DEFAULT" | "HEADERS"
+	// SchemaRegistry configures the avro, protobuf and json-schema serdes.
+	SchemaRegistry SchemaRegistry
 
 	// Notices are the non-fatal findings (ignored keys), one line each.
 	Notices []Problem

@@ -96,10 +96,16 @@ Rules:
 
 `)
 	b.WriteString("## [agent]\n\n")
-	writeTable(&b, agentKeys, false)
+	writeTable(&b, append(agentKeys[:len(agentKeys):len(agentKeys)], embeddedRegistryKey), false)
 
 	b.WriteString("\n## [streams]: Kafka Streams properties\n\n")
 	writeTable(&b, streamsKeys, false)
+
+	b.WriteString("\n## [streams]: Schema Registry serdes\n\n")
+	b.WriteString("Confluent's serde and registry client keys, for the `avro`, `protobuf` and `json-schema`\n" +
+		"serdes (docs/serdes.md). `retries.wait.ms` and Kafka's `retries` cannot both be unquoted\n" +
+		"dotted keys in one table (TOML): quote one, e.g. `\"retries.wait.ms\" = 500`.\n\n")
+	writeTable(&b, schemaRegistryKeys, false)
 
 	b.WriteString("\n## [streams]: Kafka client properties\n\n")
 	b.WriteString("Written unprefixed, a client property applies to every client it concerns; with the Kafka\n" +

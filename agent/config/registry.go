@@ -21,8 +21,12 @@ func init() {
 	for i := range agentKeys {
 		register(&agentKeys[i], SectionAgent)
 	}
+	register(&embeddedRegistryKey, SectionAgent)
 	for i := range streamsKeys {
 		register(&streamsKeys[i], SectionStreams)
+	}
+	for i := range schemaRegistryKeys {
+		register(&schemaRegistryKeys[i], SectionStreams)
 	}
 	for i := range clientKeys {
 		k := register(&clientKeys[i], SectionStreams)
@@ -68,8 +72,12 @@ func Keys() []*Key {
 	for i := range agentKeys {
 		out = append(out, &agentKeys[i])
 	}
+	out = append(out, &embeddedRegistryKey)
 	for i := range streamsKeys {
 		out = append(out, &streamsKeys[i])
+	}
+	for i := range schemaRegistryKeys {
+		out = append(out, &schemaRegistryKeys[i])
 	}
 	for i := range clientKeys {
 		out = append(out, &clientKeys[i])
