@@ -35,6 +35,11 @@ func (rt *Runtime) toLua(v any) lua.LValue {
 		return lua.LNumber(x)
 	case int:
 		return intToLua(int64(x))
+	case uint64:
+		if x > maxExactInt {
+			return lua.LString(strconv.FormatUint(x, 10))
+		}
+		return lua.LNumber(x)
 	case float64:
 		return lua.LNumber(x)
 	case json.Number:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/pipeline/serdes"
+	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
 )
 
 // notSupported lists DSL methods that exist in Kafka Streams and come in later StoatFlow
@@ -48,6 +49,9 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 		return 1
 	}))
 	mod.RawSetString("serde", L.NewFunction(rt.newLuaSerde))
+	for fn, name := range schemaSerdeFunctions {
+		mod.RawSetString(fn, L.NewFunction(rt.newSchemaSerde(fn, name)))
+	}
 	mod.RawSetString("null", rt.null)
 	mod.RawSetString("array", L.NewFunction(func(L *lua.LState) int {
 		t := L.OptTable(1, L.NewTable())
@@ -160,24 +164,35 @@ func optBool(L *lua.LState, t *lua.LTable, key string) bool {
 	}
 }
 
-// serdeOpt resolves a serde option: a serde name or a stoat.serde{...} value.
+// serdeOpt resolves a serde option: a serde name, a stoat.serde{...} value, or a Schema
+// Registry serde (stoat.avro{...} and friends).
 func (rt *Runtime) serdeOpt(L *lua.LState, t *lua.LTable, key string) pipeline.Serde {
+	var s pipeline.Serde
+	var err error
 	switch v := t.RawGetString(key).(type) {
 	case *lua.LNilType:
 		return nil
 	case lua.LString:
-		s, err := serdes.ByName(string(v))
-		if err != nil {
-			L.RaiseError("%s: %v", key, err)
+		if isSchemaSerdeName(string(v)) {
+			s, err = rt.schemaSerdeFor(string(v), key == "keySerde", schemas.Spec{})
+		} else {
+			s, err = serdes.ByName(string(v))
 		}
-		return s
 	case *lua.LUserData:
-		if s, ok := v.Value.(*luaSerde); ok {
-			return s
+		switch x := v.Value.(type) {
+		case *luaSerde:
+			return x
+		case *schemaSerde:
+			s, err = rt.schemaSerdeFor(x.name, key == "keySerde", x.spec)
 		}
 	}
-	L.RaiseError("option %s must be a serde name or a stoat.serde{...}", key)
-	return nil
+	if err != nil {
+		L.RaiseError("%s: %v", key, err)
+	}
+	if s == nil {
+		L.RaiseError("option %s must be a serde name, a stoat.serde{...} or a stoat.avro/protobuf/jsonSchema{...}", key)
+	}
+	return s
 }
 
 func (rt *Runtime) serdesOpt(L *lua.LState, t *lua.LTable) pipeline.Serdes {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/pipeline/serdes"
+	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
 )
 
 // Options configure a Runtime.
@@ -30,6 +31,9 @@ type Options struct {
 	Stdout io.Writer
 	// OnError is called for every error raised by a Lua call, with the script's display name.
 	OnError func(script string)
+	// Schemas makes the Schema Registry serdes (avro, protobuf, json-schema); nil when no
+	// registry is configured, which makes naming one an error.
+	Schemas *schemas.Factory
 }
 
 // Runtime owns one Lua state. It is not safe for concurrent use: the agent runs all Lua

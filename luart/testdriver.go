@@ -10,6 +10,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/pipeline/serdes"
+	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
 )
 
 // testDriver is a TopologyTestDriver: the scripts under test loaded into a Lua state of
@@ -22,6 +23,9 @@ type testDriver struct {
 	closed  bool
 	// defaultKeySerde and defaultValueSerde are the serdes of test topics that name none.
 	defaultKeySerde, defaultValueSerde string
+	// schemas makes the Schema Registry serdes of the pipeline and of the test topics, on one
+	// in-memory registry per driver.
+	schemas *schemas.Factory
 }
 
 // luaDriver implements t.driver("script.lua") and t.driver{scripts = {...}, defaultKeySerde =,
@@ -53,7 +57,8 @@ func (tf *testFile) luaDriver(L *lua.LState) int {
 			scripts[i] = filepath.Join(tf.dir, s)
 		}
 	}
-	td := &testDriver{tf: tf, defaultKeySerde: optString(L, o, "defaultKeySerde"), defaultValueSerde: optString(L, o, "defaultValueSerde")}
+	td := &testDriver{tf: tf, defaultKeySerde: optString(L, o, "defaultKeySerde"), defaultValueSerde: optString(L, o, "defaultValueSerde"),
+		schemas: schemas.NewFactory(schemas.Config{Registry: schemas.NewMemoryRegistry(), AutoRegister: true})}
 	if td.defaultKeySerde == "" {
 		td.defaultKeySerde = "string"
 	}
@@ -99,6 +104,7 @@ func (td *testDriver) open(scripts []string, opts pipeline.DriverOptions) error 
 		DefaultValueSerde: td.defaultValueSerde,
 		Logger:            td.tf.log,
 		Stdout:            td.tf.stdout,
+		Schemas:           td.schemas,
 	})
 	if err != nil {
 		return err
@@ -260,20 +266,34 @@ func (tf *testFile) driverMethods() map[string]lua.LGFunction {
 	}
 }
 
-// topicSerdes reads {keySerde =, valueSerde =} at index i. Only serde names are accepted: a
-// stoat.serde{...} is made of functions of another Lua state.
+// topicSerdes reads {keySerde =, valueSerde =} at index i. Serde names and Schema Registry
+// serdes (stoat.avro{...}, plain data) are accepted: a stoat.serde{...} is made of functions
+// of another Lua state.
 func (tf *testFile) topicSerdes(L *lua.LState, td *testDriver, what string, i int) (key, value pipeline.Serde) {
 	o := options(L, i, what, "keySerde", "valueSerde")
 	byName := func(opt, def string) pipeline.Serde {
 		name := def
+		var spec schemas.Spec
 		switch v := o.RawGetString(opt).(type) {
 		case *lua.LNilType:
 		case lua.LString:
 			name = string(v)
+		case *lua.LUserData:
+			ss, ok := v.Value.(*schemaSerde)
+			if !ok {
+				L.RaiseError("%s: %s must be a serde name or a stoat.avro/protobuf/jsonSchema{...}; a test topic cannot take a stoat.serde{...}, whose functions live in the pipeline's Lua state: use \"bytes\" and decode in the test", what, opt)
+			}
+			name, spec = ss.name, ss.spec
 		default:
 			L.RaiseError("%s: %s must be a serde name (%s); a test topic cannot take a stoat.serde{...}, whose functions live in the pipeline's Lua state: use \"bytes\" and decode in the test", what, opt, strings.Join(serdes.Names(), ", "))
 		}
-		s, err := serdes.ByName(name)
+		var s pipeline.Serde
+		var err error
+		if isSchemaSerdeName(name) {
+			s, err = td.schemas.New(name, opt == "keySerde", spec)
+		} else {
+			s, err = serdes.ByName(name)
+		}
 		if err != nil {
 			L.RaiseError("%s: %s: %v", what, opt, err)
 		}
