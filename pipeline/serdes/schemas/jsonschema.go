@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -45,7 +46,7 @@ func (jsonSchemaFormat) compile(s Schema, refs []namedSchema, _ string) (codec, 
 	}
 	sch, err := c.Compile(jsonSchemaRoot)
 	if err != nil {
-		return nil, err
+		return nil, errors.New(oneLine(err))
 	}
 	jc := &jsonSchemaCodec{schema: sch}
 	if obj, ok := doc.(map[string]any); ok {
@@ -92,8 +93,13 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// invalid flattens a validation error onto one line: it travels in logs and headers.
+// invalid is a validation failure, on one line.
 func invalid(err error) error {
+	return fmt.Errorf("the value does not match the JSON schema: %s", oneLine(err))
+}
+
+// oneLine flattens the library's indented multi-line errors: they travel in logs and headers.
+func oneLine(err error) string {
 	msg := strings.Join(strings.Fields(err.Error()), " ")
-	return fmt.Errorf("the value does not match the JSON schema: %s", strings.ReplaceAll(msg, jsonSchemaRoot, "schema"))
+	return strings.ReplaceAll(msg, `"`+jsonSchemaRoot+`#"`, "the schema")
 }
