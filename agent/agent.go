@@ -21,6 +21,7 @@ import (
 	"github.com/stoatflow/stoatflow/luart"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
 	"github.com/stoatflow/stoatflow/state"
 )
 
@@ -52,6 +53,10 @@ type Agent struct {
 	reload *reloader
 	// topology is what GET /topology and /topology/ks serve; a reload replaces it.
 	topology atomic.Pointer[topologyView]
+	// schemas makes the Schema Registry serdes of the running scripts; nil without a registry.
+	schemas *schemas.Factory
+	// registryURL is the embedded schema registry's URL, once it runs.
+	registryURL string
 }
 
 // storeCatalog describes the running application's state for interactive queries: the
@@ -109,8 +114,8 @@ func (a *Agent) HTTPAddr(ctx context.Context) (string, error) {
 	}
 }
 
-// loadTopology loads the scripts into a fresh Lua runtime.
-func loadTopology(cfg *config.Config, logger *slog.Logger, stdout io.Writer, onErr func(string)) (*luart.Runtime, *pipeline.StreamsBuilder, error) {
+// loadTopology loads the scripts into a fresh Lua runtime; sf makes their Schema Registry serdes.
+func loadTopology(cfg *config.Config, sf *schemas.Factory, logger *slog.Logger, stdout io.Writer, onErr func(string)) (*luart.Runtime, *pipeline.StreamsBuilder, error) {
 	if len(cfg.Scripts) == 0 {
 		return nil, nil, errors.New("agent.scripts: no script configured")
 	}
@@ -121,6 +126,7 @@ func loadTopology(cfg *config.Config, logger *slog.Logger, stdout io.Writer, onE
 		Logger:            logger,
 		Stdout:            stdout,
 		OnError:           onErr,
+		Schemas:           sf,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -136,7 +142,7 @@ func loadTopology(cfg *config.Config, logger *slog.Logger, stdout io.Writer, onE
 // Validate loads the scripts and builds the topology without any broker. It returns the
 // non-fatal warnings and the first error.
 func Validate(cfg *config.Config) ([]string, error) {
-	rt, b, err := loadTopology(cfg, nil, io.Discard, nil)
+	rt, b, err := loadTopology(cfg, offlineSchemas(cfg), nil, io.Discard, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/pipeline/serdes"
+	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
 )
 
 // fieldCodec converts one side of a store (keys or values) between the forms of the HTTP
@@ -21,7 +22,11 @@ import (
 //
 // Serdes written in Lua (stoat.serde{...}) run on the processing goroutine's Lua state,
 // which interactive queries must not touch; their data is shown and taken as base64 of the
-// serialised bytes.
+// serialised bytes. The Schema Registry serdes (avro, protobuf, json-schema) are safe for
+// concurrent use: their records are shown and taken as JSON, like the json serde's.
+// kindSchema is the kind of the Schema Registry serdes.
+const kindSchema = "schema-registry"
+
 type fieldCodec struct {
 	serde pipeline.Serde
 	kind  string // the built-in serde's name; "" for a serde written in Lua
@@ -35,6 +40,9 @@ func newFieldCodec(s pipeline.Serde, topic string) fieldCodec {
 	}
 	if b, err := serdes.ByName(s.Name()); err == nil && b == s {
 		c.kind = s.Name()
+	}
+	if _, ok := s.(*schemas.Serde); ok {
+		c.kind = kindSchema
 	}
 	return c
 }
@@ -54,7 +62,7 @@ func (c fieldCodec) parse(text string, headers pipeline.Headers) ([]byte, error)
 			return nil, fmt.Errorf("%q is not a number (the key serde is double)", text)
 		}
 		v = f
-	case "json":
+	case "json", kindSchema:
 		dec := json.NewDecoder(strings.NewReader(text))
 		dec.UseNumber()
 		if err := dec.Decode(&v); err != nil {
@@ -78,7 +86,7 @@ func (c fieldCodec) parse(text string, headers pipeline.Headers) ([]byte, error)
 // value itself for the json serde, otherwise a string holding the text form or a number.
 func (c fieldCodec) parseJSON(raw json.RawMessage) ([]byte, error) {
 	raw = bytes.TrimSpace(raw)
-	if c.kind == "json" {
+	if c.kind == "json" || c.kind == kindSchema {
 		return c.parse(string(raw), nil)
 	}
 	if len(raw) > 0 && raw[0] == '"' {
@@ -105,6 +113,10 @@ func (c fieldCodec) text(b []byte) (string, error) {
 	v, err := c.serde.Deserialize(c.topic, nil, b)
 	if err != nil {
 		return "", err
+	}
+	if c.kind == kindSchema {
+		text, err := json.Marshal(jsonSafe(v))
+		return string(text), err
 	}
 	switch x := v.(type) {
 	case float64:
@@ -133,11 +145,27 @@ func (c fieldCodec) jsonValue(b []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
-		// JSON has no NaN or infinities; Java's Double.toString spelling is the least surprising.
-		return strconv.FormatFloat(f, 'g', -1, 64), nil
+	return jsonSafe(v), nil
+}
+
+// jsonSafe replaces the floats JSON cannot hold (NaN, infinities) inside v with their text:
+// Java's Double.toString spelling is the least surprising.
+func jsonSafe(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return strconv.FormatFloat(x, 'g', -1, 64)
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jsonSafe(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = jsonSafe(e)
+		}
 	}
-	return v, nil
+	return v
 }
 
 func (c fieldCodec) name() string {

@@ -104,7 +104,7 @@ func (a *Agent) prepareReload() (*reloadCandidate, error) {
 	if key := firstChangedKey(base.keys, keys); key != "" {
 		return nil, fmt.Errorf("config key %s changed; a reload may change only the scripts and agent.log.level (restart the agent to apply it)", key)
 	}
-	rt, b, err := loadTopology(cfg, a.log, a.opts.Stdout, a.onLuaError)
+	rt, b, err := loadTopology(cfg, a.schemas, a.log, a.opts.Stdout, a.onLuaError)
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +318,7 @@ func ReloadCompatibleWith(ctx context.Context, cfg *config.Config, base string) 
 	for _, s := range infos {
 		stores[s.Name] = storeShape{typ: s.Type, keySerde: s.KeySerde, valueSerde: s.ValueSerde}
 	}
-	rt, b, err := loadTopology(cfg, nil, io.Discard, nil)
+	rt, b, err := loadTopology(cfg, offlineSchemas(cfg), nil, io.Discard, nil)
 	if err != nil {
 		return err
 	}

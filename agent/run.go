@@ -34,7 +34,12 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	defer lock.Close()
 
-	rt, builder, err := loadTopology(cfg, a.log, a.opts.Stdout, a.onLuaError)
+	stopRegistry, err := a.startSchemaRegistry()
+	if err != nil {
+		return a.fail(err)
+	}
+	defer stopRegistry()
+	rt, builder, err := loadTopology(cfg, a.schemas, a.log, a.opts.Stdout, a.onLuaError)
 	if err != nil {
 		return a.fail(err)
 	}

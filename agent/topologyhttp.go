@@ -35,7 +35,7 @@ func (a *Agent) setTopology(b *pipeline.StreamsBuilder) {
 
 // Describe loads the scripts and returns the topology description, without any broker.
 func Describe(cfg *config.Config) (*pipeline.TopologyDescription, error) {
-	rt, b, err := loadTopology(cfg, nil, io.Discard, nil)
+	rt, b, err := loadTopology(cfg, offlineSchemas(cfg), nil, io.Discard, nil)
 	if err != nil {
 		return nil, err
 	}

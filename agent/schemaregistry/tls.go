@@ -1,0 +1,33 @@
+package schemaregistry
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+)
+
+// TLSConfig reads the PEM truststore (CA certificates; "" = the system roots) and keystore
+// (a certificate chain and its unencrypted key in one file; "" = none) of the registry.
+func TLSConfig(trustStore, keyStore string) (*tls.Config, error) {
+	t := &tls.Config{MinVersion: tls.VersionTLS12}
+	if trustStore != "" {
+		data, err := os.ReadFile(trustStore)
+		if err != nil {
+			return nil, fmt.Errorf("schema.registry.ssl.truststore.location: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(data) {
+			return nil, fmt.Errorf("schema.registry.ssl.truststore.location: no PEM certificate in %s (JKS and PKCS12 stores are not read: convert them to PEM)", trustStore)
+		}
+		t.RootCAs = pool
+	}
+	if keyStore != "" {
+		cert, err := tls.LoadX509KeyPair(keyStore, keyStore)
+		if err != nil {
+			return nil, fmt.Errorf("schema.registry.ssl.keystore.location: %s: %w", keyStore, err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+	}
+	return t, nil
+}

@@ -1,0 +1,176 @@
+package agent
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/hamba/avro/v2"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/stoatflow/stoatflow/agent/config"
+	"github.com/stoatflow/stoatflow/metrics"
+)
+
+// ordersConfig runs scripts/orders.lua with its schemas.
+func ordersConfig(t *testing.T, brokers []string, extra string) *config.Config {
+	t.Helper()
+	cfg := testConfig(t, brokers, readFile(t, "../scripts/orders.lua"), extra)
+	for _, f := range []string{"orders.avsc", "customer-totals.avsc"} {
+		if err := os.WriteFile(filepath.Join(cfg.Dir, f), []byte(readFile(t, filepath.Join("../scripts", f))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cfg
+}
+
+// wire frames an Avro payload in Confluent's wire format, by hand.
+func wire(id int, payload []byte) []byte {
+	return append(binary.BigEndian.AppendUint32([]byte{0}, uint32(id)), payload...)
+}
+
+func produceRaw(t *testing.T, brokers []string, topic string, key string, value []byte) {
+	t.Helper()
+	p, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(key), Value: sarama.ByteEncoder(value)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAvroEndToEndOnTheEmbeddedRegistry runs the orders example against the embedded
+// registry. The orders are registered and encoded by franz-go's sr client and hamba/avro
+// used directly, and the totals decoded the same way; the store answers queries in JSON. A
+// record with an unknown schema id then stops the agent, naming the record.
+func TestAvroEndToEndOnTheEmbeddedRegistry(t *testing.T) {
+	brokers := testBroker(t, 1, "orders", "customer-totals")
+	ra := startAgent(t, ordersConfig(t, brokers, "schema.registry.url = \"embedded\"\nstatestore.cache.max.bytes = 0"))
+	defer ra.stop(t)
+
+	cl, err := sr.NewClient(sr.URLs(ra.a.registryURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ordersText := readFile(t, "../scripts/orders.avsc")
+	ss, err := cl.CreateSchema(t.Context(), "orders-value", sr.Schema{Schema: ordersText, Type: sr.TypeAvro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orderSchema := avro.MustParse(ordersText)
+	for i, o := range []map[string]any{
+		{"id": int64(1), "customer": "ann", "status": "PAID", "items": []any{map[string]any{"sku": "pen", "quantity": 2, "price": 1.5}},
+			"coupon": nil, "placedAt": time.UnixMilli(1_700_000_000_001)},
+		{"id": int64(1)<<60 + 1, "customer": "ann", "status": "PLACED", "items": []any{map[string]any{"sku": "ink", "quantity": 1, "price": 4.0}},
+			"coupon": map[string]any{"string": "WELCOME"}, "placedAt": time.UnixMilli(1_700_000_000_002)},
+	} {
+		payload, err := avro.Marshal(orderSchema, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		produceRaw(t, brokers, "orders", fmt.Sprintf("o%d", i), wire(ss.ID, payload))
+	}
+	out := readAll(t, brokers, "customer-totals", 2)
+	last := out[len(out)-1].Value
+	id := int(binary.BigEndian.Uint32(last[1:5]))
+	written, err := cl.SchemaByID(t.Context(), id)
+	if err != nil {
+		t.Fatalf("the totals' schema id %d is not in the registry: %v", id, err)
+	}
+	var total map[string]any
+	if err := avro.Unmarshal(avro.MustParse(written.Schema), last[5:], &total); err != nil {
+		t.Fatal(err)
+	}
+	if total["customer"] != "ann" || total["orders"] != int64(2) || total["spent"] != 7.0 || total["lastOrderId"] != int64(1)<<60+1 {
+		t.Fatalf("hamba/avro read the total %v", total)
+	}
+	if subjects, _ := cl.Subjects(t.Context()); !strings.Contains(strings.Join(subjects, ","), "customer-totals-value") {
+		t.Fatalf("subjects %v: the total's schema is not registered under customer-totals-value", subjects)
+	}
+
+	addr, _ := ra.a.HTTPAddr(t.Context())
+	var got struct {
+		Key   string         `json:"key"`
+		Value map[string]any `json:"value"`
+	}
+	body := httpGet(t, "http://"+addr+"/v1/stores/customer-totals/keys/ann")
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	if got.Value["orders"] != 2.0 || !strings.Contains(body, `"lastOrderId":1152921504606846977`) || !strings.Contains(body, `"coupons":["WELCOME"]`) {
+		t.Fatalf("the store answered %s", body)
+	}
+
+	produceRaw(t, brokers, "orders", "o9", wire(999, []byte{2}))
+	select {
+	case err := <-ra.done:
+		if err == nil || !strings.Contains(err.Error(), "orders-0@2") || !strings.Contains(err.Error(), "schema id 999") || !strings.Contains(err.Error(), "not found") {
+			t.Fatalf("the agent stopped with %v", err)
+		}
+		ra.done <- err
+	case <-time.After(30 * time.Second):
+		t.Fatal("a record with an unknown schema id did not stop the agent (deserialization.exception.handler is LogAndFail)")
+	}
+}
+
+// TestRegistryDownIsADeserializationError: with the registry unreachable, a record fails
+// after the bounded retries as a deserialization error: LogAndContinue skips and counts it,
+// its dead letter keeps its bytes and names the record, and the agent keeps running.
+func TestRegistryDownIsADeserializationError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := ln.Addr().String()
+	ln.Close()
+	brokers := testBroker(t, 1, "orders", "customer-totals", "dlq")
+	extra := fmt.Sprintf(`schema.registry.url = "http://%s"
+max.retries = 2
+"retries.wait.ms" = 10
+http.connect.timeout.ms = 500
+deserialization.exception.handler = "LogAndContinue"
+errors.dead.letter.queue.topic.name = "dlq"`, down)
+	m := metrics.New()
+	ra := startAgentWith(t, ordersConfig(t, brokers, extra), m)
+	defer ra.stop(t)
+	value := wire(1, []byte{2, 4})
+	produceRaw(t, brokers, "orders", "o1", value)
+	letter := readAll(t, brokers, "dlq", 1)[0]
+	if string(letter.Value) != string(value) {
+		t.Fatalf("dead letter value % x, want the record's bytes % x", letter.Value, value)
+	}
+	var msg string
+	for _, h := range letter.Headers {
+		if string(h.Key) == HeaderErrorsMessage {
+			msg = string(h.Value)
+		}
+	}
+	if !strings.Contains(msg, "unavailable after 3 attempts") || !strings.Contains(msg, "schema id 1") {
+		t.Fatalf("dead letter message %q", msg)
+	}
+	pollFor(t, 10*time.Second, "the record counted as dropped", func() bool {
+		return testutil.ToFloat64(m.RecordsDropped.WithLabelValues(metrics.DropDeserialization)) == 1
+	})
+	if st := ra.a.State(); st != StateRunning {
+		t.Fatalf("state %s, want RUNNING", st)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
