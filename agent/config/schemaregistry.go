@@ -22,7 +22,7 @@ type SchemaRegistry struct {
 	// Token is bearer.auth.token; LogicalCluster and IdentityPoolID are sent as Confluent
 	// Cloud's target-sr-cluster and Confluent-Identity-Pool-Id headers.
 	Token, LogicalCluster, IdentityPoolID string
-	AutoRegister, UseLatestVersion       bool
+	AutoRegister, UseLatestVersion        bool
 	// KeyStrategy and ValueStrategy are the short names of the subject name strategies.
 	KeyStrategy, ValueStrategy string
 	// TrustStore and KeyStore are PEM files for TLS to the registry.
