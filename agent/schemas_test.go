@@ -20,11 +20,11 @@ import (
 	"github.com/stoatflow/stoatflow/metrics"
 )
 
-// ordersConfig runs scripts/orders.lua with its schemas.
-func ordersConfig(t *testing.T, brokers []string, extra string) *config.Config {
+// purchasesConfig runs scripts/purchases.lua with its schemas.
+func purchasesConfig(t *testing.T, brokers []string, extra string) *config.Config {
 	t.Helper()
-	cfg := testConfig(t, brokers, readFile(t, "../scripts/orders.lua"), extra)
-	for _, f := range []string{"orders.avsc", "customer-totals.avsc"} {
+	cfg := testConfig(t, brokers, readFile(t, "../scripts/purchases.lua"), extra)
+	for _, f := range []string{"purchase.avsc", "customer-spending.avsc"} {
 		if err := os.WriteFile(filepath.Join(cfg.Dir, f), []byte(readFile(t, filepath.Join("../scripts", f))), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -49,21 +49,21 @@ func produceRaw(t *testing.T, brokers []string, topic string, key string, value 
 	}
 }
 
-// TestAvroEndToEndOnTheEmbeddedRegistry runs the orders example against the embedded
-// registry. The orders are registered and encoded by franz-go's sr client and hamba/avro
+// TestAvroEndToEndOnTheEmbeddedRegistry runs the purchases example against the embedded
+// registry. The purchases are registered and encoded by franz-go's sr client and hamba/avro
 // used directly, and the totals decoded the same way; the store answers queries in JSON. A
 // record with an unknown schema id then stops the agent, naming the record.
 func TestAvroEndToEndOnTheEmbeddedRegistry(t *testing.T) {
-	brokers := testBroker(t, 1, "orders", "customer-totals")
-	ra := startAgent(t, ordersConfig(t, brokers, "schema.registry.url = \"embedded\"\nstatestore.cache.max.bytes = 0"))
+	brokers := testBroker(t, 1, "purchases", "customer-spending")
+	ra := startAgent(t, purchasesConfig(t, brokers, "schema.registry.url = \"embedded\"\nstatestore.cache.max.bytes = 0"))
 	defer ra.stop(t)
 
 	cl, err := sr.NewClient(sr.URLs(ra.a.registryURL))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ordersText := readFile(t, "../scripts/orders.avsc")
-	ss, err := cl.CreateSchema(t.Context(), "orders-value", sr.Schema{Schema: ordersText, Type: sr.TypeAvro})
+	ordersText := readFile(t, "../scripts/purchase.avsc")
+	ss, err := cl.CreateSchema(t.Context(), "purchases-value", sr.Schema{Schema: ordersText, Type: sr.TypeAvro})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,9 +78,9 @@ func TestAvroEndToEndOnTheEmbeddedRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		produceRaw(t, brokers, "orders", fmt.Sprintf("o%d", i), wire(ss.ID, payload))
+		produceRaw(t, brokers, "purchases", fmt.Sprintf("o%d", i), wire(ss.ID, payload))
 	}
-	out := readAll(t, brokers, "customer-totals", 2)
+	out := readAll(t, brokers, "customer-spending", 2)
 	last := out[len(out)-1].Value
 	id := int(binary.BigEndian.Uint32(last[1:5]))
 	written, err := cl.SchemaByID(t.Context(), id)
@@ -94,8 +94,8 @@ func TestAvroEndToEndOnTheEmbeddedRegistry(t *testing.T) {
 	if total["customer"] != "ann" || total["orders"] != int64(2) || total["spent"] != 7.0 || total["lastOrderId"] != int64(1)<<60+1 {
 		t.Fatalf("hamba/avro read the total %v", total)
 	}
-	if subjects, _ := cl.Subjects(t.Context()); !strings.Contains(strings.Join(subjects, ","), "customer-totals-value") {
-		t.Fatalf("subjects %v: the total's schema is not registered under customer-totals-value", subjects)
+	if subjects, _ := cl.Subjects(t.Context()); !strings.Contains(strings.Join(subjects, ","), "customer-spending-value") {
+		t.Fatalf("subjects %v: the total's schema is not registered under customer-spending-value", subjects)
 	}
 
 	addr, _ := ra.a.HTTPAddr(t.Context())
@@ -103,7 +103,7 @@ func TestAvroEndToEndOnTheEmbeddedRegistry(t *testing.T) {
 		Key   string         `json:"key"`
 		Value map[string]any `json:"value"`
 	}
-	body := httpGet(t, "http://"+addr+"/v1/stores/customer-totals/keys/ann")
+	body := httpGet(t, "http://"+addr+"/v1/stores/customer-spending/keys/ann")
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
@@ -111,10 +111,10 @@ func TestAvroEndToEndOnTheEmbeddedRegistry(t *testing.T) {
 		t.Fatalf("the store answered %s", body)
 	}
 
-	produceRaw(t, brokers, "orders", "o9", wire(999, []byte{2}))
+	produceRaw(t, brokers, "purchases", "o9", wire(999, []byte{2}))
 	select {
 	case err := <-ra.done:
-		if err == nil || !strings.Contains(err.Error(), "orders-0@2") || !strings.Contains(err.Error(), "schema id 999") || !strings.Contains(err.Error(), "not found") {
+		if err == nil || !strings.Contains(err.Error(), "purchases-0@2") || !strings.Contains(err.Error(), "schema id 999") || !strings.Contains(err.Error(), "not found") {
 			t.Fatalf("the agent stopped with %v", err)
 		}
 		ra.done <- err
@@ -133,7 +133,7 @@ func TestRegistryDownIsADeserializationError(t *testing.T) {
 	}
 	down := ln.Addr().String()
 	ln.Close()
-	brokers := testBroker(t, 1, "orders", "customer-totals", "dlq")
+	brokers := testBroker(t, 1, "purchases", "customer-spending", "dlq")
 	extra := fmt.Sprintf(`schema.registry.url = "http://%s"
 max.retries = 2
 "retries.wait.ms" = 10
@@ -141,10 +141,10 @@ http.connect.timeout.ms = 500
 deserialization.exception.handler = "LogAndContinue"
 errors.dead.letter.queue.topic.name = "dlq"`, down)
 	m := metrics.New()
-	ra := startAgentWith(t, ordersConfig(t, brokers, extra), m)
+	ra := startAgentWith(t, purchasesConfig(t, brokers, extra), m)
 	defer ra.stop(t)
 	value := wire(1, []byte{2, 4})
-	produceRaw(t, brokers, "orders", "o1", value)
+	produceRaw(t, brokers, "purchases", "o1", value)
 	letter := readAll(t, brokers, "dlq", 1)[0]
 	if string(letter.Value) != string(value) {
 		t.Fatalf("dead letter value % x, want the record's bytes % x", letter.Value, value)

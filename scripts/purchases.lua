@@ -1,14 +1,14 @@
--- orders.lua: spending per customer from Avro orders. Orders arrive in Confluent's wire format
+-- purchases.lua: spending per customer from Avro purchases. They arrive in Confluent's wire format
 -- (any registered schema: "avro" reads each record with the schema its id names); the totals
--- leave as Avro records of customer-totals.avsc, registered under customer-totals-value, and
--- are kept in the store "customer-totals" (ask it: GET /v1/stores/customer-totals/keys/ann).
--- Run it with `make run EXAMPLE=orders`; docs/serdes.md explains the Lua values.
+-- leave as Avro records of customer-spending.avsc, registered under customer-spending-value, and
+-- are kept in the store "customer-spending" (ask it: GET /v1/stores/customer-spending/keys/ann).
+-- Run it with `make run EXAMPLE=purchases`; docs/serdes.md explains the Lua values.
 local s = require("stoat")
 local b = s.builder()
 
-local totals = s.avro({ schema = "customer-totals.avsc" })
+local totals = s.avro({ schema = "customer-spending.avsc" })
 
-b:stream("orders", { keySerde = "string", valueSerde = "avro" })
+b:stream("purchases", { keySerde = "string", valueSerde = "avro" })
   :filter(function(id, order) return order.status ~= "CANCELLED" end)
   :groupBy(function(id, order) return order.customer end)
   :aggregate(
@@ -28,8 +28,8 @@ b:stream("orders", { keySerde = "string", valueSerde = "avro" })
       end
       return total
     end,
-    { materialized = { name = "customer-totals", valueSerde = totals } })
+    { materialized = { name = "customer-spending", valueSerde = totals } })
   :toStream()
-  :to("customer-totals", { valueSerde = totals })
+  :to("customer-spending", { valueSerde = totals })
 
 return b

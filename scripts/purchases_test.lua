@@ -1,13 +1,13 @@
 local t = require("stoat.test")
 local s = require("stoat")
 
--- The test driver has an in-memory schema registry: the input topic registers orders.avsc
--- under orders-value and writes Confluent's wire format, as the shop's service would.
+-- The test driver has an in-memory schema registry: the input topic registers purchase.avsc
+-- under purchases-value and writes Confluent's wire format, as the shop's service would.
 local function setup()
-  local d = t.driver("orders.lua")
+  local d = t.driver("purchases.lua")
   return d,
-    d:createInputTopic("orders", { valueSerde = s.avro({ schema = "orders.avsc" }) }),
-    d:createOutputTopic("customer-totals", { valueSerde = "avro" })
+    d:createInputTopic("purchases", { valueSerde = s.avro({ schema = "purchase.avsc" }) }),
+    d:createOutputTopic("customer-spending", { valueSerde = "avro" })
 end
 
 local function order(id, customer, status, items, coupon)
@@ -20,7 +20,7 @@ t.test("sums each customer's orders", function()
   orders:pipeInput("o2", order(2, "ann", "PLACED", { { sku = "ink", quantity = 1, price = 4 } }, "WELCOME"))
   local last = out:readKeyValuesToMap()
   t.assertEquals(last.ann, { customer = "ann", orders = 2, spent = 7, lastOrderId = 2, lastOrderAt = 1700000000002, coupons = { "WELCOME" } })
-  t.assertEquals(d:getKeyValueStore("customer-totals"):get("ann").orders, 2)
+  t.assertEquals(d:getKeyValueStore("customer-spending"):get("ann").orders, 2)
 end)
 
 t.test("ignores cancelled orders", function()
