@@ -40,6 +40,7 @@ type childArgs struct {
 	scenario   string
 	brokers    []string
 	dir        string // working directory: config, script and state
+	registry   string // the schema registry's URL, for an Avro scenario
 	cpuprofile string
 	verbose    bool
 }
@@ -63,7 +64,7 @@ func childMain(args childArgs, stdin io.Reader, emit func(event)) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := writeScenario(sc, args.brokers, args.dir)
+	cfg, err := writeScenario(sc, args.brokers, args.dir, args.registry)
 	if err != nil {
 		return err
 	}
@@ -158,15 +159,21 @@ func childMain(args childArgs, stdin io.Reader, emit func(event)) error {
 }
 
 // writeScenario writes the scenario's script and config into dir and parses the config.
-func writeScenario(sc scenario, brokers []string, dir string) (*config.Config, error) {
-	body, err := scripts.ReadFile("scripts/" + sc.script)
-	if err != nil {
-		return nil, err
+func writeScenario(sc scenario, brokers []string, dir, registry string) (*config.Config, error) {
+	files := []string{sc.script}
+	if sc.avro {
+		files = append(files, avroSchemaFile)
 	}
-	if err := os.WriteFile(filepath.Join(dir, sc.script), body, 0o644); err != nil {
-		return nil, err
+	for _, f := range files {
+		body, err := scripts.ReadFile("scripts/" + f)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), body, 0o644); err != nil {
+			return nil, err
+		}
 	}
-	toml := sc.agentConfig(brokers, filepath.Join(dir, "state"), sc.script)
+	toml := sc.agentConfig(brokers, filepath.Join(dir, "state"), sc.script, registry)
 	return config.Parse([]byte(toml), dir, filepath.Join(dir, "bench.toml"))
 }
 

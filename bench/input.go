@@ -65,6 +65,8 @@ type generator struct {
 	words []string
 	rng   *rand.Rand
 	next  int
+	// avro, when set, encodes each value as an Avro record of its word, number, time and line.
+	avro *avroInput
 }
 
 func newGenerator() *generator {
@@ -72,11 +74,14 @@ func newGenerator() *generator {
 }
 
 // record returns the next record's key and value for timestamp ts.
-func (g *generator) record(ts int64) (key string, value []byte) {
+func (g *generator) record(ts int64) (key string, value []byte, err error) {
 	key = g.words[g.rng.IntN(len(g.words))]
 	value = line(key, g.next, ts)
+	if g.avro != nil {
+		value, err = g.avro.encode(key, g.next, ts, value)
+	}
 	g.next++
-	return key, value
+	return key, value, err
 }
 
 // producerConfig is the harness's own producer: batched like the agent's, acks from every

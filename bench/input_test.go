@@ -47,8 +47,8 @@ func TestLineHoldsItsWordOnlyAndHasLineBytes(t *testing.T) {
 func TestGeneratorRepeatsItsSequence(t *testing.T) {
 	a, b := newGenerator(), newGenerator()
 	for i := range 1000 {
-		ka, va := a.record(int64(i))
-		kb, vb := b.record(int64(i))
+		ka, va, _ := a.record(int64(i))
+		kb, vb, _ := b.record(int64(i))
 		if ka != kb || string(va) != string(vb) {
 			t.Fatalf("record %d differs: %s=%s vs %s=%s", i, ka, va, kb, vb)
 		}

@@ -30,7 +30,7 @@ func run(argv []string, stdout io.Writer) error {
 	var o options
 	fs.IntVar(&o.records, "records", 1_000_000, "input records per run")
 	fs.IntVar(&o.runs, "runs", 3, "runs per scenario (the table shows the median and the spread)")
-	list := fs.String("scenarios", "ceiling,stateless,wordcount,windowed", "comma-separated scenarios to run")
+	list := fs.String("scenarios", "ceiling,stateless,stateless-avro,wordcount,windowed", "comma-separated scenarios to run")
 	out := fs.String("out", "bench/RESULTS.md", "where to write the results (empty: stdout only)")
 	micro := fs.String("micro", "", "output of `go test -bench -benchmem` to check and include")
 	loads := fs.String("latency-loads", "0.2,0.5", "loads of the latency phases, as shares of the run's measured records/s (empty: none)")
@@ -43,13 +43,14 @@ func run(argv []string, stdout io.Writer) error {
 	childBrokers := fs.String("child.brokers", "", "internal: the broker addresses")
 	childDir := fs.String("child.dir", "", "internal: the scenario process's directory")
 	childProfile := fs.String("child.cpuprofile", "", "internal: CPU profile file")
+	childRegistry := fs.String("child.registry", "", "internal: the schema registry's URL")
 	if err := fs.Parse(argv); err != nil {
 		return err
 	}
 	if *child != "" {
 		return runChild(childArgs{
 			scenario: *child, brokers: strings.Split(*childBrokers, ","), dir: *childDir,
-			cpuprofile: *childProfile, verbose: o.verbose,
+			registry: *childRegistry, cpuprofile: *childProfile, verbose: o.verbose,
 		}, os.Stdin, stdout)
 	}
 	if o.records < 1 || o.runs < 1 {
@@ -158,7 +159,11 @@ func checkScript(sc scenario) (*config.Config, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	cfg, err := writeScenario(sc, []string{"127.0.0.1:9"}, dir)
+	registry := ""
+	if sc.avro {
+		registry = "http://127.0.0.1:9" // never asked: validating compiles the schemas only
+	}
+	cfg, err := writeScenario(sc, []string{"127.0.0.1:9"}, dir, registry)
 	if err != nil {
 		return nil, err
 	}

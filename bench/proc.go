@@ -33,6 +33,9 @@ func startChild(args childArgs) (*child, error) {
 	if args.cpuprofile != "" {
 		argv = append(argv, "-child.cpuprofile", args.cpuprofile)
 	}
+	if args.registry != "" {
+		argv = append(argv, "-child.registry", args.registry)
+	}
 	if args.verbose {
 		argv = append(argv, "-v")
 	}

@@ -107,10 +107,11 @@ func (rep *report) table() string {
 }
 
 var scenarioLabels = map[string]string{
-	"ceiling":   "ceiling: raw sarama consume → produce",
-	"stateless": "stateless: Lua filter + mapValues, at-least-once",
-	"wordcount": "word count: flatMapValues → groupBy → count → to, exactly-once v2, transactional stores",
-	"windowed":  "windowed: hopping-window count, grace, suppress, exactly-once v2",
+	"ceiling":        "ceiling: raw sarama consume → produce",
+	"stateless":      "stateless: Lua filter + mapValues, at-least-once",
+	"stateless-avro": "stateless with Avro values in and out (Schema Registry wire format)",
+	"wordcount":      "word count: flatMapValues → groupBy → count → to, exactly-once v2, transactional stores",
+	"windowed":       "windowed: hopping-window count, grace, suppress, exactly-once v2",
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -216,6 +217,17 @@ func (rep *report) targets() []target {
 			thousands(int64(v)) + " records/s", verdict(v >= 250_000)})
 	} else {
 		out = append(out, notRun("stateless Lua pipeline ≥ 250,000 records/s"))
+	}
+	avroTarget := "stateless with Avro values in and out ≥ 0.7 of the same pipeline with strings"
+	if a, ok := rep.result("stateless-avro"); ok {
+		if s, ok := rep.result("stateless"); ok {
+			ratio := a.recordsPerSec(rep.opts.records).median / s.recordsPerSec(rep.opts.records).median
+			out = append(out, target{avroTarget, fmt.Sprintf("%.2f", ratio), verdict(ratio >= 0.7)})
+		} else {
+			out = append(out, notRun(avroTarget))
+		}
+	} else {
+		out = append(out, notRun(avroTarget))
 	}
 	if r, ok := rep.result("wordcount"); ok {
 		v := r.recordsPerSec(rep.opts.records).median

@@ -80,6 +80,14 @@ func runScenario(sc scenario, run int, o options) (runResult, error) {
 	defer emb.Close()
 	brokers := emb.Addrs()
 	gen := newGenerator()
+	var registry string
+	if sc.avro {
+		if gen.avro, err = newAvroInput(); err != nil {
+			return runResult{}, err
+		}
+		defer gen.avro.close()
+		registry = gen.avro.registry.URL()
+	}
 	want := sc.expect()
 	if err := produceInput(brokers, gen, want, o.records, sc.closeWindows); err != nil {
 		return runResult{}, err
@@ -94,7 +102,7 @@ func runScenario(sc scenario, run int, o options) (runResult, error) {
 		return runResult{}, err
 	}
 	defer os.RemoveAll(dir)
-	args := childArgs{scenario: sc.name, brokers: brokers, dir: dir, verbose: o.verbose}
+	args := childArgs{scenario: sc.name, brokers: brokers, dir: dir, registry: registry, verbose: o.verbose}
 	if o.cpuprofile != "" {
 		args.cpuprofile = filepath.Join(o.cpuprofile, fmt.Sprintf("%s-run%d.pprof", sc.name, run))
 	}
@@ -182,8 +190,11 @@ func produceInput(brokers []string, gen *generator, want outputCounter, n int, c
 	base := time.Now().Add(-time.Hour).UnixMilli() - int64(n)
 	for i := range n {
 		ts := base + int64(i)
-		key, value := gen.record(ts)
-		if err := f.send(key, value, ts); err != nil {
+		key, value, err := gen.record(ts)
+		if err == nil {
+			err = f.send(key, value, ts)
+		}
+		if err != nil {
 			_ = f.close()
 			return err
 		}
@@ -192,8 +203,11 @@ func produceInput(brokers []string, gen *generator, want outputCounter, n int, c
 	if closeWindows {
 		ts := base + int64(n) + windowSize + windowGrace
 		for p := range int32(partitions) {
-			key, value := gen.record(ts)
-			if err := f.sendTo(p, key, value, ts); err != nil {
+			key, value, err := gen.record(ts)
+			if err == nil {
+				err = f.sendTo(p, key, value, ts)
+			}
+			if err != nil {
 				_ = f.close()
 				return err
 			}
@@ -216,8 +230,11 @@ func feedPaced(brokers []string, gen *generator, want outputCounter, rate int, d
 		due := int(now.Sub(start).Seconds() * float64(rate))
 		for ; sent < due; sent++ {
 			ts := time.Now().UnixMilli()
-			key, value := gen.record(ts)
-			if err := f.send(key, value, ts); err != nil {
+			key, value, err := gen.record(ts)
+			if err == nil {
+				err = f.send(key, value, ts)
+			}
+			if err != nil {
 				_ = f.close()
 				return err
 			}

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-//go:embed scripts/*.lua
+//go:embed scripts/*.lua scripts/*.avsc
 var scripts embed.FS
 
 // The windowed scenario's hopping windows (bench/scripts/windowed.lua).
@@ -37,6 +37,9 @@ type scenario struct {
 	latency bool
 	// closeWindows ends the input with records past every window's end and grace.
 	closeWindows bool
+	// avro makes the input values Avro records (bench/scripts/line.avsc) on a schema
+	// registry the harness runs.
+	avro bool
 }
 
 var scenarios = []scenario{
@@ -55,6 +58,14 @@ var scenarios = []scenario{
 		// stateless.lua keeps the words longer than four letters.
 		expect:  func() outputCounter { return &perRecord{keep: func(k string) bool { return len(k) > 4 }} },
 		latency: true,
+	},
+	{
+		name:    "stateless-avro",
+		script:  "stateless_avro.lua",
+		streams: `processing.guarantee = "at_least_once"`,
+		expect:  func() outputCounter { return &perRecord{keep: func(k string) bool { return len(k) > 4 }} },
+		latency: true,
+		avro:    true,
 	},
 	{
 		name:   "wordcount",
@@ -115,8 +126,13 @@ func parseScenarios(list string) ([]scenario, error) {
 	return out, nil
 }
 
-// agentConfig is the TOML config of a scenario's agent.
-func (s scenario) agentConfig(brokers []string, stateDir, script string) string {
+// agentConfig is the TOML config of a scenario's agent; registry is the schema registry's
+// URL of an Avro scenario.
+func (s scenario) agentConfig(brokers []string, stateDir, script, registry string) string {
+	streams := s.streams
+	if registry != "" {
+		streams += fmt.Sprintf("\nschema.registry.url = %q", registry)
+	}
 	return fmt.Sprintf(`[agent]
 scripts = [%q]
 http.listen = "127.0.0.1:0"
@@ -127,7 +143,7 @@ application.id = "bench-%s"
 bootstrap.servers = %q
 state.dir = %q
 %s
-`, script, s.name, strings.Join(brokers, ","), stateDir, s.streams)
+`, script, s.name, strings.Join(brokers, ","), stateDir, streams)
 }
 
 // outputCounter counts the output records a scenario must produce for its input.

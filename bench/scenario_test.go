@@ -10,6 +10,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/luart"
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
 )
 
 func TestWindowPairsCountsKeysPerHoppingWindow(t *testing.T) {
@@ -50,16 +51,27 @@ func TestParseScenariosKeepsTableOrder(t *testing.T) {
 // The harness waits for the number of outputs its Go expectation computes: check it
 // against the scenario scripts themselves, run by the engine without a broker.
 func TestExpectedOutputsMatchTheScripts(t *testing.T) {
-	for _, name := range []string{"stateless", "wordcount"} {
+	for _, name := range []string{"stateless", "stateless-avro", "wordcount"} {
 		t.Run(name, func(t *testing.T) {
 			sc, err := scenarioNamed(name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := scriptDriver(t, sc)
 			gen, want := newGenerator(), sc.expect()
+			var sf *schemas.Factory
+			if sc.avro {
+				if gen.avro, err = newAvroInput(); err != nil {
+					t.Fatal(err)
+				}
+				defer gen.avro.close()
+				sf = schemas.NewFactory(schemas.Config{Registry: gen.avro.client, AutoRegister: true})
+			}
+			d := scriptDriver(t, sc, sf)
 			for i := range 2000 {
-				key, value := gen.record(int64(i))
+				key, value, err := gen.record(int64(i))
+				if err != nil {
+					t.Fatal(err)
+				}
 				want.add(key, int64(i))
 				if err := d.Pipe(inputTopic, []byte(key), value, int64(i), nil); err != nil {
 					t.Fatalf("record %d: %v", i, err)
@@ -72,17 +84,20 @@ func TestExpectedOutputsMatchTheScripts(t *testing.T) {
 	}
 }
 
-func scriptDriver(t *testing.T, sc scenario) *pipeline.Driver {
+func scriptDriver(t *testing.T, sc scenario, sf *schemas.Factory) *pipeline.Driver {
 	t.Helper()
-	body, err := scripts.ReadFile("scripts/" + sc.script)
-	if err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	for _, f := range []string{sc.script, avroSchemaFile} {
+		body, err := scripts.ReadFile("scripts/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	path := filepath.Join(t.TempDir(), sc.script)
-	if err := os.WriteFile(path, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := luart.New(luart.Options{Stdout: io.Discard})
+	path := filepath.Join(dir, sc.script)
+	rt, err := luart.New(luart.Options{Stdout: io.Discard, Schemas: sf})
 	if err != nil {
 		t.Fatal(err)
 	}
