@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 func TestHarnessMeasuresEveryRunnableScenario(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "RESULTS.md")
 	var stdout bytes.Buffer
-	err := run([]string{"-records", "3000", "-runs", "1", "-scenarios", "ceiling,stateless,wordcount",
+	err := run([]string{"-records", "3000", "-runs", "1", "-scenarios", "ceiling,stateless,stateless-avro,wordcount",
 		"-latency-time", "300ms", "-idle-settle", "10ms", "-out", out}, &stdout)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestHarnessMeasuresEveryRunnableScenario(t *testing.T) {
 		t.Error("stdout and the results file differ")
 	}
 	for _, want := range []string{
-		"| ceiling: raw sarama consume → produce | ", "| stateless: Lua filter + mapValues", "| word count: ",
+		"| ceiling: raw sarama consume → produce | ", "| stateless: Lua filter + mapValues", "| stateless with Avro values in and out", "| word count: ",
 		"| RSS ≤ 64 MiB idle (word count agent, RUNNING, no input) | ",
 		"## Where an agent's processing loop spends",
 	} {
