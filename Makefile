@@ -11,8 +11,14 @@ FUZZTIME ?= 10s
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/stoatflow
 
+# make run EXAMPLE=NAME runs scripts/NAME.toml (its pipeline and demo feeder); the default,
+# word count, runs agent.toml.
+EXAMPLE ?= wordcount
+EXAMPLE_CONFIG := $(if $(filter wordcount,$(EXAMPLE)),agent.toml,scripts/$(EXAMPLE).toml)
+
 run: build
-	./$(BIN) run -c agent.toml
+	@test -f $(EXAMPLE_CONFIG) || { echo "make run: no example $(EXAMPLE) (no $(EXAMPLE_CONFIG))"; exit 2; }
+	./$(BIN) run -c $(EXAMPLE_CONFIG)
 
 test:
 	$(GO) vet ./...

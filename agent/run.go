@@ -120,7 +120,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		}
 	}()
 	if cfg.Embedded && cfg.EmbeddedDemo {
-		go a.runDemoFeeder(runCtx, k.brokers, builder.SourceTopics()[0])
+		if src := builder.SourceTopics()[0]; src == purchasesTopic {
+			go a.runPurchasesFeeder(runCtx, k.brokers)
+		} else {
+			go a.runDemoFeeder(runCtx, k.brokers, src)
+		}
 	}
 	a.log.Info("StoatFlow is running",
 		"application.id", cfg.ApplicationID,

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,4 +175,43 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestPurchasesExampleRuns starts scripts/purchases.toml as `make run EXAMPLE=purchases` does,
+// on free ports: its demo feeder writes Avro purchases through the embedded registry, and the
+// spending of a customer shows in the store.
+func TestPurchasesExampleRuns(t *testing.T) {
+	text := readFile(t, "../scripts/purchases.toml")
+	dir := t.TempDir()
+	text = strings.NewReplacer(`"127.0.0.1:9464"`, `"127.0.0.1:0"`, `"127.0.0.1:9092"`, `"127.0.0.1:0"`, `"127.0.0.1:8081"`, `"127.0.0.1:0"`,
+		`"../.stoatflow-state"`, `"state"`).Replace(text)
+	if err := os.WriteFile(filepath.Join(dir, "purchases.toml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"purchases.lua", "purchase.avsc", "customer-spending.avsc"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(readFile(t, filepath.Join("../scripts", f))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Load(filepath.Join(dir, "purchases.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra := startAgent(t, cfg)
+	defer ra.stop(t)
+	addr, _ := ra.a.HTTPAddr(t.Context())
+	var body string
+	pollFor(t, 20*time.Second, "ann's spending in the store", func() bool {
+		resp, err := http.Get("http://" + addr + "/v1/stores/customer-spending/keys/ann")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body = string(b)
+		return resp.StatusCode == http.StatusOK
+	})
+	if !strings.Contains(body, `"customer":"ann"`) || !strings.Contains(body, `"lastOrderId":900719925474`) {
+		t.Fatalf("the store answered %s", body)
+	}
 }
