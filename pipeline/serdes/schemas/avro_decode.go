@@ -16,7 +16,7 @@ const maxAvroDepth = 1000
 // records), which a few bytes could otherwise make as large as memory.
 const maxZeroWidthItems = 1 << 16
 
-var errAvroShort = errors.New("Avro data ends early")
+var errAvroShort = errors.New("the Avro data ends early")
 
 type avroReader struct {
 	b     []byte
@@ -78,7 +78,7 @@ func (r *avroReader) blockCount(items *avroNode) (int, error) {
 		limit = maxZeroWidthItems
 	}
 	if n > limit {
-		return 0, fmt.Errorf("Avro block of %d items is larger than the data", n)
+		return 0, fmt.Errorf("the Avro block of %d items is larger than the data", n)
 	}
 	return int(n), nil
 }
@@ -125,7 +125,7 @@ func (r *avroReader) read(n *avroNode) (any, error) {
 			return nil, err
 		}
 		if v < math.MinInt32 || v > math.MaxInt32 {
-			return nil, fmt.Errorf("Avro int %d out of 32-bit range", v)
+			return nil, fmt.Errorf("the Avro int %d is out of 32-bit range", v)
 		}
 		return v, nil
 	case avroLong:
@@ -202,7 +202,7 @@ func (r *avroReader) read(n *avroNode) (any, error) {
 
 func (r *avroReader) record(n *avroNode) (any, error) {
 	if r.depth++; r.depth > maxAvroDepth {
-		return nil, fmt.Errorf("Avro value nested deeper than %d levels", maxAvroDepth)
+		return nil, fmt.Errorf("the Avro value nests deeper than %d levels", maxAvroDepth)
 	}
 	defer func() { r.depth-- }()
 	m := make(map[string]any, len(n.fields))
