@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 )
@@ -157,6 +158,8 @@ func (s *KStream) JoinStream(other *KStream, kind StreamJoinKind, joiner StreamV
 }
 
 // rawBytesSerde keeps the outer-join buffer's keys and values as the bytes this file builds.
+// Deserialize copies, as every Serde must: the buffer scan keeps entries past the
+// iterator's Next, and a store iterator's bytes change at every step.
 type rawBytesSerde struct{}
 
 func (rawBytesSerde) Name() string { return "bytes" }
@@ -174,7 +177,7 @@ func (rawBytesSerde) Deserialize(_ string, _ Headers, b []byte) (any, error) {
 	if b == nil {
 		return nil, nil
 	}
-	return b, nil
+	return bytes.Clone(b), nil
 }
 
 // joinWindowProc is KStreamJoinWindow: forward first, then remember the record for the

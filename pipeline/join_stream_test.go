@@ -248,3 +248,15 @@ func TestLeftStreamJoinBufferSurvivesRestart(t *testing.T) {
 	expectJoin(t, run(joinInput{"right", "b", "rb", 5}, joinInput{"right", "z", "x", 20}), "b:lb+rb@5", "a:la+<nil>@0")
 	expectJoin(t, run(joinInput{"right", "z", "y", 40}))
 }
+
+// Two unmatched left records share a timestamp, so their buffer entries sit next to each
+// other; the right record that matches the second one leaves the first waiting. When its
+// window closes the first one comes out once, under its own key. The buffer scan used to
+// keep the iterator's key and value past Next and emitted the neighbour's key instead.
+func TestOuterStreamJoinBufferEmitsEachWaitingRecordUnderItsKey(t *testing.T) {
+	d, _, _ := streamJoinDriver(t, OuterStreamJoin, JoinWindows{Before: 5_000, After: 5_000}, StreamJoined{})
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "K2", "l2", 13_000}, joinInput{"left", "K3", "l3", 13_000}))
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", "K3", "r3", 13_000}), "K3:l3+r3@13000")
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "K9", "l9", 20_000}), "K2:l2+null@13000")
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", "K8", "r8", 40_000}), "K9:l9+null@20000")
+}

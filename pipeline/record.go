@@ -3,6 +3,8 @@
 // topology, sinks hand bytes to a RecordCollector.
 package pipeline
 
+import "bytes"
+
 // Header is one Kafka record header. Names may repeat; order is significant.
 type Header struct {
 	Key   string
@@ -22,6 +24,18 @@ func (h Headers) Last(name string) ([]byte, bool) {
 	return nil, false
 }
 
+// cloneHeaders copies h, values included.
+func cloneHeaders(h Headers) Headers {
+	if h == nil {
+		return nil
+	}
+	out := make(Headers, len(h))
+	for i, x := range h {
+		out[i] = Header{Key: x.Key, Value: bytes.Clone(x.Value)}
+	}
+	return out
+}
+
 // Record is one record flowing through the topology. Key and Value hold deserialised values
 // (see package serdes for the Go type each serde produces). Topic, Partition and Offset
 // describe where the record entered the topology; they are the record context that
@@ -38,6 +52,8 @@ type Record struct {
 
 // Serde turns values into bytes and back. Headers are passed so that a serde can depend on
 // them (KIP-1321); a nil value serialises to nil bytes and nil bytes deserialise to nil.
+// Deserialize must not keep data or return values that share its memory: data is often a
+// store iterator's, valid only until its next step, while the value may be kept longer.
 type Serde interface {
 	Name() string
 	Serialize(topic string, headers Headers, value any) ([]byte, error)
