@@ -129,30 +129,18 @@ func (s *memKV) iter(keep func([]byte) bool, reverse bool) BytesIterator {
 	if reverse {
 		slices.Reverse(keys)
 	}
-	return &memIter{s: s, keys: keys, pos: -1}
+	return &memIter{s: s, keys: keys, memCursor: newMemCursor(len(keys))}
 }
 
 type memIter struct {
+	memCursor
 	s    *memKV
 	keys []string
-	pos  int
 }
 
-func (i *memIter) Next() bool                { i.pos++; return i.pos < len(i.keys) }
-func (i *memIter) Key() []byte               { return []byte(i.keys[i.pos]) }
-func (i *memIter) Value() []byte             { return i.s.m[i.keys[i.pos]].value }
-func (i *memIter) Timestamp() int64          { return i.s.m[i.keys[i.pos]].ts }
-func (i *memIter) Headers() (Headers, error) { return i.s.m[i.keys[i.pos]].headers, nil }
-func (i *memIter) Err() error                { return nil }
-func (i *memIter) Close()                    {}
-
-func cloneHeaders(h Headers) Headers {
-	if h == nil {
-		return nil
-	}
-	out := make(Headers, len(h))
-	for i, x := range h {
-		out[i] = Header{Key: x.Key, Value: bytes.Clone(x.Value)}
-	}
-	return out
+func (i *memIter) Key() []byte      { return i.hand([]byte(i.keys[i.pos])) }
+func (i *memIter) Value() []byte    { return i.hand(i.s.m[i.keys[i.pos]].value) }
+func (i *memIter) Timestamp() int64 { return i.s.m[i.keys[i.pos]].ts }
+func (i *memIter) Headers() (Headers, error) {
+	return i.handHeaders(i.s.m[i.keys[i.pos]].headers), nil
 }

@@ -79,19 +79,16 @@ func (s *memSessions) FindSessionsRange(keyFrom, keyTo []byte, earliestEnd, late
 	if backward {
 		slices.Reverse(keys)
 	}
-	return &memSessionIter{s: s, keys: keys, pos: -1}
+	return &memSessionIter{s: s, keys: keys, memCursor: newMemCursor(len(keys))}
 }
 
 type memSessionIter struct {
+	memCursor
 	s    *memSessions
 	keys []memSessionKey
-	pos  int
 }
 
-func (i *memSessionIter) Next() bool    { i.pos++; return i.pos < len(i.keys) }
-func (i *memSessionIter) Key() []byte   { return []byte(i.keys[i.pos].key) }
+func (i *memSessionIter) Key() []byte   { return i.hand([]byte(i.keys[i.pos].key)) }
 func (i *memSessionIter) Start() int64  { return i.keys[i.pos].start }
 func (i *memSessionIter) End() int64    { return i.keys[i.pos].end }
-func (i *memSessionIter) Value() []byte { return i.s.m[i.keys[i.pos]] }
-func (i *memSessionIter) Err() error    { return nil }
-func (i *memSessionIter) Close()        {}
+func (i *memSessionIter) Value() []byte { return i.hand(i.s.m[i.keys[i.pos]]) }

@@ -100,7 +100,7 @@ func (s *memWindows) iter(keyFrom, keyTo []byte, from, to int64, backward bool) 
 	if backward {
 		slices.Reverse(keys)
 	}
-	return &memWindowIter{s: s, keys: keys, pos: -1}
+	return &memWindowIter{s: s, keys: keys, memCursor: newMemCursor(len(keys))}
 }
 
 func inKeyRange(k string, from, to []byte) bool {
@@ -108,16 +108,15 @@ func inKeyRange(k string, from, to []byte) bool {
 }
 
 type memWindowIter struct {
+	memCursor
 	s    *memWindows
 	keys []memWindowKey
-	pos  int
 }
 
-func (i *memWindowIter) Next() bool                { i.pos++; return i.pos < len(i.keys) }
-func (i *memWindowIter) Key() []byte               { return []byte(i.keys[i.pos].key) }
-func (i *memWindowIter) Start() int64              { return i.keys[i.pos].start }
-func (i *memWindowIter) Value() []byte             { return i.s.m[i.keys[i.pos]].value }
-func (i *memWindowIter) Timestamp() int64          { return i.s.m[i.keys[i.pos]].ts }
-func (i *memWindowIter) Headers() (Headers, error) { return i.s.m[i.keys[i.pos]].headers, nil }
-func (i *memWindowIter) Err() error                { return nil }
-func (i *memWindowIter) Close()                    {}
+func (i *memWindowIter) Key() []byte      { return i.hand([]byte(i.keys[i.pos].key)) }
+func (i *memWindowIter) Start() int64     { return i.keys[i.pos].start }
+func (i *memWindowIter) Value() []byte    { return i.hand(i.s.m[i.keys[i.pos]].value) }
+func (i *memWindowIter) Timestamp() int64 { return i.s.m[i.keys[i.pos]].ts }
+func (i *memWindowIter) Headers() (Headers, error) {
+	return i.handHeaders(i.s.m[i.keys[i.pos]].headers), nil
+}

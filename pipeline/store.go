@@ -101,7 +101,9 @@ type KeyValueBytesStore interface {
 	ApproximateNumEntries() (int64, error)
 }
 
-// BytesIterator walks store entries in unsigned byte order of their keys.
+// BytesIterator walks store entries in unsigned byte order of their keys. Key, Value and
+// Headers are valid until the next Next or Close (package state's come from LevelDB, which
+// reuses its buffers); a caller that keeps one copies it.
 type BytesIterator interface {
 	Next() bool
 	Key() []byte
@@ -234,7 +236,8 @@ func (s *KeyValueStore) Delete(key any, ts int64) (any, error) {
 	return old, s.Put(key, nil, ts)
 }
 
-// KeyValueIterator walks a range of a store, deserialising as it goes.
+// KeyValueIterator walks a range of a store, deserialising as it goes. What it hands out may
+// be kept after Next: keys and values are deserialised and headers copied.
 type KeyValueIterator struct {
 	storeIter[keyValue]
 	bytes BytesIterator
@@ -257,9 +260,11 @@ func (s *KeyValueStore) iter(it BytesIterator) *KeyValueIterator {
 			return e, err
 		}
 		if s.spec.Headers {
-			if e.headers, err = it.Headers(); err != nil {
+			h, err := it.Headers()
+			if err != nil {
 				return e, fmt.Errorf("store %s: headers: %w", s.spec.Name, err)
 			}
+			e.headers = cloneHeaders(h)
 		}
 		return e, nil
 	})}

@@ -21,7 +21,7 @@ type SessionBytesStore interface {
 	FetchSession(key []byte, start, end int64) (agg []byte, found bool, err error)
 }
 
-// SessionBytesIterator walks sessions; Key and Value are valid until the next Next.
+// SessionBytesIterator walks sessions; Key and Value are valid until the next Next or Close.
 type SessionBytesIterator interface {
 	Next() bool
 	Key() []byte
@@ -117,7 +117,8 @@ type Session struct {
 	Value      any
 }
 
-// SessionIterator walks sessions, deserialising as it goes.
+// SessionIterator walks sessions, deserialising as it goes; its sessions may be kept after
+// Next (see KeyValueIterator).
 type SessionIterator struct{ storeIter[Session] }
 
 func (s *SessionStore) iter(it SessionBytesIterator) *SessionIterator {

@@ -23,7 +23,8 @@ type WindowBytesStore interface {
 	FetchRange(keyFrom, keyTo []byte, from, to int64, backward bool) WindowBytesIterator
 }
 
-// WindowBytesIterator walks windows; Key and Value are valid until the next Next.
+// WindowBytesIterator walks windows; Key, Value and Headers are valid until the next Next
+// or Close.
 type WindowBytesIterator interface {
 	Next() bool
 	Key() []byte
@@ -141,7 +142,8 @@ func (s *WindowStore) All(backward bool) *WindowIterator {
 	return s.FetchAll(math.MinInt64, math.MaxInt64, backward)
 }
 
-// WindowIterator walks windows, deserialising as it goes.
+// WindowIterator walks windows, deserialising as it goes; its windows may be kept after
+// Next (see KeyValueIterator).
 type WindowIterator struct{ storeIter[Window] }
 
 func (s *WindowStore) iter(it WindowBytesIterator) *WindowIterator {
@@ -156,9 +158,11 @@ func (s *WindowStore) iter(it WindowBytesIterator) *WindowIterator {
 			return w, err
 		}
 		if s.spec.Headers {
-			if w.Headers, err = it.Headers(); err != nil {
+			h, err := it.Headers()
+			if err != nil {
 				return w, fmt.Errorf("store %s: headers: %w", s.spec.Name, err)
 			}
+			w.Headers = cloneHeaders(h)
 		}
 		return w, nil
 	})}

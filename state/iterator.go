@@ -8,7 +8,9 @@ import (
 
 // mergeIter walks the epoch buffer and LevelDB together in store-key order. On equal keys
 // the buffer wins, and a buffered delete hides the LevelDB entry. Keys and values are
-// valid until the next call to next.
+// valid until the next call to next or close: goleveldb's iterator reuses its buffers, so
+// a slice kept longer silently turns into a later entry's bytes. Every iterator of this
+// package is built on mergeIter, so the iterpoison build tag checks them all (handOut).
 type mergeIter struct {
 	mem       iterator.Iterator // nil at READ_COMMITTED
 	disk      iterator.Iterator
@@ -21,7 +23,40 @@ type mergeIter struct {
 	fromMem, fromDsk bool
 	key, value       []byte
 	err              error
+	// handed are the copies handOut gave out since the last step (iterpoison builds).
+	handed [][]byte
 }
+
+// handOut returns b as the current key or value. In iterpoison builds it hands out a copy
+// instead and overwrites it at the next step or at close (retire), so that a caller keeping
+// a slice too long reads garbage and fails its test loudly, where a normal build would
+// read another entry's bytes.
+func (it *mergeIter) handOut(b []byte) []byte {
+	if !poisonIterators || b == nil {
+		return b
+	}
+	c := append([]byte{}, b...)
+	it.handed = append(it.handed, c)
+	return c
+}
+
+// retire overwrites what handOut gave out (iterpoison builds; a no-op otherwise).
+func (it *mergeIter) retire() {
+	if !poisonIterators {
+		return
+	}
+	for _, b := range it.handed {
+		for i := range b {
+			b[i] = stalePattern[i%len(stalePattern)]
+		}
+	}
+	clear(it.handed)
+	it.handed = it.handed[:0]
+}
+
+// stalePattern is the pattern retired bytes read as: a string decoded from them says what
+// went wrong.
+const stalePattern = "<stale iterator bytes>"
 
 func (it *mergeIter) step(i iterator.Iterator) bool {
 	if it.reverse {
@@ -38,6 +73,7 @@ func (it *mergeIter) first(i iterator.Iterator) bool {
 }
 
 func (it *mergeIter) next() bool {
+	it.retire()
 	if it.done {
 		return false
 	}
@@ -79,10 +115,10 @@ func (it *mergeIter) next() bool {
 				}
 				continue
 			}
-			it.key, it.value = it.mem.Key(), v[1:]
+			it.key, it.value = it.handOut(it.mem.Key()), it.handOut(v[1:])
 			return true
 		}
-		it.key, it.value = it.disk.Key()[it.prefixLen:], it.disk.Value()
+		it.key, it.value = it.handOut(it.disk.Key()[it.prefixLen:]), it.handOut(it.disk.Value())
 		return true
 	}
 }
@@ -96,6 +132,7 @@ func (it *mergeIter) finish() {
 }
 
 func (it *mergeIter) close() {
+	it.retire()
 	if it.closed {
 		return
 	}
