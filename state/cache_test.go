@@ -21,7 +21,7 @@ func isCached(p *partition, k []byte) bool {
 // served by the cache.
 func dropFromLevelDB(t *testing.T, p *partition, k []byte) {
 	t.Helper()
-	noErr(t, p.db.ldb.Delete(p.diskKey(k), nil))
+	noErr(t, p.db.ldb.db.Delete(p.diskKey(k), nil))
 }
 
 func kvGet(t *testing.T, v KeyValueView, k string) string {

@@ -128,7 +128,7 @@ func (db *DB) ChangelogOffset(store string, partition int32) (int64, bool, error
 	if !ok {
 		return 0, false, nil
 	}
-	v, err := db.ldb.Get(sysPartitionKey(sysOffset, id, partition, nil), nil)
+	v, err := db.ldb.Get(sysPartitionKey(sysOffset, id, partition, nil))
 	if errors.Is(err, leveldb.ErrNotFound) {
 		return 0, false, nil
 	}
@@ -136,7 +136,7 @@ func (db *DB) ChangelogOffset(store string, partition int32) (int64, bool, error
 		return 0, false, fmt.Errorf("state: changelog offset of store %q partition %d: %w", store, partition, db.readErr(err))
 	}
 	if len(v) != 8 {
-		return 0, false, fmt.Errorf("%w: %s: changelog offset of store %q partition %d is %x", ErrCorrupt, db.dir, store, partition, v)
+		return 0, false, db.corruptf("changelog offset of store %q partition %d is %x", store, partition, v)
 	}
 	return int64(binary.BigEndian.Uint64(v)), true, nil
 }
@@ -169,12 +169,12 @@ func (db *DB) Meta(store string, partition int32, key string) ([]byte, error) {
 	if v, ok := p.meta[key]; ok {
 		return v, nil
 	}
-	v, err := db.ldb.Get(sysPartitionKey(sysUserMeta, p.id, p.num, []byte(key)), nil)
+	v, err := db.ldb.Get(sysPartitionKey(sysUserMeta, p.id, p.num, []byte(key)))
 	if errors.Is(err, leveldb.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, p.errorf("metadata %q: %v", key, db.readErr(err))
+		return nil, p.errorf("metadata %q: %w", key, db.readErr(err))
 	}
 	return v, nil
 }
@@ -193,7 +193,7 @@ func (db *DB) Wipe(store string, partition int32) error {
 		util.BytesPrefix(sysPartitionKey(sysUserMeta, id, partition, nil)),
 	}
 	for _, r := range ranges {
-		it := db.ldb.NewIterator(r, nil)
+		it := db.ldb.NewIterator(r)
 		for it.Next() {
 			b.Delete(it.Key())
 		}

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/syndtr/goleveldb/leveldb"
-	lerrors "github.com/syndtr/goleveldb/leveldb/errors"
 	"github.com/syndtr/goleveldb/leveldb/filter"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/storage"
@@ -38,7 +37,7 @@ type Options struct {
 
 // DB is one application's state: every store partition in one goleveldb database.
 type DB struct {
-	ldb *leveldb.DB
+	ldb *ldbGuard
 	// stor is closed after ldb: leveldb.Open, unlike OpenFile, leaves it open.
 	stor storage.Storage
 	dir  string
@@ -74,7 +73,8 @@ type partKey struct {
 }
 
 // Open opens (or creates) the state database in dir. A database that LevelDB finds
-// corrupt, or whose catalogue cannot be read, gives an error wrapping ErrCorrupt.
+// corrupt (or panics on), or whose catalogue cannot be read, gives an error wrapping
+// ErrCorrupt.
 func Open(dir string, opts Options) (*DB, error) {
 	if opts.CacheBytes < 0 {
 		return nil, fmt.Errorf("state: open %s: cache size %d bytes is negative", dir, opts.CacheBytes)
@@ -89,7 +89,8 @@ func Open(dir string, opts Options) (*DB, error) {
 	if opts.WrapStorage != nil {
 		stor = opts.WrapStorage(stor)
 	}
-	ldb, err := leveldb.Open(stor, &opt.Options{
+	ldb := &ldbGuard{dir: dir}
+	err = ldb.open(stor, &opt.Options{
 		// A damaged manifest or journal must stop the open rather than silently drop
 		// commits: offsets and data would then disagree with the changelog.
 		Strict: opt.DefaultStrict | opt.StrictManifest | opt.StrictJournal,
@@ -98,9 +99,12 @@ func Open(dir string, opts Options) (*DB, error) {
 		Filter: filter.NewBloomFilter(10),
 	})
 	if err != nil {
+		if ldb.db != nil {
+			ldb.db.Close()
+		}
 		stor.Close()
-		if lerrors.IsCorrupted(err) {
-			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
+		if errors.Is(err, ErrCorrupt) {
+			return nil, err
 		}
 		return nil, fmt.Errorf("state: open %s: %w", dir, err)
 	}
@@ -126,7 +130,7 @@ func Open(dir string, opts Options) (*DB, error) {
 
 // load checks the format marker and reads the catalogue.
 func (db *DB) load() error {
-	v, err := db.ldb.Get([]byte{tagSys, sysFormat}, nil)
+	v, err := db.ldb.Get([]byte{tagSys, sysFormat})
 	switch {
 	case errors.Is(err, leveldb.ErrNotFound):
 		empty, err := db.isEmpty()
@@ -134,34 +138,36 @@ func (db *DB) load() error {
 			return db.readErr(err)
 		}
 		if !empty {
-			return fmt.Errorf("%w: %s holds data but no StoatFlow format marker", ErrCorrupt, db.dir)
+			return db.corruptf("it holds data but no StoatFlow format marker")
 		}
-		return db.ldb.Put([]byte{tagSys, sysFormat}, []byte{formatVersion}, db.wo)
+		var b leveldb.Batch
+		b.Put([]byte{tagSys, sysFormat}, []byte{formatVersion})
+		return db.ldb.Write(&b, db.wo)
 	case err != nil:
 		return db.readErr(err)
 	case len(v) != 1:
-		return fmt.Errorf("%w: %s: format marker %x", ErrCorrupt, db.dir, v)
+		return db.corruptf("format marker %x", v)
 	case v[0] != formatVersion:
 		return fmt.Errorf("state: %s has state format %d, this StoatFlow reads format %d; reset the application state", db.dir, v[0], formatVersion)
 	}
-	if v, err := db.ldb.Get([]byte{tagSys, sysNextID}, nil); err == nil {
+	if v, err := db.ldb.Get([]byte{tagSys, sysNextID}); err == nil {
 		if len(v) != 4 {
-			return fmt.Errorf("%w: %s: next store id %x", ErrCorrupt, db.dir, v)
+			return db.corruptf("next store id %x", v)
 		}
 		db.nextID = binary.BigEndian.Uint32(v)
 	} else if !errors.Is(err, leveldb.ErrNotFound) {
 		return db.readErr(err)
 	}
-	it := db.ldb.NewIterator(util.BytesPrefix([]byte{tagSys, sysCatalog}), nil)
+	it := db.ldb.NewIterator(util.BytesPrefix([]byte{tagSys, sysCatalog}))
 	defer it.Release()
 	for it.Next() {
 		name := string(it.Key()[2:])
 		var e catalogEntry
 		if err := json.Unmarshal(it.Value(), &e); err != nil {
-			return fmt.Errorf("%w: %s: catalogue entry of store %q: %v", ErrCorrupt, db.dir, name, err)
+			return db.corruptf("catalogue entry of store %q: %v", name, err)
 		}
 		if err := e.Spec.validate(); err != nil || e.Spec.Name != name || e.ID == 0 || e.ID > db.nextID {
-			return fmt.Errorf("%w: %s: catalogue entry of store %q is inconsistent", ErrCorrupt, db.dir, name)
+			return db.corruptf("catalogue entry of store %q is inconsistent", name)
 		}
 		db.catalog[name] = e
 	}
@@ -172,22 +178,22 @@ func (db *DB) load() error {
 }
 
 func (db *DB) isEmpty() (bool, error) {
-	it := db.ldb.NewIterator(nil, nil)
+	it := db.ldb.NewIterator(nil)
 	defer it.Release()
 	found := it.First()
 	return !found, it.Error()
 }
 
 func (db *DB) readErr(err error) error {
-	if lerrors.IsCorrupted(err) {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, db.dir, err)
+	if errors.Is(err, ErrCorrupt) {
+		return err
 	}
 	return fmt.Errorf("state: read %s: %w", db.dir, err)
 }
 
 // Close closes the database; buffered writes that were not committed are lost.
 func (db *DB) Close() error {
-	err := db.ldb.Close()
+	err := db.ldb.db.Close()
 	if serr := db.stor.Close(); err == nil {
 		err = serr
 	}

@@ -107,7 +107,7 @@ func TestCorruptCatalogue(t *testing.T) {
 	db, dir := openDB(t)
 	_, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
 	noErr(t, err)
-	noErr(t, db.ldb.Put(catalogKey("kv"), []byte("{not json"), nil))
+	noErr(t, db.ldb.db.Put(catalogKey("kv"), []byte("{not json"), nil))
 	noErr(t, db.Close())
 	if _, err := Open(dir, Options{}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("open with a bad catalogue: %v", err)
@@ -140,7 +140,7 @@ func TestMalformedStoredValues(t *testing.T) {
 	db, _ := openDB(t)
 	ts, err := db.TimestampedKeyValueStore(StoreSpec{Name: "ts", Type: TimestampedKeyValue, Headers: true}, 0)
 	noErr(t, err)
-	noErr(t, db.ldb.Put(append(dataPrefix(ts.p.id, 0), 'k'), []byte{0x0a, 0x02}, nil))
+	noErr(t, db.ldb.db.Put(append(dataPrefix(ts.p.id, 0), 'k'), []byte{0x0a, 0x02}, nil))
 	if _, _, err := ts.Get([]byte("k")); err == nil || !strings.Contains(err.Error(), `"ts"`) {
 		t.Fatalf("get: %v", err)
 	}
@@ -155,7 +155,7 @@ func TestMalformedStoredValues(t *testing.T) {
 
 	w, err := db.WindowStore(windowSpec(), 0)
 	noErr(t, err)
-	noErr(t, db.ldb.Put(append(dataPrefix(w.p.id, 0), 'x'), []byte("v"), nil))
+	noErr(t, db.ldb.db.Put(append(dataPrefix(w.p.id, 0), 'x'), []byte("v"), nil))
 	wit := w.All(false)
 	if wit.Next() || wit.Err() == nil {
 		t.Fatal("window iterator over a malformed key")
@@ -163,7 +163,7 @@ func TestMalformedStoredValues(t *testing.T) {
 	wit.Close()
 	s, err := db.SessionStore(StoreSpec{Name: "s", Type: Session, Retention: 10}, 0)
 	noErr(t, err)
-	noErr(t, db.ldb.Put(append(dataPrefix(s.p.id, 0), 'x'), []byte("v"), nil))
+	noErr(t, db.ldb.db.Put(append(dataPrefix(s.p.id, 0), 'x'), []byte("v"), nil))
 	sit := s.FetchRange(nil, nil, false)
 	if sit.Next() || sit.Err() == nil {
 		t.Fatal("session iterator over a malformed key")

@@ -81,7 +81,7 @@ func (i *KeyValueIterator) Next() bool {
 	}
 	v, ts, err := i.p.decodeTimestamped(i.it.value)
 	if err != nil {
-		i.err = i.p.errorf("key %x: %v", i.it.key, err)
+		i.err = i.p.errorf("key %x: %w", i.it.key, err)
 		return false
 	}
 	i.value, i.ts = v, ts
@@ -104,7 +104,7 @@ func (i *KeyValueIterator) Headers() ([]Header, error) {
 	}
 	h, _, err := parseHeaders(i.it.value)
 	if err != nil {
-		return nil, i.p.errorf("key %x: %v", i.it.key, err)
+		return nil, i.p.errorf("key %x: %w", i.it.key, err)
 	}
 	return h, nil
 }
@@ -115,7 +115,7 @@ func (i *KeyValueIterator) Err() error {
 		return i.err
 	}
 	if i.it.err != nil {
-		return i.p.errorf("iterate: %v", i.it.err)
+		return i.p.errorf("iterate: %w", i.it.err)
 	}
 	return nil
 }
@@ -190,7 +190,7 @@ func (v TimestampedKeyValueView) Get(key []byte) ([]byte, int64, error) {
 	}
 	val, ts, err := v.p.decodeTimestamped(raw)
 	if err != nil {
-		return nil, NoTimestamp, v.p.errorf("key %x: %v", key, err)
+		return nil, NoTimestamp, v.p.errorf("key %x: %w", key, err)
 	}
 	return val, ts, nil
 }
@@ -204,12 +204,12 @@ func (v TimestampedKeyValueView) GetWithHeaders(key []byte) ([]byte, int64, []He
 	var headers []Header
 	if v.p.spec.Headers {
 		if headers, raw, err = parseHeaders(raw); err != nil {
-			return nil, NoTimestamp, nil, v.p.errorf("key %x: %v", key, err)
+			return nil, NoTimestamp, nil, v.p.errorf("key %x: %w", key, err)
 		}
 	}
 	val, ts, err := splitTimestamped(raw)
 	if err != nil {
-		return nil, NoTimestamp, nil, v.p.errorf("key %x: %v", key, err)
+		return nil, NoTimestamp, nil, v.p.errorf("key %x: %w", key, err)
 	}
 	return val, ts, headers, nil
 }

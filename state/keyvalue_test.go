@@ -143,7 +143,7 @@ func TestTimestampedKeyValue(t *testing.T) {
 	}
 	commit(t, db)
 	// the stored value is [8-byte BE ts][value]
-	raw, err := db.ldb.Get(append(dataPrefix(s.p.id, 3), 'k'), nil)
+	raw, err := db.ldb.db.Get(append(dataPrefix(s.p.id, 3), 'k'), nil)
 	noErr(t, err)
 	if !bytes.Equal(raw, []byte{0, 0, 0, 0, 0, 0, 0, 42, 'v'}) {
 		t.Fatalf("stored value %x", raw)
@@ -171,12 +171,12 @@ func TestHeadersAwareKeyValue(t *testing.T) {
 	noErr(t, s.PutWithHeaders([]byte("k"), []byte("v"), 1, headers))
 	noErr(t, s.Put([]byte("n"), []byte("w"), 2))
 	commit(t, db)
-	raw, err := db.ldb.Get(append(dataPrefix(s.p.id, 0), 'k'), nil)
+	raw, err := db.ldb.db.Get(append(dataPrefix(s.p.id, 0), 'k'), nil)
 	noErr(t, err)
 	if !bytes.Equal(raw, []byte{0x0a, 0x02, 0x02, 'a', 0x02, 'b', 0, 0, 0, 0, 0, 0, 0, 1, 'v'}) {
 		t.Fatalf("stored value %x", raw)
 	}
-	raw, err = db.ldb.Get(append(dataPrefix(s.p.id, 0), 'n'), nil)
+	raw, err = db.ldb.db.Get(append(dataPrefix(s.p.id, 0), 'n'), nil)
 	noErr(t, err)
 	if !bytes.Equal(raw, []byte{0x00, 0, 0, 0, 0, 0, 0, 0, 2, 'w'}) {
 		t.Fatalf("stored value without headers %x", raw)

@@ -86,12 +86,12 @@ func newPartition(db *DB, spec StoreSpec, id uint32, num int32) (*partition, err
 	}
 	p.buf.Store(memdb.New(comparer.DefaultComparer, 0))
 	st, seq := int64(math.MinInt64), int32(0)
-	v, err := db.ldb.Get(sysPartitionKey(sysPartMeta, id, num, nil), nil)
+	v, err := db.ldb.Get(sysPartitionKey(sysPartMeta, id, num, nil))
 	switch {
 	case err == nil && len(v) == 12:
 		st, seq = int64(binary.BigEndian.Uint64(v)), int32(binary.BigEndian.Uint32(v[8:]))
 	case err == nil:
-		return nil, fmt.Errorf("%w: %s: store %q partition %d: state record %x", ErrCorrupt, db.dir, spec.Name, num, v)
+		return nil, db.corruptf("store %q partition %d: state record %x", spec.Name, num, v)
 	case !errors.Is(err, leveldb.ErrNotFound):
 		return nil, db.readErr(err)
 	}
@@ -153,7 +153,7 @@ func (p *partition) get(k []byte, level IsolationLevel) ([]byte, bool, error) {
 		}
 	}
 	dk := p.diskKey(k)
-	v, err := p.db.ldb.Get(dk, nil)
+	v, err := p.db.ldb.Get(dk)
 	if err != nil {
 		if errors.Is(err, leveldb.ErrNotFound) {
 			return nil, false, nil
@@ -202,7 +202,7 @@ func (p *partition) iter(start, limit []byte, reverse bool, level IsolationLevel
 	} else {
 		r.Limit = prefixEnd(p.prefix)
 	}
-	it.disk = p.db.ldb.NewIterator(&r, nil)
+	it.disk = p.db.ldb.NewIterator(&r)
 	if level == ReadUncommitted {
 		it.mem = p.buf.Load().NewIterator(&util.Range{Start: start, Limit: limit})
 	}
@@ -225,5 +225,5 @@ func (p *partition) resetBuffer() {
 }
 
 func (p *partition) errorf(format string, args ...any) error {
-	return fmt.Errorf("state: store %q partition %d: %s", p.spec.Name, p.num, fmt.Sprintf(format, args...))
+	return fmt.Errorf("state: store %q partition %d: "+format, append([]any{p.spec.Name, p.num}, args...)...)
 }

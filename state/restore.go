@@ -41,7 +41,7 @@ func (db *DB) Restore(spec StoreSpec, partition int32, records []ChangelogRecord
 		case Window:
 			k, start, s, err := splitWindowChangelogKey(r.Key)
 			if err != nil {
-				return p.errorf("restore: changelog record %d: %v", i, err)
+				return p.errorf("restore: changelog record %d: %w", i, err)
 			}
 			key = appendWindowKey(key, k, start, s)
 			val = p.appendTimestampedValue(val, r.Value, r.Timestamp, r.Headers)
@@ -49,7 +49,7 @@ func (db *DB) Restore(spec StoreSpec, partition int32, records []ChangelogRecord
 		case Session:
 			k, start, end, err := splitSessionChangelogKey(r.Key)
 			if err != nil {
-				return p.errorf("restore: changelog record %d: %v", i, err)
+				return p.errorf("restore: changelog record %d: %w", i, err)
 			}
 			key = appendSessionKey(key, k, start, end)
 			val = append(val, r.Value...)

@@ -16,7 +16,7 @@ func dump(t *testing.T, db *DB, store string, partition int32) []string {
 		t.Fatalf("no store %q", store)
 	}
 	prefix := dataPrefix(id, partition)
-	it := db.ldb.NewIterator(util.BytesPrefix(prefix), nil)
+	it := db.ldb.db.NewIterator(util.BytesPrefix(prefix), nil)
 	defer it.Release()
 	var out []string
 	for it.Next() {

@@ -87,7 +87,7 @@ func (p *partition) appendSweep(b *leveldb.Batch) (bool, error) {
 		err = it.err
 	}
 	if err != nil {
-		return false, p.errorf("expire old data: %v", err)
+		return false, p.errorf("expire old data: %w", err)
 	}
 	return true, nil
 }

@@ -86,7 +86,7 @@ func (i *SessionIterator) Next() bool {
 	for i.err == nil && i.it.next() {
 		key, suffix, err := splitTimedKey(i.it.key, sessionTail)
 		if err != nil {
-			i.err = i.p.errorf("%v", err)
+			i.err = i.p.errorf("%w", err)
 			return false
 		}
 		end, start := readTime(suffix), readTime(suffix[tsSize:])
@@ -117,7 +117,7 @@ func (i *SessionIterator) Err() error {
 		return i.err
 	}
 	if i.it.err != nil {
-		return i.p.errorf("iterate: %v", i.it.err)
+		return i.p.errorf("iterate: %w", i.it.err)
 	}
 	return nil
 }

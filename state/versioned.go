@@ -89,7 +89,7 @@ func (v VersionedView) latestAtOrBefore(key []byte, asOf int64) (VersionedRecord
 	defer it.close()
 	if !it.next() {
 		if it.err != nil {
-			return VersionedRecord{}, false, v.p.errorf("get %x: %v", key, it.err)
+			return VersionedRecord{}, false, v.p.errorf("get %x: %w", key, it.err)
 		}
 		return VersionedRecord{}, false, nil
 	}
@@ -125,7 +125,7 @@ func (p *partition) nextVersion(key []byte, ts int64, level IsolationLevel) (int
 		return readTime(it.key[len(it.key)-tsSize:]), nil
 	}
 	if it.err != nil {
-		return 0, p.errorf("get %x: %v", key, it.err)
+		return 0, p.errorf("get %x: %w", key, it.err)
 	}
 	return ValidToUndefined, nil
 }

@@ -76,7 +76,7 @@ func (v VersionedView) Versions(key []byte, fromTime, toTime int64, descending b
 		}
 		back.close()
 		if back.err != nil {
-			i.err, i.done = v.p.errorf("versions %x: %v", key, back.err), true
+			i.err, i.done = v.p.errorf("versions %x: %w", key, back.err), true
 			return i
 		}
 	}
@@ -89,7 +89,7 @@ func (v VersionedView) Versions(key []byte, fromTime, toTime int64, descending b
 func (i *VersionIterator) pull() (ts int64, value []byte, tombstone, ok bool) {
 	if !i.it.next() {
 		if i.it.err != nil {
-			i.err = i.p.errorf("versions %x: %v", i.key, i.it.err)
+			i.err = i.p.errorf("versions %x: %w", i.key, i.it.err)
 		}
 		return 0, nil, false, false
 	}

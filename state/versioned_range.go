@@ -47,7 +47,7 @@ func (i *VersionedRangeIterator) emit(esc []byte, ts int64, tomb bool, value []b
 	}
 	key, err := unescape(esc)
 	if err != nil {
-		return false, i.p.errorf("version entry: %v", err)
+		return false, i.p.errorf("version entry: %w", err)
 	}
 	i.key = bytes.Clone(key)
 	i.cur = VersionedRecord{Value: bytes.Clone(value), Timestamp: ts, ValidTo: ValidToUndefined}
@@ -145,7 +145,7 @@ func (i *VersionedRangeIterator) stop() bool {
 	i.done = true
 	i.it.close()
 	if i.err == nil && i.it.err != nil {
-		i.err = i.p.errorf("iterate: %v", i.it.err)
+		i.err = i.p.errorf("iterate: %w", i.it.err)
 	}
 	return false
 }

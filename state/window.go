@@ -49,7 +49,7 @@ func (v WindowView) Get(key []byte, windowStart int64) ([]byte, int64, error) {
 	}
 	val, ts, err := v.p.decodeTimestamped(raw)
 	if err != nil {
-		return nil, NoTimestamp, v.p.errorf("window %x@%d: %v", key, windowStart, err)
+		return nil, NoTimestamp, v.p.errorf("window %x@%d: %w", key, windowStart, err)
 	}
 	return val, ts, nil
 }
@@ -63,12 +63,12 @@ func (v WindowView) GetWithHeaders(key []byte, windowStart int64) ([]byte, int64
 	var headers []Header
 	if v.p.spec.Headers {
 		if headers, raw, err = parseHeaders(raw); err != nil {
-			return nil, NoTimestamp, nil, v.p.errorf("window %x@%d: %v", key, windowStart, err)
+			return nil, NoTimestamp, nil, v.p.errorf("window %x@%d: %w", key, windowStart, err)
 		}
 	}
 	val, ts, err := splitTimestamped(raw)
 	if err != nil {
-		return nil, NoTimestamp, nil, v.p.errorf("window %x@%d: %v", key, windowStart, err)
+		return nil, NoTimestamp, nil, v.p.errorf("window %x@%d: %w", key, windowStart, err)
 	}
 	return val, ts, headers, nil
 }
@@ -149,7 +149,7 @@ func (i *WindowIterator) Next() bool {
 	for i.err == nil && i.it.next() {
 		key, suffix, err := splitTimedKey(i.it.key, windowTail)
 		if err != nil {
-			i.err = i.p.errorf("%v", err)
+			i.err = i.p.errorf("%w", err)
 			return false
 		}
 		start := readTime(suffix)
@@ -158,7 +158,7 @@ func (i *WindowIterator) Next() bool {
 		}
 		val, ts, err := i.p.decodeTimestamped(i.it.value)
 		if err != nil {
-			i.err = i.p.errorf("window %x@%d: %v", key, start, err)
+			i.err = i.p.errorf("window %x@%d: %w", key, start, err)
 			return false
 		}
 		i.key, i.start, i.value, i.ts = key, start, val, ts
@@ -194,7 +194,7 @@ func (i *WindowIterator) Headers() ([]Header, error) {
 	}
 	h, _, err := parseHeaders(i.it.value)
 	if err != nil {
-		return nil, i.p.errorf("window %x@%d: %v", i.key, i.start, err)
+		return nil, i.p.errorf("window %x@%d: %w", i.key, i.start, err)
 	}
 	return h, nil
 }
@@ -205,7 +205,7 @@ func (i *WindowIterator) Err() error {
 		return i.err
 	}
 	if i.it.err != nil {
-		return i.p.errorf("iterate: %v", i.it.err)
+		return i.p.errorf("iterate: %w", i.it.err)
 	}
 	return nil
 }

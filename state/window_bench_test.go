@@ -27,7 +27,7 @@ func BenchmarkWindowPointRead(b *testing.B) {
 		}
 		commit(b, db)
 		// Committed windows live in tables, as they do once a store outgrows its memtable.
-		noErr(b, db.ldb.CompactRange(util.Range{}))
+		noErr(b, db.ldb.db.CompactRange(util.Range{}))
 		for i := 0; i < benchWindowKeys; i += 10 {
 			for _, start := range []int64{450, 500} {
 				_, err := s.Put(benchKey(i), start, value[:4], start)

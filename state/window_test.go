@@ -117,7 +117,7 @@ func TestWindowRetention(t *testing.T) {
 
 func countRaw(t *testing.T, db *DB, p *partition) int {
 	t.Helper()
-	it := db.ldb.NewIterator(util.BytesPrefix(p.prefix), nil)
+	it := db.ldb.db.NewIterator(util.BytesPrefix(p.prefix), nil)
 	defer it.Release()
 	n := 0
 	for it.Next() {

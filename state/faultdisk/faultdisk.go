@@ -1,5 +1,6 @@
-// Package faultdisk is a disk that fault-injection tests fill up under a LevelDB database
-// (state.Options.WrapStorage), in the state tests and under a running agent alike.
+// Package faultdisk is the disk of fault-injection tests under a LevelDB database, in the
+// state tests and under a running agent alike: a disk that fills up (Disk, through
+// state.Options.WrapStorage) and damaged files (Garble, GarbleBlock, GarbleFooter).
 package faultdisk
 
 import (
