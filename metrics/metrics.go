@@ -59,6 +59,7 @@ type Metrics struct {
 	EpochSize       prometheus.Histogram     // records processed per epoch
 	UncommittedSize *prometheus.GaugeVec     // label store
 	RecordsRestored *prometheus.CounterVec   // label store
+	StateRebuilds   *prometheus.CounterVec   // label when (start, running)
 	StoreLatency    *prometheus.HistogramVec // labels store, operation; sampled
 
 	ConsumerLag  *prometheus.GaugeVec // labels topic, partition
@@ -129,6 +130,10 @@ func New() *Metrics {
 			"(an early commit starts when the sum crosses statestore.uncommitted.max.bytes).", "store")
 	m.RecordsRestored = m.counterVec("state", "records_restored_total",
 		"Changelog records replayed into a store during restoration, by store.", "store")
+	m.StateRebuilds = m.counterVec("state", "rebuilds_total",
+		"State databases found corrupt, deleted and rebuilt from the changelogs, by when the "+
+			"corruption was found: start (opening and restoring) or running (the epoch was "+
+			"dropped and processing resumed on the rebuilt stores).", "when")
 	m.StoreLatency = m.histogramVec("state", "operation_latency_seconds",
 		fmt.Sprintf("Duration of state store operations by processors, by store and operation: put "+
 			"(writes and deletes), get (point reads), range (an iterator, from opening to closing). "+

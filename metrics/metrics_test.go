@@ -37,6 +37,7 @@ var touch = map[string]func(m *Metrics){
 	"EpochSize":       func(m *Metrics) { m.EpochSize.Observe(1000) },
 	"UncommittedSize": func(m *Metrics) { m.UncommittedSize.WithLabelValues("counts").Set(42) },
 	"RecordsRestored": func(m *Metrics) { m.RecordsRestored.WithLabelValues("counts").Add(10) },
+	"StateRebuilds":   func(m *Metrics) { m.StateRebuilds.WithLabelValues("running").Inc() },
 	"StoreLatency":    func(m *Metrics) { m.StoreLatency.WithLabelValues("counts", "put").Observe(0.00001) },
 	"ConsumerLag":     func(m *Metrics) { m.ConsumerLag.WithLabelValues("in", "0").Set(3) },
 	"StreamTime":      func(m *Metrics) { m.StreamTime.WithLabelValues("in", "0").Set(1_700_000_000_000) },
@@ -50,7 +51,7 @@ var touch = map[string]func(m *Metrics){
 // chosen by the operator's topology, never by the data (no record keys).
 var allowedLabels = map[string]bool{
 	"topic": true, "partition": true, "node": true, "reason": true,
-	"result": true, "state": true, "store": true, "script": true, "operation": true,
+	"result": true, "state": true, "store": true, "script": true, "operation": true, "when": true,
 }
 
 var (
