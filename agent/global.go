@@ -17,13 +17,23 @@ import (
 // goroutine reads between batches, so the stores lag their topics by about this much).
 const globalUpdateInterval = time.Second
 
-// startGlobalStores bootstraps every global store before processing starts: each reads
-// all partitions of its topic, from the offsets committed with the store (so a restart
-// reads only what is new) to the end offsets. Then it schedules the updates that keep the
-// stores current while the application runs, and returns the function that schedules
-// them on a topology (again after a rebuild). docs/state.md describes the design.
-func (a *Agent) startGlobalStores(ctx context.Context, k *kafkaClients, topo *pipeline.Topology, db *state.DB, b *pipeline.StreamsBuilder) (func(*pipeline.Topology) error, error) {
-	noop := func(*pipeline.Topology) error { return nil }
+// globalStores keeps the global stores current. boot reads each store's topic, all
+// partitions, from the offsets committed with the store (so a restart reads only what is
+// new) to the end offsets, before processing starts, and again when the state database was
+// rebuilt; schedule adds the updates that keep the stores current while the application
+// runs to a topology (every topology built, again after a rebuild). docs/state.md
+// describes the design.
+type globalStores struct {
+	boot     func(ctx context.Context, t *pipeline.Topology, db *state.DB) error
+	schedule func(*pipeline.Topology) error
+}
+
+// globalStoresOf checks (on the embedded broker: creates) the global tables' topics.
+func (a *Agent) globalStoresOf(k *kafkaClients, b *pipeline.StreamsBuilder) (*globalStores, error) {
+	noop := &globalStores{
+		boot:     func(context.Context, *pipeline.Topology, *state.DB) error { return nil },
+		schedule: func(*pipeline.Topology) error { return nil },
+	}
 	globals := b.GlobalStores()
 	if len(globals) == 0 {
 		return noop, nil
@@ -58,24 +68,28 @@ func (a *Agent) startGlobalStores(ctx context.Context, k *kafkaClients, topo *pi
 	if err != nil {
 		return nil, err
 	}
-	a.log.Info("bootstrapping global stores from their topics", "topics", topics)
-	start := time.Now()
-	// Start-up commits after every fetched batch, so a large topic never sits whole in
-	// the epoch buffer; offsets and data commit together.
-	boot := globalFetcher(k.brokers, cfg, counts, func() (context.Context, context.CancelFunc) { return ctx, func() {} }, func() error { return db.Commit(nil) })
-	if err := topo.UpdateGlobalStores(boot); err != nil {
-		db.Abort()
-		return nil, err
-	}
-	a.log.Info("global stores bootstrapped", "took", time.Since(start).Round(time.Millisecond))
 	// While running, the fetched records belong to the processing epoch and commit with it.
 	run := globalFetcher(k.brokers, cfg, counts, func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), a.cfg.TaskTimeout)
 	}, nil)
-	schedule := func(t *pipeline.Topology) error {
-		return t.ScheduleGlobalUpdates(globalUpdateInterval.Milliseconds(), run)
-	}
-	return schedule, schedule(topo)
+	return &globalStores{
+		boot: func(ctx context.Context, t *pipeline.Topology, db *state.DB) error {
+			a.log.Info("bootstrapping global stores from their topics", "topics", topics)
+			start := time.Now()
+			// Start-up commits after every fetched batch, so a large topic never sits whole
+			// in the epoch buffer; offsets and data commit together.
+			boot := globalFetcher(k.brokers, cfg, counts, func() (context.Context, context.CancelFunc) { return ctx, func() {} }, func() error { return db.Commit(nil) })
+			if err := t.UpdateGlobalStores(boot); err != nil {
+				db.Abort()
+				return err
+			}
+			a.log.Info("global stores bootstrapped", "took", time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+		schedule: func(t *pipeline.Topology) error {
+			return t.ScheduleGlobalUpdates(globalUpdateInterval.Milliseconds(), run)
+		},
+	}, nil
 }
 
 // globalFetcher reads each partition of a global topic with kafkaio.ReadToEnd (read

@@ -70,11 +70,17 @@ type loop struct {
 	// watermark is the smallest task stream time, never moving backwards.
 	watermark int64
 	skipped   skippedSends // dead letters of records the production handler skipped
+
+	// stateDir holds db; a corrupt database is rebuilt there and bootGlobals bootstraps
+	// the global stores of the topology built on it (staterebuild.go).
+	stateDir    string
+	bootGlobals func(context.Context, *pipeline.Topology, *state.DB) error
 }
 
-func newLoop(a *Agent, k *kafkaClients, topo *pipeline.Topology, db *state.DB, b *pipeline.StreamsBuilder) *loop {
+// newLoop makes the loop of a run; startTopology builds its topology.
+func newLoop(a *Agent, k *kafkaClients, db *state.DB, b *pipeline.StreamsBuilder) *loop {
 	l := &loop{
-		a: a, k: k, topo: topo, db: db, b: b,
+		a: a, k: k, db: db, b: b,
 		eos:          a.cfg.ExactlyOnce(),
 		maxBytes:     a.cfg.UncommittedMaxBytes,
 		changelogOf:  map[string]string{},
@@ -154,7 +160,7 @@ func (l *loop) run(ctx context.Context) error {
 					continue
 				}
 			}
-			if err := l.punctuate(); err != nil {
+			if err := l.recoverState(l.punctuate()); err != nil {
 				return err
 			}
 			l.reportUncommitted()
@@ -165,7 +171,7 @@ func (l *loop) run(ctx context.Context) error {
 				}
 			}
 		case <-punctuate.C:
-			if err := l.punctuate(); err != nil {
+			if err := l.recoverState(l.punctuate()); err != nil {
 				return err
 			}
 		case <-ticker.C:
@@ -370,6 +376,12 @@ func (l *loop) process(batch []kafkaio.Message) error {
 			Key: msg.Key, Value: msg.Value, Headers: msg.Headers,
 		})
 		if err != nil {
+			// A store that found its database corrupt failed the record, whatever error
+			// reached here (a script may wrap it): the database is rebuilt, the record
+			// not skipped.
+			if l.stateCorrupt(err) {
+				return err
+			}
 			// A record the handler continued on is skipped, and consumed like any other.
 			if err := l.handleRecordError(msg, err); err != nil {
 				consumed(i)
@@ -434,6 +446,14 @@ func (l *loop) applyState() error {
 
 // commit is the commit barrier.
 func (l *loop) commit() error {
+	// A corruption found by any read (a script may have swallowed the error, or an
+	// interactive query found it) means the epoch may stand on damaged state: it is never
+	// committed, and an idle application rebuilds too.
+	if l.db != nil {
+		if err := l.db.Corruption(); err != nil {
+			return l.rebuildCorruptState(err)
+		}
+	}
 	pending := l.db != nil && len(l.db.Changelog()) > 0
 	if !l.dirty && !pending && !l.inTxn {
 		return nil
@@ -443,7 +463,7 @@ func (l *loop) commit() error {
 	// What the record caches hold was produced in this epoch and is forwarded with it.
 	if err := l.topo.FlushCaches(); err != nil {
 		l.abortAfterFailure() // a script error downstream of a cache, as in process()
-		return err
+		return l.recoverState(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.TaskTimeout)
 	defer cancel()
@@ -462,7 +482,7 @@ func (l *loop) commit() error {
 			return l.retry(err)
 		}
 		if err := l.applyState(); err != nil {
-			return err
+			return l.recoverState(err)
 		}
 		if err := l.k.consumer.Commit(l.next); err != nil {
 			m.Commits.WithLabelValues(metrics.ResultFailure).Inc()
@@ -508,6 +528,9 @@ const maxFailedEpochs = 20
 // application; a record that failed under a LogAndFail handler first goes to the
 // dead-letter topic, if one is set.
 func (l *loop) retry(cause error) error {
+	if l.stateCorrupt(cause) {
+		return l.rebuildCorruptState(cause)
+	}
 	l.a.metrics.Commits.WithLabelValues(metrics.ResultFailure).Inc()
 	// A refused record fails the same way in every replay; other failures of an open
 	// transaction (a lost broker, a timed-out commit) may pass when the epoch is redone.
@@ -529,18 +552,28 @@ func (l *loop) retry(cause error) error {
 	if err := l.abortEpoch(); err != nil {
 		return errors.Join(cause, err)
 	}
-	if l.build != nil {
-		topo, err := l.build(l.b)
-		if err != nil {
-			return errors.Join(cause, fmt.Errorf("rebuild the topology: %w", err))
-		}
-		l.topo = topo
-		if l.assignment != nil {
-			l.topo.SetAssignment(l.assignment)
-		}
+	if err := l.rebuildTopology(); err != nil {
+		return errors.Join(cause, err)
 	}
 	if err := l.k.consumer.Rewind(); err != nil {
 		return errors.Join(cause, fmt.Errorf("rewind to the committed offsets: %w", err))
+	}
+	return nil
+}
+
+// rebuildTopology builds the topology again, on l.db, for the assigned partitions: after a
+// dropped epoch the processors' in-memory state starts again from the committed state.
+func (l *loop) rebuildTopology() error {
+	if l.build == nil {
+		return nil
+	}
+	topo, err := l.build(l.b)
+	if err != nil {
+		return fmt.Errorf("rebuild the topology: %w", err)
+	}
+	l.topo = topo
+	if l.assignment != nil {
+		l.topo.SetAssignment(l.assignment)
 	}
 	return nil
 }
@@ -561,7 +594,8 @@ func (l *loop) abortEpoch() error {
 	l.k.producer.AckedOffsets()
 	if l.db != nil {
 		l.db.Abort()
-		if !l.a.cfg.TransactionalStateStores {
+		// A corrupt database is not restored into: it is rebuilt (staterebuild.go).
+		if !l.a.cfg.TransactionalStateStores && l.db.Corruption() == nil {
 			err = errors.Join(err, l.wipeAndRestore())
 		}
 	}

@@ -58,16 +58,19 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return a.fail(err)
 	}
 
+	// A corrupt state database is replaced while running (the loop rebuilds it): db is
+	// the one open when Run returns.
 	var db *state.DB
+	dbDir := filepath.Join(appDir, "db")
 	if len(builder.Stores()) > 0 {
-		if db, err = a.openState(filepath.Join(appDir, "db")); err != nil {
+		if db, err = a.openRestoredState(ctx, dbDir, builder, k); err != nil {
 			return a.fail(err)
 		}
-		defer db.Close()
-		a.log.Info("restoring state stores from their changelogs")
-		if err := a.restore(ctx, db, builder, k, k.maxPartitions()); err != nil {
-			return a.fail(err)
-		}
+		defer func() {
+			if db != nil {
+				db.Close()
+			}
+		}()
 	}
 	a.stores.Store(&storeCatalog{db: db, specs: builder.Stores(), partitions: k.maxPartitions(), sourcePartitions: k.sourcePartitions})
 	defer a.stores.Store(nil)
@@ -78,26 +81,28 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		ApplicationID:    cfg.ApplicationID,
 		CacheMaxBytes:    cfg.CacheMaxBytes,
 	}
-	if db != nil {
-		opts.Stores = NewStoreProvider(db)
-	}
-	topo, err := builder.Build(opts)
-	if err != nil {
-		return a.fail(err)
-	}
-	scheduleGlobal, err := a.startGlobalStores(ctx, k, topo, db, builder)
+	globals, err := a.globalStoresOf(k, builder)
 	if err != nil {
 		return a.fail(err)
 	}
 
-	l := newLoop(a, k, topo, db, builder)
+	l := newLoop(a, k, db, builder)
 	l.rt = rt
+	l.stateDir, l.bootGlobals = dbDir, globals.boot
 	l.build = func(b *pipeline.StreamsBuilder) (*pipeline.Topology, error) {
+		if l.db != nil {
+			opts.Stores = NewStoreProvider(l.db)
+		}
 		t, err := b.Build(opts)
 		if err == nil {
-			err = scheduleGlobal(t)
+			err = globals.schedule(t)
 		}
 		return t, err
+	}
+	err = l.startTopology(ctx)
+	db = l.db
+	if err != nil {
+		return a.fail(err)
 	}
 	consumerCfg, err := kafkaio.SaramaConfig(cfg, kafkaio.RoleConsumer)
 	if err != nil {
@@ -136,7 +141,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	loopCtx, stopLoop := a.closer.context(ctx)
 	defer stopLoop()
 	loopErr := l.run(loopCtx)
-	rt = l.rt
+	rt, db = l.rt, l.db
 	a.notifySystemd(sdStopping)
 	if loopErr != nil {
 		return a.fail(loopErr)

@@ -15,17 +15,76 @@ import (
 // openState opens the application's state database. A database LevelDB finds corrupt is
 // deleted and rebuilt from the changelogs (counted in the restore metrics), never used.
 func (a *Agent) openState(dir string) (*state.DB, error) {
-	opts := state.Options{CacheBytes: state.DefaultCacheBytes, WrapStorage: a.opts.WrapStateStorage}
-	db, err := state.Open(dir, opts)
+	db, err := state.Open(dir, a.stateOptions())
 	if errors.Is(err, state.ErrCorrupt) {
-		a.log.Error("the state database is corrupt; deleting it and restoring every store from its changelog", "dir", dir, "err", err)
-		if rerr := os.RemoveAll(dir); rerr != nil {
-			return nil, fmt.Errorf("remove corrupt state %s: %w", dir, rerr)
-		}
-		db, err = state.Open(dir, opts)
+		return a.replaceState(nil, dir, "start", err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state database %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+func (a *Agent) stateOptions() state.Options {
+	return state.Options{CacheBytes: state.DefaultCacheBytes, WrapStorage: a.opts.WrapStateStorage}
+}
+
+// replaceState deletes a corrupt state database (closing it first, when open) and opens an
+// empty one in its place, for the caller to restore. when ("start" or "running") labels
+// the rebuild metric.
+func (a *Agent) replaceState(old *state.DB, dir, when string, cause error) (*state.DB, error) {
+	a.log.Error("the state database is corrupt; deleting it and restoring every store from its changelog",
+		"dir", dir, "found", when, "err", cause)
+	a.metrics.StateRebuilds.WithLabelValues(when).Inc()
+	if old != nil {
+		if err := old.Close(); err != nil {
+			a.log.Warn("close the corrupt state database", "err", err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("remove corrupt state %s: %w", dir, err)
+	}
+	db, err := state.Open(dir, a.stateOptions())
+	if err != nil {
+		return nil, fmt.Errorf("state database %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+// rebuildState replaces a corrupt state database and restores every store into the new
+// one. Found corrupt again at once, the new one is an error: a disk that damages what was
+// just written is an outage that rebuilding cannot fix.
+func (a *Agent) rebuildState(ctx context.Context, old *state.DB, dir string, b *pipeline.StreamsBuilder, k *kafkaClients, when string, cause error) (*state.DB, error) {
+	db, err := a.replaceState(old, dir, when, cause)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.restore(ctx, db, b, k, k.maxPartitions()); err != nil {
+		db.Close()
+		if errors.Is(err, state.ErrCorrupt) {
+			return nil, fmt.Errorf("the state database was corrupt again right after it was rebuilt (is the disk failing?): %w", err)
+		}
+		return nil, err
+	}
+	return db, nil
+}
+
+// openRestoredState opens the state database and restores every logged store from its
+// changelog. A database the restore finds corrupt (damage goleveldb reports only when a
+// read reaches it) is rebuilt.
+func (a *Agent) openRestoredState(ctx context.Context, dir string, b *pipeline.StreamsBuilder, k *kafkaClients) (*state.DB, error) {
+	db, err := a.openState(dir)
+	if err != nil {
+		return nil, err
+	}
+	a.log.Info("restoring state stores from their changelogs")
+	err = a.restore(ctx, db, b, k, k.maxPartitions())
+	if errors.Is(err, state.ErrCorrupt) {
+		return a.rebuildState(ctx, db, dir, b, k, "start", err)
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
 	}
 	return db, nil
 }
