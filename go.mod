@@ -11,6 +11,7 @@ require (
 	github.com/syndtr/goleveldb v1.0.0
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/yuin/gopher-lua v1.1.2
+	golang.org/x/sys v0.48.0
 )
 
 require (
@@ -44,7 +45,6 @@ require (
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

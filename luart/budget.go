@@ -1,109 +1,163 @@
 package luart
 
 import (
-	"context"
-	"sync"
+	"fmt"
+	"runtime"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
+	"golang.org/x/sys/unix"
 )
 
-// budget stops a Lua call that runs longer than its limit. A per-call context.WithTimeout
-// would allocate a timer per record; instead one watchdog goroutine watches a sequence
-// number, bumped at every change between running Lua and running Go, and cancels the
-// state's context when Lua has been running without a change for too long.
+// budget bounds one call into Lua: the outermost call and everything that runs before it
+// returns — nested Lua calls, and the processors, stores and Lua callbacks that ctx:forward
+// runs downstream — share one time limit (agent.lua.call.timeout) and the memory budget
+// (memBudget).
 //
-// Only time spent in Lua counts: a Go function called from Lua that may wait (ctx:forward
-// waiting for the producer, say) suspends the budget, and Lua callbacks it runs in turn
-// are budgeted on their own.
+// The time counted is the CPU time of the thread running the call, so a call that waits (for
+// the producer, or for a core while HTTP queries flood a starved process) is not charged for
+// the wait, and what it forwards into is. The outermost call locks its goroutine to its
+// thread, which makes the thread's CPU clock the call's.
+//
+// The budget is the Lua states' context. gopher-lua's VM reads ctx.Done() before every
+// instruction (the pattern matcher every patCheckEvery steps); Done counts the reads and every
+// checkEvery of them is a checkpoint: the CPU clock and the memory budget are read there, not
+// at every call, which keeps the per-call cost at a few field writes. Once a call is over
+// budget Done returns a closed channel, so the VM raises Err() at the current line, and again
+// at every later instruction until the outermost call returns: a pcall in the script cannot
+// swallow it.
+//
+// While the call is within budget Done returns nil, the value of a context that is never
+// cancelled. That keeps context.WithCancel, which gopher-lua's NewThread calls for every
+// coroutine, from starting a goroutine per coroutine; it also means that, unlike a
+// context.Context, Done does not always return the same value. Its only readers (the VM, the
+// pattern matcher, NewThread) ask again before every look.
 type budget struct {
 	limit time.Duration
-	L     *lua.LState
+	mem   memBudget
 
-	mu     sync.Mutex
-	seq    uint64 // bumped at every transition
-	frames []bool // innermost last: true while Lua runs, false while suspended in Go
-	fired  bool
-	cancel context.CancelFunc
-
-	done chan struct{}
+	depth int    // nesting of budgeted calls
+	reads uint32 // Done reads since the last checkpoint
+	// start is the thread's CPU time at the outermost call's first checkpoint, or -1 before
+	// it. Not reading the clock when the call begins keeps a system call off the per-call
+	// path; what runs before the first checkpoint (at most checkEvery instructions) is not
+	// counted.
+	start time.Duration
+	err   *BudgetError // why the running call was stopped
+	done  <-chan struct{}
+	// fns are the functions of the budgeted calls in progress, outermost first: the memory
+	// budget measures what they reach.
+	fns []*lua.LFunction
 }
 
-func newBudget(L *lua.LState, limit time.Duration) *budget {
-	b := &budget{limit: limit, L: L, done: make(chan struct{})}
-	b.resetContext()
-	go b.watch()
-	return b
+// checkEvery is how many reads of Done pass between checkpoints. A Lua instruction takes
+// 10-50 ns, so a checkpoint comes every 40-200 µs of Lua; one costs about 1 µs (the thread
+// CPU clock is a system call, and the heap size a runtime/metrics read).
+const checkEvery = 4096
+
+// BudgetError is why the budget stopped a Lua call: its time or its memory ran out.
+type BudgetError struct {
+	Memory bool // false: the time budget
+	Text   string
 }
 
-func (b *budget) resetContext() {
-	ctx, cancel := context.WithCancel(context.Background())
-	b.cancel = cancel
-	b.L.SetContext(ctx)
-}
+func (e *BudgetError) Error() string { return e.Text }
 
-func (b *budget) push(lua bool) {
-	b.mu.Lock()
-	b.seq++
-	b.frames = append(b.frames, lua)
-	b.mu.Unlock()
-}
+// closedChan is the Done channel of a stopped call.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// begin marks the start of a Lua call.
-func (b *budget) begin() { b.push(true) }
-
-// end marks the end of a Lua call and reports whether the watchdog stopped it.
-func (b *budget) end() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.seq++
-	b.frames = b.frames[:len(b.frames)-1]
-	if !b.fired {
-		return false
+func newBudget(rt *Runtime, limit time.Duration, memLimit int64) (*budget, error) {
+	if _, err := threadCPUTime(); err != nil {
+		return nil, fmt.Errorf("the Lua time budget needs the thread CPU clock: %w", err)
 	}
-	b.fired = false
-	b.resetContext()
-	return true
+	b := &budget{limit: limit, start: -1}
+	b.mem.init(rt, memLimit)
+	return b, nil
 }
 
-// suspend stops counting until the returned function is called.
-func (b *budget) suspend() func() {
-	b.push(false)
-	return func() {
-		b.mu.Lock()
-		b.seq++
-		b.frames = b.frames[:len(b.frames)-1]
-		b.mu.Unlock()
+// threadCPUTime is the CPU time the calling thread has used.
+func threadCPUTime() (time.Duration, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0, err
 	}
+	return time.Duration(ts.Nano()), nil
 }
 
-func (b *budget) luaRunning() bool { return len(b.frames) > 0 && b.frames[len(b.frames)-1] }
-
-func (b *budget) watch() {
-	tick := min(max(b.limit/8, time.Millisecond), 100*time.Millisecond)
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	var seenSeq uint64
-	var seenAt time.Time
-	for {
-		select {
-		case <-b.done:
-			return
-		case now := <-t.C:
-			b.mu.Lock()
-			switch {
-			case !b.luaRunning() || b.seq != seenSeq:
-				seenSeq, seenAt = b.seq, now
-			case !b.fired && now.Sub(seenAt) >= b.limit:
-				b.fired = true
-				b.cancel()
-			}
-			b.mu.Unlock()
+// begin marks the start of a budgeted call of fn.
+func (b *budget) begin(fn *lua.LFunction) {
+	if b.depth == 0 {
+		runtime.LockOSThread()
+		b.start = -1
+		if err := b.mem.beginCall(); err != nil {
+			b.stop(err)
 		}
 	}
+	b.depth++
+	b.fns = append(b.fns, fn)
 }
 
-func (b *budget) close() {
-	close(b.done)
-	b.cancel()
+// end marks the end of a budgeted call and returns what stopped it, if the budget did. A
+// nested call stopped by the budget reports it too: its caller is over budget as well.
+func (b *budget) end() *BudgetError {
+	b.depth--
+	b.fns[len(b.fns)-1] = nil
+	b.fns = b.fns[:len(b.fns)-1]
+	err := b.err
+	if b.depth == 0 {
+		b.err, b.done = nil, nil
+		runtime.UnlockOSThread()
+	}
+	return err
+}
+
+// stop stops the running call: every Lua instruction from now until the outermost call
+// returns raises err.
+func (b *budget) stop(err *BudgetError) {
+	if b.err == nil {
+		b.err, b.done = err, closedChan
+	}
+}
+
+// Done is read by the VM before every instruction; see budget.
+func (b *budget) Done() <-chan struct{} {
+	if b.reads++; b.reads >= checkEvery {
+		b.checkpoint()
+	}
+	return b.done
+}
+
+// Err is what the VM raises once Done is closed.
+func (b *budget) Err() error {
+	if b.err == nil {
+		return nil
+	}
+	return b.err
+}
+
+func (b *budget) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (b *budget) Value(any) any               { return nil }
+
+func (b *budget) checkpoint() {
+	b.reads = 0
+	if b.depth == 0 || b.err != nil {
+		return
+	}
+	now, _ := threadCPUTime() // checked to work in newBudget
+	switch {
+	case b.start < 0:
+		b.start = now
+	case now-b.start > b.limit:
+		b.stop(&BudgetError{Text: fmt.Sprintf("Lua call exceeded its time budget of %s of CPU time (agent.lua.call.timeout)", b.limit)})
+		return
+	}
+	if err := b.mem.checkpoint(); err != nil {
+		b.stop(err)
+	}
+}
+
+// budgetOf is the budget of the Lua state running a library function.
+func budgetOf(L *lua.LState) *budget {
+	b, _ := L.Context().(*budget)
+	return b
 }

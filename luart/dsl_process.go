@@ -238,13 +238,12 @@ func (rt *Runtime) ctxForward(L *lua.LState) int {
 			L.RaiseError("forward: headers: %v", err)
 		}
 	}
-	resume := rt.budget.suspend()
+	// What the record runs into downstream counts against this call's budget.
 	if to := optString(L, o, "to"); to != "" {
 		err = p.pc.ForwardTo(to, rec)
 	} else {
 		err = p.pc.Forward(rec)
 	}
-	resume()
 	rt.raise(L, err)
 	return 0
 }

@@ -15,6 +15,12 @@ import (
 // load writes script into a temp dir as pipeline.lua (plus extra files) and loads it.
 func load(t *testing.T, script string, extra map[string]string) (*Runtime, *pipeline.StreamsBuilder, error) {
 	t.Helper()
+	return loadWith(t, Options{CallTimeout: 200 * time.Millisecond}, script, extra)
+}
+
+// loadWith is load into a runtime with opts.
+func loadWith(t *testing.T, opts Options, script string, extra map[string]string) (*Runtime, *pipeline.StreamsBuilder, error) {
+	t.Helper()
 	dir := t.TempDir()
 	for name, body := range extra {
 		p := filepath.Join(dir, name)
@@ -29,7 +35,8 @@ func load(t *testing.T, script string, extra map[string]string) (*Runtime, *pipe
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := New(Options{CallTimeout: 200 * time.Millisecond, Stdout: &strings.Builder{}})
+	opts.Stdout = &strings.Builder{}
+	rt, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,9 @@ const (
 	// patCheckEvery is how many matching steps pass between looks at the call's context, so
 	// the time budget can stop one long find or gsub.
 	patCheckEvery = 1024
+	// gsubTellEvery is how many bytes a gsub result grows between reports to the memory
+	// budget.
+	gsubTellEvery = 64 << 10
 	// patSpecials are the characters that make string.find use the pattern matcher.
 	patSpecials = "^$*+?.([%-"
 
@@ -113,7 +116,6 @@ type matcher struct {
 	depth    int // recursion left
 	steps    int
 	ctx      context.Context
-	done     <-chan struct{}
 	// start is where matching begins in pat (after an anchoring '^'); when first is true,
 	// pat[start:firstEnd] is a single-character class every match must begin with.
 	start, firstEnd int
@@ -128,13 +130,10 @@ func (m *matcher) init(src, pat string, start int) {
 	m.firstEnd, m.first = m.firstItem(start)
 }
 
-// begin starts a Lua call: the budget's context is the one of the calling state now.
+// begin starts a Lua call under the budget ctx of the calling state.
 func (m *matcher) begin(ctx context.Context) {
 	m.steps = patCheckEvery
-	m.ctx, m.done = ctx, nil
-	if ctx != nil {
-		m.done = ctx.Done()
-	}
+	m.ctx = ctx
 }
 
 // firstItem finds a single-character class at p that a match has to begin with (it is not
@@ -225,11 +224,12 @@ func (m *matcher) tick(n int) {
 		return
 	}
 	m.steps = patCheckEvery
-	if m.done == nil {
+	if m.ctx == nil {
 		return
 	}
+	// Done is asked each time: the budget's changes when it stops the call.
 	select {
-	case <-m.done:
+	case <-m.ctx.Done():
 		panic(patError(m.ctx.Err().Error()))
 	default:
 	}
@@ -692,6 +692,7 @@ func strGsub(L *lua.LState) int {
 	m.begin(L.Context())
 	var out strings.Builder
 	copied, n := 0, 0 // src[:copied] is in out (or unchanged, while n is 0)
+	told := 0         // bytes of out told to the memory budget
 	for s := 0; n < maxN; {
 		if start == 0 {
 			if s = m.skip(s); s > len(src) {
@@ -704,6 +705,10 @@ func strGsub(L *lua.LState) int {
 			out.WriteString(src[copied:s])
 			m.addReplacement(L, &out, repl, s, e)
 			copied = e
+			if grown := out.Len() - told; grown >= gsubTellEvery {
+				allocateMore(L, "string.gsub", int64(grown), int64(out.Len()))
+				told = out.Len()
+			}
 		}
 		if e > s {
 			s = e
@@ -720,6 +725,7 @@ func strGsub(L *lua.LState) int {
 		L.Push(lua.LString(src))
 	} else {
 		out.WriteString(src[copied:])
+		allocateMore(L, "string.gsub", int64(out.Len()-told), int64(out.Len()))
 		L.Push(lua.LString(out.String()))
 	}
 	L.Push(lua.LNumber(n))

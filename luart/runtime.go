@@ -1,5 +1,6 @@
 // Package luart is StoatFlow's Lua runtime: the sandboxed gopher-lua state, the `stoat` module
-// (the DSL bindings onto package pipeline), Go⇄Lua value conversion and per-call time budgets.
+// (the DSL bindings onto package pipeline), Go⇄Lua value conversion and per-call time and
+// memory budgets.
 package luart
 
 import (
@@ -7,10 +8,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
@@ -24,6 +30,8 @@ import (
 type Options struct {
 	// CallTimeout is the time budget of one Lua call (lua.call.timeout).
 	CallTimeout time.Duration
+	// MemoryLimit is the memory budget of the scripts' Lua data (lua.memory.max.bytes).
+	MemoryLimit int64
 	// DefaultKeySerde and DefaultValueSerde name the serdes used where a script names none.
 	DefaultKeySerde, DefaultValueSerde string
 	Logger                             *slog.Logger
@@ -46,14 +54,17 @@ type Runtime struct {
 	modules map[string]lua.LValue // loaded modules by file path
 	scripts []string              // display names of the loaded scripts
 	loading string                // display name of the script being loaded
+	// files are the display names of every compiled file (scripts and modules), the only
+	// values the Lua error metric's script label takes; envs are their environments.
+	files map[string]bool
+	envs  []*lua.LTable
 
 	null    *lua.LUserData
 	arrayMT *lua.LTable
 	rctx    *recordContext
 	clock   func() int64
-	// luaTime is the time spent in Lua calls so far (nested calls count once per level).
+	// luaTime is the time spent in Lua calls so far (nested calls count once).
 	luaTime time.Duration
-	depth   int // nesting of Lua calls (a Lua callback can run another through ctx:forward)
 	// iterators are the store iterators opened by the running callback.
 	iterators []interface{ Close() }
 	// Warnings collects non-fatal notices found while loading (e.g. deprecated forms).
@@ -64,6 +75,9 @@ type Runtime struct {
 func New(opts Options) (*Runtime, error) {
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = time.Second
+	}
+	if opts.MemoryLimit <= 0 {
+		opts.MemoryLimit = DefaultMemoryLimit
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -92,21 +106,26 @@ func New(opts Options) (*Runtime, error) {
 		opts:    opts,
 		builder: pipeline.NewStreamsBuilder(pipeline.Serdes{Key: keySerde, Value: valueSerde}),
 		modules: map[string]lua.LValue{},
+		files:   map[string]bool{},
 		null:    L.NewUserData(),
 		arrayMT: L.NewTable(),
 	}
-	rt.budget = newBudget(L, opts.CallTimeout)
+	if rt.budget, err = newBudget(rt, opts.CallTimeout, opts.MemoryLimit); err != nil {
+		L.Close()
+		return nil, err
+	}
+	L.SetContext(rt.budget)
 	rt.clock = func() int64 { return time.Now().UnixMilli() }
 	rt.rctx = newRecordContext(rt)
 	L.SetGlobal("print", L.NewFunction(rt.luaPrint))
 	return rt, nil
 }
 
+// DefaultMemoryLimit is the memory budget of the scripts' Lua data when Options names none.
+const DefaultMemoryLimit = 256 << 20
+
 // Close releases the Lua state.
-func (rt *Runtime) Close() {
-	rt.budget.close()
-	rt.L.Close()
-}
+func (rt *Runtime) Close() { rt.L.Close() }
 
 // Builder is the topology builder the scripts filled in.
 func (rt *Runtime) Builder() *pipeline.StreamsBuilder { return rt.builder }
@@ -171,25 +190,28 @@ func (rt *Runtime) compile(abs, name string) (*lua.LFunction, error) {
 		}
 		return nil, fmt.Errorf("%s", strings.TrimSpace(err.Error()))
 	}
+	rewriteConcat(chunk)
 	proto, err := lua.Compile(chunk, name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	fn := rt.L.NewFunctionFromProto(proto)
-	env := rt.L.NewTable()
-	mt := rt.L.NewTable()
-	mt.RawSetString("__index", rt.L.G.Global)
-	rt.L.SetMetatable(env, mt)
-	env.RawSetString("require", rt.L.NewFunction(rt.requireFrom(filepath.Dir(abs))))
-	fn.Env = env
+	fn.Env = rt.newEnv(filepath.Dir(abs))
+	rt.files[name] = true
 	return fn, nil
 }
 
+// requireFrom is the require of the files in dir. Each file gets its own copy of the stoat
+// module, as of the standard libraries (newEnv).
 func (rt *Runtime) requireFrom(dir string) lua.LGFunction {
+	var stoat *lua.LTable
 	return func(L *lua.LState) int {
 		name := L.CheckString(1)
 		if name == "stoat" {
-			L.Push(rt.stoatModule())
+			if stoat == nil {
+				stoat = copyTable(L, rt.stoatModule(), map[*lua.LTable]*lua.LTable{})
+			}
+			L.Push(stoat)
 			return 1
 		}
 		path, err := resolveModule(dir, name)
@@ -231,43 +253,172 @@ func displayName(abs string) string {
 	return abs
 }
 
-// ScriptError is an error raised by Lua code, or a Lua call stopped by its time budget.
-// Message starts with the script's file:line.
+// ScriptError is an error raised by Lua code, or a Lua call stopped by its time or memory
+// budget. Message starts with the script's file:line and is at most maxErrorText bytes long.
 type ScriptError struct {
 	Message  string
-	Timeout  bool
+	Timeout  bool   // stopped by the time budget (agent.lua.call.timeout)
+	Memory   bool   // stopped by the memory budget (agent.lua.memory.max.bytes)
 	Location string // file:line, when known
 }
 
 func (e *ScriptError) Error() string { return e.Message }
 
-// pcall calls the function below nargs arguments on the stack under the time budget.
+// maxErrorText bounds the message of a ScriptError: a script can raise a string of any size,
+// and the message goes into logs, metrics and dead-letter headers.
+const maxErrorText = 4096
+
+// pcall calls the function below nargs arguments on the stack under the budget.
 func (rt *Runtime) pcall(nargs, nret int) error {
-	rt.budget.begin()
+	fn, _ := rt.L.Get(-(nargs + 1)).(*lua.LFunction)
+	rt.budget.begin(fn)
+	outermost := rt.budget.depth == 1
 	start := time.Now()
-	rt.depth++
 	err := rt.L.PCall(nargs, nret, nil)
-	if rt.depth--; rt.depth == 0 {
+	if outermost {
 		rt.luaTime += time.Since(start)
 	}
-	timedOut := rt.budget.end()
+	stopped := rt.budget.end()
 	if err == nil {
 		return nil
 	}
+	se := rt.scriptError(err, stopped)
+	if rt.opts.OnError != nil {
+		rt.opts.OnError(rt.scriptOf(se.Location))
+	}
+	return se
+}
+
+// scriptError turns what a protected call returned into a ScriptError.
+func (rt *Runtime) scriptError(err error, stopped *BudgetError) *ScriptError {
 	se := &ScriptError{Message: err.Error()}
 	var apiErr *lua.ApiError
 	if errors.As(err, &apiErr) && apiErr.Object != nil {
-		se.Message = apiErr.Object.String()
+		se.Message = rt.errorValueText(apiErr.Object, apiErr.StackTrace)
 	}
 	se.Location = location(se.Message)
-	if timedOut {
-		se.Timeout = true
-		se.Message = fmt.Sprintf("%s: Lua call exceeded its time budget of %s (agent.lua.call.timeout)", se.Location, rt.opts.CallTimeout)
+	if stopped != nil {
+		se.Timeout, se.Memory = !stopped.Memory, stopped.Memory
+		se.Message = se.Location + ": " + stopped.Text
 	}
-	if rt.opts.OnError != nil {
-		rt.opts.OnError(scriptOf(se.Location))
-	}
+	se.Message = capText(se.Message, maxErrorText)
 	return se
+}
+
+// errorValueText renders an error value. A string is the message as raised (error() and
+// the runtime put file:line in front); anything else, and a string raised without a place
+// (error(msg, 0)), gets the file:line of the innermost Lua frame of the traceback in front.
+func (rt *Runtime) errorValueText(v lua.LValue, traceback string) string {
+	if s, ok := v.(lua.LString); ok {
+		if location(string(s)) != "<lua>" {
+			return string(s)
+		}
+		return tracebackLocation(traceback) + ": " + string(s)
+	}
+	return tracebackLocation(traceback) + ": " + rt.renderErrorValue(v)
+}
+
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// renderErrorValue renders an error value that is not a string: through its __tostring
+// metamethod when it has one (run under its own budget), else as "error object" and a Lua
+// table constructor a few levels and entries deep.
+func (rt *Runtime) renderErrorValue(v lua.LValue) string {
+	L := rt.L
+	if fn, ok := L.GetMetaField(v, "__tostring").(*lua.LFunction); ok {
+		L.Push(fn)
+		L.Push(v)
+		rt.budget.begin(fn)
+		err := L.PCall(1, 1, nil)
+		rt.budget.end()
+		if err == nil {
+			s := rt.pop()
+			if str, ok := s.(lua.LString); ok {
+				return string(str)
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString("error object ")
+	writeErrorValue(&b, v, 2)
+	return b.String()
+}
+
+// writeErrorValue writes v as Lua source would: strings quoted, tables as constructors of at
+// most maxErrorEntries entries (array part first, then the other keys in order), depth
+// levels deep.
+func writeErrorValue(b *strings.Builder, v lua.LValue, depth int) {
+	const maxErrorEntries, maxErrorString = 16, 200
+	switch x := v.(type) {
+	case lua.LString:
+		b.WriteString(strconv.Quote(capText(string(x), maxErrorString)))
+	case *lua.LTable:
+		if depth == 0 {
+			b.WriteString("{...}")
+			return
+		}
+		n := x.Len()
+		var keys []lua.LValue
+		x.ForEach(func(k, _ lua.LValue) {
+			if i, ok := k.(lua.LNumber); !ok || float64(i) < 1 || float64(i) > float64(n) || float64(i) != math.Trunc(float64(i)) {
+				keys = append(keys, k)
+			}
+		})
+		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+		b.WriteByte('{')
+		total := n + len(keys)
+		for i := range min(total, maxErrorEntries) {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if i < n {
+				writeErrorValue(b, x.RawGetInt(i+1), depth-1)
+				continue
+			}
+			k := keys[i-n]
+			if s, ok := k.(lua.LString); ok && identifier.MatchString(string(s)) {
+				b.WriteString(string(s))
+			} else {
+				b.WriteByte('[')
+				writeErrorValue(b, k, 0)
+				b.WriteByte(']')
+			}
+			b.WriteString(" = ")
+			writeErrorValue(b, x.RawGet(k), depth-1)
+		}
+		if total > maxErrorEntries {
+			b.WriteString(", ...")
+		}
+		b.WriteByte('}')
+	case lua.LNumber, lua.LBool, *lua.LNilType:
+		b.WriteString(x.String())
+	default:
+		b.WriteString(v.Type().String())
+	}
+}
+
+// tracebackLocation is the file:line of the innermost Lua frame of a gopher-lua traceback
+// ("stack traceback:\n\t[G]: in function 'error'\n\tp.lua:4: in function <p.lua:3>...").
+func tracebackLocation(traceback string) string {
+	for line := range strings.SplitSeq(traceback, "\n") {
+		if loc := location(strings.TrimSpace(line)); loc != "<lua>" {
+			return loc
+		}
+	}
+	return "<lua>"
+}
+
+// capText cuts s to at most n bytes (on a UTF-8 boundary), saying how long it was.
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	suffix := fmt.Sprintf(" ... [cut: %d bytes in all]", len(s))
+	cut := n - len(suffix)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + suffix
 }
 
 // location extracts the leading "file:line" of a Lua error message.
@@ -281,11 +432,13 @@ func location(msg string) string {
 	return "<lua>"
 }
 
-func scriptOf(loc string) string {
-	if i := strings.LastIndexByte(loc, ':'); i > 0 {
+// scriptOf is the script file of a location, for the Lua error metric's label: one of the
+// compiled files, or "<lua>", so that an error message cannot make up label values.
+func (rt *Runtime) scriptOf(loc string) string {
+	if i := strings.LastIndexByte(loc, ':'); i > 0 && rt.files[loc[:i]] {
 		return loc[:i]
 	}
-	return loc
+	return "<lua>"
 }
 
 func (rt *Runtime) luaPrint(L *lua.LState) int {

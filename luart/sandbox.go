@@ -78,7 +78,46 @@ func openSandbox(L *lua.LState) {
 	for _, k := range drop {
 		g.RawSet(k, lua.LNil)
 	}
-	openPatterns(L, g.RawGetString("string").(*lua.LTable))
+	str := g.RawGetString("string").(*lua.LTable)
+	openPatterns(L, str)
+	openBoundedLibs(L, str, g.RawGetString("table").(*lua.LTable))
+	openCoroutines(L, g.RawGetString("coroutine").(*lua.LTable))
+	// Every string shares this metatable, whose __index is the string library that methods
+	// (s:lower()) call; __metatable keeps getmetatable("") from handing it to a script.
+	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
+		mt.RawSetString("__metatable", lua.LFalse)
+	}
+}
+
+// newEnv is the global environment of one script file (or module): its own copy of the
+// globals and of the library tables, so that what a file changes in them
+// (rawset(string, "lower", f)) stays in that file; _G is the environment itself.
+func (rt *Runtime) newEnv(dir string) *lua.LTable {
+	L := rt.L
+	env := copyTable(L, L.G.Global, map[*lua.LTable]*lua.LTable{})
+	env.RawSetString("_G", env)
+	env.RawSetString("require", L.NewFunction(rt.requireFrom(dir)))
+	env.RawSetString(concatName, L.NewFunction(luaConcat))
+	rt.envs = append(rt.envs, env)
+	return env
+}
+
+// copyTable copies t and the tables in it (not their metatables, which stay shared); copies
+// maps each table copied to its copy, so shared and cyclic tables stay so.
+func copyTable(L *lua.LState, t *lua.LTable, copies map[*lua.LTable]*lua.LTable) *lua.LTable {
+	if c, ok := copies[t]; ok {
+		return c
+	}
+	c := L.CreateTable(t.Len(), 0)
+	copies[t] = c
+	c.Metatable = t.Metatable
+	t.ForEach(func(k, v lua.LValue) {
+		if sub, ok := v.(*lua.LTable); ok {
+			v = copyTable(L, sub, copies)
+		}
+		c.RawSet(k, v)
+	})
+	return c
 }
 
 var moduleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)

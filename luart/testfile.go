@@ -134,14 +134,16 @@ func (tf *testFile) call(fn *lua.LFunction) *testFailure {
 	top := L.GetTop()
 	defer L.SetTop(top)
 	L.Push(fn)
-	tf.rt.budget.begin()
+	tf.rt.budget.begin(fn)
 	err := L.PCall(0, 0, nil)
-	timedOut := tf.rt.budget.end()
+	stopped := tf.rt.budget.end()
 	switch {
 	case err == nil:
 		return nil
-	case timedOut:
-		return &testFailure{message: fmt.Sprintf("%s: the test exceeded its time budget of %s (stoatflow test -timeout)", location(err.Error()), tf.timeout)}
+	case stopped != nil && !stopped.Memory:
+		return &testFailure{message: fmt.Sprintf("%s: the test exceeded its time budget of %s of CPU time (stoatflow test -timeout)", location(err.Error()), tf.timeout)}
+	case stopped != nil:
+		return &testFailure{message: location(err.Error()) + ": " + stopped.Text}
 	}
 	var apiErr *lua.ApiError
 	if errors.As(err, &apiErr) {

@@ -109,7 +109,7 @@ func New() *Metrics {
 		prometheus.ExponentialBuckets(0.00001, 3, 14), "node") // 10µs .. ~16s
 
 	m.LuaErrors = m.counterVec("lua", "errors_total",
-		"Errors raised by Lua callbacks (including time-budget overruns), by script file.", "script")
+		"Errors raised by Lua callbacks (time and memory budget overruns included), by the script file that raised them.", "script")
 	m.LuaTime = m.counter("lua", "execution_seconds_total",
 		"Time spent inside Lua callbacks; its rate is the share of one core used by Lua.")
 
