@@ -121,6 +121,7 @@ func loadTopology(cfg *config.Config, sf *schemas.Factory, logger *slog.Logger, 
 	}
 	rt, err := luart.New(luart.Options{
 		CallTimeout:       cfg.LuaCallTimeout,
+		MemoryLimit:       cfg.LuaMemoryMaxBytes,
 		DefaultKeySerde:   cfg.DefaultKeySerde,
 		DefaultValueSerde: cfg.DefaultValueSerde,
 		Logger:            logger,

@@ -54,6 +54,20 @@ b:stream("in"):mapValues(function(v)
   return v
 end):to("out")
 return b`, []byte("hang"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "time budget", ""},
+	// The budget covers what a callback forwards into, so a forward loop is stopped too.
+	{"processing forward loop", `local s = require("stoat")
+local b = s.builder()
+b:stream("in"):process({process = function(ctx, k, v)
+  repeat ctx:forward(k, v) until v ~= "loop"
+end}):filter(function(k, v) return v ~= "loop" end):to("out")
+return b`, []byte("loop"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "p.lua:4: Lua call exceeded its time budget", ""},
+	{"processing memory", `local s = require("stoat")
+local b = s.builder()
+b:stream("in"):mapValues(function(v)
+  if v == "big" then return string.rep("x", 2^40) end
+  return v
+end):to("out")
+return b`, []byte("big"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "p.lua:4: string.rep would build 1.0 TiB, more than the Lua memory budget", ""},
 }
 
 // produceWithBad writes n records k0..k(n-1) to in (partition 0); record bad has the bad value.

@@ -148,6 +148,7 @@ func (b *builder) buildAgent() {
 	c.EmbeddedPartitions = int32(b.num("agent.embedded.partitions"))
 	c.EmbeddedDemo = b.flag("agent.embedded.demo")
 	c.LuaCallTimeout = b.dur("agent.lua.call.timeout")
+	c.LuaMemoryMaxBytes = b.num("agent.lua.memory.max.bytes")
 	c.ShutdownTimeout = b.dur("agent.shutdown.timeout")
 	c.LeaveGroupOnClose = b.flag("agent.leave.group.on.close")
 

@@ -19,6 +19,7 @@ type Config struct {
 	EmbeddedDemo       bool
 
 	LuaCallTimeout, ShutdownTimeout time.Duration
+	LuaMemoryMaxBytes               int64
 	LeaveGroupOnClose               bool
 
 	ApplicationID       string
