@@ -57,6 +57,8 @@ type Agent struct {
 	schemas *schemas.Factory
 	// registryURL is the embedded schema registry's URL, once it runs.
 	registryURL string
+	// progress is the processing loop's heartbeat, which the systemd watchdog follows.
+	progress loopProgress
 }
 
 // storeCatalog describes the running application's state for interactive queries: the

@@ -139,11 +139,16 @@ func (l *loop) run(ctx context.Context) error {
 	defer punctuate.Stop()
 	msgs := l.k.consumer.Messages()
 	errs := l.k.consumer.Errors()
+	progress := &l.a.progress
+	defer progress.wait()
 	for {
+		progress.wait()
 		select {
 		case <-ctx.Done():
+			progress.step(time.Now())
 			return l.commit()
 		case batch := <-msgs:
+			progress.step(time.Now()) // and process marks the start of each record
 			if err := l.process(batch); err != nil {
 				if err := l.retry(err); err != nil {
 					return err
@@ -171,17 +176,21 @@ func (l *loop) run(ctx context.Context) error {
 				}
 			}
 		case <-punctuate.C:
+			progress.step(time.Now())
 			if err := l.recoverState(l.punctuate()); err != nil {
 				return err
 			}
 		case <-ticker.C:
+			progress.step(time.Now())
 			if err := l.commit(); err != nil {
 				return err
 			}
 			l.swapStaged()
 		case c := <-l.a.reload.staged:
+			progress.step(time.Now())
 			l.staged = c
 		case reply := <-l.revoke:
+			progress.step(time.Now())
 			err := l.commit()
 			reply <- err
 			if err != nil {
@@ -191,6 +200,7 @@ func (l *loop) run(ctx context.Context) error {
 				_ = l.a.state.Transition(StateRebalancing)
 			}
 		case tps := <-l.assigned:
+			progress.step(time.Now())
 			l.a.log.Info("partitions assigned", "partitions", len(tps))
 			assigned := make([]pipeline.TopicPartition, len(tps))
 			for i, tp := range tps {
@@ -207,6 +217,7 @@ func (l *loop) run(ctx context.Context) error {
 				l.a.notifySystemd(sdReady)
 			}
 		case err := <-errs:
+			progress.step(time.Now())
 			l.a.log.Warn("consumer", "err", err)
 		}
 	}
@@ -369,6 +380,7 @@ func (l *loop) process(batch []kafkaio.Message) error {
 	// One clock read per record: a record's end is the next one's start.
 	start := time.Now()
 	for i := range batch {
+		l.a.progress.step(start)
 		msg := &batch[i]
 		l.k.producer.SetSource(msg)
 		err := l.topo.Process(pipeline.SourceRecord{

@@ -120,7 +120,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	defer cancelRun()
 	consumer.Start(runCtx)
 	go func() {
-		if err := sdRunWatchdog(runCtx, func() bool { return a.state.Current() != StateError }, a.log); err != nil {
+		if err := sdRunWatchdog(runCtx, a.watchdogHealthy, a.log); err != nil {
 			a.log.Warn("systemd watchdog", "err", err)
 		}
 	}()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -70,17 +71,69 @@ func sdWatchdogInterval() (time.Duration, error) {
 }
 
 // sdRunWatchdog pings the systemd watchdog until ctx ends, but only while healthy reports
-// true: a wedged agent stops pinging and systemd restarts it. It returns at once when the
-// watchdog is not enabled for this process.
-func sdRunWatchdog(ctx context.Context, healthy func() bool, logger *slog.Logger) error {
+// true for the watchdog's timeout ($WATCHDOG_USEC): a wedged agent stops pinging and systemd
+// restarts it. It returns at once when the watchdog is not enabled for this process.
+func sdRunWatchdog(ctx context.Context, healthy func(timeout time.Duration) bool, logger *slog.Logger) error {
 	interval, err := sdWatchdogInterval()
 	if err != nil || interval == 0 {
 		return err
 	}
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
-	watchdogLoop(ctx, ticker.C, healthy, logger)
+	watchdogLoop(ctx, ticker.C, func() bool { return healthy(2 * interval) }, logger)
 	return nil
+}
+
+// watchdogHealthy is what the agent answers the watchdog: not in ERROR, and its processing
+// loop is making progress (loopProgress) — it has not been in one step for longer than the
+// watchdog's timeout. It logs when it starts refusing because of the loop.
+func (a *Agent) watchdogHealthy(timeout time.Duration) bool {
+	return a.healthyAt(time.Now(), timeout)
+}
+
+func (a *Agent) healthyAt(now time.Time, timeout time.Duration) bool {
+	if a.state.Current() == StateError {
+		return false
+	}
+	stalled := a.progress.stalled(now)
+	if stalled <= timeout {
+		a.progress.reported.Store(false)
+		return true
+	}
+	if !a.progress.reported.Swap(true) {
+		a.log.Error("the processing loop has been in one step for longer than the systemd watchdog timeout; no longer pinging the watchdog, so that systemd restarts the agent",
+			"stalled", stalled.Round(time.Millisecond), "watchdog.timeout", timeout)
+	}
+	return false
+}
+
+// loopProgress is how the watchdog sees the processing loop. The loop works in steps: one
+// record through the topology, a commit barrier, a punctuation, a rebalance, a reload, each
+// started from its select, and a batch of changelog records restored while it rebuilds a
+// corrupt state database. It makes progress while it waits for work in that select (an idle
+// agent with no input is healthy) or finishes steps; it makes none while one step lasts.
+// Every step is bounded — a Lua call by its budget, a broker call by its timeouts — so a
+// step that outlasts the watchdog's timeout means the loop is stuck.
+type loopProgress struct {
+	// busySince is when the step in progress began (Unix nanoseconds), 0 while the loop
+	// waits for work.
+	busySince atomic.Int64
+	reported  atomic.Bool // the watchdog logged the stall in progress
+}
+
+// step marks the start of a step.
+func (p *loopProgress) step(now time.Time) { p.busySince.Store(now.UnixNano()) }
+
+// wait marks the loop waiting for work.
+func (p *loopProgress) wait() { p.busySince.Store(0) }
+
+// stalled is how long the step in progress has lasted at now; 0 while the loop waits.
+func (p *loopProgress) stalled(now time.Time) time.Duration {
+	since := p.busySince.Load()
+	if since == 0 {
+		return 0
+	}
+	return now.Sub(time.Unix(0, since))
 }
 
 // watchdogLoop is sdRunWatchdog's loop with the clock passed in, so tests drive the ticks.

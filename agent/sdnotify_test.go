@@ -163,7 +163,10 @@ func TestRunWatchdogPingsAtHalfInterval(t *testing.T) {
 	t.Setenv("WATCHDOG_PID", "")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- sdRunWatchdog(ctx, func() bool { return true }, slog.Default()) }()
+	// The watchdog's timeout is the whole of WATCHDOG_USEC: a wrong one gets no pings.
+	go func() {
+		done <- sdRunWatchdog(ctx, func(timeout time.Duration) bool { return timeout == 20*time.Millisecond }, slog.Default())
+	}()
 	for range 3 {
 		if got := readNotify(t, conn); got != "WATCHDOG=1" {
 			t.Fatalf("received %q", got)
@@ -177,11 +180,35 @@ func TestRunWatchdogPingsAtHalfInterval(t *testing.T) {
 
 func TestRunWatchdogDisabled(t *testing.T) {
 	t.Setenv("WATCHDOG_USEC", "")
-	if err := sdRunWatchdog(context.Background(), func() bool { return true }, slog.Default()); err != nil {
+	if err := sdRunWatchdog(context.Background(), func(time.Duration) bool { return true }, slog.Default()); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("WATCHDOG_USEC", "-5")
-	if err := sdRunWatchdog(context.Background(), func() bool { return true }, slog.Default()); err == nil {
+	if err := sdRunWatchdog(context.Background(), func(time.Duration) bool { return true }, slog.Default()); err == nil {
 		t.Fatal("bad WATCHDOG_USEC accepted")
 	}
+}
+
+// The watchdog is told the agent is healthy while its loop waits for input, however long,
+// and not while one step (here a record whose callback runs for 2 s under a budget of an
+// hour) lasts longer than the watchdog's timeout; once the step is over it is healthy again.
+func TestWatchdogFollowsTheProcessingLoop(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	brokers := testBroker(t, 1, "in", "out")
+	cfg := testConfigWith(t, brokers, `local s = require("stoat")
+local b = s.builder()
+b:stream("in"):mapValues(function(v)
+  if v == "v1" then local t = os.clock() while os.clock() - t < 2 do end end
+  return v
+end):to("out")
+return b`, `lua.call.timeout = "1h"`, "")
+	ra := startAgent(t, cfg)
+	defer ra.stop(t)
+	if !ra.a.healthyAt(time.Now().Add(time.Hour), timeout) {
+		t.Fatal("an idle agent is unhealthy an hour later")
+	}
+	produce(t, brokers, "in", 0, 3, nil, 0)
+	pollFor(t, 10*time.Second, "the watchdog to see the loop stuck", func() bool { return !ra.a.watchdogHealthy(timeout) })
+	readAll(t, brokers, "out", 3)
+	pollFor(t, 10*time.Second, "the watchdog to see the loop going again", func() bool { return ra.a.watchdogHealthy(timeout) })
 }

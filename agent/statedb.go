@@ -158,6 +158,8 @@ func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBu
 				}
 				n += len(msgs)
 				restored.Add(float64(len(msgs)))
+				// A batch restored is a step of the loop when it rebuilds the state.
+				a.progress.step(time.Now())
 				return nil
 			})
 			if err != nil {
