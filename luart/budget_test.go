@@ -104,3 +104,13 @@ func TestStarvedCallbackIsNotStopped(t *testing.T) {
 		}
 	}
 }
+
+// A pcall in the script catches the budget's error once, but every later instruction of
+// the call raises it again.
+func TestScriptPcallCannotSwallowTheBudget(t *testing.T) {
+	d := driver(t, prelude+`b:stream("in"):mapValues(function(v)
+  while true do pcall(function() while true do end end) end
+end):to("out")
+return b`)
+	wantBudgetError(t, d.Pipe("in", []byte("k"), []byte("v"), 1, nil), "pipeline.lua:4", "in-")
+}

@@ -145,3 +145,38 @@ return b`)
 		}
 	})
 }
+
+// `..` compiled as a call, and coroutine.wrap on resume, behave as Lua's.
+func TestConcatAndWrapKeepLuaSemantics(t *testing.T) {
+	_, _, err := load(t, prelude+`
+assert(1 .. "" == "1" and 1.5 .. "|" .. -2 == "1.5|-2")
+local mt = {__concat = function(a, b)
+  return (type(a) == "table" and "T" or a) .. "+" .. (type(b) == "table" and "T" or b)
+end}
+local o = setmetatable({}, mt)
+assert(o .. "x" == "T+x", o .. "x")
+assert("a" .. "b" .. o == "a" .. "b+T", "a" .. "b" .. o)
+assert(o .. o == "T+T")
+local ok, msg = pcall(function() return "a" .. nil end)
+assert(not ok and msg:find("pipeline.lua:12: cannot perform concat operation between string and nil", 1, true), msg)
+local function f() return "a" .. "b" end
+assert(select("#", f()) == 1 and f() == "ab")
+local gen = coroutine.wrap(function(a, b)
+  local c = coroutine.yield(a + b)
+  local d = coroutine.yield(c * 2)
+  error("done " .. d)
+end)
+assert(gen(1, 2) == 3 and gen(5) == 10)
+local ok3, e = pcall(gen, "x")
+assert(not ok3 and e:find("pipeline.lua:19: done x", 1, true), e)
+local ok4, e4 = pcall(gen)
+assert(not ok4 and e4:find("can not resume a dead thread", 1, true), e4)
+local co = coroutine.create(function() while true do end end)
+local ok5, e5 = coroutine.resume(co)
+error("not reached: " .. tostring(ok5) .. tostring(e5))
+return b`, nil)
+	var se *ScriptError
+	if !errors.As(err, &se) || !se.Timeout || !strings.Contains(err.Error(), "pipeline.lua:") {
+		t.Fatalf("err = %v, want the coroutine's loop stopped by the time budget (after every assertion held)", err)
+	}
+}
