@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/IBM/sarama"
 
@@ -24,18 +25,26 @@ const (
 	HeaderErrorsOffset     = "__streams.errors.offset"
 )
 
-// The exception names a dead letter carries in __streams.errors.exception, before ": ".
+// The exception class names a dead letter carries in __streams.errors.exception, where
+// Kafka Streams puts the Java class of the exception (e.getClass().getName()).
 const (
 	ExceptionDeserialization = "stoatflow.DeserializationError"
 	ExceptionProcessing      = "stoatflow.ProcessingError"
 	ExceptionProduction      = "stoatflow.ProductionError"
 )
 
+// MaxErrorHeaderBytes bounds __streams.errors.message and __streams.errors.stacktrace of a
+// dead letter: an error message can be as large as a script makes it (error(string.rep(...)))
+// and would make the dead letter larger than max.request.size. A longer value is cut at a
+// UTF-8 boundary and ends with a note of its full length.
+const MaxErrorHeaderBytes = 8192
+
 // deadLetter is a failed input record on its way to the dead-letter topic.
 type deadLetter struct {
 	key, value []byte
 	headers    pipeline.Headers
 	timestamp  int64
+	record     string // the failed record as topic-partition@offset, for the log
 }
 
 // failedRecord is the error a FAIL handler returns: the application stops, and retry writes
@@ -89,28 +98,42 @@ func (l *loop) handleRecordError(msg *kafkaio.Message, err error) error {
 	return l.sendDeadLetter(letter)
 }
 
-// newDeadLetter builds the dead letter of msg: its key and value bytes as read, at its
-// timestamp, with Kafka Streams' exception headers (the original headers are not kept,
-// as in Kafka Streams).
+// newDeadLetter builds the dead letter of msg as Kafka Streams 4.2+ does
+// (ExceptionHandlerUtils.buildDeadLetterQueueRecord): its key and value bytes as read, at its
+// timestamp, with its own headers first and then the __streams.errors.* headers.
 func newDeadLetter(msg *kafkaio.Message, exception string, err error) *deadLetter {
 	message := err.Error()
 	var re *pipeline.RecordError
 	if errors.As(err, &re) {
 		message = re.Err.Error() // without the topic-partition@offset the headers carry
 	}
-	return &deadLetter{
-		key: msg.Key, value: msg.Value, timestamp: msg.Timestamp,
-		headers: pipeline.Headers{
-			{Key: HeaderErrorsException, Value: []byte(exception + ": " + message)},
-			{Key: HeaderErrorsMessage, Value: []byte(message)},
-			// Go errors carry no stack; the whole chain (with the Lua traceback, when the
-			// runtime gives one) is the closest thing.
-			{Key: HeaderErrorsStacktrace, Value: []byte(err.Error())},
-			{Key: HeaderErrorsTopic, Value: []byte(msg.Topic)},
-			{Key: HeaderErrorsPartition, Value: []byte(strconv.Itoa(int(msg.Partition)))},
-			{Key: HeaderErrorsOffset, Value: []byte(strconv.FormatInt(msg.Offset, 10))},
-		},
+	headers := make(pipeline.Headers, 0, len(msg.Headers)+6)
+	headers = append(headers, msg.Headers...)
+	headers = append(headers,
+		pipeline.Header{Key: HeaderErrorsException, Value: []byte(exception)},
+		pipeline.Header{Key: HeaderErrorsMessage, Value: capErrorHeader(message)},
+		// Go errors carry no stack; the whole chain (with the Lua traceback, when the
+		// runtime gives one) is the closest thing.
+		pipeline.Header{Key: HeaderErrorsStacktrace, Value: capErrorHeader(err.Error())},
+		pipeline.Header{Key: HeaderErrorsTopic, Value: []byte(msg.Topic)},
+		pipeline.Header{Key: HeaderErrorsPartition, Value: []byte(strconv.Itoa(int(msg.Partition)))},
+		pipeline.Header{Key: HeaderErrorsOffset, Value: []byte(strconv.FormatInt(msg.Offset, 10))},
+	)
+	return &deadLetter{key: msg.Key, value: msg.Value, timestamp: msg.Timestamp, headers: headers,
+		record: fmt.Sprintf("%s-%d@%d", msg.Topic, msg.Partition, msg.Offset)}
+}
+
+// capErrorHeader returns s as a header value of at most MaxErrorHeaderBytes.
+func capErrorHeader(s string) []byte {
+	if len(s) <= MaxErrorHeaderBytes {
+		return []byte(s)
 	}
+	note := fmt.Sprintf(" ... [cut from %d bytes]", len(s))
+	cut := MaxErrorHeaderBytes - len(note)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return []byte(s[:cut] + note)
 }
 
 // sendDeadLetter queues a dead letter in the current epoch. With the embedded broker the
@@ -128,7 +151,17 @@ func (l *loop) sendDeadLetter(d *deadLetter) error {
 			return fmt.Errorf("dead-letter topic: %w", err)
 		}
 	}
-	if err := l.k.producer.Send(topic, -1, d.key, d.value, d.headers, d.timestamp); err != nil {
+	err := l.k.producer.Send(topic, -1, d.key, d.value, d.headers, d.timestamp)
+	var pe *kafkaio.ProduceError
+	if errors.As(err, &pe) && pe.Unsent {
+		// Larger than max.request.size even with its error headers capped (the record
+		// itself is): it would fail the same way after every restart. Refused before it
+		// was sent, it harms nothing else, so it is dropped and counted like the record.
+		l.a.log.Error("dropping a dead letter that cannot be sent", "record", d.record, "topic", topic, "err", pe.Err)
+		l.a.metrics.RecordsDropped.WithLabelValues(metrics.DropDeadLetter).Inc()
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("dead-letter topic %s: %w", topic, err)
 	}
 	return nil

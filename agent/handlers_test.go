@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -70,7 +72,8 @@ end):to("out")
 return b`, []byte("big"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "p.lua:4: string.rep would build 1.0 TiB, more than the Lua memory budget", ""},
 }
 
-// produceWithBad writes n records k0..k(n-1) to in (partition 0); record bad has the bad value.
+// produceWithBad writes n records k0..k(n-1) to in (partition 0), each with the headers
+// trace=t<i> and empty (no value); record bad has the bad value.
 func produceWithBad(t *testing.T, brokers []string, n, bad int, badValue []byte) {
 	t.Helper()
 	p, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
@@ -84,7 +87,8 @@ func produceWithBad(t *testing.T, brokers []string, n, bad int, badValue []byte)
 		if i == bad {
 			v = sarama.ByteEncoder(badValue)
 		}
-		msgs = append(msgs, &sarama.ProducerMessage{Topic: "in", Key: sarama.StringEncoder(fmt.Sprintf("k%d", i)), Value: v})
+		msgs = append(msgs, &sarama.ProducerMessage{Topic: "in", Key: sarama.StringEncoder(fmt.Sprintf("k%d", i)), Value: v,
+			Headers: []sarama.RecordHeader{{Key: []byte("trace"), Value: []byte(fmt.Sprintf("t%d", i))}, {Key: []byte("empty")}}})
 	}
 	if err := p.SendMessages(msgs); err != nil {
 		t.Fatal(err)
@@ -174,27 +178,34 @@ func committedSoFar(t *testing.T, brokers []string, topic string) []*sarama.Cons
 	}
 }
 
-// checkDeadLetter checks the dead letter is record k<bad> as it was read, with the headers.
+// checkDeadLetter checks the dead letter is record k<bad> as it was read, with its own
+// headers first and then Kafka Streams' error headers, in Kafka Streams' order.
 func checkDeadLetter(t *testing.T, m *sarama.ConsumerMessage, tc handlerCase, bad int) {
 	t.Helper()
 	if string(m.Key) != fmt.Sprintf("k%d", bad) || string(m.Value) != string(tc.bad) {
 		t.Fatalf("dead letter %q=%q, want k%d=%q", m.Key, m.Value, bad, tc.bad)
 	}
+	var names []string
 	h := map[string]string{}
 	for _, x := range m.Headers {
+		names = append(names, string(x.Key))
 		h[string(x.Key)] = string(x.Value)
 	}
-	want := map[string]string{HeaderErrorsTopic: "in", HeaderErrorsPartition: "0", HeaderErrorsOffset: fmt.Sprint(bad)}
+	wantNames := []string{"trace", "empty", HeaderErrorsException, HeaderErrorsMessage, HeaderErrorsStacktrace,
+		HeaderErrorsTopic, HeaderErrorsPartition, HeaderErrorsOffset}
+	if !slices.Equal(names, wantNames) {
+		t.Fatalf("dead-letter headers %q, want %q", names, wantNames)
+	}
+	want := map[string]string{"trace": fmt.Sprintf("t%d", bad), "empty": "", HeaderErrorsException: tc.exception,
+		HeaderErrorsTopic: "in", HeaderErrorsPartition: "0", HeaderErrorsOffset: fmt.Sprint(bad)}
 	for k, v := range want {
 		if h[k] != v {
 			t.Errorf("header %s = %q, want %q", k, h[k], v)
 		}
 	}
-	if !strings.Contains(h[HeaderErrorsMessage], tc.message) {
-		t.Errorf("header %s = %q, want it to contain %q", HeaderErrorsMessage, h[HeaderErrorsMessage], tc.message)
-	}
-	if !strings.HasPrefix(h[HeaderErrorsException], tc.exception+": ") || !strings.Contains(h[HeaderErrorsStacktrace], tc.message) {
-		t.Errorf("headers %s = %q, %s = %q", HeaderErrorsException, h[HeaderErrorsException], HeaderErrorsStacktrace, h[HeaderErrorsStacktrace])
+	if !strings.Contains(h[HeaderErrorsMessage], tc.message) || !strings.Contains(h[HeaderErrorsStacktrace], tc.message) {
+		t.Errorf("headers %s = %q, %s = %q, want both to contain %q", HeaderErrorsMessage, h[HeaderErrorsMessage],
+			HeaderErrorsStacktrace, h[HeaderErrorsStacktrace], tc.message)
 	}
 }
 
@@ -444,5 +455,86 @@ func TestProductionHandlerStopsOnBrokerRefusedBatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// deadLetterTooLarge is a record whose dead letter is larger than producer.max.request.size:
+// through its error message (a script error of 400 kB, copied into two headers) or through
+// the record itself (a 20 kB value that is not JSON, over a 10 kB limit).
+var deadLetterTooLarge = []struct {
+	name, script, config string
+	bad                  []byte
+	reason               string
+	written              bool // whether the dead letter, its error headers capped, fits
+}{
+	{"huge error message", `local s = require("stoat")
+local b = s.builder()
+b:stream("in"):mapValues(function(v)
+  if v == "bad" then error(string.rep("x", 400000)) end
+  return v
+end):to("out")
+return b`, "processing.exception.handler = \"LogAndContinue\"\n", []byte("bad"), metrics.DropProcessing, true},
+	{"huge record", `local s = require("stoat")
+local b = s.builder()
+b:stream("in", {valueSerde = "json"}):to("out", {valueSerde = "json"})
+return b`, "deserialization.exception.handler = \"LogAndContinue\"\nproducer.max.request.size = 10000\n",
+		append([]byte("{"), bytes.Repeat([]byte("x"), 20000)...), metrics.DropDeserialization, false},
+}
+
+// A dead letter too large to send never stops the agent: its error headers are capped at
+// MaxErrorHeaderBytes, and one still too large (the record itself is) is dropped and
+// counted with reason dead-letter while the agent goes on, under either guarantee.
+func TestDeadLetterTooLargeDoesNotStopTheAgent(t *testing.T) {
+	for _, tc := range deadLetterTooLarge {
+		for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
+			t.Run(tc.name+" "+guarantee, func(t *testing.T) {
+				const n, bad = 6, 2
+				brokers := testBroker(t, 1, "in", "out", "dlq")
+				cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = %q\nerrors.dead.letter.queue.topic.name = \"dlq\"\n%s", guarantee, tc.config))
+				m := metrics.New()
+				ra := startAgentWith(t, cfg, m)
+				defer ra.stop(t)
+				produceWithBad(t, brokers, n, bad, tc.bad)
+				readCommitted(t, brokers, "out", n-1)
+				pollFor(t, 10*time.Second, "all records consumed", func() bool {
+					return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) == n
+				})
+				if st := ra.a.State(); st != StateRunning {
+					t.Fatalf("state %s, want RUNNING", st)
+				}
+				if got := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(tc.reason)); got != 1 {
+					t.Fatalf("dropped{reason=%q} = %v, want 1", tc.reason, got)
+				}
+				letters := committedSoFar(t, brokers, "dlq")
+				dropped := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(metrics.DropDeadLetter))
+				if !tc.written {
+					if len(letters) != 0 || dropped != 1 {
+						t.Fatalf("%d dead letters written, dropped{reason=dead-letter} = %v; want none written, 1 dropped", len(letters), dropped)
+					}
+					return
+				}
+				if len(letters) != 1 || dropped != 0 {
+					t.Fatalf("%d dead letters written, dropped{reason=dead-letter} = %v; want 1 written, none dropped", len(letters), dropped)
+				}
+				for _, x := range letters[0].Headers {
+					if k := string(x.Key); (k == HeaderErrorsMessage || k == HeaderErrorsStacktrace) &&
+						(len(x.Value) > MaxErrorHeaderBytes || !strings.Contains(string(x.Value), "xxx ... [cut from ") || !strings.HasSuffix(string(x.Value), " bytes]")) {
+						t.Errorf("header %s: %d bytes ending %q, want at most %d ending with the note", k, len(x.Value), x.Value[max(0, len(x.Value)-40):], MaxErrorHeaderBytes)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestCapErrorHeader(t *testing.T) {
+	short := "p.lua:3: short"
+	if got := string(capErrorHeader(short)); got != short {
+		t.Fatalf("capErrorHeader(%q) = %q", short, got)
+	}
+	long := strings.Repeat("é", MaxErrorHeaderBytes) // 2 bytes each
+	got := capErrorHeader(long)
+	if len(got) > MaxErrorHeaderBytes || !utf8.Valid(got) || !strings.HasSuffix(string(got), fmt.Sprintf(" ... [cut from %d bytes]", len(long))) {
+		t.Fatalf("capErrorHeader: %d bytes, valid UTF-8 %v, ending %q", len(got), utf8.Valid(got), got[len(got)-30:])
 	}
 }

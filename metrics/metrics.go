@@ -29,6 +29,7 @@ const (
 	DropProcessing      = "processing"
 	DropNullKey         = "null-key"
 	DropProduction      = "production"
+	DropDeadLetter      = "dead-letter"
 )
 
 // Results for Commits and Reloads, also created at zero in New.
@@ -95,7 +96,8 @@ func New() *Metrics {
 	m.RecordsDropped = m.counterVec("processor", "records_dropped_total",
 		"Records skipped instead of processed, by reason: late (outside the grace period), "+
 			"window-closed (window already closed by the watermark), deserialization, processing "+
-			"(a script error), null-key, production (send to Kafka failed).", "reason")
+			"(a script error), null-key, production (send to Kafka failed), dead-letter (the dead letter of a skipped "+
+			"record was larger than max.request.size and was not written).", "reason")
 	m.ProcessLatency = m.histogram("processor", "process_latency_seconds",
 		"Time to run one consumed record through the whole topology, Lua included.",
 		prometheus.ExponentialBuckets(0.00001, 3, 14)) // 10µs .. ~16s
@@ -161,7 +163,7 @@ func New() *Metrics {
 	m.Reloads = m.counterVec("app", "reloads_total",
 		"Configuration reloads (SIGHUP or POST /-/reload), by result; a failed reload keeps the running configuration.", "result")
 
-	for _, reason := range []string{DropLate, DropWindowClosed, DropDeserialization, DropProcessing, DropNullKey, DropProduction} {
+	for _, reason := range []string{DropLate, DropWindowClosed, DropDeserialization, DropProcessing, DropNullKey, DropProduction, DropDeadLetter} {
 		m.RecordsDropped.WithLabelValues(reason)
 	}
 	for _, result := range []string{ResultSuccess, ResultFailure} {

@@ -147,7 +147,7 @@ func TestEveryMetricFollowsNamingRules(t *testing.T) {
 func TestClosedLabelSetsExistAtZero(t *testing.T) {
 	families := scrape(t, New())
 	want := map[string][]string{
-		"stoatflow_processor_records_dropped_total": {DropLate, DropWindowClosed, DropDeserialization, DropProcessing, DropNullKey, DropProduction},
+		"stoatflow_processor_records_dropped_total": {DropLate, DropWindowClosed, DropDeserialization, DropProcessing, DropNullKey, DropProduction, DropDeadLetter},
 		"stoatflow_commit_commits_total":            {ResultSuccess, ResultFailure},
 		"stoatflow_app_reloads_total":               {ResultSuccess, ResultFailure},
 	}

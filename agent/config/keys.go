@@ -288,7 +288,7 @@ var streamsKeys = []Key{
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: productionFail,
 		Doc: "Deprecated name (since Kafka 4.0) of production.exception.handler."},
 	{Name: "errors.dead.letter.queue.topic.name", Type: TypeString,
-		Doc: "KIP-1034: topic that receives every record the deserialization or processing handler skips or fails on, and the consumed record behind each output the production handler skips, with its original key and value bytes and the __streams.errors.* headers; empty means none. Created by the agent with the embedded broker only."},
+		Doc: "KIP-1034: topic that receives every record the deserialization or processing handler skips or fails on, and the consumed record behind each output the production handler skips, with its original key and value bytes, its headers and then the __streams.errors.* headers (Kafka 4.2's format; message and stacktrace cut to 8192 bytes each); empty means none. A dead letter larger than producer.max.request.size is dropped and counted (reason dead-letter). Created by the agent with the embedded broker only."},
 
 	{Name: "num.stream.threads", Type: TypeInt, Default: "1", Disposition: Ignored,
 		Reason: "StoatFlow processes on one thread", Doc: "Kafka Streams' processing threads."},
