@@ -80,6 +80,9 @@ type StateMachine struct {
 	current  AppState
 	changed  chan struct{} // closed and replaced on every change, waking all waiters
 	onChange func(old, new AppState)
+	// reason says why the application is not RUNNING (a broker that does not answer, a
+	// rejoin after fencing); GET /readyz shows it. Entering RUNNING clears it.
+	reason string
 }
 
 // NewStateMachine starts in CREATED. onChange (may be nil) runs on every change, in
@@ -110,6 +113,9 @@ func (m *StateMachine) Transition(to AppState) error {
 		return fmt.Errorf("%w from %s to %s", ErrInvalidTransition, from, to)
 	}
 	m.current = to
+	if to == StateRunning {
+		m.reason = ""
+	}
 	close(m.changed)
 	m.changed = make(chan struct{})
 	// Under the lock, so observers (the state gauge, logs) see changes in the order they
@@ -118,6 +124,20 @@ func (m *StateMachine) Transition(to AppState) error {
 		m.onChange(from, to)
 	}
 	return nil
+}
+
+// SetReason records why the application is not RUNNING; "" clears it.
+func (m *StateMachine) SetReason(reason string) {
+	m.mu.Lock()
+	m.reason = reason
+	m.mu.Unlock()
+}
+
+// CurrentWithReason is the current state and the reason last set for it.
+func (m *StateMachine) CurrentWithReason() (AppState, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.current, m.reason
 }
 
 // WaitFor blocks until the state is one of want and returns it. It fails when ctx ends, or

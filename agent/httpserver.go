@@ -143,12 +143,16 @@ func (s *HTTPServer) Shutdown(ctx context.Context) error {
 }
 
 func (s *HTTPServer) readyz(w http.ResponseWriter, _ *http.Request) {
-	cur := s.state.Current()
+	cur, reason := s.state.CurrentWithReason()
 	status := http.StatusServiceUnavailable
 	if cur == StateRunning {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, map[string]string{"state": cur.String()})
+	body := map[string]string{"state": cur.String()}
+	if reason != "" {
+		body["reason"] = reason
+	}
+	writeJSON(w, status, body)
 }
 
 // authenticate requires "Authorization: Bearer <token>" on every path but openPaths when a

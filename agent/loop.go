@@ -75,6 +75,9 @@ type loop struct {
 	// the global stores of the topology built on it (staterebuild.go).
 	stateDir    string
 	bootGlobals func(context.Context, *pipeline.Topology, *state.DB) error
+	// renewProducer is set after the producer was fenced: the next transaction starts on a
+	// renewed producer (rejoinAfterFencing).
+	renewProducer bool
 }
 
 // newLoop makes the loop of a run; startTopology builds its topology.
@@ -219,6 +222,8 @@ func (l *loop) run(ctx context.Context) error {
 		case err := <-errs:
 			progress.step(time.Now())
 			l.a.log.Warn("consumer", "err", err)
+		case <-l.k.consumer.Replaced():
+			return l.takenOver()
 		}
 	}
 }
@@ -257,7 +262,7 @@ func (l *loop) punctuate() error {
 		return nil
 	}
 	if err := l.beginTxn(); err != nil {
-		return err
+		return l.retry(err)
 	}
 	if wall {
 		if err := l.topo.PunctuateWallClock(); err != nil {
@@ -347,6 +352,9 @@ func (l *loop) reportUncommitted() {
 func (l *loop) beginTxn() error {
 	if !l.eos || l.inTxn {
 		return nil
+	}
+	if err := l.renewFencedProducer(); err != nil {
+		return err
 	}
 	if err := l.k.producer.BeginTxn(); err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
@@ -474,6 +482,9 @@ func (l *loop) commit() error {
 	start := time.Now()
 	// What the record caches hold was produced in this epoch and is forwarded with it.
 	if err := l.topo.FlushCaches(); err != nil {
+		if errors.Is(err, kafkaio.ErrFenced) {
+			return l.retry(err)
+		}
 		l.abortAfterFailure() // a script error downstream of a cache, as in process()
 		return l.recoverState(err)
 	}
@@ -536,9 +547,9 @@ const maxFailedEpochs = 20
 // Streams' TaskCorruptedException: the epoch is dropped (the transaction aborted, the store
 // buffer discarded) and the consumer rewinds to the committed offsets, so the epoch's records
 // are processed again — once more under at-least-once, exactly once under exactly-once.
-// Anything else (a script error, a record the broker refuses, a fenced producer) stops the
-// application; a record that failed under a LogAndFail handler first goes to the
-// dead-letter topic, if one is set.
+// A fenced producer is its TaskMigratedException (rejoinAfterFencing). Anything else (a
+// script error, a record the broker refuses) stops the application; a record that failed
+// under a LogAndFail handler first goes to the dead-letter topic, if one is set.
 func (l *loop) retry(cause error) error {
 	if l.stateCorrupt(cause) {
 		return l.rebuildCorruptState(cause)
@@ -546,24 +557,45 @@ func (l *loop) retry(cause error) error {
 	l.a.metrics.Commits.WithLabelValues(metrics.ResultFailure).Inc()
 	// A refused record fails the same way in every replay; other failures of an open
 	// transaction (a lost broker, a timed-out commit) may pass when the epoch is redone.
+	fenced := errors.Is(cause, kafkaio.ErrFenced)
 	var pe *kafkaio.ProduceError
-	retriable := l.eos && l.inTxn && !errors.As(cause, new(*pipeline.RecordError))
-	if errors.As(cause, &pe) {
+	retriable := fenced || l.eos && l.inTxn && !errors.As(cause, new(*pipeline.RecordError))
+	if !fenced && errors.As(cause, &pe) {
 		retriable = pe.Retriable()
 	}
-	if errors.Is(cause, kafkaio.ErrFenced) || !retriable {
+	if !retriable {
 		l.abortAfterFailure()
-		l.writeFailedDeadLetter(cause)
-		return cause
+		if !l.eos || !l.k.producer.Fenced() {
+			l.writeFailedDeadLetter(cause)
+			return cause
+		}
+		// The abort found the producer fenced: the failure came from the fencing though
+		// its error did not say so (a send error raised through a Lua callback keeps only
+		// its message). A script error that is one recurs when the epoch is processed again.
 	}
 	if l.failedEpochs++; l.failedEpochs > maxFailedEpochs {
-		l.abortAfterFailure()
+		if retriable {
+			l.abortAfterFailure()
+		}
 		return fmt.Errorf("%d epochs in a row failed; the last: %w", l.failedEpochs, cause)
+	}
+	if fenced || !retriable {
+		return l.rejoinAfterFencing(cause, !retriable)
 	}
 	l.a.log.Warn("dropping the epoch; the records since the last commit will be processed again", "err", cause)
 	if err := l.abortEpoch(); err != nil {
+		if errors.Is(err, kafkaio.ErrFenced) {
+			// The abort learnt that the producer was fenced; the epoch is dropped.
+			return l.rejoinAfterFencing(errors.Join(cause, err), true)
+		}
 		return errors.Join(cause, err)
 	}
+	return l.resumeFromCommitted(cause)
+}
+
+// resumeFromCommitted goes on from the committed state after a dropped epoch: a fresh
+// topology, and the consumer back at the committed offsets.
+func (l *loop) resumeFromCommitted(cause error) error {
 	if err := l.rebuildTopology(); err != nil {
 		return errors.Join(cause, err)
 	}

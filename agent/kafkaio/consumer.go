@@ -63,6 +63,10 @@ type Consumer struct {
 	cancel     context.CancelFunc
 	endSession context.CancelFunc // ends the running session only (Rewind)
 	loopDone   chan struct{}
+	// replaced is closed when another member took this member's group.instance.id;
+	// replacedErr says so.
+	replaced    chan struct{}
+	replacedErr error
 }
 
 // NewConsumer prepares a member of group groupID subscribed to topics, connected with a
@@ -100,14 +104,15 @@ func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.
 		return nil, fmt.Errorf("new consumer %q: %w", groupID, err)
 	}
 	cons := &Consumer{
-		client:  client,
-		group:   group,
-		groupID: groupID,
-		topics:  append([]string(nil), topics...),
-		cfg:     &c,
-		handler: h,
-		out:     make(chan []Message, 4),
-		errs:    make(chan error, c.ChannelBufferSize),
+		client:   client,
+		group:    group,
+		groupID:  groupID,
+		topics:   append([]string(nil), topics...),
+		cfg:      &c,
+		handler:  h,
+		out:      make(chan []Message, 4),
+		errs:     make(chan error, c.ChannelBufferSize),
+		replaced: make(chan struct{}),
 	}
 	cons.forwards.Add(1)
 	go cons.forwardErrors()
@@ -166,6 +171,15 @@ func (c *Consumer) loop(ctx context.Context) {
 		if errors.Is(err, sarama.ErrClosedConsumerGroup) {
 			return
 		}
+		if errors.Is(err, sarama.ErrFencedInstancedId) {
+			// Another member joined with this member's group.instance.id and took its
+			// place: joining again would take it back and fence that member in turn.
+			// The Java consumer stops the same way (FencedInstanceIdException).
+			c.replacedErr = fmt.Errorf("consumer group %q: another member joined with group.instance.id %q and replaced this one: %w",
+				c.groupID, c.cfg.Consumer.Group.InstanceId, err)
+			close(c.replaced)
+			return
+		}
 		if rewound && ctx.Err() == nil {
 			// Rewind ended the session on purpose: join again at once.
 			continue
@@ -179,6 +193,20 @@ func (c *Consumer) loop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// Replaced is closed when another member joined the group with this member's
+// group.instance.id and took its place; the member stops joining and ReplacedErr says so.
+func (c *Consumer) Replaced() <-chan struct{} { return c.replaced }
+
+// ReplacedErr is the error of Replaced; nil until it is closed.
+func (c *Consumer) ReplacedErr() error {
+	select {
+	case <-c.replaced:
+		return c.replacedErr
+	default:
+		return nil
 	}
 }
 
@@ -229,7 +257,8 @@ func (c *Consumer) Close(leaveGroup bool) error {
 		errs = append(errs, fmt.Errorf("close consumer group %q: %w", c.groupID, err))
 	}
 	c.forwards.Wait()
-	if leaveGroup && c.cfg.Consumer.Group.InstanceId != "" {
+	// A replaced member has nothing to leave: the instance id is the other member's now.
+	if leaveGroup && c.cfg.Consumer.Group.InstanceId != "" && c.ReplacedErr() == nil {
 		c.mu.Lock()
 		member := c.lastMember
 		c.mu.Unlock()

@@ -30,12 +30,14 @@ type Producer struct {
 	// source is the consumed record the records sent now come from (SetSource).
 	source *Message
 
-	client sarama.Client
-	ap     sarama.AsyncProducer
-	closed atomic.Bool
-	txnID  string      // transactional id; "" for a plain producer
-	fenced atomic.Bool // a broker reported this producer fenced: every transaction call fails
-	acked  atomic.Pointer[ackTracker]
+	brokers []string
+	cfg     *sarama.Config
+	client  sarama.Client
+	ap      sarama.AsyncProducer
+	closed  atomic.Bool
+	txnID   string      // transactional id; "" for a plain producer
+	fenced  atomic.Bool // a broker reported this producer fenced: every transaction call fails
+	acked   atomic.Pointer[ackTracker]
 	// maxBytes and recordVersion are sarama's size check (Producer.MaxMessageBytes), done
 	// in Send so that a record too large is refused before sarama sees it.
 	maxBytes      int
@@ -93,29 +95,38 @@ func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 
-	client, err := sarama.NewClient(brokers, &c)
-	if err != nil {
-		return nil, fmt.Errorf("%s: connect to %v: %w", what, brokers, err)
-	}
-	// A transactional producer gets its producer id and epoch here (InitProducerId).
-	ap, err := sarama.NewAsyncProducerFromClient(client)
-	if err != nil {
-		_ = client.Close()
-		return nil, fmt.Errorf("%s: %w", what, fencedError(txnID != "", err))
-	}
 	p := &Producer{
-		client:        client,
-		ap:            ap,
+		brokers:       brokers,
+		cfg:           &c,
 		txnID:         txnID,
 		maxBytes:      c.Producer.MaxMessageBytes,
 		recordVersion: recordVersion(c.Version),
 		idle:          make(chan struct{}),
 		msgs:          sync.Pool{New: func() any { return new(outMsg) }},
 	}
+	if err := p.open(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return p, nil
+}
+
+// open connects the sarama client and producer and starts draining their results.
+func (p *Producer) open() error {
+	client, err := sarama.NewClient(p.brokers, p.cfg)
+	if err != nil {
+		return fmt.Errorf("connect to %v: %w", p.brokers, err)
+	}
+	// A transactional producer gets its producer id and epoch here (InitProducerId).
+	ap, err := sarama.NewAsyncProducerFromClient(client)
+	if err != nil {
+		_ = client.Close()
+		return fencedError(p.txnID != "", err)
+	}
+	p.client, p.ap = client, ap
 	p.drained.Add(2)
 	go p.drainSuccesses()
 	go p.drainErrors()
-	return p, nil
+	return nil
 }
 
 // Send queues one record. partition >= 0 is used as is; partition < 0 lets the producer

@@ -37,6 +37,9 @@ func (p *Producer) fail(err error) error {
 	return err
 }
 
+// Fenced reports whether a broker fenced this transactional producer (until Renew).
+func (p *Producer) Fenced() bool { return p.fenced.Load() }
+
 // txnUsable refuses a transaction call that cannot succeed.
 func (p *Producer) txnUsable(op string) error {
 	switch {
@@ -47,6 +50,35 @@ func (p *Producer) txnUsable(op string) error {
 	case p.closed.Load():
 		return fmt.Errorf("%s transaction of %q: %w", op, p.txnID, errProducerClosed)
 	}
+	return nil
+}
+
+// Renew replaces a fenced transactional producer by a new one with the same transactional
+// id, as Kafka Streams re-creates its producer after a TaskMigratedException: its
+// InitProducerId bumps the epoch and ends whatever transaction of the id is still open, so
+// nothing of the fenced transactions can commit any more. The records still in flight are
+// failed or acknowledged first and their errors dropped, and the offsets TrackOffsets
+// collected are forgotten: they all belonged to the fenced transactions, which the caller
+// has dropped. If Renew fails, the producer is closed.
+func (p *Producer) Renew() error {
+	if p.txnID == "" {
+		return errors.New("renew producer: the producer has no transactional id")
+	}
+	if p.closed.Load() {
+		return fmt.Errorf("renew producer %q: %w", p.txnID, errProducerClosed)
+	}
+	p.ap.AsyncClose()
+	p.drained.Wait()
+	_ = p.client.Close() // a fenced client has nothing left to lose
+	p.firstErr.Store(nil)
+	if t := p.acked.Load(); t != nil {
+		t.take()
+	}
+	if err := p.open(); err != nil {
+		p.closed.Store(true)
+		return fmt.Errorf("renew producer %q: %w", p.txnID, err)
+	}
+	p.fenced.Store(false)
 	return nil
 }
 

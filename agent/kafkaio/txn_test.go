@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -229,6 +230,64 @@ func TestTxnFenced(t *testing.T) {
 	}
 }
 
+// A producer fenced by a transaction timeout (here: open longer than
+// transaction.timeout.ms) or by another producer with its transactional id is usable
+// again after Renew: nothing of the fenced transaction is ever committed, and what the
+// renewed producer commits is.
+func TestTxnRenewAfterFencing(t *testing.T) {
+	for _, by := range []string{"timeout", "successor"} {
+		t.Run(by, func(t *testing.T) {
+			e := startBroker(t)
+			createTopic(t, e, "renew-out", 1)
+			cfg := txnConfig("node")
+			cfg.Producer.Transaction.Timeout = 300 * time.Millisecond
+			p, err := NewProducer(e.Addrs(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Close() })
+			if err := p.BeginTxn(); err != nil {
+				t.Fatal(err)
+			}
+			sendValues(t, p, "renew-out", 0, "fenced-1")
+			if err := p.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if by == "timeout" {
+				// The broker aborts the transaction once it is older than its timeout and
+				// bumps the epoch; the abort marker moves the last stable offset past it.
+				waitStable(t, e, "renew-out", 0)
+			} else {
+				newTxnProducer(t, e, "node")
+			}
+			// A failed commit may say something else first; the abort learns the truth.
+			if err := p.CommitTxn(t.Context(), nil, ""); !errors.Is(err, ErrFenced) {
+				if aerr := p.AbortTxn(); !errors.Is(aerr, ErrFenced) {
+					t.Fatalf("the producer was not fenced: commit %v, abort %v", err, aerr)
+				}
+			}
+			if err := p.Renew(); err != nil {
+				t.Fatalf("Renew: %v", err)
+			}
+			if err := p.BeginTxn(); err != nil {
+				t.Fatalf("BeginTxn after Renew: %v", err)
+			}
+			sendValues(t, p, "renew-out", 0, "renewed-1")
+			if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
+				t.Fatalf("CommitTxn after Renew: %v", err)
+			}
+			values, _ := readValues(t, e, "renew-out", 0, 0)
+			var kept []string
+			for _, v := range values {
+				kept = append(kept, v[strings.Index(v, ":")+1:])
+			}
+			if !reflect.DeepEqual(kept, []string{"renewed-1"}) {
+				t.Fatalf("committed records %v, want only renewed-1", values)
+			}
+		})
+	}
+}
+
 func TestAckedOffsetsTracksChosenTopics(t *testing.T) {
 	e := startBroker(t)
 	createTopic(t, e, "app-store-changelog", 2)
@@ -345,4 +404,43 @@ func BenchmarkTxnProduce(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "records/s")
+}
+
+// waitStable waits until partition p of topic has no open transaction: its last stable
+// offset reached its high-water mark.
+func waitStable(t *testing.T, e *Embedded, topic string, p int32) {
+	t.Helper()
+	cfg := testConfig()
+	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	client, err := sarama.NewClient(e.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		leader, err := client.Leader(topic, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offsets := map[sarama.IsolationLevel]int64{}
+		for _, level := range []sarama.IsolationLevel{sarama.ReadUncommitted, sarama.ReadCommitted} {
+			req := sarama.NewOffsetRequest(cfg.Version)
+			req.IsolationLevel = level
+			req.AddBlock(topic, p, sarama.OffsetNewest, 1)
+			resp, err := leader.GetAvailableOffsets(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			offsets[level] = resp.GetBlock(topic, p).Offset
+		}
+		if offsets[sarama.ReadCommitted] == offsets[sarama.ReadUncommitted] {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/%d: last stable offset %d, high-water mark %d: the transaction stayed open", topic, p,
+				offsets[sarama.ReadCommitted], offsets[sarama.ReadUncommitted])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
