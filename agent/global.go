@@ -70,7 +70,7 @@ func (a *Agent) globalStoresOf(k *kafkaClients, b *pipeline.StreamsBuilder) (*gl
 	}
 	// While running, the fetched records belong to the processing epoch and commit with it.
 	run := globalFetcher(k.brokers, cfg, counts, func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.Background(), a.cfg.TaskTimeout)
+		return context.WithTimeout(context.Background(), a.cfg.KafkaWait())
 	}, nil)
 	return &globalStores{
 		boot: func(ctx context.Context, t *pipeline.Topology, db *state.DB) error {

@@ -176,7 +176,7 @@ func (l *loop) writeFailedDeadLetter(cause error) {
 	if !errors.As(cause, &fr) || fr.letter == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.TaskTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.KafkaWait())
 	defer cancel()
 	err := l.beginTxn()
 	if err == nil {

@@ -135,10 +135,10 @@ func (l *loop) run(ctx context.Context) error {
 			l.a.reloadFailed(errors.New("the agent stopped before the next commit barrier"))
 		}
 	}()
-	ticker := time.NewTicker(l.a.cfg.CommitInterval)
+	ticker := time.NewTicker(l.commitTick())
 	defer ticker.Stop()
 	// Wall-clock punctuators are checked between batches and at least this often.
-	punctuate := time.NewTicker(min(l.a.cfg.CommitInterval, 100*time.Millisecond))
+	punctuate := time.NewTicker(min(l.commitTick(), 100*time.Millisecond))
 	defer punctuate.Stop()
 	msgs := l.k.consumer.Messages()
 	errs := l.k.consumer.Errors()
@@ -177,6 +177,9 @@ func (l *loop) run(ctx context.Context) error {
 				if err := l.commit(); err != nil {
 					return err
 				}
+			}
+			if err := l.commitAfterBatch(); err != nil {
+				return err
 			}
 		case <-punctuate.C:
 			progress.step(time.Now())
@@ -226,6 +229,29 @@ func (l *loop) run(ctx context.Context) error {
 			return l.takenOver()
 		}
 	}
+}
+
+// commitTick is how often the commit barrier runs: every commit.interval.ms, or, with
+// commit.interval.ms = 0 (Kafka Streams' "commit as often as possible"), every poll.ms
+// besides after every batch (commitAfterBatch), as Kafka Streams commits in every
+// iteration of its poll loop.
+func (l *loop) commitTick() time.Duration {
+	if l.a.cfg.CommitInterval > 0 {
+		return l.a.cfg.CommitInterval
+	}
+	return l.a.cfg.PollTime
+}
+
+// commitAfterBatch closes the epoch after each processed batch when commit.interval.ms is 0.
+func (l *loop) commitAfterBatch() error {
+	if l.a.cfg.CommitInterval > 0 {
+		return nil
+	}
+	if err := l.commit(); err != nil {
+		return err
+	}
+	l.swapStaged()
+	return nil
 }
 
 // swapStaged swaps in a reloaded topology right after a commit barrier: the epoch is
@@ -488,7 +514,7 @@ func (l *loop) commit() error {
 		l.abortAfterFailure() // a script error downstream of a cache, as in process()
 		return l.recoverState(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.TaskTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.KafkaWait())
 	defer cancel()
 	if l.eos {
 		if err := l.commitTxn(ctx); err != nil {
@@ -630,7 +656,7 @@ func (l *loop) abortEpoch() error {
 		err = l.k.producer.AbortTxn()
 		l.inTxn = false
 	} else if !l.eos {
-		ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.TaskTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.KafkaWait())
 		_ = l.k.producer.Flush(ctx) // its error is the one being handled
 		cancel()
 		l.dropSkipped()

@@ -315,7 +315,8 @@ func (b *builder) checkClient(cl Client) {
 			b.fail(cl.Source("isolation.level"), "Kafka Streams forces read_committed under exactly_once_v2")
 		}
 		if cl.Duration("heartbeat.interval.ms") >= cl.Duration("session.timeout.ms") {
-			b.fail(cl.Source("heartbeat.interval.ms"), "must be lower than session.timeout.ms (%v)", cl.Duration("session.timeout.ms"))
+			b.fail(cl.Source("heartbeat.interval.ms"), "invalid value %d: must be lower than session.timeout.ms (%d)",
+				cl.Duration("heartbeat.interval.ms").Milliseconds(), cl.Duration("session.timeout.ms").Milliseconds())
 		}
 	case ForProducer:
 		acksAll := cl.String("acks") == "all"

@@ -2,6 +2,7 @@ package config
 
 import (
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -63,6 +64,18 @@ type Config struct {
 	// set holds the values written in the file by canonical full name;
 	// client keys keep their prefix ("streams.producer.linger.ms").
 	set map[string]any
+}
+
+// KafkaWait bounds how long the agent waits on Kafka for one step (a flush, a commit):
+// the producer's request.timeout.ms, which one attempt may take, plus task.timeout.ms, how
+// long retriable failures may go on, as Kafka Streams adds task.timeout.ms to the client's
+// own timeout. task.timeout.ms = 0 thus fails at the first attempt that times out.
+func (c *Config) KafkaWait() time.Duration {
+	wait := c.Client(ForProducer).Duration("request.timeout.ms")
+	if c.TaskTimeout > math.MaxInt64-wait {
+		return math.MaxInt64
+	}
+	return wait + c.TaskTimeout
 }
 
 // ExactlyOnce reports processing.guarantee = exactly_once_v2.

@@ -29,6 +29,12 @@ func typeText(k *Key) string {
 	if len(k.Allowed) > 0 && (k.Type == TypeEnum || k.Type == TypeClass || k.Type == TypeList) {
 		return k.Type.String() + ": " + strings.Join(quoteEmpty(k.Allowed), " | ")
 	}
+	if k.Max != 0 && k.Type == TypeDuration {
+		return fmt.Sprintf("duration, at most %d ms", k.Max)
+	}
+	if k.Max != 0 {
+		return fmt.Sprintf("%s, at most %d", k.Type, k.Max)
+	}
 	return k.Type.String()
 }
 

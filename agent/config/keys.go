@@ -127,8 +127,10 @@ type Key struct {
 	// Refuse maps values that are errors to the reason (for example
 	// processing.guarantee = exactly_once).
 	Refuse map[string]string
-	// Min is the smallest accepted number (duration in ms) for numeric keys.
-	Min         int64
+	// Min is the smallest accepted number (duration in ms) for numeric keys. Max, when
+	// not 0, is the largest, and MaxReason says why.
+	Min, Max    int64
+	MaxReason   string
 	Disposition Disposition
 	Reason      string
 	// Client is non-zero for Kafka client properties: the clients the key applies
@@ -145,6 +147,10 @@ type Key struct {
 func (k *Key) FullName() string { return string(k.Section) + "." + k.Name }
 
 const (
+	// maxInt32 bounds the keys Kafka declares as int: a 32-bit number (of milliseconds for
+	// durations), as they travel in Kafka's protocol.
+	maxInt32             = 1<<31 - 1
+	reasonInt32          = "Kafka declares it as a 32-bit int"
 	reasonSingleInstance = "applies to a group of several instances; StoatFlow is one instance"
 	reasonPrometheus     = "StoatFlow's metrics are Prometheus metrics, served at /metrics"
 	reasonLevelDB        = "every StoatFlow store is LevelDB-backed"
@@ -168,8 +174,9 @@ var agentKeys = []Key{
 		Doc: "Log line format (log/slog text or JSON handler)."},
 	{Name: "embedded.listen", Type: TypeString, Default: "127.0.0.1:0",
 		Doc: `Address of the in-process Kafka-compatible broker used when bootstrap.servers = "embedded" (port 0 picks a free port).`},
-	{Name: "embedded.partitions", Type: TypeInt, Default: "1", Min: 1,
-		Doc: "Partitions of the topics the embedded broker creates."},
+	{Name: "embedded.partitions", Type: TypeInt, Default: "1", Min: 1, Max: 256,
+		MaxReason: "the embedded broker is for trying; a Kafka cluster takes any partition count",
+		Doc:       "Partitions of the topics the embedded broker creates."},
 	{Name: "embedded.demo", Type: TypeBool, Default: "false",
 		Doc: "Feed sample text lines into the first source topic of the embedded broker (for make run)."},
 	{Name: "lua.call.timeout", Type: TypeDuration, Default: "1s", Min: 1,
@@ -228,7 +235,7 @@ var streamsKeys = []Key{
 		},
 		Doc: "at_least_once, or exactly_once_v2: outputs, changelogs and offsets in one Kafka transaction per commit."},
 	{Name: "commit.interval.ms", Type: TypeDuration, Default: "30000", DefaultEOS: "100",
-		Doc: "How often the commit barrier closes an epoch (offsets, transaction, store batch)."},
+		Doc: "How often the commit barrier closes an epoch (offsets, transaction, store batch); 0 = as often as possible, as in Kafka Streams: after every processed batch, and every poll.ms when idle."},
 	{Name: "state.dir", Type: TypeString, Path: true, DefaultDoc: "${TMPDIR}/stoatflow",
 		Doc: "Directory of the LevelDB state (state.dir/<application.id>/), relative to the config file's directory; Kafka Streams' default is ${java.io.tmpdir}/kafka-streams, StoatFlow's is the temporary directory's stoatflow/ (the systemd unit sets /var/lib/stoatflow)."},
 	{Name: "enable.transactional.statestores", Type: TypeBool, Default: "false",
@@ -249,12 +256,13 @@ var streamsKeys = []Key{
 		Doc:     "Timestamp extractor where the topology names none (Kafka's class names or their short names)."},
 	{Name: "max.task.idle.ms", Type: TypeDuration, Default: "0", Min: -1,
 		Doc: "How long a partition at its log end may hold back the watermark before it counts as idle; -1 = never wait."},
-	{Name: "buffered.records.per.partition", Type: TypeInt, Default: "1000", Min: 1,
-		Doc: "Records buffered per input partition ahead of processing (the consumer's channel size)."},
+	{Name: "buffered.records.per.partition", Type: TypeInt, Default: "1000", Min: 1, Max: 100000,
+		MaxReason: "the consumer allocates buffers of this many records for every partition up front",
+		Doc:       "Records buffered per input partition ahead of processing (the consumer's channel size)."},
 	{Name: "poll.ms", Type: TypeDuration, Default: "100", Min: 1,
-		Doc: "Longest wait for new records before the processing loop checks punctuation and commits."},
+		Doc: "Longest wait for new records before the processing loop checks punctuation and, with commit.interval.ms = 0, commits."},
 	{Name: "task.timeout.ms", Type: TypeDuration, Default: "300000",
-		Doc: "How long a Kafka call may keep failing with retriable errors before the agent fails; 0 = fail at once."},
+		Doc: "How long a Kafka step (a flush, a commit) may keep failing with retriable errors beyond producer request.timeout.ms before the epoch fails; 0 = fail when one attempt times out."},
 	{Name: "topology.optimization", Type: TypeList, Default: "none",
 		Allowed: []string{"none", "all", "reuse.ktable.source.topics", "merge.repartition.topics", "single.store.self.join"},
 		Doc:     "none, all, or a list of reuse.ktable.source.topics, merge.repartition.topics, single.store.self.join."},

@@ -119,7 +119,7 @@ func TestErrorClasses(t *testing.T) {
 		{"acks under EOS", "", "processing.guarantee = \"exactly_once_v2\"\nacks = 1",
 			`streams.acks: exactly_once_v2 needs acks = "all"`},
 		{"heartbeat not below session", "", "heartbeat.interval.ms = \"1m\"",
-			`streams.heartbeat.interval.ms: must be lower than session.timeout.ms (45s)`},
+			`streams.heartbeat.interval.ms: invalid value 60000: must be lower than session.timeout.ms (45000)`},
 		{"replication factor 0", "", "replication.factor = 0",
 			`must be -1 (broker default) or between 1 and 32767`},
 		{"optimization none with others", "", `topology.optimization = "none,all"`,

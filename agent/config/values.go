@@ -77,6 +77,9 @@ func convertInt(k *Key, raw any) (any, error) {
 	if n < k.Min {
 		return nil, fmt.Errorf("invalid value %d: must be at least %d", n, k.Min)
 	}
+	if k.Max != 0 && n > k.Max {
+		return nil, tooLarge(k, strconv.FormatInt(n, 10), strconv.FormatInt(k.Max, 10))
+	}
 	return n, nil
 }
 
@@ -131,7 +134,15 @@ func convertDuration(k *Key, raw any) (any, error) {
 	} else if min := time.Duration(k.Min) * time.Millisecond; d < min {
 		return nil, fmt.Errorf("invalid value %s: must be at least %v", show(raw), min)
 	}
+	if k.Max != 0 && d > time.Duration(k.Max)*time.Millisecond {
+		return nil, tooLarge(k, show(raw), strconv.FormatInt(k.Max, 10)+" ms")
+	}
 	return d, nil
+}
+
+// tooLarge is the error of a value above Key.Max.
+func tooLarge(k *Key, value, max string) error {
+	return fmt.Errorf("invalid value %s: must be at most %s (%s)", value, max, k.MaxReason)
 }
 
 func convertList(k *Key, raw any) (any, error) {
