@@ -41,12 +41,15 @@ func boundaryValues(k *config.Key) []string {
 
 // Every numeric config key, at 0, negative and huge values, is either refused by validate
 // with an error naming the key, the value and what is allowed, or accepted, and then an
-// agent starts with it, processes a record and stops cleanly: nothing panics or hangs.
+// agent starts with it under either guarantee, processes a record and stops cleanly:
+// nothing panics or hangs.
 func TestNumericConfigBoundaries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an agent per accepted value; not in -short")
 	}
 	brokers := testBroker(t, 1)
+	// A few agents at a time: each mostly waits on the broker.
+	running := make(chan struct{}, 4)
 	n := 0
 	for _, k := range config.Keys() {
 		numeric := k.Type == config.TypeInt || k.Type == config.TypeLong || k.Type == config.TypeDuration
@@ -54,15 +57,21 @@ func TestNumericConfigBoundaries(t *testing.T) {
 			continue
 		}
 		for _, v := range boundaryValues(k) {
-			n++
-			t.Run(k.FullName()+"="+v, func(t *testing.T) {
-				checkBoundary(t, brokers, k, v, n)
-			})
+			for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
+				n++
+				n := n
+				t.Run(k.FullName()+"="+v+" "+guarantee, func(t *testing.T) {
+					t.Parallel()
+					running <- struct{}{}
+					defer func() { <-running }()
+					checkBoundary(t, brokers, k, v, guarantee, n)
+				})
+			}
 		}
 	}
 }
 
-func checkBoundary(t *testing.T, brokers []string, k *config.Key, value string, n int) {
+func checkBoundary(t *testing.T, brokers []string, k *config.Key, value, guarantee string, n int) {
 	in, out := fmt.Sprintf("in%d", n), fmt.Sprintf("out%d", n)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(strings.NewReplacer("IN", in, "OUT", out).Replace(boundaryScript)), 0o644); err != nil {
@@ -85,9 +94,9 @@ http.listen = "127.0.0.1:0"
 [streams]
 application.id = "bounds-%d"
 bootstrap.servers = %q
-processing.guarantee = "exactly_once_v2"
+processing.guarantee = %q
 state.dir = %q
-%s`, agentLine, n, servers, filepath.Join(dir, "state"), streamsLine)
+%s`, agentLine, n, servers, guarantee, filepath.Join(dir, "state"), streamsLine)
 	cfg, err := config.Parse([]byte(toml), dir, "agent.toml")
 	if err != nil {
 		msg := err.Error()

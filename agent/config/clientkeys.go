@@ -102,8 +102,9 @@ var clientKeys = []Key{
 		Refuse: map[string]string{"true": "Kafka Streams forces enable.auto.commit = false: the agent commits offsets with its commit barrier"},
 		Doc:    "Always false: offsets are committed by the commit barrier."},
 
-	{Name: "linger.ms", Type: TypeDuration, Default: "5", DefaultEOS: "0", Client: ForProducer,
-		Doc: "How long the producer gathers records into a batch (sarama Flush.Frequency). StoatFlow's defaults differ from Kafka Streams' 100: see the note below the table."},
+	{Name: "linger.ms", Type: TypeDuration, Default: "5", DefaultEOS: "0", Max: 5000, Client: ForProducer,
+		MaxReason: "sarama has no flush call: every commit barrier and the shutdown wait up to linger.ms for the last batch",
+		Doc:       "How long the producer gathers records into a batch (sarama Flush.Frequency). StoatFlow's defaults differ from Kafka Streams' 100: see the note below the table."},
 	{Name: "batch.size", Type: TypeInt, Default: "262144", Client: ForProducer,
 		Doc: "Buffered bytes that send a batch before linger.ms is up (sarama Flush.Bytes, counted per broker, hence larger than Kafka's per-partition 16384); unused when linger.ms is 0."},
 	{Name: "compression.type", Type: TypeEnum, Default: "none", Client: ForProducer,
