@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/IBM/sarama"
 	"github.com/syndtr/goleveldb/leveldb/storage"
 
 	"github.com/stoatflow/stoatflow/agent/config"
@@ -224,6 +225,7 @@ func ResetState(dir string) error {
 // kafkaClients holds the Kafka side of a running agent.
 type kafkaClients struct {
 	brokers  []string
+	adminCfg *sarama.Config // the admin client's config, for broker checks
 	embedded *kafkaio.Embedded
 	producer *kafkaio.Producer
 	consumer *kafkaio.Consumer

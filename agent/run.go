@@ -54,7 +54,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 
 	k := &kafkaClients{}
 	defer func() { k.close(a.closer.leaveGroup(cfg.LeaveGroupOnClose), a.log) }()
-	if err := a.connect(k, builder); err != nil {
+	if err := a.connect(ctx, k, builder); err != nil {
 		return a.fail(err)
 	}
 
@@ -124,6 +124,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 			a.log.Warn("systemd watchdog", "err", err)
 		}
 	}()
+	go a.monitorBrokers(runCtx, k.brokers, k.adminCfg)
 	if cfg.Embedded && cfg.EmbeddedDemo {
 		if src := builder.SourceTopics()[0]; src == purchasesTopic {
 			go a.runPurchasesFeeder(runCtx, k.brokers)
@@ -181,7 +182,7 @@ func (a *Agent) fail(err error) error {
 
 // connect starts the embedded broker when asked, checks or creates topics, and opens the
 // producer.
-func (a *Agent) connect(k *kafkaClients, b *pipeline.StreamsBuilder) error {
+func (a *Agent) connect(ctx context.Context, k *kafkaClients, b *pipeline.StreamsBuilder) error {
 	cfg := a.cfg
 	k.brokers = cfg.BootstrapServers
 	if cfg.Embedded {
@@ -198,6 +199,10 @@ func (a *Agent) connect(k *kafkaClients, b *pipeline.StreamsBuilder) error {
 	if err != nil {
 		return err
 	}
+	if err := a.waitForBrokers(ctx, k.brokers, adminCfg); err != nil {
+		return err
+	}
+	k.adminCfg = adminCfg
 	if k.embedded != nil {
 		topics := map[string]kafkaio.TopicSpec{}
 		for _, t := range append(b.SourceTopics(), b.SinkTopics()...) {

@@ -68,6 +68,8 @@ type Metrics struct {
 	Watermark    prometheus.Gauge     // epoch milliseconds
 	WatermarkLag prometheus.Gauge     // seconds behind wall clock
 
+	BrokerReachable *prometheus.GaugeVec // label broker (a bootstrap server)
+
 	AppState *prometheus.GaugeVec   // label state; 1 for the current state, 0 for the others
 	Reloads  *prometheus.CounterVec // label result
 }
@@ -156,6 +158,11 @@ func New() *Metrics {
 	m.WatermarkLag = m.gauge("time", "watermark_lag_seconds",
 		"Wall-clock time minus the global watermark at the last commit, in seconds: how far "+
 			"event time trails real time.")
+
+	m.BrokerReachable = m.gaugeVec("kafka", "broker_reachable",
+		"1 when the last check of a bootstrap server got an answer to a metadata request within "+
+			"request.timeout.ms, 0 when it did not; checked at start-up, every second until one answers, "+
+			"then every 30 s.", "broker")
 
 	m.AppState = m.gaugeVec("app", "state",
 		"Application state as in Kafka Streams (CREATED, REBALANCING, RUNNING, ...): "+

@@ -43,6 +43,7 @@ var touch = map[string]func(m *Metrics){
 	"StreamTime":      func(m *Metrics) { m.StreamTime.WithLabelValues("in", "0").Set(1_700_000_000_000) },
 	"Watermark":       func(m *Metrics) { m.Watermark.Set(1_700_000_000_000) },
 	"WatermarkLag":    func(m *Metrics) { m.WatermarkLag.Set(2.5) },
+	"BrokerReachable": func(m *Metrics) { m.BrokerReachable.WithLabelValues("kafka-1:9092").Set(1) },
 	"AppState":        func(m *Metrics) { m.AppState.WithLabelValues("RUNNING").Set(1) },
 	"Reloads":         func(m *Metrics) { m.Reloads.WithLabelValues(ResultFailure).Inc() },
 }
@@ -52,6 +53,7 @@ var touch = map[string]func(m *Metrics){
 var allowedLabels = map[string]bool{
 	"topic": true, "partition": true, "node": true, "reason": true,
 	"result": true, "state": true, "store": true, "script": true, "operation": true, "when": true,
+	"broker": true, // the bootstrap servers of the config
 }
 
 var (

@@ -1,0 +1,123 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stoatflow/stoatflow/metrics"
+)
+
+// silentBroker accepts TCP connections and never answers; it closes them at the end of
+// the test.
+func silentBroker(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A broker that accepts connections and never answers is reported at once and on every
+// retry: a log line naming the broker and how long the agent has waited, the
+// broker-reachable gauge at 0, and the reason in /readyz's body. The agent keeps waiting
+// until it is stopped.
+func TestSilentBrokerIsReported(t *testing.T) {
+	addr := silentBroker(t)
+	cfg := testConfig(t, []string{addr}, countScript, "request.timeout.ms = 300\n")
+	logs := &lockedBuffer{}
+	m := metrics.New()
+	a, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	pollFor(t, 20*time.Second, "two logged retries", func() bool {
+		return strings.Contains(logs.String(), "attempt=2")
+	})
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "broker does not answer; retrying") &&
+			(!strings.Contains(line, "broker="+addr) || !strings.Contains(line, "elapsed=")) {
+			t.Fatalf("retry logged without the broker or the time waited: %s", line)
+		}
+	}
+	if got := testutil.ToFloat64(m.BrokerReachable.WithLabelValues(addr)); got != 0 {
+		t.Fatalf("broker_reachable{broker=%q} = %v, want 0", addr, got)
+	}
+	httpAddr, err := a.HTTPAddr(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + httpAddr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]string
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || body["state"] != "CREATED" ||
+		!strings.Contains(body["reason"], "no broker answers") || !strings.Contains(body["reason"], addr) {
+		t.Fatalf("/readyz = %d %v, want 503 with the state and the reason naming %s", resp.StatusCode, body, addr)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "waiting for a broker") {
+			t.Fatalf("Run = %v, want it stopped while waiting for a broker", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent did not stop while waiting for a broker")
+	}
+}
+
+// Once a bootstrap server answers, the gauge says so and the agent goes on.
+func TestReachableBrokerIsReported(t *testing.T) {
+	brokers := testBroker(t, 1, "in", "out")
+	cfg := testConfig(t, brokers, countScript, "")
+	m := metrics.New()
+	ra := startAgentWith(t, cfg, m)
+	defer ra.stop(t)
+	if got := testutil.ToFloat64(m.BrokerReachable.WithLabelValues(brokers[0])); got != 1 {
+		t.Fatalf("broker_reachable{broker=%q} = %v, want 1", brokers[0], got)
+	}
+	if _, reason := ra.a.state.CurrentWithReason(); reason != "" {
+		t.Fatalf("reason %q while RUNNING", reason)
+	}
+}
