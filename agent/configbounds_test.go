@@ -86,6 +86,7 @@ func checkBoundary(t *testing.T, brokers []string, k *config.Key, value, guarant
 	if k.FullName() == "agent.embedded.partitions" {
 		servers = "embedded"
 	}
+	// With the embedded Schema Registry, so that its keys apply too.
 	toml := fmt.Sprintf(`
 [agent]
 scripts = ["p.lua"]
@@ -96,6 +97,7 @@ application.id = "bounds-%d"
 bootstrap.servers = %q
 processing.guarantee = %q
 state.dir = %q
+schema.registry.url = "embedded"
 %s`, agentLine, n, servers, guarantee, filepath.Join(dir, "state"), streamsLine)
 	cfg, err := config.Parse([]byte(toml), dir, "agent.toml")
 	if err != nil {
