@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -89,8 +91,13 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 		gauge(old, new)
 		a.log.Info("state transition", "from", old.String(), "to", new.String())
 	})
+	hosts := cfg.HTTPAllowedHosts
+	if host, _, err := net.SplitHostPort(cfg.ApplicationServer); err == nil {
+		hosts = append(slices.Clip(hosts), strings.ToLower(host))
+	}
 	srv, err := NewHTTPServer(HTTPOptions{
 		Listen: cfg.HTTPListen, Token: cfg.HTTPToken, TLSCert: cfg.HTTPTLSCert, TLSKey: cfg.HTTPTLSKey,
+		AllowedHosts: hosts,
 	}, a.state, m, a.log)
 	if err != nil {
 		return nil, err

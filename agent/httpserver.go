@@ -8,8 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,7 +26,20 @@ type HTTPOptions struct {
 	Token  string // bearer token; empty means no authentication
 	// TLSCert and TLSKey are PEM files; both set means HTTPS, neither means plain HTTP.
 	TLSCert, TLSKey string
+	// AllowedHosts are the host names (lower case, no port) accepted in the Host header
+	// besides loopback names, IP addresses and the host of Listen.
+	AllowedHosts []string
 }
+
+// Connection timeouts. A request must arrive whole within readTimeout (a query body is
+// small), so slow senders are cut off; answers other than queries must be written within
+// writeTimeout. Queries replace both with their own deadline once their body is read.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = time.Minute
+)
 
 // HTTPServer serves the operational endpoints (/healthz, /readyz, /metrics) and whatever
 // other parts of the agent register through Handle. Every error it answers is JSON
@@ -36,8 +52,14 @@ type HTTPServer struct {
 	srv    *http.Server
 	tls    *tls.Config
 
+	hosts  []string // names accepted in the Host header besides loopback names and IPs
+	origin *http.CrossOriginProtection
+
 	mu       sync.Mutex
 	listener net.Listener
+
+	connsMu sync.Mutex
+	conns   map[net.Conn]http.ConnState // every open connection but the idle ones
 }
 
 // openPaths answer without a token: probes (kubelet, load balancers, systemd helpers)
@@ -56,7 +78,12 @@ func NewHTTPServer(opts HTTPOptions, state *StateMachine, m *metrics.Metrics, lo
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &HTTPServer{opts: opts, state: state, logger: logger, mux: http.NewServeMux()}
+	s := &HTTPServer{opts: opts, state: state, logger: logger, mux: http.NewServeMux(),
+		origin: http.NewCrossOriginProtection(), conns: map[net.Conn]http.ConnState{}}
+	if host, _, err := net.SplitHostPort(opts.Listen); err == nil && host != "" {
+		s.hosts = append(s.hosts, strings.TrimSuffix(strings.ToLower(host), "."))
+	}
+	s.hosts = append(s.hosts, opts.AllowedHosts...)
 
 	switch {
 	case opts.TLSCert != "" && opts.TLSKey != "":
@@ -76,13 +103,47 @@ func NewHTTPServer(opts HTTPOptions, state *StateMachine, m *metrics.Metrics, lo
 	s.mux.Handle("GET /metrics", m.Handler())
 
 	s.srv = &http.Server{
-		Handler:           s.authenticate(http.HandlerFunc(s.route)),
+		Handler:           s.guard(s.authenticate(http.HandlerFunc(s.route))),
 		TLSConfig:         s.tls,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ConnState:         s.trackConn,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	s.srv.RegisterOnShutdown(s.cutReads)
 	return s, nil
+}
+
+// trackConn keeps the connections that may hold a shutdown: the server closes idle ones
+// itself.
+func (s *HTTPServer) trackConn(c net.Conn, st http.ConnState) {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	switch st {
+	case http.StateNew, http.StateActive:
+		s.conns[c] = st
+	default:
+		delete(s.conns, c)
+	}
+}
+
+// cutReads runs when shutdown begins. A connection whose request has not arrived yet is
+// closed, and every other read the server waits on fails at once: a client sending its
+// headers or body slowly cannot hold the shutdown, and running queries see their context
+// cancelled.
+func (s *HTTPServer) cutReads() {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	now := time.Now()
+	for c, st := range s.conns {
+		if st == http.StateNew {
+			_ = c.Close()
+			continue
+		}
+		_ = c.SetReadDeadline(now)
+	}
 }
 
 // Handle registers h for a Go 1.22 ServeMux pattern such as "GET /v1/stores/{store}". Like
@@ -155,9 +216,52 @@ func (s *HTTPServer) readyz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, status, body)
 }
 
-// authenticate requires "Authorization: Bearer <token>" on every path but openPaths when a
-// token is configured. It runs before routing, so without a token even unknown paths
-// answer 401 and the set of endpoints is not revealed.
+// guard refuses what a web page could make a browser send (DESIGN §7): a Host header that
+// names no host of this agent (DNS rebinding: a page whose name resolves to the agent's
+// address could read the stores) and a cross-origin request that changes state (a form
+// posted from another site). The probes (openPaths) are exempt, as they are from the token.
+func (s *HTTPServer) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if openPaths[r.URL.Path] {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if host, ok := s.hostAllowed(r.Host); !ok {
+			writeHTTPError(w, http.StatusForbidden, "host_not_allowed", fmt.Sprintf(
+				"Host %q names no host of this agent (a guard against DNS rebinding): add it to agent.http.allowed.hosts", host))
+			return
+		}
+		if err := s.origin.Check(r); err != nil {
+			writeHTTPError(w, http.StatusForbidden, "cross_origin", fmt.Sprintf(
+				"%s %s from origin %q refused: requests that change state are accepted from same-origin callers only", r.Method, r.URL.Path, r.Header.Get("Origin")))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed reports whether the Host header names this agent: a loopback name, an IP
+// address (DNS rebinding needs a name the attacker controls), the listen host or one of
+// the allowed hosts. The port is not compared, so port forwarding keeps working. It also
+// returns the host name it judged.
+func (s *HTTPServer) hostAllowed(hostport string) (string, bool) {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "" || host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return host, true
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return host, true
+	}
+	return host, slices.Contains(s.hosts, host)
+}
+
+// authenticate requires "Authorization: Bearer <token>" (the scheme in any case, RFC 6750)
+// on every path but openPaths when a token is configured. It runs before routing, so
+// without a token even unknown paths answer 401 and the set of endpoints is not revealed.
 func (s *HTTPServer) authenticate(next http.Handler) http.Handler {
 	if s.opts.Token == "" {
 		return next
@@ -168,8 +272,9 @@ func (s *HTTPServer) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || got == "" {
+		scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		got = strings.TrimSpace(got)
+		if !strings.EqualFold(scheme, "Bearer") || got == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="stoatflow"`)
 			writeHTTPError(w, http.StatusUnauthorized, "unauthorized", "missing bearer token")
 			return
@@ -186,11 +291,31 @@ func (s *HTTPServer) authenticate(next http.Handler) http.Handler {
 // route serves through the mux, turning the mux's own plain-text 404 and 405 answers into
 // JSON errors. The mux serves in both cases, since only its ServeHTTP sets the request's
 // path values ({store}, {key}).
+//
+// A request that may change state (any method but GET, HEAD and OPTIONS) to an endpoint
+// must carry a JSON body type: a cross-site form can only send text/plain, urlencoded or
+// multipart bodies, and a cross-site script sending JSON needs a CORS preflight, which
+// the agent never grants.
 func (s *HTTPServer) route(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := s.mux.Handler(r); pattern == "" {
+	_, pattern := s.mux.Handler(r)
+	switch {
+	case pattern == "":
 		w = &muxErrorWriter{ResponseWriter: w, r: r}
+	case !safeMethod(r.Method) && !jsonBody(r):
+		writeHTTPError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf(
+			"%s %s needs Content-Type: application/json (got %q)", r.Method, r.URL.Path, r.Header.Get("Content-Type")))
+		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+func jsonBody(r *http.Request) bool {
+	t, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && t == "application/json"
 }
 
 // muxErrorWriter wraps the mux's internal handlers (not found, method not allowed,

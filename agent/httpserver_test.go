@@ -304,3 +304,265 @@ func TestStartAndShutdown(t *testing.T) {
 		t.Error("server still answers after Shutdown")
 	}
 }
+
+// send does one request with the given headers (Host is the request's Host) and body.
+func send(t *testing.T, method, url string, headers map[string]string, body string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range headers {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, header: resp.Header, raw: string(raw)}
+	_ = json.Unmarshal(raw, &a.body)
+	return a
+}
+
+// TestCrossSiteRequestsRefused: a web page can make a browser post a form (text/plain,
+// urlencoded, multipart) or a body-less fetch to any address, with its own Origin. None of
+// them may close or reload the agent.
+func TestCrossSiteRequestsRefused(t *testing.T) {
+	a, err := New(testConfig(t, []string{"127.0.0.1:1"}, "return nil", ""), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.serveClose()
+	a.serveReload()
+	if err := a.http.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.http.Shutdown(context.Background()) })
+	base := "http://" + a.http.Addr()
+	same := "http://" + a.http.Addr()
+	for _, path := range []string{"/v1/close", "/-/reload"} {
+		for _, c := range []struct {
+			name    string
+			headers map[string]string
+			body    string
+			status  int
+			code    string
+		}{
+			{"cross-site text/plain form", map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example"}, `{"operation":"LEAVE_GROUP"}`, 403, "cross_origin"},
+			{"cross-site urlencoded form", map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, "a=b", 403, "cross_origin"},
+			{"cross-site JSON", map[string]string{"Content-Type": "application/json", "Origin": "http://evil.example"}, "{}", 403, "cross_origin"},
+			{"same-site but another origin", map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "same-site"}, "{}", 403, "cross_origin"},
+			{"sandboxed page", map[string]string{"Content-Type": "application/json", "Origin": "null"}, "{}", 403, "cross_origin"},
+			{"text/plain without an Origin", map[string]string{"Content-Type": "text/plain"}, "{}", 415, "unsupported_media_type"},
+			{"multipart", map[string]string{"Content-Type": "multipart/form-data; boundary=x"}, "--x--", 415, "unsupported_media_type"},
+			{"no body, no type", nil, "", 415, "unsupported_media_type"},
+		} {
+			wantError(t, send(t, http.MethodPost, base+path, c.headers, c.body), c.status, c.code)
+		}
+	}
+	select {
+	case <-a.closer.done:
+		t.Fatal("a refused request closed the agent")
+	default:
+	}
+	// The agent's own clients: JSON, with no Origin or the agent's own.
+	if a := send(t, http.MethodPost, base+"/-/reload", map[string]string{"Content-Type": "application/json; charset=utf-8", "Origin": same}, ""); a.status != 503 || a.body["code"] != "not_ready" {
+		t.Errorf("same-origin reload = %d %s, want the reload to be tried (503 not_ready before Run)", a.status, a.raw)
+	}
+	if a := send(t, http.MethodPost, base+"/v1/close", map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "same-origin"}, `{"operation":"LEAVE_GROUP"}`); a.status != 202 {
+		t.Errorf("same-origin close = %d %s", a.status, a.raw)
+	}
+	select {
+	case <-a.closer.done:
+	default:
+		t.Fatal("an accepted close did not close the agent")
+	}
+}
+
+// TestHostHeaderChecked: a page whose name the attacker points at 127.0.0.1 (DNS
+// rebinding) reaches the agent as same-origin, with its own name in Host.
+func TestHostHeaderChecked(t *testing.T) {
+	s, _ := startServer(t, HTTPOptions{AllowedHosts: []string{"stoatflow.default.svc"}})
+	base := "http://" + s.Addr()
+	for host, ok := range map[string]bool{
+		"evil.example:9464":           false,
+		"evil.example":                false,
+		"127.0.0.1.evil.example":      false,
+		"localhost.evil.example:9464": false,
+		"stoatflow.default.svc.evil":  false,
+		s.Addr():                      true,
+		"localhost:9464":              true,
+		"LocalHost.:9464":             true,
+		"grafana.localhost":           true,
+		"[::1]:9464":                  true,
+		"192.0.2.7:9464":              true, // an address: not rebindable, e.g. the pod IP
+		"[2001:db8::7]":               true,
+		"stoatflow.default.svc:9464":  true,
+		"StoatFlow.Default.Svc":       true,
+	} {
+		a := send(t, http.MethodGet, base+"/metrics", map[string]string{"Host": host}, "")
+		switch {
+		case ok && a.status != http.StatusOK:
+			t.Errorf("Host %q = %d %s, want 200", host, a.status, a.raw)
+		case !ok:
+			wantError(t, a, http.StatusForbidden, "host_not_allowed")
+		}
+	}
+	// Probes answer whatever the Host: they reveal nothing, and load balancers send odd ones.
+	if a := send(t, http.MethodGet, base+"/healthz", map[string]string{"Host": "evil.example"}, ""); a.status != http.StatusOK {
+		t.Errorf("/healthz with a foreign Host = %d", a.status)
+	}
+
+	named, err := NewHTTPServer(HTTPOptions{Listen: "Stoat-1.example.:9464"}, NewStateMachine(nil), metrics.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := named.hostAllowed("stoat-1.example:9464"); !ok {
+		t.Error("the listen host is refused")
+	}
+
+	cfg := testConfig(t, []string{"127.0.0.1:1"}, "return nil", `application.server = "stoat-2.example:9464"`)
+	cfg.HTTPAllowedHosts = []string{"stoatflow.default.svc"}
+	ag, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]bool{"stoat-2.example:80": true, "stoatflow.default.svc": true, "stoat-3.example": false} {
+		if _, ok := ag.http.hostAllowed(host); ok != want {
+			t.Errorf("agent: Host %q allowed = %t, want %t", host, ok, want)
+		}
+	}
+}
+
+func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
+	s, _ := startServer(t, HTTPOptions{Token: "s3cret"})
+	base := "http://" + s.Addr()
+	for auth, status := range map[string]int{
+		"Bearer s3cret":   200,
+		"bearer s3cret":   200,
+		"BEARER s3cret":   200,
+		"Bearer   s3cret": 200,
+		"Bearer":          401,
+		"Bearer ":         401,
+		"Bearers3cret":    401,
+		"Basic s3cret":    401,
+		"bearer wrong":    401,
+	} {
+		if a := send(t, http.MethodGet, base+"/metrics", map[string]string{"Authorization": auth}, ""); a.status != status {
+			t.Errorf("Authorization %q = %d %s, want %d", auth, a.status, a.raw, status)
+		}
+	}
+}
+
+// slowClient sends the headers of a request and part of its body, and never the rest.
+func slowClient(t *testing.T, addr, request string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, request); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+const slowBody = "POST /slow HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+
+// slowServer is a server with an endpoint that reads its whole body.
+func slowServer(t *testing.T) *HTTPServer {
+	t.Helper()
+	s, err := NewHTTPServer(HTTPOptions{Listen: "127.0.0.1:0"}, NewStateMachine(nil), metrics.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Handle("POST /slow", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			writeHTTPError(w, http.StatusRequestTimeout, "request_timeout", err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "read"})
+	}))
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// activeConns is the number of connections whose request is being served.
+func (s *HTTPServer) activeConns() int {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	n := 0
+	for _, st := range s.conns {
+		if st == http.StateActive {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSlowClientsAreCutOff: 300 clients that send a body byte by byte never finish; each
+// must be disconnected once the request had readTimeout to arrive.
+func TestSlowClientsAreCutOff(t *testing.T) {
+	t.Parallel()
+	s := slowServer(t)
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	const n = 300
+	start := time.Now()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		conns[i] = slowClient(t, s.Addr(), slowBody)
+	}
+	errs := make(chan error, n)
+	for _, c := range conns {
+		go func() {
+			// The server closes the connection: io.ReadAll ends. The deadline is the test's
+			// limit, far past the server's timeout.
+			_ = c.SetReadDeadline(time.Now().Add(readTimeout + 20*time.Second))
+			_, err := io.ReadAll(c)
+			errs <- err
+		}()
+	}
+	for range conns {
+		if err := <-errs; err != nil {
+			t.Fatalf("a slow client was not cut off: %v", err)
+		}
+	}
+	t.Logf("%d slow clients cut off after %v (read timeout %v)", n, time.Since(start).Round(time.Millisecond), readTimeout)
+}
+
+// TestShutdownIsNotHeldBySlowClients: clients in the middle of sending their headers or
+// their body are dropped when shutdown begins, instead of holding it until they time out.
+func TestShutdownIsNotHeldBySlowClients(t *testing.T) {
+	s := slowServer(t)
+	const bodies, headers = 300, 20
+	for range bodies {
+		slowClient(t, s.Addr(), slowBody)
+	}
+	for range headers {
+		slowClient(t, s.Addr(), "GET /metrics HTTP/1.1\r\nHost: localhost\r\n")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.activeConns() < bodies {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d slow bodies being read", s.activeConns(), bodies)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Half the read timeout: without the cut the clients would hold the shutdown past it.
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout/2)
+	defer cancel()
+	start := time.Now()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown held by slow clients: %v", err)
+	}
+	t.Logf("shutdown with %d slow bodies and %d slow headers took %v", bodies, headers, time.Since(start).Round(time.Millisecond))
+}

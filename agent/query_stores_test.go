@@ -38,10 +38,19 @@ func queryAgent(t *testing.T) *Agent {
 	return a
 }
 
+// queryRequest is a request as a local client sends it: to localhost, a body as JSON.
+func queryRequest(method, target, body string) *http.Request {
+	r := httptest.NewRequest(method, "http://localhost"+target, strings.NewReader(body))
+	if body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	return r
+}
+
 func serveQuery(t *testing.T, a *Agent, method, target, body string) (int, map[string]any) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	a.http.srv.Handler.ServeHTTP(rec, httptest.NewRequest(method, target, strings.NewReader(body)))
+	a.http.srv.Handler.ServeHTTP(rec, queryRequest(method, target, body))
 	dec := json.NewDecoder(rec.Body)
 	dec.UseNumber()
 	var v any

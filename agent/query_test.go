@@ -41,6 +41,9 @@ func qcall(t *testing.T, method, url, body string) (int, map[string]any, []any) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -142,6 +142,7 @@ func (b *builder) buildAgent() {
 	c.HTTPToken = b.str("agent.http.token")
 	c.HTTPTLSCert = b.str("agent.http.tls.cert")
 	c.HTTPTLSKey = b.str("agent.http.tls.key")
+	c.HTTPAllowedHosts = b.hostNames("agent.http.allowed.hosts")
 	c.LogLevel = levels[b.str("agent.log.level")]
 	c.LogFormat = b.str("agent.log.format")
 	c.EmbeddedListen = b.str("agent.embedded.listen")
@@ -282,6 +283,21 @@ func (b *builder) checkHostPort(key, addr string, connect bool) {
 	if connect && host == "" {
 		b.fail(key, "invalid value %q: expected host:port with a host", addr)
 	}
+}
+
+// hostNames reads a list of DNS names as a Host header carries them (lower case, without
+// the trailing dot); a port, a scheme or a path in an entry is an error.
+func (b *builder) hostNames(key string) []string {
+	var out []string
+	for _, h := range b.list(key) {
+		name := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+		if name == "" || strings.ContainsAny(name, ":/ []@") {
+			b.fail(key, "invalid host name %q: expected a name such as stoatflow.default.svc, without port or scheme", h)
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
 }
 
 func (b *builder) checkFile(key, path string) {

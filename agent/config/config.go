@@ -12,6 +12,7 @@ type Config struct {
 	Scripts   []string // absolute paths
 
 	HTTPListen, HTTPToken, HTTPTLSCert, HTTPTLSKey string
+	HTTPAllowedHosts                               []string // lower case
 	LogLevel                                       slog.Level
 	LogFormat                                      string // "text"|"json"
 

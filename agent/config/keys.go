@@ -164,6 +164,8 @@ var agentKeys = []Key{
 		Doc: "Address of the HTTP server (health, metrics, topology, interactive queries)."},
 	{Name: "http.token", Type: TypePassword,
 		Doc: "Bearer token required on every HTTP request except /healthz and /readyz; empty means none."},
+	{Name: "http.allowed.hosts", Type: TypeList,
+		Doc: "Host names the HTTP server answers to besides loopback names (localhost), IP addresses, the host of http.listen and of application.server, e.g. a Kubernetes service name; other Host headers are refused (DNS rebinding). Names only, no ports."},
 	{Name: "http.tls.cert", Type: TypeString, Path: true,
 		Doc: "PEM certificate chain for HTTPS; set together with http.tls.key."},
 	{Name: "http.tls.key", Type: TypeString, Path: true,

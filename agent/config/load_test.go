@@ -106,6 +106,9 @@ func TestErrorClasses(t *testing.T) {
 			`streams.application.server: invalid value "localhost": expected host:port`},
 		{"application.server bad port", "", `application.server = "localhost:http"`,
 			`port must be a number between 1 and 65535`},
+		{"allowed host with a port", `http.allowed.hosts = ["svc", "svc:9464"]`, "",
+			`agent.http.allowed.hosts: invalid host name "svc:9464": expected a name such as stoatflow.default.svc, without port or scheme`},
+		{"allowed host as a URL", `http.allowed.hosts = "http://svc"`, "", `invalid host name "http://svc"`},
 		{"tls cert without key", `http.tls.cert = "cert.pem"`, "",
 			`agent.http.tls.cert: set without agent.http.tls.key: HTTPS needs both`},
 		{"tls key without cert", `http.tls.key = "key.pem"`, "",
@@ -323,6 +326,7 @@ func TestDefaults(t *testing.T) {
 		{"guarantee", cfg.ProcessingGuarantee, "at_least_once"},
 		{"exactly once", cfg.ExactlyOnce(), false},
 		{"http", cfg.HTTPListen, "127.0.0.1:9464"},
+		{"allowed hosts", len(cfg.HTTPAllowedHosts), 0},
 		{"log level", cfg.LogLevel, slog.LevelInfo},
 		{"log format", cfg.LogFormat, "text"},
 		{"embedded listen", cfg.EmbeddedListen, "127.0.0.1:0"},
@@ -385,6 +389,7 @@ func TestExactlyOnceDefaults(t *testing.T) {
 func TestValuesSet(t *testing.T) {
 	cfg := mustParse(t, `http.listen = ":8080"
 http.token = "s3cret"
+http.allowed.hosts = ["Stoat.Default.Svc.", "stoat-1"]
 log.level = "DEBUG"
 log.format = "json"
 embedded.partitions = 4
@@ -411,6 +416,7 @@ default.timestamp.extractor = "org.apache.kafka.streams.processor.WallclockTimes
 	}{
 		{"listen", cfg.HTTPListen, ":8080"},
 		{"token", cfg.HTTPToken, "s3cret"},
+		{"allowed hosts", strings.Join(cfg.HTTPAllowedHosts, ","), "stoat.default.svc,stoat-1"},
 		{"level", cfg.LogLevel, slog.LevelDebug},
 		{"format", cfg.LogFormat, "json"},
 		{"partitions", cfg.EmbeddedPartitions, int32(4)},
