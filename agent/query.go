@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,15 +23,18 @@ const (
 	maxRangeLimit     = 10000
 )
 
-// serveQueries adds the interactive-query endpoints (DESIGN §7, docs/queries.md).
+// serveQueries adds the interactive-query endpoints (DESIGN §7, docs/queries.md), all
+// behind one gate (agent.http.query.max.concurrency, agent.http.query.timeout).
 func (a *Agent) serveQueries() {
-	a.http.Handle("GET /v1/stores", api([]string{"isolation"}, a.listStores))
-	a.http.Handle("GET /v1/stores/{store}/keys/{key}", api([]string{"isolation"}, a.getKey))
-	a.http.Handle("GET /v1/stores/{store}/keys", api([]string{"isolation", "from", "to", "prefix", "reverse", "limit", "after"}, a.rangeKeys))
-	a.http.Handle("GET /v1/stores/{store}/count", api([]string{"isolation"}, a.countKeys))
-	a.http.Handle("GET /v1/stores/{store}/windows/{key}", api([]string{"isolation", "from", "to", "reverse"}, a.fetchWindows))
-	a.http.Handle("POST /v2/query", api(nil, a.queryV2))
-	a.http.Handle("GET /v1/metadata/{store}/{key}", http.HandlerFunc(a.keyMetadata))
+	g := newQueryGate(a.cfg.QueryMaxConcurrency, runtime.GOMAXPROCS(0), a.cfg.QueryTimeout)
+	handle := func(pattern string, h http.Handler) { a.http.Handle(pattern, g.admit(h)) }
+	handle("GET /v1/stores", api([]string{"isolation"}, a.listStores))
+	handle("GET /v1/stores/{store}/keys/{key}", api([]string{"isolation"}, a.getKey))
+	handle("GET /v1/stores/{store}/keys", api([]string{"isolation", "from", "to", "prefix", "reverse", "limit", "after"}, a.rangeKeys))
+	handle("GET /v1/stores/{store}/count", api([]string{"isolation"}, a.countKeys))
+	handle("GET /v1/stores/{store}/windows/{key}", api([]string{"isolation", "from", "to", "reverse"}, a.fetchWindows))
+	handle("POST /v2/query", api(nil, a.queryV2))
+	handle("GET /v1/metadata/{store}/{key}", http.HandlerFunc(a.keyMetadata))
 }
 
 type apiHandler func(w http.ResponseWriter, r *http.Request) *apiError
@@ -195,17 +199,22 @@ func (a *Agent) countKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
+	if s.spec.Type == state.Versioned {
+		return notSupported("approximateNumEntries of versioned stores")
+	}
+	// approximateNumEntries walks the store, so it is a paced walk like a range read.
+	m, err := s.openMerge(pacerOf(r.Context()), level, nil, nil, false)
+	if err != nil {
+		return asAPIError(err)
+	}
+	defer m.close()
 	var n int64
-	for p := int32(0); p < s.partitions; p++ {
-		kp, err := s.kv(p, level)
-		if err != nil {
-			return storeError(err)
-		}
-		c, err := kp.count()
-		if err != nil {
-			return asAPIError(err)
-		}
-		n += c
+	for i := m.head(); i >= 0; i = m.head() {
+		n++
+		m.advance(i)
+	}
+	if m.err != nil {
+		return asAPIError(m.err)
 	}
 	writeJSON(w, http.StatusOK, map[string]int64{"count": n})
 	return nil
@@ -292,7 +301,7 @@ func (a *Agent) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 		return e
 	}
 	lo, hi := rp.bounds()
-	m, err := s.openMerge(level, lo, hi, rp.reverse)
+	m, err := s.openMerge(pacerOf(r.Context()), level, lo, hi, rp.reverse)
 	if err != nil {
 		return asAPIError(err)
 	}
@@ -303,7 +312,8 @@ func (a *Agent) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	switch {
 	case err != nil:
 		// The status line is gone: the error follows the items that were read.
-		extra["error"], extra["code"] = err.Error(), "store_error"
+		e := asAPIError(err)
+		extra["error"], extra["code"] = e.msg, e.code
 	case next != "":
 		extra["next"] = next
 	}
@@ -314,21 +324,19 @@ func (a *Agent) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 // streamRange writes up to rp.limit entries in merged key order and returns the cursor
 // to continue from when it stopped early. Equal keys from several partitions are never
 // split across pages, since the cursor skips the key.
-func (s *queryStore) streamRange(out *itemStream, m *kvMerge, rp rangeParams) (string, error) {
+func (s *queryStore) streamRange(out *itemStream, m *kvMerge[*state.KeyValueIterator], rp rangeParams) (string, error) {
 	var last []byte
 	n := 0
 	for {
 		i := m.head()
 		if i < 0 {
-			return "", nil
+			return "", m.err
 		}
 		it := m.its[i]
 		k := it.Key()
 		switch {
 		case rp.after != nil && string(k) == string(rp.after):
-			if err := m.advance(i); err != nil {
-				return "", err
-			}
+			m.advance(i)
 			continue
 		case rp.prefix != nil && !strings.HasPrefix(string(k), string(rp.prefix)):
 			return "", nil
@@ -351,9 +359,7 @@ func (s *queryStore) streamRange(out *itemStream, m *kvMerge, rp rangeParams) (s
 		}
 		last = append(last[:0], k...)
 		n++
-		if err := m.advance(i); err != nil {
-			return "", err
-		}
+		m.advance(i)
 	}
 }
 

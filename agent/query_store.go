@@ -175,16 +175,6 @@ func (k kvPartition) rng(from, to []byte, reverse bool) (*state.KeyValueIterator
 	return nil, notSupported("range reads of versioned stores under /v1 (POST /v2/query with a RangeQuery answers them)")
 }
 
-func (k kvPartition) count() (int64, error) {
-	switch {
-	case k.plain != nil:
-		return k.plain.ApproximateNumEntries()
-	case k.ts != nil:
-		return k.ts.ApproximateNumEntries()
-	}
-	return 0, notSupported("approximateNumEntries of versioned stores")
-}
-
 // position is the changelog offset the store partition has applied, in Kafka Streams'
 // Position shape: {"<changelog topic>": {"<partition>": offset}}; empty when none is.
 func (s *queryStore) position(p int32) (map[string]map[string]int64, error) {

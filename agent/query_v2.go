@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -24,9 +23,6 @@ const (
 	failNotPresent       = "NOT_PRESENT"
 	failStoreException   = "STORE_EXCEPTION"
 )
-
-// maxV2Body bounds a POST /v2/query body: a query is a few keys and bounds.
-const maxV2Body = 1 << 20
 
 // v2Request is a StateQueryRequest: inStore(store).withQuery(query), optional partitions
 // (default: all), position bound, requireActive and, as KIP-892 adds, an isolation level.
@@ -208,7 +204,7 @@ func (s *queryStore) unknownQuery(queryType, because string) string {
 }
 
 func (a *Agent) queryV2(w http.ResponseWriter, r *http.Request) *apiError {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxV2Body))
+	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	var req v2Request
 	if err := dec.Decode(&req); err != nil {
@@ -245,8 +241,12 @@ func (a *Agent) queryV2(w http.ResponseWriter, r *http.Request) *apiError {
 	out := newV2Writer(w, s.name)
 	merged := map[string]map[string]int64{}
 	running := a.state.Current() == StateRunning
+	pace := pacerOf(r.Context())
 	for _, p := range parts {
 		switch {
+		case r.Context().Err() != nil:
+			out.failure(p, failStoreException, queryStopped(r.Context()).msg)
+			continue
 		case p < 0 || p >= s.partitions:
 			out.failure(p, failNotPresent, "The requested partition was not present at the time of the query.")
 			continue
@@ -268,7 +268,7 @@ func (a *Agent) queryV2(w http.ResponseWriter, r *http.Request) *apiError {
 			out.failure(p, failUnknownQueryType, plan.unknown)
 			continue
 		}
-		res, err := s.runV2(plan, p, level)
+		res, err := s.runV2(plan, p, level, pace)
 		if err != nil {
 			out.failure(p, failStoreException, err.Error())
 			continue
@@ -359,29 +359,29 @@ type itemSource struct {
 	close func()
 }
 
-func (s *queryStore) runV2(plan *v2Plan, p int32, level state.IsolationLevel) (v2Result, error) {
+// runV2 runs a query on partition p. Reads of many entries step pace, which ends them at
+// the query's deadline and lets the processing loop run between chunks.
+func (s *queryStore) runV2(plan *v2Plan, p int32, level state.IsolationLevel, pace *pacer) (v2Result, error) {
 	q := plan.q
 	switch q.Type {
 	case "KeyQuery", "TimestampedKeyQuery", "TimestampedKeyWithHeadersQuery", "VersionedKeyQuery":
 		return s.runKeyQuery(plan, p, level)
 	case "MultiVersionedKeyQuery":
-		return s.runVersions(plan, p, level)
+		return s.runVersions(plan, p, level, pace)
 	case "RangeQuery", "TimestampedRangeQuery", "TimestampedRangeWithHeadersQuery":
-		kp, err := s.kv(p, level)
+		if s.spec.Type == state.Versioned {
+			return s.runVersionedRange(plan, p, level, pace)
+		}
+		m, err := mergeRange(pace, []int32{p}, plan.lower, plan.upper, q.Descending, s.rangeOpener(level, q.Descending))
 		if err != nil {
 			return v2Result{}, err
 		}
-		if kp.versioned != nil {
-			return s.runVersionedRange(kp.versioned, plan)
-		}
-		it, err := kp.rng(plan.lower, plan.upper, q.Descending)
-		if err != nil {
-			return v2Result{}, err
-		}
-		return s.primed(&itemSource{close: it.Close, next: func() (any, bool, error) {
-			if !it.Next() {
-				return nil, false, it.Err()
+		return v2Result{items: &itemSource{close: m.close, next: func() (any, bool, error) {
+			if m.head() < 0 {
+				return nil, false, m.err
 			}
+			it := m.its[0]
+			defer m.advance(0)
 			k, err := s.key.jsonValue(it.Key())
 			if err != nil {
 				return nil, false, err
@@ -402,7 +402,7 @@ func (s *queryStore) runV2(plan *v2Plan, p int32, level state.IsolationLevel) (v
 				item["headers"] = headersJSON(h)
 			}
 			return item, true, nil
-		}})
+		}}}, nil
 	}
 	// Window and session queries.
 	st := s.spec
@@ -432,6 +432,9 @@ func (s *queryStore) runV2(plan *v2Plan, p int32, level state.IsolationLevel) (v
 	return s.primed(&itemSource{close: it.Close, next: func() (any, bool, error) {
 		if !it.Next() {
 			return nil, false, it.Err()
+		}
+		if err := pace.step(); err != nil {
+			return nil, false, err
 		}
 		v, err := s.value.jsonValue(it.Value())
 		if err != nil {
@@ -489,7 +492,7 @@ func versionJSON(value any, rec state.VersionedRecord) map[string]any {
 
 // runVersions answers MultiVersionedKeyQuery: the key's versions valid at some time in
 // [fromTime, toTime], ascending unless descending.
-func (s *queryStore) runVersions(plan *v2Plan, p int32, level state.IsolationLevel) (v2Result, error) {
+func (s *queryStore) runVersions(plan *v2Plan, p int32, level state.IsolationLevel, pace *pacer) (v2Result, error) {
 	q := plan.q
 	kp, err := s.kv(p, level)
 	if err != nil {
@@ -499,6 +502,9 @@ func (s *queryStore) runVersions(plan *v2Plan, p int32, level state.IsolationLev
 	return s.primed(&itemSource{close: it.Close, next: func() (any, bool, error) {
 		if !it.Next() {
 			return nil, false, it.Err()
+		}
+		if err := pace.step(); err != nil {
+			return nil, false, err
 		}
 		rec := it.Record()
 		v, err := s.value.jsonValue(rec.Value)
@@ -511,12 +517,24 @@ func (s *queryStore) runVersions(plan *v2Plan, p int32, level state.IsolationLev
 
 // runVersionedRange answers RangeQuery on a versioned store with each key's latest value,
 // as Kafka's versioned stores do.
-func (s *queryStore) runVersionedRange(v *state.VersionedView, plan *v2Plan) (v2Result, error) {
-	it := v.Range(plan.lower, plan.upper, plan.q.Descending)
-	return s.primed(&itemSource{close: it.Close, next: func() (any, bool, error) {
-		if !it.Next() {
-			return nil, false, it.Err()
+func (s *queryStore) runVersionedRange(plan *v2Plan, p int32, level state.IsolationLevel, pace *pacer) (v2Result, error) {
+	reverse := plan.q.Descending
+	m, err := mergeRange(pace, []int32{p}, plan.lower, plan.upper, reverse, func(p int32, lo, hi []byte) (*state.VersionedRangeIterator, error) {
+		kp, err := s.kv(p, level)
+		if err != nil {
+			return nil, err
 		}
+		return kp.versioned.Range(lo, hi, reverse), nil
+	})
+	if err != nil {
+		return v2Result{}, err
+	}
+	return v2Result{items: &itemSource{close: m.close, next: func() (any, bool, error) {
+		if m.head() < 0 {
+			return nil, false, m.err
+		}
+		it := m.its[0]
+		defer m.advance(0)
 		k, err := s.key.jsonValue(it.Key())
 		if err != nil {
 			return nil, false, err
@@ -526,7 +544,7 @@ func (s *queryStore) runVersionedRange(v *state.VersionedView, plan *v2Plan) (v2
 			return nil, false, err
 		}
 		return map[string]any{"key": k, "value": v}, true, nil
-	}})
+	}}}, nil
 }
 
 func (s *queryStore) runKeyQuery(plan *v2Plan, p int32, level state.IsolationLevel) (v2Result, error) {

@@ -121,11 +121,12 @@ func (a *Agent) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError {
 			continue
 		}
 		out := startItems(w)
-		err = s.streamWindows(out, it)
+		err = s.streamWindows(out, it, pacerOf(r.Context()))
 		it.Close()
 		var extra map[string]string
 		if err != nil {
-			extra = map[string]string{"error": err.Error(), "code": "store_error"}
+			e := asAPIError(err)
+			extra = map[string]string{"error": e.msg, "code": e.code}
 		}
 		// A key's windows live in one partition: the first that has any holds them all.
 		_ = out.end(extra)
@@ -136,7 +137,7 @@ func (a *Agent) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError {
 }
 
 // streamWindows writes it's current entry and the rest.
-func (s *queryStore) streamWindows(out *itemStream, it windowCursor) error {
+func (s *queryStore) streamWindows(out *itemStream, it windowCursor, pace *pacer) error {
 	for {
 		item, err := s.windowItem(it)
 		if err != nil {
@@ -147,6 +148,9 @@ func (s *queryStore) streamWindows(out *itemStream, it windowCursor) error {
 		}
 		if !it.Next() {
 			return it.Err()
+		}
+		if err := pace.step(); err != nil {
+			return err
 		}
 	}
 }

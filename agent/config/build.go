@@ -143,6 +143,8 @@ func (b *builder) buildAgent() {
 	c.HTTPTLSCert = b.str("agent.http.tls.cert")
 	c.HTTPTLSKey = b.str("agent.http.tls.key")
 	c.HTTPAllowedHosts = b.hostNames("agent.http.allowed.hosts")
+	c.QueryMaxConcurrency = int(b.num("agent.http.query.max.concurrency"))
+	c.QueryTimeout = b.dur("agent.http.query.timeout")
 	c.LogLevel = levels[b.str("agent.log.level")]
 	c.LogFormat = b.str("agent.log.format")
 	c.EmbeddedListen = b.str("agent.embedded.listen")

@@ -13,6 +13,8 @@ type Config struct {
 
 	HTTPListen, HTTPToken, HTTPTLSCert, HTTPTLSKey string
 	HTTPAllowedHosts                               []string // lower case
+	QueryMaxConcurrency                            int
+	QueryTimeout                                   time.Duration
 	LogLevel                                       slog.Level
 	LogFormat                                      string // "text"|"json"
 

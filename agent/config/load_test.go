@@ -109,6 +109,9 @@ func TestErrorClasses(t *testing.T) {
 		{"allowed host with a port", `http.allowed.hosts = ["svc", "svc:9464"]`, "",
 			`agent.http.allowed.hosts: invalid host name "svc:9464": expected a name such as stoatflow.default.svc, without port or scheme`},
 		{"allowed host as a URL", `http.allowed.hosts = "http://svc"`, "", `invalid host name "http://svc"`},
+		{"no queries at once", "http.query.max.concurrency = 0", "",
+			`agent.http.query.max.concurrency: invalid value 0: must be at least 1`},
+		{"no time for a query", "http.query.timeout = 0", "", `agent.http.query.timeout: invalid value 0`},
 		{"tls cert without key", `http.tls.cert = "cert.pem"`, "",
 			`agent.http.tls.cert: set without agent.http.tls.key: HTTPS needs both`},
 		{"tls key without cert", `http.tls.key = "key.pem"`, "",
@@ -327,6 +330,8 @@ func TestDefaults(t *testing.T) {
 		{"exactly once", cfg.ExactlyOnce(), false},
 		{"http", cfg.HTTPListen, "127.0.0.1:9464"},
 		{"allowed hosts", len(cfg.HTTPAllowedHosts), 0},
+		{"queries at once", cfg.QueryMaxConcurrency, 4},
+		{"query timeout", cfg.QueryTimeout, 30 * time.Second},
 		{"log level", cfg.LogLevel, slog.LevelInfo},
 		{"log format", cfg.LogFormat, "text"},
 		{"embedded listen", cfg.EmbeddedListen, "127.0.0.1:0"},
@@ -390,6 +395,8 @@ func TestValuesSet(t *testing.T) {
 	cfg := mustParse(t, `http.listen = ":8080"
 http.token = "s3cret"
 http.allowed.hosts = ["Stoat.Default.Svc.", "stoat-1"]
+http.query.max.concurrency = 16
+http.query.timeout = "5s"
 log.level = "DEBUG"
 log.format = "json"
 embedded.partitions = 4
@@ -417,6 +424,8 @@ default.timestamp.extractor = "org.apache.kafka.streams.processor.WallclockTimes
 		{"listen", cfg.HTTPListen, ":8080"},
 		{"token", cfg.HTTPToken, "s3cret"},
 		{"allowed hosts", strings.Join(cfg.HTTPAllowedHosts, ","), "stoat.default.svc,stoat-1"},
+		{"queries at once", cfg.QueryMaxConcurrency, 16},
+		{"query timeout", cfg.QueryTimeout, 5 * time.Second},
 		{"level", cfg.LogLevel, slog.LevelDebug},
 		{"format", cfg.LogFormat, "json"},
 		{"partitions", cfg.EmbeddedPartitions, int32(4)},
