@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stoatflow/stoatflow/agent"
+	"github.com/stoatflow/stoatflow/agent/config"
+)
+
+// listenIP is an address of this machine other than loopback, where there is one: the
+// agent's HTTP guards must not get in the way of a client that reaches it over the network.
+func listenIP(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Log("no address but loopback: the agent listens on 127.0.0.1")
+	return "127.0.0.1"
+}
+
+// TestQueryCommandAgainstARunningAgent runs the word count on the embedded broker and
+// asks it with stoatflow query and validate --against, the way a person would.
+func TestQueryCommandAgainstARunningAgent(t *testing.T) {
+	dir := t.TempDir()
+	script, err := filepath.Abs("../../scripts/wordcount.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toml := fmt.Sprintf(`
+[agent]
+scripts = [%q]
+http.listen = "%s:0"
+embedded.partitions = 3
+embedded.demo = true
+[streams]
+application.id = "wordcount"
+bootstrap.servers = "embedded"
+processing.guarantee = "exactly_once_v2"
+state.dir = %q
+`, script, listenIP(t), filepath.Join(dir, "state"))
+	path := filepath.Join(dir, "agent.toml")
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(cfg, agent.Options{Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	})
+	wait, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	if _, err := a.WaitState(wait, agent.StateRunning); err != nil {
+		t.Fatal(err)
+	}
+	addr, err := a.HTTPAddr(wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(append([]string{"query", "-addr", addr}, args...)...)
+		if code != 0 {
+			t.Fatalf("stoatflow query %v: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	if out := query("stores"); !strings.Contains(out, "word-counts") {
+		t.Fatalf("stores:\n%s", out)
+	}
+	// The demo feeds a line every 500 ms: poll until a word is counted.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if out := query("count", "word-counts"); strings.TrimSpace(out) != "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no word counted in 30 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if out := query("range", "word-counts", "-limit", "2"); !strings.HasPrefix(out, "KEY") {
+		t.Fatalf("range:\n%s", out)
+	}
+	if out := query("iqv2", `{"store":"word-counts","partitions":[0],"query":{"type":"RangeQuery"}}`); !strings.Contains(out, `"success": true`) {
+		t.Fatalf("iqv2:\n%s", out)
+	}
+	code, out, errOut := runCLI("validate", "-c", path, "--against", "http://"+addr)
+	if code != 0 || !strings.Contains(out, "reload-compatible") {
+		t.Fatalf("validate --against: exit %d, out %q, err %q", code, out, errOut)
+	}
+}
