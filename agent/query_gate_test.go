@@ -170,12 +170,7 @@ func TestSlowReaderHoldsNoCPUToken(t *testing.T) {
 // of one partition holding the keys 0…699.
 func bigStoresAgent(t *testing.T) (*Agent, *state.DB) {
 	t.Helper()
-	a := queryAgent(t)
-	db, err := state.Open(t.TempDir(), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	a, db := queryAgentWithDB(t)
 	str, long := serdes.String{}, serdes.Long{}
 	specs := []pipeline.StoreSpec{
 		{Name: "big", Type: pipeline.KeyValueStoreType, Serdes: pipeline.Serdes{Key: str, Value: str}},
@@ -209,10 +204,7 @@ func bigStoresAgent(t *testing.T) (*Agent, *state.DB) {
 	if err := db.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.state.Transition(StateRebalancing); err != nil {
-		t.Fatal(err)
-	}
-	a.stores.Store(&storeCatalog{db: db, specs: specs, partitions: 3})
+	serveStores(t, a, db, specs, 3)
 	return a, db
 }
 

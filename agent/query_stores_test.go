@@ -95,12 +95,7 @@ func TestQueriesBeforeTheStoresAreReady(t *testing.T) {
 // and commits a few entries with changelog offsets.
 func storesFixture(t *testing.T) *Agent {
 	t.Helper()
-	a := queryAgent(t)
-	db, err := state.Open(t.TempDir(), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	a, db := queryAgentWithDB(t)
 	str, long, js, raw := serdes.String{}, serdes.Long{}, serdes.JSON{}, serdes.Bytes{}
 	specs := []pipeline.StoreSpec{
 		{Name: "hdr", Type: pipeline.TimestampedKeyValueStoreType, Serdes: pipeline.Serdes{Key: str, Value: str}, Headers: true, Logged: true},
@@ -163,11 +158,29 @@ func storesFixture(t *testing.T) *Agent {
 	_, err = wb.PutWithHeaders([]byte("b"), 10, v, 11, nil)
 	check(err)
 	check(db.Commit(map[state.ChangelogPartition]int64{{Store: "wins", Partition: home([]byte("a"))}: 41}))
+	serveStores(t, a, db, specs, parts)
+	return a
+}
+
+// queryAgentWithDB is queryAgent and an empty state database.
+func queryAgentWithDB(t *testing.T) (*Agent, *state.DB) {
+	t.Helper()
+	a := queryAgent(t)
+	db, err := state.Open(t.TempDir(), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return a, db
+}
+
+// serveStores makes the stores of db the application's, as Run does once they are restored.
+func serveStores(t *testing.T, a *Agent, db *state.DB, specs []pipeline.StoreSpec, partitions int32) {
+	t.Helper()
 	if err := a.state.Transition(StateRebalancing); err != nil {
 		t.Fatal(err)
 	}
-	a.stores.Store(&storeCatalog{db: db, specs: specs, partitions: parts})
-	return a
+	a.stores.Store(&storeCatalog{db: db, specs: specs, partitions: partitions})
 }
 
 func TestQueryWindowSessionVersionedAndBytesStores(t *testing.T) {

@@ -376,19 +376,14 @@ func (s *queryStore) runV2(plan *v2Plan, p int32, level state.IsolationLevel, pa
 		if err != nil {
 			return v2Result{}, err
 		}
-		return v2Result{items: &itemSource{close: m.close, next: func() (any, bool, error) {
-			if m.head() < 0 {
-				return nil, false, m.err
-			}
-			it := m.its[0]
-			defer m.advance(0)
+		return walkItems(m, func(it *state.KeyValueIterator) (any, error) {
 			k, err := s.key.jsonValue(it.Key())
 			if err != nil {
-				return nil, false, err
+				return nil, err
 			}
 			v, err := s.value.jsonValue(it.Value())
 			if err != nil {
-				return nil, false, err
+				return nil, err
 			}
 			item := map[string]any{"key": k, "value": v}
 			if q.Type != "RangeQuery" {
@@ -397,12 +392,12 @@ func (s *queryStore) runV2(plan *v2Plan, p int32, level state.IsolationLevel, pa
 			if q.Type == "TimestampedRangeWithHeadersQuery" {
 				h, err := it.Headers()
 				if err != nil {
-					return nil, false, err
+					return nil, err
 				}
 				item["headers"] = headersJSON(h)
 			}
-			return item, true, nil
-		}}}, nil
+			return item, nil
+		}), nil
 	}
 	// Window and session queries.
 	st := s.spec
@@ -529,22 +524,30 @@ func (s *queryStore) runVersionedRange(plan *v2Plan, p int32, level state.Isolat
 	if err != nil {
 		return v2Result{}, err
 	}
+	return walkItems(m, func(it *state.VersionedRangeIterator) (any, error) {
+		k, err := s.key.jsonValue(it.Key())
+		if err != nil {
+			return nil, err
+		}
+		v, err := s.value.jsonValue(it.Record().Value)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"key": k, "value": v}, nil
+	}), nil
+}
+
+// walkItems is the range result of a walk over one partition: item turns each entry into
+// its JSON value.
+func walkItems[C kvCursor](m *kvMerge[C], item func(it C) (any, error)) v2Result {
 	return v2Result{items: &itemSource{close: m.close, next: func() (any, bool, error) {
 		if m.head() < 0 {
 			return nil, false, m.err
 		}
-		it := m.its[0]
-		defer m.advance(0)
-		k, err := s.key.jsonValue(it.Key())
-		if err != nil {
-			return nil, false, err
-		}
-		v, err := s.value.jsonValue(it.Record().Value)
-		if err != nil {
-			return nil, false, err
-		}
-		return map[string]any{"key": k, "value": v}, true, nil
-	}}}, nil
+		v, err := item(m.its[0])
+		m.advance(0)
+		return v, err == nil, err
+	}}}
 }
 
 func (s *queryStore) runKeyQuery(plan *v2Plan, p int32, level state.IsolationLevel) (v2Result, error) {
