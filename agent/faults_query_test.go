@@ -26,12 +26,12 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// TestFaultQueryFloodKeepsProcessing floods an agent that has one CPU (GOMAXPROCS=1) with
+// TestFaultFloodOfQueriesKeepsProcessing floods an agent that has one CPU (GOMAXPROCS=1) with
 // 500 clients sending range reads, counts, IQv2 ranges and gets back to back, ignoring
 // Retry-After, and checks that it keeps at least half the processing rate it has
 // unloaded, with exactly-once output intact. Without a bound on queries, processing
 // stopped, the transaction outlived transaction.timeout.ms and the agent exited.
-func TestFaultQueryFloodKeepsProcessing(t *testing.T) {
+func TestFaultFloodOfQueriesKeepsProcessing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs an agent process under load; not in -short")
 	}

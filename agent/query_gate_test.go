@@ -135,9 +135,9 @@ func TestQueriesShareTheCPU(t *testing.T) {
 	}
 }
 
-// TestSlowReaderHoldsNoCPUToken: a query blocked writing to a client that does not read
+// TestQuerySlowReaderHoldsNoCPUToken: a query blocked writing to a client that does not read
 // has given its CPU token back.
-func TestSlowReaderHoldsNoCPUToken(t *testing.T) {
+func TestQuerySlowReaderHoldsNoCPUToken(t *testing.T) {
 	g := newQueryGate(2, 1, time.Minute)
 	srv := httptest.NewServer(g.admit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/big" {
@@ -171,9 +171,11 @@ func TestSlowReaderHoldsNoCPUToken(t *testing.T) {
 func bigStoresAgent(t *testing.T) (*Agent, *state.DB) {
 	t.Helper()
 	a, db := queryAgentWithDB(t)
-	str, long := serdes.String{}, serdes.Long{}
+	str, long, js := serdes.String{}, serdes.Long{}, serdes.JSON{}
 	specs := []pipeline.StoreSpec{
-		{Name: "big", Type: pipeline.KeyValueStoreType, Serdes: pipeline.Serdes{Key: str, Value: str}},
+		// JSON values are answered as the stored bytes: a walk must not move on before
+		// they are written.
+		{Name: "big", Type: pipeline.KeyValueStoreType, Serdes: pipeline.Serdes{Key: str, Value: js}},
 		{Name: "bigv", Type: pipeline.VersionedKeyValueStoreType, Serdes: pipeline.Serdes{Key: long, Value: str}, HistoryRetention: 1000},
 	}
 	for p := int32(0); p < 3; p++ {
@@ -183,7 +185,7 @@ func bigStoresAgent(t *testing.T) (*Agent, *state.DB) {
 		}
 	}
 	for i := range 3000 {
-		if err := bigStore(t, db, specs[0], int32(i%3)).Put([]byte(bigKey(i)), []byte("v")); err != nil {
+		if err := bigStore(t, db, specs[0], int32(i%3)).Put([]byte(bigKey(i)), []byte(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -223,9 +225,9 @@ func bigStore(t *testing.T, db *state.DB, spec pipeline.StoreSpec, p int32) *sta
 	return kv
 }
 
-// TestLongScansAreReadWholeAcrossChunks: scans of many chunks, whose iterators are
+// TestQueryScansAreReadWholeAcrossChunks: scans of many chunks, whose iterators are
 // reopened between chunks, read every entry once and in order.
-func TestLongScansAreReadWholeAcrossChunks(t *testing.T) {
+func TestQueryScansAreReadWholeAcrossChunks(t *testing.T) {
 	a, _ := bigStoresAgent(t)
 	want := []string{"dup", "dup", "dup"}
 	for i := range 3000 {
@@ -248,7 +250,12 @@ func TestLongScansAreReadWholeAcrossChunks(t *testing.T) {
 		res := o["partitionResults"].([]any)[0].(map[string]any)
 		var keys []string
 		for _, it := range res["result"].([]any) {
-			keys = append(keys, fmt.Sprint(it.(map[string]any)["key"]))
+			item := it.(map[string]any)
+			k := fmt.Sprint(item["key"])
+			if v := fmt.Sprint(item["value"]); k != "dup" && v != fmt.Sprintf("map[i:%d]", keyIndex(k)) {
+				t.Fatalf("IQv2 range: key %s has value %s", k, v)
+			}
+			keys = append(keys, k)
 		}
 		var part1 []string
 		for i := 1; i < 3000; i += 3 {
@@ -269,10 +276,10 @@ func TestLongScansAreReadWholeAcrossChunks(t *testing.T) {
 	}
 }
 
-// TestScansReleaseTheirSnapshot: a scan does not keep reading the LevelDB snapshot it
+// TestQueryScansReleaseTheirSnapshot: a scan does not keep reading the LevelDB snapshot it
 // started on; after its iterators are reopened it sees what was committed since, as a
 // paginated read would.
-func TestScansReleaseTheirSnapshot(t *testing.T) {
+func TestQueryScansReleaseTheirSnapshot(t *testing.T) {
 	a, db := bigStoresAgent(t)
 	s, e := a.lookupStore("big")
 	if e != nil {
@@ -304,7 +311,7 @@ func TestScansReleaseTheirSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := bigStore(t, db, spec, 0).Put([]byte(bigKey(2000)+"x"), []byte("v")); err != nil {
+	if err := bigStore(t, db, spec, 0).Put([]byte(bigKey(2000)+"x"), []byte("1")); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Commit(nil); err != nil {
@@ -331,9 +338,9 @@ func keyIndex(k string) int {
 	return i
 }
 
-// TestScansStopAtTheDeadline: a scan past its deadline ends within a chunk and says why;
+// TestQueryScansStopAtTheDeadline: a scan past its deadline ends within a chunk and says why;
 // one whose client went away ends too.
-func TestScansStopAtTheDeadline(t *testing.T) {
+func TestQueryScansStopAtTheDeadline(t *testing.T) {
 	a, _ := bigStoresAgent(t)
 	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()

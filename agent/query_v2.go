@@ -538,14 +538,19 @@ func (s *queryStore) runVersionedRange(plan *v2Plan, p int32, level state.Isolat
 }
 
 // walkItems is the range result of a walk over one partition: item turns each entry into
-// its JSON value.
+// its JSON value, which may hold the entry's bytes, so the walk moves on only when the next
+// item is asked for, after this one was written.
 func walkItems[C kvCursor](m *kvMerge[C], item func(it C) (any, error)) v2Result {
+	started := false
 	return v2Result{items: &itemSource{close: m.close, next: func() (any, bool, error) {
+		if started {
+			m.advance(0)
+		}
+		started = true
 		if m.head() < 0 {
 			return nil, false, m.err
 		}
 		v, err := item(m.its[0])
-		m.advance(0)
 		return v, err == nil, err
 	}}}
 }
