@@ -60,6 +60,7 @@ type HTTPServer struct {
 
 	connsMu sync.Mutex
 	conns   map[net.Conn]http.ConnState // every open connection but the idle ones
+	closing bool                        // the shutdown began
 }
 
 // openPaths answer without a token: probes (kubelet, load balancers, systemd helpers)
@@ -116,34 +117,43 @@ func NewHTTPServer(opts HTTPOptions, state *StateMachine, m *metrics.Metrics, lo
 	return s, nil
 }
 
-// trackConn keeps the connections that may hold a shutdown: the server closes idle ones
-// itself.
+// trackConn keeps the connections that may hold a shutdown (the server closes idle ones
+// itself), and once the shutdown began cuts those it reports after cutReads ran: the
+// server may still accept a connection, or read a request on an idle one, meanwhile.
 func (s *HTTPServer) trackConn(c net.Conn, st http.ConnState) {
 	s.connsMu.Lock()
 	defer s.connsMu.Unlock()
 	switch st {
 	case http.StateNew, http.StateActive:
+		if s.closing {
+			cut(c, st)
+			return
+		}
 		s.conns[c] = st
 	default:
 		delete(s.conns, c)
 	}
 }
 
-// cutReads runs when shutdown begins. A connection whose request has not arrived yet is
-// closed, and every other read the server waits on fails at once: a client sending its
-// headers or body slowly cannot hold the shutdown, and running queries see their context
-// cancelled.
+// cutReads runs when shutdown begins, and cuts every connection but the idle ones.
 func (s *HTTPServer) cutReads() {
 	s.connsMu.Lock()
 	defer s.connsMu.Unlock()
-	now := time.Now()
+	s.closing = true
 	for c, st := range s.conns {
-		if st == http.StateNew {
-			_ = c.Close()
-			continue
-		}
-		_ = c.SetReadDeadline(now)
+		cut(c, st)
 	}
+}
+
+// cut ends what a connection waits for. One whose request has not arrived yet is closed;
+// on any other, every read fails at once. A client sending its headers or body slowly
+// cannot hold the shutdown, and running queries see their context cancelled.
+func cut(c net.Conn, st http.ConnState) {
+	if st == http.StateNew {
+		_ = c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Now())
 }
 
 // Handle registers h for a Go 1.22 ServeMux pattern such as "GET /v1/stores/{store}". Like
