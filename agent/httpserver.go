@@ -302,22 +302,27 @@ func (s *HTTPServer) authenticate(next http.Handler) http.Handler {
 // JSON errors. The mux serves in both cases, since only its ServeHTTP sets the request's
 // path values ({store}, {key}).
 //
-// A request that may change state (any method but GET, HEAD and OPTIONS) to an endpoint
-// must carry a JSON body type: a cross-site form can only send text/plain, urlencoded or
-// multipart bodies, and a cross-site script sending JSON needs a CORS preflight, which
-// the agent never grants.
+// A request that may change state (any method but GET, HEAD and OPTIONS, except the
+// read-only POST /v2/query) to an endpoint must carry a JSON body type: a cross-site form
+// can only send text/plain, urlencoded or multipart bodies, and a cross-site script sending
+// JSON needs a CORS preflight, which the agent never grants. An IQv2 query changes nothing
+// and its answer cannot be read cross-site, so clients that send its JSON body without
+// the type (curl -d) are served; a foreign Origin is still refused for every POST.
 func (s *HTTPServer) route(w http.ResponseWriter, r *http.Request) {
 	_, pattern := s.mux.Handler(r)
 	switch {
 	case pattern == "":
 		w = &muxErrorWriter{ResponseWriter: w, r: r}
-	case !safeMethod(r.Method) && !jsonBody(r):
+	case !safeMethod(r.Method) && !readOnly[pattern] && !jsonBody(r):
 		writeHTTPError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf(
 			"%s %s needs Content-Type: application/json (got %q)", r.Method, r.URL.Path, r.Header.Get("Content-Type")))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
 }
+
+// readOnly lists the POST endpoints that only read.
+var readOnly = map[string]bool{"POST /v2/query": true}
 
 func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions

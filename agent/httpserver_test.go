@@ -566,3 +566,24 @@ func TestShutdownIsNotHeldBySlowClients(t *testing.T) {
 	}
 	t.Logf("shutdown with %d slow bodies and %d slow headers took %v", bodies, headers, time.Since(start).Round(time.Millisecond))
 }
+
+// TestReadOnlyQueryNeedsNoJSONType: POST /v2/query only reads, so a client that sends its
+// JSON body without the type (curl -d) is served; a foreign Origin is still refused.
+func TestReadOnlyQueryNeedsNoJSONType(t *testing.T) {
+	s, _ := startServer(t, HTTPOptions{})
+	s.Handle("POST /v2/query", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	}))
+	base := "http://" + s.Addr()
+	for _, typ := range []string{"", "application/x-www-form-urlencoded", "application/json"} {
+		h := map[string]string{}
+		if typ != "" {
+			h["Content-Type"] = typ
+		}
+		if a := send(t, http.MethodPost, base+"/v2/query", h, `{"store":"s"}`); a.status != http.StatusOK {
+			t.Errorf("POST /v2/query with Content-Type %q = %d %s, want 200", typ, a.status, a.raw)
+		}
+	}
+	wantError(t, send(t, http.MethodPost, base+"/v2/query",
+		map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example"}, "{}"), 403, "cross_origin")
+}
