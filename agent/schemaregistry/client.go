@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"time"
@@ -42,12 +43,20 @@ const defaultTimeout = 60 * time.Second
 
 // Bound is the longest a call may take: every attempt timing out, with every wait between.
 func (o Options) Bound() time.Duration {
-	attempt := cmp.Or(o.ConnectTimeout, defaultTimeout) + cmp.Or(o.ReadTimeout, defaultTimeout)
-	total := time.Duration(o.MaxRetries+1) * attempt
-	for i, wait := 0, o.RetryWait; i < o.MaxRetries; i, wait = i+1, min(2*wait, o.RetryMaxWait) {
-		total += wait
+	attempt := saturatingAdd(cmp.Or(o.ConnectTimeout, defaultTimeout), cmp.Or(o.ReadTimeout, defaultTimeout))
+	total := attempt
+	for i, wait := 0, o.RetryWait; i < o.MaxRetries; i, wait = i+1, min(saturatingAdd(wait, wait), o.RetryMaxWait) {
+		total = saturatingAdd(total, saturatingAdd(wait, attempt))
 	}
 	return total
+}
+
+// saturatingAdd adds two non-negative durations, stopping at the largest one.
+func saturatingAdd(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // Client is a Schema Registry client. It is safe for concurrent use.

@@ -3,6 +3,7 @@ package schemaregistry
 import (
 	"encoding/base64"
 	"errors"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -208,5 +209,20 @@ func TestEmbeddedServesConfluentsAPI(t *testing.T) {
 	v, err := w.Deserialize("cards", nil, b)
 	if err != nil || v.(map[string]any)["number"] != "42" {
 		t.Fatalf("read %v, %v", v, err)
+	}
+}
+
+// TestBoundSaturates: the largest values the config accepts give the largest duration, not
+// an overflowed (negative or small) bound.
+func TestBoundSaturates(t *testing.T) {
+	big := time.Duration(math.MaxInt32) * time.Millisecond
+	o := Options{MaxRetries: 100, RetryWait: big, RetryMaxWait: big, ConnectTimeout: math.MaxInt64 / 2, ReadTimeout: math.MaxInt64 / 2}
+	if b := o.Bound(); b != math.MaxInt64 {
+		t.Fatalf("Bound = %v, want the largest duration", b)
+	}
+	small := Options{MaxRetries: 2, RetryWait: time.Second, RetryMaxWait: 3 * time.Second, ConnectTimeout: time.Second, ReadTimeout: time.Second}
+	// three attempts of 2 s, waits of 1 s and 2 s
+	if b := small.Bound(); b != 9*time.Second {
+		t.Fatalf("Bound = %v, want 9s", b)
 	}
 }
