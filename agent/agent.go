@@ -85,6 +85,7 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	if m == nil {
 		m = metrics.New()
 	}
+	zeroDropReasons(m)
 	a := &Agent{cfg: cfg, opts: opts, log: opts.Logger, metrics: m, ready: make(chan struct{}), closer: newCloser(), reload: newReloader()}
 	gauge := StateGauge(m.AppState)
 	a.state = NewStateMachine(func(old, new AppState) {

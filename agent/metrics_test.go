@@ -183,7 +183,7 @@ func TestMetricsScrapedTwiceArePresentAndMoving(t *testing.T) {
 		{"stoatflow_state_uncommitted_bytes", []string{"store", "counts"}},
 		{"stoatflow_state_operation_latency_seconds", []string{"store", "counts", "operation", pipeline.StoreOpRange}},
 		{"stoatflow_consumer_lag_records", []string{"topic", "in", "partition", "0"}},
-		{"stoatflow_processor_records_dropped_total", []string{"reason", metrics.DropLate}},
+		{"stoatflow_processor_records_dropped_total", []string{"reason", pipeline.DropLate.String()}},
 		{"stoatflow_commit_commits_total", []string{"result", metrics.ResultFailure}},
 		{"stoatflow_app_state", []string{"state", StateRunning.String()}},
 	}

@@ -12,8 +12,17 @@ func (s metricSensors) Processed(node string) pipeline.Counter {
 	return s.m.RecordsProcessed.WithLabelValues(node)
 }
 
-func (s metricSensors) Dropped(reason string) pipeline.Counter {
-	return s.m.RecordsDropped.WithLabelValues(reason)
+func (s metricSensors) Dropped(reason pipeline.DropReason) pipeline.Counter {
+	return s.m.RecordsDropped.WithLabelValues(reason.String())
+}
+
+// zeroDropReasons creates the engine's drop reasons at zero, as metrics.New does for the
+// exception handlers' ones, so that every reason's series exists before the first record and
+// an alert on its rate works from the start.
+func zeroDropReasons(m *metrics.Metrics) {
+	for _, r := range pipeline.DropReasons() {
+		m.RecordsDropped.WithLabelValues(r.String())
+	}
 }
 
 func (s metricSensors) EndToEnd(node string) pipeline.Observer {

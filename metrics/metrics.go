@@ -20,14 +20,12 @@ import (
 
 const namespace = "stoatflow"
 
-// Reasons for RecordsDropped. They are created at zero in New, so an alert on their rate
-// works before the first drop.
+// Reasons for RecordsDropped that the agent's exception handlers count; the engine's own are
+// pipeline.DropReasons, which the agent creates at zero. These are created at zero in New, so
+// an alert on their rate works before the first drop.
 const (
-	DropLate            = "late"
-	DropWindowClosed    = "window-closed"
 	DropDeserialization = "deserialization"
 	DropProcessing      = "processing"
-	DropNullKey         = "null-key"
 	DropProduction      = "production"
 	DropDeadLetter      = "dead-letter"
 )
@@ -97,9 +95,12 @@ func New() *Metrics {
 			"(Kafka Streams process-total; its rate is process-rate).", "node")
 	m.RecordsDropped = m.counterVec("processor", "records_dropped_total",
 		"Records skipped instead of processed, by reason: late (outside the grace period), "+
-			"window-closed (window already closed by the watermark), deserialization, processing "+
-			"(a script error), null-key, production (send to Kafka failed), dead-letter (the dead letter of a skipped "+
-			"record was larger than max.request.size and was not written).", "reason")
+			"window-closed (window already closed by the watermark), null-key, null-value, "+
+			"null-foreign-key (a foreign-key join's extractor returned nil), negative-timestamp "+
+			"(from the timestamp extractor), partitioner (it chose no partition), and as the "+
+			"exception handlers decide: deserialization, processing (a script error), production "+
+			"(send to Kafka failed), dead-letter (the dead letter of a skipped record was larger "+
+			"than max.request.size and was not written).", "reason")
 	m.ProcessLatency = m.histogram("processor", "process_latency_seconds",
 		"Time to run one consumed record through the whole topology, Lua included.",
 		prometheus.ExponentialBuckets(0.00001, 3, 14)) // 10µs .. ~16s
@@ -170,7 +171,7 @@ func New() *Metrics {
 	m.Reloads = m.counterVec("app", "reloads_total",
 		"Configuration reloads (SIGHUP or POST /-/reload), by result; a failed reload keeps the running configuration.", "result")
 
-	for _, reason := range []string{DropLate, DropWindowClosed, DropDeserialization, DropProcessing, DropNullKey, DropProduction, DropDeadLetter} {
+	for _, reason := range []string{DropDeserialization, DropProcessing, DropProduction, DropDeadLetter} {
 		m.RecordsDropped.WithLabelValues(reason)
 	}
 	for _, result := range []string{ResultSuccess, ResultFailure} {

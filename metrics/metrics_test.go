@@ -23,7 +23,7 @@ var touch = map[string]func(m *Metrics){
 	"RecordsConsumed":  func(m *Metrics) { m.RecordsConsumed.WithLabelValues("in").Inc() },
 	"RecordsProduced":  func(m *Metrics) { m.RecordsProduced.WithLabelValues("out").Inc() },
 	"RecordsProcessed": func(m *Metrics) { m.RecordsProcessed.WithLabelValues("KSTREAM-SOURCE-0000000000").Inc() },
-	"RecordsDropped":   func(m *Metrics) { m.RecordsDropped.WithLabelValues(DropLate).Inc() },
+	"RecordsDropped":   func(m *Metrics) { m.RecordsDropped.WithLabelValues(DropProcessing).Inc() },
 	"ProcessLatency":   func(m *Metrics) { m.ProcessLatency.Observe(0.0001) },
 	"RecordE2ELatency": func(m *Metrics) { m.RecordE2ELatency.WithLabelValues("KSTREAM-SINK-0000000001").Observe(0.5) },
 	"PunctuationLatency": func(m *Metrics) {
@@ -149,7 +149,7 @@ func TestEveryMetricFollowsNamingRules(t *testing.T) {
 func TestClosedLabelSetsExistAtZero(t *testing.T) {
 	families := scrape(t, New())
 	want := map[string][]string{
-		"stoatflow_processor_records_dropped_total": {DropLate, DropWindowClosed, DropDeserialization, DropProcessing, DropNullKey, DropProduction, DropDeadLetter},
+		"stoatflow_processor_records_dropped_total": {DropDeserialization, DropProcessing, DropProduction, DropDeadLetter},
 		"stoatflow_commit_commits_total":            {ResultSuccess, ResultFailure},
 		"stoatflow_app_reloads_total":               {ResultSuccess, ResultFailure},
 	}

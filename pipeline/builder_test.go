@@ -130,8 +130,8 @@ func (c *countingSensors) Punctuation(node string) Observer {
 func (c *countingSensors) StoreLatency(store, op string) Observer {
 	return c.observer("store/" + store + "/" + op)
 }
-func (c *countingSensors) Dropped(reason string) Counter {
-	return fnCounter(func() { c.dropped[reason]++ })
+func (c *countingSensors) Dropped(reason DropReason) Counter {
+	return fnCounter(func() { c.dropped[reason.String()]++ })
 }
 
 func TestNegativeExtractedTimestampIsDroppedAndCounted(t *testing.T) {

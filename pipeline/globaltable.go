@@ -118,7 +118,7 @@ func (p *globalTableSource) Init(ctx *Context) error { p.ctx = ctx; return nil }
 
 func (p *globalTableSource) Process(rec Record) error {
 	if rec.Key == nil {
-		p.ctx.Drop("null-key")
+		p.ctx.Drop(DropNullKey)
 		return nil
 	}
 	s, err := p.ctx.store(p.store, 0)
@@ -277,7 +277,7 @@ func (p *streamGlobalJoin) Init(ctx *Context) error { p.ctx = ctx; return nil }
 
 func (p *streamGlobalJoin) Process(rec Record) error {
 	if rec.Value == nil {
-		p.ctx.Drop("null-value")
+		p.ctx.Drop(DropNullValue)
 		return nil
 	}
 	mapped, err := p.mapper(rec)
@@ -287,7 +287,7 @@ func (p *streamGlobalJoin) Process(rec Record) error {
 	var tableValue any
 	if mapped == nil {
 		if !p.left {
-			p.ctx.Drop("null-key")
+			p.ctx.Drop(DropNullKey)
 			return nil
 		}
 	} else {

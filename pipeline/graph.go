@@ -73,7 +73,7 @@ func (c *Context) ForwardTo(child string, rec Record) error {
 }
 
 // Drop counts a record this node discarded on purpose, with the reason it was dropped.
-func (c *Context) Drop(reason string) { c.topology.sensors.Dropped(reason).Inc() }
+func (c *Context) Drop(reason DropReason) { c.topology.drops[reason].Inc() }
 
 // PartitionsFor returns the partition count of a topic, as the record collector knows it.
 func (c *Context) PartitionsFor(topic string) (int32, error) {

@@ -156,11 +156,11 @@ func (p *streamAggregate) Init(ctx *Context) error {
 
 func (p *streamAggregate) Process(rec Record) error {
 	if rec.Key == nil {
-		p.ctx.Drop("null-key")
+		p.ctx.Drop(DropNullKey)
 		return nil
 	}
 	if rec.Value == nil {
-		p.ctx.Drop("null-value")
+		p.ctx.Drop(DropNullValue)
 		return nil
 	}
 	store, err := p.ctx.store(p.store, rec.Partition)

@@ -181,7 +181,7 @@ const (
 
 func (p *fkJoinThis) Process(rec Record) error {
 	if rec.Key == nil {
-		p.ctx.Drop("null-key")
+		p.ctx.Drop(DropNullKey)
 		return nil
 	}
 	c, _ := rec.Value.(Change)
@@ -212,7 +212,7 @@ func (p *fkJoinThis) Process(rec Record) error {
 	case c.Old != nil && c.New != nil:
 		switch {
 		case oldFK == nil && newFK == nil:
-			p.ctx.Drop("null-foreign-key")
+			p.ctx.Drop(DropNullForeignKey)
 		case oldFK == nil:
 			sends = append(sends, send{newFK, newBytes, propagateNullIfNoValue})
 		case newFK == nil:
@@ -225,13 +225,13 @@ func (p *fkJoinThis) Process(rec Record) error {
 		}
 	case c.Old != nil:
 		if oldFK == nil {
-			p.ctx.Drop("null-foreign-key")
+			p.ctx.Drop(DropNullForeignKey)
 		} else {
 			sends = append(sends, send{oldFK, oldBytes, deleteAndPropagate})
 		}
 	case c.New != nil:
 		if newFK == nil {
-			p.ctx.Drop("null-foreign-key")
+			p.ctx.Drop(DropNullForeignKey)
 		} else {
 			sends = append(sends, send{newFK, newBytes, propagateOnlyIfValue})
 		}
@@ -326,7 +326,7 @@ func (p *fkJoinOther) Init(ctx *Context) error { p.ctx = ctx; return nil }
 
 func (p *fkJoinOther) Process(rec Record) error {
 	if rec.Key == nil {
-		p.ctx.Drop("null-key")
+		p.ctx.Drop(DropNullKey)
 		return nil
 	}
 	c, _ := rec.Value.(Change)

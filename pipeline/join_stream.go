@@ -266,11 +266,11 @@ func (p *streamJoinSide) Process(rec Record) error {
 		return p.join(rec, rec.Value, nil, rec.Timestamp) // KIP-962
 	}
 	if rec.Key == nil {
-		p.ctx.Drop("null-key")
+		p.ctx.Drop(DropNullKey)
 		return nil
 	}
 	if rec.Value == nil {
-		p.ctx.Drop("null-value")
+		p.ctx.Drop(DropNullValue)
 		return nil
 	}
 	before, after := p.bounds()

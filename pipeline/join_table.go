@@ -57,13 +57,13 @@ func (p *streamTableJoin) Init(ctx *Context) error { p.ctx = ctx; return nil }
 
 func (p *streamTableJoin) Process(rec Record) error {
 	if rec.Value == nil {
-		p.ctx.Drop("null-value")
+		p.ctx.Drop(DropNullValue)
 		return nil
 	}
 	var tableValue any
 	if rec.Key == nil {
 		if !p.left {
-			p.ctx.Drop("null-key")
+			p.ctx.Drop(DropNullKey)
 			return nil
 		}
 	} else {

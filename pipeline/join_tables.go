@@ -166,7 +166,7 @@ func (p *tableJoinSide) Init(ctx *Context) error { p.ctx = ctx; return nil }
 
 func (p *tableJoinSide) Process(rec Record) error {
 	if rec.Key == nil {
-		p.ctx.Drop("null-key")
+		p.ctx.Drop(DropNullKey)
 		return nil
 	}
 	c, _ := rec.Value.(Change)

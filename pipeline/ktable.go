@@ -108,7 +108,7 @@ func (p *tableSource) Init(ctx *Context) error {
 
 func (p *tableSource) Process(rec Record) error {
 	if rec.Key == nil {
-		p.ctx.Drop("null-key")
+		p.ctx.Drop(DropNullKey)
 		return nil
 	}
 	if p.spec.store == "" {

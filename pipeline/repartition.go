@@ -79,7 +79,7 @@ type nullKeyFilter struct{ ctx *Context }
 func (p *nullKeyFilter) Init(ctx *Context) error { p.ctx = ctx; return nil }
 func (p *nullKeyFilter) Process(rec Record) error {
 	if rec.Key == nil {
-		p.ctx.Drop("null-key")
+		p.ctx.Drop(DropNullKey)
 		return nil
 	}
 	return p.ctx.Forward(rec)
@@ -113,7 +113,7 @@ func (p *repartitionSink) Process(rec Record) error {
 		}
 		if ok {
 			if len(parts) == 0 {
-				p.ctx.Drop("partitioner")
+				p.ctx.Drop(DropPartitioner)
 			}
 			for _, part := range parts {
 				if part < 0 || part >= p.partitions {

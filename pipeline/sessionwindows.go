@@ -188,7 +188,7 @@ func (p *sessionAggregate) Init(ctx *Context) error {
 
 func (p *sessionAggregate) Process(rec Record) error {
 	if rec.Key == nil {
-		p.ctx.Drop("null-key")
+		p.ctx.Drop(DropNullKey)
 		return nil
 	}
 	st, seen := p.streamTime[rec.Partition]
@@ -218,13 +218,13 @@ func (p *sessionAggregate) Process(rec Record) error {
 		start, end = min(start, s.Start), max(end, s.End)
 	}
 	if end < closeTime {
-		p.ctx.Drop("late")
+		p.ctx.Drop(DropLate)
 		return nil
 	}
 	if p.emitOnClose && end+gap+grace < p.ctx.topology.watermark {
 		// The operator's stream time still accepts it, but the watermark has closed the
 		// session and its final result is out: a final result is never revised.
-		p.ctx.Drop("window-closed")
+		p.ctx.Drop(DropWindowClosed)
 		return nil
 	}
 	if start != rec.Timestamp || end != rec.Timestamp {

@@ -61,7 +61,7 @@ func (p *sinkProc) Process(rec Record) error {
 		return p.send(topic, -1, kb, vb, rec)
 	}
 	if len(parts) == 0 {
-		p.ctx.Drop("partitioner")
+		p.ctx.Drop(DropPartitioner)
 		return nil
 	}
 	for _, part := range parts {

@@ -41,11 +41,11 @@ type slidingRecord struct {
 
 func (p *slidingAggregate) Process(rec Record) error {
 	if rec.Key == nil {
-		p.ctx.Drop("null-key")
+		p.ctx.Drop(DropNullKey)
 		return nil
 	}
 	if rec.Value == nil {
-		p.ctx.Drop("null-value")
+		p.ctx.Drop(DropNullValue)
 		return nil
 	}
 	ts, d := rec.Timestamp, p.windows.TimeDifference
@@ -56,7 +56,7 @@ func (p *slidingAggregate) Process(rec Record) error {
 	}
 	closeTime := st - p.windows.Grace
 	if ts+d < closeTime {
-		p.ctx.Drop("late")
+		p.ctx.Drop(DropLate)
 		return nil
 	}
 	store, err := p.ctx.topology.WindowStore(p.store, rec.Partition)
@@ -205,13 +205,13 @@ func (r *slidingRecord) createAndUpdate(start int64) error {
 func (r *slidingRecord) update(start int64, cur *aggAt) error {
 	end := start + r.p.windows.TimeDifference
 	if end < r.closeTime {
-		r.p.ctx.Drop("late")
+		r.p.ctx.Drop(DropLate)
 		return nil
 	}
 	if r.p.closedByWatermark(start) {
 		// The operator's stream time still accepts it, but the window's final result is
 		// out: a final result is never revised.
-		r.p.ctx.Drop("window-closed")
+		r.p.ctx.Drop(DropWindowClosed)
 		return nil
 	}
 	next, err := r.p.agg(r.rec, cur.value)

@@ -67,7 +67,7 @@ func (p *sourceProc) decode(ctx *Context, in SourceRecord) (Record, bool, error)
 		return rec, false, fmt.Errorf("timestamp extractor: %w", err)
 	}
 	if ts < 0 {
-		ctx.Drop("negative-timestamp")
+		ctx.Drop(DropNegativeTimestamp)
 		return rec, false, nil
 	}
 	rec.Timestamp = ts

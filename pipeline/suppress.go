@@ -172,7 +172,7 @@ func (p *suppressProc) Init(ctx *Context) error {
 
 func (p *suppressProc) Process(rec Record) error {
 	if rec.Key == nil {
-		p.ctx.Drop("null-key")
+		p.ctx.Drop(DropNullKey)
 		return nil
 	}
 	c, _ := rec.Value.(Change)
@@ -184,7 +184,7 @@ func (p *suppressProc) Process(rec Record) error {
 		}
 		if w.End+p.grace <= p.ctx.topology.watermark {
 			// The final result is out (or the window closed empty): it is never revised.
-			p.ctx.Drop("window-closed")
+			p.ctx.Drop(DropWindowClosed)
 			return nil
 		}
 		bufferTime = w.End

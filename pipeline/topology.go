@@ -21,7 +21,7 @@ type Counter interface{ Inc() }
 // at build time, never per record.
 type Sensors interface {
 	Processed(node string) Counter
-	Dropped(reason string) Counter
+	Dropped(reason DropReason) Counter
 	// EndToEnd observes, at a source or terminal node, the seconds from a record's
 	// timestamp to the moment it enters or leaves the topology (Kafka Streams'
 	// record-e2e-latency).
@@ -57,6 +57,7 @@ type Topology struct {
 	nodes               []*runtimeNode
 	collector           RecordCollector
 	sensors             Sensors
+	drops               [numDropReasons]Counter
 	clock               func() int64
 	maxSourcePartitions int32
 
@@ -149,6 +150,9 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 	}
 	if t.sensors == nil {
 		t.sensors = noSensors{}
+	}
+	for _, r := range DropReasons() {
+		t.drops[r] = t.sensors.Dropped(r)
 	}
 	if t.clock == nil {
 		t.clock = func() int64 { return time.Now().UnixMilli() }
@@ -361,7 +365,7 @@ func (t *Topology) StoreType(name string) (StoreType, error) {
 type noSensors struct{}
 
 func (noSensors) Processed(string) Counter             { return nopCounter{} }
-func (noSensors) Dropped(string) Counter               { return nopCounter{} }
+func (noSensors) Dropped(DropReason) Counter           { return nopCounter{} }
 func (noSensors) EndToEnd(string) Observer             { return nopObserver{} }
 func (noSensors) Punctuation(string) Observer          { return nopObserver{} }
 func (noSensors) StoreLatency(string, string) Observer { return nopObserver{} }

@@ -221,7 +221,7 @@ func (p *windowAggregate) Init(ctx *Context) error {
 
 func (p *windowAggregate) Process(rec Record) error {
 	if rec.Key == nil {
-		p.ctx.Drop("null-key")
+		p.ctx.Drop(DropNullKey)
 		return nil
 	}
 	st, seen := p.streamTime[rec.Partition]
@@ -237,13 +237,13 @@ func (p *windowAggregate) Process(rec Record) error {
 	for _, start := range p.windows.WindowsFor(rec.Timestamp) {
 		end := start + p.windows.Size
 		if end <= closeTime {
-			p.ctx.Drop("late")
+			p.ctx.Drop(DropLate)
 			continue
 		}
 		if p.emitOnClose && end+p.windows.Grace <= p.ctx.topology.watermark {
 			// The operator's stream time still accepts it, but the watermark has closed the
 			// window and its final result is out: a final result is never revised.
-			p.ctx.Drop("window-closed")
+			p.ctx.Drop(DropWindowClosed)
 			continue
 		}
 		old, found, err := store.Fetch(rec.Key, start)
