@@ -10,8 +10,8 @@ import (
 
 // forEachTask runs fn for every task partition, not only those that saw a record since
 // start: windows restored from the changelog close too.
-func (t *Topology) forEachTask(fn func(partition int32) error) error {
-	for partition := range max(t.maxSourcePartitions, 1) {
+func (c *Context) forEachTask(fn func(partition int32) error) error {
+	for partition := range max(c.maxSourcePartitions(), 1) {
 		if err := fn(partition); err != nil {
 			return err
 		}
@@ -49,9 +49,9 @@ type finalResult struct {
 // partition whose position is in (last emitted, upper]. closed(last) lists the closed windows
 // in emission order (it may include windows at or before last, so that done can clean them
 // up); done runs after each window, forwarded or not.
-func (t *Topology) emitFinalResults(ctx *Context, store string, partition int32, metaKey string, upper int64,
+func (c *Context) emitFinalResults(store string, partition int32, metaKey string, upper int64,
 	closed func(last int64) ([]finalResult, error), done func(finalResult) error) error {
-	last, err := t.emittedPosition(store, partition, metaKey)
+	last, err := c.topology.emittedPosition(store, partition, metaKey)
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (t *Topology) emitFinalResults(ctx *Context, store string, partition int32,
 				Partition: partition,
 				Offset:    -1,
 			}
-			if err := ctx.Forward(out); err != nil {
+			if err := c.Forward(out); err != nil {
 				return err
 			}
 		}
@@ -79,7 +79,7 @@ func (t *Topology) emitFinalResults(ctx *Context, store string, partition int32,
 			return err
 		}
 	}
-	return t.saveEmittedPosition(store, partition, metaKey, upper)
+	return c.topology.saveEmittedPosition(store, partition, metaKey, upper)
 }
 
 // closedWindows reads the windows of it in window-start order (the store iterates by key

@@ -84,7 +84,54 @@ func (c *Context) PartitionsFor(topic string) (int32, error) {
 // under `stoatflow test`).
 func (c *Context) WallClock() int64 { return c.topology.clock() }
 
-// store returns the partition of a state store that the record being processed belongs to.
+// The rest is what the engine's own processors reach of the topology, always through
+// their context.
+
+// store returns a partition of a key-value store.
 func (c *Context) store(name string, partition int32) (*KeyValueStore, error) {
 	return c.topology.Store(name, partition)
+}
+
+// windowStore returns a partition of a window store.
+func (c *Context) windowStore(name string, partition int32) (*WindowStore, error) {
+	return c.topology.WindowStore(name, partition)
+}
+
+// sessionStore returns a partition of a session store.
+func (c *Context) sessionStore(name string, partition int32) (*SessionStore, error) {
+	return c.topology.SessionStore(name, partition)
+}
+
+// emitter is how the node forwards the updates of a store it materializes: through the
+// record cache in front of the store, or straight to its children (Topology.emitFor).
+func (c *Context) emitter(store string) func(Record) error {
+	return c.topology.emitFor(store, c.Forward)
+}
+
+// send writes a record to a topic through the record collector.
+func (c *Context) send(topic string, partition int32, key, value []byte, headers Headers, timestampMs int64) error {
+	return c.topology.collector.Send(topic, partition, key, value, headers, timestampMs)
+}
+
+// endToEnd observes the node's record-e2e-latency.
+func (c *Context) endToEnd() Observer { return c.topology.sensors.EndToEnd(c.node.name) }
+
+// watermark is the global watermark, -1 before there is one.
+func (c *Context) watermark() int64 { return c.topology.watermark }
+
+// onWatermark runs fn each time the global watermark advances.
+func (c *Context) onWatermark(fn func(wm int64) error) { c.topology.onWatermark(fn) }
+
+// maxSourcePartitions is the largest partition count of the source topics, the number of
+// tasks; 0 when the topology was given none.
+func (c *Context) maxSourcePartitions() int32 { return c.topology.maxSourcePartitions }
+
+// forEachSeenTask runs fn for every task partition that has seen a record since start.
+func (c *Context) forEachSeenTask(fn func(partition int32) error) error {
+	for partition := range c.topology.streamTime {
+		if err := fn(partition); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -150,7 +150,7 @@ type streamAggregate struct {
 
 func (p *streamAggregate) Init(ctx *Context) error {
 	p.ctx = ctx
-	p.emit = ctx.topology.emitFor(p.store, ctx.Forward)
+	p.emit = ctx.emitter(p.store)
 	return nil
 }
 

@@ -174,7 +174,7 @@ type tableAggregate struct {
 
 func (p *tableAggregate) Init(ctx *Context) error {
 	p.ctx = ctx
-	p.emit = ctx.topology.emitFor(p.store, ctx.Forward)
+	p.emit = ctx.emitter(p.store)
 	return nil
 }
 

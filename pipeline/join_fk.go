@@ -136,7 +136,7 @@ func subscriptionPrefix(fk []byte) []byte { return subscriptionKey(fk, nil) }
 
 // partitionsOf is the partition count subscriptions are spread over: that of the
 // topology's source topics, as for repartition topics.
-func partitionsOf(ctx *Context) int32 { return max(ctx.topology.maxSourcePartitions, 1) }
+func partitionsOf(ctx *Context) int32 { return max(ctx.maxSourcePartitions(), 1) }
 
 // fkJoinThis handles updates of this table: it keeps the row's subscription and emits what
 // Kafka Streams' subscription instructions (SubscriptionSendProcessorSupplier) lead to once

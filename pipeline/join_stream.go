@@ -196,7 +196,7 @@ func (p *joinWindowProc) Process(rec Record) error {
 	if rec.Key == nil || rec.Value == nil {
 		return nil
 	}
-	store, err := p.ctx.topology.WindowStore(p.store, rec.Partition)
+	store, err := p.ctx.windowStore(p.store, rec.Partition)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ type streamJoinSide struct {
 func (p *streamJoinSide) Init(ctx *Context) error {
 	p.ctx = ctx
 	if p.left && p.sh.buffer != "" {
-		ctx.topology.onWatermark(p.emitClosed)
+		ctx.onWatermark(p.emitClosed)
 	}
 	return nil
 }
@@ -275,7 +275,7 @@ func (p *streamJoinSide) Process(rec Record) error {
 	}
 	before, after := p.bounds()
 	ts := rec.Timestamp
-	store, err := p.ctx.topology.WindowStore(p.otherStore, rec.Partition)
+	store, err := p.ctx.windowStore(p.otherStore, rec.Partition)
 	if err != nil {
 		return err
 	}
@@ -305,7 +305,7 @@ func (p *streamJoinSide) Process(rec Record) error {
 	if len(matches) > 0 || !p.outer {
 		return nil
 	}
-	if ts+after+p.sh.windows.Grace < p.ctx.topology.Watermark() {
+	if ts+after+p.sh.windows.Grace < p.ctx.watermark() {
 		return p.join(rec, rec.Value, nil, ts) // its window is already closed
 	}
 	return p.bufferRecord(rec)
@@ -377,12 +377,7 @@ type bufferedEntry struct {
 // has closed (ts + lookBack + grace < watermark), and removes it: deleting it in the same
 // epoch as the output makes the emission happen exactly once.
 func (p *streamJoinSide) emitClosed(wm int64) error {
-	for partition := range max(p.ctx.topology.maxSourcePartitions, 1) {
-		if err := p.emitPartition(partition, wm); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.ctx.forEachTask(func(partition int32) error { return p.emitPartition(partition, wm) })
 }
 
 func (p *streamJoinSide) emitPartition(partition int32, wm int64) error {

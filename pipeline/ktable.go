@@ -102,7 +102,7 @@ type tableSource struct {
 
 func (p *tableSource) Init(ctx *Context) error {
 	p.ctx = ctx
-	p.emit = ctx.topology.emitFor(p.spec.store, ctx.Forward)
+	p.emit = ctx.emitter(p.spec.store)
 	return nil
 }
 

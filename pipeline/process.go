@@ -65,7 +65,7 @@ func (p *userProcNode) Process(rec Record) error {
 		if err != nil {
 			return err
 		}
-		pc = &ProcessorContext{node: p.ctx.node, t: p.ctx.topology, partition: rec.Partition, fixedKey: p.fixedKey, proc: proc}
+		pc = p.ctx.processorContext(rec.Partition, p.fixedKey, proc)
 		p.tasks[rec.Partition] = pc
 		if err := proc.Init(pc); err != nil {
 			return fmt.Errorf("init: %w", err)
@@ -85,6 +85,11 @@ type ProcessorContext struct {
 	fixedKey  bool
 	proc      UserProcessor
 	current   *Record // the record being processed; nil during punctuation
+}
+
+// processorContext is the ProcessorContext of one task of the node.
+func (c *Context) processorContext(partition int32, fixedKey bool, proc UserProcessor) *ProcessorContext {
+	return &ProcessorContext{node: c.node, t: c.topology, partition: partition, fixedKey: fixedKey, proc: proc}
 }
 
 // Name is the processor node's name.

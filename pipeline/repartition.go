@@ -97,7 +97,7 @@ func (p *repartitionSink) Init(ctx *Context) error {
 	p.ctx = ctx
 	p.partitions = p.spec.partitions
 	if p.partitions == 0 {
-		p.partitions = ctx.topology.maxSourcePartitions
+		p.partitions = ctx.maxSourcePartitions()
 	}
 	if p.partitions <= 0 {
 		return fmt.Errorf("repartition topic %s: unknown partition count", p.spec.topic)

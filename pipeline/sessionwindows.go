@@ -181,7 +181,7 @@ type sessionAggregate struct {
 func (p *sessionAggregate) Init(ctx *Context) error {
 	p.ctx = ctx
 	if p.emitOnClose {
-		ctx.topology.onWatermark(p.emitClosed)
+		ctx.onWatermark(p.emitClosed)
 	}
 	return nil
 }
@@ -198,7 +198,7 @@ func (p *sessionAggregate) Process(rec Record) error {
 	}
 	gap, grace := p.windows.Gap, p.windows.Grace
 	closeTime := st - grace - gap
-	store, err := p.ctx.topology.SessionStore(p.store, rec.Partition)
+	store, err := p.ctx.sessionStore(p.store, rec.Partition)
 	if err != nil {
 		return err
 	}
@@ -221,7 +221,7 @@ func (p *sessionAggregate) Process(rec Record) error {
 		p.ctx.Drop(DropLate)
 		return nil
 	}
-	if p.emitOnClose && end+gap+grace < p.ctx.topology.watermark {
+	if p.emitOnClose && end+gap+grace < p.ctx.watermark() {
 		// The operator's stream time still accepts it, but the watermark has closed the
 		// session and its final result is out: a final result is never revised.
 		p.ctx.Drop(DropWindowClosed)
@@ -285,15 +285,15 @@ func (p *sessionAggregate) emitClosed(wm int64) error {
 	if upper < 0 {
 		return nil
 	}
-	return p.ctx.topology.forEachTask(func(partition int32) error { return p.emitPartition(partition, upper) })
+	return p.ctx.forEachTask(func(partition int32) error { return p.emitPartition(partition, upper) })
 }
 
 func (p *sessionAggregate) emitPartition(partition int32, upper int64) error {
-	store, err := p.ctx.topology.SessionStore(p.store, partition)
+	store, err := p.ctx.sessionStore(p.store, partition)
 	if err != nil {
 		return err
 	}
-	return p.ctx.topology.emitFinalResults(p.ctx, p.store, partition, emittedSessionMeta, upper,
+	return p.ctx.emitFinalResults(p.store, partition, emittedSessionMeta, upper,
 		func(last int64) ([]finalResult, error) {
 			it, err := store.FindSessionsRange(nil, nil, last+1, upper, false)
 			if err != nil {

@@ -23,7 +23,7 @@ type sinkProc struct {
 
 func (p *sinkProc) Init(ctx *Context) error {
 	p.ctx = ctx
-	p.e2e = ctx.topology.sensors.EndToEnd(ctx.Name())
+	p.e2e = ctx.endToEnd()
 	return nil
 }
 
@@ -86,6 +86,6 @@ func (p *sinkProc) send(topic string, partition int32, kb, vb []byte, rec Record
 		}
 		partition = DefaultPartition(kb, n)
 	}
-	p.e2e.Observe(float64(p.ctx.topology.clock()-rec.Timestamp) / 1000)
-	return p.ctx.topology.collector.Send(topic, partition, kb, vb, rec.Headers, rec.Timestamp)
+	p.e2e.Observe(float64(p.ctx.WallClock()-rec.Timestamp) / 1000)
+	return p.ctx.send(topic, partition, kb, vb, rec.Headers, rec.Timestamp)
 }

@@ -26,7 +26,7 @@ type aggAt struct {
 func (p *slidingAggregate) Init(ctx *Context) error {
 	p.ctx = ctx
 	if p.emitOnClose {
-		ctx.topology.onWatermark(p.emitClosed)
+		ctx.onWatermark(p.emitClosed)
 	}
 	return nil
 }
@@ -59,7 +59,7 @@ func (p *slidingAggregate) Process(rec Record) error {
 		p.ctx.Drop(DropLate)
 		return nil
 	}
-	store, err := p.ctx.topology.WindowStore(p.store, rec.Partition)
+	store, err := p.ctx.windowStore(p.store, rec.Partition)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ const emittedSlidingMeta = "emit-on-close.emitted-sliding-start"
 // update acceptance (end ≥ stream time − grace, reference §2.3) with the watermark in place
 // of stream time, and matches Kafka's emit bound upper = closeTime − d − 1 (§2.6).
 func (p *slidingAggregate) closedByWatermark(start int64) bool {
-	return p.emitOnClose && start+p.windows.TimeDifference+p.windows.Grace < p.ctx.topology.watermark
+	return p.emitOnClose && start+p.windows.TimeDifference+p.windows.Grace < p.ctx.watermark()
 }
 
 // emitClosed forwards, in window-start order, every window of every task that the
@@ -19,7 +19,7 @@ func (p *slidingAggregate) emitClosed(wm int64) error {
 	if upper < 0 {
 		return nil
 	}
-	return p.ctx.topology.forEachTask(func(partition int32) error { return p.emitPartition(partition, upper) })
+	return p.ctx.forEachTask(func(partition int32) error { return p.emitPartition(partition, upper) })
 }
 
 // emitPartition forwards the windows with start in (last emitted, upper] and deletes those
@@ -28,12 +28,12 @@ func (p *slidingAggregate) emitClosed(wm int64) error {
 // starting before upper − d lies below the scan of every record whose left window is still
 // open, and any window a record could derive from it is closed, so it is never read again.
 func (p *slidingAggregate) emitPartition(partition int32, upper int64) error {
-	store, err := p.ctx.topology.WindowStore(p.store, partition)
+	store, err := p.ctx.windowStore(p.store, partition)
 	if err != nil {
 		return err
 	}
 	d := p.windows.TimeDifference
-	return p.ctx.topology.emitFinalResults(p.ctx, p.store, partition, emittedSlidingMeta, upper,
+	return p.ctx.emitFinalResults(p.store, partition, emittedSlidingMeta, upper,
 		func(last int64) ([]finalResult, error) {
 			return closedWindows(store.FetchAll(max(0, last-d), upper, false), func(w Window) int64 { return w.Start + d })
 		},

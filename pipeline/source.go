@@ -15,14 +15,14 @@ type sourceProc struct {
 
 func (p *sourceProc) Init(ctx *Context) error {
 	p.ctx = ctx
-	p.e2e = ctx.topology.sensors.EndToEnd(ctx.Name())
+	p.e2e = ctx.endToEnd()
 	return nil
 }
 
 // Process observes the record's end-to-end latency on entry, after timestamp extraction,
 // as Kafka Streams does at source nodes.
 func (p *sourceProc) Process(rec Record) error {
-	p.e2e.Observe(float64(p.ctx.topology.clock()-rec.Timestamp) / 1000)
+	p.e2e.Observe(float64(p.ctx.WallClock()-rec.Timestamp) / 1000)
 	return p.ctx.Forward(rec)
 }
 

@@ -165,7 +165,7 @@ type suppressProc struct {
 func (p *suppressProc) Init(ctx *Context) error {
 	p.ctx = ctx
 	if p.cfg.UntilWindowCloses {
-		ctx.topology.onWatermark(p.emitClosed)
+		ctx.onWatermark(p.emitClosed)
 	}
 	return nil
 }
@@ -182,7 +182,7 @@ func (p *suppressProc) Process(rec Record) error {
 		if !ok {
 			return fmt.Errorf("suppress untilWindowCloses: the key %v is not windowed", rec.Key)
 		}
-		if w.End+p.grace <= p.ctx.topology.watermark {
+		if w.End+p.grace <= p.ctx.watermark() {
 			// The final result is out (or the window closed empty): it is never revised.
 			p.ctx.Drop(DropWindowClosed)
 			return nil
@@ -281,10 +281,12 @@ func (p *suppressProc) evictWhile(partition int32, due func(bufferRef) bool) err
 // emitClosed forwards, in buffer-time (window end) order across partitions, every buffered
 // window that the watermark has closed: end + grace ≤ watermark.
 func (p *suppressProc) emitClosed(wm int64) error {
-	for partition := range p.ctx.topology.streamTime {
-		if _, _, err := p.partition(partition); err != nil {
-			return err
-		}
+	err := p.ctx.forEachSeenTask(func(partition int32) error {
+		_, _, err := p.partition(partition)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	for {
 		best := int32(-1)
@@ -364,7 +366,7 @@ func (p *suppressProc) deserialize(store *KeyValueStore, b []byte) (any, error) 
 // partition opens a partition of the buffer store and, the first time, indexes what it
 // holds (after a restart: the entries not emitted before it).
 func (p *suppressProc) partition(partition int32) (*KeyValueStore, *bufferIndex, error) {
-	store, err := p.ctx.topology.Store(p.store, partition)
+	store, err := p.ctx.store(p.store, partition)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -212,9 +212,9 @@ func (p *windowAggregate) Init(ctx *Context) error {
 	if p.emitOnClose {
 		// Final results bypass the record cache, as in Kafka Streams.
 		p.emit = ctx.Forward
-		ctx.topology.onWatermark(p.emitClosed)
+		ctx.onWatermark(p.emitClosed)
 	} else {
-		p.emit = ctx.topology.emitFor(p.store, ctx.Forward)
+		p.emit = ctx.emitter(p.store)
 	}
 	return nil
 }
@@ -230,7 +230,7 @@ func (p *windowAggregate) Process(rec Record) error {
 		p.streamTime[rec.Partition] = st
 	}
 	closeTime := st - p.windows.Grace
-	store, err := p.ctx.topology.WindowStore(p.store, rec.Partition)
+	store, err := p.ctx.windowStore(p.store, rec.Partition)
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (p *windowAggregate) Process(rec Record) error {
 			p.ctx.Drop(DropLate)
 			continue
 		}
-		if p.emitOnClose && end+p.windows.Grace <= p.ctx.topology.watermark {
+		if p.emitOnClose && end+p.windows.Grace <= p.ctx.watermark() {
 			// The operator's stream time still accepts it, but the watermark has closed the
 			// window and its final result is out: a final result is never revised.
 			p.ctx.Drop(DropWindowClosed)
@@ -297,15 +297,15 @@ func (p *windowAggregate) emitClosed(wm int64) error {
 	if upper < 0 {
 		return nil
 	}
-	return p.ctx.topology.forEachTask(func(partition int32) error { return p.emitPartition(partition, upper) })
+	return p.ctx.forEachTask(func(partition int32) error { return p.emitPartition(partition, upper) })
 }
 
 func (p *windowAggregate) emitPartition(partition int32, upper int64) error {
-	store, err := p.ctx.topology.WindowStore(p.store, partition)
+	store, err := p.ctx.windowStore(p.store, partition)
 	if err != nil {
 		return err
 	}
-	return p.ctx.topology.emitFinalResults(p.ctx, p.store, partition, emittedMeta, upper,
+	return p.ctx.emitFinalResults(p.store, partition, emittedMeta, upper,
 		func(last int64) ([]finalResult, error) {
 			return closedWindows(store.FetchAll(last+1, upper, false), func(w Window) int64 { return w.End })
 		},
