@@ -105,7 +105,7 @@ func (s *KStream) JoinStream(other *KStream, kind StreamJoinKind, joiner StreamV
 			return nil, fmt.Errorf("join: %w", err)
 		}
 	}
-	sh := &streamJoinShared{windows: w, joiner: joiner, streamTime: map[int32]int64{},
+	sh := &streamJoinShared{windows: w, joiner: joiner,
 		keySerde: thisSerdes.Key, leftValues: thisSerdes.Value, rightValues: otherSerdes.Value}
 	if kind != InnerStreamJoin {
 		sh.buffer = bufferStore
@@ -205,13 +205,11 @@ func (p *joinWindowProc) Process(rec Record) error {
 	return err
 }
 
-// streamJoinShared is what both join processors of one join share: the per-task stream
-// time and, for left and outer joins, the outer-join buffer of records still waiting for a
-// partner.
+// streamJoinShared is what both join processors of one join share: for left and outer
+// joins, the outer-join buffer of records still waiting for a partner.
 type streamJoinShared struct {
 	windows     JoinWindows
 	joiner      StreamValueJoiner
-	streamTime  map[int32]int64
 	buffer      string // "" for inner joins
 	keySerde    Serde
 	leftValues  Serde
@@ -227,14 +225,27 @@ type streamJoinSide struct {
 	otherStore string
 	left       bool
 	outer      bool
+	// leftClose and rightClose say when a left record (waiting after ms) and a right one
+	// (before ms) have no partner left to wait for.
+	leftClose, rightClose windowTime
 }
 
 func (p *streamJoinSide) Init(ctx *Context) error {
 	p.ctx = ctx
+	w := p.sh.windows
+	p.leftClose, p.rightClose = joinWindowTime(ctx, w.After, w.Grace), joinWindowTime(ctx, w.Before, w.Grace)
 	if p.left && p.sh.buffer != "" {
 		ctx.onWatermark(p.emitClosed)
 	}
 	return nil
+}
+
+// closing is when the records of one side have had their chance to join.
+func (p *streamJoinSide) closing(leftSide bool) *windowTime {
+	if leftSide {
+		return &p.leftClose
+	}
+	return &p.rightClose
 }
 
 // bounds are (before, after) as seen from this side.
@@ -259,9 +270,6 @@ func (p *streamJoinSide) join(rec Record, this, other any, ts int64) error {
 }
 
 func (p *streamJoinSide) Process(rec Record) error {
-	if st, ok := p.sh.streamTime[rec.Partition]; !ok || rec.Timestamp > st {
-		p.sh.streamTime[rec.Partition] = rec.Timestamp
-	}
 	if rec.Key == nil && rec.Value != nil && p.outer {
 		return p.join(rec, rec.Value, nil, rec.Timestamp) // KIP-962
 	}
@@ -305,7 +313,7 @@ func (p *streamJoinSide) Process(rec Record) error {
 	if len(matches) > 0 || !p.outer {
 		return nil
 	}
-	if ts+after+p.sh.windows.Grace < p.ctx.watermark() {
+	if p.closing(p.left).closedByWatermark(ts) {
 		return p.join(rec, rec.Value, nil, ts) // its window is already closed
 	}
 	return p.bufferRecord(rec)
@@ -381,7 +389,6 @@ func (p *streamJoinSide) emitClosed(wm int64) error {
 }
 
 func (p *streamJoinSide) emitPartition(partition int32, wm int64) error {
-	w := p.sh.windows
 	store, err := p.ctx.store(p.sh.buffer, partition)
 	if err != nil {
 		return err
@@ -398,7 +405,7 @@ func (p *streamJoinSide) emitPartition(partition int32, wm int64) error {
 			continue
 		}
 		ts := int64(binary.BigEndian.Uint64(k))
-		if ts+min(w.Before, w.After)+w.Grace >= wm {
+		if !p.leftClose.closedAt(ts, wm) && !p.rightClose.closedAt(ts, wm) {
 			break // this entry and every later one may still be open
 		}
 		closed = append(closed, bufferedEntry{key: k, list: v})
@@ -419,14 +426,13 @@ func (p *streamJoinSide) emitPartition(partition int32, wm int64) error {
 }
 
 func (p *streamJoinSide) emitEntry(store *KeyValueStore, partition int32, e bufferedEntry, wm int64) error {
-	w := p.sh.windows
 	ts := int64(binary.BigEndian.Uint64(e.key))
 	leftSide := e.key[8] == 1
-	lookBack, values := w.Before, p.sh.rightValues
+	values := p.sh.rightValues
 	if leftSide {
-		lookBack, values = w.After, p.sh.leftValues
+		values = p.sh.leftValues
 	}
-	if ts+lookBack+w.Grace >= wm {
+	if !p.closing(leftSide).closedAt(ts, wm) {
 		return nil
 	}
 	key, err := p.sh.keySerde.Deserialize("", nil, e.key[9:])

@@ -153,7 +153,6 @@ func (t *SessionWindowedKStream) aggregate(prefix string, m Materialized, name s
 	}, func(storeName string, oldValues *bool) Processor {
 		p := *proto
 		p.store, p.windows, p.oldValues, p.emitOnClose = storeName, w, oldValues, t.emitOnClose
-		p.streamTime = map[int32]int64{}
 		return &p
 	})
 	if err != nil {
@@ -174,12 +173,13 @@ type sessionAggregate struct {
 	agg         Aggregator
 	merge       Merger
 	oldValues   *bool
-	streamTime  map[int32]int64 // per task
+	time        windowTime
 	emitOnClose bool
 }
 
 func (p *sessionAggregate) Init(ctx *Context) error {
 	p.ctx = ctx
+	p.time = sessionWindowsTime(ctx, p.windows, p.emitOnClose)
 	if p.emitOnClose {
 		ctx.onWatermark(p.emitClosed)
 	}
@@ -191,13 +191,8 @@ func (p *sessionAggregate) Process(rec Record) error {
 		p.ctx.Drop(DropNullKey)
 		return nil
 	}
-	st, seen := p.streamTime[rec.Partition]
-	if !seen || rec.Timestamp > st {
-		st = rec.Timestamp
-		p.streamTime[rec.Partition] = st
-	}
-	gap, grace := p.windows.Gap, p.windows.Grace
-	closeTime := st - grace - gap
+	st := p.time.observe(rec.Partition, rec.Timestamp)
+	gap := p.windows.Gap
 	store, err := p.ctx.sessionStore(p.store, rec.Partition)
 	if err != nil {
 		return err
@@ -217,14 +212,7 @@ func (p *sessionAggregate) Process(rec Record) error {
 		}
 		start, end = min(start, s.Start), max(end, s.End)
 	}
-	if end < closeTime {
-		p.ctx.Drop(DropLate)
-		return nil
-	}
-	if p.emitOnClose && end+gap+grace < p.ctx.watermark() {
-		// The operator's stream time still accepts it, but the watermark has closed the
-		// session and its final result is out: a final result is never revised.
-		p.ctx.Drop(DropWindowClosed)
+	if !p.time.admits(st, end) {
 		return nil
 	}
 	if start != rec.Timestamp || end != rec.Timestamp {
@@ -281,7 +269,7 @@ const emittedSessionMeta = "emit-on-close.emitted-session-end"
 // emitClosed forwards, by session end, every session of every task that the watermark has
 // closed since the last emission: sessions whose end + gap + grace < watermark.
 func (p *sessionAggregate) emitClosed(wm int64) error {
-	upper := wm - p.windows.Grace - p.windows.Gap - 1 // the last end whose session is closed
+	upper := p.time.lastClosed(wm) // the last end whose session is closed
 	if upper < 0 {
 		return nil
 	}

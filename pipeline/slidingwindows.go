@@ -95,7 +95,7 @@ func (t *SlidingWindowedKStream) aggregate(prefix string, m Materialized, name s
 			WindowSize: w.TimeDifference, Retention: retention}
 	}, func(storeName string, oldValues *bool) Processor {
 		return &slidingAggregate{store: storeName, windows: w, init: init, agg: agg, oldValues: oldValues,
-			streamTime: map[int32]int64{}, emitOnClose: onClose}
+			emitOnClose: onClose}
 	})
 	if err != nil {
 		return nil, err

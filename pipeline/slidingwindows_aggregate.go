@@ -5,13 +5,13 @@ package pipeline
 // [ts − d, ts] and the right windows that become non-empty, and leaves alone the windows
 // closed on the operator's stream time.
 type slidingAggregate struct {
-	ctx        *Context
-	store      string
-	windows    SlidingWindows
-	init       Initializer
-	agg        Aggregator
-	oldValues  *bool
-	streamTime map[int32]int64 // per task
+	ctx       *Context
+	store     string
+	windows   SlidingWindows
+	init      Initializer
+	agg       Aggregator
+	oldValues *bool
+	time      windowTime
 	// emitOnClose stores updates without forwarding them; emitClosed forwards each window
 	// once, when the watermark closes it.
 	emitOnClose bool
@@ -25,6 +25,7 @@ type aggAt struct {
 
 func (p *slidingAggregate) Init(ctx *Context) error {
 	p.ctx = ctx
+	p.time = slidingWindowsTime(ctx, p.windows, p.emitOnClose)
 	if p.emitOnClose {
 		ctx.onWatermark(p.emitClosed)
 	}
@@ -33,10 +34,10 @@ func (p *slidingAggregate) Init(ctx *Context) error {
 
 // slidingRecord is one record being processed with the task's window store.
 type slidingRecord struct {
-	p         *slidingAggregate
-	rec       Record
-	store     *WindowStore
-	closeTime int64
+	p          *slidingAggregate
+	rec        Record
+	store      *WindowStore
+	streamTime int64 // the operator's, for the record's task
 }
 
 func (p *slidingAggregate) Process(rec Record) error {
@@ -49,13 +50,9 @@ func (p *slidingAggregate) Process(rec Record) error {
 		return nil
 	}
 	ts, d := rec.Timestamp, p.windows.TimeDifference
-	st, seen := p.streamTime[rec.Partition]
-	if !seen || ts > st {
-		st = ts
-		p.streamTime[rec.Partition] = st
-	}
-	closeTime := st - p.windows.Grace
-	if ts+d < closeTime {
+	st := p.time.observe(rec.Partition, ts)
+	if p.time.closedAt(ts, st) {
+		// Even the latest window the record falls in, [ts, ts + d], is closed.
 		p.ctx.Drop(DropLate)
 		return nil
 	}
@@ -63,7 +60,7 @@ func (p *slidingAggregate) Process(rec Record) error {
 	if err != nil {
 		return err
 	}
-	r := &slidingRecord{p: p, rec: rec, store: store, closeTime: closeTime}
+	r := &slidingRecord{p: p, rec: rec, store: store, streamTime: st}
 	if ts < d {
 		return r.early()
 	}
@@ -203,15 +200,7 @@ func (r *slidingRecord) createAndUpdate(start int64) error {
 
 // update adds the record to the window at start holding cur, unless the window is closed.
 func (r *slidingRecord) update(start int64, cur *aggAt) error {
-	end := start + r.p.windows.TimeDifference
-	if end < r.closeTime {
-		r.p.ctx.Drop(DropLate)
-		return nil
-	}
-	if r.p.closedByWatermark(start) {
-		// The operator's stream time still accepts it, but the window's final result is
-		// out: a final result is never revised.
-		r.p.ctx.Drop(DropWindowClosed)
+	if !r.p.time.admits(r.streamTime, start) {
 		return nil
 	}
 	next, err := r.p.agg(r.rec, cur.value)
@@ -239,7 +228,7 @@ func (r *slidingRecord) update(start int64, cur *aggAt) error {
 // records after ts that an existing window holds; the record itself is not in it.
 func (r *slidingRecord) createRight(agg *aggAt) error {
 	start := r.rec.Timestamp + 1
-	if r.p.closedByWatermark(start) {
+	if r.p.time.closedByWatermark(start) {
 		// Its records are already in final results; the record itself is not in it, so
 		// nothing of the record is dropped.
 		return nil

@@ -4,18 +4,13 @@ package pipeline
 // already emitted, so that a restart (or a replayed epoch) never emits a final result twice.
 const emittedSlidingMeta = "emit-on-close.emitted-sliding-start"
 
-// closedByWatermark reports whether the watermark has closed the window starting at start:
-// its inclusive end + grace is before the watermark. This is the complement of Kafka's
-// update acceptance (end ≥ stream time − grace, reference §2.3) with the watermark in place
-// of stream time, and matches Kafka's emit bound upper = closeTime − d − 1 (§2.6).
-func (p *slidingAggregate) closedByWatermark(start int64) bool {
-	return p.emitOnClose && start+p.windows.TimeDifference+p.windows.Grace < p.ctx.watermark()
-}
-
 // emitClosed forwards, in window-start order, every window of every task that the
 // watermark has closed since the last emission.
 func (p *slidingAggregate) emitClosed(wm int64) error {
-	upper := wm - p.windows.Grace - p.windows.TimeDifference - 1 // the last closed start
+	// The complement of KStreamSlidingWindowAggregate's update acceptance (end ≥ stream
+	// time − grace) with the watermark in place of stream time, which is its emit bound
+	// upper = closeTime − d − 1.
+	upper := p.time.lastClosed(wm) // the last closed start
 	if upper < 0 {
 		return nil
 	}

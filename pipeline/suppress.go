@@ -93,7 +93,7 @@ func (t *KTable) Suppress(s Suppressed) (*KTable, error) {
 	ov := out.oldValues
 	n.factory = func() Processor {
 		return &suppressProc{cfg: cfg, grace: grace, store: storeName, valueSerde: serdes.Value, oldValues: ov,
-			streamTime: map[int32]int64{}, parts: map[int32]*bufferIndex{}}
+			parts: map[int32]*bufferIndex{}}
 	}
 	t.node.addChild(n)
 	return out, nil
@@ -158,12 +158,13 @@ type suppressProc struct {
 	store      string
 	valueSerde Serde
 	oldValues  *bool
-	streamTime map[int32]int64 // untilTimeLimit: per task
+	time       windowTime
 	parts      map[int32]*bufferIndex
 }
 
 func (p *suppressProc) Init(ctx *Context) error {
 	p.ctx = ctx
+	p.time = suppressTime(ctx, p.cfg, p.grace)
 	if p.cfg.UntilWindowCloses {
 		ctx.onWatermark(p.emitClosed)
 	}
@@ -182,7 +183,7 @@ func (p *suppressProc) Process(rec Record) error {
 		if !ok {
 			return fmt.Errorf("suppress untilWindowCloses: the key %v is not windowed", rec.Key)
 		}
-		if w.End+p.grace <= p.ctx.watermark() {
+		if p.time.closedByWatermark(w.End) {
 			// The final result is out (or the window closed empty): it is never revised.
 			p.ctx.Drop(DropWindowClosed)
 			return nil
@@ -227,12 +228,8 @@ func (p *suppressProc) Process(rec Record) error {
 	}
 	idx.put(string(kb), e.BufferTime, int64(len(kb)+len(vb)))
 	if !p.cfg.UntilWindowCloses {
-		st, seen := p.streamTime[rec.Partition]
-		if !seen || rec.Timestamp > st {
-			st = rec.Timestamp
-			p.streamTime[rec.Partition] = st
-		}
-		if err := p.evictWhile(rec.Partition, func(ref bufferRef) bool { return ref.time <= st-p.cfg.TimeLimit }); err != nil {
+		st := p.time.observe(rec.Partition, rec.Timestamp)
+		if err := p.evictWhile(rec.Partition, func(ref bufferRef) bool { return p.time.closedAt(ref.time, st) }); err != nil {
 			return err
 		}
 	}
@@ -291,7 +288,7 @@ func (p *suppressProc) emitClosed(wm int64) error {
 	for {
 		best := int32(-1)
 		for partition, idx := range p.parts {
-			if len(idx.order) == 0 || idx.order[0].time+p.grace > wm {
+			if len(idx.order) == 0 || !p.time.closedAt(idx.order[0].time, wm) {
 				continue
 			}
 			if best < 0 || idx.order[0].less(p.parts[best].order[0]) ||

@@ -180,7 +180,6 @@ func (t *TimeWindowedKStream) aggregate(prefix string, m Materialized, name stri
 	}, func(storeName string, oldValues *bool) Processor {
 		p := *proto
 		p.store, p.windows, p.oldValues, p.emitOnClose = storeName, w, oldValues, t.emitOnClose
-		p.streamTime = map[int32]int64{}
 		return &p
 	})
 	if err != nil {
@@ -194,21 +193,22 @@ func (t *TimeWindowedKStream) aggregate(prefix string, m Materialized, name stri
 // is still open on the operator's stream time (end > streamTime − grace); for each window
 // already closed it is dropped and counted as late.
 type windowAggregate struct {
-	ctx        *Context
-	emit       func(Record) error // forward, or through the record cache
-	store      string
-	windows    TimeWindows
-	init       Initializer
-	agg        Aggregator
-	reduce     bool
-	oldValues  *bool
-	streamTime map[int32]int64 // per task
+	ctx       *Context
+	emit      func(Record) error // forward, or through the record cache
+	store     string
+	windows   TimeWindows
+	init      Initializer
+	agg       Aggregator
+	reduce    bool
+	oldValues *bool
+	time      windowTime
 	// emitOnClose forwards each window once, when the watermark closes it.
 	emitOnClose bool
 }
 
 func (p *windowAggregate) Init(ctx *Context) error {
 	p.ctx = ctx
+	p.time = timeWindowsTime(ctx, p.windows, p.emitOnClose)
 	if p.emitOnClose {
 		// Final results bypass the record cache, as in Kafka Streams.
 		p.emit = ctx.Forward
@@ -224,28 +224,16 @@ func (p *windowAggregate) Process(rec Record) error {
 		p.ctx.Drop(DropNullKey)
 		return nil
 	}
-	st, seen := p.streamTime[rec.Partition]
-	if !seen || rec.Timestamp > st {
-		st = rec.Timestamp
-		p.streamTime[rec.Partition] = st
-	}
-	closeTime := st - p.windows.Grace
+	st := p.time.observe(rec.Partition, rec.Timestamp)
 	store, err := p.ctx.windowStore(p.store, rec.Partition)
 	if err != nil {
 		return err
 	}
 	for _, start := range p.windows.WindowsFor(rec.Timestamp) {
+		if !p.time.admits(st, start) {
+			continue
+		}
 		end := start + p.windows.Size
-		if end <= closeTime {
-			p.ctx.Drop(DropLate)
-			continue
-		}
-		if p.emitOnClose && end+p.windows.Grace <= p.ctx.watermark() {
-			// The operator's stream time still accepts it, but the watermark has closed the
-			// window and its final result is out: a final result is never revised.
-			p.ctx.Drop(DropWindowClosed)
-			continue
-		}
 		old, found, err := store.Fetch(rec.Key, start)
 		if err != nil {
 			return err
@@ -293,7 +281,7 @@ const emittedMeta = "emit-on-close.emitted-start"
 // emitClosed forwards, in window-start order, every window of every task that the
 // watermark has closed since the last emission: windows whose end + grace ≤ watermark.
 func (p *windowAggregate) emitClosed(wm int64) error {
-	upper := wm - p.windows.Grace - p.windows.Size // the last start whose window is closed
+	upper := p.time.lastClosed(wm) // the last start whose window is closed
 	if upper < 0 {
 		return nil
 	}
