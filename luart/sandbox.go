@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/stoatflow/stoatflow/luart/pattern"
 )
 
 // The Lua libraries and functions a pipeline script may use. This is an allowlist: what is
@@ -79,7 +81,7 @@ func openSandbox(L *lua.LState) {
 		g.RawSet(k, lua.LNil)
 	}
 	str := g.RawGetString("string").(*lua.LTable)
-	openPatterns(L, str)
+	pattern.Open(L, str, allocateMore)
 	openBoundedLibs(L, str, g.RawGetString("table").(*lua.LTable))
 	openCoroutines(L, g.RawGetString("coroutine").(*lua.LTable))
 	// Every string shares this metatable, whose __index is the string library that methods

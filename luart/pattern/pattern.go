@@ -1,4 +1,7 @@
-package luart
+// Package pattern gives a gopher-lua state Lua 5.1's string patterns: Open replaces
+// string.find, match, gmatch and gsub. Its tests check their cases against lua5.1 where it
+// is installed (and always in CI).
+package pattern
 
 import (
 	"context"
@@ -574,13 +577,17 @@ func raisePatternError(L *lua.LState) {
 	}
 }
 
-// openPatterns replaces the pattern functions of the string table (which is also the
-// string values' __index) with those built on matcher.
-func openPatterns(L *lua.LState, str *lua.LTable) {
+// Allocate is told that a library function (what) builds n more bytes of a value, total in
+// all; a memory budget raises a Lua error from it to stop the call.
+type Allocate func(L *lua.LState, what string, n, total int64)
+
+// Open replaces the pattern functions of the string table (which is also the string
+// values' __index) with those built on matcher; gsub tells allocate how its result grows.
+func Open(L *lua.LState, str *lua.LTable, allocate Allocate) {
 	str.RawSetString("find", L.NewFunction(strFind))
 	str.RawSetString("match", L.NewFunction(strMatch))
 	str.RawSetString("gmatch", L.NewFunction(strGmatch))
-	str.RawSetString("gsub", L.NewFunction(strGsub))
+	str.RawSetString("gsub", L.NewFunction(func(L *lua.LState) int { return strGsub(L, allocate) }))
 }
 
 func strFind(L *lua.LState) int  { return findAux(L, true) }
@@ -675,7 +682,7 @@ func (it *gmatchIter) next(L *lua.LState) int {
 	return 0
 }
 
-func strGsub(L *lua.LState) int {
+func strGsub(L *lua.LState, allocateMore Allocate) int {
 	src := L.CheckString(1)
 	pat := L.CheckString(2)
 	repl := L.Get(3)

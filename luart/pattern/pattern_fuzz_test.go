@@ -1,4 +1,4 @@
-package luart
+package pattern
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"github.com/yuin/gopher-lua/pm"
 )
 
-// newPatternState is a sandboxed state whose string functions are ours.
+// newPatternState is a state with gopher-lua's libraries whose pattern functions are ours.
 func newPatternState(t testing.TB) *lua.LState {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true})
-	openSandbox(L)
+	L := lua.NewState()
+	Open(L, L.GetGlobal("string").(*lua.LTable), func(*lua.LState, string, int64, int64) {})
 	t.Cleanup(L.Close)
 	return L
 }
