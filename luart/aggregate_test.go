@@ -165,8 +165,9 @@ return b`)
 	}
 }
 
-// Reference §2.2 test vector: hopping windows of 10 ms advancing by 5 ms with 90 ms grace;
-// seven late drops and these updates, in this order.
+// Kafka's KStreamWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindow
+// (ON_WINDOW_UPDATE): hopping windows of 10 ms advancing by 5 ms with 90 ms grace; seven
+// late drops and these updates, in this order.
 func TestTimeWindowedAggregateVector(t *testing.T) {
 	d := storeDriver(t, prelude+`
 b:stream("in")
@@ -245,7 +246,7 @@ return b`)
 	}
 }
 
-// Reference §2.2, ON_WINDOW_CLOSE: the same input emits only [k@5/15] +5+6 @6, when the
+// The same test with ON_WINDOW_CLOSE: the same input emits only [k@5/15] +5+6 @6, when the
 // watermark (here the stream time: the test driver has no backlog) reaches 105.
 func TestTimeWindowedEmitOnWindowClose(t *testing.T) {
 	d := storeDriver(t, prelude+`

@@ -46,8 +46,10 @@ func sameOutputs(t *testing.T, what string, got, want []tsOut) {
 	}
 }
 
-// Reference §4.1 (c) with TimeWindows in place of SessionWindows (not available yet): the
-// windows do not change any name, so the expected text is Kafka's ANONYMOUS_FINAL_TOPOLOGY;
+// Kafka's SuppressTopologyTest (shouldUseNumberingForAnonymousFinalSuppressionNode,
+// shouldApplyNameToFinalSuppressionNode) with TimeWindows in place of its SessionWindows,
+// which TestDescribeSuppressedSessionCountThroughDSL keeps: the windows change no name, so
+// the expected texts are its ANONYMOUS_FINAL_TOPOLOGY and NAMED_FINAL_TOPOLOGY;
 // withName("myname") gives the suppress node myname and its store myname-store, and the
 // following names move down by the two indices it no longer uses.
 func TestSuppressDescribe(t *testing.T) {
@@ -226,7 +228,8 @@ func TestSuppressRejects(t *testing.T) {
 	}
 }
 
-// Reference §4.1 (c), exactly: a session-window count with suppression, through the DSL.
+// SuppressTopologyTest.shouldUseNumberingForAnonymousFinalSuppressionNode exactly: a
+// session-window count with suppression, through the DSL.
 func TestDescribeSuppressedSessionCountThroughDSL(t *testing.T) {
 	_, b, err := load(t, prelude+`
 b:stream("input")

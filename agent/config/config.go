@@ -85,7 +85,8 @@ func (c *Config) KafkaWait() time.Duration {
 func (c *Config) ExactlyOnce() bool { return c.ProcessingGuarantee == "exactly_once_v2" }
 
 // Default returns a config with every default and nothing set: no scripts, no
-// application.id, no bootstrap.servers. Tests and `stoatflow test` use it.
+// application.id, no bootstrap.servers; required keys and files are not checked. Only tests
+// use it (`stoatflow test` needs no config).
 func Default() *Config {
 	b := newBuilder("")
 	b.partial = true
