@@ -18,11 +18,7 @@ func TestDropReasonsAreDistinctAndResolvedAtBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := s.GroupByKey(Grouped{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.Count(Materialized{}, int64Serde{}, ""); err != nil {
+	if _, err := groupedByKey(t, s).Count(Materialized{}, int64Serde{}, ""); err != nil {
 		t.Fatal(err)
 	}
 	d, err := NewDriver(b, DriverOptions{Sensors: sensors, Stores: NewMemoryStores()})

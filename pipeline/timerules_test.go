@@ -83,58 +83,49 @@ func groupedByKey(t *testing.T, s *KStream) *KGroupedStream {
 	return g
 }
 
-// counted counts per window, caching off, and emits on window close if asked; suppress, if
-// given, follows the count.
-func counted(t *testing.T, w interface {
-	Count(Materialized, Serde, string) (*KTable, error)
-	EmitOnWindowClose(bool)
-}, onClose bool, suppress *Suppressed) *KStream {
-	t.Helper()
-	w.EmitOnWindowClose(onClose)
-	table, err := w.Count(Materialized{CachingDisabled: true}, int64Serde{}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if suppress != nil {
-		if table, err = table.Suppress(*suppress); err != nil {
+// windowedCount groups by key, windows with window and counts per window, caching off,
+// emitting on window close if asked; suppress, if given, follows the count.
+func windowedCount(window func(*KGroupedStream) (countable, error), onClose bool, suppress *Suppressed) func(*testing.T, *KStream) *KStream {
+	return func(t *testing.T, s *KStream) *KStream {
+		t.Helper()
+		w, err := window(groupedByKey(t, s))
+		if err != nil {
 			t.Fatal(err)
 		}
+		w.EmitOnWindowClose(onClose)
+		table, err := w.Count(Materialized{CachingDisabled: true}, int64Serde{}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if suppress != nil {
+			if table, err = table.Suppress(*suppress); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := table.ToStream("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
 	}
-	out, err := table.ToStream("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+}
+
+// countable is what the three windowed streams share.
+type countable interface {
+	Count(Materialized, Serde, string) (*KTable, error)
+	EmitOnWindowClose(bool)
 }
 
 func timeWindowCount(w TimeWindows, onClose bool, suppress *Suppressed) func(*testing.T, *KStream) *KStream {
-	return func(t *testing.T, s *KStream) *KStream {
-		tw, err := groupedByKey(t, s).WindowedBy(w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return counted(t, tw, onClose, suppress)
-	}
+	return windowedCount(func(g *KGroupedStream) (countable, error) { return g.WindowedBy(w) }, onClose, suppress)
 }
 
 func sessionCount(w SessionWindows, onClose bool, suppress *Suppressed) func(*testing.T, *KStream) *KStream {
-	return func(t *testing.T, s *KStream) *KStream {
-		sw, err := groupedByKey(t, s).WindowedBySession(w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return counted(t, sw, onClose, suppress)
-	}
+	return windowedCount(func(g *KGroupedStream) (countable, error) { return g.WindowedBySession(w) }, onClose, suppress)
 }
 
 func slidingWindowCount(w SlidingWindows, onClose bool, suppress *Suppressed) func(*testing.T, *KStream) *KStream {
-	return func(t *testing.T, s *KStream) *KStream {
-		sw, err := groupedByKey(t, s).WindowedBySliding(w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return counted(t, sw, onClose, suppress)
-	}
+	return windowedCount(func(g *KGroupedStream) (countable, error) { return g.WindowedBySliding(w) }, onClose, suppress)
 }
 
 var noDrops = map[DropReason]int{}
