@@ -6,7 +6,11 @@
 // validation, "did you mean", --help and docs/config.md all come from them.
 package config
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stoatflow/stoatflow/pipeline/serdes"
+)
 
 // Section is the TOML table a key lives in.
 type Section string
@@ -251,12 +255,10 @@ var streamsKeys = []Key{
 	{Name: "default.interactive.query.isolation.level", Type: TypeEnum, Default: "READ_UNCOMMITTED",
 		Allowed: []string{"READ_UNCOMMITTED", "READ_COMMITTED"},
 		Doc:     "Isolation of interactive queries that do not name one: READ_UNCOMMITTED sees the epoch's buffered writes, READ_COMMITTED only committed state."},
-	{Name: "default.key.serde", Type: TypeEnum, Default: "string", Aliases: serdeAliases,
-		Allowed: []string{"string", "bytes", "json", "long", "integer", "double"},
-		Doc:     "Key serde where the topology names none (Kafka Streams has no default; a Lua agent needs one). Kafka's Serdes class names are accepted."},
-	{Name: "default.value.serde", Type: TypeEnum, Default: "string", Aliases: serdeAliases,
-		Allowed: []string{"string", "bytes", "json", "long", "integer", "double"},
-		Doc:     "Value serde where the topology names none. Kafka's Serdes class names are accepted."},
+	{Name: "default.key.serde", Type: TypeEnum, Default: "string", Aliases: serdeAliases, Allowed: serdes.Builtin(),
+		Doc: "Key serde where the topology names none (Kafka Streams has no default; a Lua agent needs one). Kafka's Serdes class names are accepted."},
+	{Name: "default.value.serde", Type: TypeEnum, Default: "string", Aliases: serdeAliases, Allowed: serdes.Builtin(),
+		Doc: "Value serde where the topology names none. Kafka's Serdes class names are accepted."},
 	{Name: "default.timestamp.extractor", Type: TypeClass, Default: "FailOnInvalidTimestamp", Aliases: extractorAliases,
 		Allowed: []string{"FailOnInvalidTimestamp", "LogAndSkipOnInvalidTimestamp", "UsePartitionTimeOnInvalidTimestamp", "WallclockTimestampExtractor"},
 		Doc:     "Timestamp extractor where the topology names none (Kafka's class names or their short names)."},

@@ -2,12 +2,16 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stoatflow/stoatflow/pipeline/serdes"
+	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
 )
 
 // base is a minimal valid file; tests append their keys to its tables.
@@ -505,5 +509,28 @@ func TestLoadMissingFile(t *testing.T) {
 	_, err := Load(filepath.Join(t.TempDir(), "none.toml"))
 	if err == nil || !strings.Contains(err.Error(), "cannot read config") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// The default serdes are the serde registry's built-in serdes, by their names and Kafka's
+// class names; the Schema Registry serdes need a schema or subject per topic, so they are
+// not default serdes.
+func TestDefaultSerdesComeFromTheRegistry(t *testing.T) {
+	for _, name := range serdes.Builtin() {
+		cfg := mustParse(t, "", fmt.Sprintf("default.key.serde = %q\ndefault.value.serde = %q", name, strings.ToUpper(name)))
+		if cfg.DefaultKeySerde != name || cfg.DefaultValueSerde != name {
+			t.Errorf("%s: key serde %q, value serde %q", name, cfg.DefaultKeySerde, cfg.DefaultValueSerde)
+		}
+	}
+	cfg := mustParse(t, "", `default.key.serde = "org.apache.kafka.common.serialization.Serdes$IntegerSerde"`)
+	if cfg.DefaultKeySerde != "integer" {
+		t.Errorf("Kafka's IntegerSerde: %q", cfg.DefaultKeySerde)
+	}
+	for _, name := range schemas.Names {
+		_, err := parse(t, "", fmt.Sprintf("default.value.serde = %q", name))
+		want := fmt.Sprintf(`streams.default.value.serde: invalid value %q: allowed values are "string", "bytes", "json", "long", "integer", "double"`, name)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %s", name, err, want)
+		}
 	}
 }

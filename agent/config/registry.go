@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -49,6 +50,11 @@ func register(k *Key, s Section) *Key {
 		panic("config: duplicate key " + full)
 	}
 	byFull[full] = k
+	for alias, canon := range k.Aliases {
+		if !slices.Contains(k.Allowed, canon) {
+			panic(fmt.Sprintf("config: %s: alias %s names %q, which is not an allowed value", full, alias, canon))
+		}
+	}
 	for _, d := range []struct {
 		text string
 		into map[string]any

@@ -18,14 +18,10 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
-var builtin = map[string]pipeline.Serde{
-	String{}.Name():  String{},
-	Bytes{}.Name():   Bytes{},
-	Long{}.Name():    Long{},
-	Integer{}.Name(): Integer{},
-	Double{}.Name():  Double{},
-	JSON{}.Name():    JSON{},
-}
+// builtin are the built-in serdes in their declaration order: string, the default serde,
+// first. The config's default.key.serde and default.value.serde accept these names, in this
+// order.
+var builtin = []pipeline.Serde{String{}, Bytes{}, JSON{}, Long{}, Integer{}, Double{}}
 
 // windowedPrefix starts the names of the windowed serdes (windowed-string, windowed-long, ...),
 // which need the window key formats.
@@ -33,8 +29,10 @@ const windowedPrefix = "windowed-"
 
 // ByName returns the built-in serde with the given name, as written in a pipeline script.
 func ByName(name string) (pipeline.Serde, error) {
-	if s, ok := builtin[name]; ok {
-		return s, nil
+	for _, s := range builtin {
+		if s.Name() == name {
+			return s, nil
+		}
 	}
 	if strings.HasPrefix(name, windowedPrefix) {
 		return nil, fmt.Errorf("serde %q: not supported yet: windowed serdes", name)
@@ -44,10 +42,16 @@ func ByName(name string) (pipeline.Serde, error) {
 
 // Names lists the built-in serde names in sorted order.
 func Names() []string {
-	names := make([]string, 0, len(builtin))
-	for n := range builtin {
-		names = append(names, n)
-	}
+	names := Builtin()
 	slices.Sort(names)
+	return names
+}
+
+// Builtin lists the built-in serde names in their declaration order.
+func Builtin() []string {
+	names := make([]string, len(builtin))
+	for i, s := range builtin {
+		names[i] = s.Name()
+	}
 	return names
 }

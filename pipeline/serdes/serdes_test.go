@@ -27,6 +27,13 @@ func TestNamesSorted(t *testing.T) {
 	}
 }
 
+func TestBuiltinInDeclarationOrder(t *testing.T) {
+	got := strings.Join(Builtin(), ",")
+	if want := "string,bytes,json,long,integer,double"; got != want {
+		t.Fatalf("Builtin() = %s, want %s", got, want)
+	}
+}
+
 func TestByNameUnknownListsKnown(t *testing.T) {
 	_, err := ByName("Strng")
 	if err == nil {
