@@ -312,7 +312,7 @@ func (l *loop) punctuate() error {
 // a partition must stay caught up for at least that long too, or a partition whose records
 // are merely not fetched yet would let the watermark run ahead of them.
 func (l *loop) markIdle() {
-	need := max(l.a.cfg.MaxTaskIdle, l.a.cfg.Client(config.ForConsumer).Duration("fetch.max.wait.ms"))
+	need := max(l.a.cfg.MaxTaskIdle, config.FetchMaxWait.Get(l.a.cfg.Client(config.ForConsumer)))
 	now := time.Now()
 	buffered := len(l.k.consumer.Messages()) > 0
 	for tp, lag := range l.k.consumer.Lag() {

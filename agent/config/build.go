@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // builder collects the values of a file and turns them into a Config,
@@ -89,40 +88,12 @@ func (b *builder) resolvePaths(v any) any {
 	return v
 }
 
-// get returns a key's value (set or default); the typed helpers below read it.
-func (b *builder) get(full string) any { return b.cfg.value(full) }
-
-func (b *builder) str(full string) string {
-	s, _ := b.get(full).(string)
-	return s
-}
-
-func (b *builder) num(full string) int64 {
-	n, _ := b.get(full).(int64)
-	return n
-}
-
-func (b *builder) flag(full string) bool {
-	v, _ := b.get(full).(bool)
-	return v
-}
-
-func (b *builder) dur(full string) time.Duration {
-	d, _ := b.get(full).(time.Duration)
-	return d
-}
-
-func (b *builder) list(full string) []string {
-	l, _ := b.get(full).([]string)
-	return l
-}
-
 // build fills the Config from the collected values and runs the checks that
 // involve several keys or the file system.
 func (b *builder) build() *Config {
 	c := b.cfg
 	// The guarantee decides other defaults, so it is read first.
-	c.ProcessingGuarantee = b.str("streams.processing.guarantee")
+	c.ProcessingGuarantee = processingGuarantee.Get(c)
 
 	b.buildAgent()
 	b.buildStreams()
@@ -137,44 +108,44 @@ var levels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelI
 
 func (b *builder) buildAgent() {
 	c := b.cfg
-	c.Scripts = b.list("agent.scripts")
-	c.HTTPListen = b.str("agent.http.listen")
-	c.HTTPToken = b.str("agent.http.token")
-	c.HTTPTLSCert = b.str("agent.http.tls.cert")
-	c.HTTPTLSKey = b.str("agent.http.tls.key")
-	c.HTTPAllowedHosts = b.hostNames("agent.http.allowed.hosts")
-	c.QueryMaxConcurrency = int(b.num("agent.http.query.max.concurrency"))
-	c.QueryTimeout = b.dur("agent.http.query.timeout")
-	c.LogLevel = levels[b.str("agent.log.level")]
-	c.LogFormat = b.str("agent.log.format")
-	c.EmbeddedListen = b.str("agent.embedded.listen")
-	c.EmbeddedPartitions = int32(b.num("agent.embedded.partitions"))
-	c.EmbeddedDemo = b.flag("agent.embedded.demo")
-	c.LuaCallTimeout = b.dur("agent.lua.call.timeout")
-	c.LuaMemoryMaxBytes = b.num("agent.lua.memory.max.bytes")
-	c.ShutdownTimeout = b.dur("agent.shutdown.timeout")
-	c.LeaveGroupOnClose = b.flag("agent.leave.group.on.close")
+	c.Scripts = scripts.Get(c)
+	c.HTTPListen = httpListen.Get(c)
+	c.HTTPToken = httpToken.Get(c)
+	c.HTTPTLSCert = httpTLSCert.Get(c)
+	c.HTTPTLSKey = httpTLSKey.Get(c)
+	c.HTTPAllowedHosts = b.hostNames(httpAllowedHosts)
+	c.QueryMaxConcurrency = int(queryMaxConcurrency.Get(c))
+	c.QueryTimeout = queryTimeout.Get(c)
+	c.LogLevel = levels[logLevel.Get(c)]
+	c.LogFormat = logFormat.Get(c)
+	c.EmbeddedListen = embeddedListen.Get(c)
+	c.EmbeddedPartitions = int32(embeddedPartitions.Get(c))
+	c.EmbeddedDemo = embeddedDemo.Get(c)
+	c.LuaCallTimeout = luaCallTimeout.Get(c)
+	c.LuaMemoryMaxBytes = luaMemoryMaxBytes.Get(c)
+	c.ShutdownTimeout = shutdownTimeout.Get(c)
+	c.LeaveGroupOnClose = leaveGroupOnClose.Get(c)
 
-	b.checkHostPort("agent.http.listen", c.HTTPListen, false)
-	b.checkHostPort("agent.embedded.listen", c.EmbeddedListen, false)
+	b.checkHostPort(httpListen.FullName(), c.HTTPListen, false)
+	b.checkHostPort(embeddedListen.FullName(), c.EmbeddedListen, false)
 	if (c.HTTPTLSCert == "") != (c.HTTPTLSKey == "") {
 		if c.HTTPTLSCert == "" {
-			b.fail("agent.http.tls.key", "set without agent.http.tls.cert: HTTPS needs both")
+			b.fail(httpTLSKey.FullName(), "set without agent.http.tls.cert: HTTPS needs both")
 		} else {
-			b.fail("agent.http.tls.cert", "set without agent.http.tls.key: HTTPS needs both")
+			b.fail(httpTLSCert.FullName(), "set without agent.http.tls.key: HTTPS needs both")
 		}
 	}
 	if b.partial {
 		return
 	}
 	if len(c.Scripts) == 0 {
-		b.fail("agent.scripts", `required: the Lua scripts that build the topology, e.g. scripts = ["wordcount.lua"]`)
+		b.fail(scripts.FullName(), `required: the Lua scripts that build the topology, e.g. scripts = ["wordcount.lua"]`)
 	}
 	for _, s := range c.Scripts {
-		b.checkFile("agent.scripts", s)
+		b.checkFile(scripts.FullName(), s)
 	}
-	b.checkFile("agent.http.tls.cert", c.HTTPTLSCert)
-	b.checkFile("agent.http.tls.key", c.HTTPTLSKey)
+	b.checkFile(httpTLSCert.FullName(), c.HTTPTLSCert)
+	b.checkFile(httpTLSKey.FullName(), c.HTTPTLSKey)
 }
 
 // validID matches what may prefix Kafka topic names: application.id becomes
@@ -183,82 +154,79 @@ var validID = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 func (b *builder) buildStreams() {
 	c := b.cfg
-	c.ApplicationID = b.str("streams.application.id")
-	c.BootstrapServers = b.list("streams.bootstrap.servers")
-	c.CommitInterval = b.dur("streams.commit.interval.ms")
-	c.StateDir = b.str("streams.state.dir")
+	c.ApplicationID = applicationID.Get(c)
+	c.BootstrapServers = bootstrapServers.Get(c)
+	c.CommitInterval = commitInterval.Get(c)
+	c.StateDir = stateDir.Get(c)
 	if c.StateDir == "" {
 		c.StateDir = filepath.Join(os.TempDir(), "stoatflow")
 	}
-	c.TransactionalStateStores = b.flag("streams.enable.transactional.statestores")
-	c.UncommittedMaxBytes = b.num("streams.statestore.uncommitted.max.bytes")
-	c.DefaultIQIsolation = b.str("streams.default.interactive.query.isolation.level")
-	c.DefaultKeySerde = b.str("streams.default.key.serde")
-	c.DefaultValueSerde = b.str("streams.default.value.serde")
-	c.DefaultTimestampExtractor = b.str("streams.default.timestamp.extractor")
-	c.MaxTaskIdle = b.dur("streams.max.task.idle.ms")
-	c.CacheMaxBytes = b.num("streams.statestore.cache.max.bytes")
-	if !b.cfg.IsSet("streams.statestore.cache.max.bytes") && b.cfg.IsSet("streams.cache.max.bytes.buffering") {
-		c.CacheMaxBytes = b.num("streams.cache.max.bytes.buffering")
-	}
-	c.ApplicationServer = b.str("streams.application.server")
-	c.BufferedRecordsPerPartition = int(b.num("streams.buffered.records.per.partition"))
-	c.PollTime = b.dur("streams.poll.ms")
-	c.TaskTimeout = b.dur("streams.task.timeout.ms")
-	c.TopologyOptimization = b.list("streams.topology.optimization")
-	c.WindowStoreChangelogAdditionalRetention = b.dur("streams.windowstore.changelog.additional.retention.ms")
-	c.DSLStoreFormat = b.str("streams.dsl.store.format")
+	c.TransactionalStateStores = transactionalStateStores.Get(c)
+	c.UncommittedMaxBytes = uncommittedMaxBytes.Get(c)
+	c.DefaultIQIsolation = defaultIQIsolation.Get(c)
+	c.DefaultKeySerde = defaultKeySerde.Get(c)
+	c.DefaultValueSerde = defaultValueSerde.Get(c)
+	c.DefaultTimestampExtractor = defaultTimestampExtractor.Get(c)
+	c.MaxTaskIdle = maxTaskIdle.Get(c)
+	c.CacheMaxBytes = orDeprecated(c, cacheMaxBytes, cacheMaxBytesBuffering)
+	c.ApplicationServer = applicationServer.Get(c)
+	c.BufferedRecordsPerPartition = int(bufferedRecordsPerPartition.Get(c))
+	c.PollTime = pollTime.Get(c)
+	c.TaskTimeout = taskTimeout.Get(c)
+	c.TopologyOptimization = topologyOptimization.Get(c)
+	c.WindowStoreChangelogAdditionalRetention = windowStoreChangelogAdditionalRetention.Get(c)
+	c.DSLStoreFormat = dslStoreFormat.Get(c)
 	b.checkDeadLetterQueue()
 
-	rf := b.num("streams.replication.factor")
+	rf := replicationFactor.Get(c)
 	if rf == 0 || rf > 32767 {
-		b.fail("streams.replication.factor", "invalid value %d: must be -1 (broker default) or between 1 and 32767", rf)
+		b.fail(replicationFactor.FullName(), "invalid value %d: must be -1 (broker default) or between 1 and 32767", rf)
 	}
 	c.ReplicationFactor = int16(rf)
 
 	opt := c.TopologyOptimization
 	for _, o := range opt {
 		if (o == "none" || o == "all") && len(opt) > 1 {
-			b.fail("streams.topology.optimization", "%q cannot be combined with other values", o)
+			b.fail(topologyOptimization.FullName(), "%q cannot be combined with other values", o)
 		}
 	}
 	if c.ApplicationServer != "" {
-		b.checkHostPort("streams.application.server", c.ApplicationServer, true)
+		b.checkHostPort(applicationServer.FullName(), c.ApplicationServer, true)
 	}
 
 	c.Embedded = len(c.BootstrapServers) == 1 && c.BootstrapServers[0] == "embedded"
 	if !c.Embedded {
 		for _, s := range c.BootstrapServers {
 			if s == "embedded" {
-				b.fail("streams.bootstrap.servers", `"embedded" cannot be combined with other servers`)
+				b.fail(bootstrapServers.FullName(), `"embedded" cannot be combined with other servers`)
 				continue
 			}
-			b.checkHostPort("streams.bootstrap.servers", s, true)
+			b.checkHostPort(bootstrapServers.FullName(), s, true)
 		}
 	}
 
 	consumer := c.Client(ForConsumer)
-	c.ClientID = b.str("streams.client.id")
+	c.ClientID = ClientID.unprefixed(c)
 	if c.ClientID == "" {
 		c.ClientID = c.ApplicationID
 	}
-	c.GroupInstanceID = consumer.String("group.instance.id")
+	c.GroupInstanceID = groupInstanceID.Get(consumer)
 
 	if b.partial {
 		return
 	}
 	if c.ApplicationID == "" {
-		b.fail("streams.application.id", "required: the application's id (consumer group and internal topic prefix)")
+		b.fail(applicationID.FullName(), "required: the application's id (consumer group and internal topic prefix)")
 	} else if !validID.MatchString(c.ApplicationID) {
-		b.fail("streams.application.id", "invalid value %q: only letters, digits, '.', '_' and '-' (it prefixes topic names)", c.ApplicationID)
+		b.fail(applicationID.FullName(), "invalid value %q: only letters, digits, '.', '_' and '-' (it prefixes topic names)", c.ApplicationID)
 	}
 	if len(c.BootstrapServers) == 0 {
-		b.fail("streams.bootstrap.servers", `required: Kafka brokers as host:port, or "embedded"`)
+		b.fail(bootstrapServers.FullName(), `required: Kafka brokers as host:port, or "embedded"`)
 	}
 	if c.GroupInstanceID == "" && c.ApplicationID != "" {
 		host, err := os.Hostname()
 		if err != nil {
-			b.fail("streams.group.instance.id", "no default: cannot read the host name (%v); set it", err)
+			b.fail(groupInstanceID.FullName(), "no default: cannot read the host name (%v); set it", err)
 		}
 		c.GroupInstanceID = c.ApplicationID + "-" + host
 	}
@@ -289,12 +257,12 @@ func (b *builder) checkHostPort(key, addr string, connect bool) {
 
 // hostNames reads a list of DNS names as a Host header carries them (lower case, without
 // the trailing dot); a port, a scheme or a path in an entry is an error.
-func (b *builder) hostNames(key string) []string {
+func (b *builder) hostNames(key Setting[[]string]) []string {
 	var out []string
-	for _, h := range b.list(key) {
+	for _, h := range key.Get(b.cfg) {
 		name := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
 		if name == "" || strings.ContainsAny(name, ":/ []@") {
-			b.fail(key, "invalid host name %q: expected a name such as stoatflow.default.svc, without port or scheme", h)
+			b.fail(key.FullName(), "invalid host name %q: expected a name such as stoatflow.default.svc, without port or scheme", h)
 			continue
 		}
 		out = append(out, name)
@@ -329,33 +297,33 @@ func (b *builder) checkClient(cl Client) {
 	eos := b.cfg.ExactlyOnce()
 	switch cl.Role() {
 	case ForConsumer:
-		if eos && cl.IsSet("isolation.level") && cl.String("isolation.level") != "read_committed" {
-			b.fail(cl.Source("isolation.level"), "Kafka Streams forces read_committed under exactly_once_v2")
+		if eos && IsolationLevel.IsSet(cl) && IsolationLevel.Get(cl) != "read_committed" {
+			b.fail(IsolationLevel.Source(cl), "Kafka Streams forces read_committed under exactly_once_v2")
 		}
-		if cl.Duration("heartbeat.interval.ms") >= cl.Duration("session.timeout.ms") {
-			b.fail(cl.Source("heartbeat.interval.ms"), "invalid value %d: must be lower than session.timeout.ms (%d)",
-				cl.Duration("heartbeat.interval.ms").Milliseconds(), cl.Duration("session.timeout.ms").Milliseconds())
+		if HeartbeatInterval.Get(cl) >= SessionTimeout.Get(cl) {
+			b.fail(HeartbeatInterval.Source(cl), "invalid value %d: must be lower than session.timeout.ms (%d)",
+				HeartbeatInterval.Get(cl).Milliseconds(), SessionTimeout.Get(cl).Milliseconds())
 		}
 	case ForProducer:
-		acksAll := cl.String("acks") == "all"
+		acksAll := Acks.Get(cl) == "all"
 		switch {
-		case eos && cl.IsSet("enable.idempotence") && !cl.Bool("enable.idempotence"):
-			b.fail(cl.Source("enable.idempotence"), "Kafka Streams forces enable.idempotence = true under exactly_once_v2")
+		case eos && EnableIdempotence.IsSet(cl) && !EnableIdempotence.Get(cl):
+			b.fail(EnableIdempotence.Source(cl), "Kafka Streams forces enable.idempotence = true under exactly_once_v2")
 		case eos && !acksAll:
-			b.fail(cl.Source("acks"), `exactly_once_v2 needs acks = "all"`)
-		case cl.IsSet("enable.idempotence") && cl.Bool("enable.idempotence") && !acksAll:
-			b.fail(cl.Source("acks"), `enable.idempotence = true needs acks = "all"`)
+			b.fail(Acks.Source(cl), `exactly_once_v2 needs acks = "all"`)
+		case EnableIdempotence.IsSet(cl) && EnableIdempotence.Get(cl) && !acksAll:
+			b.fail(Acks.Source(cl), `enable.idempotence = true needs acks = "all"`)
 		}
 	}
 
-	proto := cl.String("security.protocol")
+	proto := SecurityProtocol.Get(cl)
 	if strings.HasPrefix(proto, "SASL_") {
 		b.checkSASL(cl)
 	}
 	if proto == "SSL" || proto == "SASL_SSL" {
 		if !b.partial {
-			b.checkFile(cl.Source("ssl.truststore.location"), cl.String("ssl.truststore.location"))
-			b.checkFile(cl.Source("ssl.keystore.location"), cl.String("ssl.keystore.location"))
+			b.checkFile(SSLTruststoreLocation.Source(cl), SSLTruststoreLocation.Get(cl))
+			b.checkFile(SSLKeystoreLocation.Source(cl), SSLKeystoreLocation.Get(cl))
 		}
 	}
 }
@@ -367,15 +335,15 @@ var jaasModule = map[string]string{
 }
 
 func (b *builder) checkSASL(cl Client) {
-	mech := cl.String("sasl.mechanism")
+	mech := SASLMechanism.Get(cl)
 	module, ok := jaasModule[mech]
 	if !ok {
-		b.fail(cl.Source("sasl.mechanism"), "not supported yet: sasl.mechanism %s (use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", mech)
+		b.fail(SASLMechanism.Source(cl), "not supported yet: sasl.mechanism %s (use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", mech)
 		return
 	}
-	jaasKey := cl.Source("sasl.jaas.config")
-	if !cl.IsSet("sasl.jaas.config") {
-		b.fail(jaasKey, "required with security.protocol %s: %s required username=\"...\" password=\"...\";", cl.String("security.protocol"), module)
+	jaasKey := SASLJAASConfig.Source(cl)
+	if !SASLJAASConfig.IsSet(cl) {
+		b.fail(jaasKey, "required with security.protocol %s: %s required username=\"...\" password=\"...\";", SecurityProtocol.Get(cl), module)
 		return
 	}
 	j, err := cl.SASL()

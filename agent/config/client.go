@@ -1,10 +1,6 @@
 package config
 
-import "time"
-
-// Client is one Kafka client's view of the client properties: a prefixed key
-// (main.consumer., consumer., producer., admin.) wins over the unprefixed one,
-// which wins over the default, as in Kafka Streams.
+// Client is one Kafka client's view of the client properties, which ClientSettings read.
 type Client struct {
 	cfg      *Config
 	role     Role
@@ -26,54 +22,19 @@ func (c *Config) Client(role Role) Client {
 // Role is the client this view is for.
 func (cl Client) Role() Role { return cl.role }
 
-// Source is the full name of the key that decides name for this client: the
-// prefixed or unprefixed key that is set, else the unprefixed key.
-func (cl Client) Source(name string) string {
+// source is the full name of the key that decides k for this client: the prefixed or
+// unprefixed key that is set, else the unprefixed key.
+func (cl Client) source(k *Key) string {
 	for _, p := range cl.prefixes {
-		full := "streams." + p + name
+		full := "streams." + p + k.Name
 		if _, ok := cl.cfg.set[full]; ok {
 			return full
 		}
 	}
-	return "streams." + name
-}
-
-// IsSet reports whether name is set for this client, prefixed or not.
-func (cl Client) IsSet(name string) bool {
-	return cl.cfg.IsSet(cl.Source(name))
-}
-
-// Value is the value of a client key for this client, nil when it has neither
-// a value nor a default.
-func (cl Client) Value(name string) any {
-	return cl.cfg.value(cl.Source(name))
-}
-
-// String returns a string, enum or password client key ("" when unset).
-func (cl Client) String(name string) string {
-	s, _ := cl.Value(name).(string)
-	return s
-}
-
-// Int returns an integer client key (0 when unset).
-func (cl Client) Int(name string) int64 {
-	n, _ := cl.Value(name).(int64)
-	return n
-}
-
-// Bool returns a boolean client key.
-func (cl Client) Bool(name string) bool {
-	b, _ := cl.Value(name).(bool)
-	return b
-}
-
-// Duration returns a duration client key (0 when unset).
-func (cl Client) Duration(name string) time.Duration {
-	d, _ := cl.Value(name).(time.Duration)
-	return d
+	return k.full
 }
 
 // SASL returns the credentials of sasl.jaas.config for this client.
 func (cl Client) SASL() (JAAS, error) {
-	return ParseJAAS(cl.String("sasl.jaas.config"))
+	return ParseJAAS(SASLJAASConfig.Get(cl))
 }

@@ -74,7 +74,7 @@ type Config struct {
 // long retriable failures may go on, as Kafka Streams adds task.timeout.ms to the client's
 // own timeout. task.timeout.ms = 0 thus fails at the first attempt that times out.
 func (c *Config) KafkaWait() time.Duration {
-	wait := c.Client(ForProducer).Duration("request.timeout.ms")
+	wait := RequestTimeout.Get(c.Client(ForProducer))
 	if c.TaskTimeout > math.MaxInt64-wait {
 		return math.MaxInt64
 	}
@@ -111,9 +111,9 @@ func defaultOf(full string, eos bool) any {
 	return defaults[full]
 }
 
-// IsSet reports whether a key (full name, e.g. "streams.commit.interval.ms")
+// isSet reports whether a key (full name, e.g. "streams.commit.interval.ms")
 // was written in the file.
-func (c *Config) IsSet(full string) bool {
+func (c *Config) isSet(full string) bool {
 	_, ok := c.set[full]
 	return ok
 }

@@ -102,23 +102,23 @@ Rules:
 
 `)
 	b.WriteString("## [agent]\n\n")
-	writeTable(&b, append(agentKeys[:len(agentKeys):len(agentKeys)], embeddedRegistryKey), false)
+	writeTable(&b, append(agentKeys.keys[:len(agentKeys.keys):len(agentKeys.keys)], registryAgentKeys.keys...), false)
 
 	b.WriteString("\n## [streams]: Kafka Streams properties\n\n")
-	writeTable(&b, streamsKeys, false)
+	writeTable(&b, streamsKeys.keys, false)
 
 	b.WriteString("\n## [streams]: Schema Registry serdes\n\n")
 	b.WriteString("Confluent's serde and registry client keys, for the `avro`, `protobuf` and `json-schema`\n" +
 		"serdes (docs/serdes.md). `retries.wait.ms` and Kafka's `retries` cannot both be unquoted\n" +
 		"dotted keys in one table (TOML): quote one, e.g. `\"retries.wait.ms\" = 500`.\n\n")
-	writeTable(&b, schemaRegistryKeys, false)
+	writeTable(&b, registryKeys.keys, false)
 
 	b.WriteString("\n## [streams]: Kafka client properties\n\n")
 	b.WriteString("Written unprefixed, a client property applies to every client it concerns; with the Kafka\n" +
 		"Streams prefixes `consumer.` (or `main.consumer.`), `producer.` or `admin.` it applies to that\n" +
 		"client only and wins over the unprefixed key. The prefixes `restore.consumer.`,\n" +
 		"`global.consumer.`, `topic.` and `client.tag.` are not supported yet.\n\n")
-	writeTable(&b, clientKeys, true)
+	writeTable(&b, clientKeys.keys, true)
 
 	b.WriteString(`
 ### Producer batching: linger.ms and batch.size
@@ -188,14 +188,13 @@ ssl.truststore.location = "ca.pem"
 	return b.String()
 }
 
-func writeTable(b *strings.Builder, keys []Key, client bool) {
+func writeTable(b *strings.Builder, keys []*Key, client bool) {
 	if client {
 		b.WriteString("| key | clients | type | default | description |\n| --- | --- | --- | --- | --- |\n")
 	} else {
 		b.WriteString("| key | type | default | description |\n| --- | --- | --- | --- |\n")
 	}
-	for i := range keys {
-		k := &keys[i]
+	for _, k := range keys {
 		if k.Disposition != Normal {
 			continue
 		}
@@ -211,18 +210,17 @@ func writeTable(b *strings.Builder, keys []Key, client bool) {
 func Usage() string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	section := func(title string, keys []Key) {
+	section := func(title string, keys []*Key) {
 		fmt.Fprintf(w, "%s\n", title)
-		for i := range keys {
-			k := &keys[i]
+		for _, k := range keys {
 			if k.Disposition == Normal {
 				fmt.Fprintf(w, "  %s\t%v\t%s\n", k.Name, k.Type, defaultText(k))
 			}
 		}
 	}
-	section("[agent]", agentKeys)
-	section("[streams]", streamsKeys)
-	section("[streams] client properties (also with a consumer., producer. or admin. prefix)", clientKeys)
+	section("[agent]", agentKeys.keys)
+	section("[streams]", streamsKeys.keys)
+	section("[streams] client properties (also with a consumer., producer. or admin. prefix)", clientKeys.keys)
 	w.Flush()
 	b.WriteString("Full reference: docs/config.md\n")
 	return b.String()

@@ -2,12 +2,15 @@
 // (with their Kafka names and defaults), the Kafka client properties StoatFlow
 // maps onto sarama, and StoatFlow's own [agent] settings.
 //
-// Every key is declared once, in the tables of keys.go and clientkeys.go; parsing,
-// validation, "did you mean", --help and docs/config.md all come from them.
+// Every key is declared once, in the tables of keys.go, schemaregistry.go and
+// clientkeys.go; parsing, validation, "did you mean", --help and docs/config.md all
+// come from them, and the declaration returns the typed handle the key is read
+// through (handles.go).
 package config
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/stoatflow/stoatflow/pipeline/serdes"
 )
@@ -145,10 +148,17 @@ type Key struct {
 	Required bool
 	// Path values are file paths, resolved relative to the config file's directory.
 	Path bool
+
+	full string // FullName, once the key is declared
 }
 
 // FullName is the key with its section, as it is reported: "streams.commit.interval.ms".
-func (k *Key) FullName() string { return string(k.Section) + "." + k.Name }
+func (k *Key) FullName() string {
+	if k.full != "" {
+		return k.full
+	}
+	return string(k.Section) + "." + k.Name
+}
 
 const (
 	// maxInt32 bounds the keys Kafka declares as int: a 32-bit number (of milliseconds for
@@ -161,43 +171,45 @@ const (
 )
 
 // agentKeys are StoatFlow's own settings, for which Kafka Streams has no key.
-var agentKeys = []Key{
-	{Name: "scripts", Type: TypeList, Required: true, Path: true,
-		Doc: "Lua scripts that build the topology, resolved relative to the config file's directory; each must exist."},
-	{Name: "http.listen", Type: TypeString, Default: "127.0.0.1:9464",
-		Doc: "Address of the HTTP server (health, metrics, topology, interactive queries)."},
-	{Name: "http.token", Type: TypePassword,
-		Doc: "Bearer token required on every HTTP request except /healthz and /readyz; empty means none."},
-	{Name: "http.allowed.hosts", Type: TypeList,
-		Doc: "Host names the HTTP server answers to besides loopback names (localhost), IP addresses, the host of http.listen and of application.server, e.g. a Kubernetes service name; other Host headers are refused (DNS rebinding). Names only, no ports."},
-	{Name: "http.query.max.concurrency", Type: TypeInt, Default: "4", Min: 1,
-		Doc: "Interactive queries served at once; one more waits up to 1 s for its turn, then is answered 503 too_many_queries with Retry-After. Whatever this says, queries together use at most a quarter of the CPUs (GOMAXPROCS), so they cannot starve processing."},
-	{Name: "http.query.timeout", Type: TypeDuration, Default: "30s", Min: 1,
-		Doc: "Deadline of one interactive query, from its turn; a query still running then ends with the error query_timeout."},
-	{Name: "http.tls.cert", Type: TypeString, Path: true,
-		Doc: "PEM certificate chain for HTTPS; set together with http.tls.key."},
-	{Name: "http.tls.key", Type: TypeString, Path: true,
-		Doc: "PEM private key (unencrypted) for HTTPS; set together with http.tls.cert."},
-	{Name: "log.level", Type: TypeEnum, Default: "info", Allowed: []string{"debug", "info", "warn", "error"},
-		Doc: "Lowest level of log lines written."},
-	{Name: "log.format", Type: TypeEnum, Default: "text", Allowed: []string{"text", "json"},
-		Doc: "Log line format (log/slog text or JSON handler)."},
-	{Name: "embedded.listen", Type: TypeString, Default: "127.0.0.1:0",
-		Doc: `Address of the in-process Kafka-compatible broker used when bootstrap.servers = "embedded" (port 0 picks a free port).`},
-	{Name: "embedded.partitions", Type: TypeInt, Default: "1", Min: 1, Max: 256,
+var agentKeys = keyTable{section: SectionAgent}
+
+var (
+	scripts = declare[[]string](&agentKeys, Key{Name: "scripts", Type: TypeList, Required: true, Path: true,
+		Doc: "Lua scripts that build the topology, resolved relative to the config file's directory; each must exist."})
+	httpListen = declare[string](&agentKeys, Key{Name: "http.listen", Type: TypeString, Default: "127.0.0.1:9464",
+		Doc: "Address of the HTTP server (health, metrics, topology, interactive queries)."})
+	httpToken = declare[string](&agentKeys, Key{Name: "http.token", Type: TypePassword,
+		Doc: "Bearer token required on every HTTP request except /healthz and /readyz; empty means none."})
+	httpAllowedHosts = declare[[]string](&agentKeys, Key{Name: "http.allowed.hosts", Type: TypeList,
+		Doc: "Host names the HTTP server answers to besides loopback names (localhost), IP addresses, the host of http.listen and of application.server, e.g. a Kubernetes service name; other Host headers are refused (DNS rebinding). Names only, no ports."})
+	queryMaxConcurrency = declare[int64](&agentKeys, Key{Name: "http.query.max.concurrency", Type: TypeInt, Default: "4", Min: 1,
+		Doc: "Interactive queries served at once; one more waits up to 1 s for its turn, then is answered 503 too_many_queries with Retry-After. Whatever this says, queries together use at most a quarter of the CPUs (GOMAXPROCS), so they cannot starve processing."})
+	queryTimeout = declare[time.Duration](&agentKeys, Key{Name: "http.query.timeout", Type: TypeDuration, Default: "30s", Min: 1,
+		Doc: "Deadline of one interactive query, from its turn; a query still running then ends with the error query_timeout."})
+	httpTLSCert = declare[string](&agentKeys, Key{Name: "http.tls.cert", Type: TypeString, Path: true,
+		Doc: "PEM certificate chain for HTTPS; set together with http.tls.key."})
+	httpTLSKey = declare[string](&agentKeys, Key{Name: "http.tls.key", Type: TypeString, Path: true,
+		Doc: "PEM private key (unencrypted) for HTTPS; set together with http.tls.cert."})
+	logLevel = declare[string](&agentKeys, Key{Name: "log.level", Type: TypeEnum, Default: "info", Allowed: []string{"debug", "info", "warn", "error"},
+		Doc: "Lowest level of log lines written."})
+	logFormat = declare[string](&agentKeys, Key{Name: "log.format", Type: TypeEnum, Default: "text", Allowed: []string{"text", "json"},
+		Doc: "Log line format (log/slog text or JSON handler)."})
+	embeddedListen = declare[string](&agentKeys, Key{Name: "embedded.listen", Type: TypeString, Default: "127.0.0.1:0",
+		Doc: `Address of the in-process Kafka-compatible broker used when bootstrap.servers = "embedded" (port 0 picks a free port).`})
+	embeddedPartitions = declare[int64](&agentKeys, Key{Name: "embedded.partitions", Type: TypeInt, Default: "1", Min: 1, Max: 256,
 		MaxReason: "the embedded broker is for trying; a Kafka cluster takes any partition count",
-		Doc:       "Partitions of the topics the embedded broker creates."},
-	{Name: "embedded.demo", Type: TypeBool, Default: "false",
-		Doc: "Feed sample text lines into the first source topic of the embedded broker (for make run)."},
-	{Name: "lua.call.timeout", Type: TypeDuration, Default: "1s", Min: 1,
-		Doc: "CPU-time budget of one call into Lua, what it forwards into downstream included; a call over budget fails the record."},
-	{Name: "lua.memory.max.bytes", Type: TypeLong, Default: "268435456", Min: 1 << 20,
-		Doc: "Memory budget of the scripts' Lua data (estimated); a library call that would build more, or data grown past it, fails the record (docs/operations.md)."},
-	{Name: "shutdown.timeout", Type: TypeDuration, Default: "30s", Min: 1,
-		Doc: "How long a shutdown may take to finish the current epoch and close the clients."},
-	{Name: "leave.group.on.close", Type: TypeBool, Default: "false",
-		Doc: "Leave the consumer group on shutdown (Kafka Streams' CloseOptions.leaveGroup); with static membership the default keeps the partitions for a quick restart."},
-}
+		Doc:       "Partitions of the topics the embedded broker creates."})
+	embeddedDemo = declare[bool](&agentKeys, Key{Name: "embedded.demo", Type: TypeBool, Default: "false",
+		Doc: "Feed sample text lines into the first source topic of the embedded broker (for make run)."})
+	luaCallTimeout = declare[time.Duration](&agentKeys, Key{Name: "lua.call.timeout", Type: TypeDuration, Default: "1s", Min: 1,
+		Doc: "CPU-time budget of one call into Lua, what it forwards into downstream included; a call over budget fails the record."})
+	luaMemoryMaxBytes = declare[int64](&agentKeys, Key{Name: "lua.memory.max.bytes", Type: TypeLong, Default: "268435456", Min: 1 << 20,
+		Doc: "Memory budget of the scripts' Lua data (estimated); a library call that would build more, or data grown past it, fails the record (docs/operations.md)."})
+	shutdownTimeout = declare[time.Duration](&agentKeys, Key{Name: "shutdown.timeout", Type: TypeDuration, Default: "30s", Min: 1,
+		Doc: "How long a shutdown may take to finish the current epoch and close the clients."})
+	leaveGroupOnClose = declare[bool](&agentKeys, Key{Name: "leave.group.on.close", Type: TypeBool, Default: "false",
+		Doc: "Leave the consumer group on shutdown (Kafka Streams' CloseOptions.leaveGroup); with static membership the default keeps the partitions for a quick restart."})
+)
 
 var (
 	handlerAliases = map[string]string{
@@ -233,139 +245,141 @@ var (
 
 // streamsKeys are the Kafka Streams 4.4 properties (StreamsConfig) that are not
 // client properties; client properties are in clientKeys.
-var streamsKeys = []Key{
-	{Name: "application.id", Type: TypeString, Required: true,
-		Doc: "Identifier of the application: the consumer group id and the prefix of internal topics, the state directory and client ids."},
-	{Name: "bootstrap.servers", Type: TypeList, Required: true,
-		Doc: `Kafka brokers as host:port; "embedded" starts an in-process Kafka-compatible broker (development and demos).`},
-	{Name: "processing.guarantee", Type: TypeEnum, Default: "at_least_once", Allowed: []string{"at_least_once", "exactly_once_v2"},
+var streamsKeys = keyTable{section: SectionStreams}
+
+var (
+	applicationID = declare[string](&streamsKeys, Key{Name: "application.id", Type: TypeString, Required: true,
+		Doc: "Identifier of the application: the consumer group id and the prefix of internal topics, the state directory and client ids."})
+	bootstrapServers = declare[[]string](&streamsKeys, Key{Name: "bootstrap.servers", Type: TypeList, Required: true,
+		Doc: `Kafka brokers as host:port; "embedded" starts an in-process Kafka-compatible broker (development and demos).`})
+	processingGuarantee = declare[string](&streamsKeys, Key{Name: "processing.guarantee", Type: TypeEnum, Default: "at_least_once", Allowed: []string{"at_least_once", "exactly_once_v2"},
 		Refuse: map[string]string{
 			"exactly_once":      "removed in Kafka Streams 4.0, use exactly_once_v2",
 			"exactly_once_beta": "removed in Kafka Streams 4.0, use exactly_once_v2",
 		},
-		Doc: "at_least_once, or exactly_once_v2: outputs, changelogs and offsets in one Kafka transaction per commit."},
-	{Name: "commit.interval.ms", Type: TypeDuration, Default: "30000", DefaultEOS: "100",
-		Doc: "How often the commit barrier closes an epoch (offsets, transaction, store batch); 0 = as often as possible, as in Kafka Streams: after every processed batch, and every poll.ms when idle."},
-	{Name: "state.dir", Type: TypeString, Path: true, DefaultDoc: "${TMPDIR}/stoatflow",
-		Doc: "Directory of the LevelDB state (state.dir/<application.id>/), relative to the config file's directory; Kafka Streams' default is ${java.io.tmpdir}/kafka-streams, StoatFlow's is the temporary directory's stoatflow/ (the systemd unit sets /var/lib/stoatflow)."},
-	{Name: "enable.transactional.statestores", Type: TypeBool, Default: "false",
-		Doc: "KIP-892: buffer each epoch's store writes and apply them to LevelDB only after the commit, so a failure never wipes local state."},
-	{Name: "statestore.uncommitted.max.bytes", Type: TypeLong, Default: "67108864", Min: -1,
-		Doc: "KIP-892: buffered store writes beyond this many bytes trigger an early commit; -1 = unbounded."},
-	{Name: "default.interactive.query.isolation.level", Type: TypeEnum, Default: "READ_UNCOMMITTED",
+		Doc: "at_least_once, or exactly_once_v2: outputs, changelogs and offsets in one Kafka transaction per commit."})
+	commitInterval = declare[time.Duration](&streamsKeys, Key{Name: "commit.interval.ms", Type: TypeDuration, Default: "30000", DefaultEOS: "100",
+		Doc: "How often the commit barrier closes an epoch (offsets, transaction, store batch); 0 = as often as possible, as in Kafka Streams: after every processed batch, and every poll.ms when idle."})
+	stateDir = declare[string](&streamsKeys, Key{Name: "state.dir", Type: TypeString, Path: true, DefaultDoc: "${TMPDIR}/stoatflow",
+		Doc: "Directory of the LevelDB state (state.dir/<application.id>/), relative to the config file's directory; Kafka Streams' default is ${java.io.tmpdir}/kafka-streams, StoatFlow's is the temporary directory's stoatflow/ (the systemd unit sets /var/lib/stoatflow)."})
+	transactionalStateStores = declare[bool](&streamsKeys, Key{Name: "enable.transactional.statestores", Type: TypeBool, Default: "false",
+		Doc: "KIP-892: buffer each epoch's store writes and apply them to LevelDB only after the commit, so a failure never wipes local state."})
+	uncommittedMaxBytes = declare[int64](&streamsKeys, Key{Name: "statestore.uncommitted.max.bytes", Type: TypeLong, Default: "67108864", Min: -1,
+		Doc: "KIP-892: buffered store writes beyond this many bytes trigger an early commit; -1 = unbounded."})
+	defaultIQIsolation = declare[string](&streamsKeys, Key{Name: "default.interactive.query.isolation.level", Type: TypeEnum, Default: "READ_UNCOMMITTED",
 		Allowed: []string{"READ_UNCOMMITTED", "READ_COMMITTED"},
-		Doc:     "Isolation of interactive queries that do not name one: READ_UNCOMMITTED sees the epoch's buffered writes, READ_COMMITTED only committed state."},
-	{Name: "default.key.serde", Type: TypeEnum, Default: "string", Aliases: serdeAliases, Allowed: serdes.Builtin(),
-		Doc: "Key serde where the topology names none (Kafka Streams has no default; a Lua agent needs one). Kafka's Serdes class names are accepted."},
-	{Name: "default.value.serde", Type: TypeEnum, Default: "string", Aliases: serdeAliases, Allowed: serdes.Builtin(),
-		Doc: "Value serde where the topology names none. Kafka's Serdes class names are accepted."},
-	{Name: "default.timestamp.extractor", Type: TypeClass, Default: "FailOnInvalidTimestamp", Aliases: extractorAliases,
+		Doc:     "Isolation of interactive queries that do not name one: READ_UNCOMMITTED sees the epoch's buffered writes, READ_COMMITTED only committed state."})
+	defaultKeySerde = declare[string](&streamsKeys, Key{Name: "default.key.serde", Type: TypeEnum, Default: "string", Aliases: serdeAliases, Allowed: serdes.Builtin(),
+		Doc: "Key serde where the topology names none (Kafka Streams has no default; a Lua agent needs one). Kafka's Serdes class names are accepted."})
+	defaultValueSerde = declare[string](&streamsKeys, Key{Name: "default.value.serde", Type: TypeEnum, Default: "string", Aliases: serdeAliases, Allowed: serdes.Builtin(),
+		Doc: "Value serde where the topology names none. Kafka's Serdes class names are accepted."})
+	defaultTimestampExtractor = declare[string](&streamsKeys, Key{Name: "default.timestamp.extractor", Type: TypeClass, Default: "FailOnInvalidTimestamp", Aliases: extractorAliases,
 		Allowed: []string{"FailOnInvalidTimestamp", "LogAndSkipOnInvalidTimestamp", "UsePartitionTimeOnInvalidTimestamp", "WallclockTimestampExtractor"},
-		Doc:     "Timestamp extractor where the topology names none (Kafka's class names or their short names)."},
-	{Name: "max.task.idle.ms", Type: TypeDuration, Default: "0", Min: -1,
-		Doc: "How long a partition at its log end may hold back the watermark before it counts as idle; -1 = never wait."},
-	{Name: "buffered.records.per.partition", Type: TypeInt, Default: "1000", Min: 1, Max: 100000,
+		Doc:     "Timestamp extractor where the topology names none (Kafka's class names or their short names)."})
+	maxTaskIdle = declare[time.Duration](&streamsKeys, Key{Name: "max.task.idle.ms", Type: TypeDuration, Default: "0", Min: -1,
+		Doc: "How long a partition at its log end may hold back the watermark before it counts as idle; -1 = never wait."})
+	bufferedRecordsPerPartition = declare[int64](&streamsKeys, Key{Name: "buffered.records.per.partition", Type: TypeInt, Default: "1000", Min: 1, Max: 100000,
 		MaxReason: "the consumer allocates buffers of this many records for every partition up front",
-		Doc:       "Records buffered per input partition ahead of processing (the consumer's channel size)."},
-	{Name: "poll.ms", Type: TypeDuration, Default: "100", Min: 1,
-		Doc: "Longest wait for new records before the processing loop checks punctuation and, with commit.interval.ms = 0, commits."},
-	{Name: "task.timeout.ms", Type: TypeDuration, Default: "300000",
-		Doc: "How long a Kafka step (a flush, a commit) may keep failing with retriable errors beyond producer request.timeout.ms before the epoch fails; 0 = fail when one attempt times out."},
-	{Name: "topology.optimization", Type: TypeList, Default: "none",
+		Doc:       "Records buffered per input partition ahead of processing (the consumer's channel size)."})
+	pollTime = declare[time.Duration](&streamsKeys, Key{Name: "poll.ms", Type: TypeDuration, Default: "100", Min: 1,
+		Doc: "Longest wait for new records before the processing loop checks punctuation and, with commit.interval.ms = 0, commits."})
+	taskTimeout = declare[time.Duration](&streamsKeys, Key{Name: "task.timeout.ms", Type: TypeDuration, Default: "300000",
+		Doc: "How long a Kafka step (a flush, a commit) may keep failing with retriable errors beyond producer request.timeout.ms before the epoch fails; 0 = fail when one attempt times out."})
+	topologyOptimization = declare[[]string](&streamsKeys, Key{Name: "topology.optimization", Type: TypeList, Default: "none",
 		Allowed: []string{"none", "all", "reuse.ktable.source.topics", "merge.repartition.topics", "single.store.self.join"},
-		Doc:     "none, all, or a list of reuse.ktable.source.topics, merge.repartition.topics, single.store.self.join."},
-	{Name: "application.server", Type: TypeString,
-		Doc: "host:port of this agent's HTTP server as other clients reach it, returned by metadata queries (checked when the config is built, KIP-1245)."},
-	{Name: "replication.factor", Type: TypeInt, Default: "-1", Min: -1,
-		Doc: "Replication factor of the changelog topics the agent creates; -1 = the broker default."},
-	{Name: "windowstore.changelog.additional.retention.ms", Type: TypeDuration, Default: "86400000",
-		Doc: "Added to a window store's retention for its changelog topic's retention.ms."},
-	{Name: "dsl.store.format", Type: TypeEnum, Default: "DEFAULT", Allowed: []string{"DEFAULT", "HEADERS"},
-		Doc: "KIP-1285: HEADERS makes DSL stores headers-aware (record headers kept with the value)."},
-	{Name: "group.protocol", Type: TypeEnum, Default: "classic", Allowed: []string{"classic"},
+		Doc:     "none, all, or a list of reuse.ktable.source.topics, merge.repartition.topics, single.store.self.join."})
+	applicationServer = declare[string](&streamsKeys, Key{Name: "application.server", Type: TypeString,
+		Doc: "host:port of this agent's HTTP server as other clients reach it, returned by metadata queries (checked when the config is built, KIP-1245)."})
+	replicationFactor = declare[int64](&streamsKeys, Key{Name: "replication.factor", Type: TypeInt, Default: "-1", Min: -1,
+		Doc: "Replication factor of the changelog topics the agent creates; -1 = the broker default."})
+	windowStoreChangelogAdditionalRetention = declare[time.Duration](&streamsKeys, Key{Name: "windowstore.changelog.additional.retention.ms", Type: TypeDuration, Default: "86400000",
+		Doc: "Added to a window store's retention for its changelog topic's retention.ms."})
+	dslStoreFormat = declare[string](&streamsKeys, Key{Name: "dsl.store.format", Type: TypeEnum, Default: "DEFAULT", Allowed: []string{"DEFAULT", "HEADERS"},
+		Doc: "KIP-1285: HEADERS makes DSL stores headers-aware (record headers kept with the value)."})
+	_ = streamsKeys.add(Key{Name: "group.protocol", Type: TypeEnum, Default: "classic", Allowed: []string{"classic"},
 		Refuse: map[string]string{
 			"streams":  "StoatFlow is one instance in a classic consumer group; the streams rebalance protocol (KIP-1071) is not supported",
 			"consumer": "Kafka Streams' consumer uses the classic group protocol; the consumer protocol (KIP-848) is not supported",
 		},
-		Doc: "Consumer group protocol: classic."},
-	{Name: "deserialization.exception.handler", Type: TypeClass, Default: "LogAndFail",
+		Doc: "Consumer group protocol: classic."})
+	deserializationHandler = declare[string](&streamsKeys, Key{Name: "deserialization.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: handlerAliases,
-		Doc: "What a record that cannot be deserialized does: LogAndFail stops the agent, LogAndContinue logs, counts and skips it."},
-	{Name: "default.deserialization.exception.handler", Type: TypeClass, Default: "LogAndFail",
+		Doc: "What a record that cannot be deserialized does: LogAndFail stops the agent, LogAndContinue logs, counts and skips it."})
+	defaultDeserializationHandler = declare[string](&streamsKeys, Key{Name: "default.deserialization.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: handlerAliases,
-		Doc: "Deprecated name (since Kafka 4.0) of deserialization.exception.handler, used when that key is not set."},
-	{Name: "processing.exception.handler", Type: TypeClass, Default: "LogAndFail",
+		Doc: "Deprecated name (since Kafka 4.0) of deserialization.exception.handler, used when that key is not set."})
+	processingHandler = declare[string](&streamsKeys, Key{Name: "processing.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: processingAliases,
-		Doc: "What a processing error (a failing Lua callback) does: LogAndFail stops the agent, LogAndContinue logs, counts and skips the record (KIP-1033)."},
-	{Name: "production.exception.handler", Type: TypeClass, Default: "LogAndFail",
+		Doc: "What a processing error (a failing Lua callback) does: LogAndFail stops the agent, LogAndContinue logs, counts and skips the record (KIP-1033)."})
+	productionHandler = declare[string](&streamsKeys, Key{Name: "production.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: productionFail,
-		Doc: "What an output record refused for good does: LogAndFail (Kafka's DefaultProductionExceptionHandler) stops the agent, LogAndContinue logs, counts and skips it. Under exactly_once_v2 LogAndContinue skips only records refused before they are sent (larger than max.request.size): a record the broker refuses has made the transaction abortable, so the agent stops. Retriable errors are retried."},
-	{Name: "default.production.exception.handler", Type: TypeClass, Default: "LogAndFail",
+		Doc: "What an output record refused for good does: LogAndFail (Kafka's DefaultProductionExceptionHandler) stops the agent, LogAndContinue logs, counts and skips it. Under exactly_once_v2 LogAndContinue skips only records refused before they are sent (larger than max.request.size): a record the broker refuses has made the transaction abortable, so the agent stops. Retriable errors are retried."})
+	defaultProductionHandler = declare[string](&streamsKeys, Key{Name: "default.production.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: productionFail,
-		Doc: "Deprecated name (since Kafka 4.0) of production.exception.handler."},
-	{Name: "errors.dead.letter.queue.topic.name", Type: TypeString,
-		Doc: "KIP-1034: topic that receives every record the deserialization or processing handler skips or fails on, and the consumed record behind each output the production handler skips, with its original key and value bytes, its headers and then the __streams.errors.* headers (Kafka 4.2's format; message and stacktrace cut to 8192 bytes each); empty means none. A dead letter larger than producer.max.request.size is dropped and counted (reason dead-letter). Created by the agent with the embedded broker only."},
+		Doc: "Deprecated name (since Kafka 4.0) of production.exception.handler."})
+	deadLetterQueueTopic = declare[string](&streamsKeys, Key{Name: "errors.dead.letter.queue.topic.name", Type: TypeString,
+		Doc: "KIP-1034: topic that receives every record the deserialization or processing handler skips or fails on, and the consumed record behind each output the production handler skips, with its original key and value bytes, its headers and then the __streams.errors.* headers (Kafka 4.2's format; message and stacktrace cut to 8192 bytes each); empty means none. A dead letter larger than producer.max.request.size is dropped and counted (reason dead-letter). Created by the agent with the embedded broker only."})
 
-	{Name: "num.stream.threads", Type: TypeInt, Default: "1", Disposition: Ignored,
-		Reason: "StoatFlow processes on one thread", Doc: "Kafka Streams' processing threads."},
-	{Name: "num.standby.replicas", Type: TypeInt, Default: "0", Disposition: Ignored,
-		Reason: reasonSingleInstance, Doc: "Standby replicas of each task on other instances."},
-	{Name: "acceptable.recovery.lag", Type: TypeLong, Default: "10000", Disposition: Ignored,
-		Reason: reasonSingleInstance, Doc: "Lag under which an instance counts as caught up for a task."},
-	{Name: "max.warmup.replicas", Type: TypeInt, Default: "2", Disposition: Ignored,
-		Reason: reasonSingleInstance, Doc: "Warm-up replicas assigned at once."},
-	{Name: "probing.rebalance.interval.ms", Type: TypeDuration, Default: "600000", Disposition: Ignored,
-		Reason: reasonSingleInstance, Doc: "Interval of probing rebalances while warm-up replicas catch up."},
-	{Name: "upgrade.from", Type: TypeString, Disposition: Ignored,
-		Reason: "rolling upgrades of several instances do not apply to one instance", Doc: "Version a rolling upgrade starts from."},
-	{Name: "topology.description.push.enabled", Type: TypeBool, Disposition: Ignored,
-		Reason: reasonSingleInstance + "; the topology is served at /topology", Doc: "Push the topology description to the group coordinator."},
-	{Name: "rack.aware.assignment.tags", Type: TypeList, Disposition: Ignored,
-		Reason: reasonSingleInstance, Doc: "Client tags used to spread standby replicas."},
-	{Name: "rack.aware.assignment.strategy", Type: TypeString, Disposition: Ignored,
-		Reason: reasonSingleInstance, Doc: "Rack-aware task assignment strategy."},
-	{Name: "rack.aware.assignment.traffic_cost", Type: TypeInt, Disposition: Ignored,
-		Reason: reasonSingleInstance, Doc: "Cost of cross-rack traffic in rack-aware assignment."},
-	{Name: "rack.aware.assignment.non_overlap_cost", Type: TypeInt, Disposition: Ignored,
-		Reason: reasonSingleInstance, Doc: "Cost of moving tasks in rack-aware assignment."},
-	{Name: "task.assignor.class", Type: TypeString, Disposition: Ignored,
-		Reason: reasonSingleInstance, Doc: "Custom task assignor."},
-	{Name: "state.cleanup.delay.ms", Type: TypeDuration, Default: "600000", Disposition: Ignored,
-		Reason: "tasks never migrate away from a single instance, so there is no stale state to clean", Doc: "Delay before deleting the state of migrated tasks."},
-	{Name: "repartition.purge.interval.ms", Type: TypeDuration, Default: "30000", Disposition: Ignored,
-		Reason: "StoatFlow repartitions in memory: there are no repartition topics to purge", Doc: "How often consumed repartition records are deleted."},
-	{Name: "statestore.cache.max.bytes", Type: TypeLong, Default: "10485760",
-		Doc: "Size of the record cache in front of the DSL's materialized stores: between commits a key's updates collapse into one forwarded update (0 forwards every update)."},
-	{Name: "cache.max.bytes.buffering", Type: TypeLong, Default: "10485760",
-		Doc: "Deprecated name of statestore.cache.max.bytes (used when that key is not set)."},
-	{Name: "default.dsl.store", Type: TypeString, Default: "rocksDB", Disposition: Ignored,
-		Reason: reasonLevelDB, Doc: "Store type of DSL operators (deprecated)."},
-	{Name: "dsl.store.suppliers.class", Type: TypeString, Disposition: Ignored,
-		Reason: reasonLevelDB, Doc: "Store suppliers of DSL operators."},
-	{Name: "rocksdb.config.setter", Type: TypeString, Disposition: Ignored,
-		Reason: reasonLevelDB, Doc: "RocksDB options setter class."},
-	{Name: "log.summary.interval.ms", Type: TypeDuration, Default: "120000", Disposition: Ignored,
-		Reason: "StoatFlow reports progress through its metrics, not a periodic log summary", Doc: "Interval of the processing summary log line."},
-	{Name: "built.in.metrics.version", Type: TypeString, Default: "latest", Disposition: Ignored,
-		Reason: reasonPrometheus, Doc: "Version of the built-in JMX metrics."},
-	{Name: "metrics.recording.level", Type: TypeString, Default: "INFO", Disposition: Ignored,
-		Reason: reasonPrometheus, Doc: "Recording level of JMX metrics."},
-	{Name: "metrics.num.samples", Type: TypeInt, Default: "2", Disposition: Ignored,
-		Reason: reasonPrometheus, Doc: "Samples kept per JMX metric."},
-	{Name: "metrics.sample.window.ms", Type: TypeDuration, Default: "30000", Disposition: Ignored,
-		Reason: reasonPrometheus, Doc: "Window of a JMX metric sample."},
-	{Name: "metric.reporters", Type: TypeList, Disposition: Ignored,
-		Reason: reasonPrometheus, Doc: "JMX metric reporter classes."},
-	{Name: "enable.metrics.push", Type: TypeBool, Default: "true", Disposition: Ignored,
-		Reason: reasonPrometheus, Doc: "Push client metrics to the broker (KIP-714)."},
-	{Name: "window.size.ms", Type: TypeDuration, Disposition: Ignored,
-		Reason: "used only by Java's windowed serdes", Doc: "Window size for Java's windowed deserializer."},
-	{Name: "windowed.inner.class.serde", Type: TypeString, Disposition: Ignored,
-		Reason: "used only by Java's windowed serdes", Doc: "Inner serde for Java's windowed serde."},
-	{Name: "default.client.supplier", Type: TypeString, Disposition: Refused,
-		Reason: "a Java class; StoatFlow's Kafka clients are sarama clients configured by the client properties", Doc: "Java KafkaClientSupplier class."},
-	{Name: "processor.wrapper.class", Type: TypeString, Disposition: Unsupported,
-		Reason: "processor wrappers (KIP-1112)", Doc: "Java processor wrapper class."},
-	{Name: "ensure.explicit.internal.resource.naming", Type: TypeBool, Disposition: Unsupported,
-		Reason: "enforcing explicit names of internal topics and stores (KIP-1111)", Doc: "Fail when an internal topic or store is auto-named."},
-}
+	_ = streamsKeys.add(Key{Name: "num.stream.threads", Type: TypeInt, Default: "1", Disposition: Ignored,
+		Reason: "StoatFlow processes on one thread", Doc: "Kafka Streams' processing threads."})
+	_ = streamsKeys.add(Key{Name: "num.standby.replicas", Type: TypeInt, Default: "0", Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Standby replicas of each task on other instances."})
+	_ = streamsKeys.add(Key{Name: "acceptable.recovery.lag", Type: TypeLong, Default: "10000", Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Lag under which an instance counts as caught up for a task."})
+	_ = streamsKeys.add(Key{Name: "max.warmup.replicas", Type: TypeInt, Default: "2", Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Warm-up replicas assigned at once."})
+	_ = streamsKeys.add(Key{Name: "probing.rebalance.interval.ms", Type: TypeDuration, Default: "600000", Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Interval of probing rebalances while warm-up replicas catch up."})
+	_ = streamsKeys.add(Key{Name: "upgrade.from", Type: TypeString, Disposition: Ignored,
+		Reason: "rolling upgrades of several instances do not apply to one instance", Doc: "Version a rolling upgrade starts from."})
+	_ = streamsKeys.add(Key{Name: "topology.description.push.enabled", Type: TypeBool, Disposition: Ignored,
+		Reason: reasonSingleInstance + "; the topology is served at /topology", Doc: "Push the topology description to the group coordinator."})
+	_ = streamsKeys.add(Key{Name: "rack.aware.assignment.tags", Type: TypeList, Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Client tags used to spread standby replicas."})
+	_ = streamsKeys.add(Key{Name: "rack.aware.assignment.strategy", Type: TypeString, Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Rack-aware task assignment strategy."})
+	_ = streamsKeys.add(Key{Name: "rack.aware.assignment.traffic_cost", Type: TypeInt, Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Cost of cross-rack traffic in rack-aware assignment."})
+	_ = streamsKeys.add(Key{Name: "rack.aware.assignment.non_overlap_cost", Type: TypeInt, Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Cost of moving tasks in rack-aware assignment."})
+	_ = streamsKeys.add(Key{Name: "task.assignor.class", Type: TypeString, Disposition: Ignored,
+		Reason: reasonSingleInstance, Doc: "Custom task assignor."})
+	_ = streamsKeys.add(Key{Name: "state.cleanup.delay.ms", Type: TypeDuration, Default: "600000", Disposition: Ignored,
+		Reason: "tasks never migrate away from a single instance, so there is no stale state to clean", Doc: "Delay before deleting the state of migrated tasks."})
+	_ = streamsKeys.add(Key{Name: "repartition.purge.interval.ms", Type: TypeDuration, Default: "30000", Disposition: Ignored,
+		Reason: "StoatFlow repartitions in memory: there are no repartition topics to purge", Doc: "How often consumed repartition records are deleted."})
+	cacheMaxBytes = declare[int64](&streamsKeys, Key{Name: "statestore.cache.max.bytes", Type: TypeLong, Default: "10485760",
+		Doc: "Size of the record cache in front of the DSL's materialized stores: between commits a key's updates collapse into one forwarded update (0 forwards every update)."})
+	cacheMaxBytesBuffering = declare[int64](&streamsKeys, Key{Name: "cache.max.bytes.buffering", Type: TypeLong, Default: "10485760",
+		Doc: "Deprecated name of statestore.cache.max.bytes (used when that key is not set)."})
+	_ = streamsKeys.add(Key{Name: "default.dsl.store", Type: TypeString, Default: "rocksDB", Disposition: Ignored,
+		Reason: reasonLevelDB, Doc: "Store type of DSL operators (deprecated)."})
+	_ = streamsKeys.add(Key{Name: "dsl.store.suppliers.class", Type: TypeString, Disposition: Ignored,
+		Reason: reasonLevelDB, Doc: "Store suppliers of DSL operators."})
+	_ = streamsKeys.add(Key{Name: "rocksdb.config.setter", Type: TypeString, Disposition: Ignored,
+		Reason: reasonLevelDB, Doc: "RocksDB options setter class."})
+	_ = streamsKeys.add(Key{Name: "log.summary.interval.ms", Type: TypeDuration, Default: "120000", Disposition: Ignored,
+		Reason: "StoatFlow reports progress through its metrics, not a periodic log summary", Doc: "Interval of the processing summary log line."})
+	_ = streamsKeys.add(Key{Name: "built.in.metrics.version", Type: TypeString, Default: "latest", Disposition: Ignored,
+		Reason: reasonPrometheus, Doc: "Version of the built-in JMX metrics."})
+	_ = streamsKeys.add(Key{Name: "metrics.recording.level", Type: TypeString, Default: "INFO", Disposition: Ignored,
+		Reason: reasonPrometheus, Doc: "Recording level of JMX metrics."})
+	_ = streamsKeys.add(Key{Name: "metrics.num.samples", Type: TypeInt, Default: "2", Disposition: Ignored,
+		Reason: reasonPrometheus, Doc: "Samples kept per JMX metric."})
+	_ = streamsKeys.add(Key{Name: "metrics.sample.window.ms", Type: TypeDuration, Default: "30000", Disposition: Ignored,
+		Reason: reasonPrometheus, Doc: "Window of a JMX metric sample."})
+	_ = streamsKeys.add(Key{Name: "metric.reporters", Type: TypeList, Disposition: Ignored,
+		Reason: reasonPrometheus, Doc: "JMX metric reporter classes."})
+	_ = streamsKeys.add(Key{Name: "enable.metrics.push", Type: TypeBool, Default: "true", Disposition: Ignored,
+		Reason: reasonPrometheus, Doc: "Push client metrics to the broker (KIP-714)."})
+	_ = streamsKeys.add(Key{Name: "window.size.ms", Type: TypeDuration, Disposition: Ignored,
+		Reason: "used only by Java's windowed serdes", Doc: "Window size for Java's windowed deserializer."})
+	_ = streamsKeys.add(Key{Name: "windowed.inner.class.serde", Type: TypeString, Disposition: Ignored,
+		Reason: "used only by Java's windowed serdes", Doc: "Inner serde for Java's windowed serde."})
+	_ = streamsKeys.add(Key{Name: "default.client.supplier", Type: TypeString, Disposition: Refused,
+		Reason: "a Java class; StoatFlow's Kafka clients are sarama clients configured by the client properties", Doc: "Java KafkaClientSupplier class."})
+	_ = streamsKeys.add(Key{Name: "processor.wrapper.class", Type: TypeString, Disposition: Unsupported,
+		Reason: "processor wrappers (KIP-1112)", Doc: "Java processor wrapper class."})
+	_ = streamsKeys.add(Key{Name: "ensure.explicit.internal.resource.naming", Type: TypeBool, Disposition: Unsupported,
+		Reason: "enforcing explicit names of internal topics and stores (KIP-1111)", Doc: "Fail when an internal topic or store is auto-named."})
+)

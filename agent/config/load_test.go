@@ -304,10 +304,10 @@ func TestBothKeySpellings(t *testing.T) {
 		}
 	}
 	cfg := mustParse(t, "", "[streams.producer]\nlinger.ms = 7\n[streams.consumer]\n\"session.timeout.ms\" = \"20s\"")
-	if d := cfg.Client(ForProducer).Duration("linger.ms"); d != 7*time.Millisecond {
+	if d := Linger.Get(cfg.Client(ForProducer)); d != 7*time.Millisecond {
 		t.Errorf("producer linger %v", d)
 	}
-	if d := cfg.Client(ForConsumer).Duration("session.timeout.ms"); d != 20*time.Second {
+	if d := SessionTimeout.Get(cfg.Client(ForConsumer)); d != 20*time.Second {
 		t.Errorf("consumer session timeout %v", d)
 	}
 }
@@ -355,9 +355,9 @@ func TestDefaults(t *testing.T) {
 		{"buffered", cfg.BufferedRecordsPerPartition, 1000},
 		{"optimization", strings.Join(cfg.TopologyOptimization, ","), "none"},
 		{"extractor", cfg.DefaultTimestampExtractor, "FailOnInvalidTimestamp"},
-		{"offset reset", cfg.Client(ForConsumer).String("auto.offset.reset"), "earliest"},
-		{"isolation", cfg.Client(ForConsumer).String("isolation.level"), "read_uncommitted"},
-		{"linger", cfg.Client(ForProducer).Duration("linger.ms"), 5 * time.Millisecond},
+		{"offset reset", AutoOffsetReset.Get(cfg.Client(ForConsumer)), "earliest"},
+		{"isolation", IsolationLevel.Get(cfg.Client(ForConsumer)), "read_uncommitted"},
+		{"linger", Linger.Get(cfg.Client(ForProducer)), 5 * time.Millisecond},
 		{"embedded", cfg.Embedded, false},
 		{"notices", len(cfg.Notices), 0},
 	}
@@ -380,13 +380,13 @@ func TestExactlyOnceDefaults(t *testing.T) {
 	if !cfg.ExactlyOnce() || cfg.CommitInterval != 100*time.Millisecond {
 		t.Fatalf("EOS commit interval %v", cfg.CommitInterval)
 	}
-	if got := cfg.Client(ForConsumer).String("isolation.level"); got != "read_committed" {
+	if got := IsolationLevel.Get(cfg.Client(ForConsumer)); got != "read_committed" {
 		t.Errorf("isolation %q", got)
 	}
-	if got := cfg.Client(ForProducer).Duration("linger.ms"); got != 0 {
+	if got := Linger.Get(cfg.Client(ForProducer)); got != 0 {
 		t.Errorf("linger %v", got)
 	}
-	if got := cfg.Client(ForProducer).Duration("transaction.timeout.ms"); got != 10*time.Second {
+	if got := TransactionTimeout.Get(cfg.Client(ForProducer)); got != 10*time.Second {
 		t.Errorf("transaction timeout %v", got)
 	}
 	set := mustParse(t, "", "processing.guarantee = \"exactly_once_v2\"\ncommit.interval.ms = \"2s\"")
@@ -475,22 +475,22 @@ request.timeout.ms = 1000
 producer.request.timeout.ms = 2000
 security.protocol = "ssl"`)
 	con, pro, adm := cfg.Client(ForConsumer), cfg.Client(ForProducer), cfg.Client(ForAdmin)
-	if d := con.Duration("session.timeout.ms"); d != 40*time.Second {
+	if d := SessionTimeout.Get(con); d != 40*time.Second {
 		t.Errorf("consumer session %v", d)
 	}
-	if s := con.Source("session.timeout.ms"); s != "streams.main.consumer.session.timeout.ms" {
+	if s := SessionTimeout.Source(con); s != "streams.main.consumer.session.timeout.ms" {
 		t.Errorf("source %q", s)
 	}
-	if d := pro.Duration("request.timeout.ms"); d != 2*time.Second {
+	if d := RequestTimeout.Get(pro); d != 2*time.Second {
 		t.Errorf("producer request timeout %v", d)
 	}
-	if d := adm.Duration("request.timeout.ms"); d != time.Second {
+	if d := RequestTimeout.Get(adm); d != time.Second {
 		t.Errorf("admin request timeout %v", d)
 	}
-	if !adm.IsSet("request.timeout.ms") || adm.IsSet("retries") {
+	if !RequestTimeout.IsSet(adm) || Retries.IsSet(adm) {
 		t.Error("IsSet")
 	}
-	if p := adm.String("security.protocol"); p != "SSL" {
+	if p := SecurityProtocol.Get(adm); p != "SSL" {
 		t.Errorf("protocol %q (enums are canonicalised)", p)
 	}
 }

@@ -18,19 +18,16 @@ var (
 	defaults, defaultsEOS = map[string]any{}, map[string]any{}
 )
 
+// tables are the key tables in the order Keys lists them.
+var tables = []*keyTable{&agentKeys, &registryAgentKeys, &streamsKeys, &registryKeys, &clientKeys}
+
 func init() {
-	for i := range agentKeys {
-		register(&agentKeys[i], SectionAgent)
+	for _, t := range tables {
+		for _, k := range t.keys {
+			register(k)
+		}
 	}
-	register(&embeddedRegistryKey, SectionAgent)
-	for i := range streamsKeys {
-		register(&streamsKeys[i], SectionStreams)
-	}
-	for i := range schemaRegistryKeys {
-		register(&schemaRegistryKeys[i], SectionStreams)
-	}
-	for i := range clientKeys {
-		k := register(&clientKeys[i], SectionStreams)
+	for _, k := range clientKeys.keys {
 		clientByName[k.Name] = k
 	}
 	for _, name := range unmappedClientKeys {
@@ -43,9 +40,8 @@ func init() {
 
 // register indexes a key and parses its defaults. The tables are code, so a bad
 // default is a programming error caught by the package's tests.
-func register(k *Key, s Section) *Key {
-	k.Section = s
-	full := k.FullName()
+func register(k *Key) {
+	full := k.full
 	if _, dup := byFull[full]; dup {
 		panic("config: duplicate key " + full)
 	}
@@ -68,25 +64,14 @@ func register(k *Key, s Section) *Key {
 		}
 		d.into[full] = v
 	}
-	return k
 }
 
-// Keys returns every declared key: [agent] keys, then [streams] keys, then
-// the client keys, each group in declaration order.
+// Keys returns every declared key: [agent] keys, then [streams] keys, then the Schema
+// Registry keys, then the client keys, each group in declaration order.
 func Keys() []*Key {
 	out := make([]*Key, 0, len(byFull))
-	for i := range agentKeys {
-		out = append(out, &agentKeys[i])
-	}
-	out = append(out, &embeddedRegistryKey)
-	for i := range streamsKeys {
-		out = append(out, &streamsKeys[i])
-	}
-	for i := range schemaRegistryKeys {
-		out = append(out, &schemaRegistryKeys[i])
-	}
-	for i := range clientKeys {
-		out = append(out, &clientKeys[i])
+	for _, t := range tables {
+		out = append(out, t.keys...)
 	}
 	return out
 }

@@ -40,77 +40,83 @@ var strategyAliases = map[string]string{
 
 var strategies = []string{"TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy"}
 
-// schemaRegistryKeys are the Confluent serde and Schema Registry client keys StoatFlow reads.
-var schemaRegistryKeys = []Key{
-	{Name: "schema.registry.url", Type: TypeList,
-		Doc: `Schema Registry URLs for the avro, protobuf and json-schema serdes (tried in order); "embedded" starts an in-process registry on agent.embedded.schema.registry.listen.`},
-	{Name: "basic.auth.credentials.source", Type: TypeEnum, Default: "URL", Allowed: []string{"URL", "USER_INFO"},
+// registryKeys are the Confluent serde and Schema Registry client keys StoatFlow reads.
+var registryKeys = keyTable{section: SectionStreams}
+
+var (
+	registryURL = declare[[]string](&registryKeys, Key{Name: "schema.registry.url", Type: TypeList,
+		Doc: `Schema Registry URLs for the avro, protobuf and json-schema serdes (tried in order); "embedded" starts an in-process registry on agent.embedded.schema.registry.listen.`})
+	basicAuthCredentialsSource = declare[string](&registryKeys, Key{Name: "basic.auth.credentials.source", Type: TypeEnum, Default: "URL", Allowed: []string{"URL", "USER_INFO"},
 		Refuse: map[string]string{"SASL_INHERIT": "StoatFlow does not pass its Kafka SASL credentials to the registry; set basic.auth.user.info"},
-		Doc:    "Where the registry's basic-auth credentials come from: URL (user:password@ in schema.registry.url) or USER_INFO (basic.auth.user.info)."},
-	{Name: "basic.auth.user.info", Type: TypePassword,
-		Doc: "Basic-auth credentials as user:password, with basic.auth.credentials.source = USER_INFO."},
-	{Name: "bearer.auth.credentials.source", Type: TypeEnum, Default: "STATIC_TOKEN", Allowed: []string{"STATIC_TOKEN"},
+		Doc:    "Where the registry's basic-auth credentials come from: URL (user:password@ in schema.registry.url) or USER_INFO (basic.auth.user.info)."})
+	basicAuthUserInfo = declare[string](&registryKeys, Key{Name: "basic.auth.user.info", Type: TypePassword,
+		Doc: "Basic-auth credentials as user:password, with basic.auth.credentials.source = USER_INFO."})
+	_ = registryKeys.add(Key{Name: "bearer.auth.credentials.source", Type: TypeEnum, Default: "STATIC_TOKEN", Allowed: []string{"STATIC_TOKEN"},
 		Refuse: map[string]string{
 			"OAUTHBEARER":              "not supported yet: fetching OAuth tokens for the registry; set a token in bearer.auth.token",
 			"SASL_OAUTHBEARER_INHERIT": "not supported yet: OAuth tokens for the registry; set a token in bearer.auth.token",
 			"CUSTOM":                   "a Java class; set a token in bearer.auth.token",
 		},
-		Doc: "Where the registry's bearer token comes from: STATIC_TOKEN (bearer.auth.token)."},
-	{Name: "bearer.auth.token", Type: TypePassword,
-		Doc: "Bearer token sent to the registry; empty means none."},
-	{Name: "bearer.auth.logical.cluster", Type: TypeString,
-		Doc: "Confluent Cloud's logical cluster of the registry (the target-sr-cluster header)."},
-	{Name: "bearer.auth.identity.pool.id", Type: TypeString,
-		Doc: "Confluent Cloud's identity pool (the Confluent-Identity-Pool-Id header)."},
-	{Name: "auto.register.schemas", Type: TypeBool, Default: "true",
-		Doc: "Register a serde's local schema under its subject on first use; false looks it up and fails when it is not registered."},
-	{Name: "use.latest.version", Type: TypeBool, Default: "false",
-		Doc: "Write with the latest schema registered under the subject instead of the serde's local schema."},
-	{Name: "key.subject.name.strategy", Type: TypeClass, Default: "TopicNameStrategy", Allowed: strategies, Aliases: strategyAliases,
-		Doc: "Subject of key schemas: TopicNameStrategy (<topic>-key), RecordNameStrategy (the record's full name) or TopicRecordNameStrategy (<topic>-<record>)."},
-	{Name: "value.subject.name.strategy", Type: TypeClass, Default: "TopicNameStrategy", Allowed: strategies, Aliases: strategyAliases,
-		Doc: "Subject of value schemas: TopicNameStrategy (<topic>-value), RecordNameStrategy or TopicRecordNameStrategy."},
-	{Name: "schema.registry.ssl.truststore.location", Type: TypeString, Path: true,
-		Doc: "PEM file of the CA certificates that sign the registry's certificate; unset = the system roots."},
-	{Name: "schema.registry.ssl.keystore.location", Type: TypeString, Path: true,
-		Doc: "PEM file holding a client certificate chain and its unencrypted key, for TLS client authentication to the registry."},
-	{Name: "max.retries", Type: TypeInt, Default: "3", Min: 0, Max: 100,
+		Doc: "Where the registry's bearer token comes from: STATIC_TOKEN (bearer.auth.token)."})
+	bearerAuthToken = declare[string](&registryKeys, Key{Name: "bearer.auth.token", Type: TypePassword,
+		Doc: "Bearer token sent to the registry; empty means none."})
+	bearerAuthLogicalCluster = declare[string](&registryKeys, Key{Name: "bearer.auth.logical.cluster", Type: TypeString,
+		Doc: "Confluent Cloud's logical cluster of the registry (the target-sr-cluster header)."})
+	bearerAuthIdentityPoolID = declare[string](&registryKeys, Key{Name: "bearer.auth.identity.pool.id", Type: TypeString,
+		Doc: "Confluent Cloud's identity pool (the Confluent-Identity-Pool-Id header)."})
+	autoRegisterSchemas = declare[bool](&registryKeys, Key{Name: "auto.register.schemas", Type: TypeBool, Default: "true",
+		Doc: "Register a serde's local schema under its subject on first use; false looks it up and fails when it is not registered."})
+	useLatestVersion = declare[bool](&registryKeys, Key{Name: "use.latest.version", Type: TypeBool, Default: "false",
+		Doc: "Write with the latest schema registered under the subject instead of the serde's local schema."})
+	keySubjectNameStrategy = declare[string](&registryKeys, Key{Name: "key.subject.name.strategy", Type: TypeClass, Default: "TopicNameStrategy", Allowed: strategies, Aliases: strategyAliases,
+		Doc: "Subject of key schemas: TopicNameStrategy (<topic>-key), RecordNameStrategy (the record's full name) or TopicRecordNameStrategy (<topic>-<record>)."})
+	valueSubjectNameStrategy = declare[string](&registryKeys, Key{Name: "value.subject.name.strategy", Type: TypeClass, Default: "TopicNameStrategy", Allowed: strategies, Aliases: strategyAliases,
+		Doc: "Subject of value schemas: TopicNameStrategy (<topic>-value), RecordNameStrategy or TopicRecordNameStrategy."})
+	registryTrustStore = declare[string](&registryKeys, Key{Name: "schema.registry.ssl.truststore.location", Type: TypeString, Path: true,
+		Doc: "PEM file of the CA certificates that sign the registry's certificate; unset = the system roots."})
+	registryKeyStore = declare[string](&registryKeys, Key{Name: "schema.registry.ssl.keystore.location", Type: TypeString, Path: true,
+		Doc: "PEM file holding a client certificate chain and its unencrypted key, for TLS client authentication to the registry."})
+	registryMaxRetries = declare[int64](&registryKeys, Key{Name: "max.retries", Type: TypeInt, Default: "3", Min: 0, Max: 100,
 		MaxReason: "every retry waits up to retries.max.wait.ms while the record waits; fix the registry instead",
-		Doc:       "Retries of a registry request that failed transiently (no answer, 408, 429, 5xx); then the record fails."},
-	{Name: "retries.wait.ms", Type: TypeDuration, Default: "1000",
-		Doc: "Wait before the first retry of a registry request; each further wait doubles."},
-	{Name: "retries.max.wait.ms", Type: TypeDuration, Default: "20000",
-		Doc: "Longest wait between retries of a registry request."},
-	{Name: "http.connect.timeout.ms", Type: TypeDuration, Default: "60000", Min: 1,
-		Doc: "Time to connect to the registry, per attempt."},
-	{Name: "http.read.timeout.ms", Type: TypeDuration, Default: "60000", Min: 1,
-		Doc: "Time the registry has to answer, per attempt."},
-}
+		Doc:       "Retries of a registry request that failed transiently (no answer, 408, 429, 5xx); then the record fails."})
+	registryRetryWait = declare[time.Duration](&registryKeys, Key{Name: "retries.wait.ms", Type: TypeDuration, Default: "1000",
+		Doc: "Wait before the first retry of a registry request; each further wait doubles."})
+	registryRetryMaxWait = declare[time.Duration](&registryKeys, Key{Name: "retries.max.wait.ms", Type: TypeDuration, Default: "20000",
+		Doc: "Longest wait between retries of a registry request."})
+	registryConnectTimeout = declare[time.Duration](&registryKeys, Key{Name: "http.connect.timeout.ms", Type: TypeDuration, Default: "60000", Min: 1,
+		Doc: "Time to connect to the registry, per attempt."})
+	registryReadTimeout = declare[time.Duration](&registryKeys, Key{Name: "http.read.timeout.ms", Type: TypeDuration, Default: "60000", Min: 1,
+		Doc: "Time the registry has to answer, per attempt."})
+)
 
-var embeddedRegistryKey = Key{Name: "embedded.schema.registry.listen", Type: TypeString, Default: "127.0.0.1:0",
-	Doc: `Address of the in-process Schema Registry used when schema.registry.url = "embedded" (port 0 picks a free port).`}
+// registryAgentKeys are the [agent] keys of the Schema Registry; the docs list them after
+// agentKeys.
+var registryAgentKeys = keyTable{section: SectionAgent}
+
+var embeddedRegistryListen = declare[string](&registryAgentKeys, Key{Name: "embedded.schema.registry.listen", Type: TypeString, Default: "127.0.0.1:0",
+	Doc: `Address of the in-process Schema Registry used when schema.registry.url = "embedded" (port 0 picks a free port).`})
 
 func (b *builder) buildSchemaRegistry() {
-	r := &b.cfg.SchemaRegistry
-	r.URLs = b.list("streams.schema.registry.url")
-	r.EmbeddedListen = b.str("agent.embedded.schema.registry.listen")
-	r.AutoRegister = b.flag("streams.auto.register.schemas")
-	r.UseLatestVersion = b.flag("streams.use.latest.version")
-	r.KeyStrategy = b.str("streams.key.subject.name.strategy")
-	r.ValueStrategy = b.str("streams.value.subject.name.strategy")
-	r.Token = b.str("streams.bearer.auth.token")
-	r.LogicalCluster = b.str("streams.bearer.auth.logical.cluster")
-	r.IdentityPoolID = b.str("streams.bearer.auth.identity.pool.id")
-	r.TrustStore = b.str("streams.schema.registry.ssl.truststore.location")
-	r.KeyStore = b.str("streams.schema.registry.ssl.keystore.location")
-	r.MaxRetries = int(b.num("streams.max.retries"))
-	r.RetryWait = b.dur("streams.retries.wait.ms")
-	r.RetryMaxWait = b.dur("streams.retries.max.wait.ms")
-	r.ConnectTimeout = b.dur("streams.http.connect.timeout.ms")
-	r.ReadTimeout = b.dur("streams.http.read.timeout.ms")
-	b.checkHostPort("agent.embedded.schema.registry.listen", r.EmbeddedListen, false)
+	c, r := b.cfg, &b.cfg.SchemaRegistry
+	r.URLs = registryURL.Get(c)
+	r.EmbeddedListen = embeddedRegistryListen.Get(c)
+	r.AutoRegister = autoRegisterSchemas.Get(c)
+	r.UseLatestVersion = useLatestVersion.Get(c)
+	r.KeyStrategy = keySubjectNameStrategy.Get(c)
+	r.ValueStrategy = valueSubjectNameStrategy.Get(c)
+	r.Token = bearerAuthToken.Get(c)
+	r.LogicalCluster = bearerAuthLogicalCluster.Get(c)
+	r.IdentityPoolID = bearerAuthIdentityPoolID.Get(c)
+	r.TrustStore = registryTrustStore.Get(c)
+	r.KeyStore = registryKeyStore.Get(c)
+	r.MaxRetries = int(registryMaxRetries.Get(c))
+	r.RetryWait = registryRetryWait.Get(c)
+	r.RetryMaxWait = registryRetryMaxWait.Get(c)
+	r.ConnectTimeout = registryConnectTimeout.Get(c)
+	r.ReadTimeout = registryReadTimeout.Get(c)
+	b.checkHostPort(embeddedRegistryListen.FullName(), r.EmbeddedListen, false)
 
-	const urlKey = "streams.schema.registry.url"
+	urlKey := registryURL.FullName()
 	r.Embedded = len(r.URLs) == 1 && r.URLs[0] == "embedded"
 	if !r.Embedded {
 		for _, u := range r.URLs {
@@ -124,26 +130,24 @@ func (b *builder) buildSchemaRegistry() {
 			}
 		}
 	}
-	const infoKey = "streams.basic.auth.user.info"
-	if b.str("streams.basic.auth.credentials.source") == "USER_INFO" {
-		info := b.str(infoKey)
-		user, pass, ok := strings.Cut(info, ":")
+	if basicAuthCredentialsSource.Get(c) == "USER_INFO" {
+		user, pass, ok := strings.Cut(basicAuthUserInfo.Get(c), ":")
 		if !ok {
-			b.fail(infoKey, "required with basic.auth.credentials.source = USER_INFO, as user:password")
+			b.fail(basicAuthUserInfo.FullName(), "required with basic.auth.credentials.source = USER_INFO, as user:password")
 		}
 		r.User, r.Password = user, pass
-	} else if b.cfg.IsSet(infoKey) {
-		b.fail(infoKey, "set, but basic.auth.credentials.source is URL: set it to USER_INFO to send these credentials")
+	} else if basicAuthUserInfo.IsSet(c) {
+		b.fail(basicAuthUserInfo.FullName(), "set, but basic.auth.credentials.source is URL: set it to USER_INFO to send these credentials")
 	}
 	if len(r.URLs) == 0 {
-		for _, k := range schemaRegistryKeys[1:] {
-			if full := k.FullName(); b.cfg.IsSet(full) {
-				b.fail(full, "set without schema.registry.url")
+		for _, k := range registryKeys.keys {
+			if k != registryURL.Key() && c.isSet(k.full) {
+				b.fail(k.full, "set without schema.registry.url")
 			}
 		}
 	}
 	if !b.partial {
-		b.checkFile("streams.schema.registry.ssl.truststore.location", r.TrustStore)
-		b.checkFile("streams.schema.registry.ssl.keystore.location", r.KeyStore)
+		b.checkFile(registryTrustStore.FullName(), r.TrustStore)
+		b.checkFile(registryKeyStore.FullName(), r.KeyStore)
 	}
 }

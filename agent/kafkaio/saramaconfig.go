@@ -69,11 +69,11 @@ func SaramaConfig(c *config.Config, role Role) (*sarama.Config, error) {
 	sc := sarama.NewConfig()
 	sc.Version = sarama.V3_6_0_0
 	sc.ClientID = clientID(c, cl, role)
-	sc.RackID = cl.String("client.rack")
-	sc.Net.ReadTimeout = cl.Duration("request.timeout.ms")
-	sc.Net.DialTimeout = cl.Duration("socket.connection.setup.timeout.ms")
-	sc.Metadata.RefreshFrequency = cl.Duration("metadata.max.age.ms")
-	backoff := cl.Duration("retry.backoff.ms")
+	sc.RackID = config.ClientRack.Get(cl)
+	sc.Net.ReadTimeout = config.RequestTimeout.Get(cl)
+	sc.Net.DialTimeout = config.SocketConnectionSetupTimeout.Get(cl)
+	sc.Metadata.RefreshFrequency = config.MetadataMaxAge.Get(cl)
+	backoff := config.RetryBackoff.Get(cl)
 	sc.Metadata.Retry.Backoff = backoff
 	sc.Admin.Retry.Backoff = backoff
 	sc.Consumer.Retry.Backoff = backoff
@@ -88,7 +88,7 @@ func SaramaConfig(c *config.Config, role Role) (*sarama.Config, error) {
 	case RoleProducer:
 		applyProducer(sc, c, cl)
 	case RoleAdmin:
-		sc.Admin.Timeout = cl.Duration("request.timeout.ms")
+		sc.Admin.Timeout = config.RequestTimeout.Get(cl)
 	}
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("%s client config: %w", role, err)
@@ -100,8 +100,8 @@ func SaramaConfig(c *config.Config, role Role) (*sarama.Config, error) {
 // is; otherwise the base id (client.id, else application.id) gets the client's
 // suffix.
 func clientID(c *config.Config, cl config.Client, role Role) string {
-	if src := cl.Source("client.id"); src != "streams.client.id" {
-		return cl.String("client.id")
+	if config.ClientID.Source(cl) != config.ClientID.FullName() {
+		return config.ClientID.Get(cl)
 	}
 	base := c.ClientID
 	if base == "" {
@@ -112,23 +112,23 @@ func clientID(c *config.Config, cl config.Client, role Role) string {
 
 func applyConsumer(sc *sarama.Config, c *config.Config, cl config.Client) {
 	g := &sc.Consumer.Group
-	g.Session.Timeout = cl.Duration("session.timeout.ms")
-	g.Heartbeat.Interval = cl.Duration("heartbeat.interval.ms")
-	g.Rebalance.Timeout = cl.Duration("max.poll.interval.ms")
+	g.Session.Timeout = config.SessionTimeout.Get(cl)
+	g.Heartbeat.Interval = config.HeartbeatInterval.Get(cl)
+	g.Rebalance.Timeout = config.MaxPollInterval.Get(cl)
 	g.InstanceId = c.GroupInstanceID
-	sc.Consumer.Fetch.Min = clampInt32(cl.Int("fetch.min.bytes"))
-	sc.Consumer.Fetch.MaxBytes = clampInt32(cl.Int("fetch.max.bytes"))
-	sc.Consumer.Fetch.Default = clampInt32(cl.Int("max.partition.fetch.bytes"))
-	sc.Consumer.MaxWaitTime = cl.Duration("fetch.max.wait.ms")
+	sc.Consumer.Fetch.Min = clampInt32(config.FetchMinBytes.Get(cl))
+	sc.Consumer.Fetch.MaxBytes = clampInt32(config.FetchMaxBytes.Get(cl))
+	sc.Consumer.Fetch.Default = clampInt32(config.MaxPartitionFetchBytes.Get(cl))
+	sc.Consumer.MaxWaitTime = config.FetchMaxWait.Get(cl)
 	// The agent commits offsets at its commit barrier (enable.auto.commit is
 	// refused), so sarama must not commit behind its back.
 	sc.Consumer.Offsets.AutoCommit.Enable = false
 	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
-	if cl.String("auto.offset.reset") == "latest" {
+	if config.AutoOffsetReset.Get(cl) == "latest" {
 		sc.Consumer.Offsets.Initial = sarama.OffsetNewest
 	}
 	sc.Consumer.IsolationLevel = sarama.ReadUncommitted
-	if cl.String("isolation.level") == "read_committed" {
+	if config.IsolationLevel.Get(cl) == "read_committed" {
 		sc.Consumer.IsolationLevel = sarama.ReadCommitted
 	}
 	sc.Consumer.Return.Errors = true
@@ -149,7 +149,7 @@ func applyProducer(sc *sarama.Config, c *config.Config, cl config.Client) {
 	p := &sc.Producer
 	p.Return.Successes = true
 	p.Return.Errors = true
-	switch cl.String("acks") {
+	switch config.Acks.Get(cl) {
 	case "1":
 		p.RequiredAcks = sarama.WaitForLocal
 	case "0":
@@ -157,23 +157,23 @@ func applyProducer(sc *sarama.Config, c *config.Config, cl config.Client) {
 	default:
 		p.RequiredAcks = sarama.WaitForAll
 	}
-	p.Timeout = cl.Duration("request.timeout.ms")
-	p.MaxMessageBytes = int(cl.Int("max.request.size"))
-	p.Compression = compressionCodecs[cl.String("compression.type")]
-	p.Transaction.Timeout = cl.Duration("transaction.timeout.ms")
+	p.Timeout = config.RequestTimeout.Get(cl)
+	p.MaxMessageBytes = int(config.MaxRequestSize.Get(cl))
+	p.Compression = compressionCodecs[config.CompressionType.Get(cl)]
+	p.Transaction.Timeout = config.TransactionTimeout.Get(cl)
 
 	// sarama has no explicit flush: linger.ms is the flush timer. Without a
 	// timer a byte threshold would strand the last partial batch, so
 	// batch.size only applies with linger.ms > 0.
-	p.Flush.Frequency = cl.Duration("linger.ms")
+	p.Flush.Frequency = config.Linger.Get(cl)
 	if p.Flush.Frequency > 0 {
-		p.Flush.Bytes = int(cl.Int("batch.size"))
+		p.Flush.Bytes = int(config.BatchSize.Get(cl))
 	}
 
 	// Kafka turns idempotence off by itself when acks is not all and the user
 	// did not ask for it; the config refuses the contradictory combinations.
-	p.Idempotent = c.ExactlyOnce() || (cl.Bool("enable.idempotence") && p.RequiredAcks == sarama.WaitForAll)
-	sc.Net.MaxOpenRequests = int(cl.Int("max.in.flight.requests.per.connection"))
+	p.Idempotent = c.ExactlyOnce() || (config.EnableIdempotence.Get(cl) && p.RequiredAcks == sarama.WaitForAll)
+	sc.Net.MaxOpenRequests = int(config.MaxInFlightRequestsPerConnection.Get(cl))
 	if p.Idempotent {
 		sc.Net.MaxOpenRequests = 1
 	}
@@ -194,9 +194,9 @@ var compressionCodecs = map[string]sarama.CompressionCodec{
 // producerRetries bounds retries by delivery.timeout.ms, which sarama lacks:
 // retrying stops after about delivery.timeout.ms of backoff.
 func producerRetries(cl config.Client) int {
-	retries := cl.Int("retries")
-	backoff := max(cl.Duration("retry.backoff.ms"), time.Millisecond)
-	if bound := int64(cl.Duration("delivery.timeout.ms") / backoff); bound < retries {
+	retries := config.Retries.Get(cl)
+	backoff := max(config.RetryBackoff.Get(cl), time.Millisecond)
+	if bound := int64(config.DeliveryTimeout.Get(cl) / backoff); bound < retries {
 		retries = bound
 	}
 	return int(min(retries, math.MaxInt32))
@@ -208,7 +208,7 @@ func clampInt32(n int64) int32 {
 
 // applySecurity maps security.protocol, sasl.* and ssl.* onto sarama.
 func applySecurity(sc *sarama.Config, cl config.Client) error {
-	proto := cl.String("security.protocol")
+	proto := config.SecurityProtocol.Get(cl)
 	if proto == "SSL" || proto == "SASL_SSL" {
 		t, err := tlsConfig(cl)
 		if err != nil {
@@ -222,7 +222,7 @@ func applySecurity(sc *sarama.Config, cl config.Client) error {
 	}
 	jaas, err := cl.SASL()
 	if err != nil {
-		return fmt.Errorf("%s: %w", cl.Source("sasl.jaas.config"), err)
+		return fmt.Errorf("%s: %w", config.SASLJAASConfig.Source(cl), err)
 	}
 	sasl := &sc.Net.SASL
 	sasl.Enable = true
@@ -230,7 +230,7 @@ func applySecurity(sc *sarama.Config, cl config.Client) error {
 	sasl.Version = sarama.SASLHandshakeV1
 	sasl.User = jaas.Username
 	sasl.Password = jaas.Password
-	switch mech := cl.String("sasl.mechanism"); mech {
+	switch mech := config.SASLMechanism.Get(cl); mech {
 	case "PLAIN":
 		sasl.Mechanism = sarama.SASLTypePlaintext
 	case "SCRAM-SHA-256":
@@ -240,7 +240,7 @@ func applySecurity(sc *sarama.Config, cl config.Client) error {
 		sasl.Mechanism = sarama.SASLTypeSCRAMSHA512
 		sasl.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: sha512.New} }
 	default:
-		return fmt.Errorf("%s: not supported yet: sasl.mechanism %s", cl.Source("sasl.mechanism"), mech)
+		return fmt.Errorf("%s: not supported yet: sasl.mechanism %s", config.SASLMechanism.Source(cl), mech)
 	}
 	return nil
 }
@@ -248,25 +248,25 @@ func applySecurity(sc *sarama.Config, cl config.Client) error {
 // tlsConfig reads the PEM truststore and keystore of a client.
 func tlsConfig(cl config.Client) (*tls.Config, error) {
 	t := &tls.Config{MinVersion: tls.VersionTLS12}
-	if path := cl.String("ssl.truststore.location"); path != "" {
+	if path := config.SSLTruststoreLocation.Get(cl); path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cl.Source("ssl.truststore.location"), err)
+			return nil, fmt.Errorf("%s: %w", config.SSLTruststoreLocation.Source(cl), err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(data) {
-			return nil, fmt.Errorf("%s: no PEM certificate in %s (JKS and PKCS12 stores are not read: convert them to PEM)", cl.Source("ssl.truststore.location"), path)
+			return nil, fmt.Errorf("%s: no PEM certificate in %s (JKS and PKCS12 stores are not read: convert them to PEM)", config.SSLTruststoreLocation.Source(cl), path)
 		}
 		t.RootCAs = pool
 	}
-	if path := cl.String("ssl.keystore.location"); path != "" {
+	if path := config.SSLKeystoreLocation.Get(cl); path != "" {
 		cert, err := loadKeystore(path)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cl.Source("ssl.keystore.location"), err)
+			return nil, fmt.Errorf("%s: %w", config.SSLKeystoreLocation.Source(cl), err)
 		}
 		t.Certificates = []tls.Certificate{cert}
 	}
-	if cl.String("ssl.endpoint.identification.algorithm") == "" {
+	if config.SSLEndpointIdentificationAlgorithm.Get(cl) == "" {
 		// Kafka's "" turns off the host name check only: the chain is still
 		// verified, which crypto/tls can only do in a custom verifier.
 		roots := t.RootCAs
