@@ -7,14 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
-
-	"github.com/BurntSushi/toml"
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/luart"
@@ -28,10 +24,6 @@ var ErrReloadPending = errors.New("a reload is already pending")
 // errReloadNotRunning is Reload's answer before the running topology is loaded.
 var errReloadNotRunning = errors.New("the agent has not loaded its topology yet")
 
-// reloadExempt are the config keys a reload may change: the scripts are judged by the
-// topology they build, and the log level is applied on the spot.
-var reloadExempt = map[string]bool{"agent.scripts": true, "agent.log.level": true}
-
 // reloader carries a reload from SIGHUP or POST /-/reload to the processing loop.
 type reloader struct {
 	pending atomic.Bool
@@ -44,17 +36,15 @@ type reloader struct {
 func newReloader() *reloader { return &reloader{staged: make(chan *reloadCandidate, 1)} }
 
 type reloadBase struct {
-	keys    map[string]any // the config file's keys as written
-	keysErr error          // why the config file could not be read at start
-	shape   topologyShape
+	cfg   *config.Config
+	shape topologyShape
 }
 
 // reloadCandidate is a new topology that passed the compatibility checks.
 type reloadCandidate struct {
-	cfg  *config.Config
-	rt   *luart.Runtime
-	b    *pipeline.StreamsBuilder
-	keys map[string]any
+	cfg *config.Config
+	rt  *luart.Runtime
+	b   *pipeline.StreamsBuilder
 }
 
 // Reload asks the agent to re-read its config file and scripts and, when the new
@@ -82,27 +72,19 @@ func (a *Agent) Reload() error {
 
 // setReloadBase records what the running topology was built from.
 func (a *Agent) setReloadBase(b *pipeline.StreamsBuilder) {
-	keys, err := readConfigKeys(a.cfg.Path)
-	a.reload.base.Store(&reloadBase{keys: keys, keysErr: err, shape: shapeOfBuilder(b)})
+	a.reload.base.Store(&reloadBase{cfg: a.cfg, shape: shapeOfBuilder(b)})
 }
 
 // prepareReload loads the config file and the scripts into a fresh Lua runtime and
 // checks the result against the running topology.
 func (a *Agent) prepareReload() (*reloadCandidate, error) {
 	base := a.reload.base.Load()
-	if base.keysErr != nil {
-		return nil, fmt.Errorf("the config file the agent started from: %w", base.keysErr)
-	}
 	cfg, err := config.Load(a.cfg.Path)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := readConfigKeys(cfg.Path)
-	if err != nil {
+	if err := base.cfg.CheckReload(cfg); err != nil {
 		return nil, err
-	}
-	if key := firstChangedKey(base.keys, keys); key != "" {
-		return nil, fmt.Errorf("config key %s changed; a reload may change only the scripts and agent.log.level (restart the agent to apply it)", key)
 	}
 	rt, b, err := loadTopology(cfg, a.schemas, a.log, a.opts.Stdout, a.onLuaError)
 	if err != nil {
@@ -112,7 +94,7 @@ func (a *Agent) prepareReload() (*reloadCandidate, error) {
 		rt.Close()
 		return nil, err
 	}
-	return &reloadCandidate{cfg: cfg, rt: rt, b: b, keys: keys}, nil
+	return &reloadCandidate{cfg: cfg, rt: rt, b: b}, nil
 }
 
 func (a *Agent) onLuaError(script string) { a.metrics.LuaErrors.WithLabelValues(script).Inc() }
@@ -126,7 +108,7 @@ func (a *Agent) reloadFailed(err error) {
 // reloaded publishes a topology the loop has just swapped in.
 func (a *Agent) reloaded(c *reloadCandidate) {
 	a.setTopology(c.b)
-	a.reload.base.Store(&reloadBase{keys: c.keys, shape: shapeOfBuilder(c.b)})
+	a.reload.base.Store(&reloadBase{cfg: c.cfg, shape: shapeOfBuilder(c.b)})
 	if a.opts.LogLevel != nil {
 		a.opts.LogLevel.Set(c.cfg.LogLevel)
 	}
@@ -157,62 +139,6 @@ func (a *Agent) serveReload() {
 			writeHTTPError(w, http.StatusServiceUnavailable, "not_ready", err.Error())
 		}
 	}))
-}
-
-// readConfigKeys reads a config file's keys as written, flattened to dotted names, so
-// that nested tables and quoted dotted keys compare equal.
-func readConfigKeys(path string) (map[string]any, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var top map[string]any
-	if _, err := toml.Decode(string(data), &top); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	out := map[string]any{}
-	var walk func(prefix string, m map[string]any)
-	walk = func(prefix string, m map[string]any) {
-		for k, v := range m {
-			if sub, ok := v.(map[string]any); ok {
-				walk(prefix+k+".", sub)
-				continue
-			}
-			out[prefix+k] = v
-		}
-	}
-	walk("", top)
-	return out, nil
-}
-
-// firstChangedKey names the first key (application.id first, then by name) whose value
-// differs, or "".
-func firstChangedKey(old, new map[string]any) string {
-	const appID = "streams.application.id"
-	if !reflect.DeepEqual(old[appID], new[appID]) {
-		return appID
-	}
-	var names []string
-	for k := range old {
-		names = append(names, k)
-	}
-	for k := range new {
-		if _, ok := old[k]; !ok {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		if reloadExempt[k] {
-			continue
-		}
-		ov, inOld := old[k]
-		nv, inNew := new[k]
-		if inOld != inNew || !reflect.DeepEqual(ov, nv) {
-			return k
-		}
-	}
-	return ""
 }
 
 // topologyShape is what a reload must keep: the topics read, the global tables and the

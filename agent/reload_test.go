@@ -40,6 +40,13 @@ type reloadFixture struct {
 
 func startReloadable(t *testing.T, brokers []string, script, extra string) *reloadFixture {
 	t.Helper()
+	return startReloadableAfter(t, brokers, script, extra, nil)
+}
+
+// startReloadableAfter is startReloadable with loaded run between loading the config and
+// starting the agent.
+func startReloadableAfter(t *testing.T, brokers []string, script, extra string, loaded func(*reloadFixture)) *reloadFixture {
+	t.Helper()
 	dir := t.TempDir()
 	f := &reloadFixture{dir: dir, m: metrics.New(), log: &lockedBuffer{}, level: new(slog.LevelVar)}
 	f.writeScript(t, script)
@@ -52,6 +59,9 @@ func startReloadable(t *testing.T, brokers []string, script, extra string) *relo
 	var w io.Writer = f.log
 	if testing.Verbose() {
 		w = io.MultiWriter(f.log, os.Stderr)
+	}
+	if loaded != nil {
+		loaded(f)
 	}
 	a, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(w, nil)), Stdout: io.Discard, Metrics: f.m, LogLevel: f.level})
 	if err != nil {
@@ -290,6 +300,32 @@ return b
 		if !strings.HasPrefix(string(m.Value), "A:") {
 			t.Fatalf("output %q did not go through the running topology", m.Value)
 		}
+	}
+}
+
+// A reload compares the file with the config the agent runs with, not with the file as it
+// was when the agent started running.
+func TestReloadComparesWithTheConfigTheAgentRuns(t *testing.T) {
+	brokers := testBroker(t, 1, "in", "out")
+	var changed string
+	f := startReloadableAfter(t, brokers, mapScript("A", ""), "commit.interval.ms = 50", func(f *reloadFixture) {
+		changed = strings.Replace(f.toml, "commit.interval.ms = 50", "commit.interval.ms = 200", 1)
+		f.writeConfig(t, changed)
+	})
+	defer f.stop(t)
+	f.writeConfig(t, f.toml)
+	f.writeScript(t, mapScript("B", ""))
+	if code := f.postReload(t); code != http.StatusAccepted {
+		t.Fatalf("POST /-/reload: %d, want 202", code)
+	}
+	f.waitReloads(t, metrics.ResultSuccess, 1)
+	f.writeConfig(t, changed)
+	if code := f.postReload(t); code != http.StatusAccepted {
+		t.Fatalf("POST /-/reload: %d, want 202", code)
+	}
+	f.waitReloads(t, metrics.ResultFailure, 1)
+	if log := f.logText(); !strings.Contains(log, "config key streams.commit.interval.ms changed") {
+		t.Fatalf("the log does not name the changed key:\n%s", log)
 	}
 }
 

@@ -22,7 +22,7 @@ type builder struct {
 }
 
 func newBuilder(dir string) *builder {
-	return &builder{dir: dir, cfg: &Config{Dir: dir, set: map[string]any{}}, lines: map[string]int{}}
+	return &builder{dir: dir, cfg: &Config{Dir: dir, set: map[string]any{}, written: map[string]any{}}, lines: map[string]int{}}
 }
 
 func (b *builder) fail(key, format string, args ...any) {
@@ -48,6 +48,7 @@ func (b *builder) apply(e entry) {
 		return
 	}
 	b.lines[canon] = e.line
+	b.cfg.written[canon] = e.raw
 	switch k.Disposition {
 	case Refused:
 		b.fail(canon, "refused: %s", k.Reason)

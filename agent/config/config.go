@@ -67,6 +67,9 @@ type Config struct {
 	// set holds the values written in the file by canonical full name;
 	// client keys keep their prefix ("streams.producer.linger.ms").
 	set map[string]any
+	// written holds every key of the file, ignored ones too, by the same names, as the
+	// TOML decoder gave them: what a reload compares.
+	written map[string]any
 }
 
 // KafkaWait bounds how long the agent waits on Kafka for one step (a flush, a commit):
