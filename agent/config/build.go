@@ -25,45 +25,56 @@ func newBuilder(dir string) *builder {
 	return &builder{dir: dir, cfg: &Config{Dir: dir, set: map[string]any{}, written: map[string]any{}}, lines: map[string]int{}}
 }
 
-func (b *builder) fail(key, format string, args ...any) {
-	p := Problem{Key: key, Message: fmt.Sprintf(format, args...), Line: b.lines[key]}
+// report records a problem by its kind: a notice goes with the config, any other
+// problem makes the file unusable.
+func (b *builder) report(p Problem) {
+	if p.Kind.Notice() {
+		b.cfg.Notices = append(b.cfg.Notices, p)
+		return
+	}
+	b.errs = append(b.errs, p)
+}
+
+// fail reports a problem of a key once, at the key's line.
+func (b *builder) fail(kind Kind, key, format string, args ...any) {
+	p := Problem{Kind: kind, Key: key, Message: fmt.Sprintf(format, args...), Line: b.lines[key]}
 	for _, have := range b.errs {
 		if have.Key == p.Key && have.Message == p.Message {
 			return
 		}
 	}
-	b.errs = append(b.errs, p)
+	b.report(p)
 }
 
 // apply checks one entry of the file and records its value.
 func (b *builder) apply(e entry) {
-	k, prefix, msg := lookup(e.section, e.name)
+	k, prefix, kind, msg := lookup(e.section, e.name)
 	if k == nil {
-		b.errs = append(b.errs, Problem{Key: e.full(), Message: msg, Line: e.line})
+		b.report(Problem{Kind: kind, Key: e.full(), Message: msg, Line: e.line})
 		return
 	}
 	canon := string(k.Section) + "." + prefix + k.Name
 	if first, dup := b.lines[canon]; dup {
-		b.errs = append(b.errs, Problem{Key: e.full(), Message: fmt.Sprintf("set twice (first at line %d)", first), Line: e.line})
+		b.report(Problem{Kind: KindDuplicate, Key: e.full(), Message: fmt.Sprintf("set twice (first at line %d)", first), Line: e.line})
 		return
 	}
 	b.lines[canon] = e.line
 	b.cfg.written[canon] = e.raw
 	switch k.Disposition {
 	case Refused:
-		b.fail(canon, "refused: %s", k.Reason)
+		b.fail(KindRefused, canon, "refused: %s", k.Reason)
 		return
 	case Unsupported:
-		b.fail(canon, "not supported yet: %s", k.Reason)
+		b.fail(KindUnsupported, canon, "not supported yet: %s", k.Reason)
 		return
 	}
 	v, err := convert(k, e.raw)
 	if err != nil {
-		b.fail(canon, "%v", err)
+		b.fail(kindOf(err), canon, "%v", err)
 		return
 	}
 	if k.Disposition == Ignored {
-		b.cfg.Notices = append(b.cfg.Notices, Problem{Key: canon, Message: "ignored: " + k.Reason, Line: e.line})
+		b.report(Problem{Kind: KindIgnored, Key: canon, Message: "ignored: " + k.Reason, Line: e.line})
 		return
 	}
 	if k.Path {
@@ -131,16 +142,16 @@ func (b *builder) buildAgent() {
 	b.checkHostPort(embeddedListen.FullName(), c.EmbeddedListen, false)
 	if (c.HTTPTLSCert == "") != (c.HTTPTLSKey == "") {
 		if c.HTTPTLSCert == "" {
-			b.fail(httpTLSKey.FullName(), "set without agent.http.tls.cert: HTTPS needs both")
+			b.fail(KindInvalid, httpTLSKey.FullName(), "set without agent.http.tls.cert: HTTPS needs both")
 		} else {
-			b.fail(httpTLSCert.FullName(), "set without agent.http.tls.key: HTTPS needs both")
+			b.fail(KindInvalid, httpTLSCert.FullName(), "set without agent.http.tls.key: HTTPS needs both")
 		}
 	}
 	if b.partial {
 		return
 	}
 	if len(c.Scripts) == 0 {
-		b.fail(scripts.FullName(), `required: the Lua scripts that build the topology, e.g. scripts = ["wordcount.lua"]`)
+		b.fail(KindMissing, scripts.FullName(), `required: the Lua scripts that build the topology, e.g. scripts = ["wordcount.lua"]`)
 	}
 	for _, s := range c.Scripts {
 		b.checkFile(scripts.FullName(), s)
@@ -181,14 +192,14 @@ func (b *builder) buildStreams() {
 
 	rf := replicationFactor.Get(c)
 	if rf == 0 || rf > 32767 {
-		b.fail(replicationFactor.FullName(), "invalid value %d: must be -1 (broker default) or between 1 and 32767", rf)
+		b.fail(KindInvalid, replicationFactor.FullName(), "invalid value %d: must be -1 (broker default) or between 1 and 32767", rf)
 	}
 	c.ReplicationFactor = int16(rf)
 
 	opt := c.TopologyOptimization
 	for _, o := range opt {
 		if (o == "none" || o == "all") && len(opt) > 1 {
-			b.fail(topologyOptimization.FullName(), "%q cannot be combined with other values", o)
+			b.fail(KindInvalid, topologyOptimization.FullName(), "%q cannot be combined with other values", o)
 		}
 	}
 	if c.ApplicationServer != "" {
@@ -199,7 +210,7 @@ func (b *builder) buildStreams() {
 	if !c.Embedded {
 		for _, s := range c.BootstrapServers {
 			if s == "embedded" {
-				b.fail(bootstrapServers.FullName(), `"embedded" cannot be combined with other servers`)
+				b.fail(KindInvalid, bootstrapServers.FullName(), `"embedded" cannot be combined with other servers`)
 				continue
 			}
 			b.checkHostPort(bootstrapServers.FullName(), s, true)
@@ -217,17 +228,17 @@ func (b *builder) buildStreams() {
 		return
 	}
 	if c.ApplicationID == "" {
-		b.fail(applicationID.FullName(), "required: the application's id (consumer group and internal topic prefix)")
+		b.fail(KindMissing, applicationID.FullName(), "required: the application's id (consumer group and internal topic prefix)")
 	} else if !validID.MatchString(c.ApplicationID) {
-		b.fail(applicationID.FullName(), "invalid value %q: only letters, digits, '.', '_' and '-' (it prefixes topic names)", c.ApplicationID)
+		b.fail(KindInvalid, applicationID.FullName(), "invalid value %q: only letters, digits, '.', '_' and '-' (it prefixes topic names)", c.ApplicationID)
 	}
 	if len(c.BootstrapServers) == 0 {
-		b.fail(bootstrapServers.FullName(), `required: Kafka brokers as host:port, or "embedded"`)
+		b.fail(KindMissing, bootstrapServers.FullName(), `required: Kafka brokers as host:port, or "embedded"`)
 	}
 	if c.GroupInstanceID == "" && c.ApplicationID != "" {
 		host, err := os.Hostname()
 		if err != nil {
-			b.fail(groupInstanceID.FullName(), "no default: cannot read the host name (%v); set it", err)
+			b.fail(KindMissing, groupInstanceID.FullName(), "no default: cannot read the host name (%v); set it", err)
 		}
 		c.GroupInstanceID = c.ApplicationID + "-" + host
 	}
@@ -239,7 +250,7 @@ func (b *builder) buildStreams() {
 func (b *builder) checkHostPort(key, addr string, connect bool) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		b.fail(key, "invalid value %q: expected host:port", addr)
+		b.fail(KindInvalid, key, "invalid value %q: expected host:port", addr)
 		return
 	}
 	n, err := strconv.Atoi(port)
@@ -248,11 +259,11 @@ func (b *builder) checkHostPort(key, addr string, connect bool) {
 		low = 1
 	}
 	if err != nil || n < low || n > 65535 {
-		b.fail(key, "invalid value %q: port must be a number between %d and 65535", addr, low)
+		b.fail(KindInvalid, key, "invalid value %q: port must be a number between %d and 65535", addr, low)
 		return
 	}
 	if connect && host == "" {
-		b.fail(key, "invalid value %q: expected host:port with a host", addr)
+		b.fail(KindInvalid, key, "invalid value %q: expected host:port with a host", addr)
 	}
 }
 
@@ -263,7 +274,7 @@ func (b *builder) hostNames(key Setting[[]string]) []string {
 	for _, h := range key.Get(b.cfg) {
 		name := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
 		if name == "" || strings.ContainsAny(name, ":/ []@") {
-			b.fail(key.FullName(), "invalid host name %q: expected a name such as stoatflow.default.svc, without port or scheme", h)
+			b.fail(KindInvalid, key.FullName(), "invalid host name %q: expected a name such as stoatflow.default.svc, without port or scheme", h)
 			continue
 		}
 		out = append(out, name)
@@ -278,9 +289,9 @@ func (b *builder) checkFile(key, path string) {
 	st, err := os.Stat(path)
 	switch {
 	case err != nil:
-		b.fail(key, "cannot use %s: %v", path, unwrapPathError(err))
+		b.fail(KindInvalid, key, "cannot use %s: %v", path, unwrapPathError(err))
 	case st.IsDir():
-		b.fail(key, "cannot use %s: it is a directory", path)
+		b.fail(KindInvalid, key, "cannot use %s: it is a directory", path)
 	}
 }
 
@@ -299,21 +310,21 @@ func (b *builder) checkClient(cl Client) {
 	switch cl.Role() {
 	case ForConsumer:
 		if eos && IsolationLevel.IsSet(cl) && IsolationLevel.Get(cl) != "read_committed" {
-			b.fail(IsolationLevel.Source(cl), "Kafka Streams forces read_committed under exactly_once_v2")
+			b.fail(KindInvalid, IsolationLevel.Source(cl), "Kafka Streams forces read_committed under exactly_once_v2")
 		}
 		if HeartbeatInterval.Get(cl) >= SessionTimeout.Get(cl) {
-			b.fail(HeartbeatInterval.Source(cl), "invalid value %d: must be lower than session.timeout.ms (%d)",
+			b.fail(KindInvalid, HeartbeatInterval.Source(cl), "invalid value %d: must be lower than session.timeout.ms (%d)",
 				HeartbeatInterval.Get(cl).Milliseconds(), SessionTimeout.Get(cl).Milliseconds())
 		}
 	case ForProducer:
 		acksAll := Acks.Get(cl) == "all"
 		switch {
 		case eos && EnableIdempotence.IsSet(cl) && !EnableIdempotence.Get(cl):
-			b.fail(EnableIdempotence.Source(cl), "Kafka Streams forces enable.idempotence = true under exactly_once_v2")
+			b.fail(KindInvalid, EnableIdempotence.Source(cl), "Kafka Streams forces enable.idempotence = true under exactly_once_v2")
 		case eos && !acksAll:
-			b.fail(Acks.Source(cl), `exactly_once_v2 needs acks = "all"`)
+			b.fail(KindInvalid, Acks.Source(cl), `exactly_once_v2 needs acks = "all"`)
 		case EnableIdempotence.IsSet(cl) && EnableIdempotence.Get(cl) && !acksAll:
-			b.fail(Acks.Source(cl), `enable.idempotence = true needs acks = "all"`)
+			b.fail(KindInvalid, Acks.Source(cl), `enable.idempotence = true needs acks = "all"`)
 		}
 	}
 
@@ -339,20 +350,20 @@ func (b *builder) checkSASL(cl Client) {
 	mech := SASLMechanism.Get(cl)
 	module, ok := jaasModule[mech]
 	if !ok {
-		b.fail(SASLMechanism.Source(cl), "not supported yet: sasl.mechanism %s (use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", mech)
+		b.fail(KindUnsupported, SASLMechanism.Source(cl), "not supported yet: sasl.mechanism %s (use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", mech)
 		return
 	}
 	jaasKey := SASLJAASConfig.Source(cl)
 	if !SASLJAASConfig.IsSet(cl) {
-		b.fail(jaasKey, "required with security.protocol %s: %s required username=\"...\" password=\"...\";", SecurityProtocol.Get(cl), module)
+		b.fail(KindMissing, jaasKey, "required with security.protocol %s: %s required username=\"...\" password=\"...\";", SecurityProtocol.Get(cl), module)
 		return
 	}
 	j, err := cl.SASL()
 	if err != nil {
-		b.fail(jaasKey, "invalid value: %v", err)
+		b.fail(KindInvalid, jaasKey, "invalid value: %v", err)
 		return
 	}
 	if j.Module != module {
-		b.fail(jaasKey, "sasl.mechanism %s needs the login module %s, not %s", mech, module, j.Module)
+		b.fail(KindInvalid, jaasKey, "sasl.mechanism %s needs the login module %s, not %s", mech, module, j.Module)
 	}
 }

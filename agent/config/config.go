@@ -61,7 +61,8 @@ type Config struct {
 	// SchemaRegistry configures the avro, protobuf and json-schema serdes.
 	SchemaRegistry SchemaRegistry
 
-	// Notices are the non-fatal findings (ignored keys), one line each.
+	// Notices are the findings of a notice kind (KindIgnored: ignored keys), one line
+	// each; `stoatflow validate` prints them as warnings.
 	Notices []Problem
 
 	// set holds the values written in the file by canonical full name;

@@ -27,8 +27,8 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("Parse(%q) returned neither a config nor an error", data)
 			}
 			for _, n := range cfg.Notices {
-				if n.Key == "" || n.Message == "" {
-					t.Fatalf("Parse(%q): notice %+v names no key or says nothing", data, n)
+				if n.Key == "" || n.Message == "" || !n.Kind.Notice() {
+					t.Fatalf("Parse(%q): notice %+v names no key, says nothing or is not a notice", data, n)
 				}
 			}
 			return
@@ -46,6 +46,9 @@ func FuzzParse(f *testing.F) {
 		for _, p := range errs.Problems {
 			if p.Message == "" {
 				t.Fatalf("Parse(%q): problem %+v has no message", data, p)
+			}
+			if p.Kind < KindUnreadable || p.Kind > KindIgnored || p.Kind.Notice() {
+				t.Fatalf("Parse(%q): problem %+v is of no error kind", data, p)
 			}
 			// A problem without a key is about the file as a whole: its TOML.
 			if p.Key == "" && !strings.HasPrefix(p.Message, "TOML") {

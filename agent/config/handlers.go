@@ -25,6 +25,6 @@ func (c *Config) DeadLetterQueueTopic() string { return deadLetterQueueTopic.Get
 func (b *builder) checkDeadLetterQueue() {
 	t := b.cfg.DeadLetterQueueTopic()
 	if t != "" && (t == "." || t == ".." || len(t) > 249 || !validID.MatchString(t)) {
-		b.fail(deadLetterQueueTopic.FullName(), "invalid value %q: a topic name of at most 249 letters, digits, '.', '_' and '-' (not \".\" or \"..\")", t)
+		b.fail(KindInvalid, deadLetterQueueTopic.FullName(), "invalid value %q: a topic name of at most 249 letters, digits, '.', '_' and '-' (not \".\" or \"..\")", t)
 	}
 }

@@ -16,11 +16,11 @@ import (
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Errors{Source: path, Problems: []Problem{{Message: fmt.Sprintf("cannot read config: %v", err)}}}
+		return nil, &Errors{Source: path, Problems: []Problem{{Kind: KindUnreadable, Message: fmt.Sprintf("cannot read config: %v", err)}}}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, &Errors{Source: path, Problems: []Problem{{Message: fmt.Sprintf("cannot resolve path: %v", err)}}}
+		return nil, &Errors{Source: path, Problems: []Problem{{Kind: KindUnreadable, Message: fmt.Sprintf("cannot resolve path: %v", err)}}}
 	}
 	cfg, err := Parse(data, filepath.Dir(abs), path)
 	if cfg != nil {
@@ -83,10 +83,10 @@ func flatten(data []byte) ([]entry, *Problem) {
 	var top map[string]toml.Primitive
 	md, err := toml.Decode(string(data), &top)
 	if err != nil {
-		p := Problem{Message: "TOML syntax error: " + err.Error()}
+		p := Problem{Kind: KindSyntax, Message: "TOML syntax error: " + err.Error()}
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			p = Problem{Message: "TOML syntax error: " + pe.Message, Line: pe.Position.Line, Column: pe.Position.Col}
+			p = Problem{Kind: KindSyntax, Message: "TOML syntax error: " + pe.Message, Line: pe.Position.Line, Column: pe.Position.Col}
 		}
 		return nil, &p
 	}
@@ -123,7 +123,7 @@ func flatten(data []byte) ([]entry, *Problem) {
 	}
 	for k, v := range top {
 		if err := walk([]string{k}, v); err != nil {
-			return nil, &Problem{Message: "TOML: " + err.Error()}
+			return nil, &Problem{Kind: KindSyntax, Message: "TOML: " + err.Error()}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -56,99 +56,116 @@ func problems(t *testing.T, err error) []Problem {
 	return errs.Problems
 }
 
+// wantKind checks that the problem whose line contains want is of that kind.
+func wantKind(t *testing.T, err error, want string, kind Kind) {
+	t.Helper()
+	for _, p := range problems(t, err) {
+		if strings.Contains(p.Format("agent.toml"), want) {
+			if p.Kind != kind {
+				t.Errorf("%q is a %v problem, want %v", want, p.Kind, kind)
+			}
+			return
+		}
+	}
+	t.Errorf("no problem line contains %q", want)
+}
+
 func TestErrorClasses(t *testing.T) {
 	cases := []struct {
 		name           string
 		agent, streams string
 		want           string // one line of the error
+		kind           Kind   // the kind of the problem on that line
 	}{
 		{"unknown key with suggestion", "", "comit.interval.ms = 100",
-			`agent.toml:7: streams.comit.interval.ms: unknown key "streams.comit.interval.ms" (did you mean "commit.interval.ms"?)`},
+			`agent.toml:7: streams.comit.interval.ms: unknown key "streams.comit.interval.ms" (did you mean "commit.interval.ms"?)`, KindUnknown},
 		{"unknown prefixed client key", "", "consumer.session.timout.ms = 100",
-			`(did you mean "consumer.session.timeout.ms"?)`},
+			`(did you mean "consumer.session.timeout.ms"?)`, KindUnknown},
 		{"unknown agent key", "log.levle = \"info\"", "",
-			`agent.log.levle: unknown key "agent.log.levle" (did you mean "log.level"?)`},
+			`agent.log.levle: unknown key "agent.log.levle" (did you mean "log.level"?)`, KindUnknown},
 		{"key in the wrong table", "application.server = \"h:1\"", "",
-			`agent.application.server: unknown key "agent.application.server": it belongs in the [streams] table`},
+			`agent.application.server: unknown key "agent.application.server": it belongs in the [streams] table`, KindUnknown},
 		{"wrong type", "", `poll.ms = true`,
-			`streams.poll.ms: invalid value true: expected milliseconds (integer) or a duration like "10s"`},
+			`streams.poll.ms: invalid value true: expected milliseconds (integer) or a duration like "10s"`, KindInvalid},
 		{"wrong type string", "http.listen = 9464", "",
-			`agent.http.listen: invalid value 9464: expected a string`},
+			`agent.http.listen: invalid value 9464: expected a string`, KindInvalid},
 		{"bad integer", "", `buffered.records.per.partition = "many"`,
-			`streams.buffered.records.per.partition: invalid value "many": expected an integer`},
+			`streams.buffered.records.per.partition: invalid value "many": expected an integer`, KindInvalid},
 		{"below minimum", "embedded.partitions = 0", "",
-			`agent.embedded.partitions: invalid value 0: must be at least 1`},
+			`agent.embedded.partitions: invalid value 0: must be at least 1`, KindInvalid},
 		{"bad enum lists allowed values", "", `processing.guarantee = "twice"`,
-			`streams.processing.guarantee: invalid value "twice": allowed values are "at_least_once", "exactly_once_v2"`},
+			`streams.processing.guarantee: invalid value "twice": allowed values are "at_least_once", "exactly_once_v2"`, KindInvalid},
 		{"bad duration", "", `commit.interval.ms = "abc"`,
-			`agent.toml:7: streams.commit.interval.ms: invalid value "abc": expected milliseconds (integer) or a duration like "10s"`},
+			`agent.toml:7: streams.commit.interval.ms: invalid value "abc": expected milliseconds (integer) or a duration like "10s"`, KindInvalid},
 		{"refused group.protocol", "", `group.protocol = "streams"`,
-			`streams.group.protocol: value "streams" refused: StoatFlow is one instance in a classic consumer group; the streams rebalance protocol (KIP-1071) is not supported`},
+			`streams.group.protocol: value "streams" refused: StoatFlow is one instance in a classic consumer group; the streams rebalance protocol (KIP-1071) is not supported`, KindRefused},
 		{"refused exactly_once", "", `processing.guarantee = "exactly_once"`,
-			`value "exactly_once" refused: removed in Kafka Streams 4.0, use exactly_once_v2`},
+			`value "exactly_once" refused: removed in Kafka Streams 4.0, use exactly_once_v2`, KindRefused},
 		{"refused exactly_once_beta", "", `processing.guarantee = "exactly_once_beta"`,
-			`removed in Kafka Streams 4.0, use exactly_once_v2`},
+			`removed in Kafka Streams 4.0, use exactly_once_v2`, KindRefused},
 		{"refused key", "", `consumer.group.id = "x"`,
-			`streams.consumer.group.id: refused: Kafka Streams uses application.id as the group id`},
+			`streams.consumer.group.id: refused: Kafka Streams uses application.id as the group id`, KindRefused},
 		{"enable.auto.commit true", "", `enable.auto.commit = true`,
-			`Kafka Streams forces enable.auto.commit = false`},
+			`Kafka Streams forces enable.auto.commit = false`, KindRefused},
 		{"unmapped Kafka key", "", `buffer.memory = 1`,
-			`streams.buffer.memory: not supported yet: buffer.memory`},
+			`streams.buffer.memory: not supported yet: buffer.memory`, KindUnsupported},
 		{"unmapped prefixed Kafka key", "", `producer.buffer.memory = 1`,
-			`streams.producer.buffer.memory: not supported yet: buffer.memory`},
+			`streams.producer.buffer.memory: not supported yet: buffer.memory`, KindUnsupported},
 		{"client key for the wrong client", "", `consumer.linger.ms = 1`,
-			`linger.ms is a producer setting, not a consumer one`},
+			`linger.ms is a producer setting, not a consumer one`, KindUnknown},
 		{"streams key with a client prefix", "", `producer.poll.ms = 1`,
-			`poll.ms is a Kafka Streams setting and cannot be set per client`},
+			`poll.ms is a Kafka Streams setting and cannot be set per client`, KindUnknown},
 		{"unsupported prefix", "", `restore.consumer.fetch.max.bytes = 1`,
-			`not supported yet: a separate restore consumer`},
+			`not supported yet: a separate restore consumer`, KindUnsupported},
 		{"unknown handler class", "", `processing.exception.handler = "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler"`,
-			`streams.processing.exception.handler: invalid value "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler": allowed values are "LogAndFail", "LogAndContinue"`},
+			`streams.processing.exception.handler: invalid value "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler": allowed values are "LogAndFail", "LogAndContinue"`, KindInvalid},
 		{"bad dead letter topic", "", `errors.dead.letter.queue.topic.name = "dead letters"`,
-			`streams.errors.dead.letter.queue.topic.name: invalid value "dead letters": a topic name`},
+			`streams.errors.dead.letter.queue.topic.name: invalid value "dead letters": a topic name`, KindInvalid},
 		{"application.server not host:port", "", `application.server = "localhost"`,
-			`streams.application.server: invalid value "localhost": expected host:port`},
+			`streams.application.server: invalid value "localhost": expected host:port`, KindInvalid},
 		{"application.server bad port", "", `application.server = "localhost:http"`,
-			`port must be a number between 1 and 65535`},
+			`port must be a number between 1 and 65535`, KindInvalid},
 		{"allowed host with a port", `http.allowed.hosts = ["svc", "svc:9464"]`, "",
-			`agent.http.allowed.hosts: invalid host name "svc:9464": expected a name such as stoatflow.default.svc, without port or scheme`},
-		{"allowed host as a URL", `http.allowed.hosts = "http://svc"`, "", `invalid host name "http://svc"`},
+			`agent.http.allowed.hosts: invalid host name "svc:9464": expected a name such as stoatflow.default.svc, without port or scheme`, KindInvalid},
+		{"allowed host as a URL", `http.allowed.hosts = "http://svc"`, "", `invalid host name "http://svc"`, KindInvalid},
 		{"no queries at once", "http.query.max.concurrency = 0", "",
-			`agent.http.query.max.concurrency: invalid value 0: must be at least 1`},
-		{"no time for a query", "http.query.timeout = 0", "", `agent.http.query.timeout: invalid value 0`},
+			`agent.http.query.max.concurrency: invalid value 0: must be at least 1`, KindInvalid},
+		{"no time for a query", "http.query.timeout = 0", "", `agent.http.query.timeout: invalid value 0`, KindInvalid},
 		{"tls cert without key", `http.tls.cert = "cert.pem"`, "",
-			`agent.http.tls.cert: set without agent.http.tls.key: HTTPS needs both`},
+			`agent.http.tls.cert: set without agent.http.tls.key: HTTPS needs both`, KindInvalid},
 		{"tls key without cert", `http.tls.key = "key.pem"`, "",
-			`agent.http.tls.key: set without agent.http.tls.cert: HTTPS needs both`},
+			`agent.http.tls.key: set without agent.http.tls.cert: HTTPS needs both`, KindInvalid},
 		{"set twice", "", "commit.interval.ms = 1\n\"commit.interval.ms\" = 2",
-			`agent.toml:8: streams.commit.interval.ms: set twice (first at line 7)`},
+			`agent.toml:8: streams.commit.interval.ms: set twice (first at line 7)`, KindDuplicate},
 		{"isolation under EOS", "", "processing.guarantee = \"exactly_once_v2\"\nconsumer.isolation.level = \"read_uncommitted\"",
-			`streams.consumer.isolation.level: Kafka Streams forces read_committed under exactly_once_v2`},
+			`streams.consumer.isolation.level: Kafka Streams forces read_committed under exactly_once_v2`, KindInvalid},
 		{"idempotence off under EOS", "", "processing.guarantee = \"exactly_once_v2\"\nenable.idempotence = false",
-			`Kafka Streams forces enable.idempotence = true under exactly_once_v2`},
+			`Kafka Streams forces enable.idempotence = true under exactly_once_v2`, KindInvalid},
 		{"acks under EOS", "", "processing.guarantee = \"exactly_once_v2\"\nacks = 1",
-			`streams.acks: exactly_once_v2 needs acks = "all"`},
+			`streams.acks: exactly_once_v2 needs acks = "all"`, KindInvalid},
 		{"heartbeat not below session", "", "heartbeat.interval.ms = \"1m\"",
-			`streams.heartbeat.interval.ms: invalid value 60000: must be lower than session.timeout.ms (45000)`},
+			`streams.heartbeat.interval.ms: invalid value 60000: must be lower than session.timeout.ms (45000)`, KindInvalid},
 		{"replication factor 0", "", "replication.factor = 0",
-			`must be -1 (broker default) or between 1 and 32767`},
+			`must be -1 (broker default) or between 1 and 32767`, KindInvalid},
 		{"optimization none with others", "", `topology.optimization = "none,all"`,
-			`"none" cannot be combined with other values`},
+			`"none" cannot be combined with other values`, KindInvalid},
 		{"jks truststore", "", `ssl.truststore.type = "JKS"`,
-			`StoatFlow reads PEM files only`},
+			`StoatFlow reads PEM files only`, KindRefused},
 		{"encrypted key", "", `ssl.key.password = "x"`,
-			`not supported yet: encrypted private keys`},
+			`not supported yet: encrypted private keys`, KindUnsupported},
 		{"gssapi", "", "security.protocol = \"SASL_PLAINTEXT\"\nsasl.jaas.config = \"x\"",
-			`streams.sasl.mechanism: not supported yet: sasl.mechanism GSSAPI`},
+			`streams.sasl.mechanism: not supported yet: sasl.mechanism GSSAPI`, KindUnsupported},
 		{"sasl without jaas", "", "security.protocol = \"SASL_SSL\"\nsasl.mechanism = \"PLAIN\"",
-			`streams.sasl.jaas.config: required with security.protocol SASL_SSL`},
+			`streams.sasl.jaas.config: required with security.protocol SASL_SSL`, KindMissing},
 		{"jaas module mismatch", "", "security.protocol = \"SASL_SSL\"\nsasl.mechanism = \"SCRAM-SHA-256\"\n" +
 			`sasl.jaas.config = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";'`,
-			`sasl.mechanism SCRAM-SHA-256 needs the login module org.apache.kafka.common.security.scram.ScramLoginModule`},
+			`sasl.mechanism SCRAM-SHA-256 needs the login module org.apache.kafka.common.security.scram.ScramLoginModule`, KindInvalid},
 		{"bad jaas", "", "security.protocol = \"SASL_SSL\"\nsasl.mechanism = \"PLAIN\"\nsasl.jaas.config = 'PlainLoginModule username=\"u\";'",
-			`streams.sasl.jaas.config: invalid value: invalid control flag "username"`},
+			`streams.sasl.jaas.config: invalid value: invalid control flag "username"`, KindInvalid},
+		{"offset reset none", "", `auto.offset.reset = "none"`,
+			`streams.auto.offset.reset: not supported yet: auto.offset.reset = none`, KindUnsupported},
 		{"missing truststore", "", "security.protocol = \"SSL\"\nssl.truststore.location = \"nope.pem\"",
-			`streams.ssl.truststore.location: cannot use`},
+			`streams.ssl.truststore.location: cannot use`, KindInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,6 +176,7 @@ func TestErrorClasses(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error does not contain %q:\n%v", tc.want, err)
 			}
+			wantKind(t, err, tc.want, tc.kind)
 		})
 	}
 }
@@ -191,6 +209,11 @@ func TestIgnoredKeyIsNotice(t *testing.T) {
 	if len(cfg.Notices) != 3 {
 		t.Fatalf("want 3 notices, got %v", cfg.Notices)
 	}
+	for _, n := range cfg.Notices {
+		if n.Kind != KindIgnored || !n.Kind.Notice() {
+			t.Errorf("notice %+v is not of the kind ignored", n)
+		}
+	}
 	n := cfg.Notices[0]
 	if n.Key != "streams.num.standby.replicas" || n.Line != 7 || !strings.HasPrefix(n.Message, "ignored: ") {
 		t.Fatalf("unexpected notice %+v", n)
@@ -213,8 +236,8 @@ func TestMissingRequired(t *testing.T) {
 	want := map[string]bool{"agent.scripts": true, "streams.application.id": true, "streams.bootstrap.servers": true}
 	for _, p := range ps {
 		delete(want, p.Key)
-		if !strings.HasPrefix(p.Message, "required: ") {
-			t.Errorf("unexpected message %q", p.Message)
+		if !strings.HasPrefix(p.Message, "required: ") || p.Kind != KindMissing {
+			t.Errorf("unexpected %v problem %q", p.Kind, p.Message)
 		}
 	}
 	if len(want) > 0 {
@@ -315,7 +338,7 @@ func TestBothKeySpellings(t *testing.T) {
 func TestSyntaxErrorKeepsPosition(t *testing.T) {
 	_, err := Parse([]byte("[agent]\nscripts = [\"a.lua\"\n"), t.TempDir(), "agent.toml")
 	ps := problems(t, err)
-	if len(ps) != 1 || ps[0].Line == 0 || ps[0].Column == 0 || !strings.HasPrefix(ps[0].Message, "TOML syntax error: ") {
+	if len(ps) != 1 || ps[0].Kind != KindSyntax || ps[0].Line == 0 || ps[0].Column == 0 || !strings.HasPrefix(ps[0].Message, "TOML syntax error: ") {
 		t.Fatalf("got %+v", ps)
 	}
 	if !strings.HasPrefix(err.Error(), "agent.toml:") {
@@ -509,6 +532,9 @@ func TestLoadMissingFile(t *testing.T) {
 	_, err := Load(filepath.Join(t.TempDir(), "none.toml"))
 	if err == nil || !strings.Contains(err.Error(), "cannot read config") {
 		t.Fatalf("got %v", err)
+	}
+	if ps := problems(t, err); len(ps) != 1 || ps[0].Kind != KindUnreadable {
+		t.Fatalf("got %+v", ps)
 	}
 }
 

@@ -5,9 +5,62 @@ import (
 	"strings"
 )
 
+// Kind is what sort of finding a Problem is.
+type Kind int
+
+const (
+	// KindUnreadable: the file cannot be read.
+	KindUnreadable Kind = iota + 1
+	// KindSyntax: the file is not TOML.
+	KindSyntax
+	// KindUnknown: no such key, or not in this table or for this client.
+	KindUnknown
+	// KindDuplicate: a key set twice.
+	KindDuplicate
+	// KindInvalid: a value of the wrong type, out of range, not an allowed value, naming
+	// no usable file, or contradicting another key.
+	KindInvalid
+	// KindMissing: a key that must be set is not.
+	KindMissing
+	// KindRefused: a key or value StoatFlow refuses, whatever the rest of the file.
+	KindRefused
+	// KindUnsupported: a key or value not supported yet.
+	KindUnsupported
+	// KindIgnored: a key that is accepted and does not apply; a notice, not an error.
+	KindIgnored
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindUnreadable:
+		return "unreadable"
+	case KindSyntax:
+		return "syntax error"
+	case KindUnknown:
+		return "unknown key"
+	case KindDuplicate:
+		return "set twice"
+	case KindInvalid:
+		return "invalid value"
+	case KindMissing:
+		return "missing"
+	case KindRefused:
+		return "refused"
+	case KindUnsupported:
+		return "not supported yet"
+	case KindIgnored:
+		return "ignored"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Notice reports whether problems of this kind leave the config usable.
+func (k Kind) Notice() bool { return k == KindIgnored }
+
 // Problem is one finding about a config file: an error, or a notice (a key
 // that is accepted but ignored).
 type Problem struct {
+	Kind Kind
 	// Key is the full dotted key ("streams.commit.interval.ms"); empty for
 	// problems of the file as a whole, such as TOML syntax errors.
 	Key     string

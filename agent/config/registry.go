@@ -78,11 +78,11 @@ func Keys() []*Key {
 
 // lookup finds the key a [section] name denotes. For client keys written with
 // a prefix it also returns the prefix ("consumer." etc.). A nil key comes with
-// the message explaining why the name is not accepted.
-func lookup(section Section, name string) (k *Key, prefix string, msg string) {
+// the kind of problem and the message explaining why the name is not accepted.
+func lookup(section Section, name string) (k *Key, prefix string, kind Kind, msg string) {
 	full := string(section) + "." + name
 	if k := byFull[full]; k != nil {
-		return k, "", ""
+		return k, "", 0, ""
 	}
 	if section == SectionStreams {
 		for _, p := range clientPrefixes {
@@ -92,36 +92,36 @@ func lookup(section Section, name string) (k *Key, prefix string, msg string) {
 			}
 			if k := clientByName[rest]; k != nil {
 				if k.Client&p.role == 0 {
-					return nil, "", fmt.Sprintf("%s is a %v setting, not a %v one", rest, k.Client, p.role)
+					return nil, "", KindUnknown, fmt.Sprintf("%s is a %v setting, not a %v one", rest, k.Client, p.role)
 				}
-				return k, p.prefix, ""
+				return k, p.prefix, 0, ""
 			}
 			if byFull["streams."+rest] != nil {
-				return nil, "", fmt.Sprintf("%s is a Kafka Streams setting and cannot be set per client; write it without the %s prefix", rest, p.prefix)
+				return nil, "", KindUnknown, fmt.Sprintf("%s is a Kafka Streams setting and cannot be set per client; write it without the %s prefix", rest, p.prefix)
 			}
 			if unmappedClient[rest] {
-				return nil, "", "not supported yet: " + rest
+				return nil, "", KindUnsupported, "not supported yet: " + rest
 			}
-			return nil, "", unknown(full, section, p.prefix)
+			return nil, "", KindUnknown, unknown(full, section, p.prefix)
 		}
 		for p, what := range unsupportedPrefixes {
 			if strings.HasPrefix(name, p) {
-				return nil, "", "not supported yet: " + what
+				return nil, "", KindUnsupported, "not supported yet: " + what
 			}
 		}
 		if unmappedClient[name] {
-			return nil, "", "not supported yet: " + name
+			return nil, "", KindUnsupported, "not supported yet: " + name
 		}
 	}
 	if section == "" {
 		if k := byFull["streams."+name]; k != nil {
-			return nil, "", fmt.Sprintf("unknown key %q: it belongs in the [streams] table", name)
+			return nil, "", KindUnknown, fmt.Sprintf("unknown key %q: it belongs in the [streams] table", name)
 		}
 		if k := byFull["agent."+name]; k != nil {
-			return nil, "", fmt.Sprintf("unknown key %q: it belongs in the [agent] table", name)
+			return nil, "", KindUnknown, fmt.Sprintf("unknown key %q: it belongs in the [agent] table", name)
 		}
 	}
-	return nil, "", unknown(full, section, "")
+	return nil, "", KindUnknown, unknown(full, section, "")
 }
 
 // unknown words an unknown key, with the nearest known key when there is one.

@@ -121,28 +121,32 @@ func (b *builder) buildSchemaRegistry() {
 	if !r.Embedded {
 		for _, u := range r.URLs {
 			if u == "embedded" {
-				b.fail(urlKey, `"embedded" cannot be combined with other URLs`)
+				b.fail(KindInvalid, urlKey, `"embedded" cannot be combined with other URLs`)
 				continue
 			}
 			p, err := url.Parse(u)
 			if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-				b.fail(urlKey, "invalid value %q: expected an http:// or https:// URL", u)
+				b.fail(KindInvalid, urlKey, "invalid value %q: expected an http:// or https:// URL", u)
 			}
 		}
 	}
 	if basicAuthCredentialsSource.Get(c) == "USER_INFO" {
 		user, pass, ok := strings.Cut(basicAuthUserInfo.Get(c), ":")
 		if !ok {
-			b.fail(basicAuthUserInfo.FullName(), "required with basic.auth.credentials.source = USER_INFO, as user:password")
+			kind := KindInvalid
+			if !basicAuthUserInfo.IsSet(c) {
+				kind = KindMissing
+			}
+			b.fail(kind, basicAuthUserInfo.FullName(), "required with basic.auth.credentials.source = USER_INFO, as user:password")
 		}
 		r.User, r.Password = user, pass
 	} else if basicAuthUserInfo.IsSet(c) {
-		b.fail(basicAuthUserInfo.FullName(), "set, but basic.auth.credentials.source is URL: set it to USER_INFO to send these credentials")
+		b.fail(KindInvalid, basicAuthUserInfo.FullName(), "set, but basic.auth.credentials.source is URL: set it to USER_INFO to send these credentials")
 	}
 	if len(r.URLs) == 0 {
 		for _, k := range registryKeys.keys {
 			if k != registryURL.Key() && c.isSet(k.full) {
-				b.fail(k.full, "set without schema.registry.url")
+				b.fail(KindInvalid, k.full, "set without schema.registry.url")
 			}
 		}
 	}

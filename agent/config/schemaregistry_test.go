@@ -43,20 +43,26 @@ max.retries = 0
 }
 
 func TestSchemaRegistryProblems(t *testing.T) {
-	for _, c := range []struct{ streams, want string }{
-		{`schema.registry.url = ["embedded", "http://sr:8081"]`, `streams.schema.registry.url: "embedded" cannot be combined with other URLs`},
-		{`schema.registry.url = "sr:8081"`, `streams.schema.registry.url: invalid value "sr:8081": expected an http:// or https:// URL`},
-		{"schema.registry.url = \"http://sr\"\nbasic.auth.credentials.source = \"USER_INFO\"", "streams.basic.auth.user.info: required with basic.auth.credentials.source = USER_INFO"},
-		{"schema.registry.url = \"http://sr\"\nbasic.auth.user.info = \"a:b\"", "streams.basic.auth.user.info: set, but basic.auth.credentials.source is URL"},
-		{"schema.registry.url = \"http://sr\"\nbasic.auth.credentials.source = \"SASL_INHERIT\"", "does not pass its Kafka SASL credentials"},
-		{"schema.registry.url = \"http://sr\"\nbearer.auth.credentials.source = \"OAUTHBEARER\"", "not supported yet: fetching OAuth tokens"},
-		{`use.latest.version = true`, "streams.use.latest.version: set without schema.registry.url"},
-		{"schema.registry.url = \"http://sr\"\nvalue.subject.name.strategy = \"Mine\"", "streams.value.subject.name.strategy"},
-		{"schema.registry.url = \"https://sr\"\nschema.registry.ssl.truststore.location = \"missing.pem\"", "streams.schema.registry.ssl.truststore.location: cannot use"},
+	for _, c := range []struct {
+		streams, want string
+		kind          Kind
+	}{
+		{`schema.registry.url = ["embedded", "http://sr:8081"]`, `streams.schema.registry.url: "embedded" cannot be combined with other URLs`, KindInvalid},
+		{`schema.registry.url = "sr:8081"`, `streams.schema.registry.url: invalid value "sr:8081": expected an http:// or https:// URL`, KindInvalid},
+		{"schema.registry.url = \"http://sr\"\nbasic.auth.credentials.source = \"USER_INFO\"", "streams.basic.auth.user.info: required with basic.auth.credentials.source = USER_INFO", KindMissing},
+		{"schema.registry.url = \"http://sr\"\nbasic.auth.credentials.source = \"USER_INFO\"\nbasic.auth.user.info = \"ada\"", "streams.basic.auth.user.info: required with basic.auth.credentials.source = USER_INFO, as user:password", KindInvalid},
+		{"schema.registry.url = \"http://sr\"\nbasic.auth.user.info = \"a:b\"", "streams.basic.auth.user.info: set, but basic.auth.credentials.source is URL", KindInvalid},
+		{"schema.registry.url = \"http://sr\"\nbasic.auth.credentials.source = \"SASL_INHERIT\"", "does not pass its Kafka SASL credentials", KindRefused},
+		{"schema.registry.url = \"http://sr\"\nbearer.auth.credentials.source = \"OAUTHBEARER\"", "not supported yet: fetching OAuth tokens", KindUnsupported},
+		{`use.latest.version = true`, "streams.use.latest.version: set without schema.registry.url", KindInvalid},
+		{"schema.registry.url = \"http://sr\"\nvalue.subject.name.strategy = \"Mine\"", "streams.value.subject.name.strategy", KindInvalid},
+		{"schema.registry.url = \"https://sr\"\nschema.registry.ssl.truststore.location = \"missing.pem\"", "streams.schema.registry.ssl.truststore.location: cannot use", KindInvalid},
 	} {
 		_, err := parse(t, "", c.streams)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s:\n got %v\nwant %q", c.streams, err, c.want)
+			continue
 		}
+		wantKind(t, err, c.want, c.kind)
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -199,13 +200,30 @@ func convertEnum(k *Key, raw any) (any, error) {
 	return nil, fmt.Errorf("invalid value %s: allowed values are %s", show(raw), quoteAll(k.Allowed))
 }
 
+// refusedValue is the error of a value in Key.Refuse.
+type refusedValue struct {
+	kind Kind // KindRefused or KindUnsupported
+	msg  string
+}
+
+func (e *refusedValue) Error() string { return e.msg }
+
 // refusal words a refused value; reasons that already say "not supported yet"
 // stand alone.
 func refusal(value, reason string) error {
 	if strings.HasPrefix(reason, "not supported yet") {
-		return fmt.Errorf("%s", reason)
+		return &refusedValue{KindUnsupported, reason}
 	}
-	return fmt.Errorf("value %s refused: %s", strconv.Quote(value), reason)
+	return &refusedValue{KindRefused, fmt.Sprintf("value %s refused: %s", strconv.Quote(value), reason)}
+}
+
+// kindOf is the kind of a convert error: a refused value's, else KindInvalid.
+func kindOf(err error) Kind {
+	var r *refusedValue
+	if errors.As(err, &r) {
+		return r.kind
+	}
+	return KindInvalid
 }
 
 func lookupFold(list []string, s string) (string, bool) {
