@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,20 +22,49 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-const usage = `StoatFlow runs Kafka Streams topologies written in Lua.
+// command is one sub-command: its name, its arguments and what it does in the usage
+// text, and what runs it.
+type command struct {
+	name, args, what string
+	run              func(args []string, stdout, stderr io.Writer) int
+}
 
-Usage:
-  stoatflow run      [-c agent.toml]   run the agent (default command)
-  stoatflow validate [-c agent.toml]   load config and scripts, build the topology; exit 0 or print errors
-                     [--against URL]   also check a running agent could reload into them
-  stoatflow describe [-c agent.toml]   print the Kafka Streams TopologyDescription text
-  stoatflow test     [files or dirs]   run Lua pipeline tests (*_test.lua) without a broker
-  stoatflow query    ...               interactive-query client for a running agent
-  stoatflow reset    [-c agent.toml]   delete the application's whole state directory
-  stoatflow version
+// commands are the sub-commands, in the order `stoatflow --help` lists them.
+var commands = []command{
+	{"run", "[-c agent.toml]", "run the agent (the default command)", cmdRun},
+	{"validate", "[-c agent.toml] [--strict] [--against URL]", "load config and scripts, build the topology; exit 0, or 1 with the errors", cmdValidate},
+	{"describe", "[-c agent.toml]", "print the Kafka Streams TopologyDescription text", cmdDescribe},
+	{"test", "[-run RE] [-v] [paths]", "run the *_test.lua pipeline tests (default scripts/)", cmdTest},
+	{"query", "[-addr host:port] COMMAND ...", "read a running agent's state stores", cmdQuery},
+	{"reset", "[-c agent.toml]", "delete the application's whole state directory", cmdReset},
+	{"version", "", "print the version (also --version)", cmdVersion},
+	{"help", "[COMMAND | config]", "this text, a command's flags, or every config key", nil},
+}
 
-Run "stoatflow <command> -h" for a command's flags. Configuration keys: docs/config.md.
-`
+func usage() string {
+	const argsWidth = 30
+	var b strings.Builder
+	b.WriteString("StoatFlow runs Kafka Streams topologies written in Lua.\n\nUsage:\n")
+	for _, c := range commands {
+		if len(c.args) > argsWidth {
+			fmt.Fprintf(&b, "  stoatflow %-8s %s\n  %*s%s\n", c.name, c.args, 20+argsWidth, "", c.what)
+			continue
+		}
+		fmt.Fprintf(&b, "  stoatflow %-8s %-*s %s\n", c.name, argsWidth, c.args, c.what)
+	}
+	b.WriteString("\n\"stoatflow help COMMAND\" (or \"stoatflow COMMAND -h\") prints a command's flags.\n" +
+		"Configuration keys: \"stoatflow help config\" or docs/config.md.\n")
+	return b.String()
+}
+
+func lookup(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
 
 // Exit codes: 0 success, 1 failure or problems found, 2 usage or not supported yet.
 func main() {
@@ -42,33 +72,63 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	cmd := "run"
-	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
-		cmd, args = args[0], args[1:]
-	}
-	switch cmd {
-	case "run":
+	if len(args) == 0 {
 		return cmdRun(args, stdout, stderr)
-	case "validate":
-		return cmdValidate(args, stdout, stderr)
-	case "reset":
-		return cmdReset(args, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "stoatflow", buildVersion())
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage())
 		return 0
-	case "describe":
-		return cmdDescribe(args, stdout, stderr)
-	case "test":
-		return cmdTest(args, stdout, stderr)
-	case "query":
-		return cmdQuery(args, stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "stoatflow: unknown command %q\n\n%s", cmd, usage)
+	case "-version", "--version":
+		return cmdVersion(nil, stdout, stderr)
+	case "help":
+		return cmdHelp(args[1:], stdout, stderr)
+	}
+	if args[0] != "" && args[0][0] == '-' {
+		// Flags first: the default command, run.
+		return cmdRun(args, stdout, stderr)
+	}
+	c := lookup(args[0])
+	if c == nil || c.run == nil {
+		fmt.Fprintf(stderr, "stoatflow: unknown command %q\n\n%s", args[0], usage())
 		return 2
 	}
+	return c.run(args[1:], stdout, stderr)
+}
+
+// cmdHelp prints the usage, a command's flags (as COMMAND -h does, but on stdout), or the
+// configuration keys.
+func cmdHelp(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(stdout, usage())
+		return 0
+	case len(args) > 1:
+		fmt.Fprintf(stderr, "stoatflow help: one command at a time, not %q\n", strings.Join(args, " "))
+		return 2
+	case args[0] == "config":
+		fmt.Fprintf(stdout, "Configuration keys (docs/config.md explains each):\n%s", config.Usage())
+		return 0
+	}
+	c := lookup(args[0])
+	if c == nil || c.run == nil {
+		fmt.Fprintf(stderr, "stoatflow help: unknown command %q\n\n%s", args[0], usage())
+		return 2
+	}
+	return c.run([]string{"-h"}, stdout, stdout)
+}
+
+func cmdVersion(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+			fmt.Fprintln(stderr, "Usage: stoatflow version   (also stoatflow --version)")
+			return 0
+		}
+		fmt.Fprintf(stderr, "stoatflow version: unexpected argument %q\n", args[0])
+		return 2
+	}
+	fmt.Fprintln(stdout, "stoatflow", buildVersion())
+	return 0
 }
 
 func buildVersion() string {
@@ -110,9 +170,7 @@ func parseFlags(name string, args []string, stderr io.Writer, withLog bool) (*co
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: stoatflow %s [flags]\n", name)
 		fs.PrintDefaults()
-		if name == "run" {
-			fmt.Fprintf(stderr, "\nConfiguration keys:\n%s", config.Usage())
-		}
+		fmt.Fprintln(stderr, "\nConfiguration keys: stoatflow help config, or docs/config.md.")
 	}
 	return f, fs, fs.Parse(args)
 }

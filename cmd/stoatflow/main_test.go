@@ -105,8 +105,59 @@ func TestDescribeDefaultConfig(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	code, out, _ := runCLI("version")
-	if code != 0 || !strings.HasPrefix(out, "stoatflow ") {
-		t.Fatalf("exit %d out %q", code, out)
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		code, out, errOut := runCLI(args...)
+		if code != 0 || !strings.HasPrefix(out, "stoatflow ") || errOut != "" {
+			t.Fatalf("%v: exit %d out %q err %q", args, code, out, errOut)
+		}
+	}
+}
+
+// --help lists the sub-commands, not run's flags and every config key.
+func TestHelpListsCommands(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"-help"}, {"help"}} {
+		code, out, errOut := runCLI(args...)
+		if code != 0 || errOut != "" {
+			t.Fatalf("%v: exit %d err %q", args, code, errOut)
+		}
+		for _, c := range commands {
+			if !strings.Contains(out, "stoatflow "+c.name+" ") {
+				t.Errorf("%v: %s missing from\n%s", args, c.name, out)
+			}
+		}
+		if strings.Contains(out, "commit.interval.ms") || strings.Count(out, "\n") > 25 {
+			t.Errorf("%v: more than the commands:\n%s", args, out)
+		}
+	}
+}
+
+func TestHelpCommand(t *testing.T) {
+	code, out, errOut := runCLI("help", "run")
+	if code != 0 || errOut != "" || !strings.Contains(out, "Usage: stoatflow run") || !strings.Contains(out, "-log.level") {
+		t.Fatalf("help run: exit %d out %q err %q", code, out, errOut)
+	}
+	code, out, _ = runCLI("help", "validate")
+	if code != 0 || !strings.Contains(out, "-against") {
+		t.Fatalf("help validate: exit %d out %q", code, out)
+	}
+	code, out, _ = runCLI("help", "test")
+	if code != 0 || !strings.Contains(out, "-run") {
+		t.Fatalf("help test: exit %d out %q", code, out)
+	}
+	code, out, _ = runCLI("help", "query")
+	if code != 0 || !strings.Contains(out, "metadata STORE KEY") {
+		t.Fatalf("help query: exit %d out %q", code, out)
+	}
+	code, out, _ = runCLI("help", "config")
+	if code != 0 || !strings.Contains(out, "commit.interval.ms") {
+		t.Fatalf("help config: exit %d out %q", code, out)
+	}
+	if code, _, errOut := runCLI("help", "frobnicate"); code != 2 || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Fatalf("help of an unknown command: exit %d err %q", code, errOut)
+	}
+	// run -h stays short: its flags and where the config keys are.
+	code, _, errOut = runCLI("run", "-h")
+	if code != 0 || strings.Contains(errOut, "commit.interval.ms") || !strings.Contains(errOut, "stoatflow help config") {
+		t.Fatalf("run -h: exit %d err %q", code, errOut)
 	}
 }
