@@ -89,6 +89,7 @@ type runningAgent struct {
 	cancel context.CancelFunc
 	done   chan error
 	out    *lockedBuffer
+	logs   *lockedBuffer // every log line, debug included
 }
 
 type lockedBuffer struct {
@@ -109,17 +110,18 @@ func startAgent(t *testing.T, cfg *config.Config) *runningAgent {
 
 func startAgentWith(t *testing.T, cfg *config.Config, m *metrics.Metrics) *runningAgent {
 	t.Helper()
-	out := &lockedBuffer{}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	out, logs := &lockedBuffer{}, &lockedBuffer{}
+	var w io.Writer = logs
 	if testing.Verbose() {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		w = io.MultiWriter(logs, os.Stderr)
 	}
+	logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a, err := New(cfg, Options{Logger: logger, Stdout: out, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ra := &runningAgent{a: a, cancel: cancel, done: make(chan error, 1), out: out}
+	ra := &runningAgent{a: a, cancel: cancel, done: make(chan error, 1), out: out, logs: logs}
 	go func() { ra.done <- a.Run(ctx) }()
 	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer wcancel()
@@ -355,5 +357,37 @@ return b`
 	}
 	if st := ra.a.State(); st != StateError {
 		t.Fatalf("state %s, want ERROR", st)
+	}
+}
+
+// waitLog polls the agent's log until it holds want, and returns the log.
+func (ra *runningAgent) waitLog(t *testing.T, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		logs := ra.logs.String()
+		if strings.Contains(logs, want) {
+			return logs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log never showed %q:\n%s", want, logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// "StoatFlow is running" is logged once the application is RUNNING, not while it is still
+// REBALANCING.
+func TestRunningIsLoggedInRunning(t *testing.T) {
+	brokers := testBroker(t, 1, "in", "out")
+	ra := startAgent(t, testConfig(t, brokers, upperScript, ""))
+	defer ra.stop(t)
+	logs := ra.waitLog(t, "StoatFlow is running")
+	running := strings.Index(logs, "to=RUNNING")
+	if running < 0 || strings.Index(logs, "StoatFlow is running") < running {
+		t.Fatalf("logged before RUNNING:\n%s", logs)
+	}
+	if n := strings.Count(logs, "StoatFlow is running"); n != 1 {
+		t.Fatalf("logged %d times:\n%s", n, logs)
 	}
 }

@@ -221,6 +221,7 @@ func (l *loop) run(ctx context.Context) error {
 			if !l.everRunning {
 				l.everRunning = true
 				l.a.notifySystemd(sdReady)
+				l.a.logRunning(l.b)
 			}
 		case err := <-errs:
 			progress.step(time.Now())

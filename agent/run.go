@@ -132,13 +132,6 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 			go a.runDemoFeeder(runCtx, k.brokers, src)
 		}
 	}
-	a.log.Info("StoatFlow is running",
-		"application.id", cfg.ApplicationID,
-		"sources", builder.SourceTopics(),
-		"sinks", builder.SinkTopics(),
-		"metrics", "http://"+a.http.Addr()+"/metrics",
-		"next", "edit the scripts and reload (SIGHUP or POST /-/reload); the README lists what to read next")
-
 	loopCtx, stopLoop := a.closer.context(ctx)
 	defer stopLoop()
 	loopErr := l.run(loopCtx)
@@ -163,6 +156,16 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		a.log.Warn("shutdown did not finish within agent.shutdown.timeout; exiting anyway", "timeout", cfg.ShutdownTimeout)
 	}
 	return a.state.Transition(StateNotRunning)
+}
+
+// logRunning says the application is up, once it first reaches RUNNING.
+func (a *Agent) logRunning(b *pipeline.StreamsBuilder) {
+	a.log.Info("StoatFlow is running",
+		"application.id", a.cfg.ApplicationID,
+		"sources", b.SourceTopics(),
+		"sinks", b.SinkTopics(),
+		"metrics", "http://"+a.http.Addr()+"/metrics",
+		"next", "edit the scripts and reload (SIGHUP or POST /-/reload); the README lists what to read next")
 }
 
 // fail moves the application to ERROR (through PENDING_ERROR) and returns err.
