@@ -11,13 +11,14 @@ FUZZTIME ?= 10s
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/stoatflow
 
-# make run EXAMPLE=NAME runs scripts/NAME.toml (its pipeline and demo feeder); the default,
-# word count, runs agent.toml.
-EXAMPLE ?= wordcount
+# make run EXAMPLE=NAME runs scripts/NAME.lua with scripts/NAME.toml (its demo feeder);
+# the default, word count, runs with agent.toml.
+EXAMPLE  ?= wordcount
+EXAMPLES := wordcount $(filter-out wordcount,$(basename $(notdir $(wildcard scripts/*.toml))))
 EXAMPLE_CONFIG := $(if $(filter wordcount,$(EXAMPLE)),agent.toml,scripts/$(EXAMPLE).toml)
 
 run: build
-	@test -f $(EXAMPLE_CONFIG) || { echo "make run: no example $(EXAMPLE) (no $(EXAMPLE_CONFIG))"; exit 2; }
+	@test -f $(EXAMPLE_CONFIG) || { echo "make run: no example $(EXAMPLE) (there are: $(EXAMPLES))"; exit 2; }
 	./$(BIN) run -c $(EXAMPLE_CONFIG)
 
 test:

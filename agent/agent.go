@@ -20,6 +20,7 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/storage"
 
 	"github.com/stoatflow/stoatflow/agent/config"
+	"github.com/stoatflow/stoatflow/agent/demo"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/luart"
 	"github.com/stoatflow/stoatflow/metrics"
@@ -159,10 +160,32 @@ func Validate(cfg *config.Config) ([]string, error) {
 		return nil, err
 	}
 	defer rt.Close()
+	if _, err := demoFeeder(cfg, b); err != nil {
+		return rt.Warnings, err
+	}
 	if _, err := pipeline.NewDriver(b, pipeline.DriverOptions{Stores: pipeline.NewMemoryStores(), ApplicationID: cfg.ApplicationID}); err != nil {
 		return rt.Warnings, err
 	}
 	return rt.Warnings, nil
+}
+
+// demoFeeder is the demo feeder agent.embedded.demo names, nil for none.
+func demoFeeder(cfg *config.Config, b *pipeline.StreamsBuilder) (*demo.Feeder, error) {
+	if cfg.EmbeddedDemo == "" {
+		return nil, nil
+	}
+	if !cfg.Embedded {
+		return nil, errors.New(`agent.embedded.demo: a demo feeder writes into the embedded broker only (bootstrap.servers = "embedded")`)
+	}
+	read := b.SourceTopics()
+	for _, g := range b.GlobalStores() {
+		read = append(read, g.Topic)
+	}
+	f, err := demo.Lookup(cfg.EmbeddedDemo, read)
+	if err != nil {
+		return nil, err
+	}
+	return &f, nil
 }
 
 // NewLogger builds the slog logger from agent.log.* (flags override the config when set).

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
@@ -363,17 +364,31 @@ return b`
 // waitLog polls the agent's log until it holds want, and returns the log.
 func (ra *runningAgent) waitLog(t *testing.T, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		logs := ra.logs.String()
-		if strings.Contains(logs, want) {
-			return logs
+	pollFor(t, 30*time.Second, fmt.Sprintf("the log never showed %q", want), func() bool {
+		return strings.Contains(ra.logs.String(), want)
+	})
+	return ra.logs.String()
+}
+
+// waitProduced waits until the agent acknowledged n records to topic, failing at once with
+// Run's error if the agent stops.
+func waitProduced(t *testing.T, ra *runningAgent, m *metrics.Metrics, topic string, n int) {
+	t.Helper()
+	pollFor(t, 30*time.Second, fmt.Sprintf("the agent did not produce %d records to %s", n, topic), func() bool {
+		if st := ra.a.State(); st == StateError || st == StateNotRunning {
+			failStopped(t, ra, st, nil)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the log never showed %q:\n%s", want, logs)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return testutil.ToFloat64(m.RecordsProduced.WithLabelValues(topic)) >= float64(n)
+	})
+}
+
+func failStopped(t *testing.T, ra *runningAgent, st AppState, err error) {
+	t.Helper()
+	if st == StateError || st == StateNotRunning {
+		err = <-ra.done
+		ra.done <- err // for the deferred stop
 	}
+	t.Fatalf("agent in %s want RUNNING: %v", st, err)
 }
 
 // "StoatFlow is running" is logged once the application is RUNNING, not while it is still

@@ -164,24 +164,3 @@ func requireRunning(t *testing.T, ra *runningAgent) {
 		failStopped(t, ra, st, err)
 	}
 }
-
-// waitProduced waits until the agent acknowledged n records to topic, failing at once with
-// Run's error if the agent stops.
-func waitProduced(t *testing.T, ra *runningAgent, m *metrics.Metrics, topic string, n int) {
-	t.Helper()
-	pollFor(t, 30*time.Second, fmt.Sprintf("the agent did not produce %d records to %s", n, topic), func() bool {
-		if st := ra.a.State(); st == StateError || st == StateNotRunning {
-			failStopped(t, ra, st, nil)
-		}
-		return testutil.ToFloat64(m.RecordsProduced.WithLabelValues(topic)) >= float64(n)
-	})
-}
-
-func failStopped(t *testing.T, ra *runningAgent, st AppState, err error) {
-	t.Helper()
-	if st == StateError || st == StateNotRunning {
-		err = <-ra.done
-		ra.done <- err // for the deferred stop
-	}
-	t.Fatalf("agent in %s after the faults, want RUNNING: %v", st, err)
-}

@@ -46,6 +46,10 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	// A reload replaces the runtime; rt is the one running when Run returns.
 	defer func() { rt.Close() }()
 	defer a.discardStaged()
+	feeder, err := demoFeeder(cfg, builder)
+	if err != nil {
+		return a.fail(err)
+	}
 	a.serveTopology(builder)
 	a.setReloadBase(builder)
 	a.serveClose()
@@ -60,8 +64,13 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 
 	// A corrupt state database is replaced while running (the loop rebuilds it): db is
 	// the one open when Run returns.
-	var db *state.DB
 	dbDir := filepath.Join(appDir, "db")
+	if k.embedded != nil {
+		if err := a.forgetEmbeddedState(dbDir); err != nil {
+			return a.fail(err)
+		}
+	}
+	var db *state.DB
 	if len(builder.Stores()) > 0 {
 		if db, err = a.openRestoredState(ctx, dbDir, builder, k); err != nil {
 			return a.fail(err)
@@ -125,12 +134,8 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		}
 	}()
 	go a.monitorBrokers(runCtx, k.brokers, k.adminCfg)
-	if cfg.Embedded && cfg.EmbeddedDemo {
-		if src := builder.SourceTopics()[0]; src == purchasesTopic {
-			go a.runPurchasesFeeder(runCtx, k.brokers)
-		} else {
-			go a.runDemoFeeder(runCtx, k.brokers, src)
-		}
+	if feeder != nil {
+		go a.runDemoFeeder(runCtx, k.brokers, *feeder)
 	}
 	loopCtx, stopLoop := a.closer.context(ctx)
 	defer stopLoop()

@@ -89,6 +89,21 @@ func (a *Agent) openRestoredState(ctx context.Context, dir string, b *pipeline.S
 	return db, nil
 }
 
+// forgetEmbeddedState deletes the state a previous run left behind when the broker is the
+// embedded one: that broker starts empty every time, so the stores' changelog offsets name
+// records it never had, and restoring would wipe every store partition anyway, with a
+// warning each.
+func (a *Agent) forgetEmbeddedState(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	a.log.Info("the embedded broker starts empty, so the stores do too: deleted the state of the last run", "dir", dir)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("delete the state of the last run %s: %w", dir, err)
+	}
+	return nil
+}
+
 // storeSpecs maps the topology's stores to the state package's specs.
 func storeSpecs(b *pipeline.StreamsBuilder) (map[string]state.StoreSpec, error) {
 	out := map[string]state.StoreSpec{}

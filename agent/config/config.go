@@ -20,7 +20,7 @@ type Config struct {
 
 	EmbeddedListen     string
 	EmbeddedPartitions int32
-	EmbeddedDemo       bool
+	EmbeddedDemo       string // a demo feeder's name, or ""
 
 	LuaCallTimeout, ShutdownTimeout time.Duration
 	LuaMemoryMaxBytes               int64

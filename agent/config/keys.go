@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stoatflow/stoatflow/agent/demo"
 	"github.com/stoatflow/stoatflow/pipeline/serdes"
 )
 
@@ -199,8 +200,8 @@ var (
 	embeddedPartitions = declare[int64](&agentKeys, Key{Name: "embedded.partitions", Type: TypeInt, Default: "1", Min: 1, Max: 256,
 		MaxReason: "the embedded broker is for trying; a Kafka cluster takes any partition count",
 		Doc:       "Partitions of the topics the embedded broker creates."})
-	embeddedDemo = declare[bool](&agentKeys, Key{Name: "embedded.demo", Type: TypeBool, Default: "false",
-		Doc: "Feed sample text lines into the first source topic of the embedded broker (for make run)."})
+	embeddedDemo = declare[string](&agentKeys, Key{Name: "embedded.demo", Type: TypeEnum, Allowed: append([]string{""}, demo.Names()...),
+		Doc: `Name of a demo feeder that writes the sample records of one example of scripts/ into the embedded broker (make run EXAMPLE=...); empty means none.`})
 	luaCallTimeout = declare[time.Duration](&agentKeys, Key{Name: "lua.call.timeout", Type: TypeDuration, Default: "1s", Min: 1,
 		Doc: "CPU-time budget of one call into Lua, what it forwards into downstream included; a call over budget fails the record."})
 	luaMemoryMaxBytes = declare[int64](&agentKeys, Key{Name: "lua.memory.max.bytes", Type: TypeLong, Default: "268435456", Min: 1 << 20,

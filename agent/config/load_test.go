@@ -427,7 +427,7 @@ http.query.timeout = "5s"
 log.level = "DEBUG"
 log.format = "json"
 embedded.partitions = 4
-embedded.demo = true
+embedded.demo = "lines"
 lua.call.timeout = "250ms"
 shutdown.timeout = 5000
 leave.group.on.close = true`, `state.dir = "state"
@@ -456,7 +456,7 @@ default.timestamp.extractor = "org.apache.kafka.streams.processor.WallclockTimes
 		{"level", cfg.LogLevel, slog.LevelDebug},
 		{"format", cfg.LogFormat, "json"},
 		{"partitions", cfg.EmbeddedPartitions, int32(4)},
-		{"demo", cfg.EmbeddedDemo, true},
+		{"demo", cfg.EmbeddedDemo, "lines"},
 		{"lua", cfg.LuaCallTimeout, 250 * time.Millisecond},
 		{"shutdown", cfg.ShutdownTimeout, 5 * time.Second},
 		{"leave", cfg.LeaveGroupOnClose, true},

@@ -161,3 +161,24 @@ func TestHelpCommand(t *testing.T) {
 		t.Fatalf("run -h: exit %d err %q", code, errOut)
 	}
 }
+
+// The configs of make run's examples validate, and a demo feeder of another example is
+// refused by name.
+func TestValidateExampleConfigs(t *testing.T) {
+	paths, _ := filepath.Glob("../../scripts/*.toml")
+	if len(paths) == 0 {
+		t.Fatal("no example config in scripts/")
+	}
+	for _, p := range paths {
+		if code, out, errOut := runCLI("validate", "-c", p); code != 0 {
+			t.Errorf("%s: exit %d, out %q, err %q", p, code, out, errOut)
+		}
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "p.lua"), []byte("local b = require(\"stoat\").builder()\nb:stream(\"in\"):to(\"out\")\nreturn b\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "agent.toml"), []byte("[agent]\nscripts = [\"p.lua\"]\nembedded.demo = \"orders\"\n[streams]\napplication.id = \"x\"\nbootstrap.servers = \"embedded\"\n"), 0o644)
+	code, _, errOut := runCLI("validate", "-c", filepath.Join(dir, "agent.toml"))
+	if code != 1 || !strings.Contains(errOut, `agent.embedded.demo: the demo feeder "orders" writes customers, products, orders, which the topology does not read (it reads in)`) {
+		t.Fatalf("exit %d, err %q", code, errOut)
+	}
+}

@@ -45,7 +45,7 @@ func TestQueryCommandAgainstARunningAgent(t *testing.T) {
 scripts = [%q]
 http.listen = "%s:0"
 embedded.partitions = 3
-embedded.demo = true
+embedded.demo = "lines"
 [streams]
 application.id = "wordcount"
 bootstrap.servers = "embedded"

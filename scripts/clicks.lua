@@ -1,0 +1,31 @@
+-- clicks.lua: clicks per user and minute (a windowed count), and the price history of every
+-- item (a versioned store). `make run EXAMPLE=clicks` starts it; docs/queries.md reads both
+-- stores over HTTP: the windows of a user, an item's price now, at a past time, or all its
+-- versions.
+local s = require("stoat")
+local b = s.builder()
+
+-- Clicks are keyed by user; the value is the item clicked.
+local perMinute = b:stream("clicks")
+  :groupByKey()
+  :windowedBy(s.TimeWindows.ofSizeWithNoGrace("1m"))
+  :count({ materialized = "clicks-per-minute" })
+  :toStream(function(w) return w.key .. "@" .. w.window.start end)
+
+perMinute:print({ label = "clicks-per-minute" })
+perMinute:to("clicks-per-minute", { valueSerde = "long" })
+
+-- Prices are keyed by item, in cents; each change becomes a version valid from the
+-- record's timestamp, kept for a day.
+b:addStateStore{ name = "prices", type = "versionedKeyValue", valueSerde = "long", historyRetention = "1d" }
+
+b:stream("prices", { valueSerde = "long" })
+  :process(function()
+    local prices
+    return {
+      init = function(ctx) prices = ctx:getStateStore("prices") end,
+      process = function(_, item, cents, r) prices:put(item, cents, r.timestamp) end,
+    }
+  end, { stores = { "prices" } })
+
+return b
