@@ -70,8 +70,17 @@ type Agent struct {
 type storeCatalog struct {
 	db               *state.DB
 	specs            []pipeline.StoreSpec
-	partitions       int32            // partitions of every store (the number of tasks)
+	partitions       int32            // partitions of every store but the global ones (the number of tasks)
 	sourcePartitions map[string]int32 // partition count of each source topic
+	global           map[string]bool  // the global tables' stores: one partition, 0
+}
+
+// partitionsOf is the number of partitions of a store.
+func (c *storeCatalog) partitionsOf(store string) int32 {
+	if c.global[store] {
+		return 1
+	}
+	return c.partitions
 }
 
 // New prepares an agent; nothing is started until Run.

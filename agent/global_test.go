@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -90,4 +91,31 @@ func TestGlobalTableBootstrapUpdatesAndRestart(t *testing.T) {
 	}
 	sendKV(t, brokers, "orders", 1, "o4", "p2")
 	readUntil(t, brokers, "out", hasValue("o4:p2=D"))
+}
+
+// A global table's store is one partition holding every partition of its topic, and the
+// query endpoints say so: /v1/stores lists one partition, IQv2 answers for partition 0
+// only, and queryMetadataForKey answers partition -1 as Kafka Streams does for a global
+// store (every instance holds all of it).
+func TestGlobalStoreIsOnePartitionInQueries(t *testing.T) {
+	brokers := testBroker(t, 3, "orders", "products", "out")
+	sendKV(t, brokers, "products", 2, "p1", "A")
+	ra := startAgent(t, testConfig(t, brokers, globalJoinScript, ""))
+	defer func() { _ = ra.stop(t) }()
+	const store = "products-STATE-STORE-0000000000"
+	_, list := serveQuery(t, ra.a, "GET", "/v1/stores", "")
+	if got := fmt.Sprint(list["list"]); got != "[map[keySerde:string name:"+store+" partitions:1 type:timestampedKeyValue valueSerde:string]]" {
+		t.Fatalf("GET /v1/stores: %s", got)
+	}
+	code, res := serveQuery(t, ra.a, "POST", "/v2/query", `{"store":"`+store+`","query":{"type":"KeyQuery","key":"p1"}}`)
+	parts, _ := res["partitionResults"].([]any)
+	if code != 200 || len(parts) != 1 || fmt.Sprint(parts[0].(map[string]any)["result"]) != "A" {
+		t.Fatalf("IQv2 KeyQuery: %d %v", code, res)
+	}
+	if code, got := serveQuery(t, ra.a, "GET", "/v1/stores/"+store+"/keys/p1", ""); code != 200 || got["value"] != "A" || fmt.Sprint(got["partition"]) != "0" {
+		t.Fatalf("GET key: %d %v", code, got)
+	}
+	if code, got := serveQuery(t, ra.a, "GET", "/v1/metadata/"+store+"/p1", ""); code != 200 || fmt.Sprint(got["partition"]) != "-1" {
+		t.Fatalf("metadata: %d %v", code, got)
+	}
 }

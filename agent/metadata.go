@@ -54,7 +54,12 @@ func (a *Agent) metadataFor(store, keyText string, headers pipeline.Headers) (ma
 	if host == "" {
 		host = a.http.Addr()
 	}
-	return map[string]any{"partition": s.keyPartition(key), "activeHost": host}, nil
+	partition := s.keyPartition(key)
+	if s.global {
+		// As Kafka Streams answers for a global store: every instance holds all of it.
+		partition = -1
+	}
+	return map[string]any{"partition": partition, "activeHost": host}, nil
 }
 
 // metadataParams reads the headers from the raw query, keeping their order (a url.Values

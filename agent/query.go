@@ -117,7 +117,7 @@ func (a *Agent) listStores(w http.ResponseWriter, r *http.Request) *apiError {
 	out := make([]storeInfo, 0, len(c.specs))
 	for _, s := range c.specs {
 		out = append(out, storeInfo{Name: s.Name, Type: s.Type.String(),
-			KeySerde: serdeName(s.Serdes.Key), ValueSerde: serdeName(s.Serdes.Value), Partitions: c.partitions})
+			KeySerde: serdeName(s.Serdes.Key), ValueSerde: serdeName(s.Serdes.Value), Partitions: c.partitionsOf(s.Name)})
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -43,6 +43,7 @@ type queryStore struct {
 	spec       state.StoreSpec
 	key, value fieldCodec
 	partitions int32
+	global     bool // a global table's store
 	changelog  string
 	db         *state.DB
 }
@@ -69,7 +70,7 @@ func (a *Agent) lookupStore(name string) (*queryStore, *apiError) {
 		return &queryStore{
 			name: name, typeName: spec.Type.String(), spec: st,
 			key: newFieldCodec(spec.Serdes.Key, topic), value: newFieldCodec(spec.Serdes.Value, topic),
-			partitions: c.partitions, changelog: topic, db: c.db,
+			partitions: c.partitionsOf(name), global: c.global[name], changelog: topic, db: c.db,
 		}, nil
 	}
 	return nil, unknownStore(name)

@@ -81,7 +81,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 			}
 		}()
 	}
-	a.stores.Store(&storeCatalog{db: db, specs: builder.Stores(), partitions: k.maxPartitions(), sourcePartitions: k.sourcePartitions})
+	global := map[string]bool{}
+	for _, g := range builder.GlobalStores() {
+		global[g.Store] = true
+	}
+	a.stores.Store(&storeCatalog{db: db, specs: builder.Stores(), partitions: k.maxPartitions(), sourcePartitions: k.sourcePartitions, global: global})
 	defer a.stores.Store(nil)
 	opts := pipeline.TopologyOptions{
 		Collector:        k.producer,

@@ -1,4 +1,4 @@
--- shout.lua: the example pipeline `make run` starts.
+-- shout.lua: a stateless example pipeline; `make run EXAMPLE=shout` starts it.
 -- Reads text lines, splits them into words, keeps the longer ones, upper-cases them,
 -- keys each by its first letter and writes them to the "words" topic.
 local s = require("stoat")

@@ -1,4 +1,4 @@
--- Tests of shout.lua: run them with `stoatflow test` (docs/testing.md).
+-- Tests of shout.lua: run them with `bin/stoatflow test` (docs/testing.md).
 local t = require("stoat.test")
 
 local function setup(opts)

@@ -7,7 +7,7 @@ import (
 
 // clicks feeds scripts/clicks.lua: a click a tick on "clicks" (keyed by user, the item as
 // the value), the prices of every item at the first tick, and a price change on "prices"
-// every tenth tick (keyed by item, cents as a long).
+// every fourth tick, the stoat's first (keyed by item, cents as a long).
 func init() {
 	users := []string{"alice", "bob", "carol"}
 	items := []string{"stoat", "otter", "ferret"}
@@ -25,8 +25,8 @@ func init() {
 				for _, item := range items {
 					out = append(out, price(item, 0))
 				}
-			case i%10 == 0:
-				out = append(out, price(items[(i/10)%len(items)], i/10))
+			case i%4 == 0:
+				out = append(out, price(items[(i/4-1)%len(items)], i/4))
 			}
 			return out
 		},
