@@ -406,3 +406,34 @@ func TestRunningIsLoggedInRunning(t *testing.T) {
 		t.Fatalf("logged %d times:\n%s", n, logs)
 	}
 }
+
+// At debug level the agent logs its assignment, every epoch it commits with its size, and
+// per store partition whether a restore replays the changelog.
+func TestDebugLogs(t *testing.T) {
+	brokers := testBroker(t, 1, "in", "out")
+	cfg := testConfig(t, brokers, countScript, "")
+	ra := startAgent(t, cfg)
+	produce(t, brokers, "in", 0, 3, nil, 0)
+	logs := ra.waitLog(t, `msg="epoch committed" records=`)
+	if err := ra.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`msg=assignment partitions=[in-0]`,
+		`msg="restore: store partition is up to date with its changelog" store=counts partition=0 "changelog end"=0`,
+		`"store bytes"=`,
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log lacks %s:\n%s", want, logs)
+		}
+	}
+	// Without its database the store replays its changelog at the next start.
+	if err := os.RemoveAll(filepath.Join(cfg.StateDir, cfg.ApplicationID, "db")); err != nil {
+		t.Fatal(err)
+	}
+	ra = startAgent(t, cfg)
+	defer ra.stop(t)
+	if logs := ra.logs.String(); !strings.Contains(logs, `msg="restore: replaying the changelog into the store partition" store=counts partition=0 from=0 "changelog end"=3`) {
+		t.Errorf("the log lacks the replay:\n%s", logs)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -208,6 +209,7 @@ func (l *loop) run(ctx context.Context) error {
 		case tps := <-l.assigned:
 			progress.step(time.Now())
 			l.a.log.Info("partitions assigned", "partitions", len(tps))
+			l.a.log.Debug("assignment", "partitions", tps)
 			assigned := make([]pipeline.TopicPartition, len(tps))
 			for i, tp := range tps {
 				assigned[i] = pipeline.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
@@ -507,6 +509,11 @@ func (l *loop) commit() error {
 	}
 	m := l.a.metrics
 	start := time.Now()
+	debug := l.a.log.Enabled(context.Background(), slog.LevelDebug)
+	var storeBytes int64
+	if debug && l.db != nil {
+		storeBytes = l.db.UncommittedBytes()
+	}
 	// What the record caches hold was produced in this epoch and is forwarded with it.
 	if err := l.topo.FlushCaches(); err != nil {
 		if errors.Is(err, kafkaio.ErrFenced) {
@@ -546,6 +553,10 @@ func (l *loop) commit() error {
 	m.Commits.WithLabelValues(metrics.ResultSuccess).Inc()
 	m.CommitLatency.Observe(time.Since(start).Seconds())
 	m.EpochSize.Observe(float64(l.epochRecords))
+	if debug {
+		l.a.log.Debug("epoch committed", "records", l.epochRecords, "store bytes", storeBytes,
+			"partitions", len(l.next), "took", time.Since(start).Round(time.Microsecond))
+	}
 	l.dirty = false
 	l.epochRecords = 0
 	return nil

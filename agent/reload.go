@@ -2,11 +2,14 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -38,13 +41,78 @@ func newReloader() *reloader { return &reloader{staged: make(chan *reloadCandida
 type reloadBase struct {
 	cfg   *config.Config
 	shape topologyShape
+	// scripts (path → content digest) and topology (the description text) are what the
+	// debug log of a reload compares.
+	scripts  map[string][sha256.Size]byte
+	topology string
+}
+
+func newReloadBase(cfg *config.Config, b *pipeline.StreamsBuilder) *reloadBase {
+	return &reloadBase{cfg: cfg, shape: shapeOfBuilder(b), scripts: scriptDigests(cfg.Scripts), topology: b.Describe().String()}
+}
+
+// scriptDigests digests each script file; one that cannot be read has none.
+func scriptDigests(paths []string) map[string][sha256.Size]byte {
+	out := make(map[string][sha256.Size]byte, len(paths))
+	for _, p := range paths {
+		if data, err := os.ReadFile(p); err == nil {
+			out[p] = sha256.Sum256(data)
+		}
+	}
+	return out
+}
+
+// logReloadDiff logs, at debug level, what a reload changes: the scripts whose contents
+// differ, and the lines of the topology description that go and come.
+func (a *Agent) logReloadDiff(base *reloadBase, next *reloadBase) {
+	if !a.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	var changed []string
+	for p, d := range next.scripts {
+		if old, ok := base.scripts[p]; !ok || old != d {
+			changed = append(changed, p)
+		}
+	}
+	for p := range base.scripts {
+		if _, ok := next.scripts[p]; !ok {
+			changed = append(changed, p)
+		}
+	}
+	sort.Strings(changed)
+	removed, added := lineDiff(base.topology, next.topology)
+	a.log.Debug("reload: what changes", "scripts changed", changed, "topology lines removed", removed, "topology lines added", added)
+}
+
+// lineDiff lists the lines of old that new lacks and the lines of new that old lacks,
+// each as often as it is missing, in their order.
+func lineDiff(old, new string) (removed, added []string) {
+	count := map[string]int{}
+	for _, l := range strings.Split(new, "\n") {
+		count[l]++
+	}
+	for _, l := range strings.Split(old, "\n") {
+		if count[l] > 0 {
+			count[l]--
+		} else {
+			removed = append(removed, strings.TrimSpace(l))
+		}
+	}
+	for _, l := range strings.Split(new, "\n") {
+		if count[l] > 0 {
+			count[l]--
+			added = append(added, strings.TrimSpace(l))
+		}
+	}
+	return removed, added
 }
 
 // reloadCandidate is a new topology that passed the compatibility checks.
 type reloadCandidate struct {
-	cfg *config.Config
-	rt  *luart.Runtime
-	b   *pipeline.StreamsBuilder
+	cfg  *config.Config
+	rt   *luart.Runtime
+	b    *pipeline.StreamsBuilder
+	base *reloadBase // what the running topology is built from once it takes over
 }
 
 // Reload asks the agent to re-read its config file and scripts and, when the new
@@ -72,7 +140,7 @@ func (a *Agent) Reload() error {
 
 // setReloadBase records what the running topology was built from.
 func (a *Agent) setReloadBase(b *pipeline.StreamsBuilder) {
-	a.reload.base.Store(&reloadBase{cfg: a.cfg, shape: shapeOfBuilder(b)})
+	a.reload.base.Store(newReloadBase(a.cfg, b))
 }
 
 // prepareReload loads the config file and the scripts into a fresh Lua runtime and
@@ -90,11 +158,13 @@ func (a *Agent) prepareReload() (*reloadCandidate, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := base.shape.compatible(shapeOfBuilder(b)); err != nil {
+	next := newReloadBase(cfg, b)
+	if err := base.shape.compatible(next.shape); err != nil {
 		rt.Close()
 		return nil, err
 	}
-	return &reloadCandidate{cfg: cfg, rt: rt, b: b}, nil
+	a.logReloadDiff(base, next)
+	return &reloadCandidate{cfg: cfg, rt: rt, b: b, base: next}, nil
 }
 
 func (a *Agent) onLuaError(script string) { a.metrics.LuaErrors.WithLabelValues(script).Inc() }
@@ -108,7 +178,7 @@ func (a *Agent) reloadFailed(err error) {
 // reloaded publishes a topology the loop has just swapped in.
 func (a *Agent) reloaded(c *reloadCandidate) {
 	a.setTopology(c.b)
-	a.reload.base.Store(&reloadBase{cfg: c.cfg, shape: shapeOfBuilder(c.b)})
+	a.reload.base.Store(c.base)
 	if a.opts.LogLevel != nil {
 		a.opts.LogLevel.Set(c.cfg.LogLevel)
 	}

@@ -63,7 +63,8 @@ func startReloadableAfter(t *testing.T, brokers []string, script, extra string, 
 	if loaded != nil {
 		loaded(f)
 	}
-	a, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(w, nil)), Stdout: io.Discard, Metrics: f.m, LogLevel: f.level})
+	f.level.Set(cfg.LogLevel)
+	a, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: f.level})), Stdout: io.Discard, Metrics: f.m, LogLevel: f.level})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,5 +405,29 @@ func TestNewLoggerFollowsTheConfigUnlessTheFlagFixesTheLevel(t *testing.T) {
 	}
 	if _, level, err := NewLogger(io.Discard, cfg, "warn", ""); err != nil || level != nil {
 		t.Fatalf("with --log.level: level %v, err %v; want none", level, err)
+	}
+}
+
+// At debug level a reload logs what it changes: the scripts whose contents differ and the
+// lines of the topology description that go and come.
+func TestReloadDebugLogsTheChanges(t *testing.T) {
+	brokers := testBroker(t, 1, "in", "out")
+	f := startReloadable(t, brokers, mapScript("A", ""), "commit.interval.ms = 50")
+	defer f.stop(t)
+	f.level.Set(slog.LevelDebug)
+	f.writeScript(t, mapScript("B", `:filter(function() return true end)`))
+	if code := f.postReload(t); code != http.StatusAccepted {
+		t.Fatalf("POST /-/reload: %d, want 202", code)
+	}
+	f.waitReloads(t, metrics.ResultSuccess, 1)
+	logs := f.logText()
+	for _, want := range []string{
+		`msg="reload: what changes" "scripts changed"=[` + filepath.Join(f.dir, "p.lua") + `]`,
+		`"topology lines removed"="[--> KSTREAM-SINK-0000000002 Sink: KSTREAM-SINK-0000000002 (topic: out)]"`,
+		`"topology lines added"="[--> KSTREAM-FILTER-0000000002 Processor: KSTREAM-FILTER-0000000002 (stores: []) --> KSTREAM-SINK-0000000003 Sink: KSTREAM-SINK-0000000003 (topic: out) <-- KSTREAM-FILTER-0000000002]"`,
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log lacks %s:\n%s", want, logs)
+		}
 	}
 }

@@ -161,6 +161,12 @@ func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBu
 				}
 				from = 0
 			}
+			if end := ends[tps[p]]; from >= end {
+				a.log.Debug("restore: store partition is up to date with its changelog", "store", name, "partition", p, "changelog end", end)
+				continue
+			}
+			a.log.Debug("restore: replaying the changelog into the store partition", "store", name, "partition", p,
+				"from", from, "changelog end", ends[tps[p]])
 			start := time.Now()
 			n := 0
 			last, err := kafkaio.ReadToEnd(ctx, k.brokers, cfg, topic, p, from, func(msgs []kafkaio.Message) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,6 +18,9 @@ type TopicPartition struct {
 	Topic     string
 	Partition int32
 }
+
+// String is topic-partition, as the logs and errors name a partition.
+func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
 
 // Message is one consumed record. Key and Value are nil for a null key or value.
 type Message struct {
