@@ -7,6 +7,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/stoatflow/stoatflow/luart/suggest"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/pipeline/serdes"
 	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
@@ -20,14 +21,70 @@ var notSupported = map[string]map[string]string{
 	},
 }
 
-// removed lists methods Kafka Streams 4.x no longer has, with what replaces them.
-var removed = map[string]string{
-	"through":             "KStream#through was removed in Kafka Streams 4.0; use repartition()",
-	"branch":              "KStream#branch was removed in Kafka Streams 4.0; use split():branch(...)",
-	"transform":           "KStream#transform was removed in Kafka Streams 4.0; use process()",
-	"transformValues":     "KStream#transformValues was removed in Kafka Streams 4.0; use processValues()",
-	"flatTransform":       "KStream#flatTransform was removed in Kafka Streams 4.0; use process()",
-	"flatTransformValues": "KStream#flatTransformValues was removed in Kafka Streams 4.0; use processValues()",
+// removed lists, by type, the methods (and for the window classes, the functions of the
+// class) Kafka Streams 4.x no longer has or StoatFlow leaves out as deprecated, with what
+// replaces them.
+var removed = map[string]map[string]string{
+	"KStream": {
+		"through":             "KStream#through was removed in Kafka Streams 4.0; use repartition()",
+		"branch":              "KStream#branch was removed in Kafka Streams 4.0; use split():branch(...)",
+		"transform":           "KStream#transform was removed in Kafka Streams 4.0; use process()",
+		"transformValues":     "KStream#transformValues was removed in Kafka Streams 4.0; use processValues()",
+		"flatTransform":       "KStream#flatTransform was removed in Kafka Streams 4.0; use process()",
+		"flatTransformValues": "KStream#flatTransformValues was removed in Kafka Streams 4.0; use processValues()",
+	},
+	"stoat.TimeWindows": {
+		"of": "TimeWindows.of was removed in Kafka Streams 4.0; use s.TimeWindows.ofSizeWithNoGrace(size) or s.TimeWindows.ofSizeAndGrace(size, grace)",
+	},
+	"TimeWindows": {
+		"grace": "TimeWindows#grace was removed in Kafka Streams 4.0; use s.TimeWindows.ofSizeAndGrace(size, grace)",
+	},
+	"stoat.SessionWindows": {
+		"with": "SessionWindows.with was removed in Kafka Streams 4.0; use s.SessionWindows.ofInactivityGapWithNoGrace(gap) or s.SessionWindows.ofInactivityGapAndGrace(gap, grace)",
+	},
+	"SessionWindows": {
+		"grace": "SessionWindows#grace was removed in Kafka Streams 4.0; use s.SessionWindows.ofInactivityGapAndGrace(gap, grace)",
+	},
+	"stoat.JoinWindows": {
+		"of": "JoinWindows.of is deprecated since Kafka Streams 3.0 and not in StoatFlow (it keeps the spurious left/outer join results); use s.JoinWindows.ofTimeDifferenceWithNoGrace(d) or s.JoinWindows.ofTimeDifferenceAndGrace(d, grace)",
+	},
+	"JoinWindows": {
+		"grace": "JoinWindows#grace is deprecated since Kafka Streams 3.0 and not in StoatFlow; use s.JoinWindows.ofTimeDifferenceAndGrace(d, grace)",
+	},
+	"stoat.SlidingWindows": {
+		"withTimeDifferenceAndGrace": "SlidingWindows.withTimeDifferenceAndGrace was removed in Kafka Streams 4.0; use s.SlidingWindows.ofTimeDifferenceAndGrace(d, grace) or s.SlidingWindows.ofTimeDifferenceWithNoGrace(d)",
+	},
+}
+
+// noSuchName raises the error for a name a DSL type or class does not have: what replaces
+// it when Kafka Streams removed it, else the known name closest to it, else all of them.
+func noSuchName(L *lua.LState, typeName, kind, name string, known []string) {
+	if what, ok := notSupported[typeName][name]; ok {
+		L.RaiseError("not supported yet: %s:%s (%s come in a later StoatFlow release; see docs/COMPATIBILITY.md)", typeName, name, what)
+	}
+	if why, ok := removed[typeName][name]; ok {
+		L.RaiseError("%s", why)
+	}
+	if best, ok := suggest.Closest(name, known); ok {
+		L.RaiseError("%s has no %s %q; did you mean %q?", typeName, kind, name, best)
+	}
+	L.RaiseError("%s has no %s %q (it has: %s)", typeName, kind, name, strings.Join(known, ", "))
+}
+
+// classTable makes cls, the table of a DSL class (stoat.TimeWindows, ...), raise the
+// error noSuchName words for a name it does not have.
+func (rt *Runtime) classTable(name string, cls *lua.LTable) *lua.LTable {
+	L := rt.L
+	var known []string
+	cls.ForEach(func(k, _ lua.LValue) { known = append(known, k.String()) })
+	sort.Strings(known)
+	mt := L.NewTable()
+	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		noSuchName(L, name, "function", L.CheckString(2), known)
+		return 0
+	}))
+	L.SetMetatable(cls, mt)
+	return cls
 }
 
 func (rt *Runtime) stoatModule() *lua.LTable {
@@ -59,12 +116,16 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 		L.Push(t)
 		return 1
 	}))
-	mod.RawSetString("TimeWindows", rt.timeWindowsClass())
-	mod.RawSetString("EmitStrategy", rt.emitStrategyClass())
-	mod.RawSetString("Suppressed", rt.suppressedClass())
-	mod.RawSetString("SessionWindows", rt.sessionWindowsClass())
-	mod.RawSetString("JoinWindows", rt.joinWindowsClass())
-	mod.RawSetString("SlidingWindows", rt.slidingWindowsClass())
+	for name, cls := range map[string]*lua.LTable{
+		"TimeWindows":    rt.timeWindowsClass(),
+		"EmitStrategy":   rt.emitStrategyClass(),
+		"Suppressed":     rt.suppressedClass(),
+		"SessionWindows": rt.sessionWindowsClass(),
+		"JoinWindows":    rt.joinWindowsClass(),
+		"SlidingWindows": rt.slidingWindowsClass(),
+	} {
+		mod.RawSetString(name, rt.classTable("stoat."+name, cls))
+	}
 	L.SetField(L.Get(lua.RegistryIndex), "stoat.module", mod)
 	return mod
 }
@@ -89,13 +150,7 @@ func (rt *Runtime) typeMetatable(typeName string, methods map[string]lua.LGFunct
 			L.Push(fn)
 			return 1
 		}
-		if what, ok := notSupported[typeName][name]; ok {
-			L.RaiseError("not supported yet: %s:%s (%s come in a later StoatFlow release; see docs/COMPATIBILITY.md)", typeName, name, what)
-		}
-		if why, ok := removed[name]; ok && typeName == "KStream" {
-			L.RaiseError("%s", why)
-		}
-		L.RaiseError("%s has no method %q (it has: %s)", typeName, name, strings.Join(known, ", "))
+		noSuchName(L, typeName, "method", name, known)
 		return 0
 	}))
 	mt.RawSetString("__tostring", L.NewFunction(func(L *lua.LState) int {

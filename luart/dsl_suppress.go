@@ -32,7 +32,7 @@ func (rt *Runtime) suppressedClass() *lua.LTable {
 		L.Push(rt.wrapSuppressed(L, pipeline.Suppressed{TimeLimit: d, Buffer: bc}))
 		return 1
 	}))
-	cls.RawSetString("BufferConfig", rt.bufferConfigClass())
+	cls.RawSetString("BufferConfig", rt.classTable("stoat.Suppressed.BufferConfig", rt.bufferConfigClass()))
 	return cls
 }
 

@@ -19,7 +19,6 @@ import (
 	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
-	"github.com/yuin/gopher-lua/parse"
 
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/pipeline/serdes"
@@ -101,6 +100,7 @@ func New(opts Options) (*Runtime, error) {
 	}
 	L := lua.NewState(lua.Options{SkipOpenLibs: true})
 	openSandbox(L)
+	markUnavailable(L)
 	rt := &Runtime{
 		L:       L,
 		opts:    opts,
@@ -176,21 +176,16 @@ func (rt *Runtime) loadScript(path string) error {
 // compile parses and compiles a file into a function whose environment is the sandbox, and
 // whose require() only sees modules below the file's directory.
 func (rt *Runtime) compile(abs, name string) (*lua.LFunction, error) {
-	src, err := os.Open(abs)
+	src, err := os.ReadFile(abs)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read script: %w", err)
 	}
-	defer src.Close()
-	chunk, err := parse.Parse(src, name)
+	chunk, err := parseScript(src, name)
 	if err != nil {
-		var perr *parse.Error
-		if errors.As(err, &perr) && perr.Pos.Line > 0 {
-			// file:line, as every other script error names its place.
-			return nil, fmt.Errorf("%s:%d: syntax error near '%s': %s", name, perr.Pos.Line, perr.Token, perr.Message)
-		}
-		return nil, fmt.Errorf("%s", strings.TrimSpace(err.Error()))
+		return nil, err
 	}
 	rewriteConcat(chunk)
+	rt.Warnings = append(rt.Warnings, rt.sandboxWarnings(name, chunk)...)
 	proto, err := lua.Compile(chunk, name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)

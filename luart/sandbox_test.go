@@ -13,14 +13,14 @@ func TestSandboxRefusesEscapes(t *testing.T) {
 	cases := []struct {
 		name, code, want string
 	}{
-		{"os.execute", `os.execute("true")`, "attempt to call a non-function object"},
-		{"io.open", `io.open("/etc/passwd")`, "attempt to index a non-table object(nil) with key 'open'"},
-		{"loadfile", `loadfile("/etc/passwd")`, "attempt to call a non-function object"},
-		{"dofile", `dofile("/etc/passwd")`, "attempt to call a non-function object"},
-		{"debug", `debug.getinfo(1)`, "attempt to index a non-table object(nil)"},
+		{"os.execute", `os.execute("true")`, "os.execute is not available: StoatFlow scripts run in a sandbox without it"},
+		{"io.open", `io.open("/etc/passwd")`, "io.open is not available: StoatFlow scripts run in a sandbox without it"},
+		{"loadfile", `loadfile("/etc/passwd")`, "loadfile is not available: StoatFlow scripts run in a sandbox without it"},
+		{"dofile", `dofile("/etc/passwd")`, "dofile is not available: StoatFlow scripts run in a sandbox without it"},
+		{"debug", `debug.getinfo(1)`, "debug.getinfo is not available: StoatFlow scripts run in a sandbox without it"},
 		{"require parent", `require("../x")`, "module names are dotted identifiers"},
 		{"require absolute", `require("/etc/passwd")`, "module names are dotted identifiers"},
-		{"string.dump", `string.dump(function() end)`, "attempt to call a non-function object"},
+		{"string.dump", `string.dump(function() end)`, "string.dump is not available: StoatFlow scripts run in a sandbox without it"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

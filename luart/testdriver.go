@@ -1,6 +1,7 @@
 package luart
 
 import (
+	"errors"
 	"math"
 	"path/filepath"
 	"slices"
@@ -87,6 +88,10 @@ func (tf *testFile) luaDriver(L *lua.LState) int {
 		L.RaiseError("t.driver: partitions must be a table of topic = count, not a %s", parts.Type())
 	}
 	if err := td.open(scripts, dopts); err != nil {
+		var se *scriptLoadError
+		if errors.As(err, &se) {
+			tf.scriptErr = se.Error()
+		}
 		L.RaiseError("t.driver: %v", err)
 	}
 	tf.drivers = append(tf.drivers, td)
@@ -96,6 +101,12 @@ func (tf *testFile) luaDriver(L *lua.LState) int {
 	L.Push(ud)
 	return 1
 }
+
+// scriptLoadError is a driver's scripts failing to load.
+type scriptLoadError struct{ err error }
+
+func (e *scriptLoadError) Error() string { return e.err.Error() }
+func (e *scriptLoadError) Unwrap() error { return e.err }
 
 // open loads the scripts into a fresh runtime and builds the topology.
 func (td *testDriver) open(scripts []string, opts pipeline.DriverOptions) error {
@@ -112,7 +123,7 @@ func (td *testDriver) open(scripts []string, opts pipeline.DriverOptions) error 
 	b, err := rt.LoadScripts(scripts)
 	if err != nil {
 		rt.Close()
-		return err
+		return &scriptLoadError{err}
 	}
 	d, err := pipeline.NewDriver(b, opts)
 	if err != nil {

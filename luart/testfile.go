@@ -24,6 +24,9 @@ type testFile struct {
 	tests   []registeredTest
 	running bool          // inside a test function, where t.test is refused
 	drivers []*testDriver // open drivers; those a test opened are closed after it
+	// scriptErr is why the scripts a driver of the running test loads did not load, if
+	// that is why the test failed.
+	scriptErr string
 
 	failureMT, driverMT, inputMT, outputMT *lua.LTable
 }
@@ -118,7 +121,7 @@ func (tf *testFile) luaTest(L *lua.LState) int {
 // run runs one registered test and closes the drivers it left open.
 func (tf *testFile) run(t registeredTest) *testFailure {
 	open := len(tf.drivers)
-	tf.running = true
+	tf.running, tf.scriptErr = true, ""
 	f := tf.call(t.fn)
 	tf.running = false
 	for _, d := range tf.drivers[open:] {

@@ -64,15 +64,20 @@ func RunTests(paths []string, opts TestOptions) (passed, failed int, err error) 
 			return a
 		},
 	}))
-	selected := 0
+	selected, notRun := 0, 0
+	reported := map[string]bool{} // script load errors reported as a failure already
 	for _, f := range files {
-		p, fl, n := runTestFile(f, opts, log, stdout)
+		p, fl, n, nr := runTestFile(f, opts, log, stdout, reported)
 		passed += p
 		failed += fl
 		selected += n
+		notRun += nr
 	}
 	if selected == 0 && failed == 0 {
 		fmt.Fprintln(opts.Out, "warning: no tests to run")
+	}
+	if notRun > 0 {
+		fmt.Fprintf(opts.Out, "%d more test(s) stopped at a script that does not load, each reported once above\n", notRun)
 	}
 	fmt.Fprintf(opts.Out, "%d passed, %d failed\n", passed, failed)
 	return passed, failed, nil
@@ -119,18 +124,21 @@ func findTestFiles(paths []string) ([]string, error) {
 	return out, nil
 }
 
-// runTestFile loads one file and runs its selected tests; selected counts them.
-func runTestFile(abs string, opts TestOptions, log *slog.Logger, stdout io.Writer) (passed, failed, selected int) {
+// runTestFile loads one file and runs its selected tests; selected counts them. A test
+// that fails because the scripts its driver loads do not load is a failure the first time
+// that load error comes up in the run (reported holds those); after that it is counted
+// in notRun and reported as SKIP, so one broken script is one failure, not one per test.
+func runTestFile(abs string, opts TestOptions, log *slog.Logger, stdout io.Writer, reported map[string]bool) (passed, failed, selected, notRun int) {
 	start := time.Now()
 	tf, f := loadTestFile(abs, opts.Timeout, log, stdout)
 	if f != nil {
 		report(opts.Out, "FAIL", displayName(abs), time.Since(start), f)
-		return 0, 1, 0
+		return 0, 1, 0, 0
 	}
 	defer tf.close()
 	if len(tf.tests) == 0 {
 		report(opts.Out, "FAIL", tf.name, time.Since(start), &testFailure{message: tf.name + ": no tests (register them with t.test(name, function() ... end))"})
-		return 0, 1, 0
+		return 0, 1, 0, 0
 	}
 	tests := slices.DeleteFunc(slices.Clone(tf.tests), func(t registeredTest) bool {
 		return opts.Run != nil && !opts.Run.MatchString(t.name)
@@ -142,7 +150,15 @@ func runTestFile(abs string, opts TestOptions, log *slog.Logger, stdout io.Write
 		}
 		start := time.Now()
 		f := tf.run(t)
-		if f != nil {
+		switch {
+		case f != nil && tf.scriptErr != "" && reported[tf.scriptErr]:
+			notRun++
+			report(opts.Out, "SKIP", name, time.Since(start), &testFailure{message: "its scripts do not load (the failure above)"})
+			continue
+		case f != nil:
+			if tf.scriptErr != "" {
+				reported[tf.scriptErr] = true
+			}
 			failed++
 			report(opts.Out, "FAIL", name, time.Since(start), f)
 			continue
@@ -152,7 +168,7 @@ func runTestFile(abs string, opts TestOptions, log *slog.Logger, stdout io.Write
 			report(opts.Out, "PASS", name, time.Since(start), nil)
 		}
 	}
-	return passed, failed, len(tests)
+	return passed, failed, len(tests), notRun
 }
 
 func report(w io.Writer, verdict, name string, d time.Duration, f *testFailure) {

@@ -314,3 +314,27 @@ func TestShoutScriptTests(t *testing.T) {
 		t.Fatalf("passed %d failed %d err %v, output:\n%s", passed, failed, err, sb.String())
 	}
 }
+
+// A script that does not load is one failure, however many tests (in however many files)
+// drive it: the others are reported as SKIP and counted apart.
+func TestOneBrokenScriptIsOneFailure(t *testing.T) {
+	tests := `local t = require("stoat.test")
+t.test("one", function() t.driver("broken.lua") end)
+t.test("two", function() t.driver("broken.lua") end)
+t.test("other", function() t.assertEquals(1, 1) end)
+`
+	_, passed, failed, out := runLuaTests(t, map[string]string{
+		"broken.lua":    "local b = require(\"stoat\").builder()\nb:stream(\"in\"):fliter(function() return true end):to(\"out\")\nreturn b\n",
+		"a_test.lua":    tests,
+		"b_test.lua":    tests,
+		"ok.lua":        upperScript,
+		"fail_test.lua": "local t = require(\"stoat.test\")\nt.test(\"real\", function() t.driver(\"ok.lua\"); t.assertEquals(1, 2) end)\n",
+	}, TestOptions{})
+	if passed != 2 || failed != 2 {
+		t.Fatalf("passed %d failed %d, want 2 and 2 (one for the broken script, one real):\n%s", passed, failed, out)
+	}
+	if strings.Count(out, `broken.lua:2: KStream has no method "fliter"`) != 1 || strings.Count(out, "--- SKIP: ") != 3 ||
+		!strings.Contains(out, "3 more test(s) stopped at a script that does not load, each reported once above\n2 passed, 2 failed\n") {
+		t.Fatalf("report:\n%s", out)
+	}
+}

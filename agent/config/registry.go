@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/stoatflow/stoatflow/luart/suggest"
 )
 
 var (
@@ -149,7 +151,7 @@ func unknown(full string, section Section, prefix string) string {
 		}
 	}
 	sort.Strings(candidates) // ties go to the same key every run
-	best, ok := closest(strings.TrimPrefix(full, "."), candidates)
+	best, ok := suggest.Closest(strings.TrimPrefix(full, "."), candidates)
 	if !ok {
 		return msg
 	}

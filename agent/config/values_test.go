@@ -75,20 +75,6 @@ func TestConvertScalars(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		d    int
-	}{{"", "abc", 3}, {"commit", "commit", 0}, {"comit", "commit", 1}, {"cmomit", "commit", 1}, {"kitten", "sitting", 3}} {
-		if got := editDistance(c.a, c.b); got != c.d {
-			t.Errorf("%q %q: %d, want %d", c.a, c.b, got, c.d)
-		}
-	}
-	if _, ok := closest("zzzzzzzz", []string{"streams.poll.ms"}); ok {
-		t.Error("far-off name got a suggestion")
-	}
-}
-
 func TestParseJAAS(t *testing.T) {
 	j, err := ParseJAAS(`org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="p \"q\" \\ ;=";`)
 	if err != nil || j.Module != PlainLoginModule || j.Username != "alice" || j.Password != `p "q" \ ;=` {

@@ -182,3 +182,17 @@ func TestValidateExampleConfigs(t *testing.T) {
 		t.Fatalf("exit %d, err %q", code, errOut)
 	}
 }
+
+// validate warns of calls of what the sandbox lacks inside callbacks, and --strict fails on it.
+func TestValidateWarnsOfUnavailableCalls(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "p.lua"), []byte("local b = require(\"stoat\").builder()\nb:stream(\"in\"):mapValues(function(v)\n  return io.open(v)\nend):to(\"out\")\nreturn b\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "agent.toml"), []byte("[agent]\nscripts = [\"p.lua\"]\n[streams]\napplication.id = \"x\"\nbootstrap.servers = \"embedded\"\n"), 0o644)
+	code, _, errOut := runCLI("validate", "-c", filepath.Join(dir, "agent.toml"))
+	if code != 0 || !strings.Contains(errOut, "warning: ") || !strings.Contains(errOut, "p.lua:3: io.open is not available") {
+		t.Fatalf("exit %d, err %q", code, errOut)
+	}
+	if code, _, _ := runCLI("validate", "--strict", "-c", filepath.Join(dir, "agent.toml")); code != 1 {
+		t.Fatalf("--strict: exit %d, want 1", code)
+	}
+}

@@ -1,11 +1,13 @@
-package config
+// Package suggest finds the name a user most likely meant: "did you mean" for config keys,
+// DSL methods and options.
+package suggest
 
-// closest returns the candidate nearest to name by edit distance, if it is near
+// Closest returns the candidate nearest to name by edit distance, if it is near
 // enough to be a plausible typo.
-func closest(name string, candidates []string) (string, bool) {
+func Closest(name string, candidates []string) (string, bool) {
 	best, bestDist := "", -1
 	for _, c := range candidates {
-		d := editDistance(name, c)
+		d := Distance(name, c)
 		if bestDist < 0 || d < bestDist {
 			best, bestDist = c, d
 		}
@@ -14,10 +16,10 @@ func closest(name string, candidates []string) (string, bool) {
 	return best, bestDist >= 0 && bestDist <= limit
 }
 
-// editDistance is the optimal-string-alignment distance: insertions,
+// Distance is the optimal-string-alignment distance: insertions,
 // deletions, substitutions and swaps of neighbours each cost 1, so that
 // "cmomit" is as close to "commit" as "comit" is.
-func editDistance(a, b string) int {
+func Distance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	prev2 := make([]int, len(rb)+1)
 	prev := make([]int, len(rb)+1)
