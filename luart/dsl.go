@@ -78,6 +78,7 @@ func (rt *Runtime) classTable(name string, cls *lua.LTable) *lua.LTable {
 	var known []string
 	cls.ForEach(func(k, _ lua.LValue) { known = append(known, k.String()) })
 	sort.Strings(known)
+	rt.built[name] = known
 	mt := L.NewTable()
 	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		noSuchName(L, name, "function", L.CheckString(2), known)
@@ -144,6 +145,7 @@ func (rt *Runtime) typeMetatable(typeName string, methods map[string]lua.LGFunct
 		known = append(known, name)
 	}
 	sort.Strings(known)
+	rt.built[typeName] = known
 	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		name := L.CheckString(2)
 		if fn := idx.RawGetString(name); fn != lua.LNil {
@@ -160,8 +162,8 @@ func (rt *Runtime) typeMetatable(typeName string, methods map[string]lua.LGFunct
 	return mt
 }
 
-// options reads an options table at stack index i, refusing keys not in allowed.
-func options(L *lua.LState, i int, what string, allowed ...string) *lua.LTable {
+// options reads an options table at stack index i, refusing keys not in the set.
+func options(L *lua.LState, i int, what string, set *optionSet) *lua.LTable {
 	v := L.Get(i)
 	if v == lua.LNil {
 		return L.NewTable()
@@ -173,10 +175,14 @@ func options(L *lua.LState, i int, what string, allowed ...string) *lua.LTable {
 	}
 	t.ForEach(func(k, _ lua.LValue) {
 		name := k.String()
-		for _, a := range allowed {
-			if a == name {
+		for _, f := range set.fields {
+			if f.name == name {
 				return
 			}
+		}
+		allowed := set.names()
+		if best, ok := suggest.Closest(name, allowed); ok {
+			L.RaiseError("%s: unknown option %q; did you mean %q? (allowed: %s)", what, name, best, strings.Join(allowed, ", "))
 		}
 		L.RaiseError("%s: unknown option %q (allowed: %s)", what, name, strings.Join(allowed, ", "))
 	})
@@ -278,7 +284,7 @@ func (rt *Runtime) bStream(L *lua.LState) int {
 	default:
 		L.ArgError(2, "stream needs a topic name or a list of topic names")
 	}
-	o := options(L, 3, "stream", "keySerde", "valueSerde", "timestampExtractor", "name", "offsetReset")
+	o := options(L, 3, "stream", consumedOpts)
 	c := pipeline.Consumed{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o)}
 	switch ex := o.RawGetString("timestampExtractor").(type) {
 	case *lua.LNilType:

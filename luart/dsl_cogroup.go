@@ -48,7 +48,7 @@ func (rt *Runtime) cgCogroup(L *lua.LState) int {
 func (rt *Runtime) cgAggregate(L *lua.LState) int {
 	c := checkValue[*pipeline.CogroupedKStream](L, "CogroupedKStream")
 	init := L.CheckFunction(2)
-	o := options(L, 3, "aggregate", "name", "materialized")
+	o := options(L, 3, "aggregate", storedOpts)
 	t, err := c.Aggregate(rt.initializer(init), rt.materializedOpt(L, o), optString(L, o, "name"))
 	return rt.pushTable(L, t, err)
 }

@@ -16,7 +16,7 @@ func (rt *Runtime) tJoinForeignKey(L *lua.LState, t, other *pipeline.KTable, kin
 	}
 	fk := L.CheckFunction(3)
 	joiner := L.CheckFunction(4)
-	o := options(L, 5, kind.String(), "name", "materialized", "withKey")
+	o := options(L, 5, kind.String(), fkJoinOpts)
 	extract := pipeline.ForeignKeyExtractor(rt.valueMapper(fk, optBool(L, o, "withKey")))
 	out, err := t.JoinForeignKey(other, extract, rt.valueJoiner(joiner), kind == pipeline.LeftTableJoin,
 		optString(L, o, "name"), rt.materializedOpt(L, o))

@@ -13,7 +13,7 @@ import (
 func (rt *Runtime) bGlobalTable(L *lua.LState) int {
 	rt.checkBuilder(L)
 	topic := L.CheckString(2)
-	o := options(L, 3, "globalTable", "keySerde", "valueSerde", "materialized", "timestampExtractor", "name")
+	o := options(L, 3, "globalTable", tableOpts)
 	c := pipeline.Consumed{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o)}
 	if fn := optFunction(L, o, "timestampExtractor"); fn != nil {
 		c.TimestampExtractor = rt.timestampExtractor(fn)
@@ -73,7 +73,7 @@ func (rt *Runtime) globalJoiner(fn *lua.LFunction) pipeline.ValueJoinerWithMappe
 func (rt *Runtime) sJoinGlobal(L *lua.LState, ks *pipeline.KStream, g *pipeline.GlobalKTable, left bool) int {
 	mapper := rt.valueMapper(L.CheckFunction(3), true)
 	joiner := rt.globalJoiner(L.CheckFunction(4))
-	o := options(L, 5, "join", "name")
+	o := options(L, 5, "join", namedOpts)
 	var out *pipeline.KStream
 	var err error
 	if left {

@@ -52,7 +52,7 @@ func (rt *Runtime) sJoin(left bool) lua.LGFunction {
 			L.ArgError(2, "join needs a KStream, a KTable or a GlobalKTable")
 		}
 		fn := L.CheckFunction(3)
-		o := options(L, 4, "join", "name")
+		o := options(L, 4, "join", namedOpts)
 		var out *pipeline.KStream
 		var err error
 		if left {

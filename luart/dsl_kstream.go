@@ -66,7 +66,7 @@ func (rt *Runtime) sFilter(not bool) lua.LGFunction {
 	return func(L *lua.LState) int {
 		ks := rt.checkStream(L)
 		fn := L.CheckFunction(2)
-		o := options(L, 3, "filter", "name")
+		o := options(L, 3, "filter", namedOpts)
 		pred := rt.predicate(fn)
 		if not {
 			out, err := ks.FilterNot(pred, optString(L, o, "name"))
@@ -80,7 +80,7 @@ func (rt *Runtime) sFilter(not bool) lua.LGFunction {
 func (rt *Runtime) sSelectKey(L *lua.LState) int {
 	ks := rt.checkStream(L)
 	fn := L.CheckFunction(2)
-	o := options(L, 3, "selectKey", "name")
+	o := options(L, 3, "selectKey", namedOpts)
 	out, err := ks.SelectKey(rt.valueMapper(fn, true), optString(L, o, "name"))
 	return rt.pushStream(L, out, err)
 }
@@ -88,7 +88,7 @@ func (rt *Runtime) sSelectKey(L *lua.LState) int {
 func (rt *Runtime) sMap(L *lua.LState) int {
 	ks := rt.checkStream(L)
 	fn := L.CheckFunction(2)
-	o := options(L, 3, "map", "name")
+	o := options(L, 3, "map", namedOpts)
 	out, err := ks.Map(rt.keyValueMapper(fn), optString(L, o, "name"))
 	return rt.pushStream(L, out, err)
 }
@@ -96,7 +96,7 @@ func (rt *Runtime) sMap(L *lua.LState) int {
 func (rt *Runtime) sMapValues(L *lua.LState) int {
 	ks := rt.checkStream(L)
 	fn := L.CheckFunction(2)
-	o := options(L, 3, "mapValues", "name", "withKey")
+	o := options(L, 3, "mapValues", withKeyOpts)
 	out, err := ks.MapValues(rt.valueMapper(fn, optBool(L, o, "withKey")), optString(L, o, "name"))
 	return rt.pushStream(L, out, err)
 }
@@ -104,7 +104,7 @@ func (rt *Runtime) sMapValues(L *lua.LState) int {
 func (rt *Runtime) sFlatMap(L *lua.LState) int {
 	ks := rt.checkStream(L)
 	fn := L.CheckFunction(2)
-	o := options(L, 3, "flatMap", "name")
+	o := options(L, 3, "flatMap", namedOpts)
 	out, err := ks.FlatMap(rt.flatMapper(fn), optString(L, o, "name"))
 	return rt.pushStream(L, out, err)
 }
@@ -112,7 +112,7 @@ func (rt *Runtime) sFlatMap(L *lua.LState) int {
 func (rt *Runtime) sFlatMapValues(L *lua.LState) int {
 	ks := rt.checkStream(L)
 	fn := L.CheckFunction(2)
-	o := options(L, 3, "flatMapValues", "name", "withKey")
+	o := options(L, 3, "flatMapValues", withKeyOpts)
 	out, err := ks.FlatMapValues(rt.flatValueMapper(fn, optBool(L, o, "withKey")), optString(L, o, "name"))
 	return rt.pushStream(L, out, err)
 }
@@ -120,7 +120,7 @@ func (rt *Runtime) sFlatMapValues(L *lua.LState) int {
 func (rt *Runtime) sPeek(L *lua.LState) int {
 	ks := rt.checkStream(L)
 	fn := L.CheckFunction(2)
-	o := options(L, 3, "peek", "name")
+	o := options(L, 3, "peek", namedOpts)
 	out, err := ks.Peek(rt.foreachAction(fn), optString(L, o, "name"))
 	return rt.pushStream(L, out, err)
 }
@@ -128,14 +128,14 @@ func (rt *Runtime) sPeek(L *lua.LState) int {
 func (rt *Runtime) sForeach(L *lua.LState) int {
 	ks := rt.checkStream(L)
 	fn := L.CheckFunction(2)
-	o := options(L, 3, "foreach", "name")
+	o := options(L, 3, "foreach", namedOpts)
 	rt.raise(L, ks.Foreach(rt.foreachAction(fn), optString(L, o, "name")))
 	return 0
 }
 
 func (rt *Runtime) sPrint(L *lua.LState) int {
 	ks := rt.checkStream(L)
-	o := options(L, 2, "print", "label", "name")
+	o := options(L, 2, "print", printedOpts)
 	rt.raise(L, ks.Print(rt.opts.Stdout, optString(L, o, "label"), formatValue, optString(L, o, "name")))
 	return 0
 }
@@ -149,14 +149,14 @@ func (rt *Runtime) sMerge(L *lua.LState) int {
 	if other == nil {
 		L.ArgError(2, "merge needs another KStream")
 	}
-	o := options(L, 3, "merge", "name")
+	o := options(L, 3, "merge", namedOpts)
 	out, err := ks.Merge(other, optString(L, o, "name"))
 	return rt.pushStream(L, out, err)
 }
 
 func (rt *Runtime) sTo(L *lua.LState) int {
 	ks := rt.checkStream(L)
-	o := options(L, 3, "to", "keySerde", "valueSerde", "partitioner", "name")
+	o := options(L, 3, "to", producedOpts)
 	p := pipeline.Produced{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o)}
 	if fn := optFunction(L, o, "partitioner"); fn != nil {
 		p.Partitioner = rt.partitioner(fn)
@@ -175,7 +175,7 @@ func (rt *Runtime) sTo(L *lua.LState) int {
 
 func (rt *Runtime) sRepartition(L *lua.LState) int {
 	ks := rt.checkStream(L)
-	o := options(L, 2, "repartition", "keySerde", "valueSerde", "numberOfPartitions", "partitioner", "name")
+	o := options(L, 2, "repartition", repartOpts)
 	r := pipeline.Repartitioned{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o)}
 	switch n := o.RawGetString("numberOfPartitions").(type) {
 	case *lua.LNilType:
@@ -199,14 +199,14 @@ func (rt *Runtime) sRepartition(L *lua.LState) int {
 // return the table of branches keyed by branch name, as Kafka Streams' Map<String, KStream>.
 func (rt *Runtime) sSplit(L *lua.LState) int {
 	ks := rt.checkStream(L)
-	o := options(L, 2, "split", "name")
+	o := options(L, 2, "split", namedOpts)
 	bs, err := ks.Split(optString(L, o, "name"))
 	rt.raise(L, err)
 	result := L.NewTable()
 	ud := L.NewUserData()
 	ud.Value = bs
 	add := func(L *lua.LState, pred *lua.LFunction, oi int) {
-		bo := options(L, oi, "branch", "name", "withFunction", "withConsumer")
+		bo := options(L, oi, "branch", branchedOpts)
 		var p pipeline.Predicate
 		if pred != nil {
 			p = rt.predicate(pred)

@@ -15,8 +15,7 @@ import (
 // retention=, windowSize=, retainDuplicates=, historyRetention=, headers=}.
 func (rt *Runtime) bAddStateStore(L *lua.LState) int {
 	rt.checkBuilder(L)
-	o := options(L, 2, "addStateStore", "name", "type", "keySerde", "valueSerde", "logging",
-		"retention", "windowSize", "retainDuplicates", "historyRetention", "headers")
+	o := options(L, 2, "addStateStore", storeSpecOpts)
 	spec := pipeline.StoreSpec{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o), Logged: true}
 	typ := optString(L, o, "type")
 	// required lists the options a type needs, as the arguments of Kafka Streams' Stores.*.
@@ -85,7 +84,7 @@ func (rt *Runtime) sProcess(fixedKey bool) lua.LGFunction {
 				L.ArgError(2, what+" needs a processor table {init=, process=, close=} or a function returning one")
 			}
 		}
-		o := options(L, 3, what, "stores", "name")
+		o := options(L, 3, what, processOpts)
 		var stores []string
 		if st, ok := o.RawGetString("stores").(*lua.LTable); ok {
 			for i := 1; i <= st.Len(); i++ {
@@ -229,7 +228,7 @@ func (rt *Runtime) ctxForward(L *lua.LState) int {
 			L.RaiseError("forward: value: %v", err)
 		}
 	}
-	o := options(L, optIdx, "forward", "timestamp", "headers", "to")
+	o := options(L, optIdx, "forward", forwardOpts)
 	if ts, ok := o.RawGetString("timestamp").(lua.LNumber); ok {
 		rec.Timestamp = int64(ts)
 	}

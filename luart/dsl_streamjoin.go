@@ -91,7 +91,7 @@ func (rt *Runtime) sJoinStream(L *lua.LState, ks, other *pipeline.KStream, kind 
 	if !ok {
 		L.ArgError(4, "a stream-stream join needs join windows, e.g. stoat.JoinWindows.ofTimeDifferenceWithNoGrace(\"5m\")")
 	}
-	o := options(L, 5, "join", "name", "storeName")
+	o := options(L, 5, "join", streamJoinOpts)
 	out, err := ks.JoinStream(other, kind, rt.streamJoiner(fn), w,
 		pipeline.StreamJoined{Name: optString(L, o, "name"), StoreName: optString(L, o, "storeName")})
 	return rt.pushStream(L, out, err)

@@ -17,7 +17,7 @@ func (rt *Runtime) materializedOpt(L *lua.LState, o *lua.LTable) pipeline.Materi
 		m.StoreName, m.Given = string(v), true
 	case *lua.LTable:
 		L.Push(v)
-		mo := options(L, L.GetTop(), "materialized", "name", "keySerde", "valueSerde", "logging", "caching")
+		mo := options(L, L.GetTop(), "materialized", materializedOpts)
 		L.Pop(1)
 		m.Given = true
 		m.StoreName = optString(L, mo, "name")
@@ -87,7 +87,7 @@ func (rt *Runtime) pushTable(L *lua.LState, t *pipeline.KTable, err error) int {
 func (rt *Runtime) bTable(L *lua.LState) int {
 	rt.checkBuilder(L)
 	topic := L.CheckString(2)
-	o := options(L, 3, "table", "keySerde", "valueSerde", "materialized", "timestampExtractor", "name")
+	o := options(L, 3, "table", tableOpts)
 	c := pipeline.Consumed{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o)}
 	if fn := optFunction(L, o, "timestampExtractor"); fn != nil {
 		c.TimestampExtractor = rt.timestampExtractor(fn)
@@ -98,7 +98,7 @@ func (rt *Runtime) bTable(L *lua.LState) int {
 
 func (rt *Runtime) sToTable(L *lua.LState) int {
 	ks := rt.checkStream(L)
-	o := options(L, 2, "toTable", "name", "materialized")
+	o := options(L, 2, "toTable", storedOpts)
 	t, err := ks.ToTable(optString(L, o, "name"), rt.materializedOpt(L, o))
 	return rt.pushTable(L, t, err)
 }
@@ -115,7 +115,7 @@ func (rt *Runtime) wrapGroupedStream(L *lua.LState, g *pipeline.KGroupedStream) 
 
 func (rt *Runtime) sGroupByKey(L *lua.LState) int {
 	ks := rt.checkStream(L)
-	o := options(L, 2, "groupByKey", "name", "keySerde", "valueSerde")
+	o := options(L, 2, "groupByKey", groupedOpts)
 	g, err := ks.GroupByKey(rt.groupedOpt(L, o))
 	rt.raise(L, err)
 	L.Push(rt.wrapGroupedStream(L, g))
@@ -125,7 +125,7 @@ func (rt *Runtime) sGroupByKey(L *lua.LState) int {
 func (rt *Runtime) sGroupBy(L *lua.LState) int {
 	ks := rt.checkStream(L)
 	fn := L.CheckFunction(2)
-	o := options(L, 3, "groupBy", "name", "keySerde", "valueSerde")
+	o := options(L, 3, "groupBy", groupedOpts)
 	g, err := ks.GroupBy(rt.valueMapper(fn, true), rt.groupedOpt(L, o))
 	rt.raise(L, err)
 	L.Push(rt.wrapGroupedStream(L, g))
@@ -139,7 +139,7 @@ func (rt *Runtime) longSerde() pipeline.Serde {
 
 func (rt *Runtime) gsCount(L *lua.LState) int {
 	g := checkValue[*pipeline.KGroupedStream](L, "KGroupedStream")
-	o := options(L, 2, "count", "name", "materialized")
+	o := options(L, 2, "count", storedOpts)
 	t, err := g.Count(rt.materializedOpt(L, o), rt.longSerde(), optString(L, o, "name"))
 	return rt.pushTable(L, t, err)
 }
@@ -196,7 +196,7 @@ func (rt *Runtime) fromLuaResult(fn *lua.LFunction, what string) (any, error) {
 func (rt *Runtime) gsReduce(L *lua.LState) int {
 	g := checkValue[*pipeline.KGroupedStream](L, "KGroupedStream")
 	fn := L.CheckFunction(2)
-	o := options(L, 3, "reduce", "name", "materialized")
+	o := options(L, 3, "reduce", storedOpts)
 	t, err := g.Reduce(rt.reducer(fn), rt.materializedOpt(L, o), optString(L, o, "name"))
 	return rt.pushTable(L, t, err)
 }
@@ -205,7 +205,7 @@ func (rt *Runtime) gsAggregate(L *lua.LState) int {
 	g := checkValue[*pipeline.KGroupedStream](L, "KGroupedStream")
 	init := L.CheckFunction(2)
 	agg := L.CheckFunction(3)
-	o := options(L, 4, "aggregate", "name", "materialized")
+	o := options(L, 4, "aggregate", storedOpts)
 	t, err := g.Aggregate(rt.initializer(init), rt.aggregator(agg), rt.materializedOpt(L, o), optString(L, o, "name"))
 	return rt.pushTable(L, t, err)
 }
@@ -217,7 +217,7 @@ func (rt *Runtime) tToStream(L *lua.LState) int {
 	if fn, ok := L.Get(2).(*lua.LFunction); ok {
 		mapper, oi = fn, 3
 	}
-	o := options(L, oi, "toStream", "name")
+	o := options(L, oi, "toStream", namedOpts)
 	ks, err := t.ToStream(optString(L, o, "name"))
 	rt.raise(L, err)
 	if mapper != nil {
@@ -230,7 +230,7 @@ func (rt *Runtime) tFilter(not bool) lua.LGFunction {
 	return func(L *lua.LState) int {
 		t := checkValue[*pipeline.KTable](L, "KTable")
 		fn := L.CheckFunction(2)
-		o := options(L, 3, "filter", "name")
+		o := options(L, 3, "filter", namedOpts)
 		out, err := t.Filter(rt.predicate(fn), not, optString(L, o, "name"))
 		return rt.pushTable(L, out, err)
 	}
@@ -239,7 +239,7 @@ func (rt *Runtime) tFilter(not bool) lua.LGFunction {
 func (rt *Runtime) tMapValues(L *lua.LState) int {
 	t := checkValue[*pipeline.KTable](L, "KTable")
 	fn := L.CheckFunction(2)
-	o := options(L, 3, "mapValues", "name", "withKey")
+	o := options(L, 3, "mapValues", withKeyOpts)
 	out, err := t.MapValues(rt.valueMapper(fn, optBool(L, o, "withKey")), optString(L, o, "name"))
 	return rt.pushTable(L, out, err)
 }
@@ -257,7 +257,7 @@ func (rt *Runtime) tStoreName(L *lua.LState) int {
 func (rt *Runtime) tGroupBy(L *lua.LState) int {
 	t := checkValue[*pipeline.KTable](L, "KTable")
 	fn := L.CheckFunction(2)
-	o := options(L, 3, "groupBy", "name", "keySerde", "valueSerde")
+	o := options(L, 3, "groupBy", groupedOpts)
 	g, err := t.GroupBy(rt.keyValueMapper(fn), rt.groupedOpt(L, o))
 	rt.raise(L, err)
 	L.Push(rt.wrap(L, "KGroupedTable", g, map[string]lua.LGFunction{
@@ -270,7 +270,7 @@ func (rt *Runtime) tGroupBy(L *lua.LState) int {
 
 func (rt *Runtime) gtCount(L *lua.LState) int {
 	g := checkValue[*pipeline.KGroupedTable](L, "KGroupedTable")
-	o := options(L, 2, "count", "name", "materialized")
+	o := options(L, 2, "count", storedOpts)
 	t, err := g.Count(rt.materializedOpt(L, o), rt.longSerde(), optString(L, o, "name"))
 	return rt.pushTable(L, t, err)
 }
@@ -278,7 +278,7 @@ func (rt *Runtime) gtCount(L *lua.LState) int {
 func (rt *Runtime) gtReduce(L *lua.LState) int {
 	g := checkValue[*pipeline.KGroupedTable](L, "KGroupedTable")
 	adder, sub := L.CheckFunction(2), L.CheckFunction(3)
-	o := options(L, 4, "reduce", "name", "materialized")
+	o := options(L, 4, "reduce", storedOpts)
 	t, err := g.Reduce(rt.reducer(adder), rt.reducer(sub), rt.materializedOpt(L, o), optString(L, o, "name"))
 	return rt.pushTable(L, t, err)
 }
@@ -286,7 +286,7 @@ func (rt *Runtime) gtReduce(L *lua.LState) int {
 func (rt *Runtime) gtAggregate(L *lua.LState) int {
 	g := checkValue[*pipeline.KGroupedTable](L, "KGroupedTable")
 	init, adder, sub := L.CheckFunction(2), L.CheckFunction(3), L.CheckFunction(4)
-	o := options(L, 5, "aggregate", "name", "materialized")
+	o := options(L, 5, "aggregate", storedOpts)
 	t, err := g.Aggregate(rt.initializer(init), rt.aggregator(adder), rt.aggregator(sub), rt.materializedOpt(L, o), optString(L, o, "name"))
 	return rt.pushTable(L, t, err)
 }

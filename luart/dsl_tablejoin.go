@@ -23,7 +23,7 @@ func (rt *Runtime) tJoin(kind pipeline.TableJoinKind) lua.LGFunction {
 			return rt.tJoinForeignKey(L, t, other, kind)
 		}
 		fn := L.CheckFunction(3)
-		o := options(L, 4, kind.String(), "name", "materialized")
+		o := options(L, 4, kind.String(), storedOpts)
 		out, err := t.JoinTable(other, rt.valueJoiner(fn), kind, optString(L, o, "name"), rt.materializedOpt(L, o))
 		return rt.pushTable(L, out, err)
 	}

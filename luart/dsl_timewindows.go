@@ -76,14 +76,14 @@ func (rt *Runtime) gsWindowedBy(L *lua.LState) int {
 	L.Push(rt.wrap(L, "TimeWindowedKStream", tw, map[string]lua.LGFunction{
 		"count": func(L *lua.LState) int {
 			tw := checkValue[*pipeline.TimeWindowedKStream](L, "TimeWindowedKStream")
-			o := options(L, 2, "count", "name", "materialized")
+			o := options(L, 2, "count", storedOpts)
 			t, err := tw.Count(rt.materializedOpt(L, o), rt.longSerde(), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},
 		"reduce": func(L *lua.LState) int {
 			tw := checkValue[*pipeline.TimeWindowedKStream](L, "TimeWindowedKStream")
 			fn := L.CheckFunction(2)
-			o := options(L, 3, "reduce", "name", "materialized")
+			o := options(L, 3, "reduce", storedOpts)
 			t, err := tw.Reduce(rt.reducer(fn), rt.materializedOpt(L, o), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},
@@ -105,7 +105,7 @@ func (rt *Runtime) gsWindowedBy(L *lua.LState) int {
 		"aggregate": func(L *lua.LState) int {
 			tw := checkValue[*pipeline.TimeWindowedKStream](L, "TimeWindowedKStream")
 			init, agg := L.CheckFunction(2), L.CheckFunction(3)
-			o := options(L, 4, "aggregate", "name", "materialized")
+			o := options(L, 4, "aggregate", storedOpts)
 			t, err := tw.Aggregate(rt.initializer(init), rt.aggregator(agg), rt.materializedOpt(L, o), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},

@@ -68,6 +68,9 @@ type Runtime struct {
 	iterators []interface{ Close() }
 	// Warnings collects non-fatal notices found while loading (e.g. deprecated forms).
 	Warnings []string
+	// built holds the names of every DSL type and class built so far, with their methods
+	// or functions: what a test compares with the editor definitions' dslTypes.
+	built map[string][]string
 }
 
 // New creates a sandboxed Lua state with the stoat module.
@@ -107,6 +110,7 @@ func New(opts Options) (*Runtime, error) {
 		builder: pipeline.NewStreamsBuilder(pipeline.Serdes{Key: keySerde, Value: valueSerde}),
 		modules: map[string]lua.LValue{},
 		files:   map[string]bool{},
+		built:   map[string][]string{},
 		null:    L.NewUserData(),
 		arrayMT: L.NewTable(),
 	}

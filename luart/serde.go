@@ -18,7 +18,7 @@ type luaSerde struct {
 }
 
 func (rt *Runtime) newLuaSerde(L *lua.LState) int {
-	o := options(L, 1, "stoat.serde", "serialize", "deserialize")
+	o := options(L, 1, "stoat.serde", serdeSpecOpts)
 	s := &luaSerde{rt: rt, serialize: optFunction(L, o, "serialize"), deserialize: optFunction(L, o, "deserialize"), where: rt.where()}
 	if s.serialize == nil || s.deserialize == nil {
 		L.RaiseError("stoat.serde needs both serialize and deserialize functions")

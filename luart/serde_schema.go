@@ -30,12 +30,12 @@ var schemaSerdeFunctions = map[string]string{"avro": "avro", "protobuf": "protob
 // autoRegister =} (and protobuf's message =); a schema file is relative to the calling script.
 func (rt *Runtime) newSchemaSerde(fn, name string) lua.LGFunction {
 	return func(L *lua.LState) int {
-		allowed := []string{"schema", "subject", "version", "latest", "autoRegister"}
+		set := schemaSerdeOpts
 		if name == "protobuf" {
-			allowed = append(allowed, "message")
+			set = protobufSerdeOpts
 		}
 		what := "stoat." + fn
-		o := options(L, 1, what, allowed...)
+		o := options(L, 1, what, set)
 		spec := schemas.Spec{Subject: optString(L, o, "subject"), Message: optString(L, o, "message")}
 		if file := optString(L, o, "schema"); file != "" {
 			path := file

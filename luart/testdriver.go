@@ -40,7 +40,7 @@ func (tf *testFile) luaDriver(L *lua.LState) int {
 		scripts = []string{string(s)}
 		o = L.NewTable()
 	} else {
-		o = options(L, 1, "t.driver", "scripts", "defaultKeySerde", "defaultValueSerde", "wallClockMs", "partitions")
+		o = options(L, 1, "t.driver", driverOpts)
 		list, ok := o.RawGetString("scripts").(*lua.LTable)
 		if !ok || list.Len() == 0 {
 			L.RaiseError("t.driver needs a script path or {scripts = {\"a.lua\", ...}}")
@@ -281,7 +281,7 @@ func (tf *testFile) driverMethods() map[string]lua.LGFunction {
 // serdes (stoat.avro{...}, plain data) are accepted: a stoat.serde{...} is made of functions
 // of another Lua state.
 func (tf *testFile) topicSerdes(L *lua.LState, td *testDriver, what string, i int) (key, value pipeline.Serde) {
-	o := options(L, i, what, "keySerde", "valueSerde")
+	o := options(L, i, what, topicOpts)
 	byName := func(opt, def string) pipeline.Serde {
 		name := def
 		var spec schemas.Spec

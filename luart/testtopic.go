@@ -102,11 +102,11 @@ func (o pipeOpts) at(i int) int64 { return o.timestamp + int64(i-1)*o.advance }
 // pipeOptions reads {timestamp =, headers =} (and advance = for lists). The timestamp
 // defaults to the driver's wall clock, as in TopologyTestDriver.
 func (tf *testFile) pipeOptions(L *lua.LState, t *testTopic, i int, list bool) pipeOpts {
-	allowed := []string{"timestamp", "headers"}
+	set := pipeInputOpts
 	if list {
-		allowed = append(allowed, "advance")
+		set = pipeListInputOpts
 	}
-	o := options(L, i, "pipe options", allowed...)
+	o := options(L, i, "pipe options", set)
 	p := pipeOpts{timestamp: t.td.d.WallClock()}
 	if n, ok := o.RawGetString("timestamp").(lua.LNumber); ok {
 		p.timestamp = checkMillis(L, "timestamp", n)
