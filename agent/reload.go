@@ -197,8 +197,18 @@ func (a *Agent) discardStaged() {
 	}
 }
 
-// serveReload adds POST /-/reload: 202 when the reload is queued, 409 while one is pending.
+// serveReload adds POST /-/reload: 202 when the reload is queued, 409 while one is pending;
+// and GET /-/reload: whether one is pending, and a digest of each config key as the running
+// topology was loaded with it, which `validate --against` compares with the file.
 func (a *Agent) serveReload() {
+	a.http.Handle("GET /-/reload", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		base := a.reload.base.Load()
+		if base == nil {
+			writeHTTPError(w, http.StatusServiceUnavailable, "not_ready", errReloadNotRunning.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, reloadState{Pending: a.reload.pending.Load(), Config: base.cfg.ReloadDigests()})
+	}))
 	a.http.Handle("POST /-/reload", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		switch err := a.Reload(); {
 		case err == nil:
@@ -209,6 +219,12 @@ func (a *Agent) serveReload() {
 			writeHTTPError(w, http.StatusServiceUnavailable, "not_ready", err.Error())
 		}
 	}))
+}
+
+// reloadState is GET /-/reload's answer.
+type reloadState struct {
+	Pending bool              `json:"pending"`
+	Config  map[string]string `json:"config"` // config key → digest of its value as written
 }
 
 // topologyShape is what a reload must keep: the topics read, the global tables and the
@@ -297,11 +313,19 @@ func (old topologyShape) compatible(new topologyShape) error {
 	return nil
 }
 
-// ReloadCompatibleWith loads cfg's scripts and checks whether the agent listening at base
-// (http://host:port) could reload into them: its GET /topology and GET /v1/stores give the
-// running sources, global tables and stores. Whether a store is logged and the config keys
-// are not compared: the agent checks those itself when it reloads.
+// ReloadCompatibleWith loads cfg's config file and scripts and checks whether the agent
+// listening at base (http://host:port) could reload into them: GET /-/reload gives the
+// digests of the config keys it runs with, GET /topology and GET /v1/stores the running
+// sources, global tables and stores. Whether a store is logged is not compared: the agent
+// checks that itself when it reloads.
 func ReloadCompatibleWith(ctx context.Context, cfg *config.Config, base string) error {
+	var running reloadState
+	if err := getAgentJSON(ctx, cfg, base, "/-/reload", &running); err != nil {
+		return err
+	}
+	if err := cfg.CheckReloadAgainst(running.Config); err != nil {
+		return err
+	}
 	var desc pipeline.TopologyDescription
 	if err := getAgentJSON(ctx, cfg, base, "/topology", &desc); err != nil {
 		return err

@@ -355,6 +355,16 @@ return b
 	if err == nil || !strings.Contains(err.Error(), "store extra was added") {
 		t.Fatalf("a new store: %v, want refused", err)
 	}
+	// A changed config key is refused as the agent refuses it; the log level may change.
+	f.writeScript(t, mapScript("A", ""))
+	f.writeConfig(t, strings.Replace(f.toml, "[agent]", "[agent]\nlog.level = \"debug\"", 1))
+	if err := check(mapScript("A", "")); err != nil {
+		t.Fatalf("a changed log level: %v, want compatible", err)
+	}
+	f.writeConfig(t, strings.Replace(f.toml, "commit.interval.ms = 50", "commit.interval.ms = 70", 1))
+	if err := check(mapScript("A", "")); err == nil || !strings.Contains(err.Error(), "config key streams.commit.interval.ms changed") {
+		t.Fatalf("a changed key: %v, want refused", err)
+	}
 }
 
 func TestReloadWhilePendingAnswers409(t *testing.T) {

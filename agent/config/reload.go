@@ -1,6 +1,9 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -15,10 +18,40 @@ var reloadable = []*Key{scripts.key, logLevel.key}
 // next, the file as it is now: a key other than the reloadable ones changed, as written
 // (a value written differently counts as a change). nil when only those changed.
 func (c *Config) CheckReload(next *Config) error {
-	if key := firstChange(c.written, next.written); key != "" {
-		return fmt.Errorf("config key %s changed; a reload may change only the scripts and agent.log.level (restart the agent to apply it)", key)
+	return refusedReload(firstChange(c.written, next.written))
+}
+
+// ReloadDigests are a SHA-256 of the value of every key the file was written with, by full
+// name: what a running agent tells `validate --against` (GET /-/reload), so that it can
+// say which key changed without the values (a token among them) leaving the agent.
+func (c *Config) ReloadDigests() map[string]string {
+	out := make(map[string]string, len(c.written))
+	for k, v := range c.written {
+		data, _ := json.Marshal(v) // TOML values: strings, numbers, booleans, lists, times
+		sum := sha256.Sum256(data)
+		out[k] = hex.EncodeToString(sum[:])
 	}
-	return nil
+	return out
+}
+
+// CheckReloadAgainst is CheckReload for a running agent known only by its ReloadDigests:
+// why it could not reload from next.
+func (next *Config) CheckReloadAgainst(running map[string]string) error {
+	old, cur := map[string]any{}, map[string]any{}
+	for k, v := range running {
+		old[k] = v
+	}
+	for k, v := range next.ReloadDigests() {
+		cur[k] = v
+	}
+	return refusedReload(firstChange(old, cur))
+}
+
+func refusedReload(key string) error {
+	if key == "" {
+		return nil
+	}
+	return fmt.Errorf("config key %s changed; a reload may change only the scripts and agent.log.level (restart the agent to apply it)", key)
 }
 
 // firstChange names the first key (application.id first, then by name) that is not

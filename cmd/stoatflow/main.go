@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/agent"
 	"github.com/stoatflow/stoatflow/agent/config"
+	"github.com/stoatflow/stoatflow/agent/watch"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -31,10 +34,10 @@ type command struct {
 
 // commands are the sub-commands, in the order `stoatflow --help` lists them.
 var commands = []command{
-	{"run", "[-c agent.toml]", "run the agent (the default command)", cmdRun},
+	{"run", "[-c agent.toml] [--watch]", "run the agent (the default command)", cmdRun},
 	{"validate", "[-c agent.toml] [--strict] [--against URL]", "load config and scripts, build the topology; exit 0, or 1 with the errors", cmdValidate},
 	{"describe", "[-c agent.toml]", "print the Kafka Streams TopologyDescription text", cmdDescribe},
-	{"test", "[-run RE] [-v] [paths]", "run the *_test.lua pipeline tests (default scripts/)", cmdTest},
+	{"test", "[-run RE] [-v] [-w] [paths]", "run the *_test.lua pipeline tests (default scripts/)", cmdTest},
 	{"query", "[-addr host:port] COMMAND ...", "read a running agent's state stores", cmdQuery},
 	{"reset", "[-c agent.toml]", "delete the application's whole state directory", cmdReset},
 	{"version", "", "print the version (also --version)", cmdVersion},
@@ -152,6 +155,7 @@ type commonFlags struct {
 	logFormat string
 	strict    bool
 	against   string
+	watch     bool
 }
 
 func parseFlags(name string, args []string, stderr io.Writer, withLog bool) (*commonFlags, *flag.FlagSet, error) {
@@ -161,7 +165,10 @@ func parseFlags(name string, args []string, stderr io.Writer, withLog bool) (*co
 	fs.StringVar(&f.config, "c", "agent.toml", "path of the agent's TOML config")
 	if name == "validate" {
 		fs.BoolVar(&f.strict, "strict", false, "fail on warnings too (ignored keys, deprecated forms)")
-		fs.StringVar(&f.against, "against", "", "also check the change is reload-compatible with the agent at this URL (http://host:port)")
+		fs.StringVar(&f.against, "against", "", "also check the change is reload-compatible with the agent at this URL (http://host:port), or, given \"listen\", at the config's agent.http.listen")
+	}
+	if name == "run" {
+		fs.BoolVar(&f.watch, "watch", false, fmt.Sprintf("reload whenever the config file or a .lua file below a script's directory changes (polled every %s)", watch.Interval))
 	}
 	if withLog {
 		fs.StringVar(&f.logLevel, "log.level", "", "override agent.log.level (debug|info|warn|error)")
@@ -176,6 +183,14 @@ func parseFlags(name string, args []string, stderr io.Writer, withLog bool) (*co
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return runAgent(ctx, args, stdout, stderr, watch.Interval)
+}
+
+// runAgent runs the agent until ctx is done; with --watch it reloads the agent whenever
+// the config file or a script changes (the files polled every interval).
+func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer, interval time.Duration) int {
 	f, _, cfg, code := loadFor("run", args, stderr, true)
 	if code >= 0 {
 		return code
@@ -188,8 +203,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	for _, n := range cfg.Notices {
 		logger.Info(n.Format(cfg.Path))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	// systemd's ExecReload sends SIGHUP after `stoatflow validate`: reload the config and
 	// scripts. The outcome is logged and counted by the agent.
 	hup := make(chan os.Signal, 1)
@@ -207,11 +220,51 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}()
+	if f.watch {
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go reloadOnChange(watchCtx, a, cfg, logger, interval)
+	}
 	if err := a.Run(ctx); err != nil {
 		logger.Error("stopped with an error", "err", err)
 		return 1
 	}
 	return 0
+}
+
+// reloadOnChange reloads the agent whenever the config file or a .lua file below the
+// directory of a script changes: the reload loads and checks the new scripts, and refuses
+// (logging the reason) what it would refuse on SIGHUP.
+func reloadOnChange(ctx context.Context, a *agent.Agent, cfg *config.Config, logger *slog.Logger, interval time.Duration) {
+	dirs := map[string]bool{}
+	for _, s := range cfg.Scripts {
+		dirs[filepath.Dir(s)] = true
+	}
+	paths := []string{cfg.Path}
+	for d := range dirs {
+		paths = append(paths, d)
+	}
+	w := watch.New(func() []string { return watch.LuaFiles(paths...) })
+	logger.Info("--watch: reloading whenever the config or a script changes", "files", len(watch.LuaFiles(paths...)), "every", interval)
+	w.Run(ctx, interval, func(changed []string) {
+		logger.Info("--watch: files changed; reloading", "files", changed)
+		for {
+			err := a.Reload()
+			if !errors.Is(err, agent.ErrReloadPending) {
+				if err != nil {
+					logger.Warn("--watch: reload not started", "err", err)
+				}
+				return
+			}
+			// The pending reload may have read the files before this change: start
+			// another once it is done.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(interval):
+			}
+		}
+	})
 }
 
 // cmdValidate loads the config and every script and builds the topology, reporting every
@@ -245,15 +298,39 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: OK (%d script(s))\n", f.config, len(cfg.Scripts))
 	if f.against != "" {
+		against := f.against
+		if against == "listen" {
+			against = listenURL(cfg)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := agent.ReloadCompatibleWith(ctx, cfg, f.against); err != nil {
-			fmt.Fprintf(stderr, "%s: not reload-compatible with the agent at %s: %v\n", f.config, f.against, err)
+		if err := agent.ReloadCompatibleWith(ctx, cfg, against); err != nil {
+			fmt.Fprintf(stderr, "%s: not reload-compatible with the agent at %s: %v\n", f.config, against, err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "%s: reload-compatible with the agent at %s\n", f.config, f.against)
+		fmt.Fprintf(stdout, "%s: reload-compatible with the agent at %s\n", f.config, against)
 	}
 	return 0
+}
+
+// listenURL is where the agent a config runs listens, as a client on the same host reaches
+// it: https with agent.http.tls.*, and loopback for a wildcard address.
+func listenURL(cfg *config.Config) string {
+	scheme := "http"
+	if cfg.HTTPTLSCert != "" {
+		scheme = "https"
+	}
+	host, port, err := net.SplitHostPort(cfg.HTTPListen)
+	if err != nil {
+		return scheme + "://" + cfg.HTTPListen
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
 func cmdDescribe(args []string, stdout, stderr io.Writer) int {

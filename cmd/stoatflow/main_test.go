@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stoatflow/stoatflow/agent/config"
 )
 
 func runCLI(args ...string) (int, string, string) {
@@ -194,5 +197,51 @@ func TestValidateWarnsOfUnavailableCalls(t *testing.T) {
 	}
 	if code, _, _ := runCLI("validate", "--strict", "-c", filepath.Join(dir, "agent.toml")); code != 1 {
 		t.Fatalf("--strict: exit %d, want 1", code)
+	}
+}
+
+// validate --against listen talks to the agent the config runs, on loopback for a wildcard
+// listener and over https with TLS set.
+func TestListenURL(t *testing.T) {
+	for _, c := range []struct {
+		listen, cert, want string
+	}{
+		{"127.0.0.1:9464", "", "http://127.0.0.1:9464"},
+		{":9464", "", "http://127.0.0.1:9464"},
+		{"0.0.0.0:9464", "c.pem", "https://127.0.0.1:9464"},
+		{"[::]:9464", "", "http://[::1]:9464"},
+		{"stoat-1.example:9464", "", "http://stoat-1.example:9464"},
+	} {
+		cfg := config.Default()
+		cfg.HTTPListen, cfg.HTTPTLSCert = c.listen, c.cert
+		if got := listenURL(cfg); got != c.want {
+			t.Errorf("%s: %s, want %s", c.listen, got, c.want)
+		}
+	}
+}
+
+// The unit's reload checks the change against the running agent before it sends SIGHUP, so
+// systemctl reload fails when the agent would refuse it.
+func TestUnitReloadChecksTheRunningAgent(t *testing.T) {
+	data, err := os.ReadFile("../../systemd/stoatflow.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reloads []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "ExecReload="); ok {
+			reloads = append(reloads, v)
+		}
+	}
+	if len(reloads) != 2 || reloads[1] != "/bin/kill -HUP $MAINPID" {
+		t.Fatalf("ExecReload lines: %q", reloads)
+	}
+	args := strings.Fields(reloads[0])
+	if args[0] != "/usr/local/bin/stoatflow" || args[1] != "validate" {
+		t.Fatalf("first ExecReload: %q", reloads[0])
+	}
+	f, _, err := parseFlags("validate", args[2:], io.Discard, false)
+	if err != nil || f.against != "listen" || f.config != "/etc/stoatflow/agent.toml" {
+		t.Fatalf("first ExecReload %q: flags %+v, err %v", reloads[0], f, err)
 	}
 }
