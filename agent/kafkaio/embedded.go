@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -52,17 +53,24 @@ func (e *Embedded) Addrs() []string { return e.cluster.ListenAddrs() }
 func (e *Embedded) Close() { e.cluster.Close() }
 
 // kfakeLogger forwards kfake's log lines to slog. kfake logs every request at its info
-// level, which is debug detail for an operator.
+// level, which is debug detail for an operator, and warns when its own handling of an
+// EndTxn took over 10 ms, which a busy machine causes and which says nothing about the
+// application: debug too.
 type kfakeLogger struct{ logger *slog.Logger }
+
+// kfakeSlowTxn starts kfake's warning about its own slow EndTxn.
+const kfakeSlowTxn = "txn: EndTxn slow "
 
 func (l kfakeLogger) Logf(level kfake.LogLevel, format string, args ...any) {
 	var sl slog.Level
-	switch level {
-	case kfake.LogLevelError:
+	switch {
+	case level == kfake.LogLevelError:
 		sl = slog.LevelError
-	case kfake.LogLevelWarn:
+	case level == kfake.LogLevelWarn && strings.HasPrefix(format, kfakeSlowTxn):
+		sl = slog.LevelDebug
+	case level == kfake.LogLevelWarn:
 		sl = slog.LevelWarn
-	case kfake.LogLevelInfo:
+	case level == kfake.LogLevelInfo:
 		sl = slog.LevelDebug
 	default:
 		return
