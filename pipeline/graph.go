@@ -54,6 +54,9 @@ func (c *Context) Name() string { return c.node.name }
 
 // Forward passes rec to every child of this node, in the order they were added.
 func (c *Context) Forward(rec Record) error {
+	if c.node.tap != nil {
+		c.node.tap(rec)
+	}
 	for _, child := range c.node.children {
 		if err := child.process(rec); err != nil {
 			return err
@@ -66,6 +69,9 @@ func (c *Context) Forward(rec Record) error {
 func (c *Context) ForwardTo(child string, rec Record) error {
 	for _, ch := range c.node.children {
 		if ch.name == child {
+			if c.node.tap != nil {
+				c.node.tap(rec)
+			}
 			return ch.process(rec)
 		}
 	}

@@ -28,6 +28,9 @@ func (p *sinkProc) Init(ctx *Context) error {
 }
 
 func (p *sinkProc) Process(rec Record) error {
+	if p.ctx.node.tap != nil {
+		p.ctx.node.tap(rec)
+	}
 	topic := p.spec.topic
 	if p.spec.extractor != nil {
 		var err error

@@ -79,6 +79,9 @@ type Topology struct {
 
 	cacheMaxBytes int64
 	caches        []*recordCache
+
+	// current is the node whose Process runs, nil between records.
+	current *runtimeNode
 }
 
 type storeKey struct {
@@ -92,6 +95,7 @@ type runtimeNode struct {
 	children  []*runtimeNode
 	processed Counter
 	ctx       *Context
+	tap       TapFunc // nil unless someone watches what the node emits
 }
 
 // NodeError says which processor failed.
@@ -105,7 +109,12 @@ func (e *NodeError) Unwrap() error { return e.Err }
 
 func (n *runtimeNode) process(rec Record) error {
 	n.processed.Inc()
-	if err := n.proc.Process(rec); err != nil {
+	t := n.ctx.topology
+	outer := t.current
+	t.current = n
+	err := n.proc.Process(rec)
+	t.current = outer
+	if err != nil {
 		var ne *NodeError
 		if errors.As(err, &ne) {
 			return err
@@ -251,7 +260,7 @@ func (t *Topology) Process(in SourceRecord) error {
 		if err == nil {
 			err = t.punctuateStreamTime(in.Partition)
 		}
-		if err == nil {
+		if err == nil && len(t.wmListeners) > 0 {
 			err = t.AdvanceWatermark()
 		}
 	}
@@ -279,9 +288,6 @@ func (t *Topology) punctuateStreamTime(partition int32) error {
 	}
 	return nil
 }
-
-// StreamTimes returns the stream time of every task (by partition) that has seen a record.
-func (t *Topology) StreamTimes() map[int32]int64 { return t.streamTime }
 
 // HasWallClockPunctuators reports whether any processor scheduled a wall-clock punctuator.
 func (t *Topology) HasWallClockPunctuators() bool {

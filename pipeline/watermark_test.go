@@ -72,3 +72,72 @@ func (longTestSerde) Deserialize(_ string, _ Headers, b []byte) (any, error) {
 	}
 	return n, nil
 }
+
+// Time reports each partition's stream time, which partitions hold the watermark back and
+// which are idle; without any window waiting, AdvanceWatermark still moves the watermark
+// that Time reports.
+func TestTimeViewNamesWhatHoldsTheWatermarkBack(t *testing.T) {
+	b := newTestBuilder()
+	s, _ := b.Stream([]string{"in"}, Consumed{})
+	_ = s.To("out", Produced{})
+	topo, err := b.Build(TopologyOptions{Collector: &Driver{outputs: map[string][]OutputRecord{}}, SourcePartitions: map[string]int32{"in": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, p1, p2 := TopicPartition{"in", 0}, TopicPartition{"in", 1}, TopicPartition{"in", 2}
+	topo.SetAssignment([]TopicPartition{p2, p0, p1})
+	send := func(p int32, ts int64) {
+		t.Helper()
+		if err := topo.Process(SourceRecord{Topic: "in", Partition: p, Key: []byte("k"), Value: []byte("v"), Timestamp: ts}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(0, 50)
+	send(1, 20)
+	view := func() TimeView {
+		t.Helper()
+		if err := topo.AdvanceWatermark(); err != nil {
+			t.Fatal(err)
+		}
+		return topo.Time()
+	}
+	got := view()
+	want := TimeView{Watermark: -1, Partitions: []PartitionTime{
+		{TopicPartition: p0, StreamTime: 50},
+		{TopicPartition: p1, StreamTime: 20},
+		{TopicPartition: p2, StreamTime: -1, HoldsBack: true},
+	}}
+	if !equalTimeViews(got, want) {
+		t.Fatalf("p2 has no record yet and is not idle: got %+v, want %+v", got, want)
+	}
+	topo.SetIdle(p2, true)
+	got = view()
+	want.Watermark = 20
+	want.Partitions[1].HoldsBack, want.Partitions[2].HoldsBack, want.Partitions[2].Idle = true, false, true
+	if !equalTimeViews(got, want) {
+		t.Fatalf("p2 idle, p1 the slowest: got %+v, want %+v", got, want)
+	}
+	topo.SetIdle(p0, true)
+	topo.SetIdle(p1, true)
+	got = view()
+	if got.Watermark != 50 {
+		t.Fatalf("every partition idle: the watermark is the largest stream time, got %d", got.Watermark)
+	}
+	for _, p := range got.Partitions {
+		if p.HoldsBack {
+			t.Fatalf("an idle partition holds nothing back: %+v", got)
+		}
+	}
+}
+
+func equalTimeViews(a, b TimeView) bool {
+	if a.Watermark != b.Watermark || len(a.Partitions) != len(b.Partitions) {
+		return false
+	}
+	for i := range a.Partitions {
+		if a.Partitions[i] != b.Partitions[i] {
+			return false
+		}
+	}
+	return true
+}

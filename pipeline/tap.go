@@ -1,0 +1,31 @@
+package pipeline
+
+import "fmt"
+
+// TapFunc sees every record a tapped node emits: what a processor or source forwards to
+// its children, what a sink writes. It runs on the processing goroutine, inside the
+// node's processing, so it must be quick; the record's byte slices and values are only
+// valid during the call.
+type TapFunc func(rec Record)
+
+// SetTap makes fn see the records node emits; nil removes the tap. An untapped node pays
+// one nil check per record.
+func (t *Topology) SetTap(node string, fn TapFunc) error {
+	for _, n := range t.nodes {
+		if n.name == node {
+			n.tap = fn
+			return nil
+		}
+	}
+	return fmt.Errorf("no node named %q in this topology", node)
+}
+
+// CurrentNode is the name of the node whose processing runs, "" between records. A
+// runtime that calls into user code (Lua) reads it to say which node the time it spends
+// belongs to.
+func (t *Topology) CurrentNode() string {
+	if t.current == nil {
+		return ""
+	}
+	return t.current.name
+}
