@@ -64,6 +64,7 @@ type Runtime struct {
 	clock   func() int64
 	// luaTime is the time spent in Lua calls so far (nested calls count once).
 	luaTime time.Duration
+	nodes   nodeTimes
 	// iterators are the store iterators opened by the running callback.
 	iterators []interface{ Close() }
 	// Warnings collects non-fatal notices found while loading (e.g. deprecated forms).
@@ -273,9 +274,12 @@ func (rt *Runtime) pcall(nargs, nret int) error {
 	rt.budget.begin(fn)
 	outermost := rt.budget.depth == 1
 	start := time.Now()
+	outer := rt.nodes.enter()
 	err := rt.L.PCall(nargs, nret, nil)
+	took := time.Since(start)
+	rt.nodes.leave(outer, took)
 	if outermost {
-		rt.luaTime += time.Since(start)
+		rt.luaTime += took
 	}
 	stopped := rt.budget.end()
 	if err == nil {

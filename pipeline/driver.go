@@ -132,3 +132,6 @@ func (d *Driver) Store(name string, partition int32) (*KeyValueStore, error) {
 
 // WallClock is the mock wall-clock time.
 func (d *Driver) WallClock() int64 { return d.clock }
+
+// Topology is the topology the driver runs.
+func (d *Driver) Topology() *Topology { return d.topo }
