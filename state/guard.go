@@ -260,3 +260,15 @@ func (db *DB) corruptf(format string, args ...any) error {
 // goroutine, or nil. Once there is one, every read and write that needs LevelDB fails with
 // it: the agent drops the epoch and rebuilds the database from the changelogs.
 func (db *DB) Corruption() error { return db.ldb.failed() }
+
+func (g *ldbGuard) sizeOf(r util.Range) (n int64, err error) {
+	if err := g.failed(); err != nil {
+		return 0, err
+	}
+	defer g.recover(&err)
+	sizes, err := g.db.SizeOf([]util.Range{r})
+	if err != nil {
+		return 0, g.check(err)
+	}
+	return sizes.Sum(), nil
+}
