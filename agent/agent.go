@@ -21,6 +21,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/demo"
+	"github.com/stoatflow/stoatflow/agent/console"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/luart"
 	"github.com/stoatflow/stoatflow/metrics"
@@ -63,6 +64,13 @@ type Agent struct {
 	registryURL string
 	// progress is the processing loop's heartbeat, which the systemd watchdog follows.
 	progress loopProgress
+
+	// What the console shows (agent/console): the last warnings and errors, the restore in
+	// progress, the engine's time as the loop last published it, and the live taps.
+	recent   *console.RecentLog
+	restores *console.RestoreProgress
+	time     atomic.Pointer[console.TimeStatus]
+	taps     *console.Taps
 }
 
 // storeCatalog describes the running application's state for interactive queries: the
@@ -96,7 +104,9 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 		m = metrics.New()
 	}
 	zeroDropReasons(m)
-	a := &Agent{cfg: cfg, opts: opts, log: opts.Logger, metrics: m, ready: make(chan struct{}), closer: newCloser(), reload: newReloader()}
+	recent := console.NewRecentLog(opts.Logger.Handler(), recentLogEntries)
+	a := &Agent{cfg: cfg, opts: opts, log: slog.New(recent), metrics: m, ready: make(chan struct{}), closer: newCloser(), reload: newReloader(),
+		recent: recent, restores: &console.RestoreProgress{}, taps: console.NewTaps(cfg.TapRecordsPerSecond, cfg.TapMaxClients)}
 	gauge := StateGauge(m.AppState)
 	a.state = NewStateMachine(func(old, new AppState) {
 		gauge(old, new)
@@ -113,9 +123,13 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	srv.ReportRestore(a.restores)
 	a.http = srv
 	return a, nil
 }
+
+// recentLogEntries is how many of the last warnings and errors the console shows.
+const recentLogEntries = 50
 
 // State is the application's current state.
 func (a *Agent) State() AppState { return a.state.Current() }

@@ -290,12 +290,15 @@ func TestAgentEndToEndWithHeaders(t *testing.T) {
 			t.Fatalf("GET %s = %q, want it to contain %q", path, body, want)
 		}
 	}
-	// Exported once per epoch: poll until the next commit has reported them.
+	// Exported once per epoch: poll until the next commit has reported them. Both
+	// partitions are read to their end, so they become idle, and the engine's watermark is
+	// then the largest stream time (partition 1's), not the smallest.
 	for _, want := range []string{
 		`stoatflow_processor_record_e2e_latency_seconds_count{node="KSTREAM-SINK-0000000002"} 10`,
 		`stoatflow_consumer_lag_records{partition="1",topic="in"} 0`,
+		`stoatflow_time_stream_time_milliseconds{partition="0",topic="in"} 1.700000000004e+12`,
 		`stoatflow_time_stream_time_milliseconds{partition="1",topic="in"} 1.700000000009e+12`,
-		`stoatflow_time_watermark_milliseconds 1.700000000004e+12`,
+		`stoatflow_time_watermark_milliseconds 1.700000000009e+12`,
 	} {
 		deadline := time.Now().Add(10 * time.Second)
 		for body := ""; !strings.Contains(body, want); body = httpGet(t, "http://"+addr+"/metrics") {

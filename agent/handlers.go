@@ -76,7 +76,7 @@ func (l *loop) handleRecordError(msg *kafkaio.Message, err error) error {
 	case pe != nil || errors.Is(err, kafkaio.ErrFenced):
 		return err
 	case errors.As(err, &de):
-		reason, exception, cont = metrics.DropDeserialization, ExceptionDeserialization, l.a.cfg.ContinueOnDeserializationError()
+		reason, exception, node, cont = metrics.DropDeserialization, ExceptionDeserialization, l.b.SourceNode(msg.Topic), l.a.cfg.ContinueOnDeserializationError()
 	case errors.As(err, &ne):
 		reason, exception, node, cont = metrics.DropProcessing, ExceptionProcessing, ne.Node, l.a.cfg.ContinueOnProcessingError()
 	default:
@@ -91,7 +91,7 @@ func (l *loop) handleRecordError(msg *kafkaio.Message, err error) error {
 	}
 	l.a.log.Warn("skipping a record the "+reason+" exception handler continued on",
 		"record", fmt.Sprintf("%s-%d@%d", msg.Topic, msg.Partition, msg.Offset), "node", node, "err", err)
-	l.a.metrics.RecordsDropped.WithLabelValues(reason).Inc()
+	l.a.metrics.RecordsDropped.WithLabelValues(node, reason).Inc()
 	if letter == nil {
 		return nil
 	}
@@ -158,7 +158,7 @@ func (l *loop) sendDeadLetter(d *deadLetter) error {
 		// itself is): it would fail the same way after every restart. Refused before it
 		// was sent, it harms nothing else, so it is dropped and counted like the record.
 		l.a.log.Error("dropping a dead letter that cannot be sent", "record", d.record, "topic", topic, "err", pe.Err)
-		l.a.metrics.RecordsDropped.WithLabelValues(metrics.DropDeadLetter).Inc()
+		l.a.metrics.RecordsDropped.WithLabelValues("", metrics.DropDeadLetter).Inc()
 		return nil
 	}
 	if err != nil {
@@ -227,7 +227,8 @@ func (l *loop) continueOnProductionError(pe *kafkaio.ProduceError) bool {
 	src := pe.Source
 	l.a.log.Warn("skipping a record the production exception handler continued on",
 		"record", fmt.Sprintf("%s-%d@%d", src.Topic, src.Partition, src.Offset), "topic", pe.Topic, "err", pe.Err)
-	l.a.metrics.RecordsDropped.WithLabelValues(metrics.DropProduction).Inc()
+	// Which sink sent it is not known here (several may write one topic).
+	l.a.metrics.RecordsDropped.WithLabelValues("", metrics.DropProduction).Inc()
 	if dlq != "" {
 		// As in Kafka Streams, the dead letter is the consumed record that produced it.
 		letter := newDeadLetter(src, ExceptionProduction, pe)

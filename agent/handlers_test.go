@@ -72,6 +72,15 @@ end):to("out")
 return b`, []byte("big"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "p.lua:4: string.rep would build 1.0 TiB, more than the Lua memory budget", ""},
 }
 
+// node is the node the case's drops are counted at: the source that could not read the
+// record, or the processor whose callback failed.
+func (tc handlerCase) node() string {
+	if tc.reason == metrics.DropDeserialization {
+		return "KSTREAM-SOURCE-0000000000"
+	}
+	return "KSTREAM-MAPVALUES-0000000001"
+}
+
 // produceWithBad writes n records k0..k(n-1) to in (partition 0), each with the headers
 // trace=t<i> and empty (no value); record bad has the bad value.
 func produceWithBad(t *testing.T, brokers []string, n, bad int, badValue []byte) {
@@ -242,8 +251,8 @@ func TestHandlerContinueExactlyOnce(t *testing.T) {
 			if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got != 0 {
 				t.Fatalf("%v failed commits, want none", got)
 			}
-			if got := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(tc.reason)); got != 1 {
-				t.Fatalf("dropped{reason=%q} = %v, want 1", tc.reason, got)
+			if got := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(tc.node(), tc.reason)); got != 1 {
+				t.Fatalf("dropped{node=%q, reason=%q} = %v, want 1", tc.node(), tc.reason, got)
 			}
 		})
 	}
@@ -259,8 +268,8 @@ func TestHandlerContinueWithoutDeadLetterTopic(t *testing.T) {
 	defer ra.stop(t)
 	produceWithBad(t, brokers, 6, 2, tc.bad)
 	readAll(t, brokers, "out", 5)
-	if got := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(tc.reason)); got != 1 {
-		t.Fatalf("dropped{reason=%q} = %v, want 1", tc.reason, got)
+	if got := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(tc.node(), tc.reason)); got != 1 {
+		t.Fatalf("dropped{node=%q, reason=%q} = %v, want 1", tc.node(), tc.reason, got)
 	}
 }
 
@@ -383,8 +392,8 @@ func TestProductionHandlerContinue(t *testing.T) {
 			pollFor(t, 10*time.Second, "all records consumed", func() bool {
 				return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) == n
 			})
-			if got := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(tc.reason)); got != 1 {
-				t.Fatalf("dropped{reason=%q} = %v, want 1", tc.reason, got)
+			if got := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(tc.node(), tc.reason)); got != 1 {
+				t.Fatalf("dropped{node=%q, reason=%q} = %v, want 1", tc.node(), tc.reason, got)
 			}
 			if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got != 0 {
 				t.Fatalf("%v failed commits, want none", got)
@@ -503,11 +512,16 @@ func TestDeadLetterTooLargeDoesNotStopTheAgent(t *testing.T) {
 				if st := ra.a.State(); st != StateRunning {
 					t.Fatalf("state %s, want RUNNING", st)
 				}
-				if got := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(tc.reason)); got != 1 {
-					t.Fatalf("dropped{reason=%q} = %v, want 1", tc.reason, got)
+				node := "KSTREAM-MAPVALUES-0000000001"
+				if tc.reason == metrics.DropDeserialization {
+					node = "KSTREAM-SOURCE-0000000000"
+				}
+				if got := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(node, tc.reason)); got != 1 {
+					t.Fatalf("dropped{node=%q, reason=%q} = %v, want 1", node, tc.reason, got)
 				}
 				letters := committedSoFar(t, brokers, "dlq")
-				dropped := testutil.ToFloat64(m.RecordsDropped.WithLabelValues(metrics.DropDeadLetter))
+				// The dead letter failed, not a node: it is counted under node "".
+				dropped := testutil.ToFloat64(m.RecordsDropped.WithLabelValues("", metrics.DropDeadLetter))
 				if !tc.written {
 					if len(letters) != 0 || dropped != 1 {
 						t.Fatalf("%d dead letters written, dropped{reason=dead-letter} = %v; want none written, 1 dropped", len(letters), dropped)

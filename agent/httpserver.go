@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stoatflow/stoatflow/agent/console"
 	"github.com/stoatflow/stoatflow/metrics"
 )
 
@@ -61,10 +62,14 @@ type HTTPServer struct {
 	connsMu sync.Mutex
 	conns   map[net.Conn]http.ConnState // every open connection but the idle ones
 	closing bool                        // the shutdown began
+	// restores, when set, is shown in /readyz's body while the stores are restored.
+	restores *console.RestoreProgress
 }
 
 // openPaths answer without a token: probes (kubelet, load balancers, systemd helpers)
 // rarely can carry one, and all they reveal is that the process is up and its state name.
+// The console's files are open too (console.IsAsset): a browser cannot send a token to
+// load a page; what the page reads needs one.
 var openPaths = map[string]bool{"/healthz": true, "/readyz": true}
 
 // NewHTTPServer checks the options and loads the TLS key pair, so a bad certificate is
@@ -156,6 +161,13 @@ func cut(c net.Conn, st http.ConnState) {
 	_ = c.SetReadDeadline(time.Now())
 }
 
+// ReportRestore makes /readyz's body show the restoration of the stores while it runs.
+func (s *HTTPServer) ReportRestore(p *console.RestoreProgress) { s.restores = p }
+
+// OnShutdown registers f to run when Shutdown starts, for handlers that stream until told
+// to stop (Shutdown waits for handlers to return).
+func (s *HTTPServer) OnShutdown(f func()) { s.srv.RegisterOnShutdown(f) }
+
 // Handle registers h for a Go 1.22 ServeMux pattern such as "GET /v1/stores/{store}". Like
 // http.ServeMux it panics on a malformed or conflicting pattern: patterns are fixed in
 // code, so that is a programming error caught by the first test that builds the server.
@@ -219,9 +231,13 @@ func (s *HTTPServer) readyz(w http.ResponseWriter, _ *http.Request) {
 	if cur == StateRunning {
 		status = http.StatusOK
 	}
-	body := map[string]string{"state": cur.String()}
-	if reason != "" {
-		body["reason"] = reason
+	body := struct {
+		State   string                 `json:"state"`
+		Reason  string                 `json:"reason,omitempty"`
+		Restore *console.RestoreStatus `json:"restore,omitempty"`
+	}{State: cur.String(), Reason: reason}
+	if s.restores != nil {
+		body.Restore = s.restores.Status()
 	}
 	writeJSON(w, status, body)
 }
@@ -278,7 +294,7 @@ func (s *HTTPServer) authenticate(next http.Handler) http.Handler {
 	}
 	want := []byte(s.opts.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if openPaths[r.URL.Path] {
+		if openPaths[r.URL.Path] || console.IsAsset(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}

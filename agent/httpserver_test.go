@@ -124,7 +124,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	if a.status != http.StatusOK || !strings.HasPrefix(a.header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("/metrics = %d %s", a.status, a.header.Get("Content-Type"))
 	}
-	if !strings.Contains(a.raw, "stoatflow_processor_records_dropped_total{reason=\"processing\"} 0") {
+	if !strings.Contains(a.raw, "stoatflow_processor_records_dropped_total{node=\"\",reason=\"processing\"} 0") {
 		t.Errorf("/metrics lacks the StoatFlow registry:\n%s", a.raw)
 	}
 }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stoatflow/stoatflow/agent/config"
+	"github.com/stoatflow/stoatflow/agent/console"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/luart"
 	"github.com/stoatflow/stoatflow/metrics"
@@ -62,15 +64,13 @@ type loop struct {
 	epochRecords int
 	everRunning  bool
 	consumed     map[string]prometheus.Counter
-	// rt is the Lua runtime the topology calls; lastLua is the part of its total call
+	// rt is the Lua runtime the topology calls; lastLua is the part of each node's Lua
 	// time already exported.
 	rt      *luart.Runtime
-	lastLua time.Duration
+	lastLua map[string]time.Duration
 	// staged is a reloaded topology waiting for a commit barrier.
-	staged *reloadCandidate
-	// watermark is the smallest task stream time, never moving backwards.
-	watermark int64
-	skipped   skippedSends // dead letters of records the production handler skipped
+	staged  *reloadCandidate
+	skipped skippedSends // dead letters of records the production handler skipped
 
 	// stateDir holds db; a corrupt database is rebuilt there and bootGlobals bootstraps
 	// the global stores of the topology built on it (staterebuild.go).
@@ -187,6 +187,9 @@ func (l *loop) run(ctx context.Context) error {
 			if err := l.recoverState(l.punctuate()); err != nil {
 				return err
 			}
+			l.publishTime()
+		case <-l.a.taps.Changed():
+			l.a.taps.Apply(l.topo)
 		case <-ticker.C:
 			progress.step(time.Now())
 			if err := l.commit(); err != nil {
@@ -276,7 +279,9 @@ func (l *loop) swapStaged() {
 		topo.SetAssignment(l.assignment)
 	}
 	old := l.rt
-	l.topo, l.b, l.rt, l.lastLua = topo, c.b, c.rt, 0
+	l.topo, l.b, l.rt = topo, c.b, c.rt
+	l.chargeLua()
+	l.a.taps.Apply(l.topo)
 	if old != nil {
 		old.Close()
 	}
@@ -334,35 +339,81 @@ func (l *loop) markIdle() {
 	}
 }
 
-// reportProgress exports, once per epoch, the Lua time, consumer lag, task stream times,
-// the smallest of them (the watermark) and how far it trails the wall clock.
+// reportProgress exports, once per epoch, the Lua time of each node, consumer lag, each
+// source partition's stream time and the engine's watermark, and how far it trails the
+// wall clock.
 func (l *loop) reportProgress() {
 	m := l.a.metrics
-	if l.rt != nil {
-		now := l.rt.LuaTime()
-		m.LuaTime.Add((now - l.lastLua).Seconds())
-		l.lastLua = now
-	}
+	l.reportLua()
 	for tp, lag := range l.k.consumer.Lag() {
 		m.ConsumerLag.WithLabelValues(tp.Topic, strconv.Itoa(int(tp.Partition))).Set(float64(lag))
 	}
-	minTime := int64(-1)
-	for p, st := range l.topo.StreamTimes() {
-		for _, topic := range l.b.SourceTopics() {
-			if p < l.k.sourcePartitions[topic] {
-				m.StreamTime.WithLabelValues(topic, strconv.Itoa(int(p))).Set(float64(st))
-			}
-		}
-		if minTime < 0 || st < minTime {
-			minTime = st
+	view := l.publishTime()
+	for _, p := range view.Partitions {
+		if p.StreamTime >= 0 {
+			m.StreamTime.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Set(float64(p.StreamTime))
 		}
 	}
-	if minTime > l.watermark {
-		l.watermark = minTime
-		m.Watermark.Set(float64(minTime))
+	if view.Watermark >= 0 {
+		m.Watermark.Set(float64(view.Watermark))
+		m.WatermarkLag.Set(float64(time.Now().UnixMilli()-view.Watermark) / 1000)
 	}
-	if minTime >= 0 {
-		m.WatermarkLag.Set(float64(time.Now().UnixMilli()-l.watermark) / 1000)
+}
+
+// publishTime shares the engine's time, with each partition's consumer lag, with the HTTP
+// handlers (GET /v1/status), and returns it. Where no processor waits for the watermark the
+// topology does not move it per record, so it is moved here, idleness first.
+func (l *loop) publishTime() pipeline.TimeView {
+	if !l.topo.HasWatermarkListeners() {
+		l.markIdle()
+		// With no processor waiting, moving the watermark runs nothing that could fail.
+		_ = l.topo.AdvanceWatermark()
+	}
+	view := l.topo.Time()
+	lags := l.k.consumer.Lag()
+	out := &console.TimeStatus{Watermark: view.Watermark, Partitions: make([]console.PartitionStatus, len(view.Partitions))}
+	for i, p := range view.Partitions {
+		lag, ok := lags[kafkaio.TopicPartition{Topic: p.Topic, Partition: p.Partition}]
+		if !ok {
+			lag = -1
+		}
+		out.Partitions[i] = console.PartitionStatus{Topic: p.Topic, Partition: p.Partition, StreamTime: p.StreamTime,
+			Idle: p.Idle, HoldsBack: p.HoldsBack, Lag: lag}
+	}
+	l.a.time.Store(out)
+	return view
+}
+
+// chargeLua makes the runtime keep each node's Lua time; the runtime asks the running
+// topology, whichever it is, which node calls.
+func (l *loop) chargeLua() {
+	if l.rt == nil {
+		return
+	}
+	l.rt.ChargeNodes(func() string { return l.topo.CurrentNode() })
+	l.lastLua = map[string]time.Duration{}
+}
+
+// reportLua adds each node's Lua time since the last report to the Lua time metric. Time
+// spent outside any node (loading the scripts) counts under node "".
+func (l *loop) reportLua() {
+	if l.rt == nil {
+		return
+	}
+	spent := maps.Clone(l.rt.LuaTimeByNode())
+	if spent == nil {
+		spent = map[string]time.Duration{}
+	}
+	outside := l.rt.LuaTime()
+	for _, d := range spent {
+		outside -= d
+	}
+	spent[""] += outside
+	for node, d := range spent {
+		if delta := d - l.lastLua[node]; delta > 0 {
+			l.a.metrics.LuaTime.WithLabelValues(node).Add(delta.Seconds())
+			l.lastLua[node] = d
+		}
 	}
 }
 
@@ -657,6 +708,7 @@ func (l *loop) rebuildTopology() error {
 	if l.assignment != nil {
 		l.topo.SetAssignment(l.assignment)
 	}
+	l.a.taps.Apply(l.topo)
 	return nil
 }
 

@@ -163,7 +163,7 @@ func TestMetricsScrapedTwiceArePresentAndMoving(t *testing.T) {
 		{"stoatflow_commit_commits_total", []string{"result", metrics.ResultSuccess}},
 		{"stoatflow_commit_latency_seconds", nil},
 		{"stoatflow_commit_epoch_size_records", nil},
-		{"stoatflow_lua_execution_seconds_total", nil},
+		{"stoatflow_lua_execution_seconds_total", []string{"node", procNode}},
 		{"stoatflow_time_watermark_milliseconds", nil},
 		{"stoatflow_time_stream_time_milliseconds", []string{"topic", "in", "partition", "0"}},
 		{"stoatflow_time_stream_time_milliseconds", []string{"topic", "in", "partition", "1"}},
@@ -183,7 +183,7 @@ func TestMetricsScrapedTwiceArePresentAndMoving(t *testing.T) {
 		{"stoatflow_state_uncommitted_bytes", []string{"store", "counts"}},
 		{"stoatflow_state_operation_latency_seconds", []string{"store", "counts", "operation", pipeline.StoreOpRange}},
 		{"stoatflow_consumer_lag_records", []string{"topic", "in", "partition", "0"}},
-		{"stoatflow_processor_records_dropped_total", []string{"reason", pipeline.DropLate.String()}},
+		{"stoatflow_processor_records_dropped_total", []string{"node", "", "reason", pipeline.DropLate.String()}},
 		{"stoatflow_commit_commits_total", []string{"result", metrics.ResultFailure}},
 		{"stoatflow_app_state", []string{"state", StateRunning.String()}},
 	}

@@ -55,6 +55,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	a.serveClose()
 	a.serveReload()
 	a.serveQueries()
+	a.serveConsole()
 
 	k := &kafkaClients{}
 	defer func() { k.close(a.closer.leaveGroup(cfg.LeaveGroupOnClose), a.log) }()
@@ -101,6 +102,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 
 	l := newLoop(a, k, db, builder)
 	l.rt = rt
+	l.chargeLua()
 	l.stateDir, l.bootGlobals = dbDir, globals.boot
 	l.build = func(b *pipeline.StreamsBuilder) (*pipeline.Topology, error) {
 		if l.db != nil {

@@ -161,7 +161,7 @@ errors.dead.letter.queue.topic.name = "dlq"`, down)
 		t.Fatalf("dead letter message %q", msg)
 	}
 	pollFor(t, 10*time.Second, "the record counted as dropped", func() bool {
-		return testutil.ToFloat64(m.RecordsDropped.WithLabelValues(metrics.DropDeserialization)) == 1
+		return testutil.ToFloat64(m.RecordsDropped.WithLabelValues("KSTREAM-SOURCE-0000000000", metrics.DropDeserialization)) == 1
 	})
 	if st := ra.a.State(); st != StateRunning {
 		t.Fatalf("state %s, want RUNNING", st)

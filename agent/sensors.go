@@ -12,16 +12,16 @@ func (s metricSensors) Processed(node string) pipeline.Counter {
 	return s.m.RecordsProcessed.WithLabelValues(node)
 }
 
-func (s metricSensors) Dropped(reason pipeline.DropReason) pipeline.Counter {
-	return s.m.RecordsDropped.WithLabelValues(reason.String())
+func (s metricSensors) Dropped(node string, reason pipeline.DropReason) pipeline.Counter {
+	return s.m.RecordsDropped.WithLabelValues(node, reason.String())
 }
 
-// zeroDropReasons creates the engine's drop reasons at zero, as metrics.New does for the
-// exception handlers' ones, so that every reason's series exists before the first record and
-// an alert on its rate works from the start.
+// zeroDropReasons creates the engine's drop reasons at zero, under node "", as metrics.New
+// does for the exception handlers' ones, so that every reason's series exists before the
+// first record and an alert on its rate (summed by reason) works from the start.
 func zeroDropReasons(m *metrics.Metrics) {
 	for _, r := range pipeline.DropReasons() {
-		m.RecordsDropped.WithLabelValues(r.String())
+		m.RecordsDropped.WithLabelValues("", r.String())
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/IBM/sarama"
+
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
@@ -117,35 +119,100 @@ func storeSpecs(b *pipeline.StreamsBuilder) (map[string]state.StoreSpec, error) 
 	return out, nil
 }
 
+// restoreLogInterval is how often a restoration in progress is logged.
+const restoreLogInterval = 5 * time.Second
+
+// changelogRead is one store partition to replay: its changelog from offset from to end.
+type changelogRead struct {
+	store     string
+	spec      state.StoreSpec
+	topic     string
+	partition int32
+	from, end int64
+}
+
 // restore brings every logged store partition up to the end of its changelog, replaying only
-// the records after the offset the store has applied (KIP-1035).
+// the records after the offset the store has applied (KIP-1035). Its progress is logged
+// every few seconds and shown in /readyz's body and the console.
 func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, partitions int32) error {
-	specs, err := storeSpecs(b)
-	if err != nil {
-		return err
-	}
 	cfg, err := kafkaio.SaramaConfig(a.cfg, kafkaio.RoleConsumer)
 	if err != nil {
 		return err
 	}
+	reads, err := a.changelogReads(db, b, k, cfg, partitions)
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, r := range reads {
+		total += max(r.end-r.from, 0)
+	}
+	end := a.restores.Begin(total, a.log, restoreLogInterval)
+	defer end()
+	for _, r := range reads {
+		if r.from >= r.end {
+			a.log.Debug("restore: store partition is up to date with its changelog", "store", r.store, "partition", r.partition, "changelog end", r.end)
+			continue
+		}
+		a.log.Debug("restore: replaying the changelog into the store partition", "store", r.store, "partition", r.partition,
+			"from", r.from, "changelog end", r.end)
+		a.restores.At(r.store, r.partition)
+		restored := a.metrics.RecordsRestored.WithLabelValues(r.store)
+		start := time.Now()
+		n, next := 0, r.from
+		last, err := kafkaio.ReadToEnd(ctx, k.brokers, cfg, r.topic, r.partition, r.from, func(msgs []kafkaio.Message) error {
+			recs := make([]state.ChangelogRecord, len(msgs))
+			for i, m := range msgs {
+				recs[i] = state.ChangelogRecord{Store: r.store, Partition: r.partition, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp, Headers: stateHeaders(m.Headers)}
+			}
+			lastOffset := msgs[len(msgs)-1].Offset
+			if err := db.Restore(r.spec, r.partition, recs, lastOffset); err != nil {
+				return err
+			}
+			n += len(msgs)
+			restored.Add(float64(len(msgs)))
+			a.restores.Advance(int64(len(msgs)), lastOffset+1-next)
+			// A batch restored is a step of the loop when it rebuilds the state.
+			a.progress.step(time.Now())
+			next = lastOffset + 1
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("restore store %s partition %d from %s: %w", r.store, r.partition, r.topic, err)
+		}
+		if n > 0 {
+			a.log.Info("restored store partition from its changelog", "store", r.store, "partition", r.partition,
+				"records", n, "from", r.from, "to", last, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	return nil
+}
+
+// changelogReads finds, for every logged store partition, what of its changelog to replay.
+// A store partition ahead of its changelog is wiped and replayed whole.
+func (a *Agent) changelogReads(db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, cfg *sarama.Config, partitions int32) ([]changelogRead, error) {
+	specs, err := storeSpecs(b)
+	if err != nil {
+		return nil, err
+	}
+	var reads []changelogRead
 	for name, spec := range specs {
 		if !spec.Logged {
 			continue
 		}
 		topic := pipeline.ChangelogTopic(a.cfg.ApplicationID, name)
-		restored := a.metrics.RecordsRestored.WithLabelValues(name)
 		tps := make([]kafkaio.TopicPartition, partitions)
 		for p := range partitions {
 			tps[p] = kafkaio.TopicPartition{Topic: topic, Partition: p}
 		}
 		ends, err := kafkaio.EndOffsets(k.brokers, cfg, tps)
 		if err != nil {
-			return fmt.Errorf("end offsets of %s: %w", topic, err)
+			return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
 		}
 		for p := int32(0); p < partitions; p++ {
 			applied, ok, err := db.ChangelogOffset(name, p)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			from := int64(0)
 			if ok {
@@ -157,42 +224,14 @@ func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBu
 				a.log.Warn("store partition is ahead of its changelog; wiping it and restoring from the changelog",
 					"store", name, "partition", p, "applied", applied, "changelog end", end)
 				if err := db.Wipe(name, p); err != nil {
-					return err
+					return nil, err
 				}
 				from = 0
 			}
-			if end := ends[tps[p]]; from >= end {
-				a.log.Debug("restore: store partition is up to date with its changelog", "store", name, "partition", p, "changelog end", end)
-				continue
-			}
-			a.log.Debug("restore: replaying the changelog into the store partition", "store", name, "partition", p,
-				"from", from, "changelog end", ends[tps[p]])
-			start := time.Now()
-			n := 0
-			last, err := kafkaio.ReadToEnd(ctx, k.brokers, cfg, topic, p, from, func(msgs []kafkaio.Message) error {
-				recs := make([]state.ChangelogRecord, len(msgs))
-				for i, m := range msgs {
-					recs[i] = state.ChangelogRecord{Store: name, Partition: p, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp, Headers: stateHeaders(m.Headers)}
-				}
-				if err := db.Restore(spec, p, recs, msgs[len(msgs)-1].Offset); err != nil {
-					return err
-				}
-				n += len(msgs)
-				restored.Add(float64(len(msgs)))
-				// A batch restored is a step of the loop when it rebuilds the state.
-				a.progress.step(time.Now())
-				return nil
-			})
-			if err != nil {
-				return fmt.Errorf("restore store %s partition %d from %s: %w", name, p, topic, err)
-			}
-			if n > 0 {
-				a.log.Info("restored store partition from its changelog", "store", name, "partition", p,
-					"records", n, "from", from, "to", last, "took", time.Since(start).Round(time.Millisecond))
-			}
+			reads = append(reads, changelogRead{store: name, spec: spec, topic: topic, partition: p, from: from, end: ends[tps[p]]})
 		}
 	}
-	return nil
+	return reads, nil
 }
 
 func stateHeaders(h pipeline.Headers) []state.Header {

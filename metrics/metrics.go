@@ -21,8 +21,8 @@ import (
 const namespace = "stoatflow"
 
 // Reasons for RecordsDropped that the agent's exception handlers count; the engine's own are
-// pipeline.DropReasons, which the agent creates at zero. These are created at zero in New, so
-// an alert on their rate works before the first drop.
+// pipeline.DropReasons, which the agent creates at zero. These are created at zero in New,
+// under node "", so an alert on their rate (summed by reason) works before the first drop.
 const (
 	DropDeserialization = "deserialization"
 	DropProcessing      = "processing"
@@ -44,13 +44,13 @@ type Metrics struct {
 	RecordsConsumed    *prometheus.CounterVec   // label topic
 	RecordsProduced    *prometheus.CounterVec   // label topic
 	RecordsProcessed   *prometheus.CounterVec   // label node
-	RecordsDropped     *prometheus.CounterVec   // label reason
+	RecordsDropped     *prometheus.CounterVec   // labels node, reason
 	ProcessLatency     prometheus.Histogram     // per consumed record, whole topology
 	RecordE2ELatency   *prometheus.HistogramVec // label node (source and terminal nodes)
 	PunctuationLatency *prometheus.HistogramVec // label node
 
 	LuaErrors *prometheus.CounterVec // label script
-	LuaTime   prometheus.Counter     // seconds spent inside Lua calls
+	LuaTime   *prometheus.CounterVec // label node; seconds spent inside Lua calls
 
 	CommitLatency   prometheus.Histogram
 	Commits         *prometheus.CounterVec   // label result
@@ -94,13 +94,14 @@ func New() *Metrics {
 		"Records that entered a processor node of the topology, by node name "+
 			"(Kafka Streams process-total; its rate is process-rate).", "node")
 	m.RecordsDropped = m.counterVec("processor", "records_dropped_total",
-		"Records skipped instead of processed, by reason: late (outside the grace period), "+
-			"window-closed (window already closed by the watermark), null-key, null-value, "+
-			"null-foreign-key (a foreign-key join's extractor returned nil), negative-timestamp "+
-			"(from the timestamp extractor), partitioner (it chose no partition), and as the "+
-			"exception handlers decide: deserialization, processing (a script error), production "+
-			"(send to Kafka failed), dead-letter (the dead letter of a skipped record was larger "+
-			"than max.request.size and was not written).", "reason")
+		"Records skipped instead of processed, by the node that dropped them and reason: late "+
+			"(outside the grace period), window-closed (window already closed by the watermark), "+
+			"null-key, null-value, null-foreign-key (a foreign-key join's extractor returned nil), "+
+			"negative-timestamp (from the timestamp extractor), partitioner (it chose no partition), "+
+			"and as the exception handlers decide: deserialization (node: the source), processing "+
+			"(a script error), production (send to Kafka failed; node empty), dead-letter (the dead "+
+			"letter of a skipped record was larger than max.request.size and was not written; node "+
+			"empty). Sum by reason for the application's drops.", "node", "reason")
 	m.ProcessLatency = m.histogram("processor", "process_latency_seconds",
 		"Time to run one consumed record through the whole topology, Lua included.",
 		prometheus.ExponentialBuckets(0.00001, 3, 14)) // 10µs .. ~16s
@@ -115,8 +116,10 @@ func New() *Metrics {
 
 	m.LuaErrors = m.counterVec("lua", "errors_total",
 		"Errors raised by Lua callbacks (time and memory budget overruns included), by the script file that raised them.", "script")
-	m.LuaTime = m.counter("lua", "execution_seconds_total",
-		"Time spent inside Lua callbacks; its rate is the share of one core used by Lua.")
+	m.LuaTime = m.counterVec("lua", "execution_seconds_total",
+		"Time spent inside Lua callbacks, by the processor node whose callback it was (its own "+
+			"time: a callback that forwards into another node's is not charged for it; node empty "+
+			"for loading the scripts); its rate is the share of one core used by Lua.", "node")
 
 	m.CommitLatency = m.histogram("commit", "latency_seconds",
 		"Duration of a commit barrier: Kafka transaction or offset commit plus the "+
@@ -172,7 +175,7 @@ func New() *Metrics {
 		"Configuration reloads (SIGHUP or POST /-/reload), by result; a failed reload keeps the running configuration.", "result")
 
 	for _, reason := range []string{DropDeserialization, DropProcessing, DropProduction, DropDeadLetter} {
-		m.RecordsDropped.WithLabelValues(reason)
+		m.RecordsDropped.WithLabelValues("", reason)
 	}
 	for _, result := range []string{ResultSuccess, ResultFailure} {
 		m.Commits.WithLabelValues(result)

@@ -23,14 +23,16 @@ var touch = map[string]func(m *Metrics){
 	"RecordsConsumed":  func(m *Metrics) { m.RecordsConsumed.WithLabelValues("in").Inc() },
 	"RecordsProduced":  func(m *Metrics) { m.RecordsProduced.WithLabelValues("out").Inc() },
 	"RecordsProcessed": func(m *Metrics) { m.RecordsProcessed.WithLabelValues("KSTREAM-SOURCE-0000000000").Inc() },
-	"RecordsDropped":   func(m *Metrics) { m.RecordsDropped.WithLabelValues(DropProcessing).Inc() },
+	"RecordsDropped": func(m *Metrics) {
+		m.RecordsDropped.WithLabelValues("KSTREAM-MAPVALUES-0000000001", DropProcessing).Inc()
+	},
 	"ProcessLatency":   func(m *Metrics) { m.ProcessLatency.Observe(0.0001) },
 	"RecordE2ELatency": func(m *Metrics) { m.RecordE2ELatency.WithLabelValues("KSTREAM-SINK-0000000001").Observe(0.5) },
 	"PunctuationLatency": func(m *Metrics) {
 		m.PunctuationLatency.WithLabelValues("KSTREAM-PROCESSOR-0000000001").Observe(0.001)
 	},
 	"LuaErrors":       func(m *Metrics) { m.LuaErrors.WithLabelValues("wordcount.lua").Inc() },
-	"LuaTime":         func(m *Metrics) { m.LuaTime.Add(0.25) },
+	"LuaTime":         func(m *Metrics) { m.LuaTime.WithLabelValues("KSTREAM-MAPVALUES-0000000001").Add(0.25) },
 	"CommitLatency":   func(m *Metrics) { m.CommitLatency.Observe(0.002) },
 	"Commits":         func(m *Metrics) { m.Commits.WithLabelValues(ResultSuccess).Inc() },
 	"EarlyCommits":    func(m *Metrics) { m.EarlyCommits.Inc() },
@@ -161,7 +163,8 @@ func TestClosedLabelSetsExistAtZero(t *testing.T) {
 		}
 		got := map[string]float64{}
 		for _, metric := range fam.GetMetric() {
-			got[metric.GetLabel()[0].GetValue()] = metric.GetCounter().GetValue()
+			l := metric.GetLabel()
+			got[l[len(l)-1].GetValue()] = metric.GetCounter().GetValue()
 		}
 		for _, v := range values {
 			if val, ok := got[v]; !ok || val != 0 {
@@ -176,7 +179,8 @@ func TestClosedLabelSetsExistAtZero(t *testing.T) {
 
 func TestRegistriesAreIndependent(t *testing.T) {
 	a, b := New(), New()
-	a.LuaTime.Add(1.5)
+	a.LuaTime.WithLabelValues("KSTREAM-MAPVALUES-0000000001").Add(1.5)
+	b.LuaTime.WithLabelValues("KSTREAM-MAPVALUES-0000000001")
 	fam := scrape(t, b)["stoatflow_lua_execution_seconds_total"]
 	if v := fam.GetMetric()[0].GetCounter().GetValue(); v != 0 {
 		t.Fatalf("second registry sees %v seconds from the first", v)

@@ -108,6 +108,14 @@ func (b *StreamsBuilder) SourceTopics() []string {
 	return out
 }
 
+// SourceNode is the name of the source node that reads topic, "" when none does.
+func (b *StreamsBuilder) SourceNode(topic string) string {
+	if n, ok := b.sourceTopics[topic]; ok {
+		return n.Name
+	}
+	return ""
+}
+
 // SinkTopics lists the fixed topics the topology writes, sorted. Topics chosen at run time by
 // a topic extractor are not known here.
 func (b *StreamsBuilder) SinkTopics() []string {

@@ -130,8 +130,8 @@ func (c *countingSensors) Punctuation(node string) Observer {
 func (c *countingSensors) StoreLatency(store, op string) Observer {
 	return c.observer("store/" + store + "/" + op)
 }
-func (c *countingSensors) Dropped(reason DropReason) Counter {
-	return fnCounter(func() { c.dropped[reason.String()]++ })
+func (c *countingSensors) Dropped(node string, reason DropReason) Counter {
+	return fnCounter(func() { c.dropped[reason.String()]++; c.dropped[node+"/"+reason.String()]++ })
 }
 
 func TestNegativeExtractedTimestampIsDroppedAndCounted(t *testing.T) {
@@ -143,7 +143,8 @@ func TestNegativeExtractedTimestampIsDroppedAndCounted(t *testing.T) {
 	if err := d.Pipe("in", nil, []byte("v"), 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	if d.Pending("out") != 0 || sens.dropped["negative-timestamp"] != 1 {
+	source := b.Nodes()[0].Name
+	if d.Pending("out") != 0 || sens.dropped["negative-timestamp"] != 1 || sens.dropped[source+"/negative-timestamp"] != 1 {
 		t.Fatalf("pending %d, dropped %v", d.Pending("out"), sens.dropped)
 	}
 }

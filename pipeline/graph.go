@@ -79,7 +79,13 @@ func (c *Context) ForwardTo(child string, rec Record) error {
 }
 
 // Drop counts a record this node discarded on purpose, with the reason it was dropped.
-func (c *Context) Drop(reason DropReason) { c.topology.drops[reason].Inc() }
+func (c *Context) Drop(reason DropReason) {
+	d := &c.node.drops[reason]
+	if *d == nil {
+		*d = c.topology.sensors.Dropped(c.node.name, reason)
+	}
+	(*d).Inc()
+}
 
 // PartitionsFor returns the partition count of a topic, as the record collector knows it.
 func (c *Context) PartitionsFor(topic string) (int32, error) {

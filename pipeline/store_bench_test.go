@@ -14,7 +14,7 @@ func (o *sumObserver) Observe(v float64) { o.sum += v }
 type sumSensors struct{ o *sumObserver }
 
 func (s sumSensors) Processed(string) Counter             { return nopCounter{} }
-func (s sumSensors) Dropped(DropReason) Counter           { return nopCounter{} }
+func (s sumSensors) Dropped(string, DropReason) Counter   { return nopCounter{} }
 func (s sumSensors) EndToEnd(string) Observer             { return s.o }
 func (s sumSensors) Punctuation(string) Observer          { return s.o }
 func (s sumSensors) StoreLatency(string, string) Observer { return s.o }

@@ -21,7 +21,8 @@ type Counter interface{ Inc() }
 // at build time, never per record.
 type Sensors interface {
 	Processed(node string) Counter
-	Dropped(reason DropReason) Counter
+	// Dropped counts the records a node dropped for a reason.
+	Dropped(node string, reason DropReason) Counter
 	// EndToEnd observes, at a source or terminal node, the seconds from a record's
 	// timestamp to the moment it enters or leaves the topology (Kafka Streams'
 	// record-e2e-latency).
@@ -57,7 +58,6 @@ type Topology struct {
 	nodes               []*runtimeNode
 	collector           RecordCollector
 	sensors             Sensors
-	drops               [numDropReasons]Counter
 	clock               func() int64
 	maxSourcePartitions int32
 
@@ -96,6 +96,8 @@ type runtimeNode struct {
 	processed Counter
 	ctx       *Context
 	tap       TapFunc // nil unless someone watches what the node emits
+	// drops are the node's dropped-records counters, each fetched at its first drop.
+	drops [numDropReasons]Counter
 }
 
 // NodeError says which processor failed.
@@ -159,9 +161,6 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 	}
 	if t.sensors == nil {
 		t.sensors = noSensors{}
-	}
-	for _, r := range DropReasons() {
-		t.drops[r] = t.sensors.Dropped(r)
 	}
 	if t.clock == nil {
 		t.clock = func() int64 { return time.Now().UnixMilli() }
@@ -371,7 +370,7 @@ func (t *Topology) StoreType(name string) (StoreType, error) {
 type noSensors struct{}
 
 func (noSensors) Processed(string) Counter             { return nopCounter{} }
-func (noSensors) Dropped(DropReason) Counter           { return nopCounter{} }
+func (noSensors) Dropped(string, DropReason) Counter   { return nopCounter{} }
 func (noSensors) EndToEnd(string) Observer             { return nopObserver{} }
 func (noSensors) Punctuation(string) Observer          { return nopObserver{} }
 func (noSensors) StoreLatency(string, string) Observer { return nopObserver{} }

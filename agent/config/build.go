@@ -128,6 +128,8 @@ func (b *builder) buildAgent() {
 	c.HTTPAllowedHosts = b.hostNames(httpAllowedHosts)
 	c.QueryMaxConcurrency = int(queryMaxConcurrency.Get(c))
 	c.QueryTimeout = queryTimeout.Get(c)
+	c.TapRecordsPerSecond = int(tapRecordsPerSecond.Get(c))
+	c.TapMaxClients = int(tapMaxClients.Get(c))
 	c.LogLevel = levels[logLevel.Get(c)]
 	c.LogFormat = logFormat.Get(c)
 	c.EmbeddedListen = embeddedListen.Get(c)

@@ -15,6 +15,7 @@ type Config struct {
 	HTTPAllowedHosts                               []string // lower case
 	QueryMaxConcurrency                            int
 	QueryTimeout                                   time.Duration
+	TapRecordsPerSecond, TapMaxClients             int
 	LogLevel                                       slog.Level
 	LogFormat                                      string // "text"|"json"
 

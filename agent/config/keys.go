@@ -187,6 +187,10 @@ var (
 		Doc: "Interactive queries served at once; one more waits up to 1 s for its turn, then is answered 503 too_many_queries with Retry-After. Whatever this says, queries together use at most a quarter of the CPUs (GOMAXPROCS), so they cannot starve processing."})
 	queryTimeout = declare[time.Duration](&agentKeys, Key{Name: "http.query.timeout", Type: TypeDuration, Default: "30s", Min: 1,
 		Doc: "Deadline of one interactive query, from its turn; a query still running then ends with the error query_timeout."})
+	tapRecordsPerSecond = declare[int64](&agentKeys, Key{Name: "http.tap.max.records.per.second", Type: TypeInt, Default: "100", Min: 1, Max: 100000,
+		Doc: "Most records per second a live tap (GET /v1/tap/{node}, the console's tap, stoatflow tap) shows of one node; the others are counted as skipped. With nobody tapping, nothing is sampled."})
+	tapMaxClients = declare[int64](&agentKeys, Key{Name: "http.tap.max.clients", Type: TypeInt, Default: "4", Min: 1, Max: 64,
+		Doc: "Most live taps open at once; one more is refused with 503 too_many_taps."})
 	httpTLSCert = declare[string](&agentKeys, Key{Name: "http.tls.cert", Type: TypeString, Path: true,
 		Doc: "PEM certificate chain for HTTPS; set together with http.tls.key."})
 	httpTLSKey = declare[string](&agentKeys, Key{Name: "http.tls.key", Type: TypeString, Path: true,

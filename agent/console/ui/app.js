@@ -1,0 +1,521 @@
+// The StoatFlow console. Everything it shows comes from the agent's documented endpoints
+// (docs/http.md): /topology, /topology/ks, /v1/status, /v1/stores…, /v1/tap/{node}.
+import { graphlib, layout } from "/ui/vendor/dagre.js";
+
+const $ = (id) => document.getElementById(id);
+const SVG = "http://www.w3.org/2000/svg";
+const POLL_MS = 1000;
+const HISTORY = 60; // samples kept for rates and sparklines
+const COUNT_EVERY_MS = 30000; // entries are counted by walking the stores: not every second
+
+// --- the token: #token=… in the address (not sent to the server), else sessionStorage ---
+const TOKEN_KEY = "stoatflow.token";
+if (location.hash.startsWith("#token=")) {
+  sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(location.hash.slice(7)));
+  history.replaceState(null, "", location.pathname);
+}
+const headers = () => {
+  const t = sessionStorage.getItem(TOKEN_KEY);
+  return t ? { Authorization: "Bearer " + t } : {};
+};
+
+class HTTPError extends Error {
+  constructor(status, body) {
+    super(body.error || "HTTP " + status);
+    this.status = status;
+    this.code = body.code;
+  }
+}
+
+async function get(path, as = "json", signal) {
+  const res = await fetch(path, { headers: headers(), signal });
+  if (res.status === 401) $("token-form").hidden = false;
+  if (!res.ok) {
+    let body = {};
+    try { body = await res.json(); } catch { /* not JSON */ }
+    throw new HTTPError(res.status, body);
+  }
+  return as === "json" ? res.json() : res.text();
+}
+
+function showError(err) {
+  const el = $("error");
+  if (!err) { el.hidden = true; return; }
+  el.hidden = false;
+  el.textContent = err.message;
+}
+
+$("token-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  sessionStorage.setItem(TOKEN_KEY, $("token").value);
+  $("token").value = "";
+  $("token-form").hidden = true;
+  start();
+});
+
+// --- formatting ---
+const fmt = (n, digits = 0) => Number(n).toLocaleString("en", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const rate = (n) => (n >= 100 ? fmt(n) : fmt(n, 1));
+const bytes = (n) => {
+  const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  for (; n >= 1024 && i < u.length - 1; i++) n /= 1024;
+  return (i ? fmt(n, 1) : fmt(n)) + " " + u[i];
+};
+const when = (ms) => (ms < 0 ? "–" : new Date(ms).toISOString().replace("T", " ").replace("Z", ""));
+const el = (tag, text, cls) => {
+  const e = document.createElement(tag);
+  if (text !== undefined) e.textContent = text;
+  if (cls) e.className = cls;
+  return e;
+};
+const row = (cells) => {
+  const tr = el("tr");
+  for (const c of cells) tr.append(c instanceof Node ? wrapCell(c) : el("td", c));
+  return tr;
+};
+const wrapCell = (n) => { const td = el("td"); td.append(n); return td; };
+const json = (v) => (typeof v === "string" ? v : JSON.stringify(v));
+
+// --- the state of the page ---
+let topology = null; // GET /topology
+let describeText = ""; // GET /topology/ks
+let stores = []; // GET /v1/stores
+const samples = []; // the last GET /v1/status answers
+let selected = null; // the node whose details are shown
+let entries = {}; // store → count, from GET /v1/stores/{store}/count
+let lastCount = 0;
+
+function nodeRates(name) {
+  // records/s into a node, between consecutive samples
+  const out = [];
+  for (let i = 1; i < samples.length; i++) {
+    const a = samples[i - 1], b = samples[i];
+    const dt = (b.at - a.at) / 1000;
+    const na = a.nodes[name], nb = b.nodes[name];
+    out.push(dt > 0 && na && nb ? Math.max(0, (nb.processed - na.processed) / dt) : 0);
+  }
+  return out;
+}
+
+// rates over the last few seconds: records/s, drops/s by reason, Lua share of a core
+function recent(name) {
+  const n = samples.length;
+  if (n < 2) return { rate: 0, drops: {}, lua: 0 };
+  const a = samples[Math.max(0, n - 4)], b = samples[n - 1];
+  const dt = (b.at - a.at) / 1000;
+  const na = a.nodes[name], nb = b.nodes[name];
+  if (!na || !nb || dt <= 0) return { rate: 0, drops: {}, lua: 0 };
+  const drops = {};
+  for (const [reason, v] of Object.entries(nb.dropped)) {
+    const d = (v - (na.dropped[reason] || 0)) / dt;
+    if (d > 0) drops[reason] = d;
+  }
+  return { rate: (nb.processed - na.processed) / dt, drops, lua: (nb.luaSeconds - na.luaSeconds) / dt };
+}
+
+// --- the graph ---
+function graphModel() {
+  const g = new graphlib.Graph({ compound: true });
+  g.setGraph({ rankdir: "TB", nodesep: 24, ranksep: 34, marginx: 12, marginy: 12 });
+  g.setDefaultEdgeLabel(() => ({}));
+  const internalSource = {};
+  const groups = topology.subtopologies.map((s) => ({ id: "sub:" + s.id, title: "Sub-topology " + s.id, nodes: s.nodes }));
+  for (const gs of topology.globalStores) {
+    groups.push({ id: "sub:" + gs.id, title: "Sub-topology " + gs.id + " (global store)", nodes: [gs.source, gs.processor] });
+  }
+  for (const grp of groups) for (const n of grp.nodes) {
+    if (n.type === "source" && n.internal) for (const t of n.topics) internalSource[t] = n.name;
+  }
+  const edges = [];
+  const extra = (id, label, kind) => {
+    if (!g.hasNode(id)) g.setNode(id, { label, kind, width: Math.max(90, label.length * 7 + 24), height: 30 });
+    return id;
+  };
+  for (const grp of groups) {
+    g.setNode(grp.id, { label: grp.title, cluster: true });
+    for (const n of grp.nodes) {
+      g.setNode(n.name, { node: n, kind: n.type, width: Math.max(200, n.name.length * 7.2 + 24), height: 56 });
+      g.setParent(n.name, grp.id);
+    }
+  }
+  for (const grp of groups) for (const n of grp.nodes) {
+    if (n.type === "source" && !n.internal) for (const t of n.topics) edges.push([extra("topic:" + t, t, "topic"), n.name, "topic"]);
+    if (n.type === "sink" && n.internal && internalSource[n.topic]) edges.push([n.name, internalSource[n.topic], "memory"]);
+    else if (n.type === "sink" && n.topic) edges.push([n.name, extra("topic:" + n.topic, n.topic, "topic"), "topic"]);
+    for (const s of n.stores || []) edges.push([n.name, extra("store:" + s, s, "store"), "store"]);
+    for (const c of n.successors) edges.push([n.name, c, "flow"]);
+  }
+  for (const [from, to, kind] of edges) g.setEdge(from, to, { kind });
+  layout(g);
+  return g;
+}
+
+let model = null;
+
+function svg(tag, attrs, parent) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (parent) parent.append(e);
+  return e;
+}
+
+function drawGraph() {
+  model = graphModel();
+  const root = $("graph");
+  root.replaceChildren();
+  const gr = model.graph();
+  root.setAttribute("width", Math.ceil(gr.width));
+  root.setAttribute("height", Math.ceil(gr.height));
+  root.setAttribute("viewBox", `0 0 ${Math.ceil(gr.width)} ${Math.ceil(gr.height)}`);
+  const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, svg("defs", {}, root));
+  svg("path", { d: "M0,0 L10,5 L0,10 z", fill: "#64748b" }, marker);
+  for (const id of model.nodes()) {
+    const v = model.node(id);
+    if (!v.cluster) continue;
+    const c = svg("g", { class: "cluster" }, root);
+    svg("rect", { x: v.x - v.width / 2, y: v.y - v.height / 2, width: v.width, height: v.height, rx: 6 }, c);
+    svg("text", { x: v.x - v.width / 2 + 8, y: v.y - v.height / 2 + 14 }, c).textContent = v.label;
+  }
+  for (const e of model.edges()) {
+    const v = model.edge(e);
+    const d = v.points.map((p, i) => (i ? "L" : "M") + p.x.toFixed(1) + "," + p.y.toFixed(1)).join(" ");
+    v.path = svg("path", { class: "edge " + v.kind, d, "marker-end": v.kind === "store" ? "" : "url(#arrow)", "data-from": e.v, "data-to": e.w }, root);
+  }
+  for (const id of model.nodes()) {
+    const v = model.node(id);
+    if (v.cluster) continue;
+    const x = v.x - v.width / 2, y = v.y - v.height / 2;
+    if (v.node) {
+      const n = v.node;
+      const g = svg("g", { class: "node " + n.type, "data-node": n.name, tabindex: 0 }, root);
+      svg("rect", { x, y, width: v.width, height: v.height, rx: 5 }, g);
+      svg("text", { x: x + 10, y: y + 17, class: "name" }, g).textContent = n.name;
+      v.rateText = svg("text", { x: x + 10, y: y + 33, class: "rate" }, g);
+      v.dropText = svg("text", { x: x + 10, y: y + 48, class: "drops" }, g);
+      g.addEventListener("click", () => select(n.name));
+      g.addEventListener("keydown", (ev) => { if (ev.key === "Enter") select(n.name); });
+    } else if (v.kind === "store") {
+      const g = svg("g", { class: "store", "data-store": v.label }, root);
+      const r = 6;
+      svg("path", { d: `M${x},${y + r} a${v.width / 2},${r} 0 0,0 ${v.width},0 a${v.width / 2},${r} 0 0,0 ${-v.width},0 v${v.height - 2 * r} a${v.width / 2},${r} 0 0,0 ${v.width},0 v${-(v.height - 2 * r)}` }, g);
+      svg("text", { x: v.x, y: v.y + 9, "text-anchor": "middle" }, g).textContent = v.label;
+    } else {
+      const g = svg("g", { class: "topic", "data-topic": v.label }, root);
+      svg("rect", { x, y, width: v.width, height: v.height, rx: 15 }, g);
+      svg("text", { x: v.x, y: v.y + 4, "text-anchor": "middle" }, g).textContent = v.label;
+    }
+  }
+  if (selected) select(selected);
+}
+
+function paintGraph() {
+  if (!model) return;
+  let max = 1;
+  const rates = {};
+  for (const id of model.nodes()) {
+    const v = model.node(id);
+    if (!v.node) continue;
+    const r = recent(v.node.name);
+    rates[v.node.name] = r.rate;
+    max = Math.max(max, r.rate);
+    v.rateText.textContent = `${rate(r.rate)} rec/s · Lua ${fmt(r.lua * 100, 1)}% of a core`;
+    const drops = Object.entries(r.drops).map(([k, d]) => `${k} ${rate(d)}/s`).join(", ");
+    v.dropText.textContent = drops ? "dropped: " + drops : "";
+  }
+  for (const e of model.edges()) {
+    const v = model.edge(e);
+    // An edge carries what enters its target (from a topic: what enters the source).
+    const target = rates[e.w] ?? rates[e.v] ?? 0;
+    const w = v.kind === "store" ? 1.2 : 1.2 + 7 * Math.log1p(target) / Math.log1p(max);
+    v.path.setAttribute("stroke-width", w.toFixed(2));
+  }
+}
+
+// --- node details ---
+function describeLines(name) {
+  const lines = describeText.split("\n");
+  const start = lines.findIndex((l) => /^\s+(Source|Processor|Sink): /.test(l) && l.includes(": " + name + " "));
+  if (start < 0) return "";
+  const out = [lines[start]];
+  for (let i = start + 1; i < lines.length && /^\s+(-->|<--)/.test(lines[i]); i++) out.push(lines[i]);
+  return out.join("\n");
+}
+
+function findNode(name) {
+  for (const s of topology.subtopologies) for (const n of s.nodes) if (n.name === name) return n;
+  for (const g of topology.globalStores) for (const n of [g.source, g.processor]) if (n.name === name) return n;
+  return null;
+}
+
+function select(name) {
+  selected = name;
+  for (const g of document.querySelectorAll("#graph .node")) g.classList.toggle("selected", g.dataset.node === name);
+  const n = findNode(name);
+  const box = $("details");
+  box.replaceChildren();
+  if (!n) return;
+  box.append(el("h3", name));
+  box.append(el("pre", describeLines(name), "describe"));
+  box.append(el("p", "records/s, last minute"));
+  const spark = svg("svg", { class: "spark", viewBox: "0 0 300 60", preserveAspectRatio: "none" }, box);
+  spark.id = "spark";
+  box.append(el("p", "", "spark-value"));
+  const st = n.stores || [];
+  box.append(el("p", st.length ? "stores: " + st.join(", ") : "no stores"));
+  const tap = el("button", "Tap this node");
+  tap.type = "button";
+  tap.addEventListener("click", () => { $("tap-node").value = name; startTap(); $("tap").scrollIntoView(); });
+  box.append(tap);
+  paintDetails();
+}
+
+function paintDetails() {
+  const spark = $("spark");
+  if (!spark || !selected) return;
+  const r = nodeRates(selected);
+  const max = Math.max(1, ...r);
+  const pts = r.map((v, i) => `${(i * 300 / Math.max(1, HISTORY - 1)).toFixed(1)},${(58 - 56 * v / max).toFixed(1)}`).join(" ");
+  spark.replaceChildren();
+  svg("polyline", { points: pts }, spark);
+  const v = document.querySelector("#details .spark-value");
+  if (v) v.textContent = `now ${rate(recent(selected).rate)} rec/s, peak ${rate(max === 1 && !r.some((x) => x) ? 0 : max)}`;
+}
+
+// --- time, state, health ---
+function paintTime(s) {
+  const t = s.time;
+  if (!t) return;
+  $("watermark").textContent = when(t.watermark);
+  $("watermark-lag").textContent = t.watermark >= 0 ? `(${fmt((s.at - t.watermark) / 1000, 1)} s behind the wall clock)` : "(none yet)";
+  $("partitions").replaceChildren(...t.partitions.map((p) => {
+    const tags = el("span");
+    if (p.holdsBack) tags.append(el("span", "holds the watermark back", "tag holds"));
+    if (p.idle) tags.append(el("span", "idle", "tag idle"));
+    return row([`${p.topic}-${p.partition}`, when(p.streamTime), p.lag < 0 ? "–" : fmt(p.lag), tags]);
+  }));
+}
+
+function paintState(s) {
+  const r = s.restore;
+  $("restore").hidden = !r;
+  if (r) {
+    const pct = r.totalOffsets > 0 ? 100 * r.offsets / r.totalOffsets : 0;
+    $("restore-where").textContent = `${r.store} partition ${r.partition}`;
+    $("restore-bar").style.width = pct.toFixed(1) + "%";
+    $("restore-text").textContent = `${fmt(r.records)} records (${fmt(pct, 1)}%), ${rate(r.recordsPerSecond)} records/s, ETA ${r.etaSeconds < 0 ? "unknown" : fmt(r.etaSeconds) + " s"}`;
+  }
+  const u = s.uncommitted;
+  $("uncommitted-text").textContent = u.maxBytes < 0 ? `${bytes(u.bytes)} (no budget)` : `${bytes(u.bytes)} of ${bytes(u.maxBytes)} (statestore.uncommitted.max.bytes)`;
+  $("uncommitted-bar").style.width = (u.maxBytes > 0 ? Math.min(100, 100 * u.bytes / u.maxBytes) : 0).toFixed(1) + "%";
+  $("stores").replaceChildren(...stores.map((st) => {
+    const x = s.stores[st.name] || {};
+    const n = entries[st.name];
+    return row([st.name, st.type, n === undefined ? "–" : typeof n === "number" ? fmt(n) : n, bytes(x.sizeBytes || 0), bytes(x.uncommittedBytes || 0)]);
+  }));
+}
+
+function paintHealth(s) {
+  $("app-state").textContent = s.state;
+  $("app-state").className = "badge " + s.state;
+  const n = samples.length;
+  const a = samples[Math.max(0, n - 6)];
+  const dt = (s.at - a.at) / 1000;
+  const c = s.commits, ca = a.commits;
+  const commits = dt > 0 ? (c.succeeded - ca.succeeded) / dt : 0;
+  const dc = c.latencyCount - ca.latencyCount;
+  $("commit-rate").textContent = `${rate(commits)}/s (${fmt(c.succeeded)} in all)`;
+  $("commit-latency").textContent = dc > 0 ? `${fmt(1000 * (c.latencySeconds - ca.latencySeconds) / dc, 1)} ms on average, last seconds` : c.latencyCount > 0 ? `${fmt(1000 * c.latencySeconds / c.latencyCount, 1)} ms on average` : "–";
+  $("commit-early").textContent = fmt(c.early);
+  $("commit-failed").textContent = fmt(c.failed);
+  $("log").replaceChildren(...s.log.slice().reverse().map((e) => {
+    const li = el("li", `${e.time.replace("T", " ").slice(0, 19)} ${e.level} ${e.message}`, e.level);
+    const attrs = Object.entries(e.attrs || {}).map(([k, v]) => `${k}=${v}`).join(" ");
+    if (attrs) li.append(el("div", attrs));
+    return li;
+  }));
+  if (!s.log.length) $("log").append(el("li", "none", "hint"));
+  let consumed = 0;
+  for (const v of Object.values(s.consumed)) consumed += v;
+  $("summary").textContent = `${fmt(consumed)} records consumed`;
+}
+
+async function countEntries() {
+  lastCount = Date.now();
+  for (const st of stores) {
+    try {
+      entries[st.name] = (await get(`/v1/stores/${encodeURIComponent(st.name)}/count`)).count;
+    } catch (err) {
+      entries[st.name] = err.code === "wrong_store_type" || err.code === "not_supported" ? "n/a" : "–";
+    }
+  }
+}
+$("count-refresh").addEventListener("click", () => countEntries().then(() => samples.length && paintState(samples[samples.length - 1])));
+
+// --- the store browser ---
+$("query-mode").addEventListener("change", () => {
+  const mode = $("query-mode").value;
+  $("query-key").placeholder = mode === "range" ? "from" : mode === "prefix" ? "prefix" : "key";
+  $("query-to").hidden = mode !== "range";
+});
+
+$("query-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const store = encodeURIComponent($("query-store").value);
+  const mode = $("query-mode").value;
+  const key = $("query-key").value;
+  const iso = document.querySelector("input[name=isolation]:checked").value;
+  const q = new URLSearchParams({ isolation: iso });
+  let path;
+  if (mode === "get") path = `/v1/stores/${store}/keys/${encodeURIComponent(key)}`;
+  else {
+    if (mode === "prefix") q.set("prefix", key);
+    else {
+      if (key) q.set("from", key);
+      if ($("query-to").value) q.set("to", $("query-to").value);
+    }
+    q.set("limit", "100");
+    path = `/v1/stores/${store}/keys`;
+  }
+  const out = $("query-result");
+  out.replaceChildren();
+  try {
+    const body = await get(path + "?" + q);
+    const items = mode === "get" ? [body] : body.items;
+    out.append(...items.map((it) => row([json(it.key), json(it.value), when(it.timestamp), String(it.partition)])));
+    $("query-note").textContent = `${items.length} ${items.length === 1 ? "entry" : "entries"}, ${iso}${body.next ? " (more: narrow the range)" : ""}`;
+  } catch (err) {
+    $("query-note").textContent = err.code === "key_not_found" ? `no key ${key} (${iso})` : err.message;
+  }
+});
+
+// --- the live tap: server-sent events read through fetch, which can send the token ---
+let tapAbort = null;
+const MAX_TAP_ROWS = 100;
+
+async function startTap() {
+  stopTap();
+  const node = $("tap-node").value;
+  const ctrl = new AbortController();
+  tapAbort = ctrl;
+  $("tap-start").disabled = true;
+  $("tap-stop").disabled = false;
+  $("tap-records").replaceChildren();
+  $("tap-note").textContent = `tapping ${node}…`;
+  let shown = 0, skipped = 0, lost = 0;
+  try {
+    const res = await fetch(`/v1/tap/${encodeURIComponent(node)}`, { headers: headers(), signal: ctrl.signal });
+    if (!res.ok) {
+      const body = await res.json().catch(() => ({}));
+      throw new HTTPError(res.status, body);
+    }
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += value;
+      let cut;
+      while ((cut = buf.indexOf("\n\n")) >= 0) {
+        const chunk = buf.slice(0, cut);
+        buf = buf.slice(cut + 2);
+        let event = "message", data = "";
+        for (const line of chunk.split("\n")) {
+          if (line.startsWith("event: ")) event = line.slice(7);
+          else if (line.startsWith("data: ")) data += line.slice(6);
+        }
+        if (!data) continue;
+        const ev = JSON.parse(data);
+        if (event === "lost") lost += ev.lost;
+        if (event !== "record") continue;
+        shown++;
+        skipped += ev.skipped;
+        const hdrs = ev.headers.map((h) => `${h.key}=${h.value ?? h.base64}`).join(" ");
+        const tr = row([when(ev.timestamp), json(ev.key), json(ev.value), hdrs, `${ev.topic}-${ev.partition}@${ev.offset}`]);
+        tr.dataset.node = ev.node;
+        const body = $("tap-records");
+        body.prepend(tr);
+        while (body.children.length > MAX_TAP_ROWS) body.lastChild.remove();
+        $("tap-note").textContent = `${node}: ${fmt(shown)} shown, ${fmt(skipped)} skipped by sampling${lost ? `, ${fmt(lost)} lost (the page fell behind)` : ""}`;
+      }
+    }
+  } catch (err) {
+    if (err.name !== "AbortError") $("tap-note").textContent = err.message;
+  } finally {
+    if (tapAbort === ctrl) {
+      tapAbort = null;
+      $("tap-start").disabled = false;
+      $("tap-stop").disabled = true;
+    }
+  }
+}
+
+function stopTap() {
+  if (tapAbort) tapAbort.abort();
+}
+
+$("tap-form").addEventListener("submit", (e) => { e.preventDefault(); startTap(); });
+$("tap-stop").addEventListener("click", stopTap);
+
+// --- loading and polling ---
+function fillSelect(sel, values) {
+  const keep = sel.value;
+  sel.replaceChildren(...values.map((v) => { const o = el("option", v); o.value = v; return o; }));
+  if (values.includes(keep)) sel.value = keep;
+}
+
+async function loadTopology() {
+  const [t, text] = await Promise.all([get("/topology"), get("/topology/ks", "text")]);
+  const changed = JSON.stringify(t) !== JSON.stringify(topology);
+  topology = t;
+  describeText = text;
+  if (changed) {
+    drawGraph();
+    const names = [];
+    for (const s of t.subtopologies) for (const n of s.nodes) names.push(n.name);
+    for (const g of t.globalStores) names.push(g.source.name, g.processor.name);
+    fillSelect($("tap-node"), names);
+  }
+}
+
+async function loadStores() {
+  try {
+    stores = await get("/v1/stores");
+  } catch (err) {
+    if (err.code !== "not_ready") throw err;
+    stores = [];
+  }
+  fillSelect($("query-store"), stores.map((s) => s.name));
+}
+
+let polling = null;
+let ticks = 0;
+
+async function poll() {
+  try {
+    if (!topology || ticks % 10 === 0) await loadTopology();
+    if (!stores.length || ticks % 10 === 0) await loadStores();
+    if (stores.length && Date.now() - lastCount > COUNT_EVERY_MS) await countEntries();
+    const s = await get("/v1/status");
+    samples.push(s);
+    if (samples.length > HISTORY + 1) samples.shift();
+    paintGraph();
+    paintDetails();
+    paintTime(s);
+    paintState(s);
+    paintHealth(s);
+    showError(null);
+  } catch (err) {
+    showError(err);
+  }
+  ticks++;
+}
+
+function start() {
+  if (polling) clearInterval(polling);
+  ticks = 0;
+  poll();
+  polling = setInterval(poll, POLL_MS);
+}
+
+start();

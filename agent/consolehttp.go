@@ -1,0 +1,44 @@
+package agent
+
+import (
+	"github.com/stoatflow/stoatflow/agent/console"
+)
+
+// serveConsole adds the operator console (agent/console): GET /ui, GET /v1/status and the
+// live taps, GET /v1/tap/{node}.
+func (a *Agent) serveConsole() {
+	srv := console.NewServer(console.Sources{
+		Metrics: a.metrics,
+		State:   func() string { return a.state.Current().String() },
+		Nodes: func() []string {
+			if v := a.topology.Load(); v != nil {
+				return v.desc.NodeNames()
+			}
+			return nil
+		},
+		Time:                a.time.Load,
+		StoreSizes:          a.storeSizes,
+		UncommittedMaxBytes: a.cfg.UncommittedMaxBytes,
+		Restore:             a.restores,
+		Log:                 a.recent,
+		Taps:                a.taps,
+		WriteJSON:           writeJSON,
+		WriteError:          writeHTTPError,
+	})
+	srv.Register(a.http.Handle)
+	a.http.OnShutdown(srv.Close)
+}
+
+// storeSizes are the stores' approximate sizes on disk; none before they are restored.
+func (a *Agent) storeSizes() map[string]int64 {
+	c := a.stores.Load()
+	if c == nil || c.db == nil {
+		return nil
+	}
+	out := make(map[string]int64, len(c.specs))
+	for _, s := range c.specs {
+		// A size that cannot be read (a database being rebuilt) is shown as 0.
+		out[s.Name], _ = c.db.ApproximateSize(s.Name)
+	}
+	return out
+}
