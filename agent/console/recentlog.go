@@ -41,15 +41,15 @@ func NewRecentLog(next slog.Handler, keep int) *RecentLog {
 	return &RecentLog{next: next, ring: &logRing{entries: make([]LogEntry, max(keep, 1))}}
 }
 
-// Recent returns the kept entries, oldest first.
+// Recent returns the kept entries, oldest first; never nil, so that JSON shows [].
 func (h *RecentLog) Recent() []LogEntry {
 	r := h.ring
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.full {
-		return append([]LogEntry(nil), r.entries[:r.next]...)
+		return append([]LogEntry{}, r.entries[:r.next]...)
 	}
-	return append(append([]LogEntry(nil), r.entries[r.next:]...), r.entries[:r.next]...)
+	return append(append([]LogEntry{}, r.entries[r.next:]...), r.entries[:r.next]...)
 }
 
 func (h *RecentLog) Enabled(ctx context.Context, l slog.Level) bool {

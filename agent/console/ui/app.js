@@ -115,6 +115,13 @@ function recent(name) {
 }
 
 // --- the graph ---
+const measure = document.createElement("canvas").getContext("2d");
+function textWidth(text, font) {
+  measure.font = font;
+  return measure.measureText(text).width;
+}
+const FONT = getComputedStyle(document.documentElement).fontFamily;
+
 function graphModel() {
   const g = new graphlib.Graph({ compound: true });
   g.setGraph({ rankdir: "TB", nodesep: 24, ranksep: 34, marginx: 12, marginy: 12 });
@@ -129,13 +136,13 @@ function graphModel() {
   }
   const edges = [];
   const extra = (id, label, kind) => {
-    if (!g.hasNode(id)) g.setNode(id, { label, kind, width: Math.max(90, label.length * 7 + 24), height: 30 });
+    if (!g.hasNode(id)) g.setNode(id, { label, kind, width: Math.max(90, textWidth(label, "12px " + FONT) + 28), height: 30 });
     return id;
   };
   for (const grp of groups) {
     g.setNode(grp.id, { label: grp.title, cluster: true });
     for (const n of grp.nodes) {
-      g.setNode(n.name, { node: n, kind: n.type, width: Math.max(200, n.name.length * 7.2 + 24), height: 56 });
+      g.setNode(n.name, { node: n, kind: n.type, width: Math.max(230, textWidth(n.name, "600 12px " + FONT) + 24), height: 56 });
       g.setParent(n.name, grp.id);
     }
   }
@@ -168,7 +175,7 @@ function drawGraph() {
   root.setAttribute("width", Math.ceil(gr.width));
   root.setAttribute("height", Math.ceil(gr.height));
   root.setAttribute("viewBox", `0 0 ${Math.ceil(gr.width)} ${Math.ceil(gr.height)}`);
-  const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, svg("defs", {}, root));
+  const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 9, markerHeight: 9, markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" }, svg("defs", {}, root));
   svg("path", { d: "M0,0 L10,5 L0,10 z", fill: "#64748b" }, marker);
   for (const id of model.nodes()) {
     const v = model.node(id);
