@@ -20,6 +20,7 @@ import (
 	"github.com/stoatflow/stoatflow/agent"
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/watch"
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -36,9 +37,11 @@ type command struct {
 var commands = []command{
 	{"run", "[-c agent.toml] [--watch]", "run the agent (the default command)", cmdRun},
 	{"validate", "[-c agent.toml] [--strict] [--against URL]", "load config and scripts, build the topology; exit 0, or 1 with the errors", cmdValidate},
-	{"describe", "[-c agent.toml]", "print the Kafka Streams TopologyDescription text", cmdDescribe},
+	{"describe", "[-c agent.toml] [-format text|dot|mermaid]", "print the Kafka Streams TopologyDescription text, or draw it", cmdDescribe},
 	{"test", "[-run RE] [-v] [-w] [paths]", "run the *_test.lua pipeline tests (default scripts/)", cmdTest},
 	{"query", "[-addr host:port] COMMAND ...", "read a running agent's state stores", cmdQuery},
+	{"top", "[-addr host:port]", "a running agent's per-node rates, lag, watermark, commits", cmdTop},
+	{"tap", "NODE [-n N] [-format json|text]", "the records leaving a node of a running agent", cmdTap},
 	{"reset", "[-c agent.toml]", "delete the application's whole state directory", cmdReset},
 	{"version", "", "print the version (also --version)", cmdVersion},
 	{"help", "[COMMAND | config]", "this text, a command's flags, or every config key", nil},
@@ -156,6 +159,7 @@ type commonFlags struct {
 	strict    bool
 	against   string
 	watch     bool
+	format    string
 }
 
 func parseFlags(name string, args []string, stderr io.Writer, withLog bool) (*commonFlags, *flag.FlagSet, error) {
@@ -169,6 +173,9 @@ func parseFlags(name string, args []string, stderr io.Writer, withLog bool) (*co
 	}
 	if name == "run" {
 		fs.BoolVar(&f.watch, "watch", false, fmt.Sprintf("reload whenever the config file or a .lua file below a script's directory changes (polled every %s)", watch.Interval))
+	}
+	if name == "describe" {
+		fs.StringVar(&f.format, "format", "text", "text (as Kafka Streams prints it), dot (Graphviz) or mermaid")
 	}
 	if withLog {
 		fs.StringVar(&f.logLevel, "log.level", "", "override agent.log.level (debug|info|warn|error)")
@@ -334,16 +341,25 @@ func listenURL(cfg *config.Config) string {
 }
 
 func cmdDescribe(args []string, stdout, stderr io.Writer) int {
-	_, _, cfg, code := loadFor("describe", args, stderr, false)
+	f, _, cfg, code := loadFor("describe", args, stderr, false)
 	if code >= 0 {
 		return code
+	}
+	render := map[string]func(*pipeline.TopologyDescription) string{
+		"text":    (*pipeline.TopologyDescription).String,
+		"dot":     (*pipeline.TopologyDescription).DOT,
+		"mermaid": (*pipeline.TopologyDescription).Mermaid,
+	}[f.format]
+	if render == nil {
+		fmt.Fprintf(stderr, "stoatflow describe: -format %q is not one of text, dot, mermaid\n", f.format)
+		return 2
 	}
 	desc, err := agent.Describe(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	fmt.Fprint(stdout, desc.String())
+	fmt.Fprint(stdout, render(desc))
 	return 0
 }
 

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/stoatflow/stoatflow/agent/console"
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// agentFlags are the flags of the commands that talk to a running agent: where it listens
+// and its token.
+func agentFlags(fs *flag.FlagSet) func() *queryClient {
+	addr := fs.String("addr", "127.0.0.1:9464", "the agent's HTTP address (agent.http.listen); https://host:port for TLS")
+	token := fs.String("token", "", "bearer token (agent.http.token); default $STOATFLOW_TOKEN")
+	return func() *queryClient {
+		base := strings.TrimRight(*addr, "/")
+		if !strings.Contains(base, "://") {
+			base = "http://" + base
+		}
+		if *token == "" {
+			*token = os.Getenv("STOATFLOW_TOKEN")
+		}
+		return &queryClient{base: base, token: *token, http: &http.Client{Timeout: 30 * time.Second}}
+	}
+}
+
+// cmdTop shows a running agent's per-node rates, lag, watermark and commits, refreshed
+// every interval, like `vector top`. It reads GET /v1/status and GET /topology.
+func cmdTop(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("stoatflow top", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	client := agentFlags(fs)
+	interval := fs.Duration("interval", time.Second, "time between refreshes")
+	frames := fs.Int("n", 0, "stop after this many refreshes (0: until interrupted)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: stoatflow top [-addr host:port] [-token T] [-interval 1s] [-n N]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return usageCode(err)
+	}
+	if fs.NArg() > 0 || *interval <= 0 {
+		fs.Usage()
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	c := client()
+	var desc pipeline.TopologyDescription
+	if err := c.do(http.MethodGet, "/topology", nil, nil, &desc); err != nil {
+		fmt.Fprintln(stderr, "stoatflow top:", err)
+		return 1
+	}
+	clear := isTerminal(stdout)
+	var prev *console.Status
+	for shown := 0; *frames == 0 || shown < *frames; {
+		var s console.Status
+		if err := c.do(http.MethodGet, "/v1/status", nil, nil, &s); err != nil {
+			fmt.Fprintln(stderr, "stoatflow top:", err)
+			return 1
+		}
+		if prev != nil {
+			if clear {
+				fmt.Fprint(stdout, "\x1b[H\x1b[2J")
+			}
+			writeTop(stdout, desc.NodeNames(), prev, &s)
+			shown++
+		}
+		prev = &s
+		if *frames > 0 && shown >= *frames {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-time.After(*interval):
+		}
+	}
+	return 0
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// writeTop prints one frame: the rates between two statuses.
+func writeTop(w io.Writer, nodes []string, a, b *console.Status) {
+	dt := float64(b.At-a.At) / 1000
+	per := func(x, y float64) float64 {
+		if dt <= 0 {
+			return 0
+		}
+		return (y - x) / dt
+	}
+	wm, lag := "none yet", int64(0)
+	if t := b.Time; t != nil {
+		if t.Watermark >= 0 {
+			wm = fmt.Sprintf("%s (%.1f s behind)", time.UnixMilli(t.Watermark).UTC().Format("2006-01-02 15:04:05.000"), float64(b.At-t.Watermark)/1000)
+		}
+		for _, p := range t.Partitions {
+			lag += max(p.Lag, 0)
+		}
+	}
+	latency := "–"
+	if n := b.Commits.LatencyCount - a.Commits.LatencyCount; n > 0 {
+		latency = fmt.Sprintf("%.1f ms", 1000*(b.Commits.LatencySeconds-a.Commits.LatencySeconds)/float64(n))
+	}
+	fmt.Fprintf(w, "StoatFlow %s   watermark %s   consumer lag %d\n", b.State, wm, lag)
+	fmt.Fprintf(w, "commits %.1f/s, %s each; %v aborted epochs, %v early commits in all\n\n",
+		per(a.Commits.Succeeded, b.Commits.Succeeded), latency, b.Commits.Failed, b.Commits.Early)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tRECORDS/S\tDROPS/S\tLUA %\t")
+	for _, name := range nodes {
+		x, y := a.Nodes[name], b.Nodes[name]
+		if x == nil || y == nil {
+			continue
+		}
+		var drops float64
+		var reasons []string
+		for reason, v := range y.Dropped {
+			if d := per(x.Dropped[reason], v); d > 0 {
+				drops += d
+				reasons = append(reasons, reason)
+			}
+		}
+		dropText := fmt.Sprintf("%.1f", drops)
+		if len(reasons) > 0 {
+			dropText += " (" + strings.Join(reasons, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%.1f\t\n", name, per(x.Processed, y.Processed), dropText, 100*per(x.LuaSeconds, y.LuaSeconds))
+	}
+	if err := tw.Flush(); err != nil && !errors.Is(err, os.ErrClosed) {
+		fmt.Fprintln(w, err)
+	}
+}
