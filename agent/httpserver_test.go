@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stoatflow/stoatflow/agent/console"
 	"github.com/stoatflow/stoatflow/metrics"
 )
 
@@ -586,4 +588,45 @@ func TestReadOnlyQueryNeedsNoJSONType(t *testing.T) {
 	}
 	wantError(t, send(t, http.MethodPost, base+"/v2/query",
 		map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example"}, "{}"), 403, "cross_origin")
+}
+
+// While the stores are restored, /readyz's body says how far the restore is.
+func TestReadyzShowsRestoreProgress(t *testing.T) {
+	s, _ := startServer(t, HTTPOptions{})
+	var p console.RestoreProgress
+	s.ReportRestore(&p)
+	if a := get(t, s, "/readyz"); a.raw != `{"state":"CREATED"}`+"\n" {
+		t.Fatalf("/readyz before a restore = %q", a.raw)
+	}
+	end := p.Begin(100, slog.New(slog.DiscardHandler), time.Hour)
+	p.At("word-counts", 1)
+	p.Advance(40, 50)
+	resp, err := http.Get("http://" + s.Addr() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	end()
+	for _, want := range []string{`"state":"CREATED"`, `"restore":{"store":"word-counts","partition":1,"records":40,"offsets":50,"totalOffsets":100,`, `"etaSeconds":`} {
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(raw), want) {
+			t.Fatalf("/readyz while restoring = %d %q, want it to contain %q", resp.StatusCode, raw, want)
+		}
+	}
+}
+
+// With a token, the console's files answer without it (a browser cannot send one to load a
+// page); what the page reads does not.
+func TestConsoleFilesNeedNoTokenTheirDataDoes(t *testing.T) {
+	s, _ := startServer(t, HTTPOptions{Token: "t0ken"})
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	s.Handle("GET /ui", ok)
+	s.Handle("GET /ui/", ok)
+	s.Handle("GET /v1/status", ok)
+	s.Handle("GET /v1/tap/{node}", ok)
+	for path, want := range map[string]int{"/ui": 200, "/ui/app.js": 200, "/v1/status": 401, "/v1/tap/x": 401, "/uix": 401} {
+		if a := get(t, s, path); a.status != want {
+			t.Errorf("GET %s without the token = %d, want %d", path, a.status, want)
+		}
+	}
 }
