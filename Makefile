@@ -6,7 +6,7 @@ PREFIX  ?= /usr/local
 IMAGE   ?= stoatflow
 FUZZTIME ?= 10s
 
-.PHONY: build run test soak bench lint fuzz install check-unit docker clean
+.PHONY: build run test soak bench lint fuzz install check-unit docker clean ui ui-check
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/stoatflow
@@ -44,7 +44,7 @@ soak:
 	STOATFLOW_SOAK_KILLS=50 $(GO) test -timeout 60m -count=1 -v -run '^TestFault' ./agent/
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/... ./luart/... ./state/... > $(BENCH_MICRO) || (cat $(BENCH_MICRO); exit 1)
+	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/... ./luart/... ./state/... ./agent/console/ > $(BENCH_MICRO) || (cat $(BENCH_MICRO); exit 1)
 	cat $(BENCH_MICRO)
 	$(GO) run ./bench -micro $(BENCH_MICRO) $(BENCH_FLAGS)
 
@@ -92,6 +92,22 @@ check-unit: build
 	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	sed 's|/usr/local/bin/stoatflow|$(CURDIR)/$(BIN)|g' systemd/stoatflow.service > "$$dir/stoatflow.service" && \
 	systemd-analyze verify "$$dir/stoatflow.service" && echo "systemd/stoatflow.service: verified"
+
+# The console draws its graph with @dagrejs/dagre, bundled by esbuild from agent/console/web
+# into agent/console/ui/vendor/dagre.js. The built file is committed, so go build, go test
+# and go install need no npm (docs/console.md says why); ui rebuilds it from the lockfile,
+# ui-check (run by CI) checks that the committed file is exactly what the lockfile builds.
+UI_WEB := agent/console/web
+
+ui:
+	cd $(UI_WEB) && npm ci --no-audit --no-fund && node build.mjs
+
+ui-check:
+	cd $(UI_WEB) && npm ci --no-audit --no-fund
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && (cd $(UI_WEB) && node build.mjs "$$dir") && \
+	  for f in dagre.js dagre.LICENSE.txt; do \
+	    cmp -s "$$dir/$$f" agent/console/ui/vendor/$$f || { echo "agent/console/ui/vendor/$$f is not what $(UI_WEB) builds: run make ui and commit it"; exit 1; }; \
+	  done && echo "agent/console/ui/vendor: as built from $(UI_WEB)/package-lock.json"
 
 docker:
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) -t $(IMAGE):latest .

@@ -284,7 +284,21 @@ func (rep *report) targets() []target {
 	} else {
 		out = append(out, target{"commit barrier of 10,000 dirty keys ≤ 20 ms", "not measured (no -micro results)", "n/a"})
 	}
-	return out
+	return append(out, tapTarget(rep.micro))
+}
+
+// tapTarget compares a record through a node nobody taps with one through a tapped node
+// (issue 18): the tap samples, so it may not cost a record much, nor allocate per record.
+func tapTarget(micro []microResult) target {
+	const what = "a live tap on a busy node: ≤ 10 % more time and no more allocations per record than with nobody tapping"
+	off, okOff := findMicro(micro, "BenchmarkTap/nobody")
+	on, okOn := findMicro(micro, "BenchmarkTap/one-tap")
+	if !okOff || !okOn || off.nsPerOp <= 0 {
+		return target{what, "not measured (no -micro results)", "n/a"}
+	}
+	ratio := on.nsPerOp / off.nsPerOp
+	return target{what, fmt.Sprintf("%.0f ns with nobody tapping, %.0f ns with one tap (%+.0f %%); %.0f and %.0f allocations",
+		off.nsPerOp, on.nsPerOp, 100*(ratio-1), off.allocsPerOp, on.allocsPerOp), verdict(ratio <= 1.10 && on.allocsPerOp <= off.allocsPerOp)}
 }
 
 // markdown renders bench/RESULTS.md.
