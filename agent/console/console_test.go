@@ -338,11 +338,17 @@ func BenchmarkTap(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				done := make(chan struct{})
 				go func() {
-					for range sub.Events {
+					for {
+						select {
+						case <-sub.Events:
+						case <-done:
+							return
+						}
 					}
 				}()
-				defer close(sub.Events)
+				defer func() { close(done); taps.Unsubscribe(sub) }()
 			}
 			taps.Apply(topo)
 			in := pipeline.SourceRecord{Topic: "in", Key: []byte("k"), Value: []byte("a line of text"), Timestamp: 1}

@@ -27,6 +27,10 @@ type Taps struct {
 	subs    map[string]map[*Subscription]bool
 	clients int
 	changed chan struct{}
+	// now is a coarse clock (Unix nanoseconds) that a goroutine moves every clockTick while
+	// any tap is open, so that the hooks need not read the system clock per record.
+	now       atomic.Int64
+	stopClock chan struct{}
 
 	// installed are the hooks of the running topology; only Apply, on the processing
 	// goroutine, touches it.
@@ -70,9 +74,30 @@ func (t *Taps) Subscribe(node string) (*Subscription, error) {
 		t.subs[node] = map[*Subscription]bool{}
 	}
 	t.subs[node][s] = true
-	t.clients++
+	if t.clients++; t.clients == 1 {
+		t.now.Store(time.Now().UnixNano())
+		t.stopClock = make(chan struct{})
+		go t.runClock(t.stopClock)
+	}
 	t.notify()
 	return s, nil
+}
+
+// clockTick is the resolution of the hooks' clock: a tenth of the smallest burst a token
+// bucket refills.
+const clockTick = 10 * time.Millisecond
+
+func (t *Taps) runClock(stop chan struct{}) {
+	tick := time.NewTicker(clockTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			t.now.Store(now.UnixNano())
+		}
+	}
 }
 
 // Unsubscribe stops a watcher.
@@ -86,7 +111,9 @@ func (t *Taps) Unsubscribe(s *Subscription) {
 	if len(t.subs[s.node]) == 0 {
 		delete(t.subs, s.node)
 	}
-	t.clients--
+	if t.clients--; t.clients == 0 {
+		close(t.stopClock)
+	}
 	t.notify()
 }
 
@@ -141,16 +168,16 @@ type nodeTap struct {
 	node    string
 	burst   float64
 	tokens  float64
-	last    time.Time
+	last    int64 // the clock when tokens were last counted, 0 before the first record
 	skipped int64
 }
 
 func (n *nodeTap) see(rec pipeline.Record) {
-	now := time.Now()
-	if !n.last.IsZero() {
-		n.tokens = min(n.burst, n.tokens+now.Sub(n.last).Seconds()*float64(n.taps.rate))
-	} else {
+	now := n.taps.now.Load()
+	if n.last == 0 {
 		n.tokens = n.burst
+	} else if now > n.last {
+		n.tokens = min(n.burst, n.tokens+float64(now-n.last)*float64(n.taps.rate)/1e9)
 	}
 	n.last = now
 	if n.tokens < 1 {
