@@ -209,6 +209,8 @@ func TestConsoleInChromium(t *testing.T) {
 
 	waitJS(t, ctx, "no error banner", `document.getElementById("error").hidden`)
 	if path := os.Getenv("STOATFLOW_CONSOLE_SCREENSHOT"); path != "" {
+		// A picture worth looking at: a sparkline of some seconds.
+		waitJS(t, ctx, "a sparkline of 15 samples", `(document.querySelector("#spark polyline")?.getAttribute("points") || "").split(" ").length >= 15`)
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatal(err)

@@ -282,7 +282,7 @@ function paintDetails() {
   if (!spark || !selected) return;
   const r = nodeRates(selected);
   const max = Math.max(1, ...r);
-  const pts = r.map((v, i) => `${(i * 300 / Math.max(1, HISTORY - 1)).toFixed(1)},${(58 - 56 * v / max).toFixed(1)}`).join(" ");
+  const pts = r.map((v, i) => `${(i * 300 / Math.max(1, r.length - 1)).toFixed(1)},${(58 - 56 * v / max).toFixed(1)}`).join(" ");
   spark.replaceChildren();
   svg("polyline", { points: pts }, spark);
   const v = document.querySelector("#details .spark-value");
