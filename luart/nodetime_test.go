@@ -14,8 +14,8 @@ func TestLuaTimeChargedToEachNode(t *testing.T) {
 	rt, b, err := load(t, prelude+`
 local function spin(n) local x = 0 for i = 1, n do x = x + i end return x end
 b:stream("in"):process(function()
-  return { process = function(ctx, k, v) spin(1000) ctx:forward(k, v) end }
-end, {name = "light"}):mapValues(function(v) spin(300000) return v end, {name = "heavy"}):to("out")
+  return { process = function(ctx, k, v) spin(300) ctx:forward(k, v) end }
+end, {name = "light"}):mapValues(function(v) spin(50000) return v end, {name = "heavy"}):to("out")
 return b`, nil)
 	if err != nil {
 		t.Fatal(err)
