@@ -339,31 +339,24 @@ func (l *loop) markIdle() {
 	}
 }
 
-// reportProgress exports, once per epoch, the Lua time of each node, consumer lag, each
-// source partition's stream time and the engine's watermark, and how far it trails the
-// wall clock.
+// reportProgress exports, once per epoch, the Lua time of each node, consumer lag and the
+// engine's time (publishTime).
 func (l *loop) reportProgress() {
 	m := l.a.metrics
 	l.reportLua()
 	for tp, lag := range l.k.consumer.Lag() {
 		m.ConsumerLag.WithLabelValues(tp.Topic, strconv.Itoa(int(tp.Partition))).Set(float64(lag))
 	}
-	view := l.publishTime()
-	for _, p := range view.Partitions {
-		if p.StreamTime >= 0 {
-			m.StreamTime.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Set(float64(p.StreamTime))
-		}
-	}
-	if view.Watermark >= 0 {
-		m.Watermark.Set(float64(view.Watermark))
-		m.WatermarkLag.Set(float64(time.Now().UnixMilli()-view.Watermark) / 1000)
-	}
+	l.publishTime()
 }
 
-// publishTime shares the engine's time, with each partition's consumer lag, with the HTTP
-// handlers (GET /v1/status), and returns it. Where no processor waits for the watermark the
-// topology does not move it per record, so it is moved here, idleness first.
-func (l *loop) publishTime() pipeline.TimeView {
+// publishTime exports the engine's time (each source partition's stream time, the
+// watermark and how far it trails the wall clock) and shares it, with each partition's
+// consumer lag, with the HTTP handlers (GET /v1/status). It runs at every commit and every
+// punctuation tick, so the watermark a partition's idleness moves shows without a commit.
+// Where no processor waits for the watermark the topology does not move it per record, so
+// it is moved here, idleness first.
+func (l *loop) publishTime() {
 	if !l.topo.HasWatermarkListeners() {
 		l.markIdle()
 		// With no processor waiting, moving the watermark runs nothing that could fail.
@@ -381,7 +374,16 @@ func (l *loop) publishTime() pipeline.TimeView {
 			Idle: p.Idle, HoldsBack: p.HoldsBack, Lag: lag}
 	}
 	l.a.time.Store(out)
-	return view
+	m := l.a.metrics
+	for _, p := range view.Partitions {
+		if p.StreamTime >= 0 {
+			m.StreamTime.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Set(float64(p.StreamTime))
+		}
+	}
+	if view.Watermark >= 0 {
+		m.Watermark.Set(float64(view.Watermark))
+		m.WatermarkLag.Set(float64(time.Now().UnixMilli()-view.Watermark) / 1000)
+	}
 }
 
 // chargeLua makes the runtime keep each node's Lua time; the runtime asks the running

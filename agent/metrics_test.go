@@ -135,14 +135,18 @@ func TestMetricsScrapedTwiceArePresentAndMoving(t *testing.T) {
 	round := func(from, perPartition int) scrapeResult {
 		produce(t, brokers, "in", 0, perPartition, nil, from)
 		produce(t, brokers, "in", 1, perPartition, nil, from+perPartition)
-		// produce stamps record i at 1_700_000_000_000 + i; stream times are exported at
-		// commits, so reaching the round's last timestamps means a commit covered the round.
+		// produce stamps record i at 1_700_000_000_000 + i; the rounds number their records
+		// on, so from + 2*perPartition records are in once the round's epochs committed.
 		last0 := float64(1_700_000_000_000 + from + perPartition - 1)
 		last1 := last0 + float64(perPartition)
-		return scrapeWhen(t, base, "a commit after the round's records", func(s scrapeResult) bool {
+		return scrapeWhen(t, base, "a commit of the round's records", func(s scrapeResult) bool {
 			st0, _ := s.value("stoatflow_time_stream_time_milliseconds", "topic", "in", "partition", "0")
 			st1, _ := s.value("stoatflow_time_stream_time_milliseconds", "topic", "in", "partition", "1")
-			return st0 >= last0 && st1 >= last1
+			committed := 0.0
+			if fam, ok := s["stoatflow_commit_epoch_size_records"]; ok && len(fam.GetMetric()) == 1 {
+				committed = fam.GetMetric()[0].GetHistogram().GetSampleSum()
+			}
+			return st0 >= last0 && st1 >= last1 && committed >= float64(from+2*perPartition)
 		})
 	}
 	first := round(0, 10)

@@ -160,7 +160,8 @@ func New() *Metrics {
 		"Global watermark that closes windows (minimum stream time over non-idle "+
 			"partitions), in milliseconds since the Unix epoch.")
 	m.WatermarkLag = m.gauge("time", "watermark_lag_seconds",
-		"Wall-clock time minus the global watermark at the last commit, in seconds: how far "+
+		"Wall-clock time minus the global watermark, updated at every commit and at least every "+
+			"100 ms, in seconds: how far "+
 			"event time trails real time.")
 
 	m.BrokerReachable = m.gaugeVec("kafka", "broker_reachable",
