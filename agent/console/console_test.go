@@ -205,6 +205,41 @@ func TestTapStreamsServerSentEvents(t *testing.T) {
 	waitFor(t, "the hook removed", func() bool { return topo.hook("upper") == nil })
 }
 
+// A tap outlives the server's read and write timeouts, which end ordinary requests.
+func TestTapOutlivesTheServerTimeouts(t *testing.T) {
+	taps := NewTaps(1000, 1)
+	topo := follow(t, taps)
+	s := NewServer(Sources{
+		Metrics: metrics.New(), State: func() string { return "RUNNING" }, Nodes: func() []string { return []string{"n"} },
+		Time: func() *TimeStatus { return nil }, StoreSizes: func() map[string]int64 { return nil },
+		Restore: &RestoreProgress{}, Log: NewRecentLog(slog.DiscardHandler, 5), Taps: taps,
+		WriteJSON: writeJSON, WriteError: writeError,
+	})
+	mux := http.NewServeMux()
+	s.Register(mux.Handle)
+	srv := httptest.NewUnstartedServer(mux)
+	const timeout = 100 * time.Millisecond
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = timeout, timeout
+	srv.Start()
+	t.Cleanup(func() { s.Close(); srv.Close() })
+	resp, err := http.Get(srv.URL + "/v1/tap/n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	waitFor(t, "the hook", func() bool { return topo.hook("n") != nil })
+	// Past both timeouts on purpose: the stream must still carry records.
+	time.Sleep(4 * timeout)
+	topo.hook("n")(pipeline.Record{Key: "late", Value: "still here"})
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"still here"`) {
+			return
+		}
+	}
+	t.Fatalf("the stream ended before the record: %v", sc.Err())
+}
+
 // However fast a node emits, a tap shows at most its rate; the rest is counted as skipped.
 func TestTapSamplesAtMostItsRate(t *testing.T) {
 	const rate = 50

@@ -135,6 +135,8 @@ func (s *Server) tap(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	rc := http.NewResponseController(w)
+	// Each write has its own deadline instead of the server's write timeout, which would
+	// end the stream (TestTapOutlivesTheServerTimeouts).
 	send := func(b []byte) bool {
 		if err := rc.SetWriteDeadline(time.Now().Add(tapWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return false
