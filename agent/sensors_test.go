@@ -31,7 +31,11 @@ func TestEveryDropReasonExistsAtZero(t *testing.T) {
 		}
 		got := map[string]float64{}
 		for _, s := range fam.GetMetric() {
-			got[s.GetLabel()[0].GetValue()] = s.GetCounter().GetValue()
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "reason" {
+					got[l.GetValue()] = s.GetCounter().GetValue()
+				}
+			}
 		}
 		for _, reason := range want {
 			if v, ok := got[reason]; !ok || v != 0 {
