@@ -20,8 +20,8 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/storage"
 
 	"github.com/stoatflow/stoatflow/agent/config"
-	"github.com/stoatflow/stoatflow/agent/demo"
 	"github.com/stoatflow/stoatflow/agent/console"
+	"github.com/stoatflow/stoatflow/agent/demo"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/luart"
 	"github.com/stoatflow/stoatflow/metrics"
