@@ -24,7 +24,8 @@ import (
 // example they name, so the docs cannot drift from what the agent answers. A ```sh block
 // runs against `make run` (word count) unless its first line is `# make run EXAMPLE=name`;
 // a block preceded by an HTML comment starting with `<!-- not run:` is skipped (it needs
-// what make run does not have, a token or TLS). Every curl line is followed by the output
+// what make run does not have, a token or TLS, or its answer is a stream or abbreviated; the
+// comment names the test that covers it instead). Every curl line is followed by the output
 // it prints, each line as a `# ` comment; the rules of comparing it with the real output
 // are docOutputMatches'.
 var curlDocs = []string{"../docs/http.md", "../docs/queries.md"}

@@ -33,7 +33,7 @@ http.listen = "127.0.0.1:0"
 http.token = %q
 embedded.listen = "127.0.0.1:0"
 embedded.partitions = 3
-embedded.demo = true
+embedded.demo = "lines"
 
 [streams]
 application.id = "wordcount"
