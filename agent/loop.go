@@ -43,7 +43,7 @@ type loop struct {
 	inTxn        bool
 	failedEpochs int // epochs in a row that failed and were processed again
 	// caughtUpSince is when each partition's consumer last reached the log end.
-	caughtUpSince map[kafkaio.TopicPartition]time.Time
+	caughtUpSince map[pipeline.TopicPartition]time.Time
 	// build makes a fresh topology from a builder, with the running store provider and
 	// global update schedule. After a dropped epoch the processors' in-memory state
 	// (operator stream times, buffers, punctuators) starts again from the committed state,
@@ -55,11 +55,11 @@ type loop struct {
 	changelogOf  map[string]string // changelog topic → store
 	changelogFor map[string]string // store → changelog topic
 
-	assigned chan []kafkaio.TopicPartition
+	assigned chan []pipeline.TopicPartition
 	revoke   chan chan error
 	done     chan struct{}
 
-	next         map[kafkaio.TopicPartition]int64 // next offset to commit, per partition
+	next         map[pipeline.TopicPartition]int64 // next offset to commit, per partition
 	dirty        bool
 	epochRecords int
 	everRunning  bool
@@ -89,13 +89,13 @@ func newLoop(a *Agent, k *kafkaClients, db *state.DB, b *pipeline.StreamsBuilder
 		maxBytes:     a.cfg.UncommittedMaxBytes,
 		changelogOf:  map[string]string{},
 		changelogFor: map[string]string{},
-		assigned:     make(chan []kafkaio.TopicPartition),
+		assigned:     make(chan []pipeline.TopicPartition),
 		revoke:       make(chan chan error),
 		done:         make(chan struct{}),
-		next:         map[kafkaio.TopicPartition]int64{},
+		next:         map[pipeline.TopicPartition]int64{},
 		consumed:     map[string]prometheus.Counter{},
 
-		caughtUpSince: map[kafkaio.TopicPartition]time.Time{},
+		caughtUpSince: map[pipeline.TopicPartition]time.Time{},
 	}
 	for _, s := range b.Stores() {
 		if s.Logged {
@@ -110,7 +110,7 @@ func newLoop(a *Agent, k *kafkaClients, db *state.DB, b *pipeline.StreamsBuilder
 }
 
 // Assigned implements kafkaio.RebalanceHandler; it runs on the consumer's goroutine.
-func (l *loop) Assigned(tps []kafkaio.TopicPartition) {
+func (l *loop) Assigned(tps []pipeline.TopicPartition) {
 	select {
 	case l.assigned <- tps:
 	case <-l.done:
@@ -119,7 +119,7 @@ func (l *loop) Assigned(tps []kafkaio.TopicPartition) {
 
 // Revoking implements kafkaio.RebalanceHandler: the loop closes its epoch before the
 // partitions are given up.
-func (l *loop) Revoking([]kafkaio.TopicPartition) {
+func (l *loop) Revoking([]pipeline.TopicPartition) {
 	reply := make(chan error)
 	select {
 	case l.revoke <- reply:
@@ -213,12 +213,8 @@ func (l *loop) run(ctx context.Context) error {
 			progress.step(time.Now())
 			l.a.log.Info("partitions assigned", "partitions", len(tps))
 			l.a.log.Debug("assignment", "partitions", tps)
-			assigned := make([]pipeline.TopicPartition, len(tps))
-			for i, tp := range tps {
-				assigned[i] = pipeline.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
-			}
-			l.topo.SetAssignment(assigned)
-			l.assignment = assigned
+			l.topo.SetAssignment(tps)
+			l.assignment = tps
 			clear(l.caughtUpSince)
 			if l.a.state.Current() != StateRunning {
 				_ = l.a.state.Transition(StateRunning)
@@ -324,10 +320,9 @@ func (l *loop) markIdle() {
 	now := time.Now()
 	buffered := len(l.k.consumer.Messages()) > 0
 	for tp, lag := range l.k.consumer.Lag() {
-		ptp := pipeline.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
 		if lag > 0 || buffered {
 			delete(l.caughtUpSince, tp)
-			l.topo.SetIdle(ptp, false)
+			l.topo.SetIdle(tp, false)
 			continue
 		}
 		since, ok := l.caughtUpSince[tp]
@@ -335,7 +330,7 @@ func (l *loop) markIdle() {
 			since = now
 			l.caughtUpSince[tp] = now
 		}
-		l.topo.SetIdle(ptp, now.Sub(since) >= need)
+		l.topo.SetIdle(tp, now.Sub(since) >= need)
 	}
 }
 
@@ -366,7 +361,7 @@ func (l *loop) publishTime() {
 	lags := l.k.consumer.Lag()
 	out := &console.TimeStatus{Watermark: view.Watermark, Partitions: make([]console.PartitionStatus, len(view.Partitions))}
 	for i, p := range view.Partitions {
-		lag, ok := lags[kafkaio.TopicPartition{Topic: p.Topic, Partition: p.Partition}]
+		lag, ok := lags[pipeline.TopicPartition{Topic: p.Topic, Partition: p.Partition}]
 		if !ok {
 			lag = -1
 		}
@@ -455,7 +450,7 @@ func (l *loop) process(batch []kafkaio.Message) error {
 	m := l.a.metrics
 	// A batch holds records of one partition (Consumer.Messages), so what is counted per
 	// partition is counted once per batch, for the records processed so far.
-	tp := kafkaio.TopicPartition{Topic: batch[0].Topic, Partition: batch[0].Partition}
+	tp := pipeline.TopicPartition{Topic: batch[0].Topic, Partition: batch[0].Partition}
 	consumed := func(n int) {
 		if n == 0 {
 			return

@@ -201,9 +201,9 @@ func (a *Agent) changelogReads(db *state.DB, b *pipeline.StreamsBuilder, k *kafk
 			continue
 		}
 		topic := pipeline.ChangelogTopic(a.cfg.ApplicationID, name)
-		tps := make([]kafkaio.TopicPartition, partitions)
+		tps := make([]pipeline.TopicPartition, partitions)
 		for p := range partitions {
-			tps[p] = kafkaio.TopicPartition{Topic: topic, Partition: p}
+			tps[p] = pipeline.TopicPartition{Topic: topic, Partition: p}
 		}
 		ends, err := kafkaio.EndOffsets(k.brokers, cfg, tps)
 		if err != nil {

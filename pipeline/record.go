@@ -3,7 +3,10 @@
 // topology, sinks hand bytes to a RecordCollector.
 package pipeline
 
-import "bytes"
+import (
+	"bytes"
+	"strconv"
+)
 
 // Header is one Kafka record header. Names may repeat; order is significant.
 type Header struct {
@@ -35,6 +38,15 @@ func cloneHeaders(h Headers) Headers {
 	}
 	return out
 }
+
+// TopicPartition names one partition of one topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// String is topic-partition, as the logs and errors name a partition.
+func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
 
 // Record is one record flowing through the topology. Key and Value hold deserialised values
 // (see package serdes for the Go type each serde produces). Topic, Partition and Offset

@@ -12,12 +12,6 @@ import (
 // are still judged on each operator's own stream time, as in Kafka Streams; only final
 // results (emit on window close) wait for the watermark.
 
-// TopicPartition names one partition of a source topic.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
 // SetAssignment tells the topology which source partitions it reads. Partitions not seen yet
 // hold the watermark back until they deliver a record or become idle.
 func (t *Topology) SetAssignment(tps []TopicPartition) {

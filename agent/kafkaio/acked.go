@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // ackTracker keeps the highest acknowledged offset per partition of the tracked topics.
@@ -13,7 +15,7 @@ type ackTracker struct {
 	tracked map[string]bool
 
 	mu      sync.Mutex
-	offsets map[TopicPartition]int64
+	offsets map[pipeline.TopicPartition]int64
 }
 
 func (t *ackTracker) record(msg *sarama.ProducerMessage) {
@@ -28,7 +30,7 @@ func (t *ackTracker) record(msg *sarama.ProducerMessage) {
 	if !tracked {
 		return
 	}
-	tp := TopicPartition{Topic: msg.Topic, Partition: msg.Partition}
+	tp := pipeline.TopicPartition{Topic: msg.Topic, Partition: msg.Partition}
 	t.mu.Lock()
 	if off, ok := t.offsets[tp]; !ok || msg.Offset > off {
 		t.offsets[tp] = msg.Offset
@@ -37,11 +39,11 @@ func (t *ackTracker) record(msg *sarama.ProducerMessage) {
 }
 
 // take returns the offsets collected so far and starts afresh.
-func (t *ackTracker) take() map[TopicPartition]int64 {
+func (t *ackTracker) take() map[pipeline.TopicPartition]int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := t.offsets
-	t.offsets = make(map[TopicPartition]int64)
+	t.offsets = make(map[pipeline.TopicPartition]int64)
 	return out
 }
 
@@ -58,17 +60,17 @@ func (p *Producer) TrackOffsets(track func(topic string) bool) {
 	p.acked.Store(&ackTracker{
 		track:   track,
 		tracked: make(map[string]bool),
-		offsets: make(map[TopicPartition]int64),
+		offsets: make(map[pipeline.TopicPartition]int64),
 	})
 }
 
 // AckedOffsets returns the highest acknowledged offset per tracked partition since the
 // previous call (or TrackOffsets, or AbortTxn) and clears them. After Flush or CommitTxn
 // returns nil it covers every record sent before. Empty when nothing is tracked.
-func (p *Producer) AckedOffsets() map[TopicPartition]int64 {
+func (p *Producer) AckedOffsets() map[pipeline.TopicPartition]int64 {
 	t := p.acked.Load()
 	if t == nil {
-		return map[TopicPartition]int64{}
+		return map[pipeline.TopicPartition]int64{}
 	}
 	return t.take()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -12,15 +11,6 @@ import (
 
 	"github.com/stoatflow/stoatflow/pipeline"
 )
-
-// TopicPartition names one partition of one topic.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
-// String is topic-partition, as the logs and errors name a partition.
-func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
 
 // Message is one consumed record. Key and Value are nil for a null key or value.
 type Message struct {
@@ -36,11 +26,11 @@ type Message struct {
 // RebalanceHandler is told when a generation of the group starts and ends.
 type RebalanceHandler interface {
 	// Assigned is called when a generation starts, before any of its messages are delivered.
-	Assigned(tps []TopicPartition)
+	Assigned(tps []pipeline.TopicPartition)
 	// Revoking is called when the generation ends (sarama's Cleanup), before partitions are
 	// given up. The caller finishes its commit (calling Commit) before returning. After
 	// Revoking returns, no message fetched in the ended generation is delivered any more.
-	Revoking(tps []TopicPartition)
+	Revoking(tps []pipeline.TopicPartition)
 }
 
 // maxBatch bounds the messages of one partition handed over in one batch.

@@ -126,12 +126,12 @@ func TestConsumeRoundTrip(t *testing.T) {
 	}
 
 	assigned, _ := r.calls()
-	if want := []TopicPartition{{"rt", 0}, {"rt", 1}}; !reflect.DeepEqual(assigned[len(assigned)-1], want) {
+	if want := []pipeline.TopicPartition{{Topic: "rt", Partition: 0}, {Topic: "rt", Partition: 1}}; !reflect.DeepEqual(assigned[len(assigned)-1], want) {
 		t.Errorf("Assigned %v, want %v", assigned, want)
 	}
 	eventually(t, 10*time.Second, "lag 0 on both partitions", func() bool {
 		lag := c.Lag()
-		return len(lag) == 2 && lag[TopicPartition{"rt", 0}] == 0 && lag[TopicPartition{"rt", 1}] == 0
+		return len(lag) == 2 && lag[pipeline.TopicPartition{Topic: "rt", Partition: 0}] == 0 && lag[pipeline.TopicPartition{Topic: "rt", Partition: 1}] == 0
 	})
 }
 
@@ -139,23 +139,23 @@ func TestCommitThenResume(t *testing.T) {
 	e := startBroker(t)
 	createTopic(t, e, "resume", 2)
 	produceN(t, e, "resume", 0, 0, 10)
-	tp0, tp1 := TopicPartition{"resume", 0}, TopicPartition{"resume", 1}
+	tp0, tp1 := pipeline.TopicPartition{Topic: "resume", Partition: 0}, pipeline.TopicPartition{Topic: "resume", Partition: 1}
 
 	r := &recorder{}
 	c := newTestConsumer(t, e, "resume-group", []string{"resume"}, testConfig(), r)
-	if err := c.Commit(map[TopicPartition]int64{tp0: 1}); err == nil {
+	if err := c.Commit(map[pipeline.TopicPartition]int64{tp0: 1}); err == nil {
 		t.Error("Commit before any generation: want an error")
 	}
 	c.Start(t.Context())
 	receive(t, c, 10)
 	// Processed offsets 0..5: the next offset to read is 6.
-	if err := c.Commit(map[TopicPartition]int64{tp0: 6}); err != nil {
+	if err := c.Commit(map[pipeline.TopicPartition]int64{tp0: 6}); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
-	if err := c.Commit(map[TopicPartition]int64{{"other", 0}: 1}); err == nil {
+	if err := c.Commit(map[pipeline.TopicPartition]int64{{Topic: "other", Partition: 0}: 1}); err == nil {
 		t.Error("Commit of a partition not assigned: want an error")
 	}
-	committed, err := c.Committed([]TopicPartition{tp0, tp1})
+	committed, err := c.Committed([]pipeline.TopicPartition{tp0, tp1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestCommitThenResume(t *testing.T) {
 	if err := c.Close(true); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if err := c.Commit(map[TopicPartition]int64{tp0: 7}); err == nil {
+	if err := c.Commit(map[pipeline.TopicPartition]int64{tp0: 7}); err == nil {
 		t.Error("Commit after Close: want an error")
 	}
 
@@ -182,13 +182,13 @@ func TestRevokingOnCloseDropsBufferedBatches(t *testing.T) {
 	createTopic(t, e, "backlog", 1)
 	const n = 3000
 	produceN(t, e, "backlog", 0, 0, n)
-	tp := TopicPartition{"backlog", 0}
+	tp := pipeline.TopicPartition{Topic: "backlog", Partition: 0}
 
 	r := &recorder{}
 	c := newTestConsumer(t, e, "backlog-group", []string{"backlog"}, testConfig(), r)
 	var commitErr error
-	r.onRevoking = func([]TopicPartition) {
-		commitErr = c.Commit(map[TopicPartition]int64{tp: 1})
+	r.onRevoking = func([]pipeline.TopicPartition) {
+		commitErr = c.Commit(map[pipeline.TopicPartition]int64{tp: 1})
 	}
 	c.Start(t.Context())
 	// Nobody reads: the channel fills up and fetching stops behind it.
@@ -204,7 +204,7 @@ func TestRevokingOnCloseDropsBufferedBatches(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	_, revoked := r.calls()
-	if !reflect.DeepEqual(revoked, [][]TopicPartition{{tp}}) {
+	if !reflect.DeepEqual(revoked, [][]pipeline.TopicPartition{{tp}}) {
 		t.Fatalf("Revoking calls = %v, want one with %v", revoked, tp)
 	}
 	if commitErr != nil {
@@ -235,8 +235,8 @@ func TestRebalanceBetweenTwoMembers(t *testing.T) {
 	ra := &recorder{}
 	a := newTestConsumer(t, e, "shared-group", []string{"shared"}, testConfig(), ra)
 	var revokeCommitErr error
-	ra.onRevoking = func(tps []TopicPartition) {
-		offsets := map[TopicPartition]int64{}
+	ra.onRevoking = func(tps []pipeline.TopicPartition) {
+		offsets := map[pipeline.TopicPartition]int64{}
 		for _, tp := range tps {
 			offsets[tp] = 2
 		}
@@ -258,7 +258,7 @@ func TestRebalanceBetweenTwoMembers(t *testing.T) {
 
 	aAssigned, aRevoked := ra.calls()
 	bAssigned, _ := rb.calls()
-	if want := []TopicPartition{{"shared", 0}, {"shared", 1}}; !reflect.DeepEqual(aRevoked[0], want) {
+	if want := []pipeline.TopicPartition{{Topic: "shared", Partition: 0}, {Topic: "shared", Partition: 1}}; !reflect.DeepEqual(aRevoked[0], want) {
 		t.Errorf("first member revoked %v, want %v", aRevoked[0], want)
 	}
 	if revokeCommitErr != nil {
@@ -313,7 +313,7 @@ func TestStaticMembership(t *testing.T) {
 	c2.Start(t.Context())
 	eventually(t, 30*time.Second, "restarted static member assigned", func() bool { return r2.generation.Load() >= 1 })
 	assigned, _ := r2.calls()
-	if want := []TopicPartition{{"static", 0}, {"static", 1}}; !reflect.DeepEqual(assigned[len(assigned)-1], want) {
+	if want := []pipeline.TopicPartition{{Topic: "static", Partition: 0}, {Topic: "static", Partition: 1}}; !reflect.DeepEqual(assigned[len(assigned)-1], want) {
 		t.Errorf("restarted member assigned %v, want %v", assigned, want)
 	}
 

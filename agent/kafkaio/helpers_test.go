@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // startBroker starts an embedded broker that the test closes at its end.
@@ -79,20 +81,20 @@ func produceN(t *testing.T, e *Embedded, topic string, p int32, from, n int) {
 // recorder is a RebalanceHandler that records the calls; onRevoking runs inside Revoking.
 type recorder struct {
 	mu         sync.Mutex
-	assigned   [][]TopicPartition
-	revoked    [][]TopicPartition
-	onRevoking func(tps []TopicPartition)
+	assigned   [][]pipeline.TopicPartition
+	revoked    [][]pipeline.TopicPartition
+	onRevoking func(tps []pipeline.TopicPartition)
 	generation atomic.Int32 // count of Assigned calls
 }
 
-func (r *recorder) Assigned(tps []TopicPartition) {
+func (r *recorder) Assigned(tps []pipeline.TopicPartition) {
 	r.mu.Lock()
 	r.assigned = append(r.assigned, tps)
 	r.mu.Unlock()
 	r.generation.Add(1)
 }
 
-func (r *recorder) Revoking(tps []TopicPartition) {
+func (r *recorder) Revoking(tps []pipeline.TopicPartition) {
 	r.mu.Lock()
 	r.revoked = append(r.revoked, tps)
 	fn := r.onRevoking
@@ -102,8 +104,8 @@ func (r *recorder) Revoking(tps []TopicPartition) {
 	}
 }
 
-func (r *recorder) calls() (assigned, revoked [][]TopicPartition) {
+func (r *recorder) calls() (assigned, revoked [][]pipeline.TopicPartition) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([][]TopicPartition(nil), r.assigned...), append([][]TopicPartition(nil), r.revoked...)
+	return append([][]pipeline.TopicPartition(nil), r.assigned...), append([][]pipeline.TopicPartition(nil), r.revoked...)
 }

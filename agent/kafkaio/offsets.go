@@ -6,13 +6,15 @@ import (
 	"slices"
 
 	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // Commit commits next offsets (last processed + 1) synchronously, in the current
 // generation; it is valid from inside Revoking too. It fails when no generation is
 // running, when a partition is not assigned to this member, or when the coordinator
 // refuses the commit (e.g. a rebalance is completing or the generation is gone).
-func (c *Consumer) Commit(offsets map[TopicPartition]int64) error {
+func (c *Consumer) Commit(offsets map[pipeline.TopicPartition]int64) error {
 	if len(offsets) == 0 {
 		return nil
 	}
@@ -71,8 +73,8 @@ func (c *Consumer) Commit(offsets map[TopicPartition]int64) error {
 
 // Committed returns the committed offset of each partition, -1 where the group has none.
 // It needs no generation: it reads what the group coordinator stores.
-func (c *Consumer) Committed(tps []TopicPartition) (map[TopicPartition]int64, error) {
-	out := make(map[TopicPartition]int64, len(tps))
+func (c *Consumer) Committed(tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+	out := make(map[pipeline.TopicPartition]int64, len(tps))
 	if len(tps) == 0 {
 		return out, nil
 	}

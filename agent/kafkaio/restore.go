@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // ReadToEnd reads partition of topic from offset from (inclusive; 0 when from < 0) up to
@@ -31,8 +33,8 @@ func ReadToEnd(ctx context.Context, brokers []string, cfg *sarama.Config, topic 
 	}
 	defer client.Close()
 
-	tp := TopicPartition{Topic: topic, Partition: partition}
-	ends, err := listOffsets(ctx, client, []TopicPartition{tp}, sarama.OffsetNewest)
+	tp := pipeline.TopicPartition{Topic: topic, Partition: partition}
+	ends, err := listOffsets(ctx, client, []pipeline.TopicPartition{tp}, sarama.OffsetNewest)
 	if err != nil {
 		return last, fmt.Errorf("%s: %w", where, err)
 	}
@@ -42,7 +44,7 @@ func ReadToEnd(ctx context.Context, brokers []string, cfg *sarama.Config, topic 
 	for r.next < end {
 		block, err := fetchBlock(ctx, client, r.next, tp, fetchBytes)
 		if errors.Is(err, sarama.ErrOffsetOutOfRange) {
-			start, serr := listOffsets(ctx, client, []TopicPartition{tp}, sarama.OffsetOldest)
+			start, serr := listOffsets(ctx, client, []pipeline.TopicPartition{tp}, sarama.OffsetOldest)
 			if serr == nil && start[tp] > r.next {
 				r.next = start[tp]
 				continue
@@ -85,9 +87,9 @@ func ReadToEnd(ctx context.Context, brokers []string, cfg *sarama.Config, topic 
 // EndOffsets returns the end of each partition as a read_committed consumer sees it: the
 // last stable offset (the high-water mark when no transaction is open). ReadToEnd reads
 // up to it.
-func EndOffsets(brokers []string, cfg *sarama.Config, tps []TopicPartition) (map[TopicPartition]int64, error) {
+func EndOffsets(brokers []string, cfg *sarama.Config, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
 	if len(tps) == 0 {
-		return map[TopicPartition]int64{}, nil
+		return map[pipeline.TopicPartition]int64{}, nil
 	}
 	client, err := readCommittedClient(brokers, cfg)
 	if err != nil {
@@ -124,10 +126,10 @@ const fetchVersion = 4
 
 // fetchBlock fetches partition tp from offset at its leader, retrying on leadership
 // changes.
-func fetchBlock(ctx context.Context, client sarama.Client, offset int64, tp TopicPartition, maxBytes int32) (*sarama.FetchResponseBlock, error) {
+func fetchBlock(ctx context.Context, client sarama.Client, offset int64, tp pipeline.TopicPartition, maxBytes int32) (*sarama.FetchResponseBlock, error) {
 	conf := client.Config()
 	var block *sarama.FetchResponseBlock
-	err := withRetries(ctx, client, []TopicPartition{tp}, func() error {
+	err := withRetries(ctx, client, []pipeline.TopicPartition{tp}, func() error {
 		leader, err := client.Leader(tp.Topic, tp.Partition)
 		if err != nil {
 			return err
@@ -159,10 +161,10 @@ func fetchBlock(ctx context.Context, client sarama.Client, offset int64, tp Topi
 
 // listOffsets asks each partition's leader for its read_committed offset at time
 // (sarama.OffsetNewest: the last stable offset; sarama.OffsetOldest: the log start).
-func listOffsets(ctx context.Context, client sarama.Client, tps []TopicPartition, at int64) (map[TopicPartition]int64, error) {
-	out := make(map[TopicPartition]int64, len(tps))
+func listOffsets(ctx context.Context, client sarama.Client, tps []pipeline.TopicPartition, at int64) (map[pipeline.TopicPartition]int64, error) {
+	out := make(map[pipeline.TopicPartition]int64, len(tps))
 	err := withRetries(ctx, client, tps, func() error {
-		byLeader := make(map[*sarama.Broker][]TopicPartition)
+		byLeader := make(map[*sarama.Broker][]pipeline.TopicPartition)
 		for _, tp := range tps {
 			if _, done := out[tp]; done {
 				continue
@@ -202,7 +204,7 @@ func listOffsets(ctx context.Context, client sarama.Client, tps []TopicPartition
 // withRetries runs op until it succeeds, fails with an error a retry cannot cure, or
 // Metadata.Retry.Max retries are spent; before each retry it refreshes the metadata of
 // the topics in tps and waits Metadata.Retry.Backoff.
-func withRetries(ctx context.Context, client sarama.Client, tps []TopicPartition, op func() error) error {
+func withRetries(ctx context.Context, client sarama.Client, tps []pipeline.TopicPartition, op func() error) error {
 	conf := client.Config()
 	topics := make([]string, 0, len(tps))
 	for _, tp := range tps {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // changelogWithAbort writes three transactions to rc/0: committed, aborted, committed.
@@ -51,12 +53,12 @@ func TestReadToEndSkipsAbortedTransactions(t *testing.T) {
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	tp := TopicPartition{"rc", 0}
-	ends, err := EndOffsets(e.Addrs(), testConfig(), []TopicPartition{tp, {"rc", 1}})
+	tp := pipeline.TopicPartition{Topic: "rc", Partition: 0}
+	ends, err := EndOffsets(e.Addrs(), testConfig(), []pipeline.TopicPartition{tp, {Topic: "rc", Partition: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[TopicPartition]int64{tp: 11, {"rc", 1}: 0}; !reflect.DeepEqual(ends, want) {
+	if want := map[pipeline.TopicPartition]int64{tp: 11, {Topic: "rc", Partition: 1}: 0}; !reflect.DeepEqual(ends, want) {
 		t.Fatalf("EndOffsets with an open transaction = %v, want %v", ends, want)
 	}
 
@@ -154,10 +156,10 @@ func TestReadToEndErrors(t *testing.T) {
 	}
 	old := testConfig()
 	old.Version = sarama.V0_10_2_0
-	if _, err := EndOffsets(e.Addrs(), old, []TopicPartition{{"fail", 0}}); err == nil {
+	if _, err := EndOffsets(e.Addrs(), old, []pipeline.TopicPartition{{Topic: "fail", Partition: 0}}); err == nil {
 		t.Error("EndOffsets before Kafka 0.11: want an error")
 	}
-	if _, err := EndOffsets(e.Addrs(), testConfig(), []TopicPartition{{"absent", 0}}); err == nil {
+	if _, err := EndOffsets(e.Addrs(), testConfig(), []pipeline.TopicPartition{{Topic: "absent", Partition: 0}}); err == nil {
 		t.Error("EndOffsets of a missing topic: want an error")
 	}
 }

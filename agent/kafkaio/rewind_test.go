@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // channelHandler hands Assigned and Revoking to the goroutine that reads Messages, as the
 // agent's loop does: the callbacks block until that goroutine has served them.
 type channelHandler struct {
-	assigned chan []TopicPartition
-	revoking chan []TopicPartition
+	assigned chan []pipeline.TopicPartition
+	revoking chan []pipeline.TopicPartition
 	served   chan struct{}
 	stop     chan struct{}
 }
@@ -21,21 +23,21 @@ type channelHandler struct {
 // test closes it before the consumer's Close, whose Revoking nobody serves.
 func newChannelHandler() *channelHandler {
 	return &channelHandler{
-		assigned: make(chan []TopicPartition),
-		revoking: make(chan []TopicPartition),
+		assigned: make(chan []pipeline.TopicPartition),
+		revoking: make(chan []pipeline.TopicPartition),
 		served:   make(chan struct{}),
 		stop:     make(chan struct{}),
 	}
 }
 
-func (h *channelHandler) Assigned(tps []TopicPartition) {
+func (h *channelHandler) Assigned(tps []pipeline.TopicPartition) {
 	select {
 	case h.assigned <- tps:
 	case <-h.stop:
 	}
 }
 
-func (h *channelHandler) Revoking(tps []TopicPartition) {
+func (h *channelHandler) Revoking(tps []pipeline.TopicPartition) {
 	select {
 	case h.revoking <- tps:
 		<-h.served
@@ -53,7 +55,7 @@ func TestRewindResumesFromCommittedOffsets(t *testing.T) {
 			e := startBroker(t)
 			createTopic(t, e, "rewind", 1)
 			produceN(t, e, "rewind", 0, 0, 10)
-			tp := TopicPartition{"rewind", 0}
+			tp := pipeline.TopicPartition{Topic: "rewind", Partition: 0}
 			cfg := testConfig()
 			cfg.Consumer.Group.InstanceId = instance
 			h := newChannelHandler()
@@ -72,7 +74,7 @@ func TestRewindResumesFromCommittedOffsets(t *testing.T) {
 					select {
 					case tps := <-h.assigned:
 						events = append(events, "assigned")
-						if !reflect.DeepEqual(tps, []TopicPartition{tp}) {
+						if !reflect.DeepEqual(tps, []pipeline.TopicPartition{tp}) {
 							t.Fatalf("Assigned(%v), want %v", tps, tp)
 						}
 					case <-h.revoking:
@@ -88,7 +90,7 @@ func TestRewindResumesFromCommittedOffsets(t *testing.T) {
 			for len(got) < 10 {
 				got = append(got, next()...)
 			}
-			if err := c.Commit(map[TopicPartition]int64{tp: 5}); err != nil {
+			if err := c.Commit(map[pipeline.TopicPartition]int64{tp: 5}); err != nil {
 				t.Fatalf("Commit: %v", err)
 			}
 			events = nil
@@ -127,7 +129,7 @@ func TestRewindDropsBufferedBatches(t *testing.T) {
 	e := startBroker(t)
 	createTopic(t, e, "rewind-backlog", 1)
 	produceN(t, e, "rewind-backlog", 0, 0, 3000)
-	tp := TopicPartition{"rewind-backlog", 0}
+	tp := pipeline.TopicPartition{Topic: "rewind-backlog", Partition: 0}
 	cfg := testConfig()
 	cfg.Consumer.Group.InstanceId = "node-1"
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
@@ -141,7 +143,7 @@ func TestRewindDropsBufferedBatches(t *testing.T) {
 	eventually(t, 30*time.Second, "a full Messages channel", func() bool {
 		return len(c.Messages()) == cap(c.Messages())
 	})
-	if err := c.Commit(map[TopicPartition]int64{tp: 7}); err != nil {
+	if err := c.Commit(map[pipeline.TopicPartition]int64{tp: 7}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Rewind(); err != nil {

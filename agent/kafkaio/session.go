@@ -16,8 +16,8 @@ import (
 type generation struct {
 	id       int32
 	memberID string
-	tps      []TopicPartition
-	claims   map[TopicPartition]*claimState
+	tps      []pipeline.TopicPartition
+	claims   map[pipeline.TopicPartition]*claimState
 	// ended is closed once no message of the generation can reach the caller any more:
 	// every claim has stopped and the Messages channel is drained.
 	ended chan struct{}
@@ -43,12 +43,12 @@ func (h *sessionHandler) Setup(sess sarama.ConsumerGroupSession) error {
 	g := &generation{
 		id:       sess.GenerationID(),
 		memberID: sess.MemberID(),
-		claims:   make(map[TopicPartition]*claimState),
+		claims:   make(map[pipeline.TopicPartition]*claimState),
 		ended:    make(chan struct{}),
 	}
 	for topic, parts := range sess.Claims() {
 		for _, p := range parts {
-			tp := TopicPartition{Topic: topic, Partition: p}
+			tp := pipeline.TopicPartition{Topic: topic, Partition: p}
 			g.tps = append(g.tps, tp)
 			g.claims[tp] = new(claimState)
 		}
@@ -85,7 +85,7 @@ func (h *sessionHandler) Cleanup(sarama.ConsumerGroupSession) error {
 }
 
 func (h *sessionHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
-	tp := TopicPartition{Topic: claim.Topic(), Partition: claim.Partition()}
+	tp := pipeline.TopicPartition{Topic: claim.Topic(), Partition: claim.Partition()}
 	h.c.mu.Lock()
 	var cs *claimState
 	if h.c.gen != nil {
@@ -174,7 +174,7 @@ func appendMessage(batch []Message, m *sarama.ConsumerMessage) []Message {
 	})
 }
 
-func compareTP(a, b TopicPartition) int {
+func compareTP(a, b pipeline.TopicPartition) int {
 	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 		return c
 	}
@@ -184,11 +184,11 @@ func compareTP(a, b TopicPartition) int {
 // Lag returns, per assigned partition whose fetching has started, the high-water mark
 // minus the next offset to hand to the caller: 0 means every message written so far is
 // in the Messages channel or already received.
-func (c *Consumer) Lag() map[TopicPartition]int64 {
+func (c *Consumer) Lag() map[pipeline.TopicPartition]int64 {
 	c.mu.Lock()
 	g := c.gen
 	c.mu.Unlock()
-	lag := make(map[TopicPartition]int64)
+	lag := make(map[pipeline.TopicPartition]int64)
 	if g == nil {
 		return lag
 	}

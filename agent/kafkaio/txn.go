@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // ErrFenced is wrapped by the errors of a transactional producer that the broker fenced:
@@ -103,7 +105,7 @@ func (p *Producer) BeginTxn() error {
 //
 // On an error the transaction is not committed and the caller calls AbortTxn, unless the
 // error wraps ErrFenced: then the producer is finished.
-func (p *Producer) CommitTxn(ctx context.Context, offsets map[TopicPartition]int64, groupID string) error {
+func (p *Producer) CommitTxn(ctx context.Context, offsets map[pipeline.TopicPartition]int64, groupID string) error {
 	if err := p.txnUsable("commit"); err != nil {
 		return err
 	}
@@ -129,7 +131,7 @@ func (p *Producer) CommitTxn(ctx context.Context, offsets map[TopicPartition]int
 }
 
 // txnOffsets converts next offsets to sarama's request shape, in a stable order.
-func txnOffsets(offsets map[TopicPartition]int64) (map[string][]*sarama.PartitionOffsetMetadata, error) {
+func txnOffsets(offsets map[pipeline.TopicPartition]int64) (map[string][]*sarama.PartitionOffsetMetadata, error) {
 	req := make(map[string][]*sarama.PartitionOffsetMetadata)
 	for tp, off := range offsets {
 		if off < 0 {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // txnConfig is a test config for a transactional producer with transactional id id.
@@ -58,10 +60,10 @@ func readValues(t *testing.T, e *Embedded, topic string, p int32, from int64) (v
 	return values, last
 }
 
-func committedOffset(t *testing.T, e *Embedded, group string, tp TopicPartition) int64 {
+func committedOffset(t *testing.T, e *Embedded, group string, tp pipeline.TopicPartition) int64 {
 	t.Helper()
 	c := newTestConsumer(t, e, group, []string{tp.Topic}, testConfig(), &recorder{})
-	got, err := c.Committed([]TopicPartition{tp})
+	got, err := c.Committed([]pipeline.TopicPartition{tp})
 	if err != nil {
 		t.Fatalf("Committed(%s): %v", group, err)
 	}
@@ -72,7 +74,7 @@ func TestTxnCommitAndAbort(t *testing.T) {
 	e := startBroker(t)
 	createTopic(t, e, "txn-in", 1)
 	createTopic(t, e, "txn-out", 2)
-	in := TopicPartition{"txn-in", 0}
+	in := pipeline.TopicPartition{Topic: "txn-in", Partition: 0}
 	p := newTxnProducer(t, e, "app-1")
 
 	if err := p.BeginTxn(); err != nil {
@@ -80,7 +82,7 @@ func TestTxnCommitAndAbort(t *testing.T) {
 	}
 	sendValues(t, p, "txn-out", 0, "c1", "c2")
 	sendValues(t, p, "txn-out", 1, "c3")
-	if err := p.CommitTxn(t.Context(), map[TopicPartition]int64{in: 3}, "app"); err != nil {
+	if err := p.CommitTxn(t.Context(), map[pipeline.TopicPartition]int64{in: 3}, "app"); err != nil {
 		t.Fatalf("CommitTxn: %v", err)
 	}
 	if got := committedOffset(t, e, "app", in); got != 3 {
@@ -132,10 +134,10 @@ func TestTxnCommitRefusesBadOffsets(t *testing.T) {
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.CommitTxn(t.Context(), map[TopicPartition]int64{{"bad-out", 0}: -1}, "g"); err == nil {
+	if err := p.CommitTxn(t.Context(), map[pipeline.TopicPartition]int64{{Topic: "bad-out", Partition: 0}: -1}, "g"); err == nil {
 		t.Error("CommitTxn with a negative offset: want an error")
 	}
-	if err := p.CommitTxn(t.Context(), map[TopicPartition]int64{{"bad-out", 0}: 1}, ""); err == nil {
+	if err := p.CommitTxn(t.Context(), map[pipeline.TopicPartition]int64{{Topic: "bad-out", Partition: 0}: 1}, ""); err == nil {
 		t.Error("CommitTxn with offsets and no group: want an error")
 	}
 	if err := p.AbortTxn(); err != nil {
@@ -292,7 +294,7 @@ func TestAckedOffsetsTracksChosenTopics(t *testing.T) {
 	e := startBroker(t)
 	createTopic(t, e, "app-store-changelog", 2)
 	createTopic(t, e, "app-out", 1)
-	cl0, cl1 := TopicPartition{"app-store-changelog", 0}, TopicPartition{"app-store-changelog", 1}
+	cl0, cl1 := pipeline.TopicPartition{Topic: "app-store-changelog", Partition: 0}, pipeline.TopicPartition{Topic: "app-store-changelog", Partition: 1}
 	track := func(topic string) bool { return topic == "app-store-changelog" }
 
 	t.Run("plain", func(t *testing.T) {
@@ -311,7 +313,7 @@ func TestAckedOffsetsTracksChosenTopics(t *testing.T) {
 		if err := p.Flush(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := p.AckedOffsets(), map[TopicPartition]int64{cl0: 2, cl1: 1}; !reflect.DeepEqual(got, want) {
+		if got, want := p.AckedOffsets(), map[pipeline.TopicPartition]int64{cl0: 2, cl1: 1}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("AckedOffsets = %v, want %v", got, want)
 		}
 		if got := p.AckedOffsets(); len(got) != 0 {
@@ -331,7 +333,7 @@ func TestAckedOffsetsTracksChosenTopics(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Offsets 3 and 4 follow the three plain records; 5 is the commit marker.
-		if got, want := p.AckedOffsets(), map[TopicPartition]int64{cl0: 4}; !reflect.DeepEqual(got, want) {
+		if got, want := p.AckedOffsets(), map[pipeline.TopicPartition]int64{cl0: 4}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("AckedOffsets after a commit = %v, want %v", got, want)
 		}
 
@@ -356,7 +358,7 @@ func TestAckedOffsetsTracksChosenTopics(t *testing.T) {
 		if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := p.AckedOffsets(), map[TopicPartition]int64{cl0: 6}; !reflect.DeepEqual(got, want) {
+		if got, want := p.AckedOffsets(), map[pipeline.TopicPartition]int64{cl0: 6}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("AckedOffsets after the next commit = %v, want %v", got, want)
 		}
 	})
