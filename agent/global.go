@@ -103,10 +103,9 @@ func globalFetcher(brokers []string, cfg *sarama.Config, counts map[string]int32
 				return err
 			}
 			ctx, cancel := withCtx()
-			_, err = kafkaio.ReadToEnd(ctx, brokers, cfg, topic, p, from, func(msgs []kafkaio.Message) error {
+			_, err = kafkaio.ReadToEnd(ctx, brokers, cfg, topic, p, from, func(msgs []pipeline.SourceRecord) error {
 				for _, m := range msgs {
-					if err := apply(pipeline.SourceRecord{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset,
-						Timestamp: m.Timestamp, Key: m.Key, Value: m.Value, Headers: m.Headers}); err != nil {
+					if err := apply(m); err != nil {
 						return err
 					}
 				}

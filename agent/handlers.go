@@ -62,7 +62,7 @@ func (e *failedRecord) Unwrap() error { return e.err }
 // letter, if a dead-letter topic is set, is sent in the epoch (inside its transaction under
 // exactly-once). Errors the handlers do not cover (a failed send, a fenced producer, a bad
 // timestamp) are returned as they are.
-func (l *loop) handleRecordError(msg *kafkaio.Message, err error) error {
+func (l *loop) handleRecordError(msg *pipeline.SourceRecord, err error) error {
 	var reason, exception, node string
 	var de *pipeline.DeserializationError
 	var ne *pipeline.NodeError
@@ -101,7 +101,7 @@ func (l *loop) handleRecordError(msg *kafkaio.Message, err error) error {
 // newDeadLetter builds the dead letter of msg as Kafka Streams 4.2+ does
 // (ExceptionHandlerUtils.buildDeadLetterQueueRecord): its key and value bytes as read, at its
 // timestamp, with its own headers first and then the __streams.errors.* headers.
-func newDeadLetter(msg *kafkaio.Message, exception string, err error) *deadLetter {
+func newDeadLetter(msg *pipeline.SourceRecord, exception string, err error) *deadLetter {
 	message := err.Error()
 	var re *pipeline.RecordError
 	if errors.As(err, &re) {

@@ -335,7 +335,7 @@ func TestHandlerFailWritesDeadLetter(t *testing.T) {
 func TestHandleRecordErrorLeavesOtherErrorsAlone(t *testing.T) {
 	cfg := testConfig(t, []string{"127.0.0.1:9092"}, "", "processing.exception.handler = \"LogAndContinue\"\ndeserialization.exception.handler = \"LogAndContinue\"\n")
 	l := &loop{a: &Agent{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: metrics.New()}}
-	msg := &kafkaio.Message{Topic: "in", Offset: 3}
+	msg := &pipeline.SourceRecord{Topic: "in", Offset: 3}
 	for _, err := range []error{
 		&pipeline.RecordError{Topic: "in", Offset: 3, Err: &pipeline.NodeError{Node: "sink", Err: &kafkaio.ProduceError{Topic: "out", Err: sarama.ErrMessageSizeTooLarge}}},
 		&pipeline.RecordError{Topic: "in", Offset: 3, Err: errors.New("invalid (negative) record timestamp -1")},
@@ -366,7 +366,7 @@ func TestDeadLetterTopicCreatedOnEmbeddedBroker(t *testing.T) {
 	defer p.Close()
 	l := &loop{a: &Agent{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: metrics.New()},
 		k: &kafkaClients{brokers: emb.Addrs(), embedded: emb, producer: p}}
-	msg := &kafkaio.Message{Topic: "in", Offset: 7, Key: []byte("k"), Value: []byte("{")}
+	msg := &pipeline.SourceRecord{Topic: "in", Offset: 7, Key: []byte("k"), Value: []byte("{")}
 	if err := l.sendDeadLetter(newDeadLetter(msg, ExceptionDeserialization, errors.New("boom"))); err != nil {
 		t.Fatal(err)
 	}

@@ -440,7 +440,7 @@ func (l *loop) beginTxn() error {
 	return nil
 }
 
-func (l *loop) process(batch []kafkaio.Message) error {
+func (l *loop) process(batch []pipeline.SourceRecord) error {
 	if len(batch) == 0 {
 		return nil
 	}
@@ -468,10 +468,7 @@ func (l *loop) process(batch []kafkaio.Message) error {
 		l.a.progress.step(start)
 		msg := &batch[i]
 		l.k.producer.SetSource(msg)
-		err := l.topo.Process(pipeline.SourceRecord{
-			Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, Timestamp: msg.Timestamp,
-			Key: msg.Key, Value: msg.Value, Headers: msg.Headers,
-		})
+		err := l.topo.Process(*msg)
 		if err != nil {
 			// A store that found its database corrupt failed the record, whatever error
 			// reached here (a script may wrap it): the database is rebuilt, the record

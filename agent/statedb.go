@@ -160,7 +160,7 @@ func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBu
 		restored := a.metrics.RecordsRestored.WithLabelValues(r.store)
 		start := time.Now()
 		n, next := 0, r.from
-		last, err := kafkaio.ReadToEnd(ctx, k.brokers, cfg, r.topic, r.partition, r.from, func(msgs []kafkaio.Message) error {
+		last, err := kafkaio.ReadToEnd(ctx, k.brokers, cfg, r.topic, r.partition, r.from, func(msgs []pipeline.SourceRecord) error {
 			recs := make([]state.ChangelogRecord, len(msgs))
 			for i, m := range msgs {
 				recs[i] = state.ChangelogRecord{Store: r.store, Partition: r.partition, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp, Headers: stateHeaders(m.Headers)}

@@ -214,12 +214,13 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 	return t, nil
 }
 
-// SourceRecord is a record as it arrives from a source topic, still in bytes.
+// SourceRecord is a record as it arrives from a source topic, still in bytes: what the
+// agent's consumer hands over. Key and Value are nil for a null key or value.
 type SourceRecord struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	Timestamp int64
+	Timestamp int64 // milliseconds since the epoch
 	Key       []byte
 	Value     []byte
 	Headers   Headers

@@ -12,17 +12,6 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
-// Message is one consumed record. Key and Value are nil for a null key or value.
-type Message struct {
-	Topic     string
-	Partition int32
-	Offset    int64
-	Key       []byte
-	Value     []byte
-	Headers   pipeline.Headers
-	Timestamp int64 // milliseconds since the epoch
-}
-
 // RebalanceHandler is told when a generation of the group starts and ends.
 type RebalanceHandler interface {
 	// Assigned is called when a generation starts, before any of its messages are delivered.
@@ -45,7 +34,7 @@ type Consumer struct {
 	topics   []string
 	cfg      *sarama.Config
 	handler  RebalanceHandler
-	out      chan []Message
+	out      chan []pipeline.SourceRecord
 	errs     chan error
 	forwards sync.WaitGroup // the goroutine forwarding sarama's errors
 
@@ -104,7 +93,7 @@ func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.
 		topics:   append([]string(nil), topics...),
 		cfg:      &c,
 		handler:  h,
-		out:      make(chan []Message, 4),
+		out:      make(chan []pipeline.SourceRecord, 4),
 		errs:     make(chan error, c.ChannelBufferSize),
 		replaced: make(chan struct{}),
 	}
@@ -204,10 +193,10 @@ func (c *Consumer) ReplacedErr() error {
 	}
 }
 
-// Messages returns batches of messages of one partition each, in offset order. The
+// Messages returns batches of records of one partition each, in offset order. The
 // channel has room for few batches: a caller that does not read stops the fetching. It
 // is closed by Close.
-func (c *Consumer) Messages() <-chan []Message { return c.out }
+func (c *Consumer) Messages() <-chan []pipeline.SourceRecord { return c.out }
 
 // Errors returns asynchronous errors: failed joins, fetches and the like. Errors are
 // dropped while the channel is full. It is closed by Close.

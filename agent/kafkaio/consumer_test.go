@@ -25,9 +25,9 @@ func newTestConsumer(t *testing.T, e *Embedded, group string, topics []string, c
 }
 
 // receive reads batches until n messages arrived and returns them.
-func receive(t *testing.T, c *Consumer, n int) []Message {
+func receive(t *testing.T, c *Consumer, n int) []pipeline.SourceRecord {
 	t.Helper()
-	var got []Message
+	var got []pipeline.SourceRecord
 	timeout := time.After(30 * time.Second)
 	for len(got) < n {
 		select {

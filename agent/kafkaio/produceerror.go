@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // ProduceError is a record the broker did not take. Send and Flush return it (wrapped),
@@ -12,8 +14,8 @@ import (
 type ProduceError struct {
 	Topic      string
 	Partition  int32
-	Key, Value []byte   // the record as sent
-	Source     *Message // the consumed record it came from (Producer.SetSource); nil if none
+	Key, Value []byte                 // the record as sent
+	Source     *pipeline.SourceRecord // the consumed record it came from (Producer.SetSource); nil if none
 	// Unsent says the producer refused the record before sending it (ErrRecordTooLarge):
 	// nothing else of the batch or the transaction is affected.
 	Unsent bool

@@ -28,7 +28,7 @@ type Producer struct {
 	OnFailure func(*ProduceError) bool
 
 	// source is the consumed record the records sent now come from (SetSource).
-	source *Message
+	source *pipeline.SourceRecord
 
 	brokers []string
 	cfg     *sarama.Config
@@ -166,7 +166,7 @@ func (p *Producer) Send(topic string, partition int32, key, value []byte, header
 // SetSource tags the records sent from now on with the consumed record they come from
 // (nil: none, as for changelog records); a ProduceError carries it. Only the goroutine that
 // calls Send may call it, and src must stay unchanged until its records are acknowledged.
-func (p *Producer) SetSource(src *Message) { p.source = src }
+func (p *Producer) SetSource(src *pipeline.SourceRecord) { p.source = src }
 
 // PartitionsFor returns the partition count of topic. Counts are cached; an unknown topic
 // is looked up in the cluster metadata.

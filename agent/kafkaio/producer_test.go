@@ -270,7 +270,7 @@ func TestProducerOnFailure(t *testing.T) {
 		}
 		var seen atomic.Pointer[ProduceError]
 		p.OnFailure = func(pe *ProduceError) bool { seen.Store(pe); return consume }
-		src := &Message{Topic: "in", Partition: 1, Offset: 7}
+		src := &pipeline.SourceRecord{Topic: "in", Partition: 1, Offset: 7}
 		p.SetSource(src)
 		big := make([]byte, 5000)
 		if err := p.Send("small", 0, []byte("k"), big, nil, 1); err != nil {
@@ -317,7 +317,7 @@ func TestProducerRefusesTooLargeRecordBeforeSending(t *testing.T) {
 		t.Fatal(err)
 	}
 	sendValues(t, p, "sized", 0, "before")
-	src := &Message{Topic: "in", Partition: 2, Offset: 9}
+	src := &pipeline.SourceRecord{Topic: "in", Partition: 2, Offset: 9}
 	p.SetSource(src)
 	err = p.Send("sized", 0, []byte("k"), make([]byte, 5000), nil, 1)
 	p.SetSource(nil)

@@ -27,7 +27,7 @@ const controlAbort = 0
 // read returns the committed records of one response block at or after r.next and moves
 // r.next past every complete batch of the block, delivered or not. A block whose first
 // batch is incomplete moves nothing and reports partial: fetch again with more bytes.
-func (r *committedReader) read(block *sarama.FetchResponseBlock) (msgs []Message, partial bool, err error) {
+func (r *committedReader) read(block *sarama.FetchResponseBlock) (msgs []pipeline.SourceRecord, partial bool, err error) {
 	// The broker lists the aborted transactions that overlap the fetched range; a
 	// producer's batches are aborted from its FirstOffset to its abort marker.
 	aborted := slices.Clone(block.AbortedTransactions)
@@ -74,7 +74,7 @@ func isAbortMarker(b *sarama.RecordBatch) (bool, error) {
 
 // appendBatch appends the records of b at or after r.next (a fetch may start inside a
 // batch).
-func (r *committedReader) appendBatch(msgs []Message, b *sarama.RecordBatch) []Message {
+func (r *committedReader) appendBatch(msgs []pipeline.SourceRecord, b *sarama.RecordBatch) []pipeline.SourceRecord {
 	for _, rec := range b.Records {
 		off := b.FirstOffset + rec.OffsetDelta
 		if off < r.next {
@@ -91,7 +91,7 @@ func (r *committedReader) appendBatch(msgs []Message, b *sarama.RecordBatch) []M
 				headers[i] = pipeline.Header{Key: string(h.Key), Value: h.Value}
 			}
 		}
-		msgs = append(msgs, Message{
+		msgs = append(msgs, pipeline.SourceRecord{
 			Topic:     r.topic,
 			Partition: r.partition,
 			Offset:    off,

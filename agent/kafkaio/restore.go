@@ -20,7 +20,7 @@ import (
 //
 // If from is below the log start (records deleted by retention), reading starts at the
 // log start. Records fn receives are not reused: it may keep them.
-func ReadToEnd(ctx context.Context, brokers []string, cfg *sarama.Config, topic string, partition int32, from int64, fn func([]Message) error) (last int64, err error) {
+func ReadToEnd(ctx context.Context, brokers []string, cfg *sarama.Config, topic string, partition int32, from int64, fn func([]pipeline.SourceRecord) error) (last int64, err error) {
 	from = max(from, 0)
 	last = from - 1
 	where := fmt.Sprintf("read %s/%d to its end", topic, partition)

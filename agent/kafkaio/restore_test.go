@@ -94,7 +94,7 @@ func TestReadToEndEmptyPartition(t *testing.T) {
 	e := startBroker(t)
 	createTopic(t, e, "empty", 1)
 	for _, from := range []int64{-1, 0, 4} {
-		last, err := ReadToEnd(t.Context(), e.Addrs(), testConfig(), "empty", 0, from, func([]Message) error {
+		last, err := ReadToEnd(t.Context(), e.Addrs(), testConfig(), "empty", 0, from, func([]pipeline.SourceRecord) error {
 			t.Fatal("fn called for an empty partition")
 			return nil
 		})
@@ -116,9 +116,9 @@ func TestReadToEndManyFetches(t *testing.T) {
 	produceN(t, e, "many", 0, 0, n)
 	cfg := testConfig()
 	cfg.Consumer.Fetch.Default = 1024
-	var got []Message
+	var got []pipeline.SourceRecord
 	calls := 0
-	last, err := ReadToEnd(t.Context(), e.Addrs(), cfg, "many", 0, 0, func(msgs []Message) error {
+	last, err := ReadToEnd(t.Context(), e.Addrs(), cfg, "many", 0, 0, func(msgs []pipeline.SourceRecord) error {
 		calls++
 		got = append(got, msgs...)
 		return nil
@@ -144,11 +144,11 @@ func TestReadToEndErrors(t *testing.T) {
 	createTopic(t, e, "fail", 1)
 	produceN(t, e, "fail", 0, 0, 3)
 	boom := errors.New("boom")
-	last, err := ReadToEnd(t.Context(), e.Addrs(), testConfig(), "fail", 0, 0, func([]Message) error { return boom })
+	last, err := ReadToEnd(t.Context(), e.Addrs(), testConfig(), "fail", 0, 0, func([]pipeline.SourceRecord) error { return boom })
 	if !errors.Is(err, boom) || last != -1 {
 		t.Errorf("ReadToEnd with a failing fn = %d, %v; want -1 and the fn's error", last, err)
 	}
-	if _, err := ReadToEnd(t.Context(), e.Addrs(), testConfig(), "absent", 0, 0, func([]Message) error { return nil }); err == nil {
+	if _, err := ReadToEnd(t.Context(), e.Addrs(), testConfig(), "absent", 0, 0, func([]pipeline.SourceRecord) error { return nil }); err == nil {
 		t.Error("ReadToEnd of a missing topic: want an error")
 	}
 	if _, err := ReadToEnd(t.Context(), e.Addrs(), testConfig(), "fail", 0, 0, nil); err == nil {

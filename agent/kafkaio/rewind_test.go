@@ -66,8 +66,8 @@ func TestRewindResumesFromCommittedOffsets(t *testing.T) {
 			// This goroutine plays the agent's loop: it reads messages and serves the
 			// callbacks, and it is the one that calls Rewind.
 			var events []string
-			var got []Message
-			next := func() []Message {
+			var got []pipeline.SourceRecord
+			next := func() []pipeline.SourceRecord {
 				t.Helper()
 				timeout := time.After(30 * time.Second)
 				for {
@@ -158,7 +158,7 @@ func TestRewindDropsBufferedBatches(t *testing.T) {
 	}
 }
 
-func nextBatch(t *testing.T, c *Consumer) []Message {
+func nextBatch(t *testing.T, c *Consumer) []pipeline.SourceRecord {
 	t.Helper()
 	select {
 	case batch := <-c.Messages():

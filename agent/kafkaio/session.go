@@ -113,7 +113,7 @@ func (h *sessionHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sa
 		case <-done:
 			return nil
 		}
-		batch := make([]Message, 0, min(maxBatch, 1+len(msgs)))
+		batch := make([]pipeline.SourceRecord, 0, min(maxBatch, 1+len(msgs)))
 		batch = appendMessage(batch, first)
 	fill:
 		for len(batch) < maxBatch {
@@ -155,7 +155,7 @@ func (c *Consumer) startOffset(claim sarama.ConsumerGroupClaim) int64 {
 	}
 }
 
-func appendMessage(batch []Message, m *sarama.ConsumerMessage) []Message {
+func appendMessage(batch []pipeline.SourceRecord, m *sarama.ConsumerMessage) []pipeline.SourceRecord {
 	var headers pipeline.Headers
 	if len(m.Headers) > 0 {
 		headers = make(pipeline.Headers, len(m.Headers))
@@ -163,7 +163,7 @@ func appendMessage(batch []Message, m *sarama.ConsumerMessage) []Message {
 			headers[i] = pipeline.Header{Key: string(h.Key), Value: h.Value}
 		}
 	}
-	return append(batch, Message{
+	return append(batch, pipeline.SourceRecord{
 		Topic:     m.Topic,
 		Partition: m.Partition,
 		Offset:    m.Offset,
