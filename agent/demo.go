@@ -48,7 +48,7 @@ func (a *Agent) runDemoFeeder(ctx context.Context, brokers []string, f demo.Feed
 				value, err = serde.Serialize(r.Topic, nil, r.Data)
 			}
 			if err == nil {
-				err = p.Send(r.Topic, -1, r.Key, value, nil, now.UnixMilli())
+				err = p.Send(r.Topic, -1, r.Key, value, nil, now.UnixMilli(), nil)
 			}
 			if err != nil {
 				a.log.Warn("demo feeder", "topic", r.Topic, "err", err)

@@ -95,7 +95,7 @@ func (l *loop) handleRecordError(msg *pipeline.SourceRecord, err error) error {
 	if letter == nil {
 		return nil
 	}
-	return l.sendDeadLetter(letter)
+	return l.sendDeadLetter(letter, msg)
 }
 
 // newDeadLetter builds the dead letter of msg as Kafka Streams 4.2+ does
@@ -136,10 +136,11 @@ func capErrorHeader(s string) []byte {
 	return []byte(s[:cut] + note)
 }
 
-// sendDeadLetter queues a dead letter in the current epoch. With the embedded broker the
+// sendDeadLetter queues a dead letter in the current epoch; source is the record being
+// processed, if any. With the embedded broker the
 // agent creates the topic if it is missing, as it creates sinks; elsewhere it must exist.
 // Dead letters are rare, so the check is not cached.
-func (l *loop) sendDeadLetter(d *deadLetter) error {
+func (l *loop) sendDeadLetter(d *deadLetter, source *pipeline.SourceRecord) error {
 	topic := l.a.cfg.DeadLetterQueueTopic()
 	if l.k.embedded != nil {
 		adminCfg, err := kafkaio.SaramaConfig(l.a.cfg, kafkaio.RoleAdmin)
@@ -151,7 +152,7 @@ func (l *loop) sendDeadLetter(d *deadLetter) error {
 			return fmt.Errorf("dead-letter topic: %w", err)
 		}
 	}
-	err := l.k.producer.Send(topic, -1, d.key, d.value, d.headers, d.timestamp)
+	err := l.k.producer.Send(topic, -1, d.key, d.value, d.headers, d.timestamp, source)
 	var pe *kafkaio.ProduceError
 	if errors.As(err, &pe) && pe.Unsent {
 		// Larger than max.request.size even with its error headers capped (the record
@@ -180,7 +181,7 @@ func (l *loop) writeFailedDeadLetter(cause error) {
 	defer cancel()
 	err := l.beginTxn()
 	if err == nil {
-		err = l.sendDeadLetter(fr.letter)
+		err = l.sendDeadLetter(fr.letter, nil)
 	}
 	if err == nil && l.eos {
 		err = l.k.producer.CommitTxn(ctx, nil, l.a.cfg.ApplicationID)
@@ -250,7 +251,7 @@ func (l *loop) sendSkipped(ctx context.Context) error {
 		return nil
 	}
 	for _, d := range letters {
-		if err := l.sendDeadLetter(d); err != nil {
+		if err := l.sendDeadLetter(d, nil); err != nil {
 			return err
 		}
 	}

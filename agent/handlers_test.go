@@ -367,7 +367,7 @@ func TestDeadLetterTopicCreatedOnEmbeddedBroker(t *testing.T) {
 	l := &loop{a: &Agent{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: metrics.New()},
 		k: &kafkaClients{brokers: emb.Addrs(), embedded: emb, producer: p}}
 	msg := &pipeline.SourceRecord{Topic: "in", Offset: 7, Key: []byte("k"), Value: []byte("{")}
-	if err := l.sendDeadLetter(newDeadLetter(msg, ExceptionDeserialization, errors.New("boom"))); err != nil {
+	if err := l.sendDeadLetter(newDeadLetter(msg, ExceptionDeserialization, errors.New("boom")), nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -460,15 +460,13 @@ func (l *loop) process(batch []pipeline.SourceRecord) error {
 		l.dirty = true
 		l.epochRecords += n
 	}
-	// The records sent while processing a record name it if the broker refuses them.
-	defer l.k.producer.SetSource(nil)
 	// One clock read per record: a record's end is the next one's start.
 	start := time.Now()
 	for i := range batch {
 		l.a.progress.step(start)
+		// The records sent while processing msg name it if the broker refuses them.
 		msg := &batch[i]
-		l.k.producer.SetSource(msg)
-		err := l.topo.Process(*msg)
+		err := l.topo.Process(msg)
 		if err != nil {
 			// A store that found its database corrupt failed the record, whatever error
 			// reached here (a script may wrap it): the database is rebuilt, the record
@@ -513,7 +511,7 @@ func (l *loop) sendChangelog() error {
 		for _, x := range r.Headers {
 			h = append(h, pipeline.Header{Key: x.Key, Value: x.Value})
 		}
-		if err := l.k.producer.Send(topic, r.Partition, r.Key, r.Value, h, r.Timestamp); err != nil {
+		if err := l.k.producer.Send(topic, r.Partition, r.Key, r.Value, h, r.Timestamp, nil); err != nil {
 			return fmt.Errorf("changelog %s: %w", topic, err)
 		}
 	}

@@ -43,7 +43,7 @@ func TestRecordCacheCollapsesUpdatesUntilFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	pipeIn := func(k, v string) {
-		if err := topo.Process(SourceRecord{Topic: "in", Key: []byte(k), Value: []byte(v), Timestamp: 1}); err != nil {
+		if err := topo.Process(&SourceRecord{Topic: "in", Key: []byte(k), Value: []byte(v), Timestamp: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,9 @@ type Driver struct {
 	partitions map[string]int32
 	offsets    map[string]int64
 	clock      int64
+	// in is the record Pipe runs, kept here so that piping allocates nothing: the
+	// topology keeps a pointer to it while it runs (Topology.Process).
+	in SourceRecord
 }
 
 // OutputRecord is a record a sink wrote.
@@ -69,7 +72,7 @@ func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
 }
 
 // Send implements RecordCollector.
-func (d *Driver) Send(topic string, partition int32, key, value []byte, headers Headers, ts int64) error {
+func (d *Driver) Send(topic string, partition int32, key, value []byte, headers Headers, ts int64, _ *SourceRecord) error {
 	if partition < 0 {
 		partition = 0
 	}
@@ -94,15 +97,15 @@ func (d *Driver) Pipe(topic string, key, value []byte, timestamp int64, headers 
 	}
 	off := d.offsets[topic]
 	d.offsets[topic] = off + 1
-	in := SourceRecord{
+	d.in = SourceRecord{
 		Topic: topic, Partition: 0, Offset: off, Timestamp: timestamp,
 		Key: key, Value: value, Headers: headers,
 	}
 	if _, _, err := d.topo.globalSource(topic); err == nil {
 		// A global table's topic updates its store only: it moves no stream time.
-		return d.topo.ProcessGlobal(in)
+		return d.topo.ProcessGlobal(d.in)
 	}
-	return d.topo.Process(in)
+	return d.topo.Process(&d.in)
 }
 
 // ReadOutput removes and returns the oldest record written to topic; ok=false when none is left.

@@ -120,9 +120,10 @@ func (c *Context) emitter(store string) func(Record) error {
 	return c.topology.emitFor(store, c.Forward)
 }
 
-// send writes a record to a topic through the record collector.
+// send writes a record to a topic through the record collector, naming the record being
+// processed as its source.
 func (c *Context) send(topic string, partition int32, key, value []byte, headers Headers, timestampMs int64) error {
-	return c.topology.collector.Send(topic, partition, key, value, headers, timestampMs)
+	return c.topology.collector.Send(topic, partition, key, value, headers, timestampMs, c.topology.input)
 }
 
 // endToEnd observes the node's record-e2e-latency.

@@ -29,7 +29,7 @@ func runFKJoin(t *testing.T, left bool) []string {
 		if v != "" {
 			vb = []byte(v)
 		}
-		if err := d.topo.Process(SourceRecord{Topic: topic, Timestamp: ts, Key: []byte(k), Value: vb}); err != nil {
+		if err := d.topo.Process(&SourceRecord{Topic: topic, Timestamp: ts, Key: []byte(k), Value: vb}); err != nil {
 			t.Fatal(err)
 		}
 		var step []string
@@ -143,7 +143,7 @@ func TestForeignKeyJoinReadsTheForeignKeysPartition(t *testing.T) {
 		{Topic: "l", Partition: leftPart, Timestamp: 2, Key: []byte("k"), Value: []byte("a/1")},
 		{Topic: "r", Partition: fkPart, Timestamp: 3, Key: []byte("a"), Value: []byte("A2")},
 	} {
-		if err := d.topo.Process(in); err != nil {
+		if err := d.topo.Process(&in); err != nil {
 			t.Fatal(err)
 		}
 	}

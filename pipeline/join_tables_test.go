@@ -61,7 +61,7 @@ func TestTableJoinLooksUpTheRecordsPartition(t *testing.T) {
 		if v != "" {
 			vb = []byte(v)
 		}
-		if err := d.topo.Process(SourceRecord{Topic: topic, Partition: partition, Timestamp: ts, Key: []byte(k), Value: vb}); err != nil {
+		if err := d.topo.Process(&SourceRecord{Topic: topic, Partition: partition, Timestamp: ts, Key: []byte(k), Value: vb}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -115,7 +115,7 @@ func TestSessionEmitOnCloseAfterRestart(t *testing.T) {
 	}
 	send := func(d *Driver, p int32, k string, ts int64) {
 		t.Helper()
-		if err := d.topo.Process(SourceRecord{Topic: "in", Partition: p, Timestamp: ts, Key: []byte(k), Value: []byte("v")}); err != nil {
+		if err := d.topo.Process(&SourceRecord{Topic: "in", Partition: p, Timestamp: ts, Key: []byte(k), Value: []byte("v")}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -48,7 +48,7 @@ type slidingEvent struct {
 func sendSliding(t *testing.T, d *Driver, evs ...slidingEvent) {
 	t.Helper()
 	for _, e := range evs {
-		if err := d.topo.Process(SourceRecord{Topic: "in", Partition: e.partition, Timestamp: e.ts, Key: []byte(e.key), Value: []byte("v")}); err != nil {
+		if err := d.topo.Process(&SourceRecord{Topic: "in", Partition: e.partition, Timestamp: e.ts, Key: []byte(e.key), Value: []byte("v")}); err != nil {
 			t.Fatal(err)
 		}
 	}

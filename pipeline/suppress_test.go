@@ -138,7 +138,7 @@ func TestSuppressDropsUpdatesOfClosedWindows(t *testing.T) {
 	}
 	send := func(p int32, k, v string, ts int64) {
 		t.Helper()
-		if err := d.topo.Process(SourceRecord{Topic: "in", Partition: p, Timestamp: ts, Key: []byte(k), Value: []byte(v)}); err != nil {
+		if err := d.topo.Process(&SourceRecord{Topic: "in", Partition: p, Timestamp: ts, Key: []byte(k), Value: []byte(v)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -169,7 +169,7 @@ func TestSuppressGetsCachedUpdatesBeforeTheWatermarkClosesTheirWindow(t *testing
 		{Topic: "in", Timestamp: 3, Key: []byte("k"), Value: []byte("b")},
 		{Topic: "in", Timestamp: 20, Key: []byte("x"), Value: []byte("c")},
 	} {
-		if err := topo.Process(r); err != nil {
+		if err := topo.Process(&r); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -104,7 +104,7 @@ func BenchmarkTopologyTap(b *testing.B) {
 			in := SourceRecord{Topic: "in", Key: []byte("k"), Value: []byte("stoat"), Timestamp: 1}
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := d.topo.Process(in); err != nil {
+				if err := d.topo.Process(&in); err != nil {
 					b.Fatal(err)
 				}
 				d.outputs["out"] = d.outputs["out"][:0]

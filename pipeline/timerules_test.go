@@ -61,7 +61,7 @@ func (r *ruleRun) send(partition int32, key string, ts int64, drops map[DropReas
 		before[k] = v
 	}
 	in := SourceRecord{Topic: "in", Partition: partition, Timestamp: ts, Key: []byte(key), Value: []byte("v")}
-	if err := r.d.topo.Process(in); err != nil {
+	if err := r.d.topo.Process(&in); err != nil {
 		r.t.Fatal(err)
 	}
 	if !reflect.DeepEqual(r.out, want) {

@@ -9,7 +9,11 @@ import (
 // RecordCollector receives what sinks write. The agent implements it with a Kafka producer,
 // the test driver with in-memory topics.
 type RecordCollector interface {
-	Send(topic string, partition int32, key, value []byte, headers Headers, timestampMs int64) error
+	// Send writes one record. source is the input record being processed when the record
+	// was produced (nil outside Process: punctuators, cache flushes at a commit), as Kafka
+	// Streams' RecordCollector.send gets the processor context; the record and source
+	// stay unchanged until the collector is done with them.
+	Send(topic string, partition int32, key, value []byte, headers Headers, timestampMs int64, source *SourceRecord) error
 	// PartitionsFor returns the partition count of a topic.
 	PartitionsFor(topic string) (int32, error)
 }
@@ -82,6 +86,8 @@ type Topology struct {
 
 	// current is the node whose Process runs, nil between records.
 	current *runtimeNode
+	// input is the record Process runs through the topology; nil outside Process.
+	input *SourceRecord
 }
 
 type storeKey struct {
@@ -239,15 +245,24 @@ func (e *RecordError) Error() string {
 }
 func (e *RecordError) Unwrap() error { return e.Err }
 
-// Process runs one source record through the topology.
-func (t *Topology) Process(in SourceRecord) error {
+// Process runs one source record through the topology. What sinks send meanwhile names it
+// as their source (RecordCollector.Send), so in must stay unchanged until the collector is
+// done with those records.
+func (t *Topology) Process(in *SourceRecord) error {
+	t.input = in
+	err := t.process(in)
+	t.input = nil
+	return err
+}
+
+func (t *Topology) process(in *SourceRecord) error {
 	src, ok := t.sources[in.Topic]
 	if !ok {
 		return &RecordError{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset,
 			Err: errors.New("no source in this topology reads this topic")}
 	}
 	sp := src.proc.(*sourceProc)
-	rec, keep, err := sp.decode(src.ctx, in)
+	rec, keep, err := sp.decode(src.ctx, *in)
 	if err == nil && keep {
 		if st, ok := t.streamTime[in.Partition]; !ok || rec.Timestamp > st {
 			t.streamTime[in.Partition] = rec.Timestamp

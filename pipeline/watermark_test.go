@@ -26,7 +26,7 @@ func TestWatermarkSlowPartitionAndIdleness(t *testing.T) {
 	topo.SetAssignment([]TopicPartition{p0, p1})
 	send := func(p int32, key string, ts int64) {
 		t.Helper()
-		if err := topo.Process(SourceRecord{Topic: "in", Partition: p, Key: []byte(key), Value: []byte("v"), Timestamp: ts}); err != nil {
+		if err := topo.Process(&SourceRecord{Topic: "in", Partition: p, Key: []byte(key), Value: []byte("v"), Timestamp: ts}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,7 +88,7 @@ func TestTimeViewNamesWhatHoldsTheWatermarkBack(t *testing.T) {
 	topo.SetAssignment([]TopicPartition{p2, p0, p1})
 	send := func(p int32, ts int64) {
 		t.Helper()
-		if err := topo.Process(SourceRecord{Topic: "in", Partition: p, Key: []byte("k"), Value: []byte("v"), Timestamp: ts}); err != nil {
+		if err := topo.Process(&SourceRecord{Topic: "in", Partition: p, Key: []byte("k"), Value: []byte("v"), Timestamp: ts}); err != nil {
 			t.Fatal(err)
 		}
 	}

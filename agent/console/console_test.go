@@ -389,7 +389,7 @@ func BenchmarkTap(b *testing.B) {
 			in := pipeline.SourceRecord{Topic: "in", Key: []byte("k"), Value: []byte("a line of text"), Timestamp: 1}
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := topo.Process(in); err != nil {
+				if err := topo.Process(&in); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -399,5 +399,5 @@ func BenchmarkTap(b *testing.B) {
 
 type discard struct{}
 
-func (discard) Send(string, int32, []byte, []byte, pipeline.Headers, int64) error { return nil }
+func (discard) Send(string, int32, []byte, []byte, pipeline.Headers, int64, *pipeline.SourceRecord) error { return nil }
 func (discard) PartitionsFor(string) (int32, error)                               { return 1, nil }

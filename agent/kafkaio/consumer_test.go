@@ -82,7 +82,7 @@ func TestConsumeRoundTrip(t *testing.T) {
 			s.headers = nil
 		}
 		want = append(want, s)
-		if err := p.Send("rt", int32(i%2), s.key, s.value, s.headers, s.ts); err != nil {
+		if err := p.Send("rt", int32(i%2), s.key, s.value, s.headers, s.ts, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -69,7 +69,7 @@ func produceN(t *testing.T, e *Embedded, topic string, p int32, from, n int) {
 	}
 	defer prod.Close()
 	for i := from; i < from+n; i++ {
-		if err := prod.Send(topic, p, fmt.Appendf(nil, "key-%d", i), fmt.Appendf(nil, "value-%d", i), nil, int64(i)); err != nil {
+		if err := prod.Send(topic, p, fmt.Appendf(nil, "key-%d", i), fmt.Appendf(nil, "value-%d", i), nil, int64(i), nil); err != nil {
 			t.Fatalf("Send: %v", err)
 		}
 	}

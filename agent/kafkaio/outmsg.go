@@ -16,7 +16,7 @@ type outMsg struct {
 	key, value sarama.ByteEncoder
 	headers    []sarama.RecordHeader
 	headerKeys []byte
-	source     *pipeline.SourceRecord // Producer.SetSource at Send
+	source     *pipeline.SourceRecord // Send's source
 }
 
 // maxPooledHeaderKeys bounds the header-name buffer a pooled message keeps.

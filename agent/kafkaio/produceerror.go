@@ -15,7 +15,7 @@ type ProduceError struct {
 	Topic      string
 	Partition  int32
 	Key, Value []byte                 // the record as sent
-	Source     *pipeline.SourceRecord // the consumed record it came from (Producer.SetSource); nil if none
+	Source     *pipeline.SourceRecord // the consumed record it came from (Send's source); nil if none
 	// Unsent says the producer refused the record before sending it (ErrRecordTooLarge):
 	// nothing else of the batch or the transaction is affected.
 	Unsent bool

@@ -27,9 +27,6 @@ type Producer struct {
 	// its error goroutine.
 	OnFailure func(*ProduceError) bool
 
-	// source is the consumed record the records sent now come from (SetSource).
-	source *pipeline.SourceRecord
-
 	brokers []string
 	cfg     *sarama.Config
 	client  sarama.Client
@@ -131,10 +128,12 @@ func (p *Producer) open() error {
 
 // Send queues one record. partition >= 0 is used as is; partition < 0 lets the producer
 // choose: murmur2 of the key bytes as Java's default partitioner does, a random partition
-// for a nil key. A negative timestampMs lets the producer stamp the current time.
+// for a nil key. A negative timestampMs lets the producer stamp the current time. source
+// is the consumed record the record comes from (nil: none, as for changelog records); a
+// ProduceError carries it.
 //
-// key, value and the header values are not copied: they must stay unchanged until the
-// record is acknowledged (Flush returns). Send returns the first asynchronous error seen
+// key, value, the header values and source are not copied: they must stay unchanged until
+// the record is acknowledged (Flush returns). Send returns the first asynchronous error seen
 // since the last Flush (or AbortTxn), without queuing the record, so a failing broker
 // stops the caller early. Send blocks while sarama's input buffer is full. A
 // transactional producer fails records sent outside a transaction (see BeginTxn).
@@ -142,7 +141,7 @@ func (p *Producer) open() error {
 // A record larger than max.request.size is refused at once with a ProduceError marked
 // Unsent, before sarama sees it: sarama would fail it asynchronously and, in a
 // transaction, make the whole transaction abortable; refused here, it harms nothing.
-func (p *Producer) Send(topic string, partition int32, key, value []byte, headers pipeline.Headers, timestampMs int64) error {
+func (p *Producer) Send(topic string, partition int32, key, value []byte, headers pipeline.Headers, timestampMs int64, source *pipeline.SourceRecord) error {
 	if e := p.firstErr.Load(); e != nil {
 		return *e
 	}
@@ -154,19 +153,14 @@ func (p *Producer) Send(topic string, partition int32, key, value []byte, header
 	if size := m.msg.ByteSize(p.recordVersion); size > p.maxBytes {
 		m.reset()
 		p.msgs.Put(m)
-		return &ProduceError{Topic: topic, Partition: partition, Key: key, Value: value, Source: p.source, Unsent: true,
+		return &ProduceError{Topic: topic, Partition: partition, Key: key, Value: value, Source: source, Unsent: true,
 			Err: fmt.Errorf("%w: %d bytes when serialized, max.request.size is %d", ErrRecordTooLarge, size, p.maxBytes)}
 	}
-	m.source = p.source
+	m.source = source
 	p.pending.Add(1)
 	p.ap.Input() <- &m.msg
 	return nil
 }
-
-// SetSource tags the records sent from now on with the consumed record they come from
-// (nil: none, as for changelog records); a ProduceError carries it. Only the goroutine that
-// calls Send may call it, and src must stay unchanged until its records are acknowledged.
-func (p *Producer) SetSource(src *pipeline.SourceRecord) { p.source = src }
 
 // PartitionsFor returns the partition count of topic. Counts are cached; an unknown topic
 // is looked up in the cluster metadata.

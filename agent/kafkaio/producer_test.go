@@ -32,11 +32,11 @@ func TestProducerExplicitPartition(t *testing.T) {
 	defer p.Close()
 	// Same key, different requested partitions: the request wins over the hash.
 	for range 5 {
-		if err := p.Send("explicit", 2, []byte("k"), []byte("v"), nil, 1); err != nil {
+		if err := p.Send("explicit", 2, []byte("k"), []byte("v"), nil, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := p.Send("explicit", 0, []byte("k"), []byte("v"), nil, 1); err != nil {
+	if err := p.Send("explicit", 0, []byte("k"), []byte("v"), nil, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Flush(t.Context()); err != nil {
@@ -59,13 +59,13 @@ func TestProducerKeyHashIsMurmur2(t *testing.T) {
 	for i := range 50 {
 		key := fmt.Appendf(nil, "user-%d", i)
 		want[pipeline.DefaultPartition(key, 5)]++
-		if err := p.Send("hashed", -1, key, []byte("v"), nil, 1); err != nil {
+		if err := p.Send("hashed", -1, key, []byte("v"), nil, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Unkeyed records go anywhere; count them apart.
 	for range 10 {
-		if err := p.Send("hashed", -1, nil, []byte("v"), nil, 1); err != nil {
+		if err := p.Send("hashed", -1, nil, []byte("v"), nil, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,7 +87,7 @@ func TestProducerKeyHashIsMurmur2(t *testing.T) {
 	// A record on its own shows the exact placement.
 	hw := highWatermarks(e, "hashed")
 	key := []byte("lone-key")
-	if err := p.Send("hashed", -1, key, nil, nil, 1); err != nil {
+	if err := p.Send("hashed", -1, key, nil, nil, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Flush(t.Context()); err != nil {
@@ -120,7 +120,7 @@ func TestProducerFlushWaitsForAcks(t *testing.T) {
 	}
 	const n = 1000
 	for i := range n {
-		if err := p.Send("acked", int32(i%2), nil, []byte("v"), nil, 1); err != nil {
+		if err := p.Send("acked", int32(i%2), nil, []byte("v"), nil, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -150,7 +150,7 @@ func TestProducerFlushHonoursContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Send("held", 0, nil, []byte("v"), nil, 1); err != nil {
+	if err := p.Send("held", 0, nil, []byte("v"), nil, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
@@ -165,7 +165,7 @@ func TestProducerFlushHonoursContext(t *testing.T) {
 	if hw := highWatermarks(e, "held"); hw[0] != 1 {
 		t.Fatalf("after Close the broker holds %v records, want 1", hw)
 	}
-	if err := p.Send("held", 0, nil, nil, nil, 1); err == nil {
+	if err := p.Send("held", 0, nil, nil, nil, 1, nil); err == nil {
 		t.Fatal("Send after Close: want an error")
 	}
 }
@@ -182,7 +182,7 @@ func TestProducerStickyErrorAfterBrokerFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if err := p.Send("doomed", 0, nil, []byte("ok"), nil, 1); err != nil {
+	if err := p.Send("doomed", 0, nil, []byte("ok"), nil, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Flush(t.Context()); err != nil {
@@ -192,11 +192,11 @@ func TestProducerStickyErrorAfterBrokerFailure(t *testing.T) {
 	e.Close()
 	var sendErr error
 	eventually(t, 30*time.Second, "Send to report the broker failure", func() bool {
-		sendErr = p.Send("doomed", 0, nil, []byte("lost"), nil, 1)
+		sendErr = p.Send("doomed", 0, nil, []byte("lost"), nil, 1, nil)
 		return sendErr != nil
 	})
 	// The error stays until Flush hands it over, then it is cleared.
-	if err := p.Send("doomed", 0, nil, []byte("lost"), nil, 1); err == nil || err.Error() != sendErr.Error() {
+	if err := p.Send("doomed", 0, nil, []byte("lost"), nil, 1, nil); err == nil || err.Error() != sendErr.Error() {
 		t.Fatalf("second Send = %v, want the same sticky error %v", err, sendErr)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -243,7 +243,7 @@ func BenchmarkProducerSend(b *testing.B) {
 	key, value := make([]byte, 16), make([]byte, 100)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if err := p.Send("bench", int32(i%4), key, value, nil, 1); err != nil {
+		if err := p.Send("bench", int32(i%4), key, value, nil, 1, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -271,12 +271,10 @@ func TestProducerOnFailure(t *testing.T) {
 		var seen atomic.Pointer[ProduceError]
 		p.OnFailure = func(pe *ProduceError) bool { seen.Store(pe); return consume }
 		src := &pipeline.SourceRecord{Topic: "in", Partition: 1, Offset: 7}
-		p.SetSource(src)
 		big := make([]byte, 5000)
-		if err := p.Send("small", 0, []byte("k"), big, nil, 1); err != nil {
+		if err := p.Send("small", 0, []byte("k"), big, nil, 1, src); err != nil {
 			t.Fatal(err)
 		}
-		p.SetSource(nil)
 		err = p.Flush(t.Context())
 		pe := seen.Load()
 		if pe == nil || pe.Source != src || string(pe.Key) != "k" || len(pe.Value) != len(big) || pe.Retriable() {
@@ -288,7 +286,7 @@ func TestProducerOnFailure(t *testing.T) {
 		if !consume && (err == nil || !errors.As(err, new(*ProduceError)) || !strings.Contains(err.Error(), "from record in-1@7")) {
 			t.Fatalf("Flush after an unconsumed failure: %v", err)
 		}
-		if err := p.Send("small", 0, []byte("k"), []byte("ok"), nil, 1); err != nil {
+		if err := p.Send("small", 0, []byte("k"), []byte("ok"), nil, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := p.Flush(t.Context()); err != nil {
@@ -318,9 +316,7 @@ func TestProducerRefusesTooLargeRecordBeforeSending(t *testing.T) {
 	}
 	sendValues(t, p, "sized", 0, "before")
 	src := &pipeline.SourceRecord{Topic: "in", Partition: 2, Offset: 9}
-	p.SetSource(src)
-	err = p.Send("sized", 0, []byte("k"), make([]byte, 5000), nil, 1)
-	p.SetSource(nil)
+	err = p.Send("sized", 0, []byte("k"), make([]byte, 5000), nil, 1, src)
 	var pe *ProduceError
 	if !errors.As(err, &pe) || !pe.Unsent || pe.Source != src || pe.Retriable() || !errors.Is(err, ErrRecordTooLarge) ||
 		!strings.Contains(err.Error(), "max.request.size is 1000") {

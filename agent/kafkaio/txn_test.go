@@ -39,7 +39,7 @@ func newTxnProducer(t *testing.T, e *Embedded, id string) *Producer {
 func sendValues(t *testing.T, prod *Producer, topic string, p int32, values ...string) {
 	t.Helper()
 	for _, v := range values {
-		if err := prod.Send(topic, p, []byte("k"), []byte(v), nil, 1); err != nil {
+		if err := prod.Send(topic, p, []byte("k"), []byte(v), nil, 1, nil); err != nil {
 			t.Fatalf("Send(%s): %v", v, err)
 		}
 	}
@@ -390,7 +390,7 @@ func BenchmarkTxnProduce(b *testing.B) {
 	start := time.Now()
 	n := 0
 	for ; b.Loop(); n++ {
-		if err := p.Send("bench-txn", int32(n%4), key, value, nil, 1); err != nil {
+		if err := p.Send("bench-txn", int32(n%4), key, value, nil, 1, nil); err != nil {
 			b.Fatal(err)
 		}
 		if (n+1)%perTxn == 0 {
