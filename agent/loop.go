@@ -507,11 +507,7 @@ func (l *loop) sendChangelog() error {
 		if !ok {
 			continue
 		}
-		var h pipeline.Headers
-		for _, x := range r.Headers {
-			h = append(h, pipeline.Header{Key: x.Key, Value: x.Value})
-		}
-		if err := l.k.producer.Send(topic, r.Partition, r.Key, r.Value, h, r.Timestamp, nil); err != nil {
+		if err := l.k.producer.Send(topic, r.Partition, r.Key, r.Value, r.Headers, r.Timestamp, nil); err != nil {
 			return fmt.Errorf("changelog %s: %w", topic, err)
 		}
 	}

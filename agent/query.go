@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
 )
 
@@ -343,7 +344,7 @@ func (s *queryStore) streamRange(out *itemStream, m *kvMerge[*state.KeyValueIter
 		case n >= rp.limit && string(k) != string(last):
 			return s.key.text(last)
 		}
-		var hs []state.Header
+		var hs pipeline.Headers
 		if s.spec.Headers {
 			var err error
 			if hs, err = it.Headers(); err != nil {

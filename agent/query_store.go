@@ -111,7 +111,7 @@ type kvPartition struct {
 type kvEntry struct {
 	value   []byte
 	ts      int64
-	headers []state.Header
+	headers pipeline.Headers
 }
 
 func (s *queryStore) isKeyValue() bool {
@@ -193,7 +193,7 @@ func (s *queryStore) position(p int32) (map[string]map[string]int64, error) {
 
 // headersJSON shows record headers as a list, keeping order and repeats; a value that is
 // not UTF-8 text is given as valueBase64 instead.
-func headersJSON(hs []state.Header) []map[string]any {
+func headersJSON(hs pipeline.Headers) []map[string]any {
 	out := make([]map[string]any, 0, len(hs))
 	for _, h := range hs {
 		m := map[string]any{"key": h.Key}

@@ -120,7 +120,7 @@ func storesFixture(t *testing.T) *Agent {
 			t.Fatal(err)
 		}
 	}
-	hdrs := []state.Header{{Key: "trace", Value: []byte("t-1")}, {Key: "bin", Value: []byte{0xff}}}
+	hdrs := pipeline.Headers{{Key: "trace", Value: []byte("t-1")}, {Key: "bin", Value: []byte{0xff}}}
 	for _, k := range []string{"a", "b"} {
 		s, err := db.TimestampedKeyValueStore(spec(0), home([]byte(k)))
 		check(err)

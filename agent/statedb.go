@@ -163,7 +163,7 @@ func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBu
 		last, err := kafkaio.ReadToEnd(ctx, k.brokers, cfg, r.topic, r.partition, r.from, func(msgs []pipeline.SourceRecord) error {
 			recs := make([]state.ChangelogRecord, len(msgs))
 			for i, m := range msgs {
-				recs[i] = state.ChangelogRecord{Store: r.store, Partition: r.partition, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp, Headers: stateHeaders(m.Headers)}
+				recs[i] = state.ChangelogRecord{Store: r.store, Partition: r.partition, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp, Headers: m.Headers}
 			}
 			lastOffset := msgs[len(msgs)-1].Offset
 			if err := db.Restore(r.spec, r.partition, recs, lastOffset); err != nil {
@@ -232,17 +232,6 @@ func (a *Agent) changelogReads(db *state.DB, b *pipeline.StreamsBuilder, k *kafk
 		}
 	}
 	return reads, nil
-}
-
-func stateHeaders(h pipeline.Headers) []state.Header {
-	if len(h) == 0 {
-		return nil
-	}
-	out := make([]state.Header, len(h))
-	for i, x := range h {
-		out[i] = state.Header{Key: x.Key, Value: x.Value}
-	}
-	return out
 }
 
 // ensureChangelogs creates the changelog topic of every logged store: compacted, one

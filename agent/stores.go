@@ -38,18 +38,6 @@ func stateSpec(spec pipeline.StoreSpec) (state.StoreSpec, error) {
 	return s, nil
 }
 
-// fromStateHeaders is the inverse of stateHeaders (statedb.go).
-func fromStateHeaders(h []state.Header) pipeline.Headers {
-	if h == nil {
-		return nil
-	}
-	out := make(pipeline.Headers, len(h))
-	for i, x := range h {
-		out[i] = pipeline.Header{Key: x.Key, Value: x.Value}
-	}
-	return out
-}
-
 func (p stateStores) KeyValueStore(spec pipeline.StoreSpec, partition int32) (pipeline.KeyValueBytesStore, error) {
 	s, err := stateSpec(spec)
 	if err != nil {
@@ -91,11 +79,11 @@ func (s plainKV) Put(key, value []byte, ts int64, _ pipeline.Headers) error {
 }
 
 func (s plainKV) Range(from, to []byte, reverse bool) pipeline.BytesIterator {
-	return kvIter{s.kv.Range(from, to, reverse)}
+	return s.kv.Range(from, to, reverse)
 }
 
 func (s plainKV) PrefixScan(prefix []byte) pipeline.BytesIterator {
-	return kvIter{s.kv.PrefixScan(prefix)}
+	return s.kv.PrefixScan(prefix)
 }
 
 func (s plainKV) ApproximateNumEntries() (int64, error) { return s.kv.ApproximateNumEntries() }
@@ -112,7 +100,7 @@ func (s timestampedKV) Get(key []byte) ([]byte, int64, bool, error) {
 
 func (s timestampedKV) GetWithHeaders(key []byte) ([]byte, int64, pipeline.Headers, bool, error) {
 	v, ts, h, err := s.s.GetWithHeaders(key)
-	return v, ts, fromStateHeaders(h), v != nil, err
+	return v, ts, h, v != nil, err
 }
 
 func (s timestampedKV) Put(key, value []byte, ts int64, headers pipeline.Headers) error {
@@ -120,26 +108,18 @@ func (s timestampedKV) Put(key, value []byte, ts int64, headers pipeline.Headers
 		s.db.SetRecordTimestamp(ts)
 		return s.s.Delete(key)
 	}
-	return s.s.PutWithHeaders(key, value, ts, stateHeaders(headers))
+	return s.s.PutWithHeaders(key, value, ts, headers)
 }
 
 func (s timestampedKV) Range(from, to []byte, reverse bool) pipeline.BytesIterator {
-	return kvIter{s.s.Range(from, to, reverse)}
+	return s.s.Range(from, to, reverse)
 }
 
 func (s timestampedKV) PrefixScan(prefix []byte) pipeline.BytesIterator {
-	return kvIter{s.s.PrefixScan(prefix)}
+	return s.s.PrefixScan(prefix)
 }
 
 func (s timestampedKV) ApproximateNumEntries() (int64, error) { return s.s.ApproximateNumEntries() }
-
-// kvIter gives a state iterator the engine's headers type.
-type kvIter struct{ *state.KeyValueIterator }
-
-func (i kvIter) Headers() (pipeline.Headers, error) {
-	h, err := i.KeyValueIterator.Headers()
-	return fromStateHeaders(h), err
-}
 
 func (p stateStores) Meta(store string, partition int32, key string) ([]byte, error) {
 	return p.db.Meta(store, partition, key)

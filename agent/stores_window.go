@@ -20,25 +20,18 @@ func (p stateStores) WindowStore(spec pipeline.StoreSpec, partition int32) (pipe
 type windowStore struct{ s *state.WindowStore }
 
 func (w windowStore) Put(key []byte, windowStart int64, value []byte, ts int64, headers pipeline.Headers) (bool, error) {
-	return w.s.PutWithHeaders(key, windowStart, value, ts, stateHeaders(headers))
+	return w.s.PutWithHeaders(key, windowStart, value, ts, headers)
 }
 
 func (w windowStore) Get(key []byte, windowStart int64) ([]byte, int64, pipeline.Headers, bool, error) {
 	v, ts, h, err := w.s.GetWithHeaders(key, windowStart)
-	return v, ts, fromStateHeaders(h), v != nil, err
+	return v, ts, h, v != nil, err
 }
 
 func (w windowStore) Fetch(key []byte, from, to int64, backward bool) pipeline.WindowBytesIterator {
-	return windowIter{w.s.Fetch(key, from, to, backward)}
+	return w.s.Fetch(key, from, to, backward)
 }
 
 func (w windowStore) FetchRange(keyFrom, keyTo []byte, from, to int64, backward bool) pipeline.WindowBytesIterator {
-	return windowIter{w.s.FetchRange(keyFrom, keyTo, from, to, backward)}
-}
-
-type windowIter struct{ *state.WindowIterator }
-
-func (i windowIter) Headers() (pipeline.Headers, error) {
-	h, err := i.WindowIterator.Headers()
-	return fromStateHeaders(h), err
+	return w.s.FetchRange(keyFrom, keyTo, from, to, backward)
 }

@@ -8,7 +8,8 @@ import (
 	"strconv"
 )
 
-// Header is one Kafka record header. Names may repeat; order is significant.
+// Header is one Kafka record header; a nil Value is Kafka's null header value. Names may
+// repeat; order is significant.
 type Header struct {
 	Key   string
 	Value []byte

@@ -1,5 +1,7 @@
 package state
 
+import "github.com/stoatflow/stoatflow/pipeline"
+
 // ChangelogRecord is one write of a logged store in Kafka Streams' changelog format:
 // the record for topic <application.id>-<Store>-changelog, partition Partition.
 type ChangelogRecord struct {
@@ -10,7 +12,7 @@ type ChangelogRecord struct {
 	Timestamp int64
 	// Headers are the stored headers of headers-aware stores, sent as record headers so a
 	// restore can rebuild them; nil for other stores.
-	Headers []Header
+	Headers pipeline.Headers
 }
 
 // ChangelogPartition names a changelog topic partition by its store.
@@ -34,7 +36,7 @@ func (db *DB) TakeChangelog() []ChangelogRecord {
 
 // logChange records a write of a logged store. Key and value are copied into one
 // allocation because callers reuse their buffers.
-func (p *partition) logChange(key, value []byte, ts int64, headers []Header) {
+func (p *partition) logChange(key, value []byte, ts int64, headers pipeline.Headers) {
 	if !p.spec.Logged {
 		return
 	}
@@ -51,10 +53,10 @@ func (p *partition) logChange(key, value []byte, ts int64, headers []Header) {
 	p.db.changelog = append(p.db.changelog, rec)
 }
 
-func cloneHeaders(h []Header) []Header {
-	out := make([]Header, len(h))
+func cloneHeaders(h pipeline.Headers) pipeline.Headers {
+	out := make(pipeline.Headers, len(h))
 	for i, x := range h {
-		out[i] = Header{Key: x.Key}
+		out[i] = pipeline.Header{Key: x.Key}
 		if x.Value != nil {
 			out[i].Value = append([]byte{}, x.Value...)
 		}

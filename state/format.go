@@ -4,17 +4,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // Byte formats shared with Kafka Streams (changelog keys, store values). The LevelDB
 // layout in layout.go is StoatFlow's own; these are what other Kafka Streams deployments
 // read from the changelog and what headers-aware stores keep in their values.
-
-// Header is one record header. A nil Value is Kafka's null header value.
-type Header struct {
-	Key   string
-	Value []byte
-}
 
 // NoTimestamp is Kafka's "no timestamp" (-1), reported for values that carry none.
 const NoTimestamp int64 = -1
@@ -71,7 +67,7 @@ func readVarint(b []byte) (int32, int, error) {
 
 // appendHeaders appends KIP-1271's headers block: [varint size][count varint]{[key len]
 // [key][value len or -1][value]}; no headers is the single byte size 0.
-func appendHeaders(dst []byte, headers []Header) []byte {
+func appendHeaders(dst []byte, headers pipeline.Headers) []byte {
 	if len(headers) == 0 {
 		return appendVarint(dst, 0)
 	}
@@ -123,7 +119,7 @@ func skipHeaders(b []byte) ([]byte, error) {
 
 // parseHeaders decodes the headers block at the start of a headers-aware value and returns
 // the headers and the payload after them. Header values alias b.
-func parseHeaders(b []byte) ([]Header, []byte, error) {
+func parseHeaders(b []byte) (pipeline.Headers, []byte, error) {
 	size, n, err := readVarint(b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("headers size: %w", err)
@@ -143,7 +139,7 @@ func parseHeaders(b []byte) ([]Header, []byte, error) {
 		return nil, nil, fmt.Errorf("headers count %d is invalid for %d bytes", count, len(block))
 	}
 	block = block[n:]
-	headers := make([]Header, 0, count)
+	headers := make(pipeline.Headers, 0, count)
 	for i := int32(0); i < count; i++ {
 		var key, value []byte
 		if key, block, err = readLengthPrefixed(block); err != nil || key == nil {
@@ -155,7 +151,7 @@ func parseHeaders(b []byte) ([]Header, []byte, error) {
 		if value, block, err = readLengthPrefixed(block); err != nil {
 			return nil, nil, fmt.Errorf("header %d value: %w", i, err)
 		}
-		headers = append(headers, Header{Key: string(key), Value: value})
+		headers = append(headers, pipeline.Header{Key: string(key), Value: value})
 	}
 	if len(block) != 0 {
 		return nil, nil, fmt.Errorf("headers block has %d bytes after its %d headers", len(block), count)

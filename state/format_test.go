@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 func TestVarintVectors(t *testing.T) {
@@ -60,13 +62,13 @@ func TestHeadersFormat(t *testing.T) {
 		t.Fatalf("no headers = %x", got)
 	}
 	// size 5, count 1, key "a", value "b"
-	one := []Header{{Key: "a", Value: []byte("b")}}
+	one := pipeline.Headers{{Key: "a", Value: []byte("b")}}
 	want := []byte{0x0a, 0x02, 0x02, 'a', 0x02, 'b'}
 	if got := appendHeaders(nil, one); !bytes.Equal(got, want) {
 		t.Fatalf("one header = %x, want %x", got, want)
 	}
 	// a null value has length -1 = 0x01
-	null := []Header{{Key: "k"}, {Key: "e", Value: []byte{}}}
+	null := pipeline.Headers{{Key: "k"}, {Key: "e", Value: []byte{}}}
 	wantNull := []byte{0x0e, 0x04, 0x02, 'k', 0x01, 0x02, 'e', 0x00}
 	if got := appendHeaders(nil, null); !bytes.Equal(got, wantNull) {
 		t.Fatalf("null header = %x, want %x", got, wantNull)

@@ -5,6 +5,8 @@ package state
 import (
 	"bytes"
 	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // stale reports whether b reads as the pattern retired iterator bytes are overwritten with
@@ -55,7 +57,7 @@ func TestIteratorBytesAreOverwrittenAfterNextAndClose(t *testing.T) {
 	noErr(t, err)
 	ses, err := db.SessionStore(StoreSpec{Name: "ses", Type: Session, Retention: 100}, 0)
 	noErr(t, err)
-	h := []Header{{Key: "h", Value: []byte("header value")}}
+	h := pipeline.Headers{{Key: "h", Value: []byte("header value")}}
 	put := func(k, v string) {
 		noErr(t, kv.PutWithHeaders([]byte(k), []byte(v), 5, h))
 		_, err := win.PutWithHeaders([]byte(k), 10, []byte(v), 5, h)

@@ -2,6 +2,8 @@ package state
 
 import (
 	"bytes"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // kvReader holds the reads shared by plain and timestamped key-value stores. Keys iterate
@@ -98,7 +100,7 @@ func (i *KeyValueIterator) Value() []byte { return i.value }
 func (i *KeyValueIterator) Timestamp() int64 { return i.ts }
 
 // Headers are the current value's headers; nil unless the store is headers-aware.
-func (i *KeyValueIterator) Headers() ([]Header, error) {
+func (i *KeyValueIterator) Headers() (pipeline.Headers, error) {
 	if !i.p.spec.Headers {
 		return nil, nil
 	}
@@ -196,12 +198,12 @@ func (v TimestampedKeyValueView) Get(key []byte) ([]byte, int64, error) {
 }
 
 // GetWithHeaders is Get plus the stored headers (nil unless the store is headers-aware).
-func (v TimestampedKeyValueView) GetWithHeaders(key []byte) ([]byte, int64, []Header, error) {
+func (v TimestampedKeyValueView) GetWithHeaders(key []byte) ([]byte, int64, pipeline.Headers, error) {
 	raw, ok, err := v.p.get(key, v.level)
 	if err != nil || !ok {
 		return nil, NoTimestamp, nil, err
 	}
-	var headers []Header
+	var headers pipeline.Headers
 	if v.p.spec.Headers {
 		if headers, raw, err = parseHeaders(raw); err != nil {
 			return nil, NoTimestamp, nil, v.p.errorf("key %x: %w", key, err)
@@ -230,7 +232,7 @@ func (s *TimestampedKeyValueStore) Put(key, value []byte, ts int64) error {
 
 // PutWithHeaders is Put keeping headers in a headers-aware store; other stores drop them,
 // as Kafka Streams' plain timestamped stores do.
-func (s *TimestampedKeyValueStore) PutWithHeaders(key, value []byte, ts int64, headers []Header) error {
+func (s *TimestampedKeyValueStore) PutWithHeaders(key, value []byte, ts int64, headers pipeline.Headers) error {
 	if key == nil {
 		return s.p.errorf("put: null key")
 	}
@@ -267,7 +269,7 @@ func (s *TimestampedKeyValueStore) Delete(key []byte) error {
 
 // appendTimestampedValue appends the stored form of a timestamped value:
 // [ts][value], or [headers][ts][value] for headers-aware stores.
-func (p *partition) appendTimestampedValue(dst, value []byte, ts int64, headers []Header) []byte {
+func (p *partition) appendTimestampedValue(dst, value []byte, ts int64, headers pipeline.Headers) []byte {
 	if p.spec.Headers {
 		dst = appendHeaders(dst, headers)
 	}

@@ -3,6 +3,8 @@ package state
 import (
 	"bytes"
 	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 func TestKeyValueGetPutDelete(t *testing.T) {
@@ -167,7 +169,7 @@ func TestHeadersAwareKeyValue(t *testing.T) {
 	db, _ := openDB(t)
 	s, err := db.TimestampedKeyValueStore(StoreSpec{Name: "h", Type: TimestampedKeyValue, Headers: true, Logged: true}, 0)
 	noErr(t, err)
-	headers := []Header{{Key: "a", Value: []byte("b")}}
+	headers := pipeline.Headers{{Key: "a", Value: []byte("b")}}
 	noErr(t, s.PutWithHeaders([]byte("k"), []byte("v"), 1, headers))
 	noErr(t, s.Put([]byte("n"), []byte("w"), 2))
 	commit(t, db)

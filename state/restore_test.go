@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/syndtr/goleveldb/leveldb/util"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // dump renders a store partition's committed LevelDB entries.
@@ -60,7 +62,7 @@ func TestRestoreRoundTrip(t *testing.T) {
 		src.SetRecordTimestamp(ts64)
 		noErr(t, kv.Put(k, v))
 		noErr(t, ts.Put(k, v, ts64))
-		noErr(t, hd.PutWithHeaders(k, v, ts64, []Header{{Key: "i", Value: v}, {Key: "n"}}))
+		noErr(t, hd.PutWithHeaders(k, v, ts64, pipeline.Headers{{Key: "i", Value: v}, {Key: "n"}}))
 		_, err = win.Put(k, ts64/20*20, v, ts64)
 		noErr(t, err)
 		_, err = dup.Put(k, ts64/20*20, v, ts64)

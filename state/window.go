@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // Window store keys in LevelDB are [escaped key][window start][seqnum], so one key's windows
@@ -55,12 +57,12 @@ func (v WindowView) Get(key []byte, windowStart int64) ([]byte, int64, error) {
 }
 
 // GetWithHeaders is Get plus the stored headers (nil unless the store is headers-aware).
-func (v WindowView) GetWithHeaders(key []byte, windowStart int64) ([]byte, int64, []Header, error) {
+func (v WindowView) GetWithHeaders(key []byte, windowStart int64) ([]byte, int64, pipeline.Headers, error) {
 	raw, ok, err := v.raw(key, windowStart)
 	if err != nil || !ok {
 		return nil, NoTimestamp, nil, err
 	}
-	var headers []Header
+	var headers pipeline.Headers
 	if v.p.spec.Headers {
 		if headers, raw, err = parseHeaders(raw); err != nil {
 			return nil, NoTimestamp, nil, v.p.errorf("window %x@%d: %w", key, windowStart, err)
@@ -188,7 +190,7 @@ func (i *WindowIterator) Value() []byte { return i.value }
 func (i *WindowIterator) Timestamp() int64 { return i.ts }
 
 // Headers are the current value's headers; nil unless the store is headers-aware.
-func (i *WindowIterator) Headers() ([]Header, error) {
+func (i *WindowIterator) Headers() (pipeline.Headers, error) {
 	if !i.p.spec.Headers {
 		return nil, nil
 	}
@@ -229,7 +231,7 @@ func (s *WindowStore) Put(key []byte, windowStart int64, value []byte, ts int64)
 }
 
 // PutWithHeaders is Put keeping headers in a headers-aware store; other stores drop them.
-func (s *WindowStore) PutWithHeaders(key []byte, windowStart int64, value []byte, ts int64, headers []Header) (bool, error) {
+func (s *WindowStore) PutWithHeaders(key []byte, windowStart int64, value []byte, ts int64, headers pipeline.Headers) (bool, error) {
 	p := s.p
 	if key == nil {
 		return false, p.errorf("put: null key")

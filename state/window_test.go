@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/syndtr/goleveldb/leveldb/util"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 func windowSpec() StoreSpec {
@@ -165,7 +167,7 @@ func TestHeadersAwareWindow(t *testing.T) {
 	spec.Headers = true
 	s, err := db.WindowStore(spec, 0)
 	noErr(t, err)
-	_, err = s.PutWithHeaders([]byte("k"), 0, []byte("v"), 3, []Header{{Key: "h", Value: nil}})
+	_, err = s.PutWithHeaders([]byte("k"), 0, []byte("v"), 3, pipeline.Headers{{Key: "h", Value: nil}})
 	noErr(t, err)
 	it := s.Fetch([]byte("k"), 0, 0, false)
 	defer it.Close()
@@ -208,7 +210,7 @@ func TestWindowGetMatchesFetch(t *testing.T) {
 				if value != "-" {
 					v = []byte(value)
 				}
-				h := []Header{{Key: "h", Value: []byte(value)}, {Key: "null"}}
+				h := pipeline.Headers{{Key: "h", Value: []byte(value)}, {Key: "null"}}
 				_, err := s.PutWithHeaders([]byte(key), start, v, start+1, h)
 				noErr(t, err)
 			}
