@@ -174,7 +174,7 @@ func dumpCounts(t *testing.T, dir string) map[string]string {
 	defer db.Close()
 	out := map[string]string{}
 	for p := int32(0); p < 2; p++ {
-		s, err := db.TimestampedKeyValueStore(state.StoreSpec{Name: "counts", Type: state.TimestampedKeyValue, Logged: true}, p)
+		s, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "counts", Type: pipeline.TimestampedKeyValueStoreType, Logged: true}, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func storeCounts(t *testing.T, dir string, partitions int32) map[string]int64 {
 	defer db.Close()
 	got := map[string]int64{}
 	for p := range partitions {
-		s, err := db.TimestampedKeyValueStore(state.StoreSpec{Name: "counts", Type: state.TimestampedKeyValue, Logged: true}, p)
+		s, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "counts", Type: pipeline.TimestampedKeyValueStoreType, Logged: true}, p)
 		if err != nil {
 			t.Fatal(err)
 		}

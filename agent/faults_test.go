@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
 )
 
@@ -74,7 +75,7 @@ func injectedFailure(t *testing.T, transactional bool) {
 	}
 	defer db.Close()
 	for p := int32(0); p < 2; p++ {
-		s, err := db.TimestampedKeyValueStore(state.StoreSpec{Name: "counts", Type: state.TimestampedKeyValue, Logged: true}, p)
+		s, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "counts", Type: pipeline.TimestampedKeyValueStoreType, Logged: true}, p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -200,7 +200,7 @@ func (a *Agent) countKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
-	if s.spec.Type == state.Versioned {
+	if isVersioned(s.spec) {
 		return notSupported("approximateNumEntries of versioned stores")
 	}
 	// approximateNumEntries walks the store, so it is a paced walk like a range read.

@@ -189,11 +189,7 @@ func bigStoresAgent(t *testing.T) (*Agent, *state.DB) {
 			t.Fatal(err)
 		}
 	}
-	vspec, err := stateSpec(specs[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := db.VersionedStore(vspec, 0)
+	vs, err := db.VersionedStore(specs[1], 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,11 +210,7 @@ func bigKey(i int) string { return fmt.Sprintf("k%05d", i) }
 
 func bigStore(t *testing.T, db *state.DB, spec pipeline.StoreSpec, p int32) *state.KeyValueStore {
 	t.Helper()
-	s, err := stateSpec(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := db.KeyValueStore(s, p)
+	kv, err := db.KeyValueStore(spec, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func unknownStore(name string) *apiError {
 type queryStore struct {
 	name       string
 	typeName   string // the DSL's name of the store type
-	spec       state.StoreSpec
+	spec       pipeline.StoreSpec
 	key, value fieldCodec
 	partitions int32
 	global     bool // a global table's store
@@ -62,13 +62,9 @@ func (a *Agent) lookupStore(name string) (*queryStore, *apiError) {
 		if spec.Name != name {
 			continue
 		}
-		st, err := stateSpec(spec)
-		if err != nil {
-			return nil, storeError(err)
-		}
 		topic := pipeline.ChangelogTopic(a.cfg.ApplicationID, name)
 		return &queryStore{
-			name: name, typeName: spec.Type.String(), spec: st,
+			name: name, typeName: spec.Type.String(), spec: spec,
 			key: newFieldCodec(spec.Serdes.Key, topic), value: newFieldCodec(spec.Serdes.Value, topic),
 			partitions: c.partitionsOf(name), global: c.global[name], changelog: topic, db: c.db,
 		}, nil
@@ -115,30 +111,26 @@ type kvEntry struct {
 }
 
 func (s *queryStore) isKeyValue() bool {
-	switch s.spec.Type {
-	case state.KeyValue, state.TimestampedKeyValue, state.Versioned:
-		return true
-	}
-	return false
+	return isKV(s.spec)
 }
 
 func (s *queryStore) kv(p int32, level state.IsolationLevel) (kvPartition, error) {
 	switch s.spec.Type {
-	case state.KeyValue:
+	case pipeline.KeyValueStoreType:
 		st, err := s.db.KeyValueStore(s.spec, p)
 		if err != nil {
 			return kvPartition{}, err
 		}
 		v := st.View(level)
 		return kvPartition{plain: &v}, nil
-	case state.TimestampedKeyValue:
+	case pipeline.TimestampedKeyValueStoreType:
 		st, err := s.db.TimestampedKeyValueStore(s.spec, p)
 		if err != nil {
 			return kvPartition{}, err
 		}
 		v := st.View(level)
 		return kvPartition{ts: &v}, nil
-	case state.Versioned:
+	case pipeline.VersionedKeyValueStoreType:
 		st, err := s.db.VersionedStore(s.spec, p)
 		if err != nil {
 			return kvPartition{}, err

@@ -107,13 +107,6 @@ func storesFixture(t *testing.T) *Agent {
 	}
 	const parts = 2
 	home := func(key []byte) int32 { return pipeline.DefaultPartition(key, parts) }
-	spec := func(i int) state.StoreSpec {
-		s, err := stateSpec(specs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
 	check := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -122,37 +115,37 @@ func storesFixture(t *testing.T) *Agent {
 	}
 	hdrs := pipeline.Headers{{Key: "trace", Value: []byte("t-1")}, {Key: "bin", Value: []byte{0xff}}}
 	for _, k := range []string{"a", "b"} {
-		s, err := db.TimestampedKeyValueStore(spec(0), home([]byte(k)))
+		s, err := db.TimestampedKeyValueStore(specs[0], home([]byte(k)))
 		check(err)
 		check(s.PutWithHeaders([]byte(k), []byte("v-"+k), 7, hdrs))
 	}
-	l, err := db.KeyValueStore(spec(1), home([]byte{0xff, 'x'}))
+	l, err := db.KeyValueStore(specs[1], home([]byte{0xff, 'x'}))
 	check(err)
 	check(l.Put([]byte{0xff, 'x'}, []byte("lua value")))
-	r, err := db.KeyValueStore(spec(2), home([]byte{0, 1}))
+	r, err := db.KeyValueStore(specs[2], home([]byte{0, 1}))
 	check(err)
 	check(r.Put([]byte{0, 1}, []byte{2, 3}))
-	ss, err := db.SessionStore(spec(3), home([]byte("a")))
+	ss, err := db.SessionStore(specs[3], home([]byte("a")))
 	check(err)
 	for _, w := range [][2]int64{{10, 20}, {40, 50}} {
 		_, err := ss.Put([]byte("a"), w[0], w[1], []byte{0, 0, 0, 0, 0, 0, 0, byte(w[0])})
 		check(err)
 	}
 	five, _ := long.Serialize("", nil, int64(5))
-	vs, err := db.VersionedStore(spec(4), home(five))
+	vs, err := db.VersionedStore(specs[4], home(five))
 	check(err)
 	_, err = vs.Put(five, []byte(`{"v":1}`), 100)
 	check(err)
 	_, err = vs.Put(five, []byte(`{"v":2}`), 200)
 	check(err)
-	ws, err := db.WindowStore(spec(5), home([]byte("a")))
+	ws, err := db.WindowStore(specs[5], home([]byte("a")))
 	check(err)
 	for _, start := range []int64{0, 10, 20} {
 		v, _ := long.Serialize("", nil, start*2)
 		_, err := ws.PutWithHeaders([]byte("a"), start, v, start+1, hdrs)
 		check(err)
 	}
-	wb, err := db.WindowStore(spec(5), home([]byte("b")))
+	wb, err := db.WindowStore(specs[5], home([]byte("b")))
 	check(err)
 	v, _ := long.Serialize("", nil, int64(99))
 	_, err = wb.PutWithHeaders([]byte("b"), 10, v, 11, nil)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
 )
 
@@ -81,27 +82,31 @@ func timeOr(t *msTime, def int64) int64 {
 
 // v2Support is Kafka Streams' support matrix (KSS/StoreQueryUtils.java, Metered*.java)
 // plus KIP-1356's headers-aware queries, which only headers-aware stores answer.
-var v2Support = map[string]func(s state.StoreSpec) bool{
+var v2Support = map[string]func(s pipeline.StoreSpec) bool{
 	"KeyQuery":                               isKV,
 	"RangeQuery":                             isKV,
 	"TimestampedKeyQuery":                    isTimestampedKV,
 	"TimestampedRangeQuery":                  isTimestampedKV,
-	"TimestampedKeyWithHeadersQuery":         func(s state.StoreSpec) bool { return isTimestampedKV(s) && s.Headers },
-	"TimestampedRangeWithHeadersQuery":       func(s state.StoreSpec) bool { return isTimestampedKV(s) && s.Headers },
+	"TimestampedKeyWithHeadersQuery":         func(s pipeline.StoreSpec) bool { return isTimestampedKV(s) && s.Headers },
+	"TimestampedRangeWithHeadersQuery":       func(s pipeline.StoreSpec) bool { return isTimestampedKV(s) && s.Headers },
 	"WindowKeyQuery":                         isWindow,
-	"WindowRangeQuery":                       func(s state.StoreSpec) bool { return s.Type == state.Window || s.Type == state.Session },
-	"TimestampedWindowKeyWithHeadersQuery":   func(s state.StoreSpec) bool { return isWindow(s) && s.Headers },
-	"TimestampedWindowRangeWithHeadersQuery": func(s state.StoreSpec) bool { return isWindow(s) && s.Headers },
+	"WindowRangeQuery":                       func(s pipeline.StoreSpec) bool { return isWindow(s) || s.Type == pipeline.SessionStoreType },
+	"TimestampedWindowKeyWithHeadersQuery":   func(s pipeline.StoreSpec) bool { return isWindow(s) && s.Headers },
+	"TimestampedWindowRangeWithHeadersQuery": func(s pipeline.StoreSpec) bool { return isWindow(s) && s.Headers },
 	"VersionedKeyQuery":                      isVersioned,
 	"MultiVersionedKeyQuery":                 isVersioned,
 }
 
-func isKV(s state.StoreSpec) bool {
-	return s.Type == state.KeyValue || s.Type == state.TimestampedKeyValue || s.Type == state.Versioned
+func isKV(s pipeline.StoreSpec) bool {
+	return s.Type == pipeline.KeyValueStoreType || s.Type == pipeline.TimestampedKeyValueStoreType || isVersioned(s)
 }
-func isTimestampedKV(s state.StoreSpec) bool { return s.Type == state.TimestampedKeyValue }
-func isWindow(s state.StoreSpec) bool        { return s.Type == state.Window }
-func isVersioned(s state.StoreSpec) bool     { return s.Type == state.Versioned }
+func isTimestampedKV(s pipeline.StoreSpec) bool {
+	return s.Type == pipeline.TimestampedKeyValueStoreType
+}
+func isWindow(s pipeline.StoreSpec) bool {
+	return s.Type == pipeline.WindowStoreType || s.Type == pipeline.TimestampedWindowStoreType
+}
+func isVersioned(s pipeline.StoreSpec) bool { return s.Type == pipeline.VersionedKeyValueStoreType }
 
 // v2Plan is a checked query, its keys serialised.
 type v2Plan struct {
@@ -164,9 +169,9 @@ func (s *queryStore) planV2(q v2Query) (*v2Plan, *apiError) {
 			return nil, badParam("query", "%s takes either a key (withKey) or timeFrom and timeTo (withWindowStartRange)", q.Type)
 		}
 		switch {
-		case s.spec.Type == state.Window && hasKey:
+		case isWindow(s.spec) && hasKey:
 			plan.unknown = s.unknownQuery(q.Type, "WindowStores only supports WindowRangeQuery.withWindowStartRange.")
-		case s.spec.Type == state.Session && hasRange:
+		case s.spec.Type == pipeline.SessionStoreType && hasRange:
 			plan.unknown = s.unknownQuery(q.Type, "SessionStores only support WindowRangeQuery.withKey.")
 		case hasKey:
 			if plan.key, e = parseKey("key", q.Key, true); e != nil {
@@ -369,7 +374,7 @@ func (s *queryStore) runV2(plan *v2Plan, p int32, level state.IsolationLevel, pa
 	case "MultiVersionedKeyQuery":
 		return s.runVersions(plan, p, level, pace)
 	case "RangeQuery", "TimestampedRangeQuery", "TimestampedRangeWithHeadersQuery":
-		if s.spec.Type == state.Versioned {
+		if isVersioned(s.spec) {
 			return s.runVersionedRange(plan, p, level, pace)
 		}
 		m, err := mergeRange(pace, []int32{p}, plan.lower, plan.upper, q.Descending, s.rangeOpener(level, q.Descending))
@@ -404,7 +409,7 @@ func (s *queryStore) runV2(plan *v2Plan, p int32, level state.IsolationLevel, pa
 	var it windowCursor
 	withKey := plan.key != nil
 	switch {
-	case st.Type == state.Session:
+	case st.Type == pipeline.SessionStoreType:
 		ss, err := s.db.SessionStore(st, p)
 		if err != nil {
 			return v2Result{}, err

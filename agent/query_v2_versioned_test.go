@@ -19,11 +19,7 @@ func TestQueryV2VersionHistoryAndVersionedRange(t *testing.T) {
 	}
 	// key 5 already holds {"v":1}@100 and {"v":2}@200; every key goes to 5's partition
 	home := pipeline.DefaultPartition(key(5), c.partitions)
-	spec, err := stateSpec(c.specs[4])
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := c.db.VersionedStore(spec, home)
+	vs, err := c.db.VersionedStore(c.specs[4], home)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
 )
 
@@ -34,14 +35,14 @@ type windowCursor interface {
 // Streams' fetch(key, from, to)) or key's sessions that end at or after from and start at
 // or before to (session stores, findSessions(key, earliestSessionEnd, latestSessionStart)).
 func (s *queryStore) fetchKey(p int32, level state.IsolationLevel, key []byte, from, to int64, backward bool) (windowCursor, error) {
-	switch s.spec.Type {
-	case state.Window:
+	switch {
+	case isWindow(s.spec):
 		st, err := s.db.WindowStore(s.spec, p)
 		if err != nil {
 			return nil, err
 		}
 		return st.View(level).Fetch(key, from, to, backward), nil
-	case state.Session:
+	case s.spec.Type == pipeline.SessionStoreType:
 		st, err := s.db.SessionStore(s.spec, p)
 		if err != nil {
 			return nil, err
@@ -84,7 +85,7 @@ func (a *Agent) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError {
 		return e
 	}
 	q := r.URL.Query()
-	if s.spec.Type != state.Window && s.spec.Type != state.Session {
+	if !isWindow(s.spec) && s.spec.Type != pipeline.SessionStoreType {
 		return &apiError{http.StatusBadRequest, "wrong_store_type", fmt.Sprintf(
 			"store %s is a %s store: /windows reads window and session stores; read it with /v1/stores/%s/keys/{key}", s.name, s.typeName, s.name)}
 	}

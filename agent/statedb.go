@@ -106,26 +106,13 @@ func (a *Agent) forgetEmbeddedState(dir string) error {
 	return nil
 }
 
-// storeSpecs maps the topology's stores to the state package's specs.
-func storeSpecs(b *pipeline.StreamsBuilder) (map[string]state.StoreSpec, error) {
-	out := map[string]state.StoreSpec{}
-	for _, s := range b.Stores() {
-		spec, err := stateSpec(s)
-		if err != nil {
-			return nil, err
-		}
-		out[s.Name] = spec
-	}
-	return out, nil
-}
-
 // restoreLogInterval is how often a restoration in progress is logged.
 const restoreLogInterval = 5 * time.Second
 
 // changelogRead is one store partition to replay: its changelog from offset from to end.
 type changelogRead struct {
 	store     string
-	spec      state.StoreSpec
+	spec      pipeline.StoreSpec
 	topic     string
 	partition int32
 	from, end int64
@@ -191,15 +178,12 @@ func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBu
 // changelogReads finds, for every logged store partition, what of its changelog to replay.
 // A store partition ahead of its changelog is wiped and replayed whole.
 func (a *Agent) changelogReads(db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, cfg *sarama.Config, partitions int32) ([]changelogRead, error) {
-	specs, err := storeSpecs(b)
-	if err != nil {
-		return nil, err
-	}
 	var reads []changelogRead
-	for name, spec := range specs {
+	for _, spec := range b.Stores() {
 		if !spec.Logged {
 			continue
 		}
+		name := spec.Name
 		topic := pipeline.ChangelogTopic(a.cfg.ApplicationID, name)
 		tps := make([]pipeline.TopicPartition, partitions)
 		for p := range partitions {

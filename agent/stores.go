@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"fmt"
-
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
 )
@@ -13,44 +11,15 @@ type stateStores struct{ db *state.DB }
 // NewStoreProvider adapts a state database to the engine's StoreProvider.
 func NewStoreProvider(db *state.DB) pipeline.StoreProvider { return stateStores{db: db} }
 
-// stateSpec maps an engine store to package state's spec. Plain and timestamped window
-// stores share one format: both keep each value's timestamp.
-func stateSpec(spec pipeline.StoreSpec) (state.StoreSpec, error) {
-	s := state.StoreSpec{
-		Name: spec.Name, Logged: spec.Logged, Headers: spec.Headers,
-		Retention: spec.Retention, WindowSize: spec.WindowSize,
-		RetainDuplicates: spec.RetainDuplicates, HistoryRetention: spec.HistoryRetention,
-	}
-	switch spec.Type {
-	case pipeline.KeyValueStoreType:
-		s.Type = state.KeyValue
-	case pipeline.TimestampedKeyValueStoreType:
-		s.Type = state.TimestampedKeyValue
-	case pipeline.WindowStoreType, pipeline.TimestampedWindowStoreType:
-		s.Type = state.Window
-	case pipeline.SessionStoreType:
-		s.Type = state.Session
-	case pipeline.VersionedKeyValueStoreType:
-		s.Type = state.Versioned
-	default:
-		return s, fmt.Errorf("store %s: unsupported store type %v", spec.Name, spec.Type)
-	}
-	return s, nil
-}
-
 func (p stateStores) KeyValueStore(spec pipeline.StoreSpec, partition int32) (pipeline.KeyValueBytesStore, error) {
-	s, err := stateSpec(spec)
-	if err != nil {
-		return nil, err
-	}
-	if s.Type == state.TimestampedKeyValue {
-		ts, err := p.db.TimestampedKeyValueStore(s, partition)
+	if spec.Type == pipeline.TimestampedKeyValueStoreType {
+		ts, err := p.db.TimestampedKeyValueStore(spec, partition)
 		if err != nil {
 			return nil, err
 		}
 		return timestampedKV{s: ts, db: p.db}, nil
 	}
-	kv, err := p.db.KeyValueStore(s, partition)
+	kv, err := p.db.KeyValueStore(spec, partition)
 	if err != nil {
 		return nil, err
 	}

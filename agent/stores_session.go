@@ -6,11 +6,7 @@ import (
 )
 
 func (p stateStores) SessionStore(spec pipeline.StoreSpec, partition int32) (pipeline.SessionBytesStore, error) {
-	s, err := stateSpec(spec)
-	if err != nil {
-		return nil, err
-	}
-	ss, err := p.db.SessionStore(s, partition)
+	ss, err := p.db.SessionStore(spec, partition)
 	if err != nil {
 		return nil, err
 	}

@@ -47,13 +47,13 @@ end, {stores = {"win", "ses", "ver", "hkv", "hwin"}}):to("out")
 return b
 `
 
-// The state specs the agent derives from storeKindsScript, to read its stores directly.
-var storeKindsSpecs = map[string]state.StoreSpec{
-	"win":  {Name: "win", Type: state.Window, Logged: true, Retention: 3_600_000, WindowSize: 10_000},
-	"ses":  {Name: "ses", Type: state.Session, Logged: true, Retention: 3_600_000},
-	"ver":  {Name: "ver", Type: state.Versioned, Logged: true, HistoryRetention: 3_600_000},
-	"hkv":  {Name: "hkv", Type: state.TimestampedKeyValue, Logged: true, Headers: true},
-	"hwin": {Name: "hwin", Type: state.Window, Logged: true, Headers: true, Retention: 3_600_000, WindowSize: 10_000},
+// The specs of storeKindsScript's stores, to read them directly.
+var storeKindsSpecs = map[string]pipeline.StoreSpec{
+	"win":  {Name: "win", Type: pipeline.TimestampedWindowStoreType, Logged: true, Retention: 3_600_000, WindowSize: 10_000},
+	"ses":  {Name: "ses", Type: pipeline.SessionStoreType, Logged: true, Retention: 3_600_000},
+	"ver":  {Name: "ver", Type: pipeline.VersionedKeyValueStoreType, Logged: true, HistoryRetention: 3_600_000},
+	"hkv":  {Name: "hkv", Type: pipeline.TimestampedKeyValueStoreType, Logged: true, Headers: true},
+	"hwin": {Name: "hwin", Type: pipeline.TimestampedWindowStoreType, Logged: true, Headers: true, Retention: 3_600_000, WindowSize: 10_000},
 }
 
 func be64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }

@@ -6,11 +6,7 @@ import (
 )
 
 func (p stateStores) VersionedStore(spec pipeline.StoreSpec, partition int32) (pipeline.VersionedBytesStore, error) {
-	s, err := stateSpec(spec)
-	if err != nil {
-		return nil, err
-	}
-	vs, err := p.db.VersionedStore(s, partition)
+	vs, err := p.db.VersionedStore(spec, partition)
 	if err != nil {
 		return nil, err
 	}

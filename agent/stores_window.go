@@ -6,11 +6,7 @@ import (
 )
 
 func (p stateStores) WindowStore(spec pipeline.StoreSpec, partition int32) (pipeline.WindowBytesStore, error) {
-	s, err := stateSpec(spec)
-	if err != nil {
-		return nil, err
-	}
-	ws, err := p.db.WindowStore(s, partition)
+	ws, err := p.db.WindowStore(spec, partition)
 	if err != nil {
 		return nil, err
 	}

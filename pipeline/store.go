@@ -60,8 +60,12 @@ type StoreSpec struct {
 	CachingDisabled bool
 }
 
-// validate applies Kafka Streams' store builder checks (Stores.*).
-func (s StoreSpec) validate() error {
+// Validate applies Kafka Streams' store builder checks (Stores.*). Package state opens
+// stores only under specs that pass them.
+func (s StoreSpec) Validate() error {
+	if s.Name == "" {
+		return fmt.Errorf("a store needs a name")
+	}
 	switch s.Type {
 	case KeyValueStoreType, TimestampedKeyValueStoreType, WindowStoreType, TimestampedWindowStoreType, SessionStoreType, VersionedKeyValueStoreType:
 	default:
@@ -137,7 +141,7 @@ func (b *StreamsBuilder) AddStateStore(spec StoreSpec) error {
 	if _, dup := b.stores[spec.Name]; dup {
 		return fmt.Errorf("addStateStore: store %q is already declared", spec.Name)
 	}
-	if err := spec.validate(); err != nil {
+	if err := spec.Validate(); err != nil {
 		return fmt.Errorf("addStateStore %q: %w", spec.Name, err)
 	}
 	spec.Serdes = b.orDefaults(spec.Serdes)

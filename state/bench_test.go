@@ -3,6 +3,8 @@ package state
 import (
 	"encoding/binary"
 	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 func benchKey(i int) []byte {
@@ -13,7 +15,7 @@ func benchKey(i int) []byte {
 // through the epoch buffer, with changelog capture.
 func BenchmarkPutGet(b *testing.B) {
 	db, _ := openDB(b)
-	s, err := db.TimestampedKeyValueStore(StoreSpec{Name: "counts", Type: TimestampedKeyValue, Logged: true}, 0)
+	s, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "counts", Type: pipeline.TimestampedKeyValueStoreType, Logged: true}, 0)
 	noErr(b, err)
 	value := make([]byte, 8)
 	b.ReportAllocs()
@@ -35,7 +37,7 @@ func BenchmarkPutGet(b *testing.B) {
 // BenchmarkCommit10k commits an epoch of 10,000 dirty keys (16 B keys, 100 B values).
 func BenchmarkCommit10k(b *testing.B) {
 	db, _ := openDB(b)
-	s, err := db.TimestampedKeyValueStore(StoreSpec{Name: "counts", Type: TimestampedKeyValue, Logged: true}, 0)
+	s, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "counts", Type: pipeline.TimestampedKeyValueStoreType, Logged: true}, 0)
 	noErr(b, err)
 	value := make([]byte, 100)
 	offsets := map[ChangelogPartition]int64{{Store: "counts"}: 0}
@@ -55,7 +57,7 @@ func BenchmarkCommit10k(b *testing.B) {
 // BenchmarkIteratorScan scans 10,000 committed entries with a few buffered over them.
 func BenchmarkIteratorScan(b *testing.B) {
 	db, _ := openDB(b)
-	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(b, err)
 	value := make([]byte, 100)
 	for j := range 10000 {
@@ -99,7 +101,7 @@ func cacheCases(b *testing.B, run func(b *testing.B, db *DB)) {
 // path does for every key not yet written in its epoch.
 func BenchmarkGetCommitted(b *testing.B) {
 	cacheCases(b, func(b *testing.B, db *DB) {
-		s, err := db.TimestampedKeyValueStore(StoreSpec{Name: "counts", Type: TimestampedKeyValue, Logged: true}, 0)
+		s, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "counts", Type: pipeline.TimestampedKeyValueStoreType, Logged: true}, 0)
 		noErr(b, err)
 		value := make([]byte, 8)
 		for i := range 10000 {
@@ -120,7 +122,7 @@ func BenchmarkGetCommitted(b *testing.B) {
 // hot keys, a commit every 5,000 records.
 func BenchmarkEpochLoop(b *testing.B) {
 	cacheCases(b, func(b *testing.B, db *DB) {
-		s, err := db.TimestampedKeyValueStore(StoreSpec{Name: "counts", Type: TimestampedKeyValue, Logged: true}, 0)
+		s, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "counts", Type: pipeline.TimestampedKeyValueStoreType, Logged: true}, 0)
 		noErr(b, err)
 		value := make([]byte, 8)
 		offsets := map[ChangelogPartition]int64{{Store: "counts"}: 0}

@@ -57,18 +57,18 @@ func cacheCost(key, val []byte) int64 {
 // caches reports whether a store's point reads use the cache. Window stores retaining
 // duplicates read by scanning, and session and versioned stores mostly do, so caching
 // their writes would only evict values that are read.
-func caches(spec StoreSpec) bool {
+func caches(spec catalogSpec) bool {
 	switch spec.Type {
-	case KeyValue, TimestampedKeyValue:
+	case keyValueKind, timestampedKeyValueKind:
 		return true
-	case Window:
+	case windowKind:
 		return !spec.RetainDuplicates
 	}
 	return false
 }
 
 // register records a newly opened store partition's store.
-func (c *valueCache) register(id uint32, spec StoreSpec) {
+func (c *valueCache) register(id uint32, spec catalogSpec) {
 	if !caches(spec) {
 		return
 	}

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // isCached reports whether store key k of partition p is in the read cache.
@@ -36,7 +38,7 @@ func kvGet(t *testing.T, v KeyValueView, k string) string {
 
 func TestCacheServesCommittedPointReads(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	noErr(t, s.Put([]byte("a"), []byte("1")))
 	noErr(t, s.Put([]byte("empty"), []byte{}))
@@ -59,12 +61,12 @@ func TestCacheServesCommittedPointReads(t *testing.T) {
 
 func TestCacheFillsOnMiss(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	noErr(t, s.Put([]byte("a"), []byte("1")))
 	commit(t, db)
 	db = reopen(t, db)
-	s, err = db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	s, err = db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	if isCached(s.p, []byte("a")) {
 		t.Fatal("cached before any read")
@@ -82,7 +84,7 @@ func TestCacheFillsOnMiss(t *testing.T) {
 
 func TestCacheEpochBufferWins(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	noErr(t, s.Put([]byte("a"), []byte("1")))
 	noErr(t, s.Put([]byte("b"), []byte("1")))
@@ -103,7 +105,7 @@ func TestCacheEpochBufferWins(t *testing.T) {
 
 func TestCacheHoldsNoAbortedValue(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	noErr(t, s.Put([]byte("a"), []byte("1")))
 	commit(t, db)
@@ -124,9 +126,9 @@ func TestCacheHoldsNoAbortedValue(t *testing.T) {
 
 func TestCacheFollowsCommits(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
-	ts, err := db.TimestampedKeyValueStore(StoreSpec{Name: "ts", Type: TimestampedKeyValue}, 0)
+	ts, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "ts", Type: pipeline.TimestampedKeyValueStoreType}, 0)
 	noErr(t, err)
 	noErr(t, s.Put([]byte("a"), []byte("1")))
 	noErr(t, s.Put([]byte("b"), []byte("1")))
@@ -178,7 +180,7 @@ func TestCacheDropsExpiredWindows(t *testing.T) {
 
 func TestCacheRestoreInvalidates(t *testing.T) {
 	db, _ := openDB(t)
-	spec := StoreSpec{Name: "kv", Type: KeyValue, Logged: true}
+	spec := pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType, Logged: true}
 	s, err := db.KeyValueStore(spec, 0)
 	noErr(t, err)
 	noErr(t, s.Put([]byte("a"), []byte("1")))
@@ -197,7 +199,7 @@ func TestCacheRestoreInvalidates(t *testing.T) {
 
 func TestCacheWipeInvalidates(t *testing.T) {
 	db, _ := openDB(t)
-	spec := StoreSpec{Name: "kv", Type: KeyValue}
+	spec := pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}
 	s, err := db.KeyValueStore(spec, 0)
 	noErr(t, err)
 	other, err := db.KeyValueStore(spec, 1)
@@ -218,7 +220,7 @@ func TestCacheWipeInvalidates(t *testing.T) {
 // the write: the cache would then serve a value older than committed state.
 func TestCacheRejectsFillsAcrossWrites(t *testing.T) {
 	db, _ := openDB(t)
-	spec := StoreSpec{Name: "kv", Type: KeyValue}
+	spec := pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}
 	s, err := db.KeyValueStore(spec, 0)
 	noErr(t, err)
 	c := db.cache
@@ -258,7 +260,7 @@ func TestCacheEviction(t *testing.T) {
 	db, err := Open(t.TempDir(), Options{CacheBytes: 20 * (cacheEntryOverhead + 20)})
 	noErr(t, err)
 	defer db.Close()
-	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	hot := []byte("hot")
 	noErr(t, s.Put(hot, []byte("h")))
@@ -304,7 +306,7 @@ func TestCacheOptions(t *testing.T) {
 	db, err := Open(t.TempDir(), Options{})
 	noErr(t, err)
 	defer db.Close()
-	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	noErr(t, s.Put([]byte("a"), []byte("1")))
 	commit(t, db)
@@ -319,7 +321,7 @@ func TestCacheOptions(t *testing.T) {
 // Stores read by scanning leave the cache to stores read by key.
 func TestCacheSkipsScannedStores(t *testing.T) {
 	db, _ := openDB(t)
-	v, err := db.VersionedStore(StoreSpec{Name: "v", Type: Versioned, HistoryRetention: 100}, 0)
+	v, err := db.VersionedStore(pipeline.StoreSpec{Name: "v", Type: pipeline.VersionedKeyValueStoreType, HistoryRetention: 100}, 0)
 	noErr(t, err)
 	_, err = v.Put([]byte("a"), []byte("1"), 5)
 	noErr(t, err)
@@ -370,7 +372,7 @@ func TestCacheConcurrentCommittedReads(t *testing.T) {
 	db, err := Open(t.TempDir(), Options{CacheBytes: 8 * (cacheEntryOverhead + 30)})
 	noErr(t, err)
 	defer db.Close()
-	spec := StoreSpec{Name: "kv", Type: KeyValue}
+	spec := pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}
 	s, err := db.KeyValueStore(spec, 0)
 	noErr(t, err)
 	const keys = 16

@@ -2,11 +2,13 @@ package state
 
 import (
 	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 func TestIsolationLevels(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	rc := s.View(ReadCommitted)
 	if rc.Level() != ReadCommitted || s.Level() != ReadUncommitted {
@@ -39,7 +41,7 @@ func TestIsolationLevels(t *testing.T) {
 
 func TestAbortDropsEpoch(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue, Logged: true}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType, Logged: true}, 0)
 	noErr(t, err)
 	w, err := db.WindowStore(windowSpec(), 0)
 	noErr(t, err)
@@ -73,7 +75,7 @@ func TestAbortDropsEpoch(t *testing.T) {
 // uncommitted epoch leaves neither.
 func TestCommitAtomicity(t *testing.T) {
 	db, _ := openDB(t)
-	spec := StoreSpec{Name: "kv", Type: KeyValue, Logged: true}
+	spec := pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType, Logged: true}
 	s, err := db.KeyValueStore(spec, 2)
 	noErr(t, err)
 	if _, ok, err := db.ChangelogOffset("kv", 2); ok || err != nil {
@@ -118,11 +120,11 @@ func TestCommitAtomicity(t *testing.T) {
 
 func TestUncommittedBytes(t *testing.T) {
 	db, _ := openDB(t)
-	a, err := db.KeyValueStore(StoreSpec{Name: "a", Type: KeyValue}, 0)
+	a, err := db.KeyValueStore(pipeline.StoreSpec{Name: "a", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
-	b, err := db.TimestampedKeyValueStore(StoreSpec{Name: "b", Type: TimestampedKeyValue}, 0)
+	b, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "b", Type: pipeline.TimestampedKeyValueStoreType}, 0)
 	noErr(t, err)
-	b1, err := db.TimestampedKeyValueStore(StoreSpec{Name: "b", Type: TimestampedKeyValue}, 1)
+	b1, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "b", Type: pipeline.TimestampedKeyValueStoreType}, 1)
 	noErr(t, err)
 	noErr(t, a.Put([]byte("key"), []byte("value"))) // 3 + 1 + 5
 	noErr(t, a.Put([]byte("key"), []byte("value"))) // overwrites count: the buffer keeps them
@@ -146,7 +148,7 @@ func TestUncommittedBytes(t *testing.T) {
 
 func TestWipe(t *testing.T) {
 	db, _ := openDB(t)
-	spec := StoreSpec{Name: "kv", Type: KeyValue, Logged: true}
+	spec := pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType, Logged: true}
 	s, err := db.KeyValueStore(spec, 0)
 	noErr(t, err)
 	other, err := db.KeyValueStore(spec, 1)

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"sync"
 	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // Readers on other goroutines (interactive queries) run while the processing goroutine
@@ -12,7 +14,7 @@ import (
 // with.
 func TestConcurrentReadersAndWriter(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.TimestampedKeyValueStore(StoreSpec{Name: "kv", Type: TimestampedKeyValue, Logged: true}, 0)
+	s, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.TimestampedKeyValueStoreType, Logged: true}, 0)
 	noErr(t, err)
 	w, err := db.WindowStore(windowSpec(), 0)
 	noErr(t, err)

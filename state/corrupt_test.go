@@ -14,10 +14,11 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/table"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
+	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state/faultdisk"
 )
 
-var corruptSpec = StoreSpec{Name: "kv", Type: KeyValue, Logged: true}
+var corruptSpec = pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType, Logged: true}
 
 const corruptKeys = 2000
 

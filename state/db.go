@@ -14,6 +14,8 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/storage"
 	"github.com/syndtr/goleveldb/leveldb/util"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // ErrCorrupt reports a state database that cannot be trusted. The agent wipes the
@@ -49,7 +51,7 @@ type DB struct {
 	catalog  map[string]catalogEntry
 	nextID   uint32
 	parts    map[partKey]*partition
-	runSpecs map[string]StoreSpec // the spec each store was opened with in this run
+	runSpecs map[string]catalogSpec // the spec each store was opened with in this run
 
 	uncommitted atomic.Int64
 
@@ -63,8 +65,8 @@ type DB struct {
 }
 
 type catalogEntry struct {
-	ID   uint32    `json:"id"`
-	Spec StoreSpec `json:"spec"`
+	ID   uint32      `json:"id"`
+	Spec catalogSpec `json:"spec"`
 }
 
 type partKey struct {
@@ -116,7 +118,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		catalog: map[string]catalogEntry{},
 		parts:   map[partKey]*partition{},
 
-		runSpecs: map[string]StoreSpec{},
+		runSpecs: map[string]catalogSpec{},
 	}
 	if opts.CacheBytes > 0 {
 		db.cache = newValueCache(opts.CacheBytes)
@@ -166,7 +168,7 @@ func (db *DB) load() error {
 		if err := json.Unmarshal(it.Value(), &e); err != nil {
 			return db.corruptf("catalogue entry of store %q: %v", name, err)
 		}
-		if err := e.Spec.validate(); err != nil || e.Spec.Name != name || e.ID == 0 || e.ID > db.nextID {
+		if !e.Spec.valid() || e.Spec.Name != name || e.ID == 0 || e.ID > db.nextID {
 			return db.corruptf("catalogue entry of store %q is inconsistent", name)
 		}
 		db.catalog[name] = e
@@ -232,20 +234,9 @@ func (db *DB) CachedBytes() int64 {
 	return db.cache.size()
 }
 
-// Spec returns the spec a store was last opened with, in this run or a previous one.
-func (db *DB) Spec(store string) (StoreSpec, bool) {
-	db.mu.RLock()
-	defer db.mu.RUnlock()
-	e, ok := db.catalog[store]
-	return e.Spec, ok
-}
-
 // open returns the partition of a store, registering the store in the catalogue on first
 // use. Within one run a store keeps one spec; across runs the type and formats must match.
-func (db *DB) open(spec StoreSpec, partition int32) (*partition, error) {
-	if err := spec.validate(); err != nil {
-		return nil, err
-	}
+func (db *DB) open(spec catalogSpec, partition int32) (*partition, error) {
 	if partition < 0 {
 		return nil, fmt.Errorf("state: store %q: partition %d is negative", spec.Name, partition)
 	}
@@ -318,16 +309,20 @@ func (db *DB) openedPartition(store string, partition int32) (*partition, error)
 	return p, nil
 }
 
-func (db *DB) typed(spec StoreSpec, partition int32, want StoreType) (*partition, error) {
-	if spec.Type != want {
-		return nil, fmt.Errorf("state: store %q is a %s store, not %s", spec.Name, spec.Type, want)
+func (db *DB) typed(spec pipeline.StoreSpec, partition int32, want storeKind) (*partition, error) {
+	s, err := catalogSpecOf(spec)
+	if err != nil {
+		return nil, err
 	}
-	return db.open(spec, partition)
+	if s.Type != want {
+		return nil, fmt.Errorf("state: store %q is a %s store, not %s", s.Name, s.Type, want)
+	}
+	return db.open(s, partition)
 }
 
 // KeyValueStore opens a partition of a plain key-value store.
-func (db *DB) KeyValueStore(spec StoreSpec, partition int32) (*KeyValueStore, error) {
-	p, err := db.typed(spec, partition, KeyValue)
+func (db *DB) KeyValueStore(spec pipeline.StoreSpec, partition int32) (*KeyValueStore, error) {
+	p, err := db.typed(spec, partition, keyValueKind)
 	if err != nil {
 		return nil, err
 	}
@@ -336,8 +331,8 @@ func (db *DB) KeyValueStore(spec StoreSpec, partition int32) (*KeyValueStore, er
 
 // TimestampedKeyValueStore opens a partition of a timestamped (optionally headers-aware)
 // key-value store.
-func (db *DB) TimestampedKeyValueStore(spec StoreSpec, partition int32) (*TimestampedKeyValueStore, error) {
-	p, err := db.typed(spec, partition, TimestampedKeyValue)
+func (db *DB) TimestampedKeyValueStore(spec pipeline.StoreSpec, partition int32) (*TimestampedKeyValueStore, error) {
+	p, err := db.typed(spec, partition, timestampedKeyValueKind)
 	if err != nil {
 		return nil, err
 	}
@@ -345,8 +340,8 @@ func (db *DB) TimestampedKeyValueStore(spec StoreSpec, partition int32) (*Timest
 }
 
 // WindowStore opens a partition of a timestamped window store.
-func (db *DB) WindowStore(spec StoreSpec, partition int32) (*WindowStore, error) {
-	p, err := db.typed(spec, partition, Window)
+func (db *DB) WindowStore(spec pipeline.StoreSpec, partition int32) (*WindowStore, error) {
+	p, err := db.typed(spec, partition, windowKind)
 	if err != nil {
 		return nil, err
 	}
@@ -354,8 +349,8 @@ func (db *DB) WindowStore(spec StoreSpec, partition int32) (*WindowStore, error)
 }
 
 // SessionStore opens a partition of a session store.
-func (db *DB) SessionStore(spec StoreSpec, partition int32) (*SessionStore, error) {
-	p, err := db.typed(spec, partition, Session)
+func (db *DB) SessionStore(spec pipeline.StoreSpec, partition int32) (*SessionStore, error) {
+	p, err := db.typed(spec, partition, sessionKind)
 	if err != nil {
 		return nil, err
 	}
@@ -363,8 +358,8 @@ func (db *DB) SessionStore(spec StoreSpec, partition int32) (*SessionStore, erro
 }
 
 // VersionedStore opens a partition of a versioned key-value store.
-func (db *DB) VersionedStore(spec StoreSpec, partition int32) (*VersionedStore, error) {
-	p, err := db.typed(spec, partition, Versioned)
+func (db *DB) VersionedStore(spec pipeline.StoreSpec, partition int32) (*VersionedStore, error) {
+	p, err := db.typed(spec, partition, versionedKind)
 	if err != nil {
 		return nil, err
 	}

@@ -8,36 +8,79 @@ import (
 	"testing"
 
 	"github.com/syndtr/goleveldb/leveldb"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
+// Every way to open a store checks its spec with the engine's rules.
 func TestSpecValidation(t *testing.T) {
 	db, _ := openDB(t)
-	for _, spec := range []StoreSpec{
-		{Type: KeyValue},
-		{Name: "x", Type: StoreType(42)},
-		{Name: "x", Type: KeyValue, Headers: true},
-		{Name: "x", Type: Session, Retention: 10, Headers: true},
-		{Name: "x", Type: KeyValue, RetainDuplicates: true},
-		{Name: "x", Type: Window, WindowSize: 0, Retention: 10},
-		{Name: "x", Type: Window, WindowSize: 20, Retention: 10},
-		{Name: "x", Type: Session},
-		{Name: "x", Type: Versioned, HistoryRetention: -1},
+	opens := map[string]func(pipeline.StoreSpec) error{
+		"KeyValueStore": func(s pipeline.StoreSpec) error { _, err := db.KeyValueStore(s, 0); return err },
+		"TimestampedKeyValueStore": func(s pipeline.StoreSpec) error {
+			_, err := db.TimestampedKeyValueStore(s, 0)
+			return err
+		},
+		"WindowStore":    func(s pipeline.StoreSpec) error { _, err := db.WindowStore(s, 0); return err },
+		"SessionStore":   func(s pipeline.StoreSpec) error { _, err := db.SessionStore(s, 0); return err },
+		"VersionedStore": func(s pipeline.StoreSpec) error { _, err := db.VersionedStore(s, 0); return err },
+		"Restore":        func(s pipeline.StoreSpec) error { return db.Restore(s, 0, nil, 0) },
+	}
+	for _, spec := range []pipeline.StoreSpec{
+		{Type: pipeline.KeyValueStoreType},
+		{Name: "x", Type: pipeline.StoreType(42)},
+		{Name: "x", Type: pipeline.KeyValueStoreType, Headers: true},
+		{Name: "x", Type: pipeline.SessionStoreType, Retention: 10, Headers: true},
+		{Name: "x", Type: pipeline.WindowStoreType, WindowSize: 1, Retention: 10, Headers: true},
+		{Name: "x", Type: pipeline.KeyValueStoreType, RetainDuplicates: true},
+		{Name: "x", Type: pipeline.TimestampedWindowStoreType, WindowSize: 0, Retention: 10},
+		{Name: "x", Type: pipeline.TimestampedWindowStoreType, WindowSize: 20, Retention: 10},
+		{Name: "x", Type: pipeline.SessionStoreType},
+		{Name: "x", Type: pipeline.VersionedKeyValueStoreType, HistoryRetention: -1},
 	} {
-		if _, err := db.open(spec, 0); err == nil {
-			t.Errorf("spec %+v accepted", spec)
+		for name, open := range opens {
+			if err := open(spec); err == nil || !strings.HasPrefix(err.Error(), "state: store ") {
+				t.Errorf("%s of spec %+v: %v", name, spec, err)
+			}
 		}
 	}
-	if _, err := db.KeyValueStore(StoreSpec{Name: "x", Type: KeyValue}, -1); err == nil {
+	if _, err := db.KeyValueStore(pipeline.StoreSpec{Name: "x", Type: pipeline.KeyValueStoreType}, -1); err == nil {
 		t.Error("negative partition accepted")
 	}
-	if _, err := db.WindowStore(StoreSpec{Name: "x", Type: KeyValue}, 0); err == nil {
+	if _, err := db.WindowStore(pipeline.StoreSpec{Name: "x", Type: pipeline.KeyValueStoreType}, 0); err == nil {
 		t.Error("a key-value spec opened as a window store")
 	}
 }
 
+// Plain and timestamped window stores keep the same format, in one run and across runs,
+// and the catalogue entry keeps the format earlier versions wrote.
+func TestWindowStoreTypesShareAFormat(t *testing.T) {
+	db, _ := openDB(t)
+	plain := pipeline.StoreSpec{Name: "w", Type: pipeline.WindowStoreType, WindowSize: 10, Retention: 100, Logged: true}
+	w, err := db.WindowStore(plain, 0)
+	noErr(t, err)
+	_, err = w.Put([]byte("k"), 0, []byte("v"), 5)
+	noErr(t, err)
+	commit(t, db)
+	timestamped := plain
+	timestamped.Type = pipeline.TimestampedWindowStoreType
+	_, err = db.WindowStore(timestamped, 1)
+	noErr(t, err)
+	entry, err := db.ldb.db.Get(catalogKey("w"), nil)
+	noErr(t, err)
+	const want = `{"id":1,"spec":{"Name":"w","Type":"Window","Headers":false,"Logged":true,"Retention":100,"WindowSize":10,"RetainDuplicates":false,"HistoryRetention":0}}`
+	if string(entry) != want {
+		t.Errorf("catalogue entry %s\nwant            %s", entry, want)
+	}
+	db = reopen(t, db)
+	w, err = db.WindowStore(timestamped, 0)
+	noErr(t, err)
+	equal(t, windows(t, w.All(false)), []string{"k[0,10)=v@5"})
+}
+
 func TestSpecPersistsAcrossReopen(t *testing.T) {
 	db, _ := openDB(t)
-	spec := StoreSpec{Name: "w", Type: Window, WindowSize: 10, Retention: 100}
+	spec := pipeline.StoreSpec{Name: "w", Type: pipeline.TimestampedWindowStoreType, WindowSize: 10, Retention: 100}
 	w, err := db.WindowStore(spec, 0)
 	noErr(t, err)
 	_, err = w.Put([]byte("k"), 0, []byte("v"), 0)
@@ -49,11 +92,11 @@ func TestSpecPersistsAcrossReopen(t *testing.T) {
 		t.Fatal("a second spec for an open store accepted")
 	}
 	db = reopen(t, db)
-	if got, ok := db.Spec("w"); !ok || got != spec {
+	if got, ok := db.catalog["w"]; !ok || got.Spec != mustCatalogSpec(t, spec) {
 		t.Fatalf("catalogue spec %+v %v", got, ok)
 	}
 	changed := spec
-	changed.Type = Session
+	changed.Type = pipeline.SessionStoreType
 	changed.WindowSize = 0
 	_, err = db.SessionStore(changed, 0)
 	if err == nil || !strings.Contains(err.Error(), "was created as Window") {
@@ -69,11 +112,11 @@ func TestSpecPersistsAcrossReopen(t *testing.T) {
 	noErr(t, err)
 	equal(t, windows(t, w.All(false)), []string{"k[0,10)=v@0"})
 	db = reopen(t, db)
-	if got, _ := db.Spec("w"); got.Retention != 200 {
+	if got := db.catalog["w"].Spec; got.Retention != 200 {
 		t.Fatalf("retention not updated: %+v", got)
 	}
 	// a new store gets a fresh prefix after the reopen
-	kv, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	kv, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	equal(t, kvs(t, kv.All(false)), nil)
 	w, err = db.WindowStore(other, 0)
@@ -85,7 +128,7 @@ func TestSpecPersistsAcrossReopen(t *testing.T) {
 
 func TestCorruptManifest(t *testing.T) {
 	db, dir := openDB(t)
-	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	noErr(t, s.Put([]byte("k"), []byte("v")))
 	commit(t, db)
@@ -105,7 +148,7 @@ func TestCorruptManifest(t *testing.T) {
 
 func TestCorruptCatalogue(t *testing.T) {
 	db, dir := openDB(t)
-	_, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	_, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	noErr(t, db.ldb.db.Put(catalogKey("kv"), []byte("{not json"), nil))
 	noErr(t, db.Close())
@@ -138,7 +181,7 @@ func TestSyncOption(t *testing.T) {
 // A malformed stored value is an error naming the store, never a panic.
 func TestMalformedStoredValues(t *testing.T) {
 	db, _ := openDB(t)
-	ts, err := db.TimestampedKeyValueStore(StoreSpec{Name: "ts", Type: TimestampedKeyValue, Headers: true}, 0)
+	ts, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "ts", Type: pipeline.TimestampedKeyValueStoreType, Headers: true}, 0)
 	noErr(t, err)
 	noErr(t, db.ldb.db.Put(append(dataPrefix(ts.p.id, 0), 'k'), []byte{0x0a, 0x02}, nil))
 	if _, _, err := ts.Get([]byte("k")); err == nil || !strings.Contains(err.Error(), `"ts"`) {
@@ -161,7 +204,7 @@ func TestMalformedStoredValues(t *testing.T) {
 		t.Fatal("window iterator over a malformed key")
 	}
 	wit.Close()
-	s, err := db.SessionStore(StoreSpec{Name: "s", Type: Session, Retention: 10}, 0)
+	s, err := db.SessionStore(pipeline.StoreSpec{Name: "s", Type: pipeline.SessionStoreType, Retention: 10}, 0)
 	noErr(t, err)
 	noErr(t, db.ldb.db.Put(append(dataPrefix(s.p.id, 0), 'x'), []byte("v"), nil))
 	sit := s.FetchRange(nil, nil, false)
@@ -175,9 +218,9 @@ func TestViewLevels(t *testing.T) {
 	db, _ := openDB(t)
 	w, err := db.WindowStore(windowSpec(), 0)
 	noErr(t, err)
-	s, err := db.SessionStore(StoreSpec{Name: "s", Type: Session, Retention: 10}, 0)
+	s, err := db.SessionStore(pipeline.StoreSpec{Name: "s", Type: pipeline.SessionStoreType, Retention: 10}, 0)
 	noErr(t, err)
-	v, err := db.VersionedStore(StoreSpec{Name: "v", Type: Versioned}, 0)
+	v, err := db.VersionedStore(pipeline.StoreSpec{Name: "v", Type: pipeline.VersionedKeyValueStoreType}, 0)
 	noErr(t, err)
 	if w.View(ReadCommitted).Level() != ReadCommitted || s.View(ReadCommitted).Level() != ReadCommitted || v.View(ReadCommitted).Level() != ReadCommitted {
 		t.Fatal("view levels")
@@ -191,7 +234,7 @@ func TestViewLevels(t *testing.T) {
 	if w.ApproximateNumUncommittedBytes() == 0 || s.ApproximateNumUncommittedBytes() == 0 || v.ApproximateNumUncommittedBytes() == 0 {
 		t.Fatal("uncommitted bytes not counted")
 	}
-	if got := StoreType(99).String(); got != "StoreType(99)" {
+	if got := storeKind(99).String(); got != "storeKind(99)" {
 		t.Fatal(got)
 	}
 }

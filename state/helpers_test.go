@@ -3,6 +3,8 @@ package state
 import (
 	"fmt"
 	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // testOptions are the options tests open databases with: the read cache on, as the agent
@@ -85,4 +87,11 @@ func reopen(t testing.TB, db *DB) *DB {
 	noErr(t, err)
 	t.Cleanup(func() { db2.Close() })
 	return db2
+}
+
+func mustCatalogSpec(t testing.TB, spec pipeline.StoreSpec) catalogSpec {
+	t.Helper()
+	s, err := catalogSpecOf(spec)
+	noErr(t, err)
+	return s
 }

@@ -51,11 +51,11 @@ func keptTooLong(t *testing.T, next func() bool, current func() [][]byte, closeI
 
 func TestIteratorBytesAreOverwrittenAfterNextAndClose(t *testing.T) {
 	db, _ := openDB(t)
-	kv, err := db.TimestampedKeyValueStore(StoreSpec{Name: "kv", Type: TimestampedKeyValue, Headers: true}, 0)
+	kv, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.TimestampedKeyValueStoreType, Headers: true}, 0)
 	noErr(t, err)
-	win, err := db.WindowStore(StoreSpec{Name: "win", Type: Window, Headers: true, WindowSize: 10, Retention: 100}, 0)
+	win, err := db.WindowStore(pipeline.StoreSpec{Name: "win", Type: pipeline.TimestampedWindowStoreType, Headers: true, WindowSize: 10, Retention: 100}, 0)
 	noErr(t, err)
-	ses, err := db.SessionStore(StoreSpec{Name: "ses", Type: Session, Retention: 100}, 0)
+	ses, err := db.SessionStore(pipeline.StoreSpec{Name: "ses", Type: pipeline.SessionStoreType, Retention: 100}, 0)
 	noErr(t, err)
 	h := pipeline.Headers{{Key: "h", Value: []byte("header value")}}
 	put := func(k, v string) {
@@ -88,7 +88,7 @@ func TestIteratorBytesAreOverwrittenAfterNextAndClose(t *testing.T) {
 // Versioned iterators copy what they hand out: it may be kept.
 func TestVersionedIteratorsHandOutBytesThatMayBeKept(t *testing.T) {
 	db, _ := openDB(t)
-	ver, err := db.VersionedStore(StoreSpec{Name: "ver", Type: Versioned, HistoryRetention: 100}, 0)
+	ver, err := db.VersionedStore(pipeline.StoreSpec{Name: "ver", Type: pipeline.VersionedKeyValueStoreType, HistoryRetention: 100}, 0)
 	noErr(t, err)
 	_, err = ver.Put([]byte("key-a"), []byte("v1"), 1)
 	noErr(t, err)

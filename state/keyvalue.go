@@ -77,7 +77,7 @@ func (i *KeyValueIterator) Next() bool {
 	if i.err != nil || !i.it.next() {
 		return false
 	}
-	if i.p.spec.Type != TimestampedKeyValue {
+	if i.p.spec.Type != timestampedKeyValueKind {
 		i.value, i.ts = i.it.value, NoTimestamp
 		return true
 	}

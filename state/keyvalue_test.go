@@ -9,7 +9,7 @@ import (
 
 func TestKeyValueGetPutDelete(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	noErr(t, s.Put([]byte("a"), []byte("1")))
 	noErr(t, s.Put([]byte("empty"), []byte{}))
@@ -53,7 +53,7 @@ func TestKeyValueGetPutDelete(t *testing.T) {
 
 func TestKeyValuePutIfAbsent(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	old, err := s.PutIfAbsent([]byte("k"), []byte("first"))
 	if err != nil || old != nil {
@@ -72,7 +72,7 @@ func TestKeyValuePutIfAbsent(t *testing.T) {
 // buffered deletes.
 func TestKeyValueRangeOrder(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.KeyValueStore(StoreSpec{Name: "kv", Type: KeyValue}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	for _, k := range [][]byte{{0x80}, {0x01}, {0x7f}, {0xff}, {0x7f, 0x00}} {
 		noErr(t, s.Put(k, []byte("c")))
@@ -114,12 +114,12 @@ func TestKeyValueRangeOrder(t *testing.T) {
 // A store partition sees only its own keys, whatever the neighbours hold.
 func TestStorePartitionsAreIsolated(t *testing.T) {
 	db, _ := openDB(t)
-	spec := StoreSpec{Name: "kv", Type: KeyValue}
+	spec := pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}
 	p0, err := db.KeyValueStore(spec, 0)
 	noErr(t, err)
 	p1, err := db.KeyValueStore(spec, 1)
 	noErr(t, err)
-	other, err := db.KeyValueStore(StoreSpec{Name: "other", Type: KeyValue}, 0)
+	other, err := db.KeyValueStore(pipeline.StoreSpec{Name: "other", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	noErr(t, p0.Put([]byte("a"), []byte("p0")))
 	noErr(t, p1.Put([]byte("b"), []byte("p1")))
@@ -132,7 +132,7 @@ func TestStorePartitionsAreIsolated(t *testing.T) {
 
 func TestTimestampedKeyValue(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.TimestampedKeyValueStore(StoreSpec{Name: "ts", Type: TimestampedKeyValue, Logged: true}, 3)
+	s, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "ts", Type: pipeline.TimestampedKeyValueStoreType, Logged: true}, 3)
 	noErr(t, err)
 	noErr(t, s.Put([]byte("k"), []byte("v"), 42))
 	v, ts, err := s.Get([]byte("k"))
@@ -167,7 +167,7 @@ func TestTimestampedKeyValue(t *testing.T) {
 
 func TestHeadersAwareKeyValue(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.TimestampedKeyValueStore(StoreSpec{Name: "h", Type: TimestampedKeyValue, Headers: true, Logged: true}, 0)
+	s, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "h", Type: pipeline.TimestampedKeyValueStoreType, Headers: true, Logged: true}, 0)
 	noErr(t, err)
 	headers := pipeline.Headers{{Key: "a", Value: []byte("b")}}
 	noErr(t, s.PutWithHeaders([]byte("k"), []byte("v"), 1, headers))
@@ -202,9 +202,9 @@ func TestHeadersAwareKeyValue(t *testing.T) {
 
 func TestChangelogCapture(t *testing.T) {
 	db, _ := openDB(t)
-	logged, err := db.KeyValueStore(StoreSpec{Name: "logged", Type: KeyValue, Logged: true}, 1)
+	logged, err := db.KeyValueStore(pipeline.StoreSpec{Name: "logged", Type: pipeline.KeyValueStoreType, Logged: true}, 1)
 	noErr(t, err)
-	quiet, err := db.KeyValueStore(StoreSpec{Name: "quiet", Type: KeyValue}, 1)
+	quiet, err := db.KeyValueStore(pipeline.StoreSpec{Name: "quiet", Type: pipeline.KeyValueStoreType}, 1)
 	noErr(t, err)
 	key := []byte("k")
 	db.SetRecordTimestamp(10)
@@ -240,7 +240,7 @@ func TestChangelogCapture(t *testing.T) {
 // with the next epoch after a commit or an abort.
 func TestTakeChangelogHandsOutEachRecordOnce(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.KeyValueStore(StoreSpec{Name: "logged", Type: KeyValue, Logged: true}, 0)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "logged", Type: pipeline.KeyValueStoreType, Logged: true}, 0)
 	noErr(t, err)
 	keys := func(recs []ChangelogRecord) (out string) {
 		for _, r := range recs {

@@ -53,7 +53,7 @@ var deleteEntry = []byte{opDelete}
 // partition is one store partition: its LevelDB prefix and its epoch buffer.
 type partition struct {
 	db     *DB
-	spec   StoreSpec
+	spec   catalogSpec
 	id     uint32
 	num    int32
 	prefix []byte
@@ -79,7 +79,7 @@ type partition struct {
 	lastSweep    int64
 }
 
-func newPartition(db *DB, spec StoreSpec, id uint32, num int32) (*partition, error) {
+func newPartition(db *DB, spec catalogSpec, id uint32, num int32) (*partition, error) {
 	p := &partition{db: db, spec: spec, id: id, num: num, prefix: dataPrefix(id, num), lastSweep: math.MinInt64}
 	if caches(spec) {
 		p.cache = db.cache

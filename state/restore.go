@@ -6,14 +6,20 @@ import (
 	"math"
 
 	"github.com/syndtr/goleveldb/leveldb"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // Restore writes changelog records back into a store partition in store format, directly
 // to LevelDB in one batch together with lastOffset as the partition's changelog offset.
 // Timestamped values get their timestamp back from the record timestamp, and headers-aware
 // values their headers from the record headers. The partition must have no buffered writes.
-func (db *DB) Restore(spec StoreSpec, partition int32, records []ChangelogRecord, lastOffset int64) error {
-	p, err := db.open(spec, partition)
+func (db *DB) Restore(spec pipeline.StoreSpec, partition int32, records []ChangelogRecord, lastOffset int64) error {
+	s, err := catalogSpecOf(spec)
+	if err != nil {
+		return err
+	}
+	p, err := db.open(s, partition)
 	if err != nil {
 		return err
 	}
@@ -31,14 +37,14 @@ func (db *DB) Restore(spec StoreSpec, partition int32, records []ChangelogRecord
 		key = key[:len(p.prefix)]
 		val = val[:0]
 		tombstone := r.Value == nil
-		switch spec.Type {
-		case KeyValue:
+		switch s.Type {
+		case keyValueKind:
 			key = append(key, r.Key...)
 			val = append(val, r.Value...)
-		case TimestampedKeyValue:
+		case timestampedKeyValueKind:
 			key = append(key, r.Key...)
 			val = p.appendTimestampedValue(val, r.Value, r.Timestamp, r.Headers)
-		case Window:
+		case windowKind:
 			k, start, s, err := splitWindowChangelogKey(r.Key)
 			if err != nil {
 				return p.errorf("restore: changelog record %d: %w", i, err)
@@ -46,7 +52,7 @@ func (db *DB) Restore(spec StoreSpec, partition int32, records []ChangelogRecord
 			key = appendWindowKey(key, k, start, s)
 			val = p.appendTimestampedValue(val, r.Value, r.Timestamp, r.Headers)
 			st, seq = max(st, start), max(seq, s)
-		case Session:
+		case sessionKind:
 			k, start, end, err := splitSessionChangelogKey(r.Key)
 			if err != nil {
 				return p.errorf("restore: changelog record %d: %w", i, err)
@@ -54,13 +60,13 @@ func (db *DB) Restore(spec StoreSpec, partition int32, records []ChangelogRecord
 			key = appendSessionKey(key, k, start, end)
 			val = append(val, r.Value...)
 			st = max(st, end)
-		case Versioned:
+		case versionedKind:
 			key = appendVersionKey(key, r.Key, r.Timestamp)
 			val = appendVersionValue(val, r.Value)
 			tombstone = false
 			st = max(st, r.Timestamp)
 		default:
-			return p.errorf("restore: unknown store type %s", spec.Type)
+			return p.errorf("restore: unknown store kind %s", s.Type)
 		}
 		if tombstone {
 			b.Delete(key)

@@ -32,14 +32,14 @@ func dump(t *testing.T, db *DB, store string, partition int32) []string {
 // the same store contents.
 func TestRestoreRoundTrip(t *testing.T) {
 	src, _ := openDB(t)
-	specs := []StoreSpec{
-		{Name: "kv", Type: KeyValue, Logged: true},
-		{Name: "ts", Type: TimestampedKeyValue, Logged: true},
-		{Name: "hd", Type: TimestampedKeyValue, Headers: true, Logged: true},
-		{Name: "win", Type: Window, WindowSize: 10, Retention: 1000, Logged: true},
-		{Name: "dup", Type: Window, WindowSize: 10, Retention: 1000, RetainDuplicates: true, Logged: true},
-		{Name: "ses", Type: Session, Retention: 1000, Logged: true},
-		{Name: "ver", Type: Versioned, HistoryRetention: 1000, Logged: true},
+	specs := []pipeline.StoreSpec{
+		{Name: "kv", Type: pipeline.KeyValueStoreType, Logged: true},
+		{Name: "ts", Type: pipeline.TimestampedKeyValueStoreType, Logged: true},
+		{Name: "hd", Type: pipeline.TimestampedKeyValueStoreType, Headers: true, Logged: true},
+		{Name: "win", Type: pipeline.TimestampedWindowStoreType, WindowSize: 10, Retention: 1000, Logged: true},
+		{Name: "dup", Type: pipeline.TimestampedWindowStoreType, WindowSize: 10, Retention: 1000, RetainDuplicates: true, Logged: true},
+		{Name: "ses", Type: pipeline.SessionStoreType, Retention: 1000, Logged: true},
+		{Name: "ver", Type: pipeline.VersionedKeyValueStoreType, HistoryRetention: 1000, Logged: true},
 	}
 	kv, err := src.KeyValueStore(specs[0], 1)
 	noErr(t, err)
@@ -116,15 +116,15 @@ func TestRestoreRoundTrip(t *testing.T) {
 
 func TestRestoreErrors(t *testing.T) {
 	db, _ := openDB(t)
-	spec := StoreSpec{Name: "w", Type: Window, WindowSize: 1, Retention: 10}
+	spec := pipeline.StoreSpec{Name: "w", Type: pipeline.TimestampedWindowStoreType, WindowSize: 1, Retention: 10}
 	if err := db.Restore(spec, 0, []ChangelogRecord{{Key: []byte("short"), Value: []byte("v")}}, 0); err == nil {
 		t.Fatal("short window key accepted")
 	}
-	ses := StoreSpec{Name: "s", Type: Session, Retention: 10}
+	ses := pipeline.StoreSpec{Name: "s", Type: pipeline.SessionStoreType, Retention: 10}
 	if err := db.Restore(ses, 0, []ChangelogRecord{{Key: bytes.Repeat([]byte{1}, 15)}}, 0); err == nil {
 		t.Fatal("short session key accepted")
 	}
-	kvSpec := StoreSpec{Name: "kv", Type: KeyValue}
+	kvSpec := pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}
 	if err := db.Restore(kvSpec, 0, []ChangelogRecord{{Value: []byte("v")}}, 0); err == nil {
 		t.Fatal("null key accepted")
 	}

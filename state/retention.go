@@ -16,9 +16,9 @@ import (
 // or below which a versioned store's superseded versions have.
 func (p *partition) expiryCutoff(streamTime int64) int64 {
 	switch p.spec.Type {
-	case Window, Session:
+	case windowKind, sessionKind:
 		return retentionCutoff(streamTime, p.spec.Retention)
-	case Versioned:
+	case versionedKind:
 		if streamTime < math.MinInt64+p.spec.HistoryRetention {
 			return math.MinInt64
 		}
@@ -28,7 +28,7 @@ func (p *partition) expiryCutoff(streamTime int64) int64 {
 }
 
 func (p *partition) retentionPeriod() int64 {
-	if p.spec.Type == Versioned {
+	if p.spec.Type == versionedKind {
 		return p.spec.HistoryRetention
 	}
 	return p.spec.Retention
@@ -38,9 +38,9 @@ func (p *partition) retentionPeriod() int64 {
 func (p *partition) expired(k []byte, cutoff int64) (bool, error) {
 	var tail, at int
 	switch p.spec.Type {
-	case Window:
+	case windowKind:
 		tail, at = windowTail, windowTail
-	case Session:
+	case sessionKind:
 		tail, at = sessionTail, sessionTail
 	default:
 		return false, nil
@@ -55,7 +55,7 @@ func (p *partition) expired(k []byte, cutoff int64) (bool, error) {
 // reports whether it ran. It walks the store partition as the batch will leave it
 // (buffer over LevelDB), so its deletes come after the buffered writes in the batch.
 func (p *partition) appendSweep(b *leveldb.Batch) (bool, error) {
-	if p.spec.Type != Window && p.spec.Type != Session && p.spec.Type != Versioned {
+	if p.spec.Type != windowKind && p.spec.Type != sessionKind && p.spec.Type != versionedKind {
 		return false, nil
 	}
 	cutoff := p.expiryCutoff(p.streamTime.Load())
@@ -73,7 +73,7 @@ func (p *partition) appendSweep(b *leveldb.Batch) (bool, error) {
 		b.Delete(key)
 	}
 	var err error
-	if p.spec.Type == Versioned {
+	if p.spec.Type == versionedKind {
 		err = p.sweepVersions(it, del, cutoff)
 	} else {
 		for err == nil && it.next() {

@@ -3,11 +3,13 @@ package state
 import (
 	"bytes"
 	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 func TestSessionStore(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.SessionStore(StoreSpec{Name: "s", Type: Session, Retention: 1000, Logged: true}, 0)
+	s, err := db.SessionStore(pipeline.StoreSpec{Name: "s", Type: pipeline.SessionStoreType, Retention: 1000, Logged: true}, 0)
 	noErr(t, err)
 	db.SetRecordTimestamp(7)
 	for _, x := range []struct {
@@ -49,7 +51,7 @@ func TestSessionStore(t *testing.T) {
 
 func TestSessionRetention(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.SessionStore(StoreSpec{Name: "s", Type: Session, Retention: 10}, 0)
+	s, err := db.SessionStore(pipeline.StoreSpec{Name: "s", Type: pipeline.SessionStoreType, Retention: 10}, 0)
 	noErr(t, err)
 	_, err = s.Put([]byte("k"), 0, 5, []byte("old"))
 	noErr(t, err)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // A store's size is what its committed data takes on disk, apart from the other stores'.
@@ -11,9 +13,9 @@ func TestApproximateSizeOfEachStore(t *testing.T) {
 	dir := t.TempDir()
 	db, err := Open(dir, testOptions)
 	noErr(t, err)
-	big, err := db.KeyValueStore(StoreSpec{Name: "big", Type: KeyValue}, 0)
+	big, err := db.KeyValueStore(pipeline.StoreSpec{Name: "big", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
-	small, err := db.KeyValueStore(StoreSpec{Name: "small", Type: KeyValue}, 0)
+	small, err := db.KeyValueStore(pipeline.StoreSpec{Name: "small", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 2000 {

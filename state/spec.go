@@ -2,111 +2,117 @@ package state
 
 import (
 	"fmt"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
-// StoreType is the kind of a store.
-type StoreType int
+// storeKind is how a store keeps its data. Plain and timestamped window stores share one
+// kind: both keep each value's timestamp.
+type storeKind int
 
 const (
-	KeyValue StoreType = iota + 1
-	TimestampedKeyValue
-	Window
-	Session
-	Versioned
+	keyValueKind storeKind = iota + 1
+	timestampedKeyValueKind
+	windowKind
+	sessionKind
+	versionedKind
 )
 
-var storeTypeNames = map[StoreType]string{
-	KeyValue:            "KeyValue",
-	TimestampedKeyValue: "TimestampedKeyValue",
-	Window:              "Window",
-	Session:             "Session",
-	Versioned:           "Versioned",
+// kindNames are the names catalogue entries store kinds by.
+var kindNames = map[storeKind]string{
+	keyValueKind:            "KeyValue",
+	timestampedKeyValueKind: "TimestampedKeyValue",
+	windowKind:              "Window",
+	sessionKind:             "Session",
+	versionedKind:           "Versioned",
 }
 
-func (t StoreType) String() string {
-	if n, ok := storeTypeNames[t]; ok {
+// kindOf maps the engine's store types to the kinds that keep them.
+var kindOf = map[pipeline.StoreType]storeKind{
+	pipeline.KeyValueStoreType:            keyValueKind,
+	pipeline.TimestampedKeyValueStoreType: timestampedKeyValueKind,
+	pipeline.WindowStoreType:              windowKind,
+	pipeline.TimestampedWindowStoreType:   windowKind,
+	pipeline.SessionStoreType:             sessionKind,
+	pipeline.VersionedKeyValueStoreType:   versionedKind,
+}
+
+func (k storeKind) String() string {
+	if n, ok := kindNames[k]; ok {
 		return n
 	}
-	return fmt.Sprintf("StoreType(%d)", int(t))
+	return fmt.Sprintf("storeKind(%d)", int(k))
 }
 
-// MarshalText writes the type's name, so the catalogue stays readable.
-func (t StoreType) MarshalText() ([]byte, error) {
-	if _, ok := storeTypeNames[t]; !ok {
-		return nil, fmt.Errorf("unknown store type %d", int(t))
+// MarshalText writes the kind's name, so the catalogue stays readable.
+func (k storeKind) MarshalText() ([]byte, error) {
+	if _, ok := kindNames[k]; !ok {
+		return nil, fmt.Errorf("unknown store kind %d", int(k))
 	}
-	return []byte(t.String()), nil
+	return []byte(k.String()), nil
 }
 
-// UnmarshalText reads a type name written by MarshalText.
-func (t *StoreType) UnmarshalText(b []byte) error {
-	for k, n := range storeTypeNames {
+// UnmarshalText reads a kind name written by MarshalText.
+func (k *storeKind) UnmarshalText(b []byte) error {
+	for v, n := range kindNames {
 		if n == string(b) {
-			*t = k
+			*k = v
 			return nil
 		}
 	}
-	return fmt.Errorf("unknown store type %q", b)
+	return fmt.Errorf("unknown store kind %q", b)
 }
 
-// StoreSpec describes a store. Times are milliseconds.
-type StoreSpec struct {
-	Name string
-	Type StoreType
-	// Headers makes a timestamped key-value or window store keep record headers in its
-	// values (KIP-1271).
-	Headers bool
-	// Logged stores record every write as a changelog record.
-	Logged bool
-	// Retention (window and session stores): how far behind the observed stream time data
-	// stays visible.
-	Retention int64
-	// WindowSize (window stores) gives each window's end: start + size.
-	WindowSize int64
-	// RetainDuplicates (window stores) keeps every put under its own sequence number, as
-	// stream-stream join stores do.
+// catalogSpec is what the database keeps of a store's spec (pipeline.StoreSpec): the parts
+// that decide how its data is laid out and kept. It is the store's catalogue entry, and
+// every open partition of the store has it. Times are milliseconds.
+type catalogSpec struct {
+	Name             string
+	Type             storeKind
+	Headers          bool
+	Logged           bool
+	Retention        int64
+	WindowSize       int64
 	RetainDuplicates bool
-	// HistoryRetention (versioned stores) is also the grace period for writes.
 	HistoryRetention int64
 }
 
-func (s StoreSpec) validate() error {
-	if s.Name == "" {
-		return fmt.Errorf("state: store spec has no name")
+// catalogSpecOf checks an engine spec with the engine's own rules and returns what the
+// database keeps of it.
+func catalogSpecOf(spec pipeline.StoreSpec) (catalogSpec, error) {
+	if err := spec.Validate(); err != nil {
+		return catalogSpec{}, fmt.Errorf("state: store %q: %w", spec.Name, err)
 	}
-	if _, ok := storeTypeNames[s.Type]; !ok {
-		return fmt.Errorf("state: store %q: unknown store type %d", s.Name, int(s.Type))
-	}
-	if s.Headers && s.Type != TimestampedKeyValue && s.Type != Window {
-		return fmt.Errorf("state: store %q: not supported yet: headers-aware %s stores", s.Name, s.Type)
-	}
-	if s.RetainDuplicates && s.Type != Window {
-		return fmt.Errorf("state: store %q: RetainDuplicates applies to window stores only, not %s", s.Name, s.Type)
-	}
-	switch s.Type {
-	case Window:
-		if s.WindowSize <= 0 {
-			return fmt.Errorf("state: window store %q: window size %d must be positive", s.Name, s.WindowSize)
-		}
-		if s.Retention < s.WindowSize {
-			return fmt.Errorf("state: window store %q: retention %d must be at least the window size %d", s.Name, s.Retention, s.WindowSize)
-		}
-	case Session:
-		if s.Retention <= 0 {
-			return fmt.Errorf("state: session store %q: retention %d must be positive", s.Name, s.Retention)
-		}
-	case Versioned:
-		if s.HistoryRetention < 0 {
-			return fmt.Errorf("state: versioned store %q: history retention %d must not be negative", s.Name, s.HistoryRetention)
-		}
-	}
-	return nil
+	return catalogSpec{
+		Name: spec.Name, Type: kindOf[spec.Type], Headers: spec.Headers, Logged: spec.Logged,
+		Retention: spec.Retention, WindowSize: spec.WindowSize,
+		RetainDuplicates: spec.RetainDuplicates, HistoryRetention: spec.HistoryRetention,
+	}, nil
 }
 
-// compatible reports why data written under old cannot be read under s: the type, the
+// checkedAs is the engine's store type a catalogued kind is checked as: window stores
+// count as timestamped, the way their values are kept.
+var checkedAs = map[storeKind]pipeline.StoreType{
+	keyValueKind:            pipeline.KeyValueStoreType,
+	timestampedKeyValueKind: pipeline.TimestampedKeyValueStoreType,
+	windowKind:              pipeline.TimestampedWindowStoreType,
+	sessionKind:             pipeline.SessionStoreType,
+	versionedKind:           pipeline.VersionedKeyValueStoreType,
+}
+
+// valid checks a spec read from the catalogue with the engine's rules.
+func (s catalogSpec) valid() bool {
+	return pipeline.StoreSpec{
+		Name: s.Name, Type: checkedAs[s.Type], Headers: s.Headers, Logged: s.Logged,
+		Retention: s.Retention, WindowSize: s.WindowSize,
+		RetainDuplicates: s.RetainDuplicates, HistoryRetention: s.HistoryRetention,
+	}.Validate() == nil
+}
+
+// compatible reports why data written under old cannot be read under s: the kind, the
 // value format (headers) and the key format (duplicates) must match; retention, window size
 // and logging may change between runs.
-func (s StoreSpec) compatible(old StoreSpec) error {
+func (s catalogSpec) compatible(old catalogSpec) error {
 	if s.Type != old.Type || s.Headers != old.Headers || s.RetainDuplicates != old.RetainDuplicates {
 		return fmt.Errorf("state: store %q was created as %s (headers %t, duplicates %t) and is now opened as %s (headers %t, duplicates %t); reset the application state to change it",
 			s.Name, old.Type, old.Headers, old.RetainDuplicates, s.Type, s.Headers, s.RetainDuplicates)

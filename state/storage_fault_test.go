@@ -7,12 +7,13 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state/faultdisk"
 )
 
-var diskFullSpecs = []StoreSpec{
-	{Name: "a", Type: KeyValue, Logged: true},
-	{Name: "b", Type: TimestampedKeyValue, Logged: true},
+var diskFullSpecs = []pipeline.StoreSpec{
+	{Name: "a", Type: pipeline.KeyValueStoreType, Logged: true},
+	{Name: "b", Type: pipeline.TimestampedKeyValueStoreType, Logged: true},
 }
 
 // diskFullOffsets are the changelog offsets committed with epoch e.

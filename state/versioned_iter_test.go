@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // versions renders a version iteration as "value@ts..validTo" strings and closes it.
@@ -22,7 +24,7 @@ func versions(t *testing.T, it *VersionIterator) []string {
 
 func TestVersionedVersions(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.VersionedStore(StoreSpec{Name: "v", Type: Versioned, HistoryRetention: 100, Logged: true}, 0)
+	s, err := db.VersionedStore(pipeline.StoreSpec{Name: "v", Type: pipeline.VersionedKeyValueStoreType, HistoryRetention: 100, Logged: true}, 0)
 	noErr(t, err)
 	put := func(key, value string, ts int64) {
 		t.Helper()
@@ -97,7 +99,7 @@ func TestVersionedVersions(t *testing.T) {
 
 func TestVersionedRange(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.VersionedStore(StoreSpec{Name: "v", Type: Versioned, HistoryRetention: 1000}, 0)
+	s, err := db.VersionedStore(pipeline.StoreSpec{Name: "v", Type: pipeline.VersionedKeyValueStoreType, HistoryRetention: 1000}, 0)
 	noErr(t, err)
 	put := func(key, value string, ts int64) {
 		t.Helper()

@@ -2,11 +2,13 @@ package state
 
 import (
 	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 func TestVersionedStore(t *testing.T) {
 	db, _ := openDB(t)
-	s, err := db.VersionedStore(StoreSpec{Name: "v", Type: Versioned, HistoryRetention: 100, Logged: true}, 0)
+	s, err := db.VersionedStore(pipeline.StoreSpec{Name: "v", Type: pipeline.VersionedKeyValueStoreType, HistoryRetention: 100, Logged: true}, 0)
 	noErr(t, err)
 	put := func(value string, ts, wantValidTo int64) {
 		t.Helper()

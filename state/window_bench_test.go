@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/syndtr/goleveldb/leveldb/util"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // benchWindowKeys is the number of keys of the window benchmarks; each has windows
@@ -16,7 +18,7 @@ const benchWindowKeys = 1000
 // range scan, "get" the point read the agent does.
 func BenchmarkWindowPointRead(b *testing.B) {
 	cacheCases(b, func(b *testing.B, db *DB) {
-		s, err := db.WindowStore(StoreSpec{Name: "counts", Type: Window, WindowSize: 100, Retention: 1000, Logged: true}, 0)
+		s, err := db.WindowStore(pipeline.StoreSpec{Name: "counts", Type: pipeline.TimestampedWindowStoreType, WindowSize: 100, Retention: 1000, Logged: true}, 0)
 		noErr(b, err)
 		value := make([]byte, 8)
 		for i := range benchWindowKeys {

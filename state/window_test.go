@@ -12,8 +12,8 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
-func windowSpec() StoreSpec {
-	return StoreSpec{Name: "w", Type: Window, WindowSize: 10, Retention: 100, Logged: true}
+func windowSpec() pipeline.StoreSpec {
+	return pipeline.StoreSpec{Name: "w", Type: pipeline.TimestampedWindowStoreType, WindowSize: 10, Retention: 100, Logged: true}
 }
 
 func TestWindowFetch(t *testing.T) {
@@ -194,7 +194,7 @@ func TestWindowGetMatchesFetch(t *testing.T) {
 	dups := windowSpec()
 	dups.RetainDuplicates, dups.Headers = true, true
 	for _, c := range []struct {
-		spec  StoreSpec
+		spec  pipeline.StoreSpec
 		cache int64
 	}{{plain, 0}, {plain, DefaultCacheBytes}, {headers, 0}, {headers, DefaultCacheBytes}, {dups, DefaultCacheBytes}} {
 		spec := c.spec

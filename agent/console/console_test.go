@@ -399,5 +399,7 @@ func BenchmarkTap(b *testing.B) {
 
 type discard struct{}
 
-func (discard) Send(string, int32, []byte, []byte, pipeline.Headers, int64, *pipeline.SourceRecord) error { return nil }
-func (discard) PartitionsFor(string) (int32, error)                               { return 1, nil }
+func (discard) Send(string, int32, []byte, []byte, pipeline.Headers, int64, *pipeline.SourceRecord) error {
+	return nil
+}
+func (discard) PartitionsFor(string) (int32, error) { return 1, nil }
