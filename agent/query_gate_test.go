@@ -180,12 +180,12 @@ func bigStoresAgent(t *testing.T) (*Agent, *state.DB) {
 	}
 	for p := int32(0); p < 3; p++ {
 		kv := bigStore(t, db, specs[0], p)
-		if err := kv.Put([]byte("dup"), []byte(fmt.Sprint(p))); err != nil {
+		if err := kv.Put([]byte("dup"), []byte(fmt.Sprint(p)), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range 3000 {
-		if err := bigStore(t, db, specs[0], int32(i%3)).Put([]byte(bigKey(i)), []byte(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
+		if err := bigStore(t, db, specs[0], int32(i%3)).Put([]byte(bigKey(i)), []byte(fmt.Sprintf(`{"i":%d}`, i)), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -299,11 +299,11 @@ func TestQueryScansReleaseTheirSnapshot(t *testing.T) {
 	standing := string(m.its[1].Key())
 	spec := a.stores.Load().specs[0]
 	for _, k := range []string{standing, bigKey(2000)} {
-		if err := bigStore(t, db, spec, int32(keyIndex(k)%3)).Delete([]byte(k)); err != nil {
+		if err := bigStore(t, db, spec, int32(keyIndex(k)%3)).Delete([]byte(k), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := bigStore(t, db, spec, 0).Put([]byte(bigKey(2000)+"x"), []byte("1")); err != nil {
+	if err := bigStore(t, db, spec, 0).Put([]byte(bigKey(2000)+"x"), []byte("1"), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Commit(nil); err != nil {

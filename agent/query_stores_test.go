@@ -121,14 +121,14 @@ func storesFixture(t *testing.T) *Agent {
 	}
 	l, err := db.KeyValueStore(specs[1], home([]byte{0xff, 'x'}))
 	check(err)
-	check(l.Put([]byte{0xff, 'x'}, []byte("lua value")))
+	check(l.Put([]byte{0xff, 'x'}, []byte("lua value"), 0))
 	r, err := db.KeyValueStore(specs[2], home([]byte{0, 1}))
 	check(err)
-	check(r.Put([]byte{0, 1}, []byte{2, 3}))
+	check(r.Put([]byte{0, 1}, []byte{2, 3}, 0))
 	ss, err := db.SessionStore(specs[3], home([]byte("a")))
 	check(err)
 	for _, w := range [][2]int64{{10, 20}, {40, 50}} {
-		_, err := ss.Put([]byte("a"), w[0], w[1], []byte{0, 0, 0, 0, 0, 0, 0, byte(w[0])})
+		_, err := ss.Put([]byte("a"), w[0], w[1], []byte{0, 0, 0, 0, 0, 0, 0, byte(w[0])}, 0)
 		check(err)
 	}
 	five, _ := long.Serialize("", nil, int64(5))

@@ -17,19 +17,16 @@ func (p stateStores) KeyValueStore(spec pipeline.StoreSpec, partition int32) (pi
 		if err != nil {
 			return nil, err
 		}
-		return timestampedKV{s: ts, db: p.db}, nil
+		return timestampedKV{ts}, nil
 	}
 	kv, err := p.db.KeyValueStore(spec, partition)
 	if err != nil {
 		return nil, err
 	}
-	return plainKV{kv: kv, db: p.db}, nil
+	return plainKV{kv}, nil
 }
 
-type plainKV struct {
-	kv *state.KeyValueStore
-	db *state.DB
-}
+type plainKV struct{ kv *state.KeyValueStore }
 
 func (s plainKV) Get(key []byte) ([]byte, int64, bool, error) {
 	v, err := s.kv.Get(key)
@@ -43,8 +40,7 @@ func (s plainKV) GetWithHeaders(key []byte) ([]byte, int64, pipeline.Headers, bo
 
 // Put writes key; the changelog record carries ts as its timestamp.
 func (s plainKV) Put(key, value []byte, ts int64, _ pipeline.Headers) error {
-	s.db.SetRecordTimestamp(ts)
-	return s.kv.Put(key, value)
+	return s.kv.Put(key, value, ts)
 }
 
 func (s plainKV) Range(from, to []byte, reverse bool) pipeline.BytesIterator {
@@ -58,8 +54,7 @@ func (s plainKV) PrefixScan(prefix []byte) pipeline.BytesIterator {
 func (s plainKV) ApproximateNumEntries() (int64, error) { return s.kv.ApproximateNumEntries() }
 
 type timestampedKV struct {
-	s  *state.TimestampedKeyValueStore
-	db *state.DB
+	s *state.TimestampedKeyValueStore
 }
 
 func (s timestampedKV) Get(key []byte) ([]byte, int64, bool, error) {
@@ -74,8 +69,7 @@ func (s timestampedKV) GetWithHeaders(key []byte) ([]byte, int64, pipeline.Heade
 
 func (s timestampedKV) Put(key, value []byte, ts int64, headers pipeline.Headers) error {
 	if value == nil {
-		s.db.SetRecordTimestamp(ts)
-		return s.s.Delete(key)
+		return s.s.Delete(key, ts)
 	}
 	return s.s.PutWithHeaders(key, value, ts, headers)
 }

@@ -10,18 +10,14 @@ func (p stateStores) SessionStore(spec pipeline.StoreSpec, partition int32) (pip
 	if err != nil {
 		return nil, err
 	}
-	return sessionStore{s: ss, db: p.db}, nil
+	return sessionStore{ss}, nil
 }
 
-type sessionStore struct {
-	s  *state.SessionStore
-	db *state.DB
-}
+type sessionStore struct{ s *state.SessionStore }
 
 // Put writes a session; its changelog record carries ts, the processed record's timestamp.
 func (s sessionStore) Put(key []byte, start, end int64, agg []byte, ts int64) (bool, error) {
-	s.db.SetRecordTimestamp(ts)
-	return s.s.Put(key, start, end, agg)
+	return s.s.Put(key, start, end, agg, ts)
 }
 
 func (s sessionStore) FindSessions(key []byte, earliestEnd, latestStart int64, backward bool) pipeline.SessionBytesIterator {

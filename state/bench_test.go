@@ -61,11 +61,11 @@ func BenchmarkIteratorScan(b *testing.B) {
 	noErr(b, err)
 	value := make([]byte, 100)
 	for j := range 10000 {
-		noErr(b, s.Put(benchKey(j), value))
+		noErr(b, s.Put(benchKey(j), value, 0))
 	}
 	commit(b, db)
 	for j := 0; j < 10000; j += 100 {
-		noErr(b, s.Put(benchKey(j), value[:10]))
+		noErr(b, s.Put(benchKey(j), value[:10], 0))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -40,8 +40,8 @@ func TestCacheServesCommittedPointReads(t *testing.T) {
 	db, _ := openDB(t)
 	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("a"), []byte("1")))
-	noErr(t, s.Put([]byte("empty"), []byte{}))
+	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
+	noErr(t, s.Put([]byte("empty"), []byte{}, 0))
 	commit(t, db)
 	if !isCached(s.p, []byte("a")) || db.CachedBytes() == 0 {
 		t.Fatal("a committed value is not cached")
@@ -63,7 +63,7 @@ func TestCacheFillsOnMiss(t *testing.T) {
 	db, _ := openDB(t)
 	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("a"), []byte("1")))
+	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
 	commit(t, db)
 	db = reopen(t, db)
 	s, err = db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
@@ -86,11 +86,11 @@ func TestCacheEpochBufferWins(t *testing.T) {
 	db, _ := openDB(t)
 	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("a"), []byte("1")))
-	noErr(t, s.Put([]byte("b"), []byte("1")))
+	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
+	noErr(t, s.Put([]byte("b"), []byte("1"), 0))
 	commit(t, db)
-	noErr(t, s.Put([]byte("a"), []byte("2")))
-	noErr(t, s.Delete([]byte("b")))
+	noErr(t, s.Put([]byte("a"), []byte("2"), 0))
+	noErr(t, s.Delete([]byte("b"), 0))
 	if got := kvGet(t, s.KeyValueView, "a"); got != "2" {
 		t.Fatalf("READ_UNCOMMITTED a = %s, want the buffered 2", got)
 	}
@@ -107,10 +107,10 @@ func TestCacheHoldsNoAbortedValue(t *testing.T) {
 	db, _ := openDB(t)
 	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("a"), []byte("1")))
+	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
 	commit(t, db)
-	noErr(t, s.Put([]byte("a"), []byte("aborted")))
-	noErr(t, s.Put([]byte("new"), []byte("aborted")))
+	noErr(t, s.Put([]byte("a"), []byte("aborted"), 0))
+	noErr(t, s.Put([]byte("new"), []byte("aborted"), 0))
 	kvGet(t, s.KeyValueView, "a")
 	kvGet(t, s.KeyValueView, "new")
 	db.Abort()
@@ -130,16 +130,16 @@ func TestCacheFollowsCommits(t *testing.T) {
 	noErr(t, err)
 	ts, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "ts", Type: pipeline.TimestampedKeyValueStoreType}, 0)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("a"), []byte("1")))
-	noErr(t, s.Put([]byte("b"), []byte("1")))
+	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
+	noErr(t, s.Put([]byte("b"), []byte("1"), 0))
 	noErr(t, ts.Put([]byte("t"), []byte("1"), 5))
 	commit(t, db)
 	held := kvGet(t, s.KeyValueView, "a")
 	heldSlice, err := s.Get([]byte("a"))
 	noErr(t, err)
 
-	noErr(t, s.Put([]byte("a"), []byte("2")))
-	noErr(t, s.Delete([]byte("b")))
+	noErr(t, s.Put([]byte("a"), []byte("2"), 0))
+	noErr(t, s.Delete([]byte("b"), 0))
 	noErr(t, ts.Put([]byte("t"), nil, 6)) // a tombstone
 	commit(t, db)
 	rc := s.View(ReadCommitted)
@@ -183,8 +183,8 @@ func TestCacheRestoreInvalidates(t *testing.T) {
 	spec := pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType, Logged: true}
 	s, err := db.KeyValueStore(spec, 0)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("a"), []byte("1")))
-	noErr(t, s.Put([]byte("b"), []byte("1")))
+	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
+	noErr(t, s.Put([]byte("b"), []byte("1"), 0))
 	commit(t, db)
 	noErr(t, db.Restore(spec, 0, []ChangelogRecord{
 		{Store: "kv", Key: []byte("a"), Value: []byte("9")},
@@ -204,8 +204,8 @@ func TestCacheWipeInvalidates(t *testing.T) {
 	noErr(t, err)
 	other, err := db.KeyValueStore(spec, 1)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("a"), []byte("1")))
-	noErr(t, other.Put([]byte("a"), []byte("2")))
+	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
+	noErr(t, other.Put([]byte("a"), []byte("2"), 0))
 	commit(t, db)
 	noErr(t, db.Wipe("kv", 0))
 	if got := kvGet(t, s.View(ReadCommitted), "a"); got != "<nil>" {
@@ -228,13 +228,13 @@ func TestCacheRejectsFillsAcrossWrites(t *testing.T) {
 		name string
 		run  func()
 	}{
-		{"commit", func() { noErr(t, s.Put([]byte("a"), []byte("new"))); commit(t, db) }},
+		{"commit", func() { noErr(t, s.Put([]byte("a"), []byte("new"), 0)); commit(t, db) }},
 		{"wipe", func() { noErr(t, db.Wipe("kv", 0)) }},
 		{"restore", func() {
 			noErr(t, db.Restore(spec, 0, []ChangelogRecord{{Key: []byte("a"), Value: []byte("new")}}, 1))
 		}},
 	} {
-		noErr(t, s.Put([]byte("a"), []byte("old")))
+		noErr(t, s.Put([]byte("a"), []byte("old"), 0))
 		commit(t, db)
 		dk := s.p.diskKey([]byte("a"))
 		c.mu.Lock()
@@ -263,11 +263,11 @@ func TestCacheEviction(t *testing.T) {
 	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	hot := []byte("hot")
-	noErr(t, s.Put(hot, []byte("h")))
+	noErr(t, s.Put(hot, []byte("h"), 0))
 	commit(t, db)
 	for i := range 200 {
 		k := fmt.Appendf(nil, "k%03d", i)
-		noErr(t, s.Put(k, k))
+		noErr(t, s.Put(k, k, 0))
 		commit(t, db)
 		if !isCached(s.p, hot) {
 			t.Fatalf("insert %d evicted the key read between every insert", i)
@@ -289,7 +289,7 @@ func TestCacheEviction(t *testing.T) {
 		}
 	}
 	big := bytes.Repeat([]byte("x"), 3000)
-	noErr(t, s.Put(hot, big))
+	noErr(t, s.Put(hot, big, 0))
 	commit(t, db)
 	if isCached(s.p, hot) {
 		t.Fatal("a value larger than the cache was cached")
@@ -308,7 +308,7 @@ func TestCacheOptions(t *testing.T) {
 	defer db.Close()
 	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("a"), []byte("1")))
+	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
 	commit(t, db)
 	if db.cache != nil || s.p.cache != nil || db.CachedBytes() != 0 {
 		t.Fatal("CacheBytes 0 did not disable the cache")
@@ -416,7 +416,7 @@ func TestCacheConcurrentCommittedReads(t *testing.T) {
 	}
 	for epoch := uint64(1); epoch <= 300; epoch++ {
 		for i := range keys {
-			noErr(t, s.Put(key(i), binary.BigEndian.AppendUint64([]byte("u"), epoch)))
+			noErr(t, s.Put(key(i), binary.BigEndian.AppendUint64([]byte("u"), epoch), 0))
 		}
 		switch {
 		case epoch%50 == 0:
@@ -433,7 +433,7 @@ func TestCacheConcurrentCommittedReads(t *testing.T) {
 			noErr(t, db.Restore(spec, 0, recs, int64(epoch)))
 		default:
 			for i := range keys {
-				noErr(t, s.Put(key(i), binary.BigEndian.AppendUint64([]byte("c"), epoch)))
+				noErr(t, s.Put(key(i), binary.BigEndian.AppendUint64([]byte("c"), epoch), 0))
 			}
 			commit(t, db)
 		}

@@ -14,7 +14,7 @@ func TestIsolationLevels(t *testing.T) {
 	if rc.Level() != ReadCommitted || s.Level() != ReadUncommitted {
 		t.Fatal("levels")
 	}
-	noErr(t, s.Put([]byte("k"), []byte("v")))
+	noErr(t, s.Put([]byte("k"), []byte("v"), 0))
 	if v, _ := rc.Get([]byte("k")); v != nil {
 		t.Fatalf("READ_COMMITTED saw an uncommitted write: %q", v)
 	}
@@ -45,10 +45,10 @@ func TestAbortDropsEpoch(t *testing.T) {
 	noErr(t, err)
 	w, err := db.WindowStore(windowSpec(), 0)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("kept"), []byte("1")))
+	noErr(t, s.Put([]byte("kept"), []byte("1"), 0))
 	commit(t, db)
-	noErr(t, s.Put([]byte("dropped"), []byte("2")))
-	noErr(t, s.Delete([]byte("kept")))
+	noErr(t, s.Put([]byte("dropped"), []byte("2"), 0))
+	noErr(t, s.Delete([]byte("kept"), 0))
 	_, err = w.Put([]byte("k"), 500, []byte("v"), 500)
 	noErr(t, err)
 	noErr(t, db.PutMeta("kv", 0, "m", []byte("x")))
@@ -81,10 +81,10 @@ func TestCommitAtomicity(t *testing.T) {
 	if _, ok, err := db.ChangelogOffset("kv", 2); ok || err != nil {
 		t.Fatalf("offset before any commit: %v %v", ok, err)
 	}
-	noErr(t, s.Put([]byte("a"), []byte("1")))
+	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
 	noErr(t, db.PutMeta("kv", 2, "emit", []byte("5")))
 	noErr(t, db.Commit(map[ChangelogPartition]int64{{Store: "kv", Partition: 2}: 41}))
-	noErr(t, s.Put([]byte("b"), []byte("2")))
+	noErr(t, s.Put([]byte("b"), []byte("2"), 0))
 	db = reopen(t, db) // closes with "b" uncommitted
 
 	s, err = db.KeyValueStore(spec, 2)
@@ -99,7 +99,7 @@ func TestCommitAtomicity(t *testing.T) {
 	}
 
 	// an offset for an unknown store fails the commit and applies nothing
-	noErr(t, s.Put([]byte("c"), []byte("3")))
+	noErr(t, s.Put([]byte("c"), []byte("3"), 0))
 	if err := db.Commit(map[ChangelogPartition]int64{{Store: "nope", Partition: 0}: 1}); err == nil {
 		t.Fatal("commit with an unknown store's offset succeeded")
 	}
@@ -126,10 +126,10 @@ func TestUncommittedBytes(t *testing.T) {
 	noErr(t, err)
 	b1, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "b", Type: pipeline.TimestampedKeyValueStoreType}, 1)
 	noErr(t, err)
-	noErr(t, a.Put([]byte("key"), []byte("value"))) // 3 + 1 + 5
-	noErr(t, a.Put([]byte("key"), []byte("value"))) // overwrites count: the buffer keeps them
-	noErr(t, b.Put([]byte("k"), []byte("v"), 1))    // 1 + 1 + 8 + 1
-	noErr(t, b1.Delete([]byte("k")))                // 1 + 1
+	noErr(t, a.Put([]byte("key"), []byte("value"), 0)) // 3 + 1 + 5
+	noErr(t, a.Put([]byte("key"), []byte("value"), 0)) // overwrites count: the buffer keeps them
+	noErr(t, b.Put([]byte("k"), []byte("v"), 1))       // 1 + 1 + 8 + 1
+	noErr(t, b1.Delete([]byte("k"), 0))                // 1 + 1
 	if got := a.ApproximateNumUncommittedBytes(); got != 18 {
 		t.Fatalf("a: %d", got)
 	}
@@ -153,12 +153,12 @@ func TestWipe(t *testing.T) {
 	noErr(t, err)
 	other, err := db.KeyValueStore(spec, 1)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("a"), []byte("1")))
-	noErr(t, other.Put([]byte("b"), []byte("2")))
+	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
+	noErr(t, other.Put([]byte("b"), []byte("2"), 0))
 	noErr(t, db.PutMeta("kv", 0, "m", []byte("x")))
 	noErr(t, db.Commit(map[ChangelogPartition]int64{{Store: "kv"}: 7, {Store: "kv", Partition: 1}: 8}))
-	noErr(t, s.Put([]byte("c"), []byte("3")))
-	noErr(t, other.Put([]byte("d"), []byte("4")))
+	noErr(t, s.Put([]byte("c"), []byte("3"), 0))
+	noErr(t, other.Put([]byte("d"), []byte("4"), 0))
 	noErr(t, db.Wipe("kv", 0))
 	equal(t, kvs(t, s.All(false)), nil)
 	if _, ok, _ := db.ChangelogOffset("kv", 0); ok {

@@ -35,7 +35,7 @@ func splitDB(t *testing.T) (string, []string) {
 	s, err := db.KeyValueStore(corruptSpec, 0)
 	noErr(t, err)
 	for i := range corruptKeys {
-		noErr(t, s.Put(corruptKey(i), []byte(fmt.Sprintf("value %d of a key of the corruption tests", i))))
+		noErr(t, s.Put(corruptKey(i), []byte(fmt.Sprintf("value %d of a key of the corruption tests", i)), 0))
 	}
 	commit(t, db)
 	noErr(t, db.Close())
@@ -120,7 +120,7 @@ func TestCorruptionIsAnErrorNeverAPanic(t *testing.T) {
 			// Even the keys of the healthy table, and a commit, fail now.
 			s, err := db.KeyValueStore(corruptSpec, 0)
 			noErr(t, err)
-			noErr(t, s.Put([]byte("new"), []byte("v")))
+			noErr(t, s.Put([]byte("new"), []byte("v"), 0))
 			if err := db.Commit(nil); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Commit after the corruption = %v, want ErrCorrupt", err)
 			}
@@ -139,7 +139,7 @@ func TestCorruptJournalAtOpen(t *testing.T) {
 	noErr(t, err)
 	s, err := db.KeyValueStore(corruptSpec, 0)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("k"), []byte("a value long enough to garble")))
+	noErr(t, s.Put([]byte("k"), []byte("a value long enough to garble"), 0))
 	commit(t, db)
 	noErr(t, db.Close())
 	noErr(t, garbleFiles(dir, "*.log", 10, 20))
@@ -162,7 +162,7 @@ func TestDamagedFooterFoundByACompactionIsAnError(t *testing.T) {
 	s, err := db.KeyValueStore(corruptSpec, 0)
 	noErr(t, err)
 	for i := 0; i < corruptKeys; i += 50 {
-		noErr(t, s.Put(corruptKey(i), []byte("new")))
+		noErr(t, s.Put(corruptKey(i), []byte("new"), 0))
 	}
 	commit(t, db)
 	// goleveldb's compaction goroutine stops on the corruption and answers the waiting
@@ -173,7 +173,7 @@ func TestDamagedFooterFoundByACompactionIsAnError(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		noErr(t, s.Put([]byte("new"), []byte("v")))
+		noErr(t, s.Put([]byte("new"), []byte("v"), 0))
 		err := db.Commit(nil)
 		if errors.Is(err, ErrCorrupt) {
 			t.Logf("commit: %v", err)

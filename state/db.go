@@ -60,7 +60,6 @@ type DB struct {
 	changelog []ChangelogRecord
 	// changelogTaken is how many of them TakeChangelog has returned.
 	changelogTaken int
-	recordTs       int64
 	batch          leveldb.Batch
 }
 
@@ -204,11 +203,6 @@ func (db *DB) Close() error {
 	}
 	return nil
 }
-
-// SetRecordTimestamp sets the timestamp of the record being processed. Changelog records
-// of writes that carry no timestamp of their own (key-value and session puts, deletes)
-// get it, as Kafka Streams gives them the processor context's timestamp.
-func (db *DB) SetRecordTimestamp(ts int64) { db.recordTs = ts }
 
 // UncommittedBytes is the number of bytes written into every store's epoch buffer since
 // the last Commit or Abort, overwrites included (the buffer keeps them until then).

@@ -130,7 +130,7 @@ func TestCorruptManifest(t *testing.T) {
 	db, dir := openDB(t)
 	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("k"), []byte("v")))
+	noErr(t, s.Put([]byte("k"), []byte("v"), 0))
 	commit(t, db)
 	noErr(t, db.Close())
 	manifests, err := filepath.Glob(filepath.Join(dir, "MANIFEST-*"))
@@ -227,7 +227,7 @@ func TestViewLevels(t *testing.T) {
 	}
 	_, err = w.Put([]byte("k"), 0, []byte("v"), 0)
 	noErr(t, err)
-	_, err = s.Put([]byte("k"), 0, 0, []byte("v"))
+	_, err = s.Put([]byte("k"), 0, 0, []byte("v"), 0)
 	noErr(t, err)
 	_, err = v.Put([]byte("k"), []byte("v"), 0)
 	noErr(t, err)

@@ -62,7 +62,7 @@ func TestIteratorBytesAreOverwrittenAfterNextAndClose(t *testing.T) {
 		noErr(t, kv.PutWithHeaders([]byte(k), []byte(v), 5, h))
 		_, err := win.PutWithHeaders([]byte(k), 10, []byte(v), 5, h)
 		noErr(t, err)
-		_, err = ses.Put([]byte(k), 10, 20, []byte(v))
+		_, err = ses.Put([]byte(k), 10, 20, []byte(v), 5)
 		noErr(t, err)
 	}
 	put("key-a", "committed value")

@@ -143,41 +143,43 @@ func (s *KeyValueStore) View(level IsolationLevel) KeyValueView {
 	return KeyValueView{kvReader{p: s.p, level: level}}
 }
 
-// Put writes key; a nil value deletes it.
-func (s *KeyValueStore) Put(key, value []byte) error {
+// Put writes key; a nil value deletes it. The value keeps no timestamp: ts, the timestamp of
+// the record being processed, is its changelog record's, as Kafka Streams logs the processor
+// context's.
+func (s *KeyValueStore) Put(key, value []byte, ts int64) error {
 	if key == nil {
 		return s.p.errorf("put: null key")
 	}
 	if value == nil {
-		s.delete(key)
+		s.delete(key, ts)
 		return nil
 	}
 	s.p.write(key, append(s.p.newValue(), value...))
-	s.p.logChange(key, value, s.p.db.recordTs, nil)
+	s.p.logChange(key, value, ts, nil)
 	return nil
 }
 
 // PutIfAbsent writes key only when it is absent and returns the value it already had.
-func (s *KeyValueStore) PutIfAbsent(key, value []byte) ([]byte, error) {
+func (s *KeyValueStore) PutIfAbsent(key, value []byte, ts int64) ([]byte, error) {
 	old, err := s.Get(key)
 	if err != nil || old != nil {
 		return old, err
 	}
-	return nil, s.Put(key, value)
+	return nil, s.Put(key, value, ts)
 }
 
-// Delete removes key.
-func (s *KeyValueStore) Delete(key []byte) error {
+// Delete removes key; its changelog tombstone carries ts.
+func (s *KeyValueStore) Delete(key []byte, ts int64) error {
 	if key == nil {
 		return s.p.errorf("delete: null key")
 	}
-	s.delete(key)
+	s.delete(key, ts)
 	return nil
 }
 
-func (s *KeyValueStore) delete(key []byte) {
+func (s *KeyValueStore) delete(key []byte, ts int64) {
 	s.p.write(key, deleteEntry)
-	s.p.logChange(key, nil, s.p.db.recordTs, nil)
+	s.p.logChange(key, nil, ts, nil)
 }
 
 // TimestampedKeyValueView reads a timestamped key-value store partition at one isolation
@@ -259,12 +261,12 @@ func (s *TimestampedKeyValueStore) PutIfAbsent(key, value []byte, ts int64) ([]b
 	return nil, NoTimestamp, s.Put(key, value, ts)
 }
 
-// Delete removes key; its changelog tombstone carries the record timestamp.
-func (s *TimestampedKeyValueStore) Delete(key []byte) error {
+// Delete removes key; its changelog tombstone carries ts.
+func (s *TimestampedKeyValueStore) Delete(key []byte, ts int64) error {
 	if key == nil {
 		return s.p.errorf("delete: null key")
 	}
-	return s.Put(key, nil, s.p.db.recordTs)
+	return s.Put(key, nil, ts)
 }
 
 // appendTimestampedValue appends the stored form of a timestamped value:

@@ -11,8 +11,8 @@ func TestKeyValueGetPutDelete(t *testing.T) {
 	db, _ := openDB(t)
 	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("a"), []byte("1")))
-	noErr(t, s.Put([]byte("empty"), []byte{}))
+	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
+	noErr(t, s.Put([]byte("empty"), []byte{}, 0))
 	if v, _ := s.Get([]byte("a")); string(v) != "1" {
 		t.Fatalf("a = %q", v)
 	}
@@ -27,7 +27,7 @@ func TestKeyValueGetPutDelete(t *testing.T) {
 		}
 	}
 	// a buffered delete hides the committed value until it commits
-	noErr(t, s.Delete([]byte("a")))
+	noErr(t, s.Delete([]byte("a"), 0))
 	if v, _ := s.Get([]byte("a")); v != nil {
 		t.Fatalf("deleted a = %q", v)
 	}
@@ -39,14 +39,14 @@ func TestKeyValueGetPutDelete(t *testing.T) {
 		t.Fatalf("a after commit = %q", v)
 	}
 	// a nil value deletes
-	noErr(t, s.Put([]byte("empty"), nil))
+	noErr(t, s.Put([]byte("empty"), nil, 0))
 	if v, _ := s.Get([]byte("empty")); v != nil {
 		t.Fatalf("put nil did not delete: %q", v)
 	}
-	if err := s.Put(nil, []byte("x")); err == nil {
+	if err := s.Put(nil, []byte("x"), 0); err == nil {
 		t.Fatal("null key accepted")
 	}
-	if err := s.Delete(nil); err == nil {
+	if err := s.Delete(nil, 0); err == nil {
 		t.Fatal("null key delete accepted")
 	}
 }
@@ -55,11 +55,11 @@ func TestKeyValuePutIfAbsent(t *testing.T) {
 	db, _ := openDB(t)
 	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
-	old, err := s.PutIfAbsent([]byte("k"), []byte("first"))
+	old, err := s.PutIfAbsent([]byte("k"), []byte("first"), 0)
 	if err != nil || old != nil {
 		t.Fatalf("first: %q %v", old, err)
 	}
-	old, err = s.PutIfAbsent([]byte("k"), []byte("second"))
+	old, err = s.PutIfAbsent([]byte("k"), []byte("second"), 0)
 	if err != nil || string(old) != "first" {
 		t.Fatalf("second: %q %v", old, err)
 	}
@@ -75,15 +75,15 @@ func TestKeyValueRangeOrder(t *testing.T) {
 	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
 	for _, k := range [][]byte{{0x80}, {0x01}, {0x7f}, {0xff}, {0x7f, 0x00}} {
-		noErr(t, s.Put(k, []byte("c")))
+		noErr(t, s.Put(k, []byte("c"), 0))
 	}
 	commit(t, db)
-	noErr(t, s.Put([]byte{0x7f}, []byte("b"))) // overwrite committed
-	noErr(t, s.Put([]byte{0x81}, []byte("b"))) // new in buffer
-	noErr(t, s.Delete([]byte{0xff}))           // hides committed
-	noErr(t, s.Delete([]byte{0x90}))           // delete of an absent key
-	noErr(t, s.Put([]byte{0x00}, []byte("b"))) // before everything
-	noErr(t, s.Put([]byte{0x7f, 0x00}, nil))   // delete committed via nil
+	noErr(t, s.Put([]byte{0x7f}, []byte("b"), 0)) // overwrite committed
+	noErr(t, s.Put([]byte{0x81}, []byte("b"), 0)) // new in buffer
+	noErr(t, s.Delete([]byte{0xff}, 0))           // hides committed
+	noErr(t, s.Delete([]byte{0x90}, 0))           // delete of an absent key
+	noErr(t, s.Put([]byte{0x00}, []byte("b"), 0)) // before everything
+	noErr(t, s.Put([]byte{0x7f, 0x00}, nil, 0))   // delete committed via nil
 
 	equal(t, kvs(t, s.All(false)), []string{"00=b", "01=c", "7f=b", "80=c", "81=b"})
 	equal(t, kvs(t, s.All(true)), []string{"81=b", "80=c", "7f=b", "01=c", "00=b"})
@@ -121,9 +121,9 @@ func TestStorePartitionsAreIsolated(t *testing.T) {
 	noErr(t, err)
 	other, err := db.KeyValueStore(pipeline.StoreSpec{Name: "other", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
-	noErr(t, p0.Put([]byte("a"), []byte("p0")))
-	noErr(t, p1.Put([]byte("b"), []byte("p1")))
-	noErr(t, other.Put([]byte("c"), []byte("o")))
+	noErr(t, p0.Put([]byte("a"), []byte("p0"), 0))
+	noErr(t, p1.Put([]byte("b"), []byte("p1"), 0))
+	noErr(t, other.Put([]byte("c"), []byte("o"), 0))
 	commit(t, db)
 	equal(t, kvs(t, p0.All(false)), []string{"61=p0"})
 	equal(t, kvs(t, p1.All(true)), []string{"62=p1"})
@@ -154,8 +154,7 @@ func TestTimestampedKeyValue(t *testing.T) {
 	if _, _, h, err := s.GetWithHeaders([]byte("k")); err != nil || h != nil {
 		t.Fatalf("headers of a plain timestamped store: %v %v", h, err)
 	}
-	db.SetRecordTimestamp(77)
-	noErr(t, s.Delete([]byte("k")))
+	noErr(t, s.Delete([]byte("k"), 77))
 	if v, ts, _ := s.Get([]byte("k")); v != nil || ts != NoTimestamp {
 		t.Fatalf("deleted: %q %d", v, ts)
 	}
@@ -207,14 +206,11 @@ func TestChangelogCapture(t *testing.T) {
 	quiet, err := db.KeyValueStore(pipeline.StoreSpec{Name: "quiet", Type: pipeline.KeyValueStoreType}, 1)
 	noErr(t, err)
 	key := []byte("k")
-	db.SetRecordTimestamp(10)
-	noErr(t, logged.Put(key, []byte("1")))
+	noErr(t, logged.Put(key, []byte("1"), 10))
 	key[0] = 'x' // callers reuse buffers: the record must not change
-	db.SetRecordTimestamp(11)
-	noErr(t, logged.Put([]byte("k"), []byte("2")))
-	noErr(t, quiet.Put([]byte("k"), []byte("q")))
-	db.SetRecordTimestamp(12)
-	noErr(t, logged.Delete([]byte("k")))
+	noErr(t, logged.Put([]byte("k"), []byte("2"), 11))
+	noErr(t, quiet.Put([]byte("k"), []byte("q"), 11))
+	noErr(t, logged.Delete([]byte("k"), 12))
 	cl := db.Changelog()
 	want := []struct {
 		key, value string
@@ -248,12 +244,12 @@ func TestTakeChangelogHandsOutEachRecordOnce(t *testing.T) {
 		}
 		return out
 	}
-	noErr(t, s.Put([]byte("a"), []byte("1")))
-	noErr(t, s.Put([]byte("b"), []byte("1")))
+	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
+	noErr(t, s.Put([]byte("b"), []byte("1"), 0))
 	if got := keys(db.TakeChangelog()); got != "ab" {
 		t.Fatalf("first take %q, want ab", got)
 	}
-	noErr(t, s.Put([]byte("c"), []byte("1")))
+	noErr(t, s.Put([]byte("c"), []byte("1"), 0))
 	if got := keys(db.TakeChangelog()); got != "c" {
 		t.Fatalf("second take %q, want c", got)
 	}
@@ -264,12 +260,12 @@ func TestTakeChangelogHandsOutEachRecordOnce(t *testing.T) {
 		t.Fatalf("the epoch's changelog %q, want abc", got)
 	}
 	db.Abort()
-	noErr(t, s.Put([]byte("d"), []byte("1")))
+	noErr(t, s.Put([]byte("d"), []byte("1"), 0))
 	if got := keys(db.TakeChangelog()); got != "d" {
 		t.Fatalf("take after an abort %q, want d", got)
 	}
 	commit(t, db)
-	noErr(t, s.Put([]byte("e"), []byte("1")))
+	noErr(t, s.Put([]byte("e"), []byte("1"), 0))
 	if got := keys(db.TakeChangelog()); got != "e" {
 		t.Fatalf("take after a commit %q, want e", got)
 	}

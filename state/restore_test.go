@@ -59,25 +59,24 @@ func TestRestoreRoundTrip(t *testing.T) {
 		k := []byte{byte(i % 7), 0x00, byte(i % 3)}
 		v := []byte(fmt.Sprintf("v%d", i))
 		ts64 := int64(i * 10)
-		src.SetRecordTimestamp(ts64)
-		noErr(t, kv.Put(k, v))
+		noErr(t, kv.Put(k, v, ts64))
 		noErr(t, ts.Put(k, v, ts64))
 		noErr(t, hd.PutWithHeaders(k, v, ts64, pipeline.Headers{{Key: "i", Value: v}, {Key: "n"}}))
 		_, err = win.Put(k, ts64/20*20, v, ts64)
 		noErr(t, err)
 		_, err = dup.Put(k, ts64/20*20, v, ts64)
 		noErr(t, err)
-		_, err = ses.Put(k, ts64, ts64+5, v)
+		_, err = ses.Put(k, ts64, ts64+5, v, ts64)
 		noErr(t, err)
 		_, err = ver.Put(k, v, ts64)
 		noErr(t, err)
 		if i%5 == 4 {
-			noErr(t, kv.Delete(k))
-			noErr(t, ts.Delete(k))
-			noErr(t, hd.Delete(k))
+			noErr(t, kv.Delete(k, ts64))
+			noErr(t, ts.Delete(k, ts64))
+			noErr(t, hd.Delete(k, ts64))
 			_, err = win.Put(k, ts64/20*20, nil, ts64)
 			noErr(t, err)
-			noErr(t, ses.Remove(k, ts64, ts64+5))
+			noErr(t, ses.Remove(k, ts64, ts64+5, ts64))
 			_, _, err = ver.Delete(k, ts64+1)
 			noErr(t, err)
 		}
@@ -130,7 +129,7 @@ func TestRestoreErrors(t *testing.T) {
 	}
 	s, err := db.KeyValueStore(kvSpec, 0)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("k"), []byte("v")))
+	noErr(t, s.Put([]byte("k"), []byte("v"), 0))
 	if err := db.Restore(kvSpec, 0, nil, 0); err == nil {
 		t.Fatal("restore over uncommitted writes accepted")
 	}

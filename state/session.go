@@ -133,9 +133,10 @@ func (s *SessionStore) View(level IsolationLevel) SessionView {
 	return SessionView{p: s.p, level: level}
 }
 
-// Put writes the aggregate of key's session [start, end]; a nil value removes it. It
-// reports false when the session had already expired and the put was dropped.
-func (s *SessionStore) Put(key []byte, start, end int64, value []byte) (bool, error) {
+// Put writes the aggregate of key's session [start, end]; a nil value removes it. ts, the
+// timestamp of the record being processed, is its changelog record's. It reports false when
+// the session had already expired and the put was dropped.
+func (s *SessionStore) Put(key []byte, start, end int64, value []byte, ts int64) (bool, error) {
 	p := s.p
 	if key == nil {
 		return false, p.errorf("put: null key")
@@ -155,13 +156,13 @@ func (s *SessionStore) Put(key []byte, start, end int64, value []byte) (bool, er
 	}
 	if p.spec.Logged {
 		p.ckbuf = appendSessionChangelogKey(p.ckbuf[:0], key, start, end)
-		p.logChange(p.ckbuf, value, p.db.recordTs, nil)
+		p.logChange(p.ckbuf, value, ts, nil)
 	}
 	return true, nil
 }
 
-// Remove deletes key's session [start, end].
-func (s *SessionStore) Remove(key []byte, start, end int64) error {
-	_, err := s.Put(key, start, end, nil)
+// Remove deletes key's session [start, end]; its changelog tombstone carries ts.
+func (s *SessionStore) Remove(key []byte, start, end, ts int64) error {
+	_, err := s.Put(key, start, end, nil, ts)
 	return err
 }

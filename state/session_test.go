@@ -11,12 +11,11 @@ func TestSessionStore(t *testing.T) {
 	db, _ := openDB(t)
 	s, err := db.SessionStore(pipeline.StoreSpec{Name: "s", Type: pipeline.SessionStoreType, Retention: 1000, Logged: true}, 0)
 	noErr(t, err)
-	db.SetRecordTimestamp(7)
 	for _, x := range []struct {
 		key        string
 		start, end int64
 	}{{"k", 0, 10}, {"k", 20, 30}, {"k", 40, 50}, {"j", 20, 30}, {"l", 5, 5}} {
-		ok, err := s.Put([]byte(x.key), x.start, x.end, []byte(x.key))
+		ok, err := s.Put([]byte(x.key), x.start, x.end, []byte(x.key), 7)
 		if err != nil || !ok {
 			t.Fatal(ok, err)
 		}
@@ -36,7 +35,7 @@ func TestSessionStore(t *testing.T) {
 	if v, _ := s.FetchSession([]byte("k"), 20, 31); v != nil {
 		t.Fatalf("fetchSession of a missing session: %q", v)
 	}
-	noErr(t, s.Remove([]byte("k"), 20, 30))
+	noErr(t, s.Remove([]byte("k"), 20, 30, 7))
 	equal(t, sessions(t, s.Fetch([]byte("k"), false)), []string{"k[0,10]=k", "k[40,50]=k"})
 	equal(t, sessions(t, s.View(ReadCommitted).Fetch([]byte("k"), false)), []string{"k[0,10]=k", "k[20,30]=k", "k[40,50]=k"})
 
@@ -44,7 +43,7 @@ func TestSessionStore(t *testing.T) {
 	if len(cl) != 1 || !bytes.Equal(cl[0].Key, []byte{'k', 0, 0, 0, 0, 0, 0, 0, 30, 0, 0, 0, 0, 0, 0, 0, 20}) || cl[0].Value != nil || cl[0].Timestamp != 7 {
 		t.Fatalf("remove changelog record %+v", cl)
 	}
-	if _, err := s.Put([]byte("k"), 5, 4, []byte("x")); err == nil {
+	if _, err := s.Put([]byte("k"), 5, 4, []byte("x"), 7); err == nil {
 		t.Fatal("session with start after end accepted")
 	}
 }
@@ -53,11 +52,11 @@ func TestSessionRetention(t *testing.T) {
 	db, _ := openDB(t)
 	s, err := db.SessionStore(pipeline.StoreSpec{Name: "s", Type: pipeline.SessionStoreType, Retention: 10}, 0)
 	noErr(t, err)
-	_, err = s.Put([]byte("k"), 0, 5, []byte("old"))
+	_, err = s.Put([]byte("k"), 0, 5, []byte("old"), 0)
 	noErr(t, err)
-	_, err = s.Put([]byte("k"), 20, 20, []byte("new"))
+	_, err = s.Put([]byte("k"), 20, 20, []byte("new"), 0)
 	noErr(t, err)
-	ok, err := s.Put([]byte("k"), 8, 10, []byte("late"))
+	ok, err := s.Put([]byte("k"), 8, 10, []byte("late"), 0)
 	if err != nil || ok {
 		t.Fatalf("expired session put: %v %v", ok, err)
 	}

@@ -98,7 +98,7 @@ func fillDuringCommits(t *testing.T, left int64) (reopenErr error) {
 		v := []byte(fmt.Sprintf("e%d", e))
 		for k := range 4 {
 			key := []byte(fmt.Sprintf("k%d", k))
-			noErr(t, []*KeyValueStore{a0, a1}[k%2].Put(key, v))
+			noErr(t, []*KeyValueStore{a0, a1}[k%2].Put(key, v, 0))
 			noErr(t, b.Put(key, v, int64(e)))
 		}
 		if commitErr = db.Commit(diskFullOffsets(e)); commitErr != nil {
@@ -125,7 +125,7 @@ func fillDuringCommits(t *testing.T, left int64) (reopenErr error) {
 	// With the space back, the next commit works.
 	s, err := db2.KeyValueStore(diskFullSpecs[0], 0)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("after"), []byte("freed")))
+	noErr(t, s.Put([]byte("after"), []byte("freed"), 0))
 	noErr(t, db2.Commit(nil))
 	return nil
 }
