@@ -482,9 +482,9 @@ func (s *queryStore) primed(src *itemSource) (v2Result, error) {
 }
 
 // versionJSON is a VersionedRecord: validTo is null for the latest version.
-func versionJSON(value any, rec state.VersionedRecord) map[string]any {
+func versionJSON(value any, rec pipeline.VersionedBytes) map[string]any {
 	var validTo any
-	if rec.ValidTo != state.ValidToUndefined {
+	if rec.ValidTo != pipeline.ValidToUndefined {
 		validTo = rec.ValidTo
 	}
 	return map[string]any{"value": value, "timestamp": rec.Timestamp, "validTo": validTo}
@@ -567,7 +567,7 @@ func (s *queryStore) runKeyQuery(plan *v2Plan, p int32, level state.IsolationLev
 		return v2Result{}, err
 	}
 	if q.Type == "VersionedKeyQuery" {
-		var rec state.VersionedRecord
+		var rec pipeline.VersionedBytes
 		var ok bool
 		if q.AsOf == nil {
 			rec, ok, err = kp.versioned.Get(plan.key)

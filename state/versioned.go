@@ -3,6 +3,8 @@ package state
 import (
 	"bytes"
 	"math"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // Versioned store keys in LevelDB are [escaped key][version timestamp]; values are
@@ -10,11 +12,6 @@ import (
 // from its timestamp until the next version's timestamp (exclusive).
 
 const (
-	// ValidToUndefined is Put's answer, and a record's ValidTo, for the latest version.
-	ValidToUndefined int64 = -1
-	// NotPut is Put's answer for a write older than the history retention.
-	NotPut int64 = math.MinInt64
-
 	versionTombstone = 0
 	versionValue     = 1
 )
@@ -28,14 +25,6 @@ func appendVersionValue(dst, value []byte) []byte {
 		return append(dst, versionTombstone)
 	}
 	return append(append(dst, versionValue), value...)
-}
-
-// VersionedRecord is one version of a key.
-type VersionedRecord struct {
-	Value     []byte
-	Timestamp int64
-	// ValidTo is the next version's timestamp (exclusive), ValidToUndefined for the latest.
-	ValidTo int64
 }
 
 // VersionedView reads a versioned store partition at one isolation level.
@@ -61,62 +50,62 @@ func (p *partition) graceCutoff(level IsolationLevel) int64 {
 }
 
 // Get returns the latest version of key; false when absent or deleted.
-func (v VersionedView) Get(key []byte) (VersionedRecord, bool, error) {
+func (v VersionedView) Get(key []byte) (pipeline.VersionedBytes, bool, error) {
 	return v.latestAtOrBefore(key, math.MaxInt64)
 }
 
 // GetAsOf returns the version of key valid at asOf: the latest one with a timestamp at or
 // before asOf, unless it is a tombstone. Below the history retention only the latest
 // version can still be answered (KIP-889).
-func (v VersionedView) GetAsOf(key []byte, asOf int64) (VersionedRecord, bool, error) {
+func (v VersionedView) GetAsOf(key []byte, asOf int64) (pipeline.VersionedBytes, bool, error) {
 	rec, ok, err := v.latestAtOrBefore(key, asOf)
 	if err != nil || !ok {
 		return rec, ok, err
 	}
-	if asOf < v.p.graceCutoff(v.level) && rec.ValidTo != ValidToUndefined {
-		return VersionedRecord{}, false, nil
+	if asOf < v.p.graceCutoff(v.level) && rec.ValidTo != pipeline.ValidToUndefined {
+		return pipeline.VersionedBytes{}, false, nil
 	}
 	return rec, true, nil
 }
 
 // latestAtOrBefore finds the last version of key with timestamp <= asOf and its validTo.
-func (v VersionedView) latestAtOrBefore(key []byte, asOf int64) (VersionedRecord, bool, error) {
+func (v VersionedView) latestAtOrBefore(key []byte, asOf int64) (pipeline.VersionedBytes, bool, error) {
 	if key == nil {
-		return VersionedRecord{}, false, v.p.errorf("get: null key")
+		return pipeline.VersionedBytes{}, false, v.p.errorf("get: null key")
 	}
 	start, limit := keyTimeBounds(key, math.MinInt64, asOf)
 	it := v.p.iter(start, limit, true, v.level)
 	defer it.close()
 	if !it.next() {
 		if it.err != nil {
-			return VersionedRecord{}, false, v.p.errorf("get %x: %w", key, it.err)
+			return pipeline.VersionedBytes{}, false, v.p.errorf("get %x: %w", key, it.err)
 		}
-		return VersionedRecord{}, false, nil
+		return pipeline.VersionedBytes{}, false, nil
 	}
 	ts := readTime(it.key[len(it.key)-tsSize:])
 	if len(it.value) == 0 {
-		return VersionedRecord{}, false, v.p.errorf("version %x@%d has an empty value", key, ts)
+		return pipeline.VersionedBytes{}, false, v.p.errorf("version %x@%d has an empty value", key, ts)
 	}
-	rec := VersionedRecord{Timestamp: ts, ValidTo: ValidToUndefined}
+	rec := pipeline.VersionedBytes{Timestamp: ts, ValidTo: pipeline.ValidToUndefined}
 	tombstone := it.value[0] == versionTombstone
 	if !tombstone {
 		rec.Value = bytes.Clone(it.value[1:])
 	}
 	validTo, err := v.p.nextVersion(key, ts, v.level)
 	if err != nil {
-		return VersionedRecord{}, false, err
+		return pipeline.VersionedBytes{}, false, err
 	}
 	rec.ValidTo = validTo
 	if tombstone {
-		return VersionedRecord{}, false, nil
+		return pipeline.VersionedBytes{}, false, nil
 	}
 	return rec, true, nil
 }
 
-// nextVersion returns the timestamp of key's first version after ts, or ValidToUndefined.
+// nextVersion returns the timestamp of key's first version after ts, or pipeline.ValidToUndefined.
 func (p *partition) nextVersion(key []byte, ts int64, level IsolationLevel) (int64, error) {
 	if ts == math.MaxInt64 {
-		return ValidToUndefined, nil
+		return pipeline.ValidToUndefined, nil
 	}
 	start, limit := keyTimeBounds(key, ts+1, math.MaxInt64)
 	it := p.iter(start, limit, false, level)
@@ -127,7 +116,7 @@ func (p *partition) nextVersion(key []byte, ts int64, level IsolationLevel) (int
 	if it.err != nil {
 		return 0, p.errorf("get %x: %w", key, it.err)
 	}
-	return ValidToUndefined, nil
+	return pipeline.ValidToUndefined, nil
 }
 
 // VersionedStore is a versioned key-value store partition. Its reads are READ_UNCOMMITTED.
@@ -139,20 +128,20 @@ func (s *VersionedStore) View(level IsolationLevel) VersionedView {
 }
 
 // Put writes a version of key at ts (a nil value is a tombstone version) and returns its
-// validTo: the next version's timestamp, ValidToUndefined if it is the latest, or NotPut
+// validTo: the next version's timestamp, pipeline.ValidToUndefined if it is the latest, or pipeline.NotPut
 // when ts is older than the observed stream time minus the history retention.
 func (s *VersionedStore) Put(key, value []byte, ts int64) (int64, error) {
 	p := s.p
 	if key == nil {
-		return NotPut, p.errorf("put: null key")
+		return pipeline.NotPut, p.errorf("put: null key")
 	}
 	if ts < p.graceCutoff(ReadUncommitted) {
-		return NotPut, nil
+		return pipeline.NotPut, nil
 	}
 	p.observe(ts)
 	validTo, err := p.nextVersion(key, ts, ReadUncommitted)
 	if err != nil {
-		return NotPut, err
+		return pipeline.NotPut, err
 	}
 	p.kbuf = appendVersionKey(p.kbuf[:0], key, ts)
 	p.write(p.kbuf, appendVersionValue(p.newValue(), value))
@@ -163,19 +152,19 @@ func (s *VersionedStore) Put(key, value []byte, ts int64) (int64, error) {
 // Delete writes a tombstone version of key at ts and returns the version it ends, as
 // get(key, ts) followed by put(key, null, ts); nothing is written or returned when ts is
 // older than the history retention.
-func (s *VersionedStore) Delete(key []byte, ts int64) (VersionedRecord, bool, error) {
+func (s *VersionedStore) Delete(key []byte, ts int64) (pipeline.VersionedBytes, bool, error) {
 	if key == nil {
-		return VersionedRecord{}, false, s.p.errorf("delete: null key")
+		return pipeline.VersionedBytes{}, false, s.p.errorf("delete: null key")
 	}
 	if ts < s.p.graceCutoff(ReadUncommitted) {
-		return VersionedRecord{}, false, nil
+		return pipeline.VersionedBytes{}, false, nil
 	}
 	rec, ok, err := s.GetAsOf(key, ts)
 	if err != nil {
-		return VersionedRecord{}, false, err
+		return pipeline.VersionedBytes{}, false, err
 	}
 	if _, err := s.Put(key, nil, ts); err != nil {
-		return VersionedRecord{}, false, err
+		return pipeline.VersionedBytes{}, false, err
 	}
 	return rec, ok, nil
 }

@@ -3,6 +3,8 @@ package state
 import (
 	"bytes"
 	"math"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // VersionIterator walks the versions of one key whose validity interval [timestamp,
@@ -18,13 +20,13 @@ type VersionIterator struct {
 	descending       bool
 
 	// pending is the ascending walk's last version, whose validTo the next one gives.
-	pending        VersionedRecord
+	pending        pipeline.VersionedBytes
 	pendingTomb    bool
 	hasPending     bool
 	nextTs         int64 // descending: the timestamp of the version after the current one
 	latestOnly     bool
 	done           bool
-	cur            VersionedRecord
+	cur            pipeline.VersionedBytes
 	err            error
 	latestAnswered bool
 }
@@ -128,12 +130,12 @@ func (i *VersionIterator) nextDescending() bool {
 		}
 		validTo := i.nextTs
 		i.nextTs = ts
-		if validTo != ValidToUndefined && validTo <= i.fromTime {
+		if validTo != pipeline.ValidToUndefined && validTo <= i.fromTime {
 			i.finish()
 			return false
 		}
 		if !tomb {
-			i.cur = VersionedRecord{Value: value, Timestamp: ts, ValidTo: validTo}
+			i.cur = pipeline.VersionedBytes{Value: value, Timestamp: ts, ValidTo: validTo}
 			return true
 		}
 	}
@@ -169,7 +171,7 @@ func (i *VersionIterator) nextAscending() bool {
 			i.hasPending = false
 			i.finish()
 		} else {
-			i.pending = VersionedRecord{Value: value, Timestamp: ts, ValidTo: ValidToUndefined}
+			i.pending = pipeline.VersionedBytes{Value: value, Timestamp: ts, ValidTo: pipeline.ValidToUndefined}
 			i.pendingTomb, i.hasPending = tomb, true
 		}
 		if hadPrev && !prevTomb {
@@ -187,7 +189,7 @@ func (i *VersionIterator) finish() {
 }
 
 // Record is the current version.
-func (i *VersionIterator) Record() VersionedRecord { return i.cur }
+func (i *VersionIterator) Record() pipeline.VersionedBytes { return i.cur }
 
 // Err reports a read error that ended the iteration.
 func (i *VersionIterator) Err() error { return i.err }

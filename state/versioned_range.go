@@ -1,6 +1,10 @@
 package state
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
 
 // VersionedRangeIterator walks the latest versions of the keys in a range, skipping keys
 // whose latest version is a tombstone: a RangeQuery on a versioned store. Key and Record
@@ -18,7 +22,7 @@ type VersionedRangeIterator struct {
 	lastTomb bool
 	hasLast  bool
 	key      []byte
-	cur      VersionedRecord
+	cur      pipeline.VersionedBytes
 	done     bool
 	err      error
 }
@@ -50,7 +54,7 @@ func (i *VersionedRangeIterator) emit(esc []byte, ts int64, tomb bool, value []b
 		return false, i.p.errorf("version entry: %w", err)
 	}
 	i.key = bytes.Clone(key)
-	i.cur = VersionedRecord{Value: bytes.Clone(value), Timestamp: ts, ValidTo: ValidToUndefined}
+	i.cur = pipeline.VersionedBytes{Value: bytes.Clone(value), Timestamp: ts, ValidTo: pipeline.ValidToUndefined}
 	return true, nil
 }
 
@@ -154,7 +158,7 @@ func (i *VersionedRangeIterator) stop() bool {
 func (i *VersionedRangeIterator) Key() []byte { return i.key }
 
 // Record is the current key's latest version.
-func (i *VersionedRangeIterator) Record() VersionedRecord { return i.cur }
+func (i *VersionedRangeIterator) Record() pipeline.VersionedBytes { return i.cur }
 
 // Err reports a read or decoding error that ended the iteration.
 func (i *VersionedRangeIterator) Err() error { return i.err }

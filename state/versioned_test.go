@@ -21,8 +21,8 @@ func TestVersionedStore(t *testing.T) {
 			t.Fatalf("put %q@%d = %d, %v; want %d", value, ts, got, err, wantValidTo)
 		}
 	}
-	put("v10", 10, ValidToUndefined)
-	put("v20", 20, ValidToUndefined)
+	put("v10", 10, pipeline.ValidToUndefined)
+	put("v20", 20, pipeline.ValidToUndefined)
 	commit(t, db)
 	put("v5", 5, 10)
 	put("v15", 15, 20)
@@ -47,12 +47,12 @@ func TestVersionedStore(t *testing.T) {
 	get(s.VersionedView, 5, "v5", 5, 10)
 	get(s.VersionedView, 12, "v10", 10, 15)
 	get(s.VersionedView, 15, "v15", 15, 20)
-	get(s.VersionedView, 1000, "v20", 20, ValidToUndefined)
+	get(s.VersionedView, 1000, "v20", 20, pipeline.ValidToUndefined)
 	get(s.View(ReadCommitted), 12, "v10", 10, 20)
 	get(s.View(ReadCommitted), 5, "", 0, 0)
 
 	rec, ok, err := s.Get([]byte("k"))
-	if err != nil || !ok || string(rec.Value) != "v20" || rec.ValidTo != ValidToUndefined {
+	if err != nil || !ok || string(rec.Value) != "v20" || rec.ValidTo != pipeline.ValidToUndefined {
 		t.Fatalf("latest: %+v %v %v", rec, ok, err)
 	}
 	// delete returns the version it ends, and hides the key from then on
@@ -67,14 +67,14 @@ func TestVersionedStore(t *testing.T) {
 	get(s.VersionedView, 30, "", 0, 0)
 
 	// stream time 30, history retention 100: a write at 200 moves the cutoff to 100
-	put("v200", 200, ValidToUndefined)
-	put("late", 99, NotPut)
+	put("v200", 200, pipeline.ValidToUndefined)
+	put("late", 99, pipeline.NotPut)
 	if _, ok, _ := s.Delete([]byte("k"), 50); ok {
 		t.Fatal("delete below the history retention returned a record")
 	}
 	get(s.VersionedView, 99, "", 0, 0)  // below retention, not the latest
 	get(s.VersionedView, 100, "", 0, 0) // the tombstone at 30 answers
-	get(s.VersionedView, 250, "v200", 200, ValidToUndefined)
+	get(s.VersionedView, 250, "v200", 200, pipeline.ValidToUndefined)
 
 	// below the retention the latest version still answers
 	_, err = s.Put([]byte("only"), []byte("o"), 150)
@@ -91,5 +91,5 @@ func TestVersionedStore(t *testing.T) {
 	if n := countRaw(t, db, s.p); n != 2 {
 		t.Fatalf("%d versions in LevelDB after the sweep, want 2", n)
 	}
-	get(s.View(ReadCommitted), 250, "v200", 200, ValidToUndefined)
+	get(s.View(ReadCommitted), 250, "v200", 200, pipeline.ValidToUndefined)
 }
