@@ -106,7 +106,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	l.stateDir, l.bootGlobals = dbDir, globals.boot
 	l.build = func(b *pipeline.StreamsBuilder) (*pipeline.Topology, error) {
 		if l.db != nil {
-			opts.Stores = NewStoreProvider(l.db)
+			opts.Stores = l.db.StoreProvider()
 		}
 		t, err := b.Build(opts)
 		if err == nil {

@@ -1,0 +1,150 @@
+package state
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/pipeline/serdes"
+)
+
+// The outer-join buffer on LevelDB: entries committed in an earlier epoch are read through
+// goleveldb's iterator, which reuses its key and value buffers on every step. Two waiting
+// left records share a timestamp (adjacent buffer entries), a right record matches the
+// second; when the window closes the first one must come out once, under its own key.
+func TestOuterJoinBufferOnLevelDBEmitsUnderTheRightKey(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	str := serdes.String{}
+	b := pipeline.NewStreamsBuilder(pipeline.Serdes{Key: str, Value: str})
+	left, err := b.Stream([]string{"left"}, pipeline.Consumed{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	right, err := b.Stream([]string{"right"}, pipeline.Consumed{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joiner := func(_ pipeline.Record, l, r any) (any, error) { return fmt.Sprintf("%v+%v", l, r), nil }
+	j, err := left.JoinStream(right, pipeline.OuterStreamJoin, joiner, pipeline.JoinWindows{Before: 5_000, After: 5_000}, pipeline.StreamJoined{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.To("out", pipeline.Produced{}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := pipeline.NewDriver(b, pipeline.DriverOptions{Stores: db.StoreProvider(), ApplicationID: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(topic, key, value string, ts int64, want ...string) {
+		t.Helper()
+		if err := d.Pipe(topic, []byte(key), []byte(value), ts, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Commit(nil); err != nil {
+			t.Fatal(err)
+		}
+		got := []string{}
+		for {
+			r, ok := d.ReadOutput("out")
+			if !ok {
+				break
+			}
+			got = append(got, fmt.Sprintf("%s:%s", r.Key, r.Value))
+		}
+		if want == nil {
+			want = []string{}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("after %s %s=%s@%d: got %q, want %q", topic, key, value, ts, got, want)
+		}
+	}
+	step("left", "K2", "l2", 13_000)
+	step("left", "K3", "l3", 13_000)
+	step("right", "K3", "r3", 13_000, "K3:l3+r3")
+	step("left", "K9", "l9", 20_000, "K2:l2+<nil>")
+	step("right", "K8", "r8", 40_000, "K9:l9+<nil>")
+}
+
+// The engine's stores on LevelDB: found flags, NoTimestamp and no headers for plain
+// key-value stores, headers kept by headers-aware ones, and the changelog timestamp of
+// each write the one given to Put.
+func TestStoreProviderGivesTheEngineShapes(t *testing.T) {
+	db, _ := openDB(t)
+	sp := db.StoreProvider()
+	h := pipeline.Headers{{Key: "h", Value: []byte("x")}, {Key: "null"}}
+	check := func(what string, ok bool) {
+		t.Helper()
+		if !ok {
+			t.Errorf("%s", what)
+		}
+	}
+
+	plain, err := sp.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType, Logged: true}, 0)
+	noErr(t, err)
+	noErr(t, plain.Put([]byte("k"), []byte("v"), 5, h))
+	v, ts, hs, found, err := plain.GetWithHeaders([]byte("k"))
+	check("plain get", err == nil && found && string(v) == "v" && ts == NoTimestamp && hs == nil)
+	noErr(t, plain.Put([]byte("k"), nil, 6, nil))
+	_, _, found, err = plain.Get([]byte("k"))
+	check("plain delete", err == nil && !found)
+
+	hkv, err := sp.KeyValueStore(pipeline.StoreSpec{Name: "hkv", Type: pipeline.TimestampedKeyValueStoreType, Headers: true}, 0)
+	noErr(t, err)
+	noErr(t, hkv.Put([]byte("k"), []byte("v"), 7, h))
+	v, ts, hs, found, err = hkv.GetWithHeaders([]byte("k"))
+	check("timestamped get", err == nil && found && string(v) == "v" && ts == 7 && reflect.DeepEqual(hs, h))
+	_, _, found, err = hkv.Get([]byte("absent"))
+	check("timestamped get of an absent key", err == nil && !found)
+	it := hkv.PrefixScan([]byte("k"))
+	check("timestamped scan", it.Next() && it.Timestamp() == 7)
+	hs, err = it.Headers()
+	check("timestamped scan headers", err == nil && reflect.DeepEqual(hs, h))
+	it.Close()
+
+	win, err := sp.WindowStore(pipeline.StoreSpec{Name: "w", Type: pipeline.TimestampedWindowStoreType, Headers: true, WindowSize: 10, Retention: 100}, 0)
+	noErr(t, err)
+	ok, err := win.Put([]byte("k"), 0, []byte("v"), 3, h)
+	check("window put", err == nil && ok)
+	v, ts, hs, found, err = win.Get([]byte("k"), 0)
+	check("window get", err == nil && found && string(v) == "v" && ts == 3 && reflect.DeepEqual(hs, h))
+	_, _, _, found, err = win.Get([]byte("k"), 10)
+	check("window get of an absent window", err == nil && !found)
+	wit := win.Fetch([]byte("k"), 0, 0, false)
+	check("window fetch", wit.Next() && wit.Start() == 0 && string(wit.Value()) == "v")
+	wit.Close()
+
+	ses, err := sp.SessionStore(pipeline.StoreSpec{Name: "s", Type: pipeline.SessionStoreType, Retention: 100, Logged: true}, 0)
+	noErr(t, err)
+	ok, err = ses.Put([]byte("k"), 0, 10, []byte("agg"), 9)
+	check("session put", err == nil && ok)
+	agg, found, err := ses.FetchSession([]byte("k"), 0, 10)
+	check("session fetch", err == nil && found && string(agg) == "agg")
+	_, found, err = ses.FetchSession([]byte("k"), 0, 11)
+	check("session fetch of an absent session", err == nil && !found)
+	sit := ses.FindSessions([]byte("k"), 0, 10, false)
+	check("find sessions", sit.Next() && sit.End() == 10)
+	sit.Close()
+
+	ver, err := sp.VersionedStore(pipeline.StoreSpec{Name: "v", Type: pipeline.VersionedKeyValueStoreType, HistoryRetention: 100}, 0)
+	noErr(t, err)
+	validTo, err := ver.Put([]byte("k"), []byte("v"), 4)
+	check("versioned put", err == nil && validTo == pipeline.ValidToUndefined)
+	rec, found, err := ver.Get([]byte("k"))
+	check("versioned get", err == nil && found && string(rec.Value) == "v" && rec.Timestamp == 4)
+
+	noErr(t, sp.PutMeta("s", 0, "m", []byte("meta")))
+	m, err := sp.Meta("s", 0, "m")
+	check("meta", err == nil && string(m) == "meta")
+
+	var got []string
+	for _, r := range db.Changelog() {
+		got = append(got, fmt.Sprintf("%s@%d", r.Store, r.Timestamp))
+	}
+	equal(t, got, []string{"kv@5", "kv@6", "s@9"})
+}
