@@ -23,9 +23,9 @@ func TestApproximateSizeOfEachStore(t *testing.T) {
 		for j := range value {
 			value[j] = byte(rng.Uint32())
 		}
-		noErr(t, big.Put(fmt.Appendf(nil, "key-%05d", i), value))
+		noErr(t, big.Put(fmt.Appendf(nil, "key-%05d", i), value, 0))
 	}
-	noErr(t, small.Put([]byte("one"), []byte("1")))
+	noErr(t, small.Put([]byte("one"), []byte("1"), 0))
 	commit(t, db)
 	noErr(t, db.Close())
 	// Reopening writes the journal into a table, which is what the size counts.
