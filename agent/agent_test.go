@@ -68,7 +68,7 @@ state.dir = %q
 }
 
 // testConfig writes script and a config pointing at brokers into a temp dir.
-func testConfig(t *testing.T, brokers []string, script, extra string) *config.Config {
+func testConfig(t testing.TB, brokers []string, script, extra string) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(script), 0o644); err != nil {

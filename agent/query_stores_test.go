@@ -28,7 +28,7 @@ func (prefixSerde) Deserialize(_ string, _ pipeline.Headers, b []byte) (any, err
 
 // queryAgent is an agent that never runs: its query endpoints are served in-process over
 // a catalogue the test builds.
-func queryAgent(t *testing.T) *Agent {
+func queryAgent(t testing.TB) *Agent {
 	t.Helper()
 	a, err := New(testConfig(t, []string{"127.0.0.1:1"}, "return nil", ""), Options{})
 	if err != nil {
@@ -93,7 +93,7 @@ func TestQueriesBeforeTheStoresAreReady(t *testing.T) {
 
 // storesFixture opens a state database with one store of each kind, two partitions each,
 // and commits a few entries with changelog offsets.
-func storesFixture(t *testing.T) *Agent {
+func storesFixture(t testing.TB) *Agent {
 	t.Helper()
 	a, db := queryAgentWithDB(t)
 	str, long, js, raw := serdes.String{}, serdes.Long{}, serdes.JSON{}, serdes.Bytes{}
@@ -156,7 +156,7 @@ func storesFixture(t *testing.T) *Agent {
 }
 
 // queryAgentWithDB is queryAgent and an empty state database.
-func queryAgentWithDB(t *testing.T) (*Agent, *state.DB) {
+func queryAgentWithDB(t testing.TB) (*Agent, *state.DB) {
 	t.Helper()
 	a := queryAgent(t)
 	db, err := state.Open(t.TempDir(), state.Options{})
@@ -168,7 +168,7 @@ func queryAgentWithDB(t *testing.T) (*Agent, *state.DB) {
 }
 
 // serveStores makes the stores of db the application's, as Run does once they are restored.
-func serveStores(t *testing.T, a *Agent, db *state.DB, specs []pipeline.StoreSpec, partitions int32) {
+func serveStores(t testing.TB, a *Agent, db *state.DB, specs []pipeline.StoreSpec, partitions int32) {
 	t.Helper()
 	if err := a.state.Transition(StateRebalancing); err != nil {
 		t.Fatal(err)

@@ -50,7 +50,12 @@ func (b *builder) fail(kind Kind, key, format string, args ...any) {
 func (b *builder) apply(e entry) {
 	k, prefix, kind, msg := lookup(e.section, e.name)
 	if k == nil {
-		b.report(Problem{Kind: kind, Key: e.full(), Message: msg, Line: e.line})
+		key := e.full()
+		if key == "" {
+			// TOML's empty key, `"" = 1`: named as the file spells it, so the line says which.
+			key = `""`
+		}
+		b.report(Problem{Kind: kind, Key: key, Message: msg, Line: e.line})
 		return
 	}
 	canon := string(k.Section) + "." + prefix + k.Name
