@@ -16,6 +16,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/agent"
 	"github.com/stoatflow/stoatflow/agent/config"
+	"github.com/stoatflow/stoatflow/bench/internal/childproc"
 )
 
 func main() {
@@ -38,20 +39,16 @@ func run(argv []string, stdout io.Writer) error {
 	fs.DurationVar(&o.idleSettle, "idle-settle", 2*time.Second, "how long the idle agent runs before its RSS is read")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "directory for a CPU profile of each scenario process (<scenario>-run<n>.pprof)")
 	fs.BoolVar(&o.verbose, "v", false, "pass the scenario processes' warnings and errors through to stderr")
-	// The harness starts each scenario process as this same binary with these flags.
-	child := fs.String("child", "", "internal: run one scenario process")
-	childBrokers := fs.String("child.brokers", "", "internal: the broker addresses")
-	childDir := fs.String("child.dir", "", "internal: the scenario process's directory")
-	childProfile := fs.String("child.cpuprofile", "", "internal: CPU profile file")
-	childRegistry := fs.String("child.registry", "", "internal: the schema registry's URL")
+	// The harness starts each agent scenario process as this same binary with these flags.
+	var child childproc.Args
+	var childBrokers string
+	child.Flags(fs, &childBrokers)
 	if err := fs.Parse(argv); err != nil {
 		return err
 	}
-	if *child != "" {
-		return runChild(childArgs{
-			scenario: *child, brokers: strings.Split(*childBrokers, ","), dir: *childDir,
-			registry: *childRegistry, cpuprofile: *childProfile, verbose: o.verbose,
-		}, os.Stdin, stdout)
+	if child.Scenario != "" {
+		child.Brokers, child.Verbose = strings.Split(childBrokers, ","), o.verbose
+		return runChild(child, os.Stdin, stdout)
 	}
 	if o.records < 1 || o.runs < 1 {
 		return errors.New("-records and -runs must be at least 1")

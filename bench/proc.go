@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stoatflow/stoatflow/bench/internal/childproc"
 )
 
 // child is a scenario process as the parent sees it. Each scenario runs in its own process
@@ -18,31 +20,21 @@ import (
 type child struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	events chan event
+	events chan childproc.Event
 	exited chan struct{} // closed once the process has exited; err is set then
 	err    error
 	stderr *tailBuffer
 }
 
-func startChild(args childArgs) (*child, error) {
+func startChild(args childproc.Args) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	argv := []string{"-child", args.scenario, "-child.brokers", strings.Join(args.brokers, ","), "-child.dir", args.dir}
-	if args.cpuprofile != "" {
-		argv = append(argv, "-child.cpuprofile", args.cpuprofile)
-	}
-	if args.registry != "" {
-		argv = append(argv, "-child.registry", args.registry)
-	}
-	if args.verbose {
-		argv = append(argv, "-v")
-	}
-	cmd := exec.Command(exe, argv...)
-	c := &child{cmd: cmd, events: make(chan event, 16), exited: make(chan struct{}), stderr: &tailBuffer{max: 16 << 10}}
+	cmd := exec.Command(exe, args.Argv()...)
+	c := &child{cmd: cmd, events: make(chan childproc.Event, 16), exited: make(chan struct{}), stderr: &tailBuffer{max: 16 << 10}}
 	cmd.Stderr = c.stderr
-	if args.verbose {
+	if args.Verbose {
 		cmd.Stderr = io.MultiWriter(os.Stderr, c.stderr)
 	}
 	if c.stdin, err = cmd.StdinPipe(); err != nil {
@@ -53,15 +45,15 @@ func startChild(args childArgs) (*child, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the %s process: %w", args.scenario, err)
+		return nil, fmt.Errorf("start the %s process: %w", args.Scenario, err)
 	}
 	go func() {
 		var reported string
 		lines := bufio.NewScanner(stdout)
 		for lines.Scan() {
-			var ev event
+			var ev childproc.Event
 			if err := json.Unmarshal(lines.Bytes(), &ev); err != nil {
-				reported = fmt.Sprintf("unreadable line from the %s process: %q", args.scenario, lines.Text())
+				reported = fmt.Sprintf("unreadable line from the %s process: %q", args.Scenario, lines.Text())
 				continue
 			}
 			if ev.Error != "" {
@@ -75,7 +67,7 @@ func startChild(args childArgs) (*child, error) {
 		case reported != "":
 			c.err = errors.New(reported)
 		case werr != nil:
-			c.err = fmt.Errorf("%s process: %w; stderr: %s", args.scenario, werr, c.stderr.String())
+			c.err = fmt.Errorf("%s process: %w; stderr: %s", args.Scenario, werr, c.stderr.String())
 		}
 		close(c.exited)
 	}()
@@ -83,7 +75,7 @@ func startChild(args childArgs) (*child, error) {
 }
 
 // await returns the next event that want accepts, failing if the process exits first.
-func (c *child) await(want func(event) bool, timeout time.Duration) (event, error) {
+func (c *child) await(want func(childproc.Event) bool, timeout time.Duration) (childproc.Event, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for {
@@ -93,9 +85,9 @@ func (c *child) await(want func(event) bool, timeout time.Duration) (event, erro
 				return ev, nil
 			}
 		case <-c.exited:
-			return event{}, c.exitError()
+			return childproc.Event{}, c.exitError()
 		case <-t.C:
-			return event{}, fmt.Errorf("no answer from the scenario process within %s", timeout)
+			return childproc.Event{}, fmt.Errorf("no answer from the scenario process within %s", timeout)
 		}
 	}
 }
@@ -107,20 +99,20 @@ func (c *child) exitError() error {
 	return errors.New("the scenario process exited")
 }
 
-func (c *child) stats() (procStats, error) {
-	if _, err := io.WriteString(c.stdin, cmdStats+"\n"); err != nil {
-		return procStats{}, fmt.Errorf("ask for stats: %w", c.exitError())
+func (c *child) stats() (childproc.Stats, error) {
+	if _, err := io.WriteString(c.stdin, childproc.CmdStats+"\n"); err != nil {
+		return childproc.Stats{}, fmt.Errorf("ask for stats: %w", c.exitError())
 	}
-	ev, err := c.await(func(ev event) bool { return ev.Stats != nil }, 30*time.Second)
+	ev, err := c.await(func(ev childproc.Event) bool { return ev.Stats != nil }, 30*time.Second)
 	if err != nil {
-		return procStats{}, err
+		return childproc.Stats{}, err
 	}
 	return *ev.Stats, nil
 }
 
 // stop asks the process to shut down and waits for it; after a minute it is killed.
 func (c *child) stop() error {
-	_, _ = io.WriteString(c.stdin, cmdStop+"\n")
+	_, _ = io.WriteString(c.stdin, childproc.CmdStop+"\n")
 	_ = c.stdin.Close()
 	select {
 	case <-c.exited:

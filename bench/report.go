@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stoatflow/stoatflow/bench/internal/childproc"
 )
 
 // scenarioResult is a scenario's row: its runs, or why it has none.
@@ -36,7 +38,7 @@ type report struct {
 	opts      options
 	machine   machineInfo
 	results   []scenarioResult
-	idle      *procStats
+	idle      *childproc.Stats
 	idleErr   error
 	micro     []microResult
 	microFile string
@@ -166,11 +168,11 @@ func (rep *report) loopTable() string {
 			b.WriteString("| scenario | processing | of which Lua | commit barriers | commits | other (waiting for input, loop) |\n")
 			b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
 		}
-		share := func(f func(loopStats) float64) float64 {
+		share := func(f func(childproc.LoopStats) float64) float64 {
 			return r.spreadOf(func(x runResult) float64 { return f(*x.stats.Loop) / x.elapsed.Seconds() * 100 }).median
 		}
-		process := share(func(l loopStats) float64 { return l.ProcessSeconds })
-		commit := share(func(l loopStats) float64 { return l.CommitSeconds })
+		process := share(func(l childproc.LoopStats) float64 { return l.ProcessSeconds })
+		commit := share(func(l childproc.LoopStats) float64 { return l.CommitSeconds })
 		commits := r.spreadOf(func(x runResult) float64 { return float64(x.stats.Loop.Commits) }).median
 		perCommit := r.spreadOf(func(x runResult) float64 {
 			return x.stats.Loop.CommitSeconds / float64(max(x.stats.Loop.Commits, 1)) * 1000
@@ -178,7 +180,7 @@ func (rep *report) loopTable() string {
 		// The agent exports its Lua time at commit barriers only.
 		lua := "n/a (no commit yet)"
 		if commits > 0 {
-			lua = fmt.Sprintf("%.0f %%", share(func(l loopStats) float64 { return l.LuaSeconds }))
+			lua = fmt.Sprintf("%.0f %%", share(func(l childproc.LoopStats) float64 { return l.LuaSeconds }))
 		}
 		p50 := r.spreadOf(func(x runResult) float64 { return x.stats.Loop.CommitP50 * 1000 }).median
 		p99 := r.spreadOf(func(x runResult) float64 { return x.stats.Loop.CommitP99 * 1000 }).median

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stoatflow/stoatflow/bench/internal/childproc"
 )
 
 func TestThousandsAndSpread(t *testing.T) {
@@ -30,13 +32,13 @@ func testReport(t *testing.T) *report {
 		return sc
 	}
 	run := func(elapsed time.Duration, p99 time.Duration, peak int64) runResult {
-		return runResult{elapsed: elapsed, stats: procStats{PeakRSSBytes: peak, CPUSeconds: 2},
+		return runResult{elapsed: elapsed, stats: childproc.Stats{PeakRSSBytes: peak, CPUSeconds: 2},
 			latency: []latencyResult{{load: 0.2, offered: 1000, p50: p99 / 2, p99: p99}}}
 	}
 	return &report{
 		opts:   options{records: 1_000_000, runs: 1, latencyLoads: []float64{0.2}, latencyFor: time.Second},
 		budget: 64 * mib,
-		idle:   &procStats{RSSBytes: 30 * mib},
+		idle:   &childproc.Stats{RSSBytes: 30 * mib},
 		results: []scenarioResult{
 			{sc: byName("ceiling"), runs: []runResult{run(2*time.Second, 0, 50*mib)}},               // 500,000/s
 			{sc: byName("stateless"), runs: []runResult{run(3*time.Second, 0, 50*mib)}},             // 333,333/s

@@ -11,6 +11,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/bench/internal/childproc"
 )
 
 // options are the harness's flags.
@@ -26,8 +27,8 @@ type options struct {
 
 // runResult is one run of one scenario.
 type runResult struct {
-	elapsed time.Duration // scenario process start → last output readable
-	stats   procStats     // of the scenario process, when the last output was read
+	elapsed time.Duration   // scenario process start → last output readable
+	stats   childproc.Stats // of the scenario process, when the last output was read
 	latency []latencyResult
 }
 
@@ -102,9 +103,9 @@ func runScenario(sc scenario, run int, o options) (runResult, error) {
 		return runResult{}, err
 	}
 	defer os.RemoveAll(dir)
-	args := childArgs{scenario: sc.name, brokers: brokers, dir: dir, registry: registry, verbose: o.verbose}
+	args := childproc.Args{Scenario: sc.name, Brokers: brokers, Dir: dir, Registry: registry, Verbose: o.verbose}
 	if o.cpuprofile != "" {
-		args.cpuprofile = filepath.Join(o.cpuprofile, fmt.Sprintf("%s-run%d.pprof", sc.name, run))
+		args.CPUProfile = filepath.Join(o.cpuprofile, fmt.Sprintf("%s-run%d.pprof", sc.name, run))
 	}
 
 	start := time.Now()
@@ -148,32 +149,32 @@ func runScenario(sc scenario, run int, o options) (runResult, error) {
 
 // idleRSS runs the word count agent with nothing to read and returns its resident set once
 // it has been running for o.idleSettle.
-func idleRSS(o options) (procStats, error) {
+func idleRSS(o options) (childproc.Stats, error) {
 	defer releaseMemory()
 	emb, err := broker()
 	if err != nil {
-		return procStats{}, err
+		return childproc.Stats{}, err
 	}
 	defer emb.Close()
 	dir, err := os.MkdirTemp("", "stoatflow-bench-")
 	if err != nil {
-		return procStats{}, err
+		return childproc.Stats{}, err
 	}
 	defer os.RemoveAll(dir)
-	ch, err := startChild(childArgs{scenario: "wordcount", brokers: emb.Addrs(), dir: dir, verbose: o.verbose})
+	ch, err := startChild(childproc.Args{Scenario: "wordcount", Brokers: emb.Addrs(), Dir: dir, Verbose: o.verbose})
 	if err != nil {
-		return procStats{}, err
+		return childproc.Stats{}, err
 	}
-	if _, err := ch.await(func(ev event) bool { return ev.Running }, time.Minute); err != nil {
+	if _, err := ch.await(func(ev childproc.Event) bool { return ev.Running }, time.Minute); err != nil {
 		_ = ch.stop()
-		return procStats{}, err
+		return childproc.Stats{}, err
 	}
 	// Idle is a steady state, not an event: give the agent time to settle into it.
 	time.Sleep(o.idleSettle)
 	st, err := ch.stats()
 	if err != nil {
 		_ = ch.stop()
-		return procStats{}, err
+		return childproc.Stats{}, err
 	}
 	return st, ch.stop()
 }
