@@ -89,7 +89,11 @@ func writeScenario(sc scenario, brokers []string, dir, registry string) (*config
 		}
 	}
 	toml := sc.agentConfig(brokers, filepath.Join(dir, "state"), sc.script, registry)
-	return config.Parse([]byte(toml), dir, filepath.Join(dir, "bench.toml"))
+	path := filepath.Join(dir, childproc.ConfigFile)
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		return nil, err
+	}
+	return config.Parse([]byte(toml), dir, path)
 }
 
 // loopTimes sums what the agent's metrics say its processing loop spent its time on.

@@ -8,12 +8,13 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/stoatflow/stoatflow/bench/internal/childproc"
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 const (
-	inputTopic  = "bench-in"
-	outputTopic = "bench-out"
+	inputTopic  = childproc.InputTopic
+	outputTopic = childproc.OutputTopic
 	partitions  = 4
 	vocabSize   = 10_000
 	lineBytes   = 100
@@ -31,12 +32,16 @@ var syllables = func() []string {
 	return out
 }()
 
-// vocabulary returns n distinct words of 4 to 10 letters. The first two syllables encode
-// the index, so the optional tail never makes two words equal.
+// vocabulary returns n ≤ 1,000,000 distinct words of 4 to 10 letters (6 to 12 beyond
+// 10,000 words). The first two syllables (three beyond 10,000 words) encode the index, so
+// the optional tail never makes two words equal.
 func vocabulary(n int) []string {
 	words := make([]string, n)
 	for i := range words {
 		w := syllables[i%100] + syllables[(i/100)%100]
+		if n > 100*100 {
+			w += syllables[(i/10_000)%100]
+		}
 		for range i % 4 {
 			w += syllables[(i*7+3)%100]
 		}
@@ -69,8 +74,12 @@ type generator struct {
 	avro *avroInput
 }
 
-func newGenerator() *generator {
-	return &generator{words: vocabulary(vocabSize), rng: rand.New(rand.NewPCG(1, 2))}
+// newGenerator draws keys from a vocabulary of n words; 0 is vocabSize.
+func newGenerator(n int) *generator {
+	if n == 0 {
+		n = vocabSize
+	}
+	return &generator{words: vocabulary(n), rng: rand.New(rand.NewPCG(1, 2))}
 }
 
 // record returns the next record's key and value for timestamp ts.

@@ -8,27 +8,29 @@ import (
 var letters = regexp.MustCompile(`[A-Za-z]+`)
 
 func TestVocabularyIsDistinctWordsOfLetters(t *testing.T) {
-	words := vocabulary(vocabSize)
-	seen := map[string]bool{}
-	long := 0
-	for i, w := range words {
-		if seen[w] {
-			t.Fatalf("word %d %q repeats", i, w)
+	for _, c := range []struct{ n, minLen, maxLen int }{{vocabSize, 4, 10}, {millionKeys, 6, 12}} {
+		words := vocabulary(c.n)
+		seen := make(map[string]bool, c.n)
+		long := 0
+		for i, w := range words {
+			if seen[w] {
+				t.Fatalf("%d words: word %d %q repeats", c.n, i, w)
+			}
+			seen[w] = true
+			if got := letters.FindAllString(w, -1); len(got) != 1 || got[0] != w {
+				t.Fatalf("%d words: word %d %q is not letters only", c.n, i, w)
+			}
+			if len(w) < c.minLen || len(w) > c.maxLen {
+				t.Fatalf("%d words: word %d %q: length %d, want %d..%d", c.n, i, w, len(w), c.minLen, c.maxLen)
+			}
+			if len(w) > 4 {
+				long++
+			}
 		}
-		seen[w] = true
-		if got := letters.FindAllString(w, -1); len(got) != 1 || got[0] != w {
-			t.Fatalf("word %d %q is not letters only", i, w)
+		// The stateless filter keeps the words longer than four letters: most of them.
+		if c.n == vocabSize && long != vocabSize*3/4 {
+			t.Fatalf("%d words longer than 4 letters, want %d", long, vocabSize*3/4)
 		}
-		if len(w) < 4 || len(w) > 10 {
-			t.Fatalf("word %d %q: length %d, want 4..10", i, w, len(w))
-		}
-		if len(w) > 4 {
-			long++
-		}
-	}
-	// The stateless filter keeps the words longer than four letters: most of them.
-	if long != vocabSize*3/4 {
-		t.Fatalf("%d words longer than 4 letters, want %d", long, vocabSize*3/4)
 	}
 }
 
@@ -45,7 +47,7 @@ func TestLineHoldsItsWordOnlyAndHasLineBytes(t *testing.T) {
 }
 
 func TestGeneratorRepeatsItsSequence(t *testing.T) {
-	a, b := newGenerator(), newGenerator()
+	a, b := newGenerator(0), newGenerator(0)
 	for i := range 1000 {
 		ka, va, _ := a.record(int64(i))
 		kb, vb, _ := b.record(int64(i))

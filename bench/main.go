@@ -31,7 +31,7 @@ func run(argv []string, stdout io.Writer) error {
 	var o options
 	fs.IntVar(&o.records, "records", 1_000_000, "input records per run")
 	fs.IntVar(&o.runs, "runs", 3, "runs per scenario (the table shows the median and the spread)")
-	list := fs.String("scenarios", "ceiling,stateless,stateless-avro,wordcount,windowed", "comma-separated scenarios to run")
+	list := fs.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
 	out := fs.String("out", "bench/RESULTS.md", "where to write the results (empty: stdout only)")
 	micro := fs.String("micro", "", "output of `go test -bench -benchmem` to check and include")
 	loads := fs.String("latency-loads", "0.2,0.5", "loads of the latency phases, as shares of the run's measured records/s (empty: none)")
@@ -75,6 +75,20 @@ func run(argv []string, stdout io.Writer) error {
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("-micro %s: %w", *micro, err)
+		}
+	}
+	for _, sc := range selected {
+		if sc.goka != "" {
+			dir, err := os.MkdirTemp("", "stoatflow-bench-goka-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			fmt.Fprintln(os.Stderr, "bench: building bench/goka")
+			if rep.opts.gokaExe, err = buildGoka(dir); err != nil {
+				return err
+			}
+			break
 		}
 	}
 	if err := measure(rep, selected); err != nil {

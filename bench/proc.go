@@ -26,10 +26,13 @@ type child struct {
 	stderr *tailBuffer
 }
 
-func startChild(args childproc.Args) (*child, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
+// startChild starts exe as a scenario process; "" is this binary, which runs the agent's.
+func startChild(exe string, args childproc.Args) (*child, error) {
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, err
+		}
 	}
 	cmd := exec.Command(exe, args.Argv()...)
 	c := &child{cmd: cmd, events: make(chan childproc.Event, 16), exited: make(chan struct{}), stderr: &tailBuffer{max: 16 << 10}}
@@ -37,6 +40,7 @@ func startChild(args childproc.Args) (*child, error) {
 	if args.Verbose {
 		cmd.Stderr = io.MultiWriter(os.Stderr, c.stderr)
 	}
+	var err error
 	if c.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
 	}

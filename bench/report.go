@@ -109,11 +109,16 @@ func (rep *report) table() string {
 }
 
 var scenarioLabels = map[string]string{
-	"ceiling":        "ceiling: raw sarama consume → produce",
-	"stateless":      "stateless: Lua filter + mapValues, at-least-once",
-	"stateless-avro": "stateless with Avro values in and out (Schema Registry wire format)",
-	"wordcount":      "word count: flatMapValues → groupBy → count → to, exactly-once v2, transactional stores",
-	"windowed":       "windowed: hopping-window count, grace, suppress, exactly-once v2",
+	"ceiling":                "ceiling: raw sarama consume → produce",
+	"stateless":              "stateless: Lua filter + mapValues, at-least-once",
+	"stateless-avro":         "stateless with Avro values in and out (Schema Registry wire format)",
+	"goka-stateless":         "goka stateless: Input → Emit of the long words' values upper-cased, at-least-once",
+	"wordcount":              "word count: flatMapValues → groupBy → count → to, exactly-once v2, transactional stores",
+	"wordcount-alos":         "word count at-least-once (same script and stores)",
+	"goka-wordcount":         "goka word count: Input → Persist (Int64) → Emit, at-least-once (goka has no exactly-once)",
+	"wordcount-1m-keys":      "word count, exactly-once v2, keys from a 1,000,000-word vocabulary",
+	"goka-wordcount-1m-keys": "goka word count, keys from a 1,000,000-word vocabulary",
+	"windowed":               "windowed: hopping-window count, grace, suppress, exactly-once v2",
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -23,6 +23,7 @@ type options struct {
 	idleSettle   time.Duration // how long an idle agent runs before its RSS is read
 	cpuprofile   string        // directory for the scenario processes' CPU profiles
 	verbose      bool
+	gokaExe      string // the goka scenario processes' executable, built by measure
 }
 
 // runResult is one run of one scenario.
@@ -80,7 +81,7 @@ func runScenario(sc scenario, run int, o options) (runResult, error) {
 	}
 	defer emb.Close()
 	brokers := emb.Addrs()
-	gen := newGenerator()
+	gen := newGenerator(sc.vocabulary)
 	var registry string
 	if sc.avro {
 		if gen.avro, err = newAvroInput(); err != nil {
@@ -103,13 +104,20 @@ func runScenario(sc scenario, run int, o options) (runResult, error) {
 		return runResult{}, err
 	}
 	defer os.RemoveAll(dir)
-	args := childproc.Args{Scenario: sc.name, Brokers: brokers, Dir: dir, Registry: registry, Verbose: o.verbose}
+	exe, args := "", childproc.Args{Scenario: sc.name, Brokers: brokers, Dir: dir, Registry: registry, Verbose: o.verbose}
+	if sc.goka != "" {
+		exe, args.Scenario = o.gokaExe, sc.goka
+		// goka reads its Kafka client settings from the agent config of the scenario.
+		if _, err := writeScenario(sc, brokers, dir, registry); err != nil {
+			return runResult{}, err
+		}
+	}
 	if o.cpuprofile != "" {
 		args.CPUProfile = filepath.Join(o.cpuprofile, fmt.Sprintf("%s-run%d.pprof", sc.name, run))
 	}
 
 	start := time.Now()
-	ch, err := startChild(args)
+	ch, err := startChild(exe, args)
 	if err != nil {
 		return runResult{}, err
 	}
@@ -161,7 +169,7 @@ func idleRSS(o options) (childproc.Stats, error) {
 		return childproc.Stats{}, err
 	}
 	defer os.RemoveAll(dir)
-	ch, err := startChild(childproc.Args{Scenario: "wordcount", Brokers: emb.Addrs(), Dir: dir, Verbose: o.verbose})
+	ch, err := startChild("", childproc.Args{Scenario: "wordcount", Brokers: emb.Addrs(), Dir: dir, Verbose: o.verbose})
 	if err != nil {
 		return childproc.Stats{}, err
 	}

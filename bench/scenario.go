@@ -40,6 +40,28 @@ type scenario struct {
 	// avro makes the input values Avro records (bench/scripts/line.avsc) on a schema
 	// registry the harness runs.
 	avro bool
+	// goka runs goka's processor of that name (bench/goka) instead of an agent, with the
+	// Kafka client settings of the agent config the scenario's script and streams make.
+	goka string
+	// vocabulary is the number of distinct words the keys are drawn from; 0 is vocabSize.
+	vocabulary int
+}
+
+// millionKeys is the vocabulary of the 1 M keys word counts: 1 M input records draw about
+// 632 k distinct keys from it, most of them absent from the store when they first come.
+const millionKeys = 1_000_000
+
+// atLeastOnce is the [streams] config of the at-least-once scenarios.
+const atLeastOnce = `processing.guarantee = "at_least_once"`
+
+// wordcountStreams is the word counts' [streams] config under a guarantee: every count
+// update is emitted downstream (statestore.cache.max.bytes = 0, as issue 8 measures), and
+// at-least-once commits as often as exactly-once, so the two differ in the guarantee only.
+func wordcountStreams(guarantee string) string {
+	return fmt.Sprintf(`processing.guarantee = %q
+commit.interval.ms = %d
+enable.transactional.statestores = true
+statestore.cache.max.bytes = 0`, guarantee, commitIntervalMs)
 }
 
 var scenarios = []scenario{
@@ -47,37 +69,70 @@ var scenarios = []scenario{
 		name:    "ceiling",
 		script:  "stateless.lua",
 		pipe:    true,
-		streams: `processing.guarantee = "at_least_once"`,
-		expect:  func() outputCounter { return &perRecord{keep: func(string) bool { return true }} },
+		streams: atLeastOnce,
+		expect:  everyRecord,
 		latency: true,
 	},
 	{
 		name:    "stateless",
 		script:  "stateless.lua",
-		streams: `processing.guarantee = "at_least_once"`,
-		// stateless.lua keeps the words longer than four letters.
-		expect:  func() outputCounter { return &perRecord{keep: func(k string) bool { return len(k) > 4 }} },
+		streams: atLeastOnce,
+		expect:  longWords,
 		latency: true,
+	},
+	{
+		name:    "goka-stateless",
+		script:  "stateless.lua",
+		streams: atLeastOnce,
+		expect:  longWords,
+		latency: true,
+		goka:    "stateless",
 	},
 	{
 		name:    "stateless-avro",
 		script:  "stateless_avro.lua",
-		streams: `processing.guarantee = "at_least_once"`,
-		expect:  func() outputCounter { return &perRecord{keep: func(k string) bool { return len(k) > 4 }} },
+		streams: atLeastOnce,
+		expect:  longWords,
 		latency: true,
 		avro:    true,
 	},
 	{
-		name:   "wordcount",
-		script: "wordcount.lua",
-		// statestore.cache.max.bytes = 0: issue 8 measures every update emitted downstream.
-		streams: fmt.Sprintf(`processing.guarantee = "exactly_once_v2"
-commit.interval.ms = %d
-enable.transactional.statestores = true
-statestore.cache.max.bytes = 0`, commitIntervalMs),
+		name:    "wordcount",
+		script:  "wordcount.lua",
+		streams: wordcountStreams("exactly_once_v2"),
 		// Every line holds one word, and every count update is emitted.
-		expect:  func() outputCounter { return &perRecord{keep: func(string) bool { return true }} },
+		expect:  everyRecord,
 		latency: true,
+	},
+	{
+		name:    "wordcount-alos",
+		script:  "wordcount.lua",
+		streams: wordcountStreams("at_least_once"),
+		expect:  everyRecord,
+		latency: true,
+	},
+	{
+		name:    "goka-wordcount",
+		script:  "wordcount.lua",
+		streams: wordcountStreams("at_least_once"),
+		expect:  everyRecord,
+		latency: true,
+		goka:    "wordcount",
+	},
+	{
+		name:       "wordcount-1m-keys",
+		script:     "wordcount.lua",
+		streams:    wordcountStreams("exactly_once_v2"),
+		expect:     everyRecord,
+		vocabulary: millionKeys,
+	},
+	{
+		name:       "goka-wordcount-1m-keys",
+		script:     "wordcount.lua",
+		streams:    wordcountStreams("at_least_once"),
+		expect:     everyRecord,
+		goka:       "wordcount",
+		vocabulary: millionKeys,
 	},
 	{
 		name:   "windowed",
@@ -90,15 +145,27 @@ enable.transactional.statestores = true`, commitIntervalMs),
 	},
 }
 
-func scenarioNamed(name string) (scenario, error) {
+// everyRecord expects one output per input: every word count update is emitted.
+func everyRecord() outputCounter { return &perRecord{keep: func(string) bool { return true }} }
+
+// longWords expects what the stateless pipelines keep: the words longer than four letters.
+func longWords() outputCounter { return &perRecord{keep: func(k string) bool { return len(k) > 4 }} }
+
+func scenarioNames() []string {
 	var names []string
+	for _, s := range scenarios {
+		names = append(names, s.name)
+	}
+	return names
+}
+
+func scenarioNamed(name string) (scenario, error) {
 	for _, s := range scenarios {
 		if s.name == name {
 			return s, nil
 		}
-		names = append(names, s.name)
 	}
-	return scenario{}, fmt.Errorf("unknown scenario %q (have: %s)", name, strings.Join(names, ", "))
+	return scenario{}, fmt.Errorf("unknown scenario %q (have: %s)", name, strings.Join(scenarioNames(), ", "))
 }
 
 // parseScenarios reads the -scenarios list, keeping the table's order.

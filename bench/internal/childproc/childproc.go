@@ -18,6 +18,16 @@ import (
 	"time"
 )
 
+// The topics every scenario reads and writes, on the harness's broker.
+const (
+	InputTopic  = "bench-in"
+	OutputTopic = "bench-out"
+)
+
+// ConfigFile is the agent config the harness writes into a scenario process's directory: an
+// agent's, or the one whose Kafka client settings a goka process takes.
+const ConfigFile = "bench.toml"
+
 // The parent and a child talk in lines: the parent writes commands on the child's stdin,
 // the child answers with one JSON event per line on stdout (its logs go to stderr).
 const (
