@@ -50,6 +50,7 @@ bench:
 
 lint:
 	$(GO) vet ./...
+	cd bench/goka && $(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 
 # Each fuzz target for FUZZTIME, a count of runs (NNNx): a duration races the fuzzing

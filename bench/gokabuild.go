@@ -9,20 +9,32 @@ import (
 )
 
 // buildGoka builds the goka scenario processes' executable (bench/goka, a module of its own
-// so that the product's go.mod does not carry goka) into dir and returns its path.
-func buildGoka(dir string) (string, error) {
+// so that the product's go.mod does not carry goka) into dir and returns its path and the
+// goka version it holds.
+func buildGoka(dir string) (exe, version string, err error) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
-		return "", fmt.Errorf("find the product's module (go list -m): %w", err)
+		return "", "", fmt.Errorf("find the product's module (go list -m): %w", err)
 	}
 	src := filepath.Join(strings.TrimSpace(string(out)), "bench", "goka")
-	exe := filepath.Join(dir, "bench-goka")
-	cmd := exec.Command("go", "build", "-o", exe, ".")
-	cmd.Dir = src
-	// A go.work above the checkout must not pull the module into a workspace it is not in.
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build %s: %w\n%s", src, err, out)
+	goIn := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = src
+		// A go.work above the checkout must not pull the module into a workspace it is not in.
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("go %s in %s: %w\n%s", strings.Join(args, " "), src, err, out)
+		}
+		return out, nil
 	}
-	return exe, nil
+	exe = filepath.Join(dir, "bench-goka")
+	if _, err := goIn("build", "-o", exe, "."); err != nil {
+		return "", "", err
+	}
+	v, err := goIn("list", "-m", "-f", "{{.Version}}", "github.com/lovoo/goka")
+	if err != nil {
+		return "", "", err
+	}
+	return exe, strings.TrimSpace(string(v)), nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,18 +78,15 @@ func run(argv []string, stdout io.Writer) error {
 			return fmt.Errorf("-micro %s: %w", *micro, err)
 		}
 	}
-	for _, sc := range selected {
-		if sc.goka != "" {
-			dir, err := os.MkdirTemp("", "stoatflow-bench-goka-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			fmt.Fprintln(os.Stderr, "bench: building bench/goka")
-			if rep.opts.gokaExe, err = buildGoka(dir); err != nil {
-				return err
-			}
-			break
+	if slices.ContainsFunc(selected, func(sc scenario) bool { return sc.goka != "" }) {
+		dir, err := os.MkdirTemp("", "stoatflow-bench-goka-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		fmt.Fprintln(os.Stderr, "bench: building bench/goka")
+		if rep.opts.gokaExe, rep.gokaVersion, err = buildGoka(dir); err != nil {
+			return err
 		}
 	}
 	if err := measure(rep, selected); err != nil {

@@ -95,3 +95,57 @@ func TestTableShowsRatiosAndUnsupported(t *testing.T) {
 		}
 	}
 }
+
+func TestGokaTargetsCompareRoundByRound(t *testing.T) {
+	rep := testReport(t)
+	byName := func(n string) scenario {
+		sc, err := scenarioNamed(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	runs := func(seconds ...float64) []runResult {
+		var out []runResult
+		for _, s := range seconds {
+			out = append(out, runResult{elapsed: time.Duration(s * float64(time.Second)), stats: childproc.Stats{CPUSeconds: 8}})
+		}
+		return out
+	}
+	rep.opts.runs = 3
+	rep.results = []scenarioResult{
+		// Round 2 is slow for both: the ratio of each round is 2.0, 2.0, 2.0.
+		{sc: byName("wordcount"), runs: runs(10, 20, 10)},
+		{sc: byName("goka-wordcount"), runs: runs(20, 40, 20)},
+		{sc: byName("stateless"), runs: runs(4, 4, 4)},
+		{sc: byName("goka-stateless"), runs: runs(4, 5, 4)},
+	}
+	got := map[string]target{}
+	for _, tg := range rep.gokaTargets() {
+		got[tg.what] = tg
+	}
+	for what, met := range map[string]string{
+		"word count, exactly-once, ≥ 2.0× goka's word count":   "yes",
+		"word count, exactly-once, ≤ 9 CPU s per M records":    "yes",
+		"stateless ≥ 1.2× goka's stateless re-emit":            "**no**",
+		"word count at-least-once ≥ the exactly-once rate":     "n/a",
+		"word count, 1,000,000-word vocabulary, ≥ 1.2× goka's": "n/a",
+		"windowed: CPU per record ≤ 2× the word count's":       "n/a",
+	} {
+		if got[what].met != met {
+			t.Errorf("%s: met = %q (%s), want %q", what, got[what].met, got[what].measured, met)
+		}
+	}
+	if m := got["word count, exactly-once, ≥ 2.0× goka's word count"].measured; m != "2.00× goka" {
+		t.Errorf("word count ratio: %q", m)
+	}
+	table := rep.gokaTable()
+	for _, want := range []string{
+		"| word count, exactly-once / goka (at-least-once) | 100,000 (50,000 – 100,000) | 50,000 (25,000 – 50,000) | 2.00× | 8.00 / 8.00 |",
+		"| word count at-least-once / goka | not measured (scenario not run or failed) | | | |",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+}
