@@ -93,8 +93,12 @@ func (rep *report) table() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |", label, fmtSpread(rps, "%s"), ratio)
 		for i := range rep.opts.latencyLoads {
-			if !r.sc.latency {
+			switch {
+			case r.sc.closeWindows:
 				b.WriteString(" n/a: final results wait for the window to close |")
+				continue
+			case !r.sc.latency:
+				b.WriteString(" n/a: not measured for this scenario |")
 				continue
 			}
 			p50 := r.spreadOf(func(x runResult) float64 { return ms(x.latency[i].p50) })

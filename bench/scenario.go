@@ -33,7 +33,8 @@ type scenario struct {
 	// expect counts the output records the input yields.
 	expect func() outputCounter
 	// latency says whether a paced phase measures end-to-end latency after the backlog:
-	// suppressed windows emit only when they close, so latency means something else there.
+	// suppressed windows emit only when they close, so latency means something else there,
+	// and the 1 M keys word counts measure throughput only.
 	latency bool
 	// closeWindows ends the input with records past every window's end and grace.
 	closeWindows bool
