@@ -39,11 +39,18 @@ func testBroker(t *testing.T, partitions int32, topics ...string) []string {
 	return emb.Addrs()
 }
 
+// saramaTestConfig is the config of the tests' own clients. Their producers are
+// idempotent: a broker may append a request and still answer it with a retriable error
+// (REQUEST_TIMED_OUT, or a connection lost before the answer), and a retry would then
+// write its records twice, a duplicate in the input that an exactly-once check would
+// blame on the agent. With idempotence the broker drops the retry.
 func saramaTestConfig() *sarama.Config {
 	c := sarama.NewConfig()
 	c.Version = sarama.V3_6_0_0
 	c.Producer.Return.Successes = true
 	c.Producer.RequiredAcks = sarama.WaitForAll
+	c.Producer.Idempotent = true
+	c.Net.MaxOpenRequests = 1
 	c.Producer.Partitioner = sarama.NewManualPartitioner
 	c.Consumer.Offsets.Initial = sarama.OffsetOldest
 	return c

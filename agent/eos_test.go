@@ -10,6 +10,9 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -68,6 +71,40 @@ func produceKeys(t *testing.T, brokers []string, partitions int32, n, keys, from
 	}
 	if err := prod.SendMessages(msgs); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The exactly-once checks count what the agent made of its input, so the input must hold
+// each record once, also when the broker appends a produce request and answers it with a
+// retriable error: the test producer's retry must not write the records again.
+func TestTestInputIsExactWhenTheBrokerTimesOutAnAppend(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	// kfake answers a produce faulted with REQUEST_TIMED_OUT after appending it.
+	timedOut := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "in", Err: kerr.RequestTimedOut})
+	brokers := cluster.ListenAddrs()
+	produceKeys(t, brokers, 2, 20, 5, 0, "v")
+	if timedOut.Hits() != 1 {
+		t.Fatalf("the timeout answered %d produce requests, want 1", timedOut.Hits())
+	}
+	client, err := sarama.NewClient(brokers, saramaTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var held int64
+	for p := int32(0); p < 2; p++ {
+		end, err := client.GetOffset("in", p, sarama.OffsetNewest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held += end
+	}
+	if held != 20 {
+		t.Fatalf("the input holds %d records, want the 20 produced", held)
 	}
 }
 

@@ -127,14 +127,11 @@ func cutWhileProcessing(t *testing.T, b *proxiedBroker, m *metrics.Metrics, tota
 }
 
 // feedDirect writes n records from the index from on: key k<i mod keys> in the partition the
-// default partitioner gives it, value v<i>, header trace=t. It bypasses the proxy, with
-// an idempotent producer, so the input is exact whatever the faults.
+// default partitioner gives it, value v<i>, header trace=t. It bypasses the proxy, and
+// its producer is idempotent (saramaTestConfig), so the input is exact whatever the faults.
 func feedDirect(t *testing.T, b *proxiedBroker, n, from, keys int) {
 	t.Helper()
-	c := b.direct(saramaTestConfig())
-	c.Producer.Idempotent = true
-	c.Net.MaxOpenRequests = 1
-	prod, err := sarama.NewSyncProducer(b.Addrs(), c)
+	prod, err := sarama.NewSyncProducer(b.Addrs(), b.direct(saramaTestConfig()))
 	if err != nil {
 		t.Fatal(err)
 	}
