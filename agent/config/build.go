@@ -38,7 +38,7 @@ func (b *builder) report(p Problem) {
 // fail reports a problem of a key once, at the key's line.
 func (b *builder) fail(kind Kind, key, format string, args ...any) {
 	p := Problem{Kind: kind, Key: key, Message: fmt.Sprintf(format, args...), Line: b.lines[key]}
-	for _, have := range b.errs {
+	for _, have := range append(b.errs[:len(b.errs):len(b.errs)], b.cfg.Notices...) {
 		if have.Key == p.Key && have.Message == p.Message {
 			return
 		}
@@ -314,6 +314,10 @@ func unwrapPathError(err error) error {
 // forces, and the security settings, which must make a working connection.
 func (b *builder) checkClient(cl Client) {
 	eos := b.cfg.ExactlyOnce()
+	if d := bootstrapResolveTimeout.Get(cl); d > 0 {
+		b.fail(KindIgnored, bootstrapResolveTimeout.Source(cl), "the setting (%d) is ignored and Kafka Streams' forced value (0) is used: "+
+			"Kafka Streams does not support asynchronous bootstrap resolution (KAFKA-20939)", d.Milliseconds())
+	}
 	switch cl.Role() {
 	case ForConsumer:
 		if eos && IsolationLevel.IsSet(cl) && IsolationLevel.Get(cl) != "read_committed" {

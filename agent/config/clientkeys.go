@@ -42,6 +42,8 @@ var (
 		Doc: "Wait before retrying a failed request (sarama's metadata, producer, consumer and admin retry backoffs)."})
 	MetadataMaxAge = declareClient[time.Duration](&clientKeys, Key{Name: "metadata.max.age.ms", Type: TypeDuration, Default: "300000", Client: ForAll,
 		Doc: "How often cluster metadata is refreshed (sarama Metadata.RefreshFrequency)."})
+	bootstrapResolveTimeout = declareClient[time.Duration](&clientKeys, Key{Name: "bootstrap.resolve.timeout.ms", Type: TypeDuration, Default: "0", Client: ForAll,
+		Doc: "KIP-909's asynchronous resolution of bootstrap.servers: Kafka Streams forces it to 0 (resolve once, at start) for every client it creates (KAFKA-20939), and so does StoatFlow; a positive value is ignored with a warning."})
 	SocketConnectionSetupTimeout = declareClient[time.Duration](&clientKeys, Key{Name: "socket.connection.setup.timeout.ms", Type: TypeDuration, Default: "10000", Min: 1, Client: ForAll,
 		Doc: "How long opening a connection to a broker may take (sarama Net.DialTimeout)."})
 	ClientRack = declareClient[string](&clientKeys, Key{Name: "client.rack", Type: TypeString, Client: ForAll,

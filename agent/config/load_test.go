@@ -223,6 +223,33 @@ func TestIgnoredKeyIsNotice(t *testing.T) {
 	}
 }
 
+// Kafka Streams 4.4 forces bootstrap.resolve.timeout.ms to 0 for all its clients and
+// warns about a positive value (KAFKA-20939); 0 is accepted silently, under every prefix.
+func TestBootstrapResolveTimeoutForcedToZero(t *testing.T) {
+	cfg := mustParse(t, "", "bootstrap.resolve.timeout.ms = 0\nadmin.bootstrap.resolve.timeout.ms = 0")
+	if len(cfg.Notices) != 0 {
+		t.Fatalf("0 is Kafka Streams' own value, want no notice, got %v", cfg.Notices)
+	}
+	cfg = mustParse(t, "", "bootstrap.resolve.timeout.ms = 30000\nproducer.bootstrap.resolve.timeout.ms = \"1m\"")
+	var got []string
+	for _, n := range cfg.Notices {
+		if n.Kind != KindIgnored {
+			t.Errorf("notice %+v is not of the kind ignored", n)
+		}
+		got = append(got, n.Format("agent.toml"))
+	}
+	want := []string{
+		"agent.toml:7: streams.bootstrap.resolve.timeout.ms: the setting (30000) is ignored and Kafka Streams' forced value (0) is used: Kafka Streams does not support asynchronous bootstrap resolution (KAFKA-20939)",
+		"agent.toml:8: streams.producer.bootstrap.resolve.timeout.ms: the setting (60000) is ignored and Kafka Streams' forced value (0) is used: Kafka Streams does not support asynchronous bootstrap resolution (KAFKA-20939)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("notices:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := parse(t, "", "consumer.bootstrap.resolve.timeout.ms = -1"); err == nil {
+		t.Fatal("a negative timeout is accepted")
+	}
+}
+
 func TestIgnoredKeyStillTypeChecked(t *testing.T) {
 	_, err := parse(t, "", `num.standby.replicas = "two"`)
 	if err == nil || !strings.Contains(err.Error(), `invalid value "two": expected an integer`) {
