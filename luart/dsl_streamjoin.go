@@ -1,6 +1,8 @@
 package luart
 
 import (
+	"fmt"
+
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -8,11 +10,13 @@ import (
 
 // joinWindowsClass is stoat.JoinWindows: ofTimeDifferenceWithNoGrace(d) and
 // ofTimeDifferenceAndGrace(d, grace), then :before(d) and :after(d) on the result
-// (durations in ms or "10s" strings).
+// (durations in ms or "10s" strings); and the deprecated of(d) and :grace(g), which keep
+// Kafka Streams' old join semantics, with a warning from validate.
 func (rt *Runtime) joinWindowsClass() *lua.LTable {
 	L := rt.L
 	cls := L.NewTable()
 	var mk func(L *lua.LState, w pipeline.JoinWindows) int
+	var grace lua.LGFunction
 	bound := func(after bool) lua.LGFunction {
 		return func(L *lua.LState) int {
 			w := checkValue[pipeline.JoinWindows](L, "JoinWindows")
@@ -33,8 +37,22 @@ func (rt *Runtime) joinWindowsClass() *lua.LTable {
 		L.Push(rt.wrap(L, "JoinWindows", w, map[string]lua.LGFunction{
 			"before": bound(false),
 			"after":  bound(true),
+			"grace":  grace,
 		}))
 		return 1
+	}
+	grace = func(L *lua.LState) int {
+		w := checkValue[pipeline.JoinWindows](L, "JoinWindows")
+		if !w.SpuriousResultFixOff {
+			L.RaiseError("JoinWindows:grace: cannot call grace() after setting grace value via ofTimeDifferenceAndGrace or ofTimeDifferenceWithNoGrace")
+		}
+		g, err := durationMs(L.Get(2))
+		if err != nil {
+			L.ArgError(2, err.Error())
+		}
+		rt.deprecatedJoinWindows("JoinWindows:grace(afterWindowEnd)")
+		w.Grace = g
+		return mk(L, w)
 	}
 	cls.RawSetString("ofTimeDifferenceWithNoGrace", L.NewFunction(func(L *lua.LState) int {
 		d, err := durationMs(L.Get(1))
@@ -42,6 +60,14 @@ func (rt *Runtime) joinWindowsClass() *lua.LTable {
 			L.ArgError(1, err.Error())
 		}
 		return mk(L, pipeline.JoinWindows{Before: d, After: d})
+	}))
+	cls.RawSetString("of", L.NewFunction(func(L *lua.LState) int {
+		d, err := durationMs(L.Get(1))
+		if err != nil {
+			L.ArgError(1, err.Error())
+		}
+		rt.deprecatedJoinWindows("JoinWindows.of(timeDifference)")
+		return mk(L, pipeline.DeprecatedJoinWindows(d))
 	}))
 	cls.RawSetString("ofTimeDifferenceAndGrace", L.NewFunction(func(L *lua.LState) int {
 		d, err := durationMs(L.Get(1))
@@ -55,6 +81,13 @@ func (rt *Runtime) joinWindowsClass() *lua.LTable {
 		return mk(L, pipeline.JoinWindows{Before: d, After: d, Grace: grace})
 	}))
 	return cls
+}
+
+// deprecatedJoinWindows warns, as javac does for Kafka Streams' deprecated JoinWindows
+// methods, that what keeps the old semantics.
+func (rt *Runtime) deprecatedJoinWindows(what string) {
+	rt.Warnings = append(rt.Warnings, fmt.Sprintf("%s: %s is deprecated since Kafka Streams 3.0: use ofTimeDifferenceWithNoGrace or ofTimeDifferenceAndGrace; "+
+		"until then a left or outer join emits a record without a partner at once, joined with nil, and again when its partner arrives (the spurious-result fix, KAFKA-10847, is off)", rt.where(), what))
 }
 
 // streamJoiner wraps a stream-stream joiner chosen by arity, as valueJoiner does:

@@ -98,3 +98,65 @@ func TestStreamJoinDSLErrors(t *testing.T) {
 		}
 	}
 }
+
+// Kafka Streams' KStreamKStreamLeftJoinTest#testLeftJoinWithSpuriousResultFixDisabledOldApi
+// and #testLeftJoinDuplicatesWithSpuriousResultFixDisabledOldApi: the deprecated
+// JoinWindows.of (and grace) keep the old semantics, where a record without a partner is
+// joined with nil at once and again when its partner comes; only the two window stores
+// exist, and validate warns.
+func TestStreamJoinDeprecatedJoinWindowsOf(t *testing.T) {
+	script := prelude + `
+local right = b:stream("right")
+b:stream("left"):leftJoin(right, function(lv, rv) return lv .. "+" .. tostring(rv) end,
+  s.JoinWindows.of("100ms")%s):to("out")
+return b`
+	for _, c := range []struct {
+		grace  string
+		inputs []sjInput
+		want   []string
+	}{
+		{"", []sjInput{{"left", "0", "A0", 0}, {"left", "1", "A1", 0}, {"right", "0", "a0", 0}, {"right", "1", "a1", 0}},
+			[]string{"0 A0+nil @0", "1 A1+nil @0", "0 A0+a0 @0", "1 A1+a1 @0"}},
+		{":grace(10)", []sjInput{{"left", "0", "A0", 0}, {"left", "0", "A0-0", 0}, {"right", "0", "a0", 0}},
+			[]string{"0 A0+nil @0", "0 A0-0+nil @0", "0 A0+a0 @0", "0 A0-0+a0 @0"}},
+	} {
+		rt, b, err := load(t, strings.Replace(script, "%s", c.grace, 1), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantWarnings := 1
+		if c.grace != "" {
+			wantWarnings = 2
+		}
+		if len(rt.Warnings) != wantWarnings || !strings.Contains(rt.Warnings[0], "pipeline.lua:6: JoinWindows.of(timeDifference) is deprecated since Kafka Streams 3.0") {
+			t.Errorf("warnings %q", rt.Warnings)
+		}
+		if len(b.Stores()) != 2 {
+			t.Errorf("stores %v, want only the two window stores", b.Stores())
+		}
+		if text := b.Describe().String(); strings.Contains(text, "OUTERSHARED") {
+			t.Errorf("describe shows an outer-join buffer:\n%s", text)
+		}
+		expectLines(t, pipeSJ(t, storeDriverFor(t, b), c.inputs...), c.want)
+	}
+}
+
+// JoinWindows.of's grace is 24 h minus the window size, and grace() is refused on the new
+// factories, as in Kafka Streams.
+func TestStreamJoinDeprecatedJoinWindowsGrace(t *testing.T) {
+	_, b, err := load(t, prelude+`
+b:stream("left"):join(b:stream("right"), function(lv, rv) return lv end, s.JoinWindows.of("1h")):to("out")
+return b`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range b.Stores() {
+		if spec.Retention != 24*3600*1000 {
+			t.Errorf("store %s retention %d, want before + after + grace = 24 h", spec.Name, spec.Retention)
+		}
+	}
+	_, _, err = load(t, prelude+`s.JoinWindows.ofTimeDifferenceWithNoGrace(5):grace(1)`, nil)
+	if err == nil || !strings.Contains(err.Error(), "cannot call grace() after setting grace value via ofTimeDifferenceAndGrace or ofTimeDifferenceWithNoGrace") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -6,14 +6,27 @@ import (
 	"fmt"
 )
 
-// JoinWindows bound a stream-stream join (Kafka Streams' JoinWindows built with
-// ofTimeDifference*): a left record at l joins a right record at r iff
-// l − Before ≤ r ≤ l + After. Times are milliseconds.
+// JoinWindows bound a stream-stream join (Kafka Streams' JoinWindows): a left record at l
+// joins a right record at r iff l − Before ≤ r ≤ l + After. Times are milliseconds.
 type JoinWindows struct {
 	Before int64
 	After  int64
 	Grace  int64
+	// SpuriousResultFixOff marks windows built with the deprecated JoinWindows.of and grace:
+	// Kafka Streams keeps its fix of spurious left/outer join results (KAFKA-10847) off for
+	// them (KAFKA-12909), so a record without a partner yet is joined with nil at once, and
+	// joined again when a partner arrives later.
+	SpuriousResultFixOff bool
 }
+
+// DeprecatedJoinWindows is JoinWindows.of(d): before = after = d, the old default grace
+// of 24 hours minus the window size (at least 0), and the spurious-result fix off.
+func DeprecatedJoinWindows(d int64) JoinWindows {
+	return JoinWindows{Before: d, After: d, Grace: max(deprecatedDefaultGrace-2*d, 0), SpuriousResultFixOff: true}
+}
+
+// deprecatedDefaultGrace is Windows.DEPRECATED_DEFAULT_24_HR_GRACE_PERIOD.
+const deprecatedDefaultGrace = 24 * 60 * 60 * 1000
 
 // Validate applies Kafka Streams' checks: before + after ≥ 0, grace ≥ 0.
 func (w JoinWindows) Validate() error {
@@ -107,7 +120,8 @@ func (s *KStream) JoinStream(other *KStream, kind StreamJoinKind, joiner StreamV
 	}
 	sh := &streamJoinShared{windows: w, joiner: joiner,
 		keySerde: thisSerdes.Key, leftValues: thisSerdes.Value, rightValues: otherSerdes.Value}
-	if kind != InnerStreamJoin {
+	// Without the spurious-result fix Kafka Streams adds no outer-join buffer.
+	if kind != InnerStreamJoin && !w.SpuriousResultFixOff {
 		sh.buffer = bufferStore
 		if err := b.AddStateStore(StoreSpec{Name: bufferStore, Type: KeyValueStoreType, Logged: true,
 			Serdes: Serdes{Key: rawBytesSerde{}, Value: rawBytesSerde{}}}); err != nil {
@@ -313,8 +327,8 @@ func (p *streamJoinSide) Process(rec Record) error {
 	if len(matches) > 0 || !p.outer {
 		return nil
 	}
-	if p.closing(p.left).closedByWatermark(ts) {
-		return p.join(rec, rec.Value, nil, ts) // its window is already closed
+	if p.sh.buffer == "" || p.closing(p.left).closedByWatermark(ts) {
+		return p.join(rec, rec.Value, nil, ts) // no fix, or its window is already closed
 	}
 	return p.bufferRecord(rec)
 }

@@ -260,3 +260,20 @@ func TestOuterStreamJoinBufferEmitsEachWaitingRecordUnderItsKey(t *testing.T) {
 	expectJoin(t, pipeJoin(t, d, joinInput{"left", "K9", "l9", 20_000}), "K2:l2+null@13000")
 	expectJoin(t, pipeJoin(t, d, joinInput{"right", "K8", "r8", 40_000}), "K9:l9+null@20000")
 }
+
+// Kafka Streams' KStreamKStreamOuterJoinTest semantics without the spurious-result fix
+// (JoinWindows.of): an outer join emits each unmatched record at once, on both sides, then
+// every match as it comes; no outer-join buffer is declared.
+func TestStreamOuterJoinWithoutSpuriousResultFix(t *testing.T) {
+	d, _, b := streamJoinDriver(t, OuterStreamJoin, DeprecatedJoinWindows(100), StreamJoined{})
+	for _, spec := range b.Stores() {
+		if spec.Type != WindowStoreType || spec.Retention != 24*3600*1000 {
+			t.Errorf("store %+v, want only window stores retaining before + after + (24 h - 2d)", spec)
+		}
+	}
+	expectJoin(t, pipeJoin(t, d,
+		joinInput{"left", "0", "A0", 0}, joinInput{"right", "1", "a1", 5},
+		joinInput{"right", "0", "a0", 300}, joinInput{"right", "0", "b0", 50},
+		joinInput{"left", "1", "A1", 100}),
+		"0:A0+null@0", "1:null+a1@5", "0:null+a0@300", "0:A0+b0@50", "1:A1+a1@100")
+}
