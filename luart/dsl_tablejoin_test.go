@@ -129,7 +129,9 @@ return b`, nil)
 }
 
 // Names in Kafka Streams' order (KTableImpl#doJoin): merge first, then this and other side;
-// each side's processor is connected to the other side's store.
+// each side's processor is connected to the other side's store. The merge node lists this
+// side first, as in KStreamImplTest#shouldSupportTableTableJoinWithKStreamToKTable: the
+// sides are linked in that order, and a TreeSet keeps the order of the sizes at the time.
 func TestTableTableJoinDescribe(t *testing.T) {
 	_, b, err := load(t, prelude+`b:table("left"):join(b:table("right"), function(a, c) return a end):toStream():to("out")
 return b`, nil)
@@ -156,7 +158,7 @@ return b`, nil)
       <-- KTABLE-SOURCE-0000000002
     Processor: KTABLE-MERGE-0000000006 (stores: [])
       --> KTABLE-TOSTREAM-0000000009
-      <-- KTABLE-JOINOTHER-0000000008, KTABLE-JOINTHIS-0000000007
+      <-- KTABLE-JOINTHIS-0000000007, KTABLE-JOINOTHER-0000000008
     Processor: KTABLE-TOSTREAM-0000000009 (stores: [])
       --> KSTREAM-SINK-0000000010
       <-- KTABLE-MERGE-0000000006

@@ -51,7 +51,7 @@ func (b *StreamsBuilder) Describe() *TopologyDescription {
 		if src := globalMember(members, global); src != nil {
 			proc := src.Children[0]
 			d.GlobalStores = append(d.GlobalStores, GlobalStore{ID: id,
-				Source: describeNode(src, func(n []*Node) []*Node { return n }), Processor: describeNode(proc, func(n []*Node) []*Node { return n })})
+				Source: describeNode(src, src.Children, nil), Processor: describeNode(proc, nil, proc.Parents)})
 			continue
 		}
 		in := map[*Node]bool{}
@@ -84,9 +84,10 @@ func (b *StreamsBuilder) Describe() *TopologyDescription {
 			})
 			return out
 		}
+		succ, pred := linkOrders(members)
 		st := Subtopology{ID: id}
 		for _, n := range order(members) {
-			st.Nodes = append(st.Nodes, describeNode(n, order))
+			st.Nodes = append(st.Nodes, describeNode(n, succ[n], pred[n]))
 		}
 		d.Subtopologies = append(d.Subtopologies, st)
 	}
@@ -103,15 +104,16 @@ func globalMember(members []*Node, global map[*Node]bool) *Node {
 	return nil
 }
 
-func describeNode(n *Node, order func([]*Node) []*Node) DescribedNode {
+// describeNode describes n with its successors and predecessors in print order.
+func describeNode(n *Node, successors, predecessors []*Node) DescribedNode {
 	names := func(nodes []*Node) []string {
 		out := []string{}
-		for _, x := range order(nodes) {
+		for _, x := range nodes {
 			out = append(out, x.Name)
 		}
 		return out
 	}
-	dn := DescribedNode{Name: n.Name, Internal: n.Internal, Successors: names(n.Children), Predecessors: names(n.Parents)}
+	dn := DescribedNode{Name: n.Name, Internal: n.Internal, Successors: names(successors), Predecessors: names(predecessors)}
 	switch n.Kind {
 	case SourceNode:
 		dn.Type = "source"

@@ -76,3 +76,30 @@ func TestDescribeNamedRepartitionAndSplit(t *testing.T) {
 		}
 	}
 }
+
+// Kafka Streams links the nodes one by one and keeps predecessors in a TreeSet by the
+// sizes of the moment: a merge lists its parents in the order they were linked (this, then
+// other), although by their final sizes and names the other would come first.
+func TestDescribeMergeListsParentsInLinkOrder(t *testing.T) {
+	b := newTestBuilder()
+	s1, _ := b.Stream([]string{"one"}, Consumed{Name: "b-source"})
+	s2, _ := b.Stream([]string{"two"}, Consumed{Name: "a-source"})
+	m, _ := s1.Merge(s2, "")
+	_ = m.To("out", Produced{})
+	want := `Topologies:
+   Sub-topology: 0
+    Source: a-source (topics: [two])
+      --> KSTREAM-MERGE-0000000002
+    Source: b-source (topics: [one])
+      --> KSTREAM-MERGE-0000000002
+    Processor: KSTREAM-MERGE-0000000002 (stores: [])
+      --> KSTREAM-SINK-0000000003
+      <-- b-source, a-source
+    Sink: KSTREAM-SINK-0000000003 (topic: out)
+      <-- KSTREAM-MERGE-0000000002
+
+`
+	if got := b.Describe().String(); got != want {
+		t.Fatalf("describe:\n%s\nwant:\n%s", got, want)
+	}
+}
