@@ -221,17 +221,7 @@ func (a *Agent) changelogReads(db *state.DB, b *pipeline.StreamsBuilder, k *kafk
 // ensureChangelogs creates the changelog topic of every logged store: compacted, one
 // partition per task (the largest source partition count).
 func (a *Agent) ensureChangelogs(k *kafkaClients, b *pipeline.StreamsBuilder) error {
-	topics := map[string]kafkaio.TopicSpec{}
-	compact := "compact"
-	for _, s := range b.Stores() {
-		if s.Logged {
-			topics[pipeline.ChangelogTopic(a.cfg.ApplicationID, s.Name)] = kafkaio.TopicSpec{
-				Partitions:        k.maxPartitions(),
-				ReplicationFactor: a.cfg.ReplicationFactor,
-				Configs:           map[string]*string{"cleanup.policy": &compact},
-			}
-		}
-	}
+	topics := changelogTopics(a.cfg.ApplicationID, b.Stores(), k.maxPartitions(), a.cfg.ReplicationFactor)
 	if len(topics) == 0 {
 		return nil
 	}
@@ -240,4 +230,22 @@ func (a *Agent) ensureChangelogs(k *kafkaClients, b *pipeline.StreamsBuilder) er
 		return err
 	}
 	return kafkaio.EnsureTopics(k.brokers, adminCfg, topics)
+}
+
+// changelogTopics are the changelog topics of the logged stores: compacted, with the
+// store's own topic settings (withLoggingEnabled(Map)) over that.
+func changelogTopics(appID string, stores []pipeline.StoreSpec, partitions int32, replication int16) map[string]kafkaio.TopicSpec {
+	topics := map[string]kafkaio.TopicSpec{}
+	for _, s := range stores {
+		if !s.Logged {
+			continue
+		}
+		compact := "compact"
+		configs := map[string]*string{"cleanup.policy": &compact}
+		for name, v := range s.TopicConfig {
+			configs[name] = &v
+		}
+		topics[pipeline.ChangelogTopic(appID, s.Name)] = kafkaio.TopicSpec{Partitions: partitions, ReplicationFactor: replication, Configs: configs}
+	}
+	return topics
 }

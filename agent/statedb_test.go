@@ -3,6 +3,7 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // A state database LevelDB finds corrupt is not used: the agent deletes it and rebuilds
@@ -83,4 +85,31 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// A changelog topic is compacted unless the store's withLoggingEnabled(Map) settings say
+// otherwise; stores with logging disabled have none.
+func TestChangelogTopicsTakeTheStoresTopicSettings(t *testing.T) {
+	topics := changelogTopics("app", []pipeline.StoreSpec{
+		{Name: "plain", Logged: true},
+		{Name: "tuned", Logged: true, TopicConfig: map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "1000"}},
+		{Name: "unlogged"},
+	}, 4, 3)
+	got := map[string]map[string]string{}
+	for name, spec := range topics {
+		if spec.Partitions != 4 || spec.ReplicationFactor != 3 {
+			t.Errorf("%s: %+v", name, spec)
+		}
+		got[name] = map[string]string{}
+		for k, v := range spec.Configs {
+			got[name][k] = *v
+		}
+	}
+	want := map[string]map[string]string{
+		"app-plain-changelog": {"cleanup.policy": "compact"},
+		"app-tuned-changelog": {"cleanup.policy": "compact,delete", "retention.ms": "1000"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("changelog topics %v, want %v", got, want)
+	}
 }

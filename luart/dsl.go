@@ -225,6 +225,44 @@ func optBool(L *lua.LState, t *lua.LTable, key string) bool {
 	}
 }
 
+// topicConfig reads the changelog topic settings of withLoggingEnabled(Map): a table of
+// topic config names to string, number or boolean values.
+func topicConfig(L *lua.LState, v lua.LValue, what string) map[string]string {
+	t, ok := v.(*lua.LTable)
+	if !ok {
+		L.RaiseError("%s: changelog topic settings must be a table {[\"name\"] = value}, not a %s", what, v.Type())
+	}
+	cfg := map[string]string{}
+	t.ForEach(func(k, v lua.LValue) {
+		name, ok := k.(lua.LString)
+		if !ok || name == "" {
+			L.RaiseError("%s: changelog topic setting names must be strings, not %s", what, k.Type())
+		}
+		switch v.(type) {
+		case lua.LString, lua.LNumber, lua.LBool:
+			cfg[string(name)] = v.String()
+		default:
+			L.RaiseError("%s: changelog topic setting %q must be a string, number or boolean, not a %s", what, string(name), v.Type())
+		}
+	})
+	return cfg
+}
+
+// loggingOpt reads `logging = true | false | {topic settings}` (withLoggingEnabled,
+// withLoggingDisabled, withLoggingEnabled(Map)).
+func loggingOpt(L *lua.LState, t *lua.LTable, what string) (disabled bool, cfg map[string]string) {
+	switch v := t.RawGetString("logging").(type) {
+	case *lua.LNilType:
+	case lua.LBool:
+		disabled = !bool(v)
+	case *lua.LTable:
+		cfg = topicConfig(L, v, what)
+	default:
+		L.RaiseError("%s: logging must be true, false or a table of changelog topic settings, not a %s", what, v.Type())
+	}
+	return disabled, cfg
+}
+
 // serdeOpt resolves a serde option: a serde name, a stoat.serde{...} value, or a Schema
 // Registry serde (stoat.avro{...} and friends).
 func (rt *Runtime) serdeOpt(L *lua.LState, t *lua.LTable, key string) pipeline.Serde {

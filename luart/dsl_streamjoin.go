@@ -124,10 +124,51 @@ func (rt *Runtime) sJoinStream(L *lua.LState, ks, other *pipeline.KStream, kind 
 	if !ok {
 		L.ArgError(4, "a stream-stream join needs join windows, e.g. stoat.JoinWindows.ofTimeDifferenceWithNoGrace(\"5m\")")
 	}
-	o := options(L, 5, "join", streamJoinOpts)
-	out, err := ks.JoinStream(other, kind, rt.streamJoiner(fn), w,
-		pipeline.StreamJoined{Name: optString(L, o, "name"), StoreName: optString(L, o, "storeName")})
+	out, err := ks.JoinStream(other, kind, rt.streamJoiner(fn), w, rt.streamJoinedOpt(L, 5))
 	return rt.pushStream(L, out, err)
+}
+
+// streamJoinedOpt reads the StreamJoined options {name=, storeName=, keySerde=,
+// valueSerde=, otherValueSerde=, thisStoreSupplier=, otherStoreSupplier=, logging=}; a
+// store supplier is {name=, retention=, windowSize=, retainDuplicates=}, the arguments
+// of Stores.persistentWindowStore.
+func (rt *Runtime) streamJoinedOpt(L *lua.LState, i int) pipeline.StreamJoined {
+	o := options(L, i, "join", "name", "storeName", "keySerde", "valueSerde", "otherValueSerde",
+		"thisStoreSupplier", "otherStoreSupplier", "logging")
+	sj := pipeline.StreamJoined{Name: optString(L, o, "name"), StoreName: optString(L, o, "storeName"),
+		Serdes: rt.serdesOpt(L, o), OtherValueSerde: rt.serdeOpt(L, o, "otherValueSerde")}
+	sj.LoggingDisabled, sj.TopicConfig = loggingOpt(L, o, "join")
+	sj.ThisStore = windowStoreSupplierOpt(L, o, "thisStoreSupplier")
+	sj.OtherStore = windowStoreSupplierOpt(L, o, "otherStoreSupplier")
+	return sj
+}
+
+func windowStoreSupplierOpt(L *lua.LState, o *lua.LTable, key string) *pipeline.WindowStoreSupplier {
+	v := o.RawGetString(key)
+	if v == lua.LNil {
+		return nil
+	}
+	if _, ok := v.(*lua.LTable); !ok {
+		L.RaiseError("%s must be a window store supplier {name=, retention=, windowSize=, retainDuplicates=}, not a %s", key, v.Type())
+	}
+	L.Push(v)
+	so := options(L, L.GetTop(), key, "name", "retention", "windowSize", "retainDuplicates")
+	L.Pop(1)
+	sup := &pipeline.WindowStoreSupplier{Name: optString(L, so, "name"), RetainDuplicates: optBool(L, so, "retainDuplicates")}
+	if sup.Name == "" {
+		L.RaiseError("%s needs a name", key)
+	}
+	for _, d := range []struct {
+		opt string
+		dst *int64
+	}{{"retention", &sup.Retention}, {"windowSize", &sup.WindowSize}} {
+		ms, err := durationMs(so.RawGetString(d.opt))
+		if err != nil {
+			L.RaiseError("%s %q: %s: %v", key, sup.Name, d.opt, err)
+		}
+		*d.dst = ms
+	}
+	return sup
 }
 
 // sOuterJoin implements stream:outerJoin(otherStream, ...): only streams have outer joins.

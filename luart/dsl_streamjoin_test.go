@@ -1,6 +1,7 @@
 package luart
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -158,5 +159,119 @@ return b`, nil)
 	_, _, err = load(t, prelude+`s.JoinWindows.ofTimeDifferenceWithNoGrace(5):grace(1)`, nil)
 	if err == nil || !strings.Contains(err.Error(), "cannot call grace() after setting grace value via ofTimeDifferenceAndGrace or ofTimeDifferenceWithNoGrace") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// Kafka Streams' TopologyTest#streamStreamLeftJoinTopologyWithCustomStoresSuppliers and
+// #streamStreamOuterJoinTopologyWithCustomStoresSuppliers: the stores take the suppliers'
+// names, and the outer-join buffer the this-side supplier's.
+func TestStreamJoinStoreSuppliersDescribe(t *testing.T) {
+	for _, c := range []struct{ join, want string }{
+		{"leftJoin", `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [input-topic1])
+      --> KSTREAM-WINDOWED-0000000002
+    Source: KSTREAM-SOURCE-0000000001 (topics: [input-topic2])
+      --> KSTREAM-WINDOWED-0000000003
+    Processor: KSTREAM-WINDOWED-0000000002 (stores: [in-memory-join-store])
+      --> KSTREAM-JOINTHIS-0000000004
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KSTREAM-WINDOWED-0000000003 (stores: [in-memory-join-store-other])
+      --> KSTREAM-OUTEROTHER-0000000005
+      <-- KSTREAM-SOURCE-0000000001
+    Processor: KSTREAM-JOINTHIS-0000000004 (stores: [in-memory-join-store-other, in-memory-join-store-left-shared-join-store])
+      --> KSTREAM-MERGE-0000000006
+      <-- KSTREAM-WINDOWED-0000000002
+    Processor: KSTREAM-OUTEROTHER-0000000005 (stores: [in-memory-join-store, in-memory-join-store-left-shared-join-store])
+      --> KSTREAM-MERGE-0000000006
+      <-- KSTREAM-WINDOWED-0000000003
+    Processor: KSTREAM-MERGE-0000000006 (stores: [])
+      --> none
+      <-- KSTREAM-JOINTHIS-0000000004, KSTREAM-OUTEROTHER-0000000005
+
+`},
+		{"outerJoin", `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [input-topic1])
+      --> KSTREAM-WINDOWED-0000000002
+    Source: KSTREAM-SOURCE-0000000001 (topics: [input-topic2])
+      --> KSTREAM-WINDOWED-0000000003
+    Processor: KSTREAM-WINDOWED-0000000002 (stores: [in-memory-join-store])
+      --> KSTREAM-OUTERTHIS-0000000004
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KSTREAM-WINDOWED-0000000003 (stores: [in-memory-join-store-other])
+      --> KSTREAM-OUTEROTHER-0000000005
+      <-- KSTREAM-SOURCE-0000000001
+    Processor: KSTREAM-OUTEROTHER-0000000005 (stores: [in-memory-join-store-outer-shared-join-store, in-memory-join-store])
+      --> KSTREAM-MERGE-0000000006
+      <-- KSTREAM-WINDOWED-0000000003
+    Processor: KSTREAM-OUTERTHIS-0000000004 (stores: [in-memory-join-store-other, in-memory-join-store-outer-shared-join-store])
+      --> KSTREAM-MERGE-0000000006
+      <-- KSTREAM-WINDOWED-0000000002
+    Processor: KSTREAM-MERGE-0000000006 (stores: [])
+      --> none
+      <-- KSTREAM-OUTERTHIS-0000000004, KSTREAM-OUTEROTHER-0000000005
+
+`},
+	} {
+		_, b, err := load(t, prelude+`
+local w = s.JoinWindows.ofTimeDifferenceWithNoGrace(100)
+b:stream("input-topic1"):`+c.join+`(b:stream("input-topic2"), function(a, c) return a end, w, {
+  keySerde = "integer", valueSerde = "string", otherValueSerde = "json",
+  thisStoreSupplier = {name = "in-memory-join-store", retention = 200, windowSize = 200, retainDuplicates = true},
+  otherStoreSupplier = {name = "in-memory-join-store-other", retention = 200, windowSize = 200, retainDuplicates = true}})
+return b`, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Describe().String(); got != c.want {
+			t.Errorf("%s:\n%s\nwant:\n%s", c.join, got, c.want)
+		}
+		serdes := map[string]string{}
+		for _, spec := range b.Stores() {
+			if spec.Type == pipeline.WindowStoreType {
+				serdes[spec.Name] = spec.Serdes.Key.Name() + "/" + spec.Serdes.Value.Name()
+			}
+		}
+		if serdes["in-memory-join-store"] != "integer/string" || serdes["in-memory-join-store-other"] != "integer/json" {
+			t.Errorf("%s: the stores take StreamJoined's serdes: %v", c.join, serdes)
+		}
+	}
+}
+
+// StreamJoined's checks (KStreamImplJoin#assertWindowSettings, #assertUniqueStoreNames)
+// and its logging settings.
+func TestStreamJoinedChecksAndLogging(t *testing.T) {
+	join := prelude + `b:stream("l"):join(b:stream("r"), function(a, c) return a end, s.JoinWindows.ofTimeDifferenceAndGrace(10, 5), %s)
+return b`
+	for _, c := range []struct{ opts, want string }{
+		{`{thisStoreSupplier = {name = "x", retention = 25, windowSize = 20}}`, `the store supplier "x" must set retainDuplicates=true, found retainDuplicates=false`},
+		{`{otherStoreSupplier = {name = "x", retention = 30, windowSize = 20, retainDuplicates = true}}`, `window settings mismatch: the store supplier "x" (retention 30 ms, window size 20 ms)`},
+		{`{thisStoreSupplier = {name = "x", retention = 25, windowSize = 20, retainDuplicates = true}, otherStoreSupplier = {name = "x", retention = 25, windowSize = 20, retainDuplicates = true}}`, `both store suppliers are named "x"`},
+		{`{thisStoreSupplier = {retention = 25}}`, "thisStoreSupplier needs a name"},
+		{`{logging = "yes"}`, "logging must be true, false or a table of changelog topic settings"},
+	} {
+		_, _, err := load(t, strings.Replace(join, "%s", c.opts, 1), nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.opts, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		opts   string
+		logged bool
+		cfg    map[string]string
+	}{
+		{`{logging = false}`, false, nil},
+		{`{logging = {["retention.ms"] = 1000, ["cleanup.policy"] = "delete"}}`, true, map[string]string{"retention.ms": "1000", "cleanup.policy": "delete"}},
+	} {
+		_, b, err := load(t, strings.Replace(join, "%s", c.opts, 1), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range b.Stores() {
+			if spec.Logged != c.logged || !reflect.DeepEqual(spec.TopicConfig, c.cfg) {
+				t.Errorf("%s: store %s logged %v with %v", c.opts, spec.Name, spec.Logged, spec.TopicConfig)
+			}
+		}
 	}
 }

@@ -112,14 +112,12 @@ func (rt *Runtime) wrapBufferConfig(L *lua.LState, bc pipeline.BufferConfig) *lu
 		}),
 		"shutDownWhenFull":    update(func(_ *lua.LState, bc *pipeline.BufferConfig) { bc.EmitEarlyWhenFull = false }),
 		"emitEarlyWhenFull":   update(func(_ *lua.LState, bc *pipeline.BufferConfig) { bc.EmitEarlyWhenFull = true }),
-		"withLoggingDisabled": update(func(_ *lua.LState, bc *pipeline.BufferConfig) { bc.LoggingDisabled = true }),
+		"withLoggingDisabled": update(func(_ *lua.LState, bc *pipeline.BufferConfig) { bc.LoggingDisabled, bc.TopicConfig = true, nil }),
 		"withLoggingEnabled": update(func(L *lua.LState, bc *pipeline.BufferConfig) {
-			if cfg := L.OptTable(2, nil); cfg != nil {
-				if k, _ := cfg.Next(lua.LNil); k != lua.LNil {
-					L.RaiseError("not supported yet: changelog topic configs for a suppression buffer (withLoggingEnabled takes no settings)")
-				}
+			bc.LoggingDisabled, bc.TopicConfig = false, nil
+			if v := L.Get(2); v != lua.LNil {
+				bc.TopicConfig = topicConfig(L, v, "BufferConfig:withLoggingEnabled")
 			}
-			bc.LoggingDisabled = false
 		}),
 	})
 }

@@ -1,6 +1,7 @@
 package luart
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -284,3 +285,43 @@ const groupedCountHead = `Topologies:
     Source: counts-repartition-source (topics: [counts-repartition])
       --> KSTREAM-AGGREGATE-0000000002
 `
+
+// Suppressed.BufferConfig.withLoggingDisabled() and withLoggingEnabled(Map): the buffer
+// store is not logged, or its changelog topic takes the given settings.
+func TestSuppressBufferLogging(t *testing.T) {
+	script := prelude + `b:table("in"):suppress(s.Suppressed.untilTimeLimit("1s", s.Suppressed.BufferConfig.maxRecords(5)%s)):toStream():to("out")
+return b`
+	for _, c := range []struct {
+		buffer string
+		logged bool
+		cfg    map[string]string
+	}{
+		{"", true, nil},
+		{":withLoggingDisabled()", false, nil},
+		{`:withLoggingDisabled():withLoggingEnabled({["retention.ms"] = 60000, ["min.insync.replicas"] = "2"})`, true,
+			map[string]string{"retention.ms": "60000", "min.insync.replicas": "2"}},
+		{`:withLoggingEnabled({["retention.ms"] = 1}):withLoggingDisabled()`, false, nil},
+	} {
+		_, b, err := load(t, strings.Replace(script, "%s", c.buffer, 1), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, spec := range b.Stores() {
+			if spec.Name != "KTABLE-SUPPRESS-STATE-STORE-0000000004" {
+				continue
+			}
+			found = true
+			if spec.Logged != c.logged || !reflect.DeepEqual(spec.TopicConfig, c.cfg) {
+				t.Errorf("%q: buffer store logged %v with %v, want %v with %v", c.buffer, spec.Logged, spec.TopicConfig, c.logged, c.cfg)
+			}
+		}
+		if !found {
+			t.Fatalf("no suppression buffer store in %v", b.Stores())
+		}
+	}
+	_, _, err := load(t, strings.Replace(script, "%s", `:withLoggingEnabled({["retention.ms"] = {}})`, 1), nil)
+	if err == nil || !strings.Contains(err.Error(), `changelog topic setting "retention.ms" must be a string, number or boolean`) {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -39,10 +39,41 @@ func (w JoinWindows) Validate() error {
 	return nil
 }
 
-// StreamJoined names a stream-stream join's processors (Name) and stores (StoreName).
+// StreamJoined configures a stream-stream join (Kafka Streams' StreamJoined): Name names
+// its processors, StoreName its stores; the serdes are the stores' (and a repartition's),
+// defaulting to each stream's; ThisStore and OtherStore are window store suppliers
+// (withThisStoreSupplier, withOtherStoreSupplier) whose names the stores take.
 type StreamJoined struct {
-	Name      string
-	StoreName string
+	Name            string
+	StoreName       string
+	Serdes          Serdes // key, and this stream's values
+	OtherValueSerde Serde
+	ThisStore       *WindowStoreSupplier
+	OtherStore      *WindowStoreSupplier
+	LoggingDisabled bool
+	TopicConfig     map[string]string // withLoggingEnabled(Map)
+}
+
+// WindowStoreSupplier is Stores.persistentWindowStore(name, retention, windowSize,
+// retainDuplicates) given to a StreamJoined; times are milliseconds.
+type WindowStoreSupplier struct {
+	Name             string
+	Retention        int64
+	WindowSize       int64
+	RetainDuplicates bool
+}
+
+// check is KStreamImplJoin#assertWindowSettings.
+func (s *WindowStoreSupplier) check(w JoinWindows) error {
+	if !s.RetainDuplicates {
+		return fmt.Errorf("the store supplier %q must set retainDuplicates=true, found retainDuplicates=false", s.Name)
+	}
+	if s.Retention != w.Before+w.After+w.Grace || s.WindowSize != w.Before+w.After {
+		return fmt.Errorf("window settings mismatch: the store supplier %q (retention %d ms, window size %d ms) must match the join windows "+
+			"(retention = before + after + grace = %d ms, window size = before + after = %d ms)",
+			s.Name, s.Retention, s.WindowSize, w.Before+w.After+w.Grace, w.Before+w.After)
+	}
+	return nil
 }
 
 // StreamValueJoiner joins a left and a right value; one of them is nil for the non-joined
@@ -69,6 +100,17 @@ func (s *KStream) JoinStream(other *KStream, kind StreamJoinKind, joiner StreamV
 	}
 	if err := w.Validate(); err != nil {
 		return nil, fmt.Errorf("join: %w", err)
+	}
+	for _, sup := range []*WindowStoreSupplier{opts.ThisStore, opts.OtherStore} {
+		if sup == nil {
+			continue
+		}
+		if err := sup.check(w); err != nil {
+			return nil, fmt.Errorf("join: %w", err)
+		}
+	}
+	if opts.ThisStore != nil && opts.OtherStore != nil && opts.ThisStore.Name == opts.OtherStore.Name {
+		return nil, fmt.Errorf("join: both store suppliers are named %q; store suppliers must have unique names", opts.ThisStore.Name)
 	}
 	b := s.b
 	thisOuter, otherOuter := kind == OuterStreamJoin, kind != InnerStreamJoin
@@ -97,22 +139,37 @@ func (s *KStream) JoinStream(other *KStream, kind StreamJoinKind, joiner StreamV
 	}
 	thisStore, otherStore := thisGenerated+"-store", otherGenerated+"-store"
 	bufferStore := fmt.Sprintf("KSTREAM-OUTERSHARED-%010d-store", thisIndex)
+	// OuterStreamJoinStoreFactory: a named this-side supplier names the buffer, else the
+	// store name.
+	bufferBase := opts.StoreName
+	if opts.ThisStore != nil {
+		bufferBase = opts.ThisStore.Name
+	}
 	if opts.StoreName != "" {
 		thisStore, otherStore = opts.StoreName+thisSuffix+"-store", opts.StoreName+otherSuffix+"-store"
-		bufferStore = opts.StoreName + "-left-shared-join-store"
+	}
+	if bufferBase != "" {
+		bufferStore = bufferBase + "-left-shared-join-store"
 		if thisOuter {
-			bufferStore = opts.StoreName + "-outer-shared-join-store"
+			bufferStore = bufferBase + "-outer-shared-join-store"
 		}
+	}
+	if opts.ThisStore != nil {
+		thisStore = opts.ThisStore.Name
+	}
+	if opts.OtherStore != nil {
+		otherStore = opts.OtherStore.Name
 	}
 	mergeName := b.newName("KSTREAM-MERGE-", suffixed("-merge"))
 
-	thisSerdes, otherSerdes := b.orDefaults(s.serdes), b.orDefaults(other.serdes)
+	thisSerdes := b.orDefaults(Serdes{Key: orSerde(opts.Serdes.Key, s.serdes.Key), Value: orSerde(opts.Serdes.Value, s.serdes.Value)})
+	otherSerdes := b.orDefaults(Serdes{Key: thisSerdes.Key, Value: orSerde(opts.OtherValueSerde, other.serdes.Value)})
 	size := max(w.Before+w.After, 1) // the store needs a positive window size
 	for _, spec := range []StoreSpec{
 		{Name: thisStore, Serdes: thisSerdes},
-		{Name: otherStore, Serdes: Serdes{Key: thisSerdes.Key, Value: otherSerdes.Value}},
+		{Name: otherStore, Serdes: otherSerdes},
 	} {
-		spec.Type, spec.Logged, spec.RetainDuplicates = WindowStoreType, true, true
+		spec.Type, spec.Logged, spec.RetainDuplicates, spec.TopicConfig = WindowStoreType, !opts.LoggingDisabled, true, opts.TopicConfig
 		spec.WindowSize, spec.Retention = size, max(w.Before+w.After+w.Grace, size)
 		if err := b.AddStateStore(spec); err != nil {
 			return nil, fmt.Errorf("join: %w", err)
@@ -123,7 +180,7 @@ func (s *KStream) JoinStream(other *KStream, kind StreamJoinKind, joiner StreamV
 	// Without the spurious-result fix Kafka Streams adds no outer-join buffer.
 	if kind != InnerStreamJoin && !w.SpuriousResultFixOff {
 		sh.buffer = bufferStore
-		if err := b.AddStateStore(StoreSpec{Name: bufferStore, Type: KeyValueStoreType, Logged: true,
+		if err := b.AddStateStore(StoreSpec{Name: bufferStore, Type: KeyValueStoreType, Logged: !opts.LoggingDisabled, TopicConfig: opts.TopicConfig,
 			Serdes: Serdes{Key: rawBytesSerde{}, Value: rawBytesSerde{}}}); err != nil {
 			return nil, fmt.Errorf("join: %w", err)
 		}

@@ -58,6 +58,9 @@ type StoreSpec struct {
 	// CachingDisabled turns off the record cache in front of a DSL store
 	// (Materialized#withCachingDisabled).
 	CachingDisabled bool
+	// TopicConfig are settings of a logged store's changelog topic, over the agent's own
+	// (withLoggingEnabled(Map) of Materialized, StreamJoined and Suppressed.BufferConfig).
+	TopicConfig map[string]string
 }
 
 // Validate applies Kafka Streams' store builder checks (Stores.*). Package state opens

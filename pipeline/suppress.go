@@ -28,6 +28,8 @@ type BufferConfig struct {
 	// otherwise a full buffer stops the application (shutDownWhenFull).
 	EmitEarlyWhenFull bool
 	LoggingDisabled   bool
+	// TopicConfig are the buffer changelog's topic settings (withLoggingEnabled(Map)).
+	TopicConfig map[string]string
 }
 
 func (c BufferConfig) limits() (records, bytes int64) {
@@ -84,7 +86,7 @@ func (t *KTable) Suppress(s Suppressed) (*KTable, error) {
 		return nil, err
 	}
 	serdes := t.b.orDefaults(t.serdes)
-	t.b.stores[storeName] = &StoreSpec{Name: storeName, Type: KeyValueStoreType, Serdes: serdes, Logged: !s.Buffer.LoggingDisabled}
+	t.b.stores[storeName] = &StoreSpec{Name: storeName, Type: KeyValueStoreType, Serdes: serdes, Logged: !s.Buffer.LoggingDisabled, TopicConfig: s.Buffer.TopicConfig}
 	// The buffer keeps each key's value from before its first buffered update, as Kafka
 	// Streams' suppress does, so it asks its parents for old values.
 	t.enableSendingOldValues()
