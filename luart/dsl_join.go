@@ -52,13 +52,14 @@ func (rt *Runtime) sJoin(left bool) lua.LGFunction {
 			L.ArgError(2, "join needs a KStream, a KTable or a GlobalKTable")
 		}
 		fn := L.CheckFunction(3)
-		o := options(L, 4, "join", namedOpts)
+		o := options(L, 4, "join", "name", "keySerde", "valueSerde")
+		j := pipeline.Joined{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o)}
 		var out *pipeline.KStream
 		var err error
 		if left {
-			out, err = ks.LeftJoin(table, rt.valueJoiner(fn), optString(L, o, "name"))
+			out, err = ks.LeftJoin(table, rt.valueJoiner(fn), j)
 		} else {
-			out, err = ks.Join(table, rt.valueJoiner(fn), optString(L, o, "name"))
+			out, err = ks.Join(table, rt.valueJoiner(fn), j)
 		}
 		return rt.pushStream(L, out, err)
 	}

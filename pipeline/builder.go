@@ -14,6 +14,8 @@ type StreamsBuilder struct {
 	sourceTopics map[string]*Node
 	stores       map[string]*StoreSpec
 	defaults     Serdes
+	// copartitionGroups are the inputs of each join by key (copartition.go).
+	copartitionGroups [][]*Node
 }
 
 // Serdes is a key serde and a value serde.

@@ -139,7 +139,8 @@ func describeNode(n *Node, successors, predecessors []*Node) DescribedNode {
 
 // subtopologies groups the nodes as Kafka Streams' makeNodeGroups does: nodes connected by
 // parent/child edges (and processors sharing a store) form one group; group ids are given
-// walking the source nodes by name, then the other nodes by name.
+// walking the nodes in the order they were added, which is the order Kafka Streams writes
+// them to its topology (upstream groups first, KAFKA-9020).
 func (b *StreamsBuilder) subtopologies() [][]*Node {
 	parent := map[*Node]*Node{}
 	var find func(n *Node) *Node
@@ -168,20 +169,9 @@ func (b *StreamsBuilder) subtopologies() [][]*Node {
 			}
 		}
 	}
-	byName := func(kind func(*Node) bool) []*Node {
-		var out []*Node
-		for _, n := range b.nodes {
-			if kind(n) {
-				out = append(out, n)
-			}
-		}
-		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-		return out
-	}
 	ids := map[*Node]int{}
 	var order []*Node
-	for _, n := range append(byName(func(n *Node) bool { return n.Kind == SourceNode }),
-		byName(func(n *Node) bool { return n.Kind != SourceNode })...) {
+	for _, n := range b.nodes {
 		r := find(n)
 		if _, ok := ids[r]; !ok {
 			ids[r] = len(order)

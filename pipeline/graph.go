@@ -28,6 +28,11 @@ type Node struct {
 	source  *sourceSpec
 	sink    *sinkSpec
 	factory func() Processor // processors
+	// repartitionFilter marks the filter in front of a repartition topic (nullKeyFilter).
+	repartitionFilter bool
+	// relaxesNullKeys marks a join that joins records with a null key (a stream-table left
+	// join, left and outer stream-stream joins): Kafka Streams' NULL_KEY_RELAXED_JOIN.
+	relaxesNullKeys bool
 }
 
 func (n *Node) addChild(c *Node) {

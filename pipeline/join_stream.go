@@ -95,9 +95,6 @@ func (s *KStream) JoinStream(other *KStream, kind StreamJoinKind, joiner StreamV
 	if other == nil || other.b != s.b {
 		return nil, fmt.Errorf("join: the other stream must come from the same builder")
 	}
-	if s.keyChanged || other.keyChanged {
-		return nil, fmt.Errorf("not supported yet: a stream-stream join after an operation that changes the key (repartition first with repartition())")
-	}
 	if err := w.Validate(); err != nil {
 		return nil, fmt.Errorf("join: %w", err)
 	}
@@ -113,6 +110,31 @@ func (s *KStream) JoinStream(other *KStream, kind StreamJoinKind, joiner StreamV
 		return nil, fmt.Errorf("join: both store suppliers are named %q; store suppliers must have unique names", opts.ThisStore.Name)
 	}
 	b := s.b
+	// KStreamImpl#doJoin: a re-keyed side is repartitioned first, into
+	// <name>-left-repartition / <name>-right-repartition, or after its own node.
+	if s.keyChanged {
+		prefix := s.node.Name
+		if opts.Name != "" {
+			prefix = opts.Name + "-left"
+		}
+		rs, err := s.repartitionForJoin(prefix, opts.Serdes)
+		if err != nil {
+			return nil, err
+		}
+		s = rs
+	}
+	if other.keyChanged {
+		prefix := other.node.Name
+		if opts.Name != "" {
+			prefix = opts.Name + "-right"
+		}
+		ro, err := other.repartitionForJoin(prefix, Serdes{Key: opts.Serdes.Key, Value: opts.OtherValueSerde})
+		if err != nil {
+			return nil, err
+		}
+		other = ro
+	}
+	b.copartition(s.node, other.node)
 	thisOuter, otherOuter := kind == OuterStreamJoin, kind != InnerStreamJoin
 	suffixed := func(suffix string) string {
 		if opts.Name == "" {
@@ -202,6 +224,7 @@ func (s *KStream) JoinStream(other *KStream, kind StreamJoinKind, joiner StreamV
 	if err != nil {
 		return nil, err
 	}
+	thisWindowed.relaxesNullKeys, otherWindowed.relaxesNullKeys = otherOuter, otherOuter
 	joinStores := func(store string) []string {
 		if sh.buffer == "" {
 			return []string{store}

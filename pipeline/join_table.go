@@ -6,24 +6,44 @@ import "fmt"
 // join); the key is the stream record's.
 type ValueJoinerWithKey func(rec Record, tableValue any) (any, error)
 
+// Joined configures a stream-table join (Kafka Streams' Joined): Name names the join
+// processor and, after a key change, the repartition topic; Serdes serialise the
+// repartitioned stream (default: the stream's).
+type Joined struct {
+	Name   string
+	Serdes Serdes
+}
+
 // Join joins each stream record with the table's current value for its key (Kafka Streams'
 // KStream#join(KTable)); records without a table value produce nothing.
-func (s *KStream) Join(t *KTable, joiner ValueJoinerWithKey, name string) (*KStream, error) {
-	return s.joinTable(t, joiner, false, name)
+func (s *KStream) Join(t *KTable, joiner ValueJoinerWithKey, j Joined) (*KStream, error) {
+	return s.joinTable(t, joiner, false, j)
 }
 
 // LeftJoin is Join that also emits stream records without a table value (table value nil).
-func (s *KStream) LeftJoin(t *KTable, joiner ValueJoinerWithKey, name string) (*KStream, error) {
-	return s.joinTable(t, joiner, true, name)
+func (s *KStream) LeftJoin(t *KTable, joiner ValueJoinerWithKey, j Joined) (*KStream, error) {
+	return s.joinTable(t, joiner, true, j)
 }
 
-func (s *KStream) joinTable(t *KTable, joiner ValueJoinerWithKey, left bool, name string) (*KStream, error) {
+// joinTable is KStreamImpl#join(KTable): after a key change the stream is repartitioned
+// first, into <Joined name or the stream's node>-repartition, to the partition of the
+// table's key; the stream and the table must be co-partitioned.
+func (s *KStream) joinTable(t *KTable, joiner ValueJoinerWithKey, left bool, j Joined) (*KStream, error) {
 	if t == nil || t.b != s.b {
 		return nil, fmt.Errorf("join: the table must come from the same builder")
 	}
 	if s.keyChanged {
-		return nil, fmt.Errorf("not supported yet: a stream-table join after an operation that changes the key (repartition first with repartition())")
+		prefix := j.Name
+		if prefix == "" {
+			prefix = s.node.Name
+		}
+		rs, err := s.repartitionForJoin(prefix, j.Serdes)
+		if err != nil {
+			return nil, err
+		}
+		s = rs
 	}
+	name := j.Name
 	if t.store == "" && t.materialize != nil {
 		t.materialize()
 	}
@@ -40,7 +60,9 @@ func (s *KStream) joinTable(t *KTable, joiner ValueJoinerWithKey, left bool, nam
 		return nil, err
 	}
 	n.Stores = []string{store}
-	return s.derive(n, Serdes{Key: s.serdes.Key}, false), nil
+	n.relaxesNullKeys = left
+	s.b.copartition(s.node, t.node)
+	return s.derive(n, Serdes{Key: orSerde(j.Serdes.Key, s.serdes.Key)}, false), nil
 }
 
 // streamTableJoin is KStreamKTableJoinProcessor: inner joins drop records with a null key or

@@ -105,6 +105,7 @@ func (t *KTable) JoinTable(other *KTable, joiner ValueJoinerWithKey, kind TableJ
 	}
 	t.node.addChild(thisNode)
 	other.node.addChild(otherNode)
+	b.copartition(t.node, other.node)
 	thisNode.addChild(merge)
 	otherNode.addChild(merge)
 

@@ -14,6 +14,8 @@ type KStream struct {
 	// keyChanged records that the key may differ from the source's partitioning key, so a
 	// later stateful operation must repartition (Kafka Streams' repartitionRequired).
 	keyChanged bool
+	// joinRepartition is the source of the repartition a join of this stream added.
+	joinRepartition *Node
 }
 
 // Node returns the graph node that produces this stream.

@@ -265,22 +265,31 @@ func (p *tableMapValues) Process(rec Record) error {
 }
 
 // ToTable turns a stream into a table (KStream#toTable): a KSTREAM-TOTABLE processor that
-// materializes its store only when named or needed.
+// materializes its store only when named or needed. Names are taken in Kafka Streams'
+// order: the processor, the store, then, after a key change, the repartition topic named
+// after the processor (<processor>-repartition), with the table's serdes.
 func (s *KStream) ToTable(name string, m Materialized) (*KTable, error) {
-	if s.keyChanged {
-		return nil, fmt.Errorf("not supported yet: toTable after an operation that changes the key (repartition first with repartition())")
-	}
+	procName := s.b.newName("KSTREAM-TOTABLE-", name)
 	storeName := m.StoreName
 	if storeName == "" {
 		storeName = s.b.newName("KSTREAM-TOTABLE-STATE-STORE-", "")
 	}
 	serdes := s.b.orDefaults(Serdes{Key: orSerde(m.Serdes.Key, s.serdes.Key), Value: orSerde(m.Serdes.Value, s.serdes.Value)})
+	parent := s.node
+	if s.keyChanged {
+		src, err := s.b.addRepartition(s.node, procName, serdes, 0, nil)
+		if err != nil {
+			return nil, err
+		}
+		parent = src
+	}
 	oldValues := false
 	spec := &tableSourceSpec{}
-	n, err := s.processor("KSTREAM-TOTABLE-", name, func() Processor { return &tableSource{spec: spec, oldValues: &oldValues} })
+	n, err := s.b.addNode(&Node{Name: procName, Kind: ProcessorNode, factory: func() Processor { return &tableSource{spec: spec, oldValues: &oldValues} }})
 	if err != nil {
 		return nil, err
 	}
+	parent.addChild(n)
 	t := &KTable{b: s.b, node: n, serdes: serdes, oldValues: &oldValues}
 	t.materialize = func() {
 		if spec.store != "" {

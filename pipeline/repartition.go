@@ -52,7 +52,7 @@ func (b *StreamsBuilder) addRepartition(parent *Node, prefix string, serdes Serd
 	if !generatedName.MatchString(prefix) {
 		sinkName, filterName, sourceName = topic+"-sink", topic+"-filter", topic+"-source"
 	}
-	filter, err := b.addNode(&Node{Name: filterName, Kind: ProcessorNode, factory: func() Processor { return &nullKeyFilter{} }})
+	filter, err := b.addNode(&Node{Name: filterName, Kind: ProcessorNode, repartitionFilter: true})
 	if err != nil {
 		return nil, err
 	}
@@ -73,16 +73,57 @@ func (b *StreamsBuilder) addRepartition(parent *Node, prefix string, serdes Serd
 }
 
 // nullKeyFilter drops records without a key before a repartition topic, as Kafka Streams'
-// repartition filter does; StoatFlow counts them.
-type nullKeyFilter struct{ ctx *Context }
+// repartition filter does (StoatFlow counts them), unless a join downstream joins records
+// with a null key: then the filter passes everything (InternalStreamsBuilder's
+// rewriteRepartitionNodes).
+type nullKeyFilter struct {
+	ctx      *Context
+	keepNull bool
+}
 
 func (p *nullKeyFilter) Init(ctx *Context) error { p.ctx = ctx; return nil }
 func (p *nullKeyFilter) Process(rec Record) error {
-	if rec.Key == nil {
+	if rec.Key == nil && !p.keepNull {
 		p.ctx.Drop(DropNullKey)
 		return nil
 	}
 	return p.ctx.Forward(rec)
+}
+
+// relaxedDownstream reports whether a join that relaxes null keys is downstream of n,
+// through repartition topics too (NodesWithRelaxedNullKeyJoinDownstream).
+func relaxedDownstream(n *Node, memo map[*Node]bool) bool {
+	if v, ok := memo[n]; ok {
+		return v
+	}
+	memo[n] = false
+	next := n.Children
+	if n.Kind == SinkNode && n.sink.repartitionTo != nil {
+		next = append(next[:len(next):len(next)], n.sink.repartitionTo)
+	}
+	relaxed := n.relaxesNullKeys
+	for _, c := range next {
+		relaxed = relaxedDownstream(c, memo) || relaxed
+	}
+	memo[n] = relaxed
+	return relaxed
+}
+
+// repartitionForJoin is KStreamImpl#repartitionForJoin: the stream through a repartition
+// topic <name>-repartition before a join. serdes default to the stream's. Joining the same
+// stream again under its own name reuses the repartition, still taking the three indices.
+func (s *KStream) repartitionForJoin(name string, serdes Serdes) (*KStream, error) {
+	serdes = Serdes{Key: orSerde(serdes.Key, s.serdes.Key), Value: orSerde(serdes.Value, s.serdes.Value)}
+	if s.joinRepartition != nil && name == s.node.Name {
+		s.b.index += 3
+		return s.derive(s.joinRepartition, serdes, false), nil
+	}
+	src, err := s.b.addRepartition(s.node, name, s.b.orDefaults(serdes), 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.joinRepartition = src
+	return s.derive(src, serdes, false), nil
 }
 
 // repartitionSink moves a record to the in-memory source of its repartition topic.
@@ -95,10 +136,7 @@ type repartitionSink struct {
 
 func (p *repartitionSink) Init(ctx *Context) error {
 	p.ctx = ctx
-	p.partitions = p.spec.partitions
-	if p.partitions == 0 {
-		p.partitions = ctx.maxSourcePartitions()
-	}
+	p.partitions = ctx.topology.repartitionPartitions[p.spec.topic]
 	if p.partitions <= 0 {
 		return fmt.Errorf("repartition topic %s: unknown partition count", p.spec.topic)
 	}

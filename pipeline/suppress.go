@@ -147,7 +147,7 @@ func graceSearch(n *Node, chain string, visited map[*Node]bool) (int64, error) {
 }
 
 func noGraceError(chain string) error {
-	return fmt.Errorf("Invalid topology: Window close time is only defined for windowed computations. Got [%s].", chain)
+	return topologyError("Window close time is only defined for windowed computations. Got [%s].", chain)
 }
 
 // suppressProc is KTableSuppressProcessor. The buffer store holds each key's latest update;

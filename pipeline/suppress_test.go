@@ -102,7 +102,7 @@ func TestSuppressNeedsAWindowedParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = filtered.Suppress(Suppressed{UntilWindowCloses: true})
-	want := "Invalid topology: Window close time is only defined for windowed computations. Got [root->KSTREAM-SOURCE-0000000000->KSTREAM-TOTABLE-0000000002->KTABLE-FILTER-0000000003]."
+	want := "Invalid topology: Window close time is only defined for windowed computations. Got [root->KSTREAM-SOURCE-0000000000->KSTREAM-TOTABLE-0000000001->KTABLE-FILTER-0000000003]."
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
 	}

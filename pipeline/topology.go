@@ -64,6 +64,8 @@ type Topology struct {
 	sensors             Sensors
 	clock               func() int64
 	maxSourcePartitions int32
+	// repartitionPartitions is the partition count of each repartition topic.
+	repartitionPartitions map[string]int32
 
 	storeSpecs    map[string]*StoreSpec
 	storeProvider StoreProvider
@@ -174,6 +176,11 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 	for _, p := range opts.SourcePartitions {
 		t.maxSourcePartitions = max(t.maxSourcePartitions, p)
 	}
+	var err error
+	if t.repartitionPartitions, err = b.repartitionCounts(opts.SourcePartitions, t.maxSourcePartitions); err != nil {
+		return nil, err
+	}
+	relaxed := map[*Node]bool{}
 	byNode := map[*Node]*runtimeNode{}
 	for _, n := range b.nodes {
 		rn := &runtimeNode{name: n.Name, processed: t.sensors.Processed(n.Name)}
@@ -191,7 +198,11 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 				rn.proc = &sinkProc{spec: n.sink}
 			}
 		default:
-			rn.proc = n.factory()
+			if n.repartitionFilter {
+				rn.proc = &nullKeyFilter{keepNull: relaxedDownstream(n, relaxed)}
+			} else {
+				rn.proc = n.factory()
+			}
 		}
 		byNode[n] = rn
 		t.nodes = append(t.nodes, rn)
