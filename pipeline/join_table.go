@@ -43,23 +43,19 @@ func (s *KStream) joinTable(t *KTable, joiner ValueJoinerWithKey, left bool, j J
 		}
 		s = rs
 	}
-	name := j.Name
-	if t.store == "" && t.materialize != nil {
-		t.materialize()
-	}
-	if t.store == "" {
-		return nil, fmt.Errorf("not supported yet: joining a table that has no store (the result of a table filter or mapValues); materialize the table it comes from")
+	rows, err := t.getter()
+	if err != nil {
+		return nil, fmt.Errorf("join: %w", err)
 	}
 	prefix := "KSTREAM-JOIN-"
 	if left {
 		prefix = "KSTREAM-LEFTJOIN-"
 	}
-	store := t.store
-	n, err := s.processor(prefix, name, func() Processor { return &streamTableJoin{store: store, joiner: joiner, left: left} })
+	n, err := s.processor(prefix, j.Name, func() Processor { return &streamTableJoin{rows: rows, joiner: joiner, left: left} })
 	if err != nil {
 		return nil, err
 	}
-	n.Stores = []string{store}
+	n.Stores = rows.stores
 	n.relaxesNullKeys = left
 	s.b.copartition(s.node, t.node)
 	return s.derive(n, Serdes{Key: orSerde(j.Serdes.Key, s.serdes.Key)}, false), nil
@@ -70,7 +66,7 @@ func (s *KStream) joinTable(t *KTable, joiner ValueJoinerWithKey, left bool, j J
 // value (KIP-962). Table updates never emit.
 type streamTableJoin struct {
 	ctx    *Context
-	store  string
+	rows   *tableGetter
 	joiner ValueJoinerWithKey
 	left   bool
 }
@@ -89,11 +85,7 @@ func (p *streamTableJoin) Process(rec Record) error {
 			return nil
 		}
 	} else {
-		store, err := p.ctx.store(p.store, rec.Partition)
-		if err != nil {
-			return err
-		}
-		v, _, found, err := store.Get(rec.Key)
+		v, _, found, err := p.rows.get(p.ctx, rec, rec.Key)
 		if err != nil {
 			return err
 		}

@@ -36,13 +36,13 @@ func (t *KTable) JoinTable(other *KTable, joiner ValueJoinerWithKey, kind TableJ
 	if other == nil || other.b != t.b {
 		return nil, fmt.Errorf("%s: the other table must come from the same builder", kind)
 	}
-	thisStore, err := joinStore(t, kind, "this")
+	thisRows, err := t.getter()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: this side: %w", kind, err)
 	}
-	otherStore, err := joinStore(other, kind, "other")
+	otherRows, err := other.getter()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: other side: %w", kind, err)
 	}
 	b := t.b
 	storeName := ""
@@ -82,16 +82,16 @@ func (t *KTable) JoinTable(other *KTable, joiner ValueJoinerWithKey, kind TableJ
 		thisMode, otherMode = joinOuter, joinOuter
 	}
 	ov := false
-	thisNode, err := b.addNode(&Node{Name: thisName, Kind: ProcessorNode, Stores: []string{otherStore},
+	thisNode, err := b.addNode(&Node{Name: thisName, Kind: ProcessorNode, Stores: otherRows.stores,
 		factory: func() Processor {
-			return &tableJoinSide{store: otherStore, joiner: joiner, mode: thisMode, oldValues: &ov}
+			return &tableJoinSide{partner: otherRows, joiner: joiner, mode: thisMode, oldValues: &ov}
 		}})
 	if err != nil {
 		return nil, err
 	}
-	otherNode, err := b.addNode(&Node{Name: otherName, Kind: ProcessorNode, Stores: []string{thisStore},
+	otherNode, err := b.addNode(&Node{Name: otherName, Kind: ProcessorNode, Stores: thisRows.stores,
 		factory: func() Processor {
-			return &tableJoinSide{store: thisStore, joiner: joiner, mode: otherMode, reversed: true, oldValues: &ov}
+			return &tableJoinSide{partner: thisRows, joiner: joiner, mode: otherMode, reversed: true, oldValues: &ov}
 		}})
 	if err != nil {
 		return nil, err
@@ -121,11 +121,14 @@ func (t *KTable) JoinTable(other *KTable, joiner ValueJoinerWithKey, kind TableJ
 		t.enableSendingOldValues()
 		other.enableSendingOldValues()
 	}
+	if storeName == "" {
+		out.derivedGetter = joinGetter(t, other, joiner, kind)
+	}
 	return out, nil
 }
 
-// joinStore materializes a lazily materialized table and returns its store: a table-table
-// join reads the partner's value from it.
+// joinStore materializes a lazily materialized table and returns its store: a foreign-key
+// join reads and scans the partner's rows there.
 func joinStore(t *KTable, kind TableJoinKind, side string) (string, error) {
 	if t.store == "" && t.materialize != nil {
 		t.materialize()
@@ -155,7 +158,7 @@ const (
 // argument.
 type tableJoinSide struct {
 	ctx      *Context
-	store    string
+	partner  *tableGetter // the other table's rows
 	joiner   ValueJoinerWithKey
 	mode     joinMode
 	reversed bool
@@ -171,11 +174,7 @@ func (p *tableJoinSide) Process(rec Record) error {
 		return nil
 	}
 	c, _ := rec.Value.(Change)
-	store, err := p.ctx.store(p.store, rec.Partition)
-	if err != nil {
-		return err
-	}
-	partner, partnerTs, found, err := store.Get(rec.Key)
+	partner, partnerTs, found, err := p.partner.get(p.ctx, rec, rec.Key)
 	if err != nil {
 		return err
 	}

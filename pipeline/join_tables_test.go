@@ -83,17 +83,9 @@ func TestTableJoinLooksUpTheRecordsPartition(t *testing.T) {
 	}
 }
 
-func TestTableJoinRefusesTablesWithoutStore(t *testing.T) {
+func TestTableJoinRefusesTablesItCannotRead(t *testing.T) {
 	b := newTestBuilder()
 	tables := testTables(t, b, "l", "r")
-	filtered, err := tables[1].Filter(func(Record) (bool, error) { return true, nil }, false, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tables[0].JoinTable(filtered, joinedPairs, OuterTableJoin, "", Materialized{}); err == nil ||
-		!strings.Contains(err.Error(), "not supported yet: outerJoin with a table that has no store (other side") {
-		t.Fatalf("filtered table: %v", err)
-	}
 	s, err := b.Stream([]string{"w"}, Consumed{})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +103,7 @@ func TestTableJoinRefusesTablesWithoutStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := windowed.JoinTable(tables[0], joinedPairs, LeftTableJoin, "", Materialized{}); err == nil ||
-		!strings.Contains(err.Error(), `not supported yet: leftJoin with a table whose store "w-store" is a`) {
+		!strings.Contains(err.Error(), `leftJoin: this side: not supported yet: reading table rows from store "w-store", a timestampedWindow store`) {
 		t.Fatalf("windowed table: %v", err)
 	}
 	other := testTables(t, newTestBuilder(), "x")[0]
@@ -125,5 +117,64 @@ func TestTableJoinRefusesTablesWithoutStore(t *testing.T) {
 	if _, err := tables[0].JoinTable(tables[1], joinedPairs, InnerTableJoin, "", Materialized{Given: true, StoreName: "l-store"}); err == nil ||
 		!strings.Contains(err.Error(), `store "l-store" is already declared`) {
 		t.Fatalf("duplicate store: %v", err)
+	}
+}
+
+// A table without a store is read through its value getter, as Kafka Streams'
+// KTableValueGetter: a filter's or mapValues' rows are its parent's passed through it, an
+// unmaterialized join's are the join of its inputs' rows (KTableImplTest#testStateStore:
+// only the source tables have stores).
+func TestTableJoinReadsRowsOfTablesWithoutStore(t *testing.T) {
+	b := newTestBuilder()
+	tables := testTables(t, b, "l", "r", "x")
+	upper, err := tables[1].MapValues(func(rec Record) (any, error) { return strings.ToUpper(rec.Value.(string)), nil }, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := upper.Filter(func(rec Record) (bool, error) { return rec.Value != "DROP", nil }, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr, err := tables[0].JoinTable(kept, joinedPairs, LeftTableJoin, "", Materialized{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	concat := func(rec Record, other any) (any, error) { return fmt.Sprintf("%v+%v", rec.Value, other), nil }
+	chained, err := tables[2].JoinTable(lr, concat, InnerTableJoin, "", Materialized{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := chained.ToStream("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.To("out", Produced{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(b.Stores()); got != 3 {
+		t.Fatalf("stores %v, want only the three source tables'", b.Stores())
+	}
+	d, err := NewDriver(b, DriverOptions{Stores: NewMemoryStores(), ApplicationID: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := func(topic, k, v string, ts int64) {
+		t.Helper()
+		if err := d.Pipe(topic, []byte(k), []byte(v), ts, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pipe("l", "a", "A", 1)
+	pipe("r", "a", "y", 2)
+	pipe("x", "a", "X", 3) // reads lr's row through the getter: l's row joined with r's, mapped
+	pipe("r", "a", "drop", 4)
+	pipe("x", "a", "X2", 5)
+	want := []string{"a=X+a|A|Y", "a=X+a|A|<nil>", "a=X2+a|A|<nil>"}
+	if got := outputs(d); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	text := b.Describe().String()
+	if !strings.Contains(text, "Processor: KTABLE-JOINTHIS-0000000015 (stores: [r-STATE-STORE-0000000003, l-STATE-STORE-0000000000])") {
+		t.Fatalf("the join reading lr's rows lists the stores they come from:\n%s", text)
 	}
 }

@@ -27,6 +27,9 @@ type KTable struct {
 	parent *KTable
 	// materialize turns a lazily materialized source table into a materialized one.
 	materialize func()
+	// derivedGetter reads the rows of a table without a store from the tables it derives
+	// from (ktable_getter.go).
+	derivedGetter func() (*tableGetter, error)
 }
 
 // Node returns the graph node producing the table.
@@ -177,7 +180,18 @@ func (p *toStreamProc) Process(rec Record) error {
 
 // Filter keeps values for which pred holds; others become tombstones (KTable#filter).
 func (t *KTable) Filter(pred Predicate, not bool, name string) (*KTable, error) {
-	return t.processor("KTABLE-FILTER-", name, func(ov *bool) Processor { return &tableFilter{pred: pred, not: not, oldValues: ov} })
+	out, err := t.processor("KTABLE-FILTER-", name, func(ov *bool) Processor { return &tableFilter{pred: pred, not: not, oldValues: ov} })
+	if err != nil {
+		return nil, err
+	}
+	out.derivedGetter = mappedGetter(t, func(rec Record) (any, error) {
+		ok, err := pred(rec)
+		if err != nil || ok == not {
+			return nil, err
+		}
+		return rec.Value, nil
+	})
+	return out, nil
 }
 
 type tableFilter struct {
@@ -228,6 +242,7 @@ func (t *KTable) MapValues(fn ValueMapper, name string) (*KTable, error) {
 		return nil, err
 	}
 	out.serdes = Serdes{Key: t.serdes.Key}
+	out.derivedGetter = mappedGetter(t, fn)
 	return out, nil
 }
 
