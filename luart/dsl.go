@@ -124,6 +124,7 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 		"SessionWindows": rt.sessionWindowsClass(),
 		"JoinWindows":    rt.joinWindowsClass(),
 		"SlidingWindows": rt.slidingWindowsClass(),
+		"WindowedSerdes": rt.windowedSerdesClass(),
 	} {
 		mod.RawSetString(name, rt.classTable("stoat."+name, cls))
 	}
@@ -225,6 +226,40 @@ func optBool(L *lua.LState, t *lua.LTable, key string) bool {
 	}
 }
 
+// windowedSerde is a serde made by s.WindowedSerdes.
+type windowedSerde struct{ pipeline.Serde }
+
+// windowedSerdesClass is stoat.WindowedSerdes: timeWindowedSerdeFrom(inner, windowSize) and
+// sessionWindowedSerdeFrom(inner), inner being a serde name or value, as Kafka Streams'
+// WindowedSerdes builds them from a class.
+func (rt *Runtime) windowedSerdesClass() *lua.LTable {
+	L := rt.L
+	cls := L.NewTable()
+	inner := func(L *lua.LState, what string) pipeline.Serde {
+		s := rt.serdeValue(L, L.Get(1), "inner serde")
+		if s == nil {
+			L.ArgError(1, what+" needs the inner serde, e.g. \"string\"")
+		}
+		return s
+	}
+	wrap := func(L *lua.LState, s pipeline.Serde) int {
+		L.Push(rt.wrap(L, "WindowedSerde", windowedSerde{s}, map[string]lua.LGFunction{}))
+		return 1
+	}
+	cls.RawSetString("timeWindowedSerdeFrom", L.NewFunction(func(L *lua.LState) int {
+		s := inner(L, "timeWindowedSerdeFrom")
+		size, err := durationMs(L.Get(2))
+		if err != nil || size <= 0 {
+			L.ArgError(2, "timeWindowedSerdeFrom needs the window size (a positive duration)")
+		}
+		return wrap(L, pipeline.TimeWindowedSerde{Inner: s, Size: size})
+	}))
+	cls.RawSetString("sessionWindowedSerdeFrom", L.NewFunction(func(L *lua.LState) int {
+		return wrap(L, pipeline.SessionWindowedSerde{Inner: inner(L, "sessionWindowedSerdeFrom")})
+	}))
+	return cls
+}
+
 // topicConfig reads the changelog topic settings of withLoggingEnabled(Map): a table of
 // topic config names to string, number or boolean values.
 func topicConfig(L *lua.LState, v lua.LValue, what string) map[string]string {
@@ -266,16 +301,24 @@ func loggingOpt(L *lua.LState, t *lua.LTable, what string) (disabled bool, cfg m
 // serdeOpt resolves a serde option: a serde name, a stoat.serde{...} value, or a Schema
 // Registry serde (stoat.avro{...} and friends).
 func (rt *Runtime) serdeOpt(L *lua.LState, t *lua.LTable, key string) pipeline.Serde {
+	return rt.serdeValue(L, t.RawGetString(key), key)
+}
+
+// serdeValue resolves a serde given as a name or a serde value; key names the option.
+func (rt *Runtime) serdeValue(L *lua.LState, v lua.LValue, key string) pipeline.Serde {
 	var s pipeline.Serde
 	var err error
-	switch v := t.RawGetString(key).(type) {
+	switch v := v.(type) {
 	case *lua.LNilType:
 		return nil
 	case lua.LString:
 		if isSchemaSerdeName(string(v)) {
 			s, err = rt.schemaSerdeFor(string(v), key == "keySerde", schemas.Spec{})
-		} else {
-			s, err = serdes.ByName(string(v))
+		} else if s, err = serdes.ByName(string(v)); err == nil {
+			if tw, ok := s.(pipeline.TimeWindowedSerde); ok {
+				tw.Size = rt.opts.WindowSize
+				s = tw
+			}
 		}
 	case *lua.LUserData:
 		switch x := v.Value.(type) {
@@ -283,6 +326,8 @@ func (rt *Runtime) serdeOpt(L *lua.LState, t *lua.LTable, key string) pipeline.S
 			return x
 		case *schemaSerde:
 			s, err = rt.schemaSerdeFor(x.name, key == "keySerde", x.spec)
+		case windowedSerde:
+			return x.Serde
 		}
 	}
 	if err != nil {

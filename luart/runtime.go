@@ -33,7 +33,10 @@ type Options struct {
 	MemoryLimit int64
 	// DefaultKeySerde and DefaultValueSerde name the serdes used where a script names none.
 	DefaultKeySerde, DefaultValueSerde string
-	Logger                             *slog.Logger
+	// WindowSize (ms, window.size.ms) is the window size of time-windowed serdes named
+	// without one ("windowed-string"); 0 leaves them unable to read.
+	WindowSize int64
+	Logger     *slog.Logger
 	// Stdout receives the output of KStream:print().
 	Stdout io.Writer
 	// OnError is called for every error raised by a Lua call, with the script's display name.

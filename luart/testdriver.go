@@ -290,6 +290,9 @@ func (tf *testFile) topicSerdes(L *lua.LState, td *testDriver, what string, i in
 		case lua.LString:
 			name = string(v)
 		case *lua.LUserData:
+			if ws, ok := v.Value.(windowedSerde); ok && !wrapsLuaSerde(ws.Serde) {
+				return ws.Serde
+			}
 			ss, ok := v.Value.(*schemaSerde)
 			if !ok {
 				L.RaiseError("%s: %s must be a serde name or a stoat.avro/protobuf/jsonSchema{...}; a test topic cannot take a stoat.serde{...}, whose functions live in the pipeline's Lua state: use \"bytes\" and decode in the test", what, opt)
@@ -311,4 +314,17 @@ func (tf *testFile) topicSerdes(L *lua.LState, td *testDriver, what string, i in
 		return s
 	}
 	return byName("keySerde", td.defaultKeySerde), byName("valueSerde", td.defaultValueSerde)
+}
+
+// wrapsLuaSerde reports whether a windowed serde's inner serde is a stoat.serde{...}.
+func wrapsLuaSerde(s pipeline.Serde) bool {
+	switch w := s.(type) {
+	case pipeline.TimeWindowedSerde:
+		_, ok := w.Inner.(*luaSerde)
+		return ok
+	case pipeline.SessionWindowedSerde:
+		_, ok := w.Inner.(*luaSerde)
+		return ok
+	}
+	return false
 }

@@ -52,7 +52,7 @@ func (s SessionWindowedSerde) Serialize(topic string, headers Headers, v any) ([
 
 // Deserialize implements Serde.
 func (s SessionWindowedSerde) Deserialize(topic string, headers Headers, data []byte) (any, error) {
-	if data == nil {
+	if len(data) == 0 {
 		return nil, nil
 	}
 	if len(data) < 16 {

@@ -50,7 +50,8 @@ func (w Windowed) String() string { return fmt.Sprintf("[%v@%d/%d]", w.Key, w.St
 
 // TimeWindowedSerde writes a windowed key as Kafka Streams' TimeWindowedSerializer does:
 // [inner key bytes][8-byte big-endian window start]. Reading needs the window size:
-// end = start + size (Long.MAX_VALUE on overflow).
+// end = start + size (Long.MAX_VALUE on overflow); with Size 0 (not known) reading fails,
+// as TimeWindowedDeserializer does without a window size.
 type TimeWindowedSerde struct {
 	Inner Serde
 	Size  int64
@@ -78,8 +79,11 @@ func (s TimeWindowedSerde) Serialize(topic string, headers Headers, v any) ([]by
 
 // Deserialize implements Serde.
 func (s TimeWindowedSerde) Deserialize(topic string, headers Headers, data []byte) (any, error) {
-	if data == nil {
+	if len(data) == 0 {
 		return nil, nil
+	}
+	if s.Size <= 0 {
+		return nil, fmt.Errorf("serde %s: the window size needs to be set, through s.WindowedSerdes.timeWindowedSerdeFrom(inner, size) or the window.size.ms config", s.Name())
 	}
 	if len(data) < 8 {
 		return nil, fmt.Errorf("windowed key serde: %d bytes is too short for a windowed key", len(data))

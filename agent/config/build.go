@@ -185,6 +185,7 @@ func (b *builder) buildStreams() {
 	c.DefaultIQIsolation = defaultIQIsolation.Get(c)
 	c.DefaultKeySerde = defaultKeySerde.Get(c)
 	c.DefaultValueSerde = defaultValueSerde.Get(c)
+	c.WindowSize = windowSize.Get(c)
 	c.DefaultTimestampExtractor = defaultTimestampExtractor.Get(c)
 	c.MaxTaskIdle = maxTaskIdle.Get(c)
 	c.CacheMaxBytes = orDeprecated(c, cacheMaxBytes, cacheMaxBytesBuffering)

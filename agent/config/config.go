@@ -42,6 +42,8 @@ type Config struct {
 	DefaultIQIsolation       string // "READ_UNCOMMITTED" | "READ_COMMITTED"
 	DefaultKeySerde          string
 	DefaultValueSerde        string
+	// WindowSize is window.size.ms: the window size of windowed serdes that give none (0: unset).
+	WindowSize time.Duration
 	// DefaultTimestampExtractor is the short Kafka name, e.g. "FailOnInvalidTimestamp".
 	DefaultTimestampExtractor string
 	MaxTaskIdle               time.Duration // -1ms = never wait

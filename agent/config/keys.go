@@ -377,10 +377,10 @@ var (
 		Reason: reasonPrometheus, Doc: "JMX metric reporter classes."})
 	_ = streamsKeys.add(Key{Name: "enable.metrics.push", Type: TypeBool, Default: "true", Disposition: Ignored,
 		Reason: reasonPrometheus, Doc: "Push client metrics to the broker (KIP-714)."})
-	_ = streamsKeys.add(Key{Name: "window.size.ms", Type: TypeDuration, Disposition: Ignored,
-		Reason: "used only by Java's windowed serdes", Doc: "Window size for Java's windowed deserializer."})
+	windowSize = declare[time.Duration](&streamsKeys, Key{Name: "window.size.ms", Type: TypeDuration, Min: 1,
+		Doc: "Window size of the time-windowed serdes named in scripts (\"windowed-string\" and friends) that do not give one (TimeWindowedDeserializer's window.size.ms); without either, reading such a key fails."})
 	_ = streamsKeys.add(Key{Name: "windowed.inner.class.serde", Type: TypeString, Disposition: Ignored,
-		Reason: "used only by Java's windowed serdes", Doc: "Inner serde for Java's windowed serde."})
+		Reason: "a windowed serde's name carries its inner serde (\"windowed-string\")", Doc: "Inner serde for Java's windowed serde."})
 	_ = streamsKeys.add(Key{Name: "default.client.supplier", Type: TypeString, Disposition: Refused,
 		Reason: "a Java class; StoatFlow's Kafka clients are sarama clients configured by the client properties", Doc: "Java KafkaClientSupplier class."})
 	_ = streamsKeys.add(Key{Name: "processor.wrapper.class", Type: TypeString, Disposition: Unsupported,

@@ -23,9 +23,13 @@ import (
 // order.
 var builtin = []pipeline.Serde{String{}, Bytes{}, JSON{}, Long{}, Integer{}, Double{}}
 
-// windowedPrefix starts the names of the windowed serdes (windowed-string, windowed-long, ...),
-// which need the window key formats.
-const windowedPrefix = "windowed-"
+// The names of Kafka Streams' WindowedSerdes: windowed-<inner> is a TimeWindowedSerde
+// (its window size comes from the script or window.size.ms), session-windowed-<inner> a
+// SessionWindowedSerde, over a built-in inner serde.
+const (
+	windowedPrefix        = "windowed-"
+	sessionWindowedPrefix = "session-windowed-"
+)
 
 // ByName returns the built-in serde with the given name, as written in a pipeline script.
 func ByName(name string) (pipeline.Serde, error) {
@@ -34,10 +38,21 @@ func ByName(name string) (pipeline.Serde, error) {
 			return s, nil
 		}
 	}
-	if strings.HasPrefix(name, windowedPrefix) {
-		return nil, fmt.Errorf("serde %q: not supported yet: windowed serdes", name)
+	for _, prefix := range []string{windowedPrefix, sessionWindowedPrefix} {
+		inner, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		s, err := ByName(inner)
+		if err != nil || strings.Contains(inner, windowedPrefix) {
+			return nil, fmt.Errorf("serde %q: %s needs a built-in inner serde (%s), not %q", name, prefix, strings.Join(Names(), ", "), inner)
+		}
+		if prefix == windowedPrefix {
+			return pipeline.TimeWindowedSerde{Inner: s}, nil
+		}
+		return pipeline.SessionWindowedSerde{Inner: s}, nil
 	}
-	return nil, fmt.Errorf("unknown serde %q (known: %s)", name, strings.Join(Names(), ", "))
+	return nil, fmt.Errorf("unknown serde %q (known: %s, and windowed-<name>, session-windowed-<name>)", name, strings.Join(Names(), ", "))
 }
 
 // Names lists the built-in serde names in sorted order.

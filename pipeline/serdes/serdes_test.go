@@ -39,16 +39,49 @@ func TestByNameUnknownListsKnown(t *testing.T) {
 	if err == nil {
 		t.Fatal("ByName(\"Strng\") succeeded")
 	}
-	want := `unknown serde "Strng" (known: bytes, double, integer, json, long, string)`
+	want := `unknown serde "Strng" (known: bytes, double, integer, json, long, string, and windowed-<name>, session-windowed-<name>)`
 	if err.Error() != want {
 		t.Fatalf("error = %q, want %q", err, want)
 	}
 }
 
-func TestByNameWindowedNotSupported(t *testing.T) {
-	for _, name := range []string{"windowed-string", "windowed-long"} {
-		_, err := ByName(name)
-		if err == nil || !strings.Contains(err.Error(), "not supported yet: windowed serdes") || !strings.Contains(err.Error(), name) {
+// Kafka Streams' WindowedSerdes by name: windowed-<inner> writes [key][8-byte start]
+// (TimeWindowedSerializer) and reads only with a window size; session-windowed-<inner>
+// writes [key][8-byte end][8-byte start] (SessionWindowedSerializer).
+func TestByNameWindowed(t *testing.T) {
+	tw, err := ByName("windowed-string")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := tw.Serialize("t", nil, pipeline.Windowed{Key: "k", Start: 5, End: 15})
+	if err != nil || string(b) != "k\x00\x00\x00\x00\x00\x00\x00\x05" {
+		t.Fatalf("time windowed bytes %q, %v", b, err)
+	}
+	if _, err := tw.Deserialize("t", nil, b); err == nil || !strings.Contains(err.Error(), "the window size needs to be set") {
+		t.Fatalf("reading without a window size: %v", err)
+	}
+	sized := tw.(pipeline.TimeWindowedSerde)
+	sized.Size = 10
+	if v, err := sized.Deserialize("t", nil, b); err != nil || v != (pipeline.Windowed{Key: "k", Start: 5, End: 15}) {
+		t.Fatalf("read %v, %v", v, err)
+	}
+	if v, err := sized.Deserialize("t", nil, []byte{}); v != nil || err != nil {
+		t.Fatalf("empty bytes read as %v, %v; Kafka reads them as null", v, err)
+	}
+	sw, err := ByName("session-windowed-long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = sw.Serialize("t", nil, pipeline.Windowed{Key: int64(1), Start: 2, End: 3})
+	want := "\x00\x00\x00\x00\x00\x00\x00\x01" + "\x00\x00\x00\x00\x00\x00\x00\x03" + "\x00\x00\x00\x00\x00\x00\x00\x02"
+	if err != nil || string(b) != want {
+		t.Fatalf("session windowed bytes %q, %v", b, err)
+	}
+	if v, err := sw.Deserialize("t", nil, b); err != nil || v != (pipeline.Windowed{Key: int64(1), Start: 2, End: 3}) {
+		t.Fatalf("read %v, %v", v, err)
+	}
+	for _, name := range []string{"windowed-nope", "windowed-windowed-string", "session-windowed-windowed-long", "windowed-"} {
+		if _, err := ByName(name); err == nil || !strings.Contains(err.Error(), "needs a built-in inner serde") {
 			t.Errorf("ByName(%q) error = %v", name, err)
 		}
 	}
