@@ -53,7 +53,45 @@ func (rt *Runtime) cgAggregate(L *lua.LState) int {
 	return rt.pushTable(L, t, err)
 }
 
+// cgWindowedBy implements cogrouped:windowedBy(s.TimeWindows... | s.SlidingWindows... |
+// s.SessionWindows...): a TimeWindowedCogroupedKStream with aggregate(init [, opts]), or a
+// SessionWindowedCogroupedKStream with aggregate(init, merger [, opts]).
 func (rt *Runtime) cgWindowedBy(L *lua.LState) int {
-	L.RaiseError("not supported yet: CogroupedKStream:windowedBy (windowed cogrouped aggregations come in a later StoatFlow release; see docs/COMPATIBILITY.md)")
-	return 0
+	c := checkValue[*pipeline.CogroupedKStream](L, "CogroupedKStream")
+	var w *pipeline.WindowedCogroupedKStream
+	var err error
+	ud, _ := L.Get(2).(*lua.LUserData)
+	if ud == nil {
+		L.ArgError(2, "windowedBy needs s.TimeWindows, s.SlidingWindows or s.SessionWindows")
+	}
+	switch x := ud.Value.(type) {
+	case pipeline.TimeWindows:
+		w, err = c.WindowedBy(x)
+	case pipeline.SlidingWindows:
+		w, err = c.WindowedBySliding(x)
+	case pipeline.SessionWindows:
+		w, err = c.WindowedBySession(x)
+	default:
+		L.ArgError(2, "windowedBy needs s.TimeWindows, s.SlidingWindows or s.SessionWindows")
+	}
+	rt.raise(L, err)
+	typeName := "TimeWindowedCogroupedKStream"
+	if w.Sessions() {
+		typeName = "SessionWindowedCogroupedKStream"
+	}
+	L.Push(rt.wrap(L, typeName, w, map[string]lua.LGFunction{
+		"aggregate": func(L *lua.LState) int {
+			w := checkValue[*pipeline.WindowedCogroupedKStream](L, typeName)
+			init := L.CheckFunction(2)
+			var merge pipeline.Merger
+			oi := 3
+			if w.Sessions() {
+				merge, oi = rt.merger(L.CheckFunction(3)), 4
+			}
+			o := options(L, oi, "aggregate", "name", "materialized")
+			t, err := w.Aggregate(rt.initializer(init), merge, rt.materializedOpt(L, o), optString(L, o, "name"))
+			return rt.pushTable(L, t, err)
+		},
+	}))
+	return 1
 }

@@ -113,14 +113,21 @@ func valueSize(v any) int64 {
 
 // emitFor is how a processor materialized in store forwards its updates: through a record
 // cache in front of store, or straight to forward when caching is off for it
-// (statestore.cache.max.bytes = 0, or the store's Materialized disabled caching).
+// (statestore.cache.max.bytes = 0, or the store's Materialized disabled caching). The
+// processors of a cogroup share their store, and so its one cache, which forwards through
+// the last of them, as the last flush listener set on a Kafka Streams caching store wins.
 func (t *Topology) emitFor(store string, forward func(Record) error) func(Record) error {
 	spec, ok := t.storeSpecs[store]
 	if t.cacheMaxBytes <= 0 || !ok || spec.CachingDisabled {
 		return forward
 	}
-	c := newRecordCache(forward)
-	t.caches = append(t.caches, c)
+	c, ok := t.cacheOf[store]
+	if !ok {
+		c = newRecordCache(forward)
+		t.caches = append(t.caches, c)
+		t.cacheOf[store] = c
+	}
+	c.forward = forward
 	return c.put
 }
 

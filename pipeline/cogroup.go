@@ -48,6 +48,99 @@ func (c *CogroupedKStream) Aggregate(init Initializer, m Materialized, name stri
 	if init == nil {
 		return nil, fmt.Errorf("cogroup aggregate needs an initializer")
 	}
+	return c.aggregate(m, name, func(storeName string, serdes Serdes) *StoreSpec {
+		return &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled}
+	}, func(storeName string, agg Aggregator, ov *bool) Processor {
+		return &streamAggregate{store: storeName, init: init, agg: agg, oldValues: ov}
+	})
+}
+
+// WindowedCogroupedKStream is a cogrouped stream with windows (Kafka Streams'
+// TimeWindowedCogroupedKStream and SessionWindowedCogroupedKStream): each input runs its own
+// windowed aggregation processor, with its own stream time, on the one shared store.
+type WindowedCogroupedKStream struct {
+	c       *CogroupedKStream
+	time    *TimeWindows
+	sliding *SlidingWindows
+	session *SessionWindows
+}
+
+// WindowedBy adds time windows to the cogrouping.
+func (c *CogroupedKStream) WindowedBy(w TimeWindows) (*WindowedCogroupedKStream, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	return &WindowedCogroupedKStream{c: c, time: &w}, nil
+}
+
+// WindowedBySliding adds sliding windows to the cogrouping.
+func (c *CogroupedKStream) WindowedBySliding(w SlidingWindows) (*WindowedCogroupedKStream, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	return &WindowedCogroupedKStream{c: c, sliding: &w}, nil
+}
+
+// WindowedBySession adds session windows to the cogrouping; Aggregate then needs a merger.
+func (c *CogroupedKStream) WindowedBySession(w SessionWindows) (*WindowedCogroupedKStream, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	return &WindowedCogroupedKStream{c: c, session: &w}, nil
+}
+
+// Sessions reports whether the windows are session windows, whose aggregate takes a merger.
+func (w *WindowedCogroupedKStream) Sessions() bool { return w.session != nil }
+
+// Aggregate builds the windowed aggregation as Aggregate does, with each input's records
+// windowed by the windows' rules and the result keyed by windowed keys; merge combines two
+// sessions' aggregates (session windows only). Updates are emitted on every window update,
+// the only strategy Kafka Streams gives cogroups.
+func (w *WindowedCogroupedKStream) Aggregate(init Initializer, merge Merger, m Materialized, name string) (*KTable, error) {
+	if init == nil {
+		return nil, fmt.Errorf("cogroup aggregate needs an initializer")
+	}
+	if (merge != nil) != (w.session != nil) {
+		return nil, fmt.Errorf("a session-windowed cogroup aggregate needs a session merger, and only it takes one")
+	}
+	spec := func(storeName string, serdes Serdes) *StoreSpec {
+		s := &StoreSpec{Name: storeName, Type: TimestampedWindowStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled}
+		switch {
+		case w.time != nil:
+			s.WindowSize, s.Retention = w.time.Size, w.time.Size+w.time.Grace
+		case w.sliding != nil:
+			s.WindowSize, s.Retention = w.sliding.TimeDifference, w.sliding.Grace+2*w.sliding.TimeDifference
+		default:
+			s.Type, s.Retention = SessionStoreType, w.session.Gap+w.session.Grace
+		}
+		return s
+	}
+	table, err := w.c.aggregate(m, name, spec, func(storeName string, agg Aggregator, ov *bool) Processor {
+		switch {
+		case w.time != nil:
+			return &windowAggregate{store: storeName, windows: *w.time, init: init, agg: agg, oldValues: ov}
+		case w.sliding != nil:
+			return &slidingAggregate{store: storeName, windows: *w.sliding, init: init, agg: agg, oldValues: ov}
+		}
+		return &sessionAggregate{store: storeName, windows: *w.session, init: init, agg: agg, merge: merge, oldValues: ov}
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case w.time != nil:
+		table.serdes.Key = TimeWindowedSerde{Inner: table.serdes.Key, Size: w.time.Size}
+	case w.sliding != nil:
+		table.serdes.Key = TimeWindowedSerde{Inner: table.serdes.Key, Size: w.sliding.TimeDifference}
+	default:
+		table.serdes.Key = SessionWindowedSerde{Inner: table.serdes.Key}
+	}
+	return table, nil
+}
+
+// aggregate adds the store spec makes and one processor proc makes per input.
+func (c *CogroupedKStream) aggregate(m Materialized, name string, spec func(storeName string, serdes Serdes) *StoreSpec,
+	proc func(storeName string, agg Aggregator, oldValues *bool) Processor) (*KTable, error) {
 	b := c.b
 	storeName := m.StoreName
 	if storeName == "" {
@@ -85,9 +178,7 @@ func (c *CogroupedKStream) Aggregate(init Initializer, m Materialized, name stri
 			return nil, err
 		}
 		agg := in.agg
-		n.factory = func() Processor {
-			return &streamAggregate{store: storeName, init: init, agg: agg, oldValues: &ov}
-		}
+		n.factory = func() Processor { return proc(storeName, agg, &ov) }
 		parents[i].addChild(n)
 		aggs[i] = n
 	}
@@ -101,8 +192,9 @@ func (c *CogroupedKStream) Aggregate(init Initializer, m Materialized, name stri
 	for _, n := range aggs {
 		n.addChild(merge)
 	}
+	b.copartition(parents...)
 	serdes := b.orDefaults(m.Serdes)
-	b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled}
+	b.stores[storeName] = spec(storeName, serdes)
 	return &KTable{b: b, node: merge, serdes: serdes, store: storeName, oldValues: &ov}, nil
 }
 

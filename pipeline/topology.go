@@ -85,6 +85,7 @@ type Topology struct {
 
 	cacheMaxBytes int64
 	caches        []*recordCache
+	cacheOf       map[string]*recordCache // by store
 
 	// current is the node whose Process runs, nil between records.
 	current *runtimeNode
@@ -155,6 +156,7 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 		idle:          map[TopicPartition]bool{},
 		watermark:     -1,
 		cacheMaxBytes: opts.CacheMaxBytes,
+		cacheOf:       map[string]*recordCache{},
 	}
 	if len(b.stores) > 0 && opts.Stores == nil {
 		return nil, errors.New("the topology has state stores but no store provider was given")
