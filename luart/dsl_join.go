@@ -52,8 +52,15 @@ func (rt *Runtime) sJoin(left bool) lua.LGFunction {
 			L.ArgError(2, "join needs a KStream, a KTable or a GlobalKTable")
 		}
 		fn := L.CheckFunction(3)
-		o := options(L, 4, "join", "name", "keySerde", "valueSerde")
+		o := options(L, 4, "join", "name", "keySerde", "valueSerde", "gracePeriod")
 		j := pipeline.Joined{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o)}
+		if g := o.RawGetString("gracePeriod"); g != lua.LNil {
+			ms, err := durationMs(g)
+			if err != nil {
+				L.RaiseError("join: gracePeriod: %v", err)
+			}
+			j.HasGracePeriod, j.GracePeriod = true, ms
+		}
 		var out *pipeline.KStream
 		var err error
 		if left {

@@ -61,7 +61,8 @@ var (
 	tableOpts = newOptionSet("stoat.TableConsumed", optKeySerde, optValueSerde, optMaterialized,
 		opt("timestampExtractor", "stoat.TimestampExtractor"), optName)
 	materializedOpts = newOptionSet("stoat.Materialized", optName, optKeySerde, optValueSerde,
-		opt("logging", "boolean"), opt("caching", "boolean"))
+		opt("logging", "boolean"), opt("caching", "boolean"),
+		opt("type", `"timestampedKeyValue"|"versionedKeyValue"`), opt("historyRetention", "stoat.Duration"))
 	storeSpecOpts = newOptionSet("stoat.StoreSpec", required("name", "string"), opt("type", "stoat.StoreType"),
 		optKeySerde, optValueSerde, opt("logging", "boolean"), opt("retention", "stoat.Duration"),
 		opt("windowSize", "stoat.Duration"), opt("retainDuplicates", "boolean"),

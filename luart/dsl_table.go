@@ -8,7 +8,9 @@ import (
 )
 
 // materializedOpt reads `materialized = "store"` or `materialized = {name=, keySerde=,
-// valueSerde=, logging=, caching=}`.
+// valueSerde=, logging=, caching=, type=, historyRetention=}`; type = "versionedKeyValue"
+// with historyRetention is Materialized.as(Stores.persistentVersionedKeyValueStore(name,
+// historyRetention)).
 func (rt *Runtime) materializedOpt(L *lua.LState, o *lua.LTable) pipeline.Materialized {
 	var m pipeline.Materialized
 	switch v := o.RawGetString("materialized").(type) {
@@ -19,6 +21,24 @@ func (rt *Runtime) materializedOpt(L *lua.LState, o *lua.LTable) pipeline.Materi
 		L.Push(v)
 		mo := options(L, L.GetTop(), "materialized", materializedOpts)
 		L.Pop(1)
+		switch typ := optString(L, mo, "type"); typ {
+		case "", "timestampedKeyValue":
+			if mo.RawGetString("historyRetention") != lua.LNil {
+				L.RaiseError("materialized: historyRetention applies to type = \"versionedKeyValue\" only")
+			}
+		case "versionedKeyValue":
+			hr := mo.RawGetString("historyRetention")
+			if hr == lua.LNil {
+				L.RaiseError("materialized: a versionedKeyValue store needs historyRetention")
+			}
+			ms, err := durationMs(hr)
+			if err != nil {
+				L.RaiseError("materialized: historyRetention: %v", err)
+			}
+			m.Versioned, m.HistoryRetention = true, ms
+		default:
+			L.RaiseError("materialized: type must be \"timestampedKeyValue\" or \"versionedKeyValue\", not %q", typ)
+		}
 		m.Given = true
 		m.StoreName = optString(L, mo, "name")
 		m.Serdes = rt.serdesOpt(L, mo)

@@ -142,6 +142,9 @@ func (w *WindowedCogroupedKStream) Aggregate(init Initializer, merge Merger, m M
 func (c *CogroupedKStream) aggregate(m Materialized, name string, spec func(storeName string, serdes Serdes) *StoreSpec,
 	proc func(storeName string, agg Aggregator, oldValues *bool) Processor) (*KTable, error) {
 	b := c.b
+	if err := m.onlyTimestamped("a cogroup aggregation"); err != nil {
+		return nil, err
+	}
 	storeName := m.StoreName
 	if storeName == "" {
 		storeName = b.newName("COGROUPKSTREAM-AGGREGATE-STATE-STORE-", "")

@@ -148,3 +148,8 @@ func (e *TopologyError) Error() string { return "Invalid topology: " + e.Message
 func topologyError(format string, args ...any) error {
 	return &TopologyError{Message: fmt.Sprintf(format, args...)}
 }
+
+// kafkaMessage is an error worded exactly as Kafka Streams words it.
+type kafkaMessage string
+
+func (e kafkaMessage) Error() string { return string(e) }

@@ -19,6 +19,9 @@ const (
 	DropNegativeTimestamp
 	// DropPartitioner: a sink's or repartition's partitioner chose no partition.
 	DropPartitioner
+	// DropOutOfOrder: a table join skipped an out-of-order update of a versioned table
+	// (KIP-914).
+	DropOutOfOrder
 	numDropReasons
 )
 
@@ -30,6 +33,7 @@ var dropReasonNames = [numDropReasons]string{
 	DropNullForeignKey:    "null-foreign-key",
 	DropNegativeTimestamp: "negative-timestamp",
 	DropPartitioner:       "partitioner",
+	DropOutOfOrder:        "out-of-order",
 }
 
 // String is the reason as the metric's reason label shows it.

@@ -30,6 +30,9 @@ func (b *StreamsBuilder) GlobalTable(topic string, c Consumed, m Materialized) (
 	if _, dup := b.sourceTopics[topic]; dup {
 		return nil, fmt.Errorf("globalTable: topic %q is already a source of this topology (Kafka Streams allows one source per topic)", topic)
 	}
+	if err := m.onlyTimestamped("a global table"); err != nil {
+		return nil, err
+	}
 	for _, g := range b.globalSources() {
 		if g.Topics[0] == topic {
 			return nil, fmt.Errorf("globalTable: topic %q is already read by another global table", topic)

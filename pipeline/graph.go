@@ -109,6 +109,11 @@ func (c *Context) store(name string, partition int32) (*KeyValueStore, error) {
 	return c.topology.Store(name, partition)
 }
 
+// versionedStore returns a partition of a versioned key-value store.
+func (c *Context) versionedStore(name string, partition int32) (*VersionedStore, error) {
+	return c.topology.VersionedStore(name, partition)
+}
+
 // windowStore returns a partition of a window store.
 func (c *Context) windowStore(name string, partition int32) (*WindowStore, error) {
 	return c.topology.WindowStore(name, partition)

@@ -12,6 +12,19 @@ type Materialized struct {
 	// Given reports that a Materialized was passed at all: count(Materialized) with no name
 	// consumes one more name index than count(), as in Kafka Streams.
 	Given bool
+	// Versioned makes the store a versioned key-value store keeping HistoryRetention ms of
+	// history (Materialized.as(Stores.persistentVersionedKeyValueStore(name, retention))).
+	Versioned        bool
+	HistoryRetention int64
+}
+
+// onlyTimestamped refuses a versioned store where StoatFlow keeps timestamped ones: a
+// versioned Materialized applies to source tables and toTable.
+func (m Materialized) onlyTimestamped(op string) error {
+	if m.Versioned {
+		return fmt.Errorf("not supported yet: a versioned store for %s (versioned stores materialize source tables and toTable)", op)
+	}
+	return nil
 }
 
 // Grouped configures a grouping (Kafka Streams' Grouped): its name prefixes the
@@ -102,6 +115,9 @@ func (g *KGroupedStream) aggregate(prefix string, m Materialized, name string, f
 func (g *KGroupedStream) aggregateWith(prefix string, m Materialized, name string,
 	spec func(storeName string, serdes Serdes) *StoreSpec, factory func(storeName string, oldValues *bool) Processor) (*KTable, error) {
 	b := g.s.b
+	if err := m.onlyTimestamped("an aggregation"); err != nil {
+		return nil, err
+	}
 	storeName := m.StoreName
 	if storeName == "" {
 		storeName = b.newName(prefix+"STATE-STORE-", "")

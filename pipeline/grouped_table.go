@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 )
@@ -27,7 +26,7 @@ func (t *KTable) GroupBy(fn KeyValueMapper, g Grouped) (*KGroupedTable, error) {
 	return &KGroupedTable{t: t, sel: n, grouped: g, serdes: g.Serdes}, nil
 }
 
-var errNullGroupingKey = errors.New("Record key for the grouping KTable should not be null.")
+var errNullGroupingKey = kafkaMessage("Record key for the grouping KTable should not be null.")
 
 // tableSelect is KTableRepartitionMap: an update that moves a key sends the subtraction to
 // the old key first, then the addition to the new one.
@@ -40,6 +39,10 @@ func (p *tableSelect) Init(ctx *Context) error { p.ctx = ctx; return nil }
 
 func (p *tableSelect) Process(rec Record) error {
 	c, _ := rec.Value.(Change)
+	if c.OutOfOrder {
+		// An aggregate of a versioned table holds the latest versions only (KIP-914).
+		return nil
+	}
 	var newKey, newVal, oldKey, oldVal any
 	var err error
 	if c.New != nil {
@@ -119,6 +122,9 @@ func (g *KGroupedTable) Aggregate(init Initializer, adder, subtractor Aggregator
 // sink, repartition source, processor. The repartition has no null-key filter.
 func (g *KGroupedTable) aggregate(prefix string, m Materialized, name string, init Initializer, adder, subtractor Aggregator, reduce bool) (*KTable, error) {
 	b := g.t.b
+	if err := m.onlyTimestamped("a table aggregation"); err != nil {
+		return nil, err
+	}
 	storeName := m.StoreName
 	if storeName == "" {
 		storeName = b.newName(prefix+"STATE-STORE-", "")

@@ -37,6 +37,9 @@ func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner Va
 	if other == nil || other.b != t.b {
 		return nil, fmt.Errorf("%s: the other table must come from the same builder", what)
 	}
+	if err := m.onlyTimestamped("a foreign-key join"); err != nil {
+		return nil, err
+	}
 	// The subscription side needs old values to find the foreign key a row leaves.
 	t.enableSendingOldValues()
 	thisStore, err := joinStore(t, kind, "this")
@@ -185,6 +188,10 @@ func (p *fkJoinThis) Process(rec Record) error {
 		return nil
 	}
 	c, _ := rec.Value.(Change)
+	if c.OutOfOrder {
+		p.ctx.Drop(DropOutOfOrder) // KIP-914
+		return nil
+	}
 	oldFK, oldBytes, err := p.foreignKey(rec, c.Old)
 	if err != nil {
 		return err
@@ -330,6 +337,10 @@ func (p *fkJoinOther) Process(rec Record) error {
 		return nil
 	}
 	c, _ := rec.Value.(Change)
+	if c.OutOfOrder {
+		p.ctx.Drop(DropOutOfOrder) // KIP-914
+		return nil
+	}
 	subs, err := p.ctx.store(p.spec.subs, rec.Partition)
 	if err != nil {
 		return err

@@ -45,6 +45,9 @@ func (t *KTable) JoinTable(other *KTable, joiner ValueJoinerWithKey, kind TableJ
 		return nil, fmt.Errorf("%s: other side: %w", kind, err)
 	}
 	b := t.b
+	if err := m.onlyTimestamped("a table join"); err != nil {
+		return nil, err
+	}
 	storeName := ""
 	if m.Given {
 		storeName = m.StoreName
@@ -174,6 +177,10 @@ func (p *tableJoinSide) Process(rec Record) error {
 		return nil
 	}
 	c, _ := rec.Value.(Change)
+	if c.OutOfOrder {
+		p.ctx.Drop(DropOutOfOrder) // KIP-914: a join holds the latest versions only
+		return nil
+	}
 	partner, partnerTs, found, err := p.partner.get(p.ctx, rec, rec.Key)
 	if err != nil {
 		return err

@@ -10,6 +10,10 @@ import (
 type Change struct {
 	New any
 	Old any
+	// OutOfOrder marks an update of a versioned table older than the key's latest version
+	// (Kafka Streams' !isLatest, KIP-914): it is kept in the store's history, and the
+	// operators that compute latest results (table joins, groupBy) skip it.
+	OutOfOrder bool
 }
 
 // KTable is the builder-side handle of a changelog stream (Kafka Streams' KTable). Its
@@ -30,6 +34,9 @@ type KTable struct {
 	// derivedGetter reads the rows of a table without a store from the tables it derives
 	// from (ktable_getter.go).
 	derivedGetter func() (*tableGetter, error)
+	// versioned: the table's rows are versioned, its own store's or, through filter and
+	// mapValues, its parent's (Kafka Streams' isOutputVersioned, KIP-914).
+	versioned bool
 }
 
 // Node returns the graph node producing the table.
@@ -78,22 +85,50 @@ func (b *StreamsBuilder) Table(topic string, c Consumed, m Materialized) (*KTabl
 		return nil, err
 	}
 	t := &KTable{b: b, node: n, serdes: serdes, oldValues: &oldValues}
-	t.materialize = func() {
-		if spec.store != "" {
-			return
-		}
-		spec.store = storeName
-		t.store = storeName
-		n.Stores = []string{storeName}
-		b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: b.orDefaults(serdes), Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled}
-	}
-	if m.StoreName != "" {
-		t.materialize()
+	if err := t.materializeWith(spec, storeName, b.orDefaults(serdes), m); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
 
-type tableSourceSpec struct{ store string }
+// materializeWith gives a table source (or toTable) its materialize hook: a store made as m
+// says, timestamped or, with m.Versioned, versioned (Materialized.as a versioned store
+// supplier, which always materializes it).
+func (t *KTable) materializeWith(spec *tableSourceSpec, storeName string, serdes Serdes, m Materialized) error {
+	if m.Versioned {
+		if m.StoreName == "" {
+			return fmt.Errorf("a versioned table needs a store name: materialized = {name=, type = \"versionedKeyValue\", historyRetention=}")
+		}
+		if m.HistoryRetention < 0 {
+			return fmt.Errorf("versioned store %q: history retention %d ms must not be negative", m.StoreName, m.HistoryRetention)
+		}
+	}
+	t.materialize = func() {
+		if spec.store != "" {
+			return
+		}
+		spec.store, spec.versioned = storeName, m.Versioned
+		t.store, t.versioned = storeName, m.Versioned
+		t.node.Stores = []string{storeName}
+		st := &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled}
+		if m.Versioned {
+			st.Type, st.HistoryRetention, st.CachingDisabled = VersionedKeyValueStoreType, m.HistoryRetention, true
+		}
+		t.b.stores[storeName] = st
+	}
+	if m.StoreName != "" {
+		if _, dup := t.b.stores[m.StoreName]; dup {
+			return fmt.Errorf("store %q is already declared", m.StoreName)
+		}
+		t.materialize()
+	}
+	return nil
+}
+
+type tableSourceSpec struct {
+	store     string
+	versioned bool
+}
 
 // tableSource turns records into table updates (KTableSource).
 type tableSource struct {
@@ -118,6 +153,9 @@ func (p *tableSource) Process(rec Record) error {
 		rec.Value = Change{New: rec.Value}
 		return p.ctx.Forward(rec)
 	}
+	if p.spec.versioned {
+		return p.processVersioned(rec)
+	}
 	store, err := p.ctx.store(p.spec.store, rec.Partition)
 	if err != nil {
 		return err
@@ -140,9 +178,38 @@ func (p *tableSource) Process(rec Record) error {
 	return p.emit(rec)
 }
 
+// processVersioned is KTableSource over a versioned store: the old value is the key's
+// latest version, a put older than the history retention is dropped (counted as late, as
+// the versioned store's expired put), and a put older than the latest version is kept in
+// the history and forwarded as out of order. Versioned stores have no record cache.
+func (p *tableSource) processVersioned(rec Record) error {
+	store, err := p.ctx.versionedStore(p.spec.store, rec.Partition)
+	if err != nil {
+		return err
+	}
+	old, _, err := store.Get(rec.Key)
+	if err != nil {
+		return err
+	}
+	validTo, err := store.Put(rec.Key, rec.Value, rec.Timestamp)
+	if err != nil {
+		return err
+	}
+	if validTo == NotPut {
+		p.ctx.Drop(DropLate)
+		return nil
+	}
+	c := Change{New: rec.Value, OutOfOrder: validTo != ValidToUndefined}
+	if *p.oldValues {
+		c.Old = old.Value
+	}
+	rec.Value = c
+	return p.ctx.Forward(rec)
+}
+
 func (t *KTable) derive(n *Node, serdes Serdes) *KTable {
 	ov := false
-	return &KTable{b: t.b, node: n, serdes: serdes, oldValues: &ov, parent: t}
+	return &KTable{b: t.b, node: n, serdes: serdes, oldValues: &ov, parent: t, versioned: t.versioned}
 }
 
 func (t *KTable) processor(prefix, name string, factory func(oldValues *bool) Processor) (*KTable, error) {
@@ -180,7 +247,10 @@ func (p *toStreamProc) Process(rec Record) error {
 
 // Filter keeps values for which pred holds; others become tombstones (KTable#filter).
 func (t *KTable) Filter(pred Predicate, not bool, name string) (*KTable, error) {
-	out, err := t.processor("KTABLE-FILTER-", name, func(ov *bool) Processor { return &tableFilter{pred: pred, not: not, oldValues: ov} })
+	versioned := t.versioned
+	out, err := t.processor("KTABLE-FILTER-", name, func(ov *bool) Processor {
+		return &tableFilter{pred: pred, not: not, oldValues: ov, versioned: versioned}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +269,8 @@ type tableFilter struct {
 	pred      Predicate
 	not       bool
 	oldValues *bool
+	// versioned: the input is versioned, and every update is forwarded (KIP-914).
+	versioned bool
 }
 
 func (p *tableFilter) Init(ctx *Context) error { p.ctx = ctx; return nil }
@@ -227,11 +299,11 @@ func (p *tableFilter) Process(rec Record) error {
 		if ov, err = p.keep(rec, c.Old); err != nil {
 			return err
 		}
-		if nv == nil && ov == nil {
+		if nv == nil && ov == nil && !p.versioned {
 			return nil
 		}
 	}
-	rec.Value = Change{New: nv, Old: ov}
+	rec.Value = Change{New: nv, Old: ov, OutOfOrder: c.OutOfOrder}
 	return p.ctx.Forward(rec)
 }
 
@@ -275,7 +347,7 @@ func (p *tableMapValues) Process(rec Record) error {
 			return err
 		}
 	}
-	rec.Value = Change{New: nv, Old: ov}
+	rec.Value = Change{New: nv, Old: ov, OutOfOrder: c.OutOfOrder}
 	return p.ctx.Forward(rec)
 }
 
@@ -306,17 +378,8 @@ func (s *KStream) ToTable(name string, m Materialized) (*KTable, error) {
 	}
 	parent.addChild(n)
 	t := &KTable{b: s.b, node: n, serdes: serdes, oldValues: &oldValues}
-	t.materialize = func() {
-		if spec.store != "" {
-			return
-		}
-		spec.store = storeName
-		t.store = storeName
-		n.Stores = []string{storeName}
-		s.b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled}
-	}
-	if m.StoreName != "" {
-		t.materialize()
+	if err := t.materializeWith(spec, storeName, serdes, m); err != nil {
+		return nil, err
 	}
 	return t, nil
 }

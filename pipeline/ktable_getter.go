@@ -10,8 +10,14 @@ type tableGetter struct {
 	stores []string
 	// get returns the row of key in the partition of rec (whose context a callback sees),
 	// and its timestamp; found is false for an absent or deleted row.
-	get func(ctx *Context, rec Record, key any) (value any, ts int64, found bool, err error)
+	get getRow
+	// at returns the row of key as of a time, for a versioned table (nil otherwise), whose
+	// history reaches back historyRetention ms.
+	at               func(ctx *Context, rec Record, key any, asOf int64) (value any, ts int64, found bool, err error)
+	historyRetention int64
 }
+
+type getRow func(ctx *Context, rec Record, key any) (value any, ts int64, found bool, err error)
 
 // getter returns how to read the table's rows: materializing a lazily materialized table
 // (a source table, toTable) as Kafka Streams' valueGetterSupplier does.
@@ -20,7 +26,11 @@ func (t *KTable) getter() (*tableGetter, error) {
 		t.materialize()
 	}
 	if t.store != "" {
-		if spec := t.b.stores[t.store]; spec != nil && spec.Type != TimestampedKeyValueStoreType && spec.Type != KeyValueStoreType {
+		spec := t.b.stores[t.store]
+		switch {
+		case spec != nil && spec.Type == VersionedKeyValueStoreType:
+			return versionedGetter(spec), nil
+		case spec != nil && spec.Type != TimestampedKeyValueStoreType && spec.Type != KeyValueStoreType:
 			return nil, fmt.Errorf("not supported yet: reading table rows from store %q, a %s store", t.store, spec.Type)
 		}
 		return storeGetter(t.store), nil
@@ -42,6 +52,30 @@ func storeGetter(name string) *tableGetter {
 	}}
 }
 
+// versionedGetter reads a versioned store: its latest versions, or the version valid at a
+// time (KTableSourceValueGetter over a VersionedKeyValueStore).
+func versionedGetter(spec *StoreSpec) *tableGetter {
+	read := func(ctx *Context, rec Record, key any, latest bool, asOf int64) (any, int64, bool, error) {
+		s, err := ctx.versionedStore(spec.Name, rec.Partition)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		var v VersionedRecord
+		var found bool
+		if latest {
+			v, found, err = s.Get(key)
+		} else {
+			v, found, err = s.GetAsOf(key, asOf)
+		}
+		return v.Value, v.Timestamp, found && v.Value != nil, err
+	}
+	return &tableGetter{stores: []string{spec.Name}, historyRetention: spec.HistoryRetention,
+		get: func(ctx *Context, rec Record, key any) (any, int64, bool, error) { return read(ctx, rec, key, true, 0) },
+		at: func(ctx *Context, rec Record, key any, asOf int64) (any, int64, bool, error) {
+			return read(ctx, rec, key, false, asOf)
+		}}
+}
+
 // mappedGetter is the getter of a table whose rows are its parent's passed through fn
 // (KTableFilterValueGetter, KTableMapValuesValueGetter): fn gets the parent's row as
 // rec.Value and returns the row, nil for none.
@@ -51,8 +85,7 @@ func mappedGetter(parent *KTable, fn func(rec Record) (any, error)) func() (*tab
 		if err != nil {
 			return nil, err
 		}
-		return &tableGetter{stores: pg.stores, get: func(ctx *Context, rec Record, key any) (any, int64, bool, error) {
-			v, ts, found, err := pg.get(ctx, rec, key)
+		apply := func(rec Record, key, v any, ts int64, found bool, err error) (any, int64, bool, error) {
 			if err != nil || !found {
 				return nil, ts, false, err
 			}
@@ -60,7 +93,19 @@ func mappedGetter(parent *KTable, fn func(rec Record) (any, error)) func() (*tab
 			r.Key, r.Value, r.Timestamp = key, v, ts
 			out, err := fn(r)
 			return out, ts, err == nil && out != nil, err
-		}}, nil
+		}
+		g := &tableGetter{stores: pg.stores, historyRetention: pg.historyRetention,
+			get: func(ctx *Context, rec Record, key any) (any, int64, bool, error) {
+				v, ts, found, err := pg.get(ctx, rec, key)
+				return apply(rec, key, v, ts, found, err)
+			}}
+		if pg.at != nil {
+			g.at = func(ctx *Context, rec Record, key any, asOf int64) (any, int64, bool, error) {
+				v, ts, found, err := pg.at(ctx, rec, key, asOf)
+				return apply(rec, key, v, ts, found, err)
+			}
+		}
+		return g, nil
 	}
 }
 

@@ -65,6 +65,9 @@ func (t *KTable) Suppress(s Suppressed) (*KTable, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
+	if t.versioned {
+		return nil, topologyError("suppress() is only supported for non-versioned KTables (note that version semantics might be inherited from upstream)")
+	}
 	var grace int64
 	if s.UntilWindowCloses {
 		g, err := windowCloseGrace(t.node)
