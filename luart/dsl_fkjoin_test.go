@@ -3,6 +3,8 @@ package luart
 import (
 	"strings"
 	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // Reference §2.7 (KIP-213): an inner and a left foreign-key join of orders (value
@@ -65,4 +67,33 @@ return b`, nil)
 	if err == nil || !strings.Contains(err.Error(), `unknown option "grace"`) {
 		t.Fatalf("unknown option: %v", err)
 	}
+}
+
+// TableJoined's partitioners through the DSL: a sink-shaped partitioner function, called
+// with Kafka Streams' topic names; the join finds a customer in the partition the
+// otherPartitioner names.
+func TestForeignKeyJoinPartitionersDSL(t *testing.T) {
+	_, b, err := load(t, prelude+`b:table("orders"):join(b:table("customers"), function(v) return v end, function(o, c) return o .. "+" .. c end, {
+  name = "oc",
+  partitioner = function(topic, key, value, headers, n)
+    assert(topic == "app-oc-subscription-response-topic" and value == nil and n == 2, topic); return 1 end,
+  otherPartitioner = function(topic, key, value, headers, n)
+    assert(topic == "app-oc-subscription-registration-topic" and key == "c", topic); return 1 end,
+}):toStream():to("out")
+return b`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := pipeline.NewDriver(b, pipeline.DriverOptions{Partitions: map[string]int32{"orders": 2, "customers": 2},
+		Stores: pipeline.NewMemoryStores(), ApplicationID: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.PipeTo("customers", 1, []byte("c"), []byte("Ann"), 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.PipeTo("orders", 1, []byte("o"), []byte("c"), 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	expectLines(t, readSessions(d, "out", asText), []string{"o c+Ann @2"})
 }

@@ -47,7 +47,8 @@ var (
 	namedOpts      = newOptionSet("stoat.Named", optName)
 	withKeyOpts    = newOptionSet("stoat.NamedWithKey", optName, optWithKey)
 	storedOpts     = newOptionSet("stoat.Stored", optName, optMaterialized)
-	fkJoinOpts     = newOptionSet("stoat.ForeignKeyJoined", optName, optMaterialized, optWithKey)
+	fkJoinOpts     = newOptionSet("stoat.ForeignKeyJoined", optName, optMaterialized, optWithKey, optPartitioner,
+		opt("otherPartitioner", "stoat.Partitioner"))
 	groupedOpts    = newOptionSet("stoat.Grouped", optName, optKeySerde, optValueSerde)
 	printedOpts    = newOptionSet("stoat.Printed", opt("label", "string"), optName)
 	producedOpts   = newOptionSet("stoat.Produced", optKeySerde, optValueSerde, optPartitioner, optName)

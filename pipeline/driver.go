@@ -92,13 +92,22 @@ func (d *Driver) PartitionsFor(topic string) (int32, error) {
 
 // Pipe feeds one record into a source topic, at the next offset of partition 0.
 func (d *Driver) Pipe(topic string, key, value []byte, timestamp int64, headers Headers) error {
+	return d.PipeTo(topic, 0, key, value, timestamp, headers)
+}
+
+// PipeTo feeds one record into a partition of a source topic, at its next offset.
+func (d *Driver) PipeTo(topic string, partition int32, key, value []byte, timestamp int64, headers Headers) error {
 	if _, ok := d.topo.sources[topic]; !ok {
 		return fmt.Errorf("topic %q is not a source of this topology", topic)
 	}
-	off := d.offsets[topic]
-	d.offsets[topic] = off + 1
+	if n, _ := d.PartitionsFor(topic); partition < 0 || partition >= n {
+		return fmt.Errorf("topic %q has %d partitions, not a partition %d", topic, n, partition)
+	}
+	tp := topic + "/" + fmt.Sprint(partition)
+	off := d.offsets[tp]
+	d.offsets[tp] = off + 1
 	d.in = SourceRecord{
-		Topic: topic, Partition: 0, Offset: off, Timestamp: timestamp,
+		Topic: topic, Partition: partition, Offset: off, Timestamp: timestamp,
 		Key: key, Value: value, Headers: headers,
 	}
 	if _, _, err := d.topo.globalSource(topic); err == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strings"
 )
 
 // ForeignKeyExtractor returns the foreign key of a left-table row (rec.Key, rec.Value); nil
@@ -28,7 +29,15 @@ type ForeignKeyExtractor func(rec Record) (any, error)
 // KTABLE-FK-JOIN-OUTPUT-STATE-STORE-%010d when materialized without a name. A name n names
 // them n-subscription-registration, n-subscription-store, n-subscription-processor and n.
 // Kafka Streams' indices differ: its topic sink and source nodes take indices too.
-func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner ValueJoinerWithKey, left bool, name string, m Materialized) (*KTable, error) {
+//
+// tj's partitioners (TableJoined) choose the partitions Kafka Streams' subscription and
+// response topics would carry a record to: OtherPartitioner the partition of a foreign key
+// (where the other table's row and the subscription are), Partitioner that of a result's
+// key. The foreign key is serialised with other's key serde as Kafka Streams does: for the
+// subscription key under the pseudo-topic <application.id>-<registration topic>-fk (the
+// primary key under -pk), for the default partition under the registration topic.
+func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner ValueJoinerWithKey, left bool, tj TableJoined, m Materialized) (*KTable, error) {
+	name := tj.Name
 	kind := InnerTableJoin
 	if left {
 		kind = LeftTableJoin
@@ -75,7 +84,13 @@ func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner Va
 		}
 	}
 
-	spec := &fkJoinSpec{fk: fk, joiner: joiner, left: left, subs: subStore, this: thisStore, other: otherStore}
+	spec := &fkJoinSpec{fk: fk, joiner: joiner, left: left, subs: subStore, this: thisStore, other: otherStore,
+		thisKeys: b.orDefaults(t.serdes).Key, otherKeys: b.orDefaults(other.serdes).Key,
+		registration: regName + "-topic", response: strings.Replace(regName, "REGISTRATION", "RESPONSE", 1) + "-topic",
+		partitioner: tj.Partitioner, otherPartitioner: tj.OtherPartitioner}
+	if name != "" {
+		spec.response = name + "-subscription-response-topic"
+	}
 	reg, err := b.addNode(&Node{Name: regName, Kind: ProcessorNode, Stores: []string{subStore, otherStore},
 		factory: func() Processor { return &fkJoinThis{spec: spec} }})
 	if err != nil {
@@ -118,6 +133,16 @@ func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner Va
 	return result, nil
 }
 
+// TableJoined configures a foreign-key join (Kafka Streams' TableJoined): its name and the
+// partitioners of this table's keys (the response topic's) and of foreign keys (the
+// subscription topic's); nil partitioners are the default. A partitioner must choose
+// exactly one partition.
+type TableJoined struct {
+	Name             string
+	Partitioner      StreamPartitioner
+	OtherPartitioner StreamPartitioner
+}
+
 type fkJoinSpec struct {
 	fk     ForeignKeyExtractor
 	joiner ValueJoinerWithKey
@@ -125,6 +150,63 @@ type fkJoinSpec struct {
 	subs   string // subscription store
 	this   string // this table's store
 	other  string // other table's store
+	// thisKeys and otherKeys are the tables' key serdes; registration and response are the
+	// names of Kafka Streams' subscription and response topics, without the application id.
+	thisKeys, otherKeys           Serde
+	registration, response        string
+	partitioner, otherPartitioner StreamPartitioner
+}
+
+// topic is an internal topic's name as Kafka Streams decorates it: <application.id>-<name>.
+func (s *fkJoinSpec) topic(ctx *Context, name string) string { return ctx.topology.appID + "-" + name }
+
+// partition is where a key goes in one of the join's topics: the partitioner's single
+// choice (FK joins need a singleton, as Kafka Streams says), else murmur2 of the key
+// serialised for the topic.
+func (s *fkJoinSpec) partition(ctx *Context, topicName string, partitioner StreamPartitioner, keys Serde, rec Record, key any) (int32, error) {
+	n := partitionsOf(ctx)
+	topic := s.topic(ctx, topicName)
+	if partitioner != nil {
+		r := rec
+		r.Key, r.Value = key, nil
+		parts, ok, err := partitioner(topic, r, n)
+		if err != nil {
+			return 0, fmt.Errorf("partitioner: %w", err)
+		}
+		if ok {
+			if len(parts) != 1 {
+				return 0, kafkaMessage("The partitions returned by StreamPartitioner#partitions method when used for FK join should be a singleton set")
+			}
+			if parts[0] < 0 || parts[0] >= n {
+				return 0, fmt.Errorf("partitioner returned partition %d, but %s has %d partitions", parts[0], topic, n)
+			}
+			return parts[0], nil
+		}
+	}
+	kb, err := keys.Serialize(topic, rec.Headers, key)
+	if err != nil {
+		return 0, fmt.Errorf("serialize key for %s: %w", topic, err)
+	}
+	return DefaultPartition(kb, n), nil
+}
+
+// subscriptionKeyOf is CombinedKeySchema#toBytes: the foreign key and the primary key
+// serialised under their pseudo-topics.
+func (s *fkJoinSpec) subscriptionKeyOf(ctx *Context, fkBytes []byte, pk any) ([]byte, error) {
+	pb, err := s.thisKeys.Serialize(s.topic(ctx, s.registration)+"-pk", nil, pk)
+	if err != nil {
+		return nil, fmt.Errorf("primary key: %w", err)
+	}
+	return subscriptionKey(fkBytes, pb), nil
+}
+
+// foreignKeyBytes serialises a foreign key for the subscription store's keys.
+func (s *fkJoinSpec) foreignKeyBytes(ctx *Context, fk any) ([]byte, error) {
+	fb, err := s.otherKeys.Serialize(s.topic(ctx, s.registration)+"-fk", nil, fk)
+	if err != nil {
+		return nil, fmt.Errorf("foreign key: %w", err)
+	}
+	return fb, nil
 }
 
 // subscriptionKey is Kafka Streams' CombinedKey layout: the length prefix keeps one foreign
@@ -161,16 +243,8 @@ func (p *fkJoinThis) foreignKey(rec Record, v any) (any, []byte, error) {
 	if err != nil || fk == nil {
 		return nil, nil, err
 	}
-	// Any partition's codec serialises as other's store does.
-	other, err := p.ctx.store(p.spec.other, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	fb, err := other.key(fk)
-	if err != nil {
-		return nil, nil, fmt.Errorf("foreign key: %w", err)
-	}
-	return fk, fb, nil
+	fb, err := p.spec.foreignKeyBytes(p.ctx, fk)
+	return fk, fb, err
 }
 
 type fkInstruction int
@@ -255,27 +329,34 @@ func (p *fkJoinThis) Process(rec Record) error {
 func (p *fkJoinThis) apply(rec Record, current, fk any, fkBytes []byte, ins fkInstruction) error {
 	var foreign any
 	ts := rec.Timestamp
+	// The result goes where the response topic would carry it: the row's own partition
+	// (the subscription's primary partition, KAFKA-13769) unless a partitioner says.
+	respPart := rec.Partition
+	if p.spec.partitioner != nil {
+		var err error
+		if respPart, err = p.spec.partition(p.ctx, p.spec.response, p.spec.partitioner, p.spec.thisKeys, rec, rec.Key); err != nil {
+			return err
+		}
+	}
 	if fk != nil {
-		part := DefaultPartition(fkBytes, partitionsOf(p.ctx))
+		part, err := p.spec.partition(p.ctx, p.spec.registration, p.spec.otherPartitioner, p.spec.otherKeys, rec, fk)
+		if err != nil {
+			return err
+		}
 		subs, err := p.ctx.store(p.spec.subs, part)
 		if err != nil {
 			return err
 		}
-		this, err := p.ctx.store(p.spec.this, rec.Partition)
+		sk, err := p.spec.subscriptionKeyOf(p.ctx, fkBytes, rec.Key)
 		if err != nil {
 			return err
 		}
-		pk, err := this.key(rec.Key)
-		if err != nil {
-			return err
-		}
-		sk := subscriptionKey(fkBytes, pk)
 		if ins == deleteNoPropagate || ins == deleteAndPropagate {
 			if err := subs.bytes.Put(sk, nil, rec.Timestamp, nil); err != nil {
 				return err
 			}
 		} else {
-			if err := subs.bytes.Put(sk, binary.BigEndian.AppendUint32(nil, uint32(rec.Partition)), rec.Timestamp, nil); err != nil {
+			if err := subs.bytes.Put(sk, binary.BigEndian.AppendUint32(nil, uint32(respPart)), rec.Timestamp, nil); err != nil {
 				return err
 			}
 			other, err := p.ctx.store(p.spec.other, part)
@@ -301,6 +382,7 @@ func (p *fkJoinThis) apply(rec Record, current, fk any, fkBytes []byte, ins fkIn
 			return nil
 		}
 	}
+	rec.Partition = respPart
 	return resolveFK(p.ctx, p.spec, rec, current, foreign, ts)
 }
 
@@ -345,11 +427,7 @@ func (p *fkJoinOther) Process(rec Record) error {
 	if err != nil {
 		return err
 	}
-	other, err := p.ctx.store(p.spec.other, rec.Partition)
-	if err != nil {
-		return err
-	}
-	fb, err := other.key(rec.Key)
+	fb, err := p.spec.foreignKeyBytes(p.ctx, rec.Key)
 	if err != nil {
 		return err
 	}
@@ -378,20 +456,16 @@ func (p *fkJoinOther) Process(rec Record) error {
 		if err != nil {
 			return err
 		}
-		vb, _, ok, err := this.bytes.Get(s.pk)
+		pk, err := p.spec.thisKeys.Deserialize(p.spec.topic(p.ctx, p.spec.registration)+"-pk", nil, s.pk)
+		if err != nil {
+			return fmt.Errorf("primary key: %w", err)
+		}
+		current, _, ok, err := this.Get(pk)
 		if err != nil {
 			return err
 		}
-		if !ok || vb == nil {
+		if !ok || current == nil {
 			continue
-		}
-		current, err := this.value(vb)
-		if err != nil {
-			return err
-		}
-		pk, err := this.keyOf(s.pk)
-		if err != nil {
-			return err
 		}
 		out := rec
 		out.Key, out.Partition = pk, s.partition

@@ -20,7 +20,7 @@ func fkOf(rec Record) (any, error) {
 func runFKJoin(t *testing.T, left bool) []string {
 	t.Helper()
 	d := tableJoinDriver(t, 1, func(l, r *KTable) (*KTable, error) {
-		return l.JoinForeignKey(r, fkOf, joinedPairs, left, "", Materialized{})
+		return l.JoinForeignKey(r, fkOf, joinedPairs, left, TableJoined{}, Materialized{})
 	})
 	var got []string
 	pipe := func(topic, k, v string, ts int64) {
@@ -111,7 +111,7 @@ func TestForeignKeySubscriptionsOfAPrefixKey(t *testing.T) {
 func TestForeignKeyJoinNames(t *testing.T) {
 	b := newTestBuilder()
 	tables := testTables(t, b, "l", "r")
-	j, err := tables[0].JoinForeignKey(tables[1], fkOf, joinedPairs, false, "", Materialized{Given: true})
+	j, err := tables[0].JoinForeignKey(tables[1], fkOf, joinedPairs, false, TableJoined{}, Materialized{Given: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestForeignKeyJoinNames(t *testing.T) {
 	if _, ok := b.stores["KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000007"]; !ok {
 		t.Fatalf("no subscription store among %v", b.Stores())
 	}
-	named, err := tables[0].JoinForeignKey(tables[1], fkOf, joinedPairs, true, "orders", Materialized{})
+	named, err := tables[0].JoinForeignKey(tables[1], fkOf, joinedPairs, true, TableJoined{Name: "orders"}, Materialized{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestForeignKeyJoinNames(t *testing.T) {
 // the partition Kafka Streams would send the subscription to.
 func TestForeignKeyJoinReadsTheForeignKeysPartition(t *testing.T) {
 	d := tableJoinDriver(t, 4, func(l, r *KTable) (*KTable, error) {
-		return l.JoinForeignKey(r, fkOf, joinedPairs, false, "", Materialized{})
+		return l.JoinForeignKey(r, fkOf, joinedPairs, false, TableJoined{}, Materialized{})
 	})
 	fkPart := DefaultPartition([]byte("a"), 4)
 	leftPart := (fkPart + 1) % 4
@@ -157,5 +157,121 @@ func TestForeignKeyJoinReadsTheForeignKeysPartition(t *testing.T) {
 	}
 	if want := "k=k|a/1|A@2 k=k|a/1|A2@3"; strings.Join(got, " ") != want {
 		t.Fatalf("got %v, want %s", got, want)
+	}
+}
+
+// fkPartitions runs in through an inner foreign-key join of l and r (4 partitions each)
+// with tj and returns the results as key=value@partition.
+func fkPartitions(t *testing.T, tj TableJoined, in ...SourceRecord) ([]string, error) {
+	t.Helper()
+	var got []string
+	d := tableJoinDriver(t, 4, func(l, r *KTable) (*KTable, error) {
+		j, err := l.JoinForeignKey(r, fkOf, joinedPairs, false, tj, Materialized{})
+		if err != nil {
+			return nil, err
+		}
+		watch, err := l.b.addNode(&Node{Name: "watch", Kind: ProcessorNode, factory: func() Processor {
+			return &funcProc{fn: func(rec Record) {
+				got = append(got, fmt.Sprintf("%s=%s@%d", rec.Key, rec.Value.(Change).New, rec.Partition))
+			}}
+		}})
+		j.node.addChild(watch)
+		return j, err
+	})
+	d.topo.appID = "app"
+	for _, rec := range in {
+		if err := d.topo.Process(rec); err != nil {
+			return nil, err
+		}
+	}
+	return got, nil
+}
+
+// funcProc calls fn for each record.
+type funcProc struct{ fn func(Record) }
+
+func (p *funcProc) Init(*Context) error      { return nil }
+func (p *funcProc) Process(rec Record) error { p.fn(rec); return nil }
+
+// TableJoined partitioners: otherPartitioner says where a foreign key's row and
+// subscription live, partitioner where a result goes; each sees Kafka Streams' topic
+// (<application.id>-<registration or response topic>) and must choose one partition.
+func TestForeignKeyJoinTableJoinedPartitioners(t *testing.T) {
+	var topics []string
+	fixed := func(p int32) StreamPartitioner {
+		return func(topic string, rec Record, n int32) ([]int32, bool, error) {
+			topics = append(topics, topic)
+			return []int32{p}, true, nil
+		}
+	}
+	in := []SourceRecord{
+		{Topic: "r", Partition: 3, Timestamp: 1, Key: []byte("a"), Value: []byte("A")},
+		{Topic: "l", Partition: 2, Timestamp: 2, Key: []byte("k"), Value: []byte("a/1")},
+		{Topic: "r", Partition: 3, Timestamp: 3, Key: []byte("a"), Value: []byte("A2")},
+	}
+	got, err := fkPartitions(t, TableJoined{OtherPartitioner: fixed(3), Partitioner: fixed(2)}, in...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "k=k|a/1|A@2 k=k|a/1|A2@2"; strings.Join(got, " ") != want {
+		t.Fatalf("got %v, want %s", got, want)
+	}
+	if want := "app-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000006-topic app-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic"; strings.Join(topics, " ") != want {
+		t.Fatalf("partitioner topics %v, want %s", topics, want)
+	}
+	// Without the partitioner the foreign key's row is looked for in partition 0, murmur2's.
+	if got, err := fkPartitions(t, TableJoined{}, in...); err != nil || len(got) != 0 {
+		t.Fatalf("without otherPartitioner: %v, %v; want no match", got, err)
+	}
+	many := func(string, Record, int32) ([]int32, bool, error) { return []int32{0, 1}, true, nil }
+	if _, err := fkPartitions(t, TableJoined{OtherPartitioner: many}, in...); err == nil ||
+		!strings.Contains(err.Error(), "The partitions returned by StreamPartitioner#partitions method when used for FK join should be a singleton set") {
+		t.Fatalf("two partitions: %v", err)
+	}
+}
+
+// topicBytesSerde writes the topic into the bytes, as a Schema Registry serde's subject
+// follows the topic.
+type topicBytesSerde struct{ bytesSerde }
+
+func (topicBytesSerde) Serialize(topic string, _ Headers, v any) ([]byte, error) {
+	if v == nil {
+		return nil, nil
+	}
+	return []byte(topic + ":" + v.(string)), nil
+}
+
+// Kafka Streams serialises the foreign key with the other table's key serde for the
+// registration topic when it partitions a subscription, and under the pseudo-topics
+// <topic>-fk / -pk for the subscription store's keys (CombinedKeySchema).
+func TestForeignKeyJoinSerialisesKeysAsKafkaStreams(t *testing.T) {
+	b := NewStreamsBuilder(Serdes{Key: topicBytesSerde{}, Value: bytesSerde{}})
+	tables := testTables(t, b, "l", "r")
+	j, err := tables[0].JoinForeignKey(tables[1], fkOf, joinedPairs, false, TableJoined{}, Materialized{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := j.ToStream("")
+	if err := s.To("out", Produced{}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDriver(b, DriverOptions{Partitions: map[string]int32{"l": 4, "r": 4, "out": 1}, Stores: NewMemoryStores(), ApplicationID: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := "app-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic"
+	part := DefaultPartition([]byte(topic+":a"), 4)
+	if err := d.topo.Process(SourceRecord{Topic: "l", Partition: 1, Timestamp: 1, Key: []byte("k"), Value: []byte("a/1")}); err != nil {
+		t.Fatal(err)
+	}
+	subs, err := d.Store("KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000007", part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(subscriptionKey([]byte(topic+"-fk:a"), []byte(topic+"-pk:k")))
+	it := subs.bytes.PrefixScan(nil)
+	defer it.Close()
+	if !it.Next() || string(it.Key()) != want {
+		t.Fatalf("subscription in partition %d: %q, want %q", part, it.Key(), want)
 	}
 }
