@@ -274,3 +274,13 @@ return b`
 		}
 	}
 }
+
+// A late partner does not revise a left join's final non-joined result (DESIGN §5).
+func TestStreamLeftJoinLatePartnerDSL(t *testing.T) {
+	d := storeDriver(t, prelude+`
+b:stream("left"):leftJoin(b:stream("right"), function(lv, rv) return lv .. "+" .. tostring(rv) end,
+  s.JoinWindows.ofTimeDifferenceWithNoGrace(5)):to("out")
+return b`)
+	expectLines(t, pipeSJ(t, d, sjInput{"left", "a", "A", 10}, sjInput{"left", "b", "B", 17}), []string{"a A+nil @10"})
+	expectLines(t, pipeSJ(t, d, sjInput{"right", "a", "x", 12}, sjInput{"right", "b", "y", 18}), []string{"b B+y @18"})
+}

@@ -232,13 +232,13 @@ func (s *KStream) JoinStream(other *KStream, kind StreamJoinKind, joiner StreamV
 		return []string{store, sh.buffer}
 	}
 	thisJoin, err := add(thisWindowed, thisJoinName, joinStores(otherStore), func() Processor {
-		return &streamJoinSide{sh: sh, otherStore: otherStore, left: true, outer: otherOuter}
+		return &streamJoinSide{sh: sh, otherStore: otherStore, left: true, outer: otherOuter, partnerOuter: thisOuter}
 	})
 	if err != nil {
 		return nil, err
 	}
 	otherJoin, err := add(otherWindowed, otherJoinName, joinStores(thisStore), func() Processor {
-		return &streamJoinSide{sh: sh, otherStore: thisStore, outer: thisOuter}
+		return &streamJoinSide{sh: sh, otherStore: thisStore, outer: thisOuter, partnerOuter: otherOuter}
 	})
 	if err != nil {
 		return nil, err
@@ -319,6 +319,8 @@ type streamJoinSide struct {
 	otherStore string
 	left       bool
 	outer      bool
+	// partnerOuter: the other side's records are outer too, and get final non-joined results.
+	partnerOuter bool
 	// leftClose and rightClose say when a left record (waiting after ms) and a right one
 	// (before ms) have no partner left to wait for.
 	leftClose, rightClose windowTime
@@ -387,7 +389,14 @@ func (p *streamJoinSide) Process(rec Record) error {
 	}
 	var matches []Window
 	for it.Next() {
-		matches = append(matches, it.Window())
+		m := it.Window()
+		if p.sh.buffer != "" && p.partnerOuter && p.closing(!p.left).closedByWatermark(m.Timestamp) {
+			// The partner's window is closed: its final result, joined with nil if it found
+			// no partner in time, is out and is never revised (DESIGN §5).
+			p.ctx.Drop(DropWindowClosed)
+			continue
+		}
+		matches = append(matches, m)
 	}
 	err = it.Err()
 	it.Close()

@@ -277,3 +277,28 @@ func TestStreamOuterJoinWithoutSpuriousResultFix(t *testing.T) {
 		joinInput{"left", "1", "A1", 100}),
 		"0:A0+null@0", "1:null+a1@5", "0:null+a0@300", "0:A0+b0@50", "1:A1+a1@100")
 }
+
+// A late partner of a record whose non-joined result the watermark already emitted does
+// not revise it (DESIGN §5): the match is dropped and counted (reason="window-closed"); a
+// partner still inside its window joins as before.
+func TestStreamOuterJoinLatePartnerDoesNotReviseAFinalResult(t *testing.T) {
+	for _, kind := range []StreamJoinKind{LeftStreamJoin, OuterStreamJoin} {
+		d, sensors, _ := streamJoinDriver(t, kind, JoinWindows{Before: 5, After: 5}, StreamJoined{})
+		got := pipeJoin(t, d,
+			joinInput{"left", "a", "A", 10},
+			// The watermark passes a's window (10 + 5 < 17): A+null is final, while the store,
+			// retaining before + after = 10 ms, still holds A.
+			joinInput{"left", "b", "B", 17},
+			joinInput{"right", "a", "x", 12},
+			joinInput{"right", "b", "y", 18})
+		want := []string{"a:A+null@10", "b:B+y@18"}
+		if kind == OuterStreamJoin {
+			// x has no partner left to join: as a record of the outer right side it waits for
+			// its own window (12 + 5 < watermark), which y's 18 closes.
+			want = []string{"a:A+null@10", "b:B+y@18", "a:null+x@12"}
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") || sensors.dropped["window-closed"] != 1 {
+			t.Errorf("%v: got %v, drops %v; want %v and one window-closed", kind, got, sensors.dropped, want)
+		}
+	}
+}
