@@ -229,6 +229,8 @@ func (l *loop) run(ctx context.Context) error {
 			l.a.log.Warn("consumer", "err", err)
 		case <-l.k.consumer.Replaced():
 			return l.takenOver()
+		case <-l.k.consumer.Failed():
+			return l.k.consumer.FailedErr()
 		}
 	}
 }

@@ -127,6 +127,12 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return a.fail(fmt.Errorf("consumer: %w", err))
 	}
+	consumer.SetOffsetReset(func(topic string) pipeline.OffsetReset {
+		if r := builder.OffsetResetOf(topic); r.Strategy != pipeline.ResetDefault {
+			return r
+		}
+		return cfg.AutoOffsetReset
+	})
 	k.consumer = consumer
 	if err := a.state.Transition(StateRebalancing); err != nil {
 		return err

@@ -125,6 +125,7 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 		"JoinWindows":    rt.joinWindowsClass(),
 		"SlidingWindows": rt.slidingWindowsClass(),
 		"WindowedSerdes": rt.windowedSerdesClass(),
+		"AutoOffsetReset": rt.autoOffsetResetClass(),
 	} {
 		mod.RawSetString(name, rt.classTable("stoat."+name, cls))
 	}
@@ -384,9 +385,7 @@ func (rt *Runtime) bStream(L *lua.LState) int {
 	default:
 		L.RaiseError("timestampExtractor must be a function, \"record\" or \"wallclock\"")
 	}
-	if reset := optString(L, o, "offsetReset"); reset != "" && reset != "earliest" {
-		L.RaiseError("not supported yet: offsetReset %q (sources start from the earliest offset when the group has no committed offset)", reset)
-	}
+	c.OffsetReset = offsetResetOpt(L, o)
 	ks, err := rt.builder.Stream(topics, c)
 	rt.raise(L, err)
 	L.Push(rt.wrapStream(ks))

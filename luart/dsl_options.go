@@ -37,6 +37,7 @@ var (
 	optPartitioner  = opt("partitioner", "stoat.Partitioner")
 	optHeaders      = opt("headers", "stoat.HeadersIn")
 	optTimestamp    = opt("timestamp", "integer")
+	optOffsetReset  = opt("offsetReset", `stoat.AutoOffsetReset|"earliest"|"latest"|"none"|string`)
 	// schemaSpecFields are the options of stoat.avro{...} and its siblings.
 	schemaSpecFields = []optionField{opt("schema", "string"), opt("subject", "string"),
 		opt("version", "integer"), opt("latest", "boolean"), opt("autoRegister", "boolean")}
@@ -58,9 +59,9 @@ var (
 	streamJoinOpts = newOptionSet("stoat.StreamJoined", optName, opt("storeName", "string"))
 	forwardOpts    = newOptionSet("stoat.Forwarded", optTimestamp, optHeaders, opt("to", "string"))
 	consumedOpts   = newOptionSet("stoat.Consumed", optKeySerde, optValueSerde,
-		opt("timestampExtractor", `stoat.TimestampExtractor|"record"|"wallclock"`), optName, opt("offsetReset", `"earliest"`))
+		opt("timestampExtractor", `stoat.TimestampExtractor|"record"|"wallclock"`), optName, optOffsetReset)
 	tableOpts = newOptionSet("stoat.TableConsumed", optKeySerde, optValueSerde, optMaterialized,
-		opt("timestampExtractor", "stoat.TimestampExtractor"), optName)
+		opt("timestampExtractor", "stoat.TimestampExtractor"), optName, optOffsetReset)
 	materializedOpts = newOptionSet("stoat.Materialized", optName, optKeySerde, optValueSerde,
 		opt("logging", "boolean"), opt("caching", "boolean"),
 		opt("type", `"timestampedKeyValue"|"versionedKeyValue"`), opt("historyRetention", "stoat.Duration"))

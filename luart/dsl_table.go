@@ -103,12 +103,12 @@ func (rt *Runtime) pushTable(L *lua.LState, t *pipeline.KTable, err error) int {
 	return 1
 }
 
-// bTable implements b:table(topic, {keySerde=, valueSerde=, materialized=, timestampExtractor=, name=}).
+// bTable implements b:table(topic, {keySerde=, valueSerde=, materialized=, timestampExtractor=, name=, offsetReset=}).
 func (rt *Runtime) bTable(L *lua.LState) int {
 	rt.checkBuilder(L)
 	topic := L.CheckString(2)
 	o := options(L, 3, "table", tableOpts)
-	c := pipeline.Consumed{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o)}
+	c := pipeline.Consumed{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o), OffsetReset: offsetResetOpt(L, o)}
 	if fn := optFunction(L, o, "timestampExtractor"); fn != nil {
 		c.TimestampExtractor = rt.timestampExtractor(fn)
 	}

@@ -56,6 +56,18 @@ type Consumed struct {
 	Name               string
 	Serdes             Serdes
 	TimestampExtractor TimestampExtractor // nil: the record's own timestamp
+	// OffsetReset is where the source's partitions without a committed offset start
+	// (Consumed.withOffsetResetPolicy); the zero value leaves it to auto.offset.reset.
+	OffsetReset OffsetReset
+}
+
+// OffsetResetOf is the reset policy of a source topic's own, ResetDefault when its source
+// has none.
+func (b *StreamsBuilder) OffsetResetOf(topic string) OffsetReset {
+	if n, ok := b.sourceTopics[topic]; ok && n.source != nil {
+		return n.source.reset
+	}
+	return OffsetReset{}
 }
 
 // TimestampExtractor returns the event time of a record in milliseconds.
@@ -79,7 +91,7 @@ func (b *StreamsBuilder) Stream(topics []string, c Consumed) (*KStream, error) {
 		Name:   b.newName("KSTREAM-SOURCE-", c.Name),
 		Kind:   SourceNode,
 		Topics: append([]string(nil), topics...),
-		source: &sourceSpec{serdes: serdes, extractor: c.TimestampExtractor},
+		source: &sourceSpec{serdes: serdes, extractor: c.TimestampExtractor, reset: c.OffsetReset},
 	})
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import "fmt"
 type sourceSpec struct {
 	serdes    Serdes
 	extractor TimestampExtractor
+	reset     OffsetReset
 }
 
 type sourceProc struct {

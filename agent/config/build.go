@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // builder collects the values of a file and turns them into a Config,
@@ -231,6 +233,7 @@ func (b *builder) buildStreams() {
 		c.ClientID = c.ApplicationID
 	}
 	c.GroupInstanceID = groupInstanceID.Get(consumer)
+	c.AutoOffsetReset, _ = pipeline.ParseOffsetReset(AutoOffsetReset.Get(consumer)) // checkClient reports a bad value
 
 	if b.partial {
 		return
@@ -321,6 +324,9 @@ func (b *builder) checkClient(cl Client) {
 	}
 	switch cl.Role() {
 	case ForConsumer:
+		if _, err := pipeline.ParseOffsetReset(AutoOffsetReset.Get(cl)); err != nil {
+			b.fail(KindInvalid, AutoOffsetReset.Source(cl), "%v", err)
+		}
 		if eos && IsolationLevel.IsSet(cl) && IsolationLevel.Get(cl) != "read_committed" {
 			b.fail(KindInvalid, IsolationLevel.Source(cl), "Kafka Streams forces read_committed under exactly_once_v2")
 		}

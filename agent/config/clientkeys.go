@@ -99,9 +99,8 @@ var (
 		Doc: "Longest time the broker holds a fetch waiting for fetch.min.bytes."})
 	MaxPartitionFetchBytes = declareClient[int64](&clientKeys, Key{Name: "max.partition.fetch.bytes", Type: TypeInt, Default: "1048576", Min: 1, Client: ForConsumer,
 		Doc: "Bytes fetched per partition per request (sarama Consumer.Fetch.Default)."})
-	AutoOffsetReset = declareClient[string](&clientKeys, Key{Name: "auto.offset.reset", Type: TypeEnum, Default: "earliest", Client: ForConsumer, Allowed: []string{"earliest", "latest"},
-		Refuse: map[string]string{"none": "not supported yet: auto.offset.reset = none"},
-		Doc:    "Where to start a partition without a committed offset (Kafka Streams sets earliest)."})
+	AutoOffsetReset = declareClient[string](&clientKeys, Key{Name: "auto.offset.reset", Type: TypeString, Default: "earliest", Client: ForConsumer,
+		Doc: "Where a source partition without a committed offset starts, unless its source names its own (offsetReset): earliest (Kafka Streams' default), latest, none (the application stops, naming the topic) or by_duration:<ISO-8601 duration>, e.g. by_duration:PT1H, the first record of the last hour (KIP-1106)."})
 	IsolationLevel = declareClient[string](&clientKeys, Key{Name: "isolation.level", Type: TypeEnum, Default: "read_uncommitted", DefaultEOS: "read_committed", Client: ForConsumer,
 		Allowed: []string{"read_uncommitted", "read_committed"},
 		Doc:     "Which records the consumer sees; Kafka Streams forces read_committed under exactly_once_v2."})

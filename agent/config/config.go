@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // Config is a checked configuration: every value typed, every default applied.
@@ -51,6 +53,9 @@ type Config struct {
 	CacheMaxBytes     int64
 	ApplicationServer string // host:port or ""
 	GroupInstanceID   string
+	// AutoOffsetReset is the consumer's auto.offset.reset: where a source partition without a
+	// committed offset starts unless its source has a policy of its own.
+	AutoOffsetReset   pipeline.OffsetReset
 	ClientID          string // base of the clients' ids (client.id, else application.id)
 	ReplicationFactor int16  // -1 = broker default
 

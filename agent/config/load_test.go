@@ -162,8 +162,10 @@ func TestErrorClasses(t *testing.T) {
 			`sasl.mechanism SCRAM-SHA-256 needs the login module org.apache.kafka.common.security.scram.ScramLoginModule`, KindInvalid},
 		{"bad jaas", "", "security.protocol = \"SASL_SSL\"\nsasl.mechanism = \"PLAIN\"\nsasl.jaas.config = 'PlainLoginModule username=\"u\";'",
 			`streams.sasl.jaas.config: invalid value: invalid control flag "username"`, KindInvalid},
-		{"offset reset none", "", `auto.offset.reset = "none"`,
-			`streams.auto.offset.reset: not supported yet: auto.offset.reset = none`, KindUnsupported},
+		{"offset reset", "", `consumer.auto.offset.reset = "by_duration:1h"`,
+			`streams.consumer.auto.offset.reset: invalid value "by_duration:1h": "1h" is not an ISO-8601 duration`, KindInvalid},
+		{"negative offset reset", "", `auto.offset.reset = "by_duration:-PT1S"`,
+			`streams.auto.offset.reset: invalid value "by_duration:-PT1S": negative duration is not supported`, KindInvalid},
 		{"missing truststore", "", "security.protocol = \"SSL\"\nssl.truststore.location = \"nope.pem\"",
 			`streams.ssl.truststore.location: cannot use`, KindInvalid},
 	}

@@ -50,11 +50,18 @@ type Consumer struct {
 	// replacedErr says so.
 	replaced    chan struct{}
 	replacedErr error
+	// failed is closed when a generation cannot start for a reason joining again does not
+	// change (a partition without a committed offset whose policy is none); failedErr says so.
+	failed    chan struct{}
+	failedErr error
+	// reset is where each topic's partitions without a committed offset start; nil: sarama's
+	// Consumer.Offsets.Initial for every topic.
+	reset func(topic string) pipeline.OffsetReset
 }
 
 // NewConsumer prepares a member of group groupID subscribed to topics, connected with a
-// copy of cfg. The copy always returns errors (see Errors); it must use eager balance
-// strategies, because Assigned and Revoking describe whole generations.
+// copy of cfg. The copy always returns errors (see Errors) and never auto-commits; it must
+// use eager balance strategies, because Assigned and Revoking describe whole generations.
 // cfg.Consumer.Group.InstanceId makes the member static (it needs Version >= 2.3.0).
 func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.Config, h RebalanceHandler) (*Consumer, error) {
 	switch {
@@ -76,6 +83,8 @@ func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.
 	}
 	c := *cfg
 	c.Consumer.Return.Errors = true
+	// Offsets are committed by Commit alone; sarama would commit what resolveStarts marks.
+	c.Consumer.Offsets.AutoCommit.Enable = false
 
 	client, err := sarama.NewClient(brokers, &c)
 	if err != nil {
@@ -96,6 +105,7 @@ func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.
 		out:      make(chan []pipeline.SourceRecord, 4),
 		errs:     make(chan error, c.ChannelBufferSize),
 		replaced: make(chan struct{}),
+		failed:   make(chan struct{}),
 	}
 	cons.forwards.Add(1)
 	go cons.forwardErrors()
@@ -163,6 +173,11 @@ func (c *Consumer) loop(ctx context.Context) {
 			close(c.replaced)
 			return
 		}
+		if errors.Is(err, ErrNoOffset) {
+			c.failedErr = fmt.Errorf("consumer group %q: %w", c.groupID, err)
+			close(c.failed)
+			return
+		}
 		if rewound && ctx.Err() == nil {
 			// Rewind ended the session on purpose: join again at once.
 			continue
@@ -188,6 +203,21 @@ func (c *Consumer) ReplacedErr() error {
 	select {
 	case <-c.replaced:
 		return c.replacedErr
+	default:
+		return nil
+	}
+}
+
+// Failed is closed when the member stopped joining because a generation cannot start
+// (FailedErr says why), as the Java consumer's NoOffsetForPartitionException stops a
+// Kafka Streams thread.
+func (c *Consumer) Failed() <-chan struct{} { return c.failed }
+
+// FailedErr is the error of Failed; nil until it is closed.
+func (c *Consumer) FailedErr() error {
+	select {
+	case <-c.failed:
+		return c.failedErr
 	default:
 		return nil
 	}

@@ -54,6 +54,9 @@ func (h *sessionHandler) Setup(sess sarama.ConsumerGroupSession) error {
 		}
 	}
 	slices.SortFunc(g.tps, compareTP)
+	if err := h.c.resolveStarts(sess, g.tps); err != nil {
+		return err
+	}
 	h.c.mu.Lock()
 	h.c.gen = g
 	h.c.lastMember = g.memberID
