@@ -285,6 +285,8 @@ type kafkaClients struct {
 	producer *kafkaio.Producer
 	consumer *kafkaio.Consumer
 
+	// subscription is the source topics read: the named ones and those a pattern matches.
+	subscription     []string
 	sourcePartitions map[string]int32
 }
 

@@ -143,6 +143,13 @@ func (l *loop) run(ctx context.Context) error {
 	defer punctuate.Stop()
 	msgs := l.k.consumer.Messages()
 	errs := l.k.consumer.Errors()
+	var subscriptions chan subscriptionChange // nil (never ready) without source patterns
+	if l.b.HasPatternSources() {
+		subscriptions = make(chan subscriptionChange)
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go l.watchPatterns(watchCtx, subscriptions)
+	}
 	progress := &l.a.progress
 	defer progress.wait()
 	for {
@@ -231,6 +238,11 @@ func (l *loop) run(ctx context.Context) error {
 			return l.takenOver()
 		case <-l.k.consumer.Failed():
 			return l.k.consumer.FailedErr()
+		case c := <-subscriptions:
+			progress.step(time.Now())
+			if err := l.resubscribe(c); err != nil {
+				return err
+			}
 		}
 	}
 }

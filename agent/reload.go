@@ -258,7 +258,11 @@ func shapeOfDescription(d *pipeline.TopologyDescription, stores map[string]store
 			if n.Type != "source" || n.Internal {
 				continue
 			}
-			for _, t := range n.Topics {
+			topics := n.Topics
+			if n.TopicPattern != "" {
+				topics = []string{"pattern " + n.TopicPattern}
+			}
+			for _, t := range topics {
 				if !seen[t] {
 					seen[t] = true
 					sh.sources = append(sh.sources, t)

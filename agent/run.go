@@ -123,7 +123,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return a.fail(err)
 	}
-	consumer, err := kafkaio.NewConsumer(k.brokers, cfg.ApplicationID, builder.SourceTopics(), consumerCfg, l)
+	consumer, err := kafkaio.NewConsumer(k.brokers, cfg.ApplicationID, k.subscription, consumerCfg, l)
 	if err != nil {
 		return a.fail(fmt.Errorf("consumer: %w", err))
 	}
@@ -232,7 +232,17 @@ func (a *Agent) connect(ctx context.Context, k *kafkaClients, b *pipeline.Stream
 			return err
 		}
 	}
-	counts, err := kafkaio.PartitionCounts(k.brokers, adminCfg, b.SourceTopics())
+	k.subscription = b.SourceTopics()
+	if b.HasPatternSources() {
+		all, err := kafkaio.ListTopics(k.brokers, adminCfg)
+		if err != nil {
+			return err
+		}
+		if k.subscription, err = b.Subscription(all); err != nil {
+			return err
+		}
+	}
+	counts, err := kafkaio.PartitionCounts(k.brokers, adminCfg, k.subscription)
 	if err != nil {
 		return err
 	}
@@ -244,6 +254,9 @@ func (a *Agent) connect(ctx context.Context, k *kafkaClients, b *pipeline.Stream
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("source topics do not exist: %v (Kafka Streams' MissingSourceTopicException; create them first)", missing)
+	}
+	if len(k.subscription) == 0 {
+		return fmt.Errorf("no topic matches the source patterns yet: create one first (Kafka Streams would wait for it with no tasks)")
 	}
 	k.sourcePartitions = counts
 	if err := a.ensureChangelogs(k, b); err != nil {

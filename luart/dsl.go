@@ -350,14 +350,20 @@ func (rt *Runtime) raise(L *lua.LState, err error) {
 	}
 }
 
-// bStream implements b:stream(topic | {topics}, opts).
+// bStream implements b:stream(topic | {topics} | {pattern = regex}, opts).
 func (rt *Runtime) bStream(L *lua.LState) int {
 	rt.checkBuilder(L)
 	var topics []string
+	var pattern lua.LValue = lua.LNil
 	switch v := L.Get(2).(type) {
 	case lua.LString:
 		topics = []string{string(v)}
 	case *lua.LTable:
+		if pattern = v.RawGetString("pattern"); pattern != lua.LNil {
+			if _, ok := pattern.(lua.LString); !ok || v.Len() > 0 {
+				L.ArgError(2, "a pattern source is {pattern = \"regex\"}, with no topic names beside it")
+			}
+		}
 		for i := 1; i <= v.Len(); i++ {
 			s, ok := v.RawGetInt(i).(lua.LString)
 			if !ok {
@@ -366,7 +372,7 @@ func (rt *Runtime) bStream(L *lua.LState) int {
 			topics = append(topics, string(s))
 		}
 	default:
-		L.ArgError(2, "stream needs a topic name or a list of topic names")
+		L.ArgError(2, "stream needs a topic name, a list of topic names or {pattern = \"regex\"}")
 	}
 	o := options(L, 3, "stream", consumedOpts)
 	c := pipeline.Consumed{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o)}
@@ -386,7 +392,13 @@ func (rt *Runtime) bStream(L *lua.LState) int {
 		L.RaiseError("timestampExtractor must be a function, \"record\" or \"wallclock\"")
 	}
 	c.OffsetReset = offsetResetOpt(L, o)
-	ks, err := rt.builder.Stream(topics, c)
+	var ks *pipeline.KStream
+	var err error
+	if p, ok := pattern.(lua.LString); ok {
+		ks, err = rt.builder.StreamPattern(string(p), c)
+	} else {
+		ks, err = rt.builder.Stream(topics, c)
+	}
 	rt.raise(L, err)
 	L.Push(rt.wrapStream(ks))
 	return 1

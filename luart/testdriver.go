@@ -21,6 +21,7 @@ type testDriver struct {
 	rt      *Runtime
 	d       *pipeline.Driver
 	sources []string
+	b       *pipeline.StreamsBuilder
 	closed  bool
 	// defaultKeySerde and defaultValueSerde are the serdes of test topics that name none.
 	defaultKeySerde, defaultValueSerde string
@@ -131,11 +132,17 @@ func (td *testDriver) open(scripts []string, opts pipeline.DriverOptions) error 
 		return err
 	}
 	rt.SetClock(d.WallClock)
-	td.rt, td.d, td.sources = rt, d, b.SourceTopics()
+	td.rt, td.d, td.sources, td.b = rt, d, b.SourceTopics(), b
 	for _, g := range b.GlobalStores() {
 		td.sources = append(td.sources, g.Topic)
 	}
 	return nil
+}
+
+// matched reports whether a pattern source reads topic.
+func (td *testDriver) matched(topic string) bool {
+	sub, err := td.b.Subscription([]string{topic})
+	return err == nil && slices.Contains(sub, topic)
 }
 
 func (td *testDriver) close() {
@@ -234,7 +241,7 @@ func (tf *testFile) driverMethods() map[string]lua.LGFunction {
 		"createInputTopic": func(L *lua.LState) int {
 			td := tf.checkDriver(L)
 			topic := L.CheckString(2)
-			if !slices.Contains(td.sources, topic) {
+			if !slices.Contains(td.sources, topic) && !td.matched(topic) {
 				L.RaiseError("createInputTopic: topic %q is not a source of this topology (sources: %s)", topic, strings.Join(td.sources, ", "))
 			}
 			ks, vs := tf.topicSerdes(L, td, "createInputTopic", 3)

@@ -12,8 +12,10 @@ type StreamsBuilder struct {
 	index        int
 	nodes        []*Node
 	sourceTopics map[string]*Node
-	stores       map[string]*StoreSpec
-	defaults     Serdes
+	// patternSources are the sources subscribed by pattern (pattern.go), in creation order.
+	patternSources []*Node
+	stores         map[string]*StoreSpec
+	defaults       Serdes
 	// copartitionGroups are the inputs of each join by key (copartition.go).
 	copartitionGroups [][]*Node
 }
@@ -64,7 +66,7 @@ type Consumed struct {
 // OffsetResetOf is the reset policy of a source topic's own, ResetDefault when its source
 // has none.
 func (b *StreamsBuilder) OffsetResetOf(topic string) OffsetReset {
-	if n, ok := b.sourceTopics[topic]; ok && n.source != nil {
+	if n := b.sourceOf(topic); n != nil && n.source != nil {
 		return n.source.reset
 	}
 	return OffsetReset{}

@@ -57,7 +57,7 @@ func (b *StreamsBuilder) repartitionCounts(sourcePartitions map[string]int32, ma
 		external := map[string]int32{}
 		for _, in := range group {
 			for _, src := range upstreamSources(in) {
-				for _, topic := range src.Topics {
+				for _, topic := range src.topicsRead(sourcePartitions) {
 					if src.Internal {
 						internal[topic] = true
 					} else {

@@ -30,11 +30,12 @@ type GlobalStore struct {
 type DescribedNode struct {
 	Type         string   `json:"type"` // "source", "processor" or "sink"
 	Name         string   `json:"name"`
-	Topics       []string `json:"topics,omitempty"`    // sources, in Kafka Streams' print order
-	Topic        string   `json:"topic,omitempty"`     // sinks with a fixed topic
-	Extractor    string   `json:"extractor,omitempty"` // sinks with a topic extractor
-	Stores       []string `json:"stores,omitempty"`    // processors, in Kafka Streams' print order
-	Internal     bool     `json:"internal,omitempty"`  // kept in memory by StoatFlow
+	Topics       []string `json:"topics,omitempty"`       // sources, in Kafka Streams' print order
+	TopicPattern string   `json:"topicPattern,omitempty"` // pattern sources
+	Topic        string   `json:"topic,omitempty"`        // sinks with a fixed topic
+	Extractor    string   `json:"extractor,omitempty"`    // sinks with a topic extractor
+	Stores       []string `json:"stores,omitempty"`       // processors, in Kafka Streams' print order
+	Internal     bool     `json:"internal,omitempty"`     // kept in memory by StoatFlow
 	Successors   []string `json:"successors"`
 	Predecessors []string `json:"predecessors"`
 }
@@ -117,7 +118,11 @@ func describeNode(n *Node, successors, predecessors []*Node) DescribedNode {
 	switch n.Kind {
 	case SourceNode:
 		dn.Type = "source"
-		dn.Topics = javaHashSetOrder(n.Topics)
+		if n.Pattern != "" {
+			dn.TopicPattern = n.Pattern
+		} else {
+			dn.Topics = javaHashSetOrder(n.Topics)
+		}
 		dn.Predecessors = []string{}
 	case SinkNode:
 		dn.Type = "sink"
@@ -232,7 +237,12 @@ func writeNode(sb *strings.Builder, n DescribedNode) {
 	sb.WriteString("    ")
 	switch n.Type {
 	case "source":
-		sb.WriteString("Source: " + n.Name + " (topics: [" + strings.Join(n.Topics, ", ") + "])\n")
+		if n.TopicPattern != "" {
+			// Kafka prints a pattern subscription's Pattern#toString: the regex, no brackets.
+			sb.WriteString("Source: " + n.Name + " (topics: " + n.TopicPattern + ")\n")
+		} else {
+			sb.WriteString("Source: " + n.Name + " (topics: [" + strings.Join(n.Topics, ", ") + "])\n")
+		}
 		sb.WriteString("      --> " + nodeList(n.Successors) + "\n")
 	case "sink":
 		if n.Extractor != "" {

@@ -97,7 +97,11 @@ func (d *Driver) Pipe(topic string, key, value []byte, timestamp int64, headers 
 
 // PipeTo feeds one record into a partition of a source topic, at its next offset.
 func (d *Driver) PipeTo(topic string, partition int32, key, value []byte, timestamp int64, headers Headers) error {
-	if _, ok := d.topo.sources[topic]; !ok {
+	_, ok := d.topo.sources[topic]
+	if !ok {
+		_, ok = d.topo.matchPattern(topic)
+	}
+	if !ok {
 		return fmt.Errorf("topic %q is not a source of this topology", topic)
 	}
 	if n, _ := d.PartitionsFor(topic); partition < 0 || partition >= n {

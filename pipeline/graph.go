@@ -18,8 +18,10 @@ type Node struct {
 	Name   string
 	Kind   NodeKind
 	Topics []string // sources: subscribed topics
-	Topic  string   // sinks: fixed topic ("" with a topic extractor)
-	Stores []string
+	// Pattern is a pattern source's regex as written (Topics is empty then).
+	Pattern string
+	Topic   string // sinks: fixed topic ("" with a topic extractor)
+	Stores  []string
 	// Internal marks the nodes of a repartition topic, which StoatFlow keeps in memory.
 	Internal bool
 	Parents  []*Node

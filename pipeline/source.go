@@ -1,11 +1,15 @@
 package pipeline
 
-import "fmt"
+import (
+	"fmt"
+	"regexp"
+)
 
 type sourceSpec struct {
 	serdes    Serdes
 	extractor TimestampExtractor
 	reset     OffsetReset
+	pattern   *regexp.Regexp // a pattern source's, anchored at both ends
 }
 
 type sourceProc struct {

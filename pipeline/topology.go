@@ -59,6 +59,7 @@ type TopologyOptions struct {
 // Topology is the runtime form of a built graph: processors wired to their children.
 type Topology struct {
 	sources             map[string]*runtimeNode
+	patternSources      []patternSource
 	nodes               []*runtimeNode
 	collector           RecordCollector
 	sensors             Sensors
@@ -137,7 +138,7 @@ func (n *runtimeNode) process(rec Record) error {
 
 // Build turns the graph into a runnable topology and initialises every processor.
 func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
-	if len(b.sourceTopics) == 0 {
+	if len(b.sourceTopics) == 0 && len(b.patternSources) == 0 {
 		return nil, errors.New("the topology has no source: call stream(...) on the builder")
 	}
 	t := &Topology{
@@ -221,6 +222,9 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 			for _, topic := range n.Topics {
 				t.sources[topic] = rn
 			}
+			if n.source.pattern != nil {
+				t.patternSources = append(t.patternSources, patternSource{n.source.pattern, rn})
+			}
 		}
 	}
 	for _, rn := range t.nodes {
@@ -270,6 +274,9 @@ func (t *Topology) Process(in *SourceRecord) error {
 
 func (t *Topology) process(in *SourceRecord) error {
 	src, ok := t.sources[in.Topic]
+	if !ok {
+		src, ok = t.matchPattern(in.Topic)
+	}
 	if !ok {
 		return &RecordError{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset,
 			Err: errors.New("no source in this topology reads this topic")}

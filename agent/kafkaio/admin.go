@@ -123,3 +123,14 @@ func PartitionCounts(brokers []string, cfg *sarama.Config, topics []string) (map
 	}
 	return counts, nil
 }
+
+// ListTopics lists the cluster's topics but the broker's own, sorted: what a pattern
+// subscription is matched against at the start.
+func ListTopics(brokers []string, cfg *sarama.Config) ([]string, error) {
+	client, err := sarama.NewClient(brokers, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("list topics: connect to %v: %w", brokers, err)
+	}
+	defer client.Close()
+	return clusterTopics(client)
+}

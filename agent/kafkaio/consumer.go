@@ -31,7 +31,6 @@ type Consumer struct {
 	client   sarama.Client
 	group    sarama.ConsumerGroup
 	groupID  string
-	topics   []string
 	cfg      *sarama.Config
 	handler  RebalanceHandler
 	out      chan []pipeline.SourceRecord
@@ -39,6 +38,7 @@ type Consumer struct {
 	forwards sync.WaitGroup // the goroutine forwarding sarama's errors
 
 	mu         sync.Mutex
+	topics     []string    // the subscription (Subscribe changes it)
 	gen        *generation // the running generation; nil between generations
 	lastMember string      // member id of the latest generation, for a static LeaveGroup
 	started    bool
@@ -155,7 +155,10 @@ func (c *Consumer) loop(ctx context.Context) {
 		c.mu.Lock()
 		c.endSession = endSession
 		c.mu.Unlock()
-		err := c.group.Consume(session, c.topics, h)
+		c.mu.Lock()
+		topics := c.topics
+		c.mu.Unlock()
+		err := c.group.Consume(session, topics, h)
 		rewound := session.Err() != nil
 		endSession()
 		if err == nil {
