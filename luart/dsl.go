@@ -13,14 +13,6 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
 )
 
-// notSupported lists DSL methods that exist in Kafka Streams and come in later StoatFlow
-// releases; calling one is a load-time error, never a silent no-op.
-var notSupported = map[string]map[string]string{
-	"StreamsBuilder": {
-		"addGlobalStore": "global stores",
-	},
-}
-
 // removed lists, by type, the methods (and for the window classes, the functions of the
 // class) Kafka Streams 4.x no longer has or StoatFlow leaves out as deprecated, with what
 // replaces them.
@@ -59,9 +51,6 @@ var removed = map[string]map[string]string{
 // noSuchName raises the error for a name a DSL type or class does not have: what replaces
 // it when Kafka Streams removed it, else the known name closest to it, else all of them.
 func noSuchName(L *lua.LState, typeName, kind, name string, known []string) {
-	if what, ok := notSupported[typeName][name]; ok {
-		L.RaiseError("not supported yet: %s:%s (%s come in a later StoatFlow release; see docs/COMPATIBILITY.md)", typeName, name, what)
-	}
 	if why, ok := removed[typeName][name]; ok {
 		L.RaiseError("%s", why)
 	}
@@ -97,10 +86,11 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 	builderUD := L.NewUserData()
 	builderUD.Value = rt.builder
 	L.SetMetatable(builderUD, rt.typeMetatable("StreamsBuilder", map[string]lua.LGFunction{
-		"stream":        rt.bStream,
-		"table":         rt.bTable,
-		"globalTable":   rt.bGlobalTable,
-		"addStateStore": rt.bAddStateStore,
+		"stream":         rt.bStream,
+		"table":          rt.bTable,
+		"globalTable":    rt.bGlobalTable,
+		"addStateStore":  rt.bAddStateStore,
+		"addGlobalStore": rt.bAddGlobalStore,
 	}))
 	mod.RawSetString("builder", L.NewFunction(func(L *lua.LState) int {
 		L.Push(builderUD)
@@ -134,7 +124,7 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 }
 
 // typeMetatable builds the metatable of a DSL type: its methods, plus clear errors for
-// Kafka Streams methods that are not there yet or no longer exist.
+// Kafka Streams methods that no longer exist.
 func (rt *Runtime) typeMetatable(typeName string, methods map[string]lua.LGFunction) *lua.LTable {
 	L := rt.L
 	mt := L.NewTable()

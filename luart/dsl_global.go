@@ -83,3 +83,26 @@ func (rt *Runtime) sJoinGlobal(L *lua.LState, ks *pipeline.KStream, g *pipeline.
 	}
 	return rt.pushStream(L, out, err)
 }
+
+// bAddGlobalStore implements b:addGlobalStore(store, topic, {keySerde=, valueSerde=,
+// timestampExtractor=}, supplier): store is addStateStore's table, supplier a function
+// returning a processor table {init=, process=, close=} (or such a table), as
+// StreamsBuilder#addGlobalStore(StoreBuilder, topic, Consumed, ProcessorSupplier).
+func (rt *Runtime) bAddGlobalStore(L *lua.LState) int {
+	rt.checkBuilder(L)
+	spec := rt.storeSpecArg(L, 2)
+	topic := L.CheckString(3)
+	o := options(L, 4, "addGlobalStore", "keySerde", "valueSerde", "timestampExtractor")
+	c := pipeline.Consumed{Serdes: rt.serdesOpt(L, o)}
+	if fn := optFunction(L, o, "timestampExtractor"); fn != nil {
+		c.TimestampExtractor = rt.timestampExtractor(fn)
+	}
+	arg := L.Get(5)
+	if _, ok := arg.(*lua.LFunction); !ok {
+		if _, ok := arg.(*lua.LTable); !ok {
+			L.ArgError(5, "addGlobalStore needs a processor table {init=, process=, close=} or a function returning one")
+		}
+	}
+	rt.raise(L, rt.builder.AddGlobalStore(spec, topic, c, rt.processorSupplier(arg, false)))
+	return 0
+}

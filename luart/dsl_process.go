@@ -15,7 +15,14 @@ import (
 // retention=, windowSize=, retainDuplicates=, historyRetention=, headers=}.
 func (rt *Runtime) bAddStateStore(L *lua.LState) int {
 	rt.checkBuilder(L)
-	o := options(L, 2, "addStateStore", storeSpecOpts)
+	rt.raise(L, rt.builder.AddStateStore(rt.storeSpecArg(L, 2)))
+	return 0
+}
+
+// storeSpecArg reads the store table at stack index i: what Kafka Streams' Stores.*
+// builders take.
+func (rt *Runtime) storeSpecArg(L *lua.LState, i int) pipeline.StoreSpec {
+	o := options(L, i, "addStateStore", storeSpecOpts)
 	spec := pipeline.StoreSpec{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o), Logged: true}
 	typ := optString(L, o, "type")
 	// required lists the options a type needs, as the arguments of Kafka Streams' Stores.*.
@@ -64,8 +71,7 @@ func (rt *Runtime) bAddStateStore(L *lua.LState) int {
 	}
 	spec.RetainDuplicates = optBool(L, o, "retainDuplicates")
 	spec.Headers = optBool(L, o, "headers")
-	rt.raise(L, rt.builder.AddStateStore(spec))
-	return 0
+	return spec
 }
 
 // sProcess implements stream:process(supplier, {stores=, name=}) and processValues. The
@@ -91,14 +97,7 @@ func (rt *Runtime) sProcess(fixedKey bool) lua.LGFunction {
 				stores = append(stores, st.RawGetInt(i).String())
 			}
 		}
-		where := rt.where()
-		supplier := func() (pipeline.UserProcessor, error) {
-			tbl, err := rt.processorTable(arg, where)
-			if err != nil {
-				return nil, err
-			}
-			return &luaProcessor{rt: rt, tbl: tbl, fixedKey: fixedKey}, nil
-		}
+		supplier := rt.processorSupplier(arg, fixedKey)
 		var out *pipeline.KStream
 		var err error
 		if fixedKey {
@@ -107,6 +106,18 @@ func (rt *Runtime) sProcess(fixedKey bool) lua.LGFunction {
 			out, err = ks.Process(supplier, stores, optString(L, o, "name"))
 		}
 		return rt.pushStream(L, out, err)
+	}
+}
+
+// processorSupplier makes a task's processor from a supplier function or a shared table.
+func (rt *Runtime) processorSupplier(arg lua.LValue, fixedKey bool) pipeline.ProcessorSupplier {
+	where := rt.where()
+	return func() (pipeline.UserProcessor, error) {
+		tbl, err := rt.processorTable(arg, where)
+		if err != nil {
+			return nil, err
+		}
+		return &luaProcessor{rt: rt, tbl: tbl, fixedKey: fixedKey}, nil
 	}
 }
 

@@ -83,7 +83,6 @@ func TestLoadErrorsNameFileAndLine(t *testing.T) {
 	cases := []struct{ name, code, want string }{
 		{"syntax", "local x = = 1\nreturn b", "pipeline.lua"},
 		{"unknown method", `b:stream("in"):fliter(function() end)` + "\nreturn b", "pipeline.lua:3: KStream has no method \"fliter\""},
-		{"not supported yet", `b:addGlobalStore{}` + "\nreturn b", "pipeline.lua:3: not supported yet: StreamsBuilder:addGlobalStore"},
 		{"removed", `b:stream("in"):through("x")` + "\nreturn b", "pipeline.lua:3: KStream#through was removed in Kafka Streams 4.0"},
 		{"bad option", `b:stream("in", {valueSerd = "json"})` + "\nreturn b", "pipeline.lua:3: stream: unknown option \"valueSerd\""},
 		{"bad serde", `b:stream("in", {valueSerde = "yaml"})` + "\nreturn b", "pipeline.lua:3: valueSerde"},

@@ -160,8 +160,8 @@ func (t *Topology) GlobalNextOffset(topic string, partition int32) (int64, error
 func (t *Topology) globalSource(topic string) (*runtimeNode, string, error) {
 	src, ok := t.sources[topic]
 	if ok && len(src.children) == 1 {
-		if g, ok := src.children[0].proc.(*globalTableSource); ok {
-			return src, g.store, nil
+		if g, ok := src.children[0].proc.(globalWriter); ok && g.globalStore() != "" {
+			return src, g.globalStore(), nil
 		}
 	}
 	return nil, "", fmt.Errorf("topic %q is not the topic of a global table", topic)
@@ -199,7 +199,7 @@ func (t *Topology) UpdateGlobalStores(fetch GlobalFetcher) error {
 		if _, ok := src.proc.(*sourceProc); !ok || len(src.children) != 1 {
 			continue
 		}
-		if _, ok := src.children[0].proc.(*globalTableSource); !ok {
+		if g, ok := src.children[0].proc.(globalWriter); !ok || g.globalStore() == "" {
 			continue
 		}
 		next := func(p int32) (int64, error) { return t.GlobalNextOffset(topic, p) }
@@ -216,7 +216,7 @@ func (t *Topology) UpdateGlobalStores(fetch GlobalFetcher) error {
 // aborted epoch is read again from the committed offsets.
 func (t *Topology) ScheduleGlobalUpdates(intervalMs int64, fetch GlobalFetcher) error {
 	for _, rn := range t.nodes {
-		if _, ok := rn.proc.(*globalTableSource); !ok {
+		if g, ok := rn.proc.(globalWriter); !ok || g.globalStore() == "" {
 			continue
 		}
 		pc := &ProcessorContext{node: rn, t: t}

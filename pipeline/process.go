@@ -53,20 +53,28 @@ type userProcNode struct {
 	ctx      *Context
 	supplier ProcessorSupplier
 	fixedKey bool
-	tasks    map[int32]*ProcessorContext
+	// global is the store of an addGlobalStore processor: one task, partition 0, whatever
+	// the record's partition.
+	global string
+	tasks  map[int32]*ProcessorContext
 }
 
 func (p *userProcNode) Init(ctx *Context) error { p.ctx = ctx; return nil }
 
 func (p *userProcNode) Process(rec Record) error {
-	pc, ok := p.tasks[rec.Partition]
+	task := rec.Partition
+	if p.global != "" {
+		task = 0
+	}
+	pc, ok := p.tasks[task]
 	if !ok {
 		proc, err := p.supplier()
 		if err != nil {
 			return err
 		}
-		pc = p.ctx.processorContext(rec.Partition, p.fixedKey, proc)
-		p.tasks[rec.Partition] = pc
+		pc = p.ctx.processorContext(task, p.fixedKey, proc)
+		pc.global = p.global != ""
+		p.tasks[task] = pc
 		if err := proc.Init(pc); err != nil {
 			return fmt.Errorf("init: %w", err)
 		}
@@ -83,8 +91,11 @@ type ProcessorContext struct {
 	t         *Topology
 	partition int32
 	fixedKey  bool
-	proc      UserProcessor
-	current   *Record // the record being processed; nil during punctuation
+	// global marks the processor of a global store, whose output is Void: it neither
+	// forwards nor schedules, as Kafka's GlobalProcessorContextImpl.
+	global  bool
+	proc    UserProcessor
+	current *Record // the record being processed; nil during punctuation
 }
 
 // processorContext is the ProcessorContext of one task of the node.
@@ -115,6 +126,9 @@ func (c *ProcessorContext) Current() *Record { return c.current }
 // Forward sends rec to the node's children. A processValues processor cannot change the key,
 // and can forward only while it processes a record.
 func (c *ProcessorContext) Forward(rec Record) error {
+	if c.global {
+		return c.globalRefuses("forward")
+	}
 	if c.fixedKey {
 		if c.current == nil {
 			return fmt.Errorf("processValues %s: cannot forward outside process() (the key is fixed by the record being processed)", c.node.name)
@@ -126,6 +140,9 @@ func (c *ProcessorContext) Forward(rec Record) error {
 
 // ForwardTo sends rec to one named child.
 func (c *ProcessorContext) ForwardTo(child string, rec Record) error {
+	if c.global {
+		return c.globalRefuses("forward")
+	}
 	if c.fixedKey {
 		if c.current == nil {
 			return fmt.Errorf("processValues %s: cannot forward outside process()", c.node.name)
@@ -139,18 +156,28 @@ func (c *ProcessorContext) ForwardTo(child string, rec Record) error {
 // processor. Window, session and versioned stores have accessors of their own; StoreType
 // tells which one a store needs.
 func (c *ProcessorContext) StateStore(name string) (*KeyValueStore, error) {
-	if err := c.connected(name); err != nil {
+	partition, err := c.storePartition(name)
+	if err != nil {
 		return nil, err
 	}
-	return c.t.Store(name, c.partition)
+	return c.t.Store(name, partition)
 }
 
 // StoreType is the type of a store connected to this processor.
 func (c *ProcessorContext) StoreType(name string) (StoreType, error) {
-	if err := c.connected(name); err != nil {
+	if _, err := c.storePartition(name); err != nil {
 		return 0, err
 	}
 	return c.t.StoreType(name)
+}
+
+// storePartition is the partition of a store this processor reads: its task's, or 0 for
+// a global store, which every processor may read unconnected, as in Kafka Streams.
+func (c *ProcessorContext) storePartition(name string) (int32, error) {
+	if c.t.globalStores[name] {
+		return 0, nil
+	}
+	return c.partition, c.connected(name)
 }
 
 // connected checks that the processor listed the store, as Kafka Streams requires.
@@ -161,6 +188,10 @@ func (c *ProcessorContext) connected(name string) error {
 		}
 	}
 	return fmt.Errorf("processor %s has no access to state store %s as the store is not connected to the processor (list it in the stores option)", c.node.name, name)
+}
+
+func (c *ProcessorContext) globalRefuses(what string) error {
+	return fmt.Errorf("%s: the processor of a global store cannot %s (it only keeps its store; Kafka Streams' global processor context refuses it too)", c.node.name, what)
 }
 
 // PunctuationType says which clock drives a punctuator.
@@ -194,6 +225,9 @@ type punctuator struct {
 // ProcessorContext#schedule: a stream-time punctuator first fires on the task's next record,
 // a wall-clock one interval ms from now; missed intervals are skipped, not replayed.
 func (c *ProcessorContext) Schedule(interval int64, typ PunctuationType, fn Punctuator) (*Cancellable, error) {
+	if c.global {
+		return nil, c.globalRefuses("schedule")
+	}
 	if interval < 1 {
 		return nil, fmt.Errorf("schedule: the interval must be at least 1 ms, not %d", interval)
 	}

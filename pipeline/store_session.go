@@ -152,10 +152,11 @@ func (t *Topology) SessionStore(name string, partition int32) (*SessionStore, er
 
 // SessionStore returns the task's partition of a session store connected to this processor.
 func (c *ProcessorContext) SessionStore(name string) (*SessionStore, error) {
-	if err := c.connected(name); err != nil {
+	partition, err := c.storePartition(name)
+	if err != nil {
 		return nil, err
 	}
-	return c.t.SessionStore(name, c.partition)
+	return c.t.SessionStore(name, partition)
 }
 
 // SessionStore returns one partition of a session store.

@@ -123,10 +123,11 @@ func (t *Topology) VersionedStore(name string, partition int32) (*VersionedStore
 // VersionedStore returns the task's partition of a versioned store connected to this
 // processor.
 func (c *ProcessorContext) VersionedStore(name string) (*VersionedStore, error) {
-	if err := c.connected(name); err != nil {
+	partition, err := c.storePartition(name)
+	if err != nil {
 		return nil, err
 	}
-	return c.t.VersionedStore(name, c.partition)
+	return c.t.VersionedStore(name, partition)
 }
 
 // VersionedStore returns one partition of a versioned key-value store.

@@ -195,10 +195,11 @@ func (t *Topology) WindowStore(name string, partition int32) (*WindowStore, erro
 
 // WindowStore returns the task's partition of a window store connected to this processor.
 func (c *ProcessorContext) WindowStore(name string) (*WindowStore, error) {
-	if err := c.connected(name); err != nil {
+	partition, err := c.storePartition(name)
+	if err != nil {
 		return nil, err
 	}
-	return c.t.WindowStore(name, c.partition)
+	return c.t.WindowStore(name, partition)
 }
 
 // WindowStore returns one partition of a window store.

@@ -60,6 +60,7 @@ type TopologyOptions struct {
 type Topology struct {
 	sources             map[string]*runtimeNode
 	patternSources      []patternSource
+	globalStores        map[string]bool
 	nodes               []*runtimeNode
 	collector           RecordCollector
 	sensors             Sensors
@@ -158,6 +159,10 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 		watermark:     -1,
 		cacheMaxBytes: opts.CacheMaxBytes,
 		cacheOf:       map[string]*recordCache{},
+	}
+	t.globalStores = map[string]bool{}
+	for _, g := range b.GlobalStores() {
+		t.globalStores[g.Store] = true
 	}
 	if len(b.stores) > 0 && opts.Stores == nil {
 		return nil, errors.New("the topology has state stores but no store provider was given")
