@@ -319,7 +319,7 @@ func unwrapPathError(err error) error {
 func (b *builder) checkClient(cl Client) {
 	eos := b.cfg.ExactlyOnce()
 	if d := bootstrapResolveTimeout.Get(cl); d > 0 {
-		b.fail(KindIgnored, bootstrapResolveTimeout.Source(cl), "the setting (%d) is ignored and Kafka Streams' forced value (0) is used: "+
+		b.fail(KindOverridden, bootstrapResolveTimeout.Source(cl), "the setting (%d) is ignored and Kafka Streams' forced value (0) is used: "+
 			"Kafka Streams does not support asynchronous bootstrap resolution (KAFKA-20939)", d.Milliseconds())
 	}
 	switch cl.Role() {

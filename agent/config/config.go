@@ -69,7 +69,8 @@ type Config struct {
 	// SchemaRegistry configures the avro, protobuf and json-schema serdes.
 	SchemaRegistry SchemaRegistry
 
-	// Notices are the findings of a notice kind (KindIgnored: ignored keys), one line
+	// Notices are the findings of a notice kind (KindIgnored: ignored keys; KindOverridden:
+	// values replaced by Kafka Streams' forced ones), one line
 	// each; `stoatflow validate` prints them as warnings.
 	Notices []Problem
 

@@ -235,8 +235,8 @@ func TestBootstrapResolveTimeoutForcedToZero(t *testing.T) {
 	cfg = mustParse(t, "", "bootstrap.resolve.timeout.ms = 30000\nproducer.bootstrap.resolve.timeout.ms = \"1m\"")
 	var got []string
 	for _, n := range cfg.Notices {
-		if n.Kind != KindIgnored {
-			t.Errorf("notice %+v is not of the kind ignored", n)
+		if n.Kind != KindOverridden {
+			t.Errorf("notice %+v is not of the kind overridden (a warning when running)", n)
 		}
 		got = append(got, n.Format("agent.toml"))
 	}

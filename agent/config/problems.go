@@ -28,6 +28,9 @@ const (
 	KindUnsupported
 	// KindIgnored: a key that is accepted and does not apply; a notice, not an error.
 	KindIgnored
+	// KindOverridden: a value that is accepted and replaced by the one Kafka Streams forces;
+	// a notice, which the running agent logs as a warning, as Kafka Streams does.
+	KindOverridden
 )
 
 func (k Kind) String() string {
@@ -50,12 +53,14 @@ func (k Kind) String() string {
 		return "not supported yet"
 	case KindIgnored:
 		return "ignored"
+	case KindOverridden:
+		return "overridden"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
 // Notice reports whether problems of this kind leave the config usable.
-func (k Kind) Notice() bool { return k == KindIgnored }
+func (k Kind) Notice() bool { return k == KindIgnored || k == KindOverridden }
 
 // Problem is one finding about a config file: an error, or a notice (a key
 // that is accepted but ignored).

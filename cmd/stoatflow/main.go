@@ -207,9 +207,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer, inte
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	for _, n := range cfg.Notices {
-		logger.Info(n.Format(cfg.Path))
-	}
+	logNotices(logger, cfg)
 	// systemd's ExecReload sends SIGHUP after `stoatflow validate`: reload the config and
 	// scripts. The outcome is logged and counted by the agent.
 	hup := make(chan os.Signal, 1)
@@ -396,4 +394,16 @@ func usageCode(err error) int {
 		return 0
 	}
 	return 2
+}
+
+// logNotices logs the config's notices: an ignored key as info, a value Kafka Streams
+// overrides as a warning, as Kafka Streams logs them.
+func logNotices(logger *slog.Logger, cfg *config.Config) {
+	for _, n := range cfg.Notices {
+		if n.Kind == config.KindOverridden {
+			logger.Warn(n.Format(cfg.Path))
+		} else {
+			logger.Info(n.Format(cfg.Path))
+		}
+	}
 }

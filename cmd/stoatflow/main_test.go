@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,5 +244,31 @@ func TestUnitReloadChecksTheRunningAgent(t *testing.T) {
 	f, _, err := parseFlags("validate", args[2:], io.Discard, false)
 	if err != nil || f.against != "listen" || f.config != "/etc/stoatflow/agent.toml" {
 		t.Fatalf("first ExecReload %q: flags %+v, err %v", reloads[0], f, err)
+	}
+}
+
+// A value Kafka Streams overrides (bootstrap.resolve.timeout.ms > 0) is a warning in the
+// running agent's log, an ignored key an info line.
+func TestRunLogsOverriddenValuesAsWarnings(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "p.lua"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte("[agent]\nscripts = [\"p.lua\"]\n[streams]\napplication.id = \"a\"\nbootstrap.servers = \"embedded\"\nbootstrap.resolve.timeout.ms = 5000\nnum.standby.replicas = 1\n"), dir, "agent.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	logNotices(slog.New(slog.NewTextHandler(&out, nil)), cfg)
+	levels := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		for _, key := range []string{"bootstrap.resolve.timeout.ms", "num.standby.replicas"} {
+			if strings.Contains(line, key) {
+				levels[key] = strings.Fields(line)[1]
+			}
+		}
+	}
+	if levels["bootstrap.resolve.timeout.ms"] != "level=WARN" || levels["num.standby.replicas"] != "level=INFO" {
+		t.Fatalf("log:\n%s\nwant a warning for bootstrap.resolve.timeout.ms and an info line for num.standby.replicas", out.String())
 	}
 }
