@@ -49,7 +49,7 @@ func (c *CogroupedKStream) Aggregate(init Initializer, m Materialized, name stri
 		return nil, fmt.Errorf("cogroup aggregate needs an initializer")
 	}
 	return c.aggregate(m, name, func(storeName string, serdes Serdes) *StoreSpec {
-		return &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled}
+		return m.kvStoreSpec(storeName, serdes)
 	}, func(storeName string, agg Aggregator, ov *bool) Processor {
 		return &streamAggregate{store: storeName, init: init, agg: agg, oldValues: ov}
 	})
@@ -142,7 +142,7 @@ func (w *WindowedCogroupedKStream) Aggregate(init Initializer, merge Merger, m M
 func (c *CogroupedKStream) aggregate(m Materialized, name string, spec func(storeName string, serdes Serdes) *StoreSpec,
 	proc func(storeName string, agg Aggregator, oldValues *bool) Processor) (*KTable, error) {
 	b := c.b
-	if err := m.onlyTimestamped("a cogroup aggregation"); err != nil {
+	if err := m.checkVersioned("a cogroup aggregation"); err != nil {
 		return nil, err
 	}
 	storeName := m.StoreName
@@ -197,8 +197,12 @@ func (c *CogroupedKStream) aggregate(m Materialized, name string, spec func(stor
 	}
 	b.copartition(parents...)
 	serdes := b.orDefaults(m.Serdes)
-	b.stores[storeName] = spec(storeName, serdes)
-	return &KTable{b: b, node: merge, serdes: serdes, store: storeName, oldValues: &ov}, nil
+	st := spec(storeName, serdes)
+	if err := m.checkStoreKind("a windowed cogroup aggregation", st); err != nil {
+		return nil, err
+	}
+	b.stores[storeName] = st
+	return &KTable{b: b, node: merge, serdes: serdes, store: storeName, oldValues: &ov, versioned: m.Versioned}, nil
 }
 
 // suffixed is a user name with a suffix, or "" (a generated name) when there is none.

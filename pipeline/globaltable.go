@@ -30,8 +30,8 @@ func (b *StreamsBuilder) GlobalTable(topic string, c Consumed, m Materialized) (
 	if _, dup := b.sourceTopics[topic]; dup {
 		return nil, fmt.Errorf("globalTable: topic %q is already a source of this topology (Kafka Streams allows one source per topic)", topic)
 	}
-	if err := m.onlyTimestamped("a global table"); err != nil {
-		return nil, err
+	if m.Versioned {
+		return nil, fmt.Errorf("globalTable: a global table cannot be versioned, as in Kafka Streams (KAFKA-14834): it is read whole at the start, and a stream-global join has no temporal semantics")
 	}
 	for _, g := range b.globalSources() {
 		if g.Topics[0] == topic {

@@ -108,6 +108,10 @@ func (c *Context) WallClock() int64 { return c.topology.clock() }
 
 // store returns a partition of a key-value store.
 func (c *Context) store(name string, partition int32) (*KeyValueStore, error) {
+	if spec, ok := c.topology.storeSpecs[name]; ok && spec.Type == VersionedKeyValueStoreType {
+		// An aggregation materialized as a versioned store (KIP-914).
+		return c.topology.versionedKeyValue(name, partition)
+	}
 	return c.topology.Store(name, partition)
 }
 

@@ -18,11 +18,46 @@ type Materialized struct {
 	HistoryRetention int64
 }
 
-// onlyTimestamped refuses a versioned store where StoatFlow keeps timestamped ones: a
-// versioned Materialized applies to source tables and toTable.
+// onlyTimestamped refuses a versioned store where StoatFlow keeps timestamped ones: table
+// joins, whose results' versioned semantics (out-of-order join results kept as history)
+// StoatFlow does not have yet.
 func (m Materialized) onlyTimestamped(op string) error {
 	if m.Versioned {
-		return fmt.Errorf("not supported yet: a versioned store for %s (versioned stores materialize source tables and toTable)", op)
+		return fmt.Errorf("not supported yet: a versioned store for %s (versioned stores materialize source tables, toTable and aggregations)", op)
+	}
+	return nil
+}
+
+// checkVersioned checks a versioned Materialized of an operation that takes one: it needs
+// a store name and a history retention that is not negative.
+func (m Materialized) checkVersioned(op string) error {
+	switch {
+	case !m.Versioned:
+		return nil
+	case m.StoreName == "":
+		return fmt.Errorf("%s: a versioned store needs a name: materialized = {name=, type = \"versionedKeyValue\", historyRetention=}", op)
+	case m.HistoryRetention < 0:
+		return fmt.Errorf("%s: versioned store %q: history retention %d ms must not be negative", op, m.StoreName, m.HistoryRetention)
+	}
+	return nil
+}
+
+// kvStoreSpec is the key-value store an aggregation keeps its results in: timestamped, or
+// versioned as m asks (Kafka's KeyValueStoreWrapper takes either; versioned stores have no
+// record cache).
+func (m Materialized) kvStoreSpec(name string, serdes Serdes) *StoreSpec {
+	s := &StoreSpec{Name: name, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled}
+	if m.Versioned {
+		s.Type, s.HistoryRetention, s.CachingDisabled = VersionedKeyValueStoreType, m.HistoryRetention, true
+	}
+	return s
+}
+
+// checkStoreKind refuses a versioned Materialized on an operation keeping windows or
+// sessions: Kafka Streams takes a window or session store there.
+func (m Materialized) checkStoreKind(op string, s *StoreSpec) error {
+	if m.Versioned && s.Type != VersionedKeyValueStoreType {
+		return fmt.Errorf("%s keeps a %s store: a versioned key-value store does not apply there (Kafka Streams takes a window or session store)", op, s.Type)
 	}
 	return nil
 }
@@ -101,7 +136,7 @@ func (g *KGroupedStream) Aggregate(init Initializer, agg Aggregator, m Materiali
 // aggregate adds a key-value aggregation (see aggregateWith).
 func (g *KGroupedStream) aggregate(prefix string, m Materialized, name string, factory func() Processor) (*KTable, error) {
 	return g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
-		return &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled}
+		return m.kvStoreSpec(storeName, serdes)
 	}, func(storeName string, oldValues *bool) Processor {
 		p := factory().(*streamAggregate)
 		p.store, p.oldValues = storeName, oldValues
@@ -115,7 +150,7 @@ func (g *KGroupedStream) aggregate(prefix string, m Materialized, name string, f
 func (g *KGroupedStream) aggregateWith(prefix string, m Materialized, name string,
 	spec func(storeName string, serdes Serdes) *StoreSpec, factory func(storeName string, oldValues *bool) Processor) (*KTable, error) {
 	b := g.s.b
-	if err := m.onlyTimestamped("an aggregation"); err != nil {
+	if err := m.checkVersioned("an aggregation"); err != nil {
 		return nil, err
 	}
 	storeName := m.StoreName
@@ -148,8 +183,12 @@ func (g *KGroupedStream) aggregateWith(prefix string, m Materialized, name strin
 	n.factory = func() Processor { return factory(storeName, &ov) }
 	parent.addChild(n)
 	serdes := b.orDefaults(Serdes{Key: keySerde, Value: m.Serdes.Value})
-	b.stores[storeName] = spec(storeName, serdes)
-	return &KTable{b: b, node: n, serdes: serdes, store: storeName, oldValues: &ov}, nil
+	st := spec(storeName, serdes)
+	if err := m.checkStoreKind("a windowed aggregation", st); err != nil {
+		return nil, err
+	}
+	b.stores[storeName] = st
+	return &KTable{b: b, node: n, serdes: serdes, store: storeName, oldValues: &ov, versioned: m.Versioned}, nil
 }
 
 // streamAggregate is KStreamAggregate / KStreamReduce: null keys and values are dropped and

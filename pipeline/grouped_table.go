@@ -122,7 +122,7 @@ func (g *KGroupedTable) Aggregate(init Initializer, adder, subtractor Aggregator
 // sink, repartition source, processor. The repartition has no null-key filter.
 func (g *KGroupedTable) aggregate(prefix string, m Materialized, name string, init Initializer, adder, subtractor Aggregator, reduce bool) (*KTable, error) {
 	b := g.t.b
-	if err := m.onlyTimestamped("a table aggregation"); err != nil {
+	if err := m.checkVersioned("a table aggregation"); err != nil {
 		return nil, err
 	}
 	storeName := m.StoreName
@@ -162,8 +162,8 @@ func (g *KGroupedTable) aggregate(prefix string, m Materialized, name string, in
 	}
 	source.addChild(n)
 	serdes := b.orDefaults(Serdes{Key: keySerde, Value: m.Serdes.Value})
-	b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled}
-	return &KTable{b: b, node: n, serdes: serdes, store: storeName, oldValues: &ov}, nil
+	b.stores[storeName] = m.kvStoreSpec(storeName, serdes)
+	return &KTable{b: b, node: n, serdes: serdes, store: storeName, oldValues: &ov, versioned: m.Versioned}, nil
 }
 
 // tableAggregate is KTableAggregate / KTableReduce: subtract the old value, add the new

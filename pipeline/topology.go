@@ -58,9 +58,11 @@ type TopologyOptions struct {
 
 // Topology is the runtime form of a built graph: processors wired to their children.
 type Topology struct {
-	sources             map[string]*runtimeNode
-	patternSources      []patternSource
-	globalStores        map[string]bool
+	sources        map[string]*runtimeNode
+	patternSources []patternSource
+	globalStores   map[string]bool
+	// versionedKV are the key-value views of versioned stores that aggregations keep.
+	versionedKV         map[storeKey]*KeyValueStore
 	nodes               []*runtimeNode
 	collector           RecordCollector
 	sensors             Sensors
@@ -160,7 +162,7 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 		cacheMaxBytes: opts.CacheMaxBytes,
 		cacheOf:       map[string]*recordCache{},
 	}
-	t.globalStores = map[string]bool{}
+	t.globalStores, t.versionedKV = map[string]bool{}, map[storeKey]*KeyValueStore{}
 	for _, g := range b.GlobalStores() {
 		t.globalStores[g.Store] = true
 	}

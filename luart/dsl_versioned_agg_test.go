@@ -1,0 +1,55 @@
+package luart
+
+import (
+	"strings"
+	"testing"
+)
+
+// KIP-914: an aggregation materialized in a versioned store keeps each result as a version
+// (at max(record ts, previous result ts)); a stream-table join against the aggregate reads
+// the version valid at the stream record's time. Windowed aggregations take window stores:
+// a versioned one is refused, and so is a versioned store without a name.
+func TestVersionedAggregation(t *testing.T) {
+	d := storeDriver(t, prelude+`
+local totals = b:stream("payments"):groupByKey()
+  :reduce(function(a, v) return tostring(tonumber(a) + tonumber(v)) end,
+    {materialized = {name = "totals", type = "versionedKeyValue", historyRetention = "1h"}})
+totals:toStream():to("totals-out")
+b:stream("lookups"):join(totals, function(l, total) return l .. "=" .. total end):to("joined")
+local counts = b:table("t"):groupBy(function(k, v) return v, v end)
+  :count({materialized = {name = "counts", type = "versionedKeyValue", historyRetention = "1h"}})
+counts:toStream():to("counts-out", {valueSerde = "long"})
+return b`)
+	for _, in := range []sjInput{
+		{"payments", "acct", "5", 10}, {"payments", "acct", "7", 20},
+		{"lookups", "acct", "at15", 15}, {"lookups", "acct", "at25", 25}, {"lookups", "acct", "at5", 5},
+		{"t", "a", "x", 1}, {"t", "b", "x", 2},
+	} {
+		if err := d.Pipe(in.topic, []byte(in.key), []byte(in.value), in.ts, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expectLines(t, readSessions(d, "totals-out", asText), []string{"acct 5 @10", "acct 12 @20"})
+	expectLines(t, readSessions(d, "joined", asText), []string{"acct at15=5 @15", "acct at25=12 @25"})
+	if got := d.Pending("counts-out"); got != 2 {
+		t.Fatalf("%d table-aggregation results, want 2", got)
+	}
+	vs, err := d.VersionedStore("totals", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := vs.GetAsOf("acct", 15); err != nil || !ok || r.Value != "5" {
+		t.Fatalf("totals as of 15: %+v %v %v, want the version 5 kept in the history", r, ok, err)
+	}
+
+	for script, want := range map[string]string{
+		`b:stream("s"):groupByKey():windowedBy(s.TimeWindows.ofSizeWithNoGrace(10)):count({materialized = {name = "w", type = "versionedKeyValue", historyRetention = 5}})`: "a versioned key-value store does not apply there",
+		`b:globalTable("g", {materialized = {name = "g", type = "versionedKeyValue", historyRetention = 5}})`:                                                               "a global table cannot be versioned, as in Kafka Streams",
+		`b:stream("s"):groupByKey():count({materialized = {type = "versionedKeyValue", historyRetention = 5}})`:                                                             "a versioned store needs a name",
+	} {
+		_, _, err := load(t, prelude+script+"\nreturn b", nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", script, err, want)
+		}
+	}
+}
