@@ -18,12 +18,12 @@ type Materialized struct {
 	HistoryRetention int64
 }
 
-// onlyTimestamped refuses a versioned store where StoatFlow keeps timestamped ones: table
-// joins, whose results' versioned semantics (out-of-order join results kept as history)
-// StoatFlow does not have yet.
+// onlyTimestamped refuses a versioned store where StoatFlow keeps timestamped ones: the
+// foreign-key join's result, whose versioned semantics (out-of-order results kept as
+// history) StoatFlow does not have yet.
 func (m Materialized) onlyTimestamped(op string) error {
 	if m.Versioned {
-		return fmt.Errorf("not supported yet: a versioned store for %s (versioned stores materialize source tables, toTable and aggregations)", op)
+		return fmt.Errorf("not supported yet: a versioned store for %s (versioned stores materialize source tables, toTable, aggregations and table-table joins)", op)
 	}
 	return nil
 }

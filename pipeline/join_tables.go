@@ -45,7 +45,7 @@ func (t *KTable) JoinTable(other *KTable, joiner ValueJoinerWithKey, kind TableJ
 		return nil, fmt.Errorf("%s: other side: %w", kind, err)
 	}
 	b := t.b
-	if err := m.onlyTimestamped("a table join"); err != nil {
+	if err := m.checkVersioned(kind.String()); err != nil {
 		return nil, err
 	}
 	storeName := ""
@@ -99,7 +99,9 @@ func (t *KTable) JoinTable(other *KTable, joiner ValueJoinerWithKey, kind TableJ
 	if err != nil {
 		return nil, err
 	}
-	merge := &Node{Name: mergeName, Kind: ProcessorNode, factory: func() Processor { return &tableJoinMerge{store: storeName, oldValues: &ov} }}
+	merge := &Node{Name: mergeName, Kind: ProcessorNode, factory: func() Processor {
+		return &tableJoinMerge{store: storeName, versioned: m.Versioned, oldValues: &ov}
+	}}
 	if storeName != "" {
 		merge.Stores = []string{storeName}
 	}
@@ -113,9 +115,11 @@ func (t *KTable) JoinTable(other *KTable, joiner ValueJoinerWithKey, kind TableJ
 	otherNode.addChild(merge)
 
 	serdes := Serdes{Key: orSerde(m.Serdes.Key, t.serdes.Key), Value: m.Serdes.Value}
-	out := &KTable{b: b, node: merge, serdes: serdes, store: storeName, oldValues: &ov}
+	out := &KTable{b: b, node: merge, serdes: serdes, store: storeName, oldValues: &ov, versioned: m.Versioned}
 	if storeName != "" {
-		b.stores[storeName] = &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: b.orDefaults(serdes), Logged: !m.LoggingDisabled}
+		st := m.kvStoreSpec(storeName, b.orDefaults(serdes))
+		st.CachingDisabled = m.Versioned // versioned stores have no record cache
+		b.stores[storeName] = st
 	}
 	// enableSendingOldValues runs each table's materialize hook; a join result has two
 	// parents, and its old values are computed from both inputs' old values
@@ -231,8 +235,11 @@ func (p *tableJoinSide) join(rec Record, v, partner any) (any, error) {
 // tableJoinMerge is KTableKTableJoinMerger: it unites both sides' results, keeps them in
 // the result's store when materialized, and drops old values nobody asked for.
 type tableJoinMerge struct {
-	ctx       *Context
-	store     string
+	ctx   *Context
+	store string
+	// versioned: the store is versioned, and a result older than the key's latest is kept
+	// in its history and forwarded marked out of order (KTableKTableJoinMerger, KIP-914).
+	versioned bool
 	oldValues *bool
 }
 
@@ -240,7 +247,21 @@ func (p *tableJoinMerge) Init(ctx *Context) error { p.ctx = ctx; return nil }
 
 func (p *tableJoinMerge) Process(rec Record) error {
 	c, _ := rec.Value.(Change)
-	if p.store != "" {
+	if p.versioned {
+		store, err := p.ctx.versionedStore(p.store, rec.Partition)
+		if err != nil {
+			return err
+		}
+		validTo, err := store.Put(rec.Key, c.New, rec.Timestamp)
+		if err != nil {
+			return err
+		}
+		if validTo == NotPut {
+			p.ctx.Drop(DropLate)
+			return nil
+		}
+		c.OutOfOrder = validTo != ValidToUndefined
+	} else if p.store != "" {
 		store, err := p.ctx.store(p.store, rec.Partition)
 		if err != nil {
 			return err
