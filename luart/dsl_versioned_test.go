@@ -156,7 +156,7 @@ return b`, nil)
 	for _, c := range []struct{ script, want string }{
 		{`b:table("t", {materialized = {type = "versionedKeyValue", historyRetention = 10}})`, "a versioned table needs a store name"},
 		{`b:table("t", {materialized = {name = "v", type = "versionedKeyValue"}})`, "needs historyRetention"},
-		{`b:table("a"):join(b:table("b"), function(v) return v end, function(x, y) return x end, {materialized = {name = "v", type = "versionedKeyValue", historyRetention = 10}})`, "not supported yet: a versioned store for a foreign-key join"},
+		{`b:table("a"):join(b:table("b"), function(x, y) return x end, {materialized = {type = "versionedKeyValue", historyRetention = 10}})`, "join: a versioned store needs a name"},
 	} {
 		if _, _, err := load(t, prelude+c.script+"\nreturn b", nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.script, err)

@@ -18,16 +18,6 @@ type Materialized struct {
 	HistoryRetention int64
 }
 
-// onlyTimestamped refuses a versioned store where StoatFlow keeps timestamped ones: the
-// foreign-key join's result, whose versioned semantics (out-of-order results kept as
-// history) StoatFlow does not have yet.
-func (m Materialized) onlyTimestamped(op string) error {
-	if m.Versioned {
-		return fmt.Errorf("not supported yet: a versioned store for %s (versioned stores materialize source tables, toTable, aggregations and table-table joins)", op)
-	}
-	return nil
-}
-
 // checkVersioned checks a versioned Materialized of an operation that takes one: it needs
 // a store name and a history retention that is not negative.
 func (m Materialized) checkVersioned(op string) error {

@@ -46,7 +46,7 @@ func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner Va
 	if other == nil || other.b != t.b {
 		return nil, fmt.Errorf("%s: the other table must come from the same builder", what)
 	}
-	if err := m.onlyTimestamped("a foreign-key join"); err != nil {
+	if err := m.checkVersioned(what); err != nil {
 		return nil, err
 	}
 	// The subscription side needs old values to find the foreign key a row leaves.
@@ -102,7 +102,7 @@ func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner Va
 		return nil, err
 	}
 	ov := false
-	out := &fkJoinOutSpec{store: storeName}
+	out := &fkJoinOutSpec{store: storeName, versioned: m.Versioned}
 	outNode, err := b.addNode(&Node{Name: outName, Kind: ProcessorNode, factory: func() Processor { return &fkJoinOutput{spec: out, oldValues: &ov} }})
 	if err != nil {
 		return nil, err
@@ -114,12 +114,14 @@ func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner Va
 	proc.addChild(outNode)
 
 	serdes := Serdes{Key: orSerde(m.Serdes.Key, t.serdes.Key), Value: m.Serdes.Value}
-	result := &KTable{b: b, node: outNode, serdes: serdes, oldValues: &ov}
+	result := &KTable{b: b, node: outNode, serdes: serdes, oldValues: &ov, versioned: m.Versioned}
 	materialize := func(n string) {
 		out.store = n
 		result.store = n
 		outNode.Stores = []string{n}
-		b.stores[n] = &StoreSpec{Name: n, Type: TimestampedKeyValueStoreType, Serdes: b.orDefaults(serdes), Logged: !m.LoggingDisabled}
+		st := m.kvStoreSpec(n, b.orDefaults(serdes))
+		st.CachingDisabled = m.Versioned // versioned stores have no record cache
+		b.stores[n] = st
 	}
 	if storeName != "" {
 		materialize(storeName)
@@ -476,7 +478,12 @@ func (p *fkJoinOther) Process(rec Record) error {
 	return nil
 }
 
-type fkJoinOutSpec struct{ store string }
+// fkJoinOutSpec is the result's store, when materialized; versioned: a versioned one, as
+// the result's KTableSource keeps it (KIP-914).
+type fkJoinOutSpec struct {
+	store     string
+	versioned bool
+}
 
 // fkJoinOutput is the result table's node: it keeps the result in its store when
 // materialized, taking old values from there.
@@ -490,6 +497,9 @@ func (p *fkJoinOutput) Init(ctx *Context) error { p.ctx = ctx; return nil }
 
 func (p *fkJoinOutput) Process(rec Record) error {
 	c, _ := rec.Value.(Change)
+	if p.spec.versioned {
+		return p.processVersioned(rec, c)
+	}
 	if p.spec.store != "" {
 		store, err := p.ctx.store(p.spec.store, rec.Partition)
 		if err != nil {
@@ -505,6 +515,34 @@ func (p *fkJoinOutput) Process(rec Record) error {
 		if err := store.Put(rec.Key, c.New, rec.Timestamp); err != nil {
 			return err
 		}
+	}
+	rec.Value = c
+	return p.ctx.Forward(rec)
+}
+
+// processVersioned keeps the result in a versioned store: the old value is the key's latest
+// version, a result older than it stays in the history and is forwarded marked out of order,
+// one older than the history retention is dropped (counted).
+func (p *fkJoinOutput) processVersioned(rec Record, c Change) error {
+	store, err := p.ctx.versionedStore(p.spec.store, rec.Partition)
+	if err != nil {
+		return err
+	}
+	old, _, err := store.Get(rec.Key)
+	if err != nil {
+		return err
+	}
+	validTo, err := store.Put(rec.Key, c.New, rec.Timestamp)
+	if err != nil {
+		return err
+	}
+	if validTo == NotPut {
+		p.ctx.Drop(DropLate)
+		return nil
+	}
+	c.OutOfOrder = validTo != ValidToUndefined
+	if *p.oldValues {
+		c.Old = old.Value
 	}
 	rec.Value = c
 	return p.ctx.Forward(rec)
