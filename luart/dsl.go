@@ -37,12 +37,6 @@ var removed = map[string]map[string]string{
 	"SessionWindows": {
 		"grace": "SessionWindows#grace was removed in Kafka Streams 4.0; use s.SessionWindows.ofInactivityGapAndGrace(gap, grace)",
 	},
-	"stoat.JoinWindows": {
-		"of": "JoinWindows.of is deprecated since Kafka Streams 3.0 and not in StoatFlow (it keeps the spurious left/outer join results); use s.JoinWindows.ofTimeDifferenceWithNoGrace(d) or s.JoinWindows.ofTimeDifferenceAndGrace(d, grace)",
-	},
-	"JoinWindows": {
-		"grace": "JoinWindows#grace is deprecated since Kafka Streams 3.0 and not in StoatFlow; use s.JoinWindows.ofTimeDifferenceAndGrace(d, grace)",
-	},
 	"stoat.SlidingWindows": {
 		"withTimeDifferenceAndGrace": "SlidingWindows.withTimeDifferenceAndGrace was removed in Kafka Streams 4.0; use s.SlidingWindows.ofTimeDifferenceAndGrace(d, grace) or s.SlidingWindows.ofTimeDifferenceWithNoGrace(d)",
 	},
@@ -108,13 +102,13 @@ func (rt *Runtime) stoatModule() *lua.LTable {
 		return 1
 	}))
 	for name, cls := range map[string]*lua.LTable{
-		"TimeWindows":    rt.timeWindowsClass(),
-		"EmitStrategy":   rt.emitStrategyClass(),
-		"Suppressed":     rt.suppressedClass(),
-		"SessionWindows": rt.sessionWindowsClass(),
-		"JoinWindows":    rt.joinWindowsClass(),
-		"SlidingWindows": rt.slidingWindowsClass(),
-		"WindowedSerdes": rt.windowedSerdesClass(),
+		"TimeWindows":     rt.timeWindowsClass(),
+		"EmitStrategy":    rt.emitStrategyClass(),
+		"Suppressed":      rt.suppressedClass(),
+		"SessionWindows":  rt.sessionWindowsClass(),
+		"JoinWindows":     rt.joinWindowsClass(),
+		"SlidingWindows":  rt.slidingWindowsClass(),
+		"WindowedSerdes":  rt.windowedSerdesClass(),
 		"AutoOffsetReset": rt.autoOffsetResetClass(),
 	} {
 		mod.RawSetString(name, rt.classTable("stoat."+name, cls))

@@ -88,7 +88,7 @@ func (rt *Runtime) cgWindowedBy(L *lua.LState) int {
 			if w.Sessions() {
 				merge, oi = rt.merger(L.CheckFunction(3)), 4
 			}
-			o := options(L, oi, "aggregate", "name", "materialized")
+			o := options(L, oi, "aggregate", storedOpts)
 			t, err := w.Aggregate(rt.initializer(init), merge, rt.materializedOpt(L, o), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},

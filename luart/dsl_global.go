@@ -92,7 +92,7 @@ func (rt *Runtime) bAddGlobalStore(L *lua.LState) int {
 	rt.checkBuilder(L)
 	spec := rt.storeSpecArg(L, 2)
 	topic := L.CheckString(3)
-	o := options(L, 4, "addGlobalStore", "keySerde", "valueSerde", "timestampExtractor")
+	o := options(L, 4, "addGlobalStore", globalStoreOpts)
 	c := pipeline.Consumed{Serdes: rt.serdesOpt(L, o)}
 	if fn := optFunction(L, o, "timestampExtractor"); fn != nil {
 		c.TimestampExtractor = rt.timestampExtractor(fn)

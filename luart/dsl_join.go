@@ -52,7 +52,7 @@ func (rt *Runtime) sJoin(left bool) lua.LGFunction {
 			L.ArgError(2, "join needs a KStream, a KTable or a GlobalKTable")
 		}
 		fn := L.CheckFunction(3)
-		o := options(L, 4, "join", "name", "keySerde", "valueSerde", "gracePeriod")
+		o := options(L, 4, "join", joinedOpts)
 		j := pipeline.Joined{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o)}
 		if g := o.RawGetString("gracePeriod"); g != lua.LNil {
 			ms, err := durationMs(g)

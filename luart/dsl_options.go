@@ -45,10 +45,10 @@ var (
 
 // The option sets, one per options table of the DSL and of stoat.test.
 var (
-	namedOpts      = newOptionSet("stoat.Named", optName)
-	withKeyOpts    = newOptionSet("stoat.NamedWithKey", optName, optWithKey)
-	storedOpts     = newOptionSet("stoat.Stored", optName, optMaterialized)
-	fkJoinOpts     = newOptionSet("stoat.ForeignKeyJoined", optName, optMaterialized, optWithKey, optPartitioner,
+	namedOpts   = newOptionSet("stoat.Named", optName)
+	withKeyOpts = newOptionSet("stoat.NamedWithKey", optName, optWithKey)
+	storedOpts  = newOptionSet("stoat.Stored", optName, optMaterialized)
+	fkJoinOpts  = newOptionSet("stoat.ForeignKeyJoined", optName, optMaterialized, optWithKey, optPartitioner,
 		opt("otherPartitioner", "stoat.Partitioner"))
 	groupedOpts    = newOptionSet("stoat.Grouped", optName, optKeySerde, optValueSerde)
 	printedOpts    = newOptionSet("stoat.Printed", opt("label", "string"), optName)
@@ -56,9 +56,15 @@ var (
 	repartOpts     = newOptionSet("stoat.Repartitioned", optKeySerde, optValueSerde, opt("numberOfPartitions", "integer"), optPartitioner, optName)
 	branchedOpts   = newOptionSet("stoat.Branched", optName, opt("withFunction", "fun(branch: stoat.KStream): stoat.KStream?"), opt("withConsumer", "fun(branch: stoat.KStream)"))
 	processOpts    = newOptionSet("stoat.ProcessOptions", opt("stores", "string[]"), optName)
-	streamJoinOpts = newOptionSet("stoat.StreamJoined", optName, opt("storeName", "string"))
-	forwardOpts    = newOptionSet("stoat.Forwarded", optTimestamp, optHeaders, opt("to", "string"))
-	consumedOpts   = newOptionSet("stoat.Consumed", optKeySerde, optValueSerde,
+	streamJoinOpts = newOptionSet("stoat.StreamJoined", optName, opt("storeName", "string"), optKeySerde, optValueSerde,
+		opt("otherValueSerde", "stoat.Serde"), opt("thisStoreSupplier", "stoat.WindowStoreSupplier"),
+		opt("otherStoreSupplier", "stoat.WindowStoreSupplier"), opt("logging", "boolean|table<string, string>"))
+	windowSupplierOpts = newOptionSet("stoat.WindowStoreSupplier", required("name", "string"), opt("retention", "stoat.Duration"),
+		opt("windowSize", "stoat.Duration"), opt("retainDuplicates", "boolean"))
+	joinedOpts      = newOptionSet("stoat.Joined", optName, optKeySerde, optValueSerde, opt("gracePeriod", "stoat.Duration"))
+	globalStoreOpts = newOptionSet("stoat.GlobalStoreConsumed", optKeySerde, optValueSerde, opt("timestampExtractor", "stoat.TimestampExtractor"))
+	forwardOpts     = newOptionSet("stoat.Forwarded", optTimestamp, optHeaders, opt("to", "string"))
+	consumedOpts    = newOptionSet("stoat.Consumed", optKeySerde, optValueSerde,
 		opt("timestampExtractor", `stoat.TimestampExtractor|"record"|"wallclock"`), optName, optOffsetReset)
 	tableOpts = newOptionSet("stoat.TableConsumed", optKeySerde, optValueSerde, optMaterialized,
 		opt("timestampExtractor", "stoat.TimestampExtractor"), optName, optOffsetReset)
@@ -87,6 +93,6 @@ var (
 // optionSets lists every set, for the definitions.
 var optionSets = []*optionSet{
 	namedOpts, withKeyOpts, storedOpts, fkJoinOpts, groupedOpts, printedOpts, producedOpts,
-	repartOpts, branchedOpts, processOpts, streamJoinOpts, forwardOpts, consumedOpts, tableOpts,
+	repartOpts, branchedOpts, processOpts, streamJoinOpts, windowSupplierOpts, joinedOpts, globalStoreOpts, forwardOpts, consumedOpts, tableOpts,
 	materializedOpts, storeSpecOpts, schemaSerdeOpts, protobufSerdeOpts, serdeSpecOpts, driverOpts, topicOpts, pipeInputOpts, pipeListInputOpts,
 }

@@ -133,8 +133,7 @@ func (rt *Runtime) sJoinStream(L *lua.LState, ks, other *pipeline.KStream, kind 
 // store supplier is {name=, retention=, windowSize=, retainDuplicates=}, the arguments
 // of Stores.persistentWindowStore.
 func (rt *Runtime) streamJoinedOpt(L *lua.LState, i int) pipeline.StreamJoined {
-	o := options(L, i, "join", "name", "storeName", "keySerde", "valueSerde", "otherValueSerde",
-		"thisStoreSupplier", "otherStoreSupplier", "logging")
+	o := options(L, i, "join", streamJoinOpts)
 	sj := pipeline.StreamJoined{Name: optString(L, o, "name"), StoreName: optString(L, o, "storeName"),
 		Serdes: rt.serdesOpt(L, o), OtherValueSerde: rt.serdeOpt(L, o, "otherValueSerde")}
 	sj.LoggingDisabled, sj.TopicConfig = loggingOpt(L, o, "join")
@@ -152,7 +151,7 @@ func windowStoreSupplierOpt(L *lua.LState, o *lua.LTable, key string) *pipeline.
 		L.RaiseError("%s must be a window store supplier {name=, retention=, windowSize=, retainDuplicates=}, not a %s", key, v.Type())
 	}
 	L.Push(v)
-	so := options(L, L.GetTop(), key, "name", "retention", "windowSize", "retainDuplicates")
+	so := options(L, L.GetTop(), key, windowSupplierOpts)
 	L.Pop(1)
 	sup := &pipeline.WindowStoreSupplier{Name: optString(L, so, "name"), RetainDuplicates: optBool(L, so, "retainDuplicates")}
 	if sup.Name == "" {

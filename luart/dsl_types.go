@@ -28,7 +28,7 @@ func fn(name string, sigs ...string) dslField { return dslField{name: name, sigs
 // dslAliases are the LuaLS aliases the signatures use.
 var dslAliases = [][2]string{
 	{"stoat.Duration", "integer|string"},
-	{"stoat.Serde", "stoat.SerdeName|stoat.LuaSerde|stoat.SchemaSerde"},
+	{"stoat.Serde", "stoat.SerdeName|stoat.LuaSerde|stoat.SchemaSerde|stoat.WindowedSerde"},
 	{"stoat.StoreType", `"keyValue"|"timestampedKeyValue"|"window"|"timestampedWindow"|"session"|"versionedKeyValue"`},
 	{"stoat.HeadersIn", "table<string, string|stoat.Null>|{key: string, value: string|stoat.Null}[]"},
 	{"stoat.Predicate", "fun(key: any, value: any, r: stoat.RecordContext): boolean"},
@@ -68,6 +68,18 @@ var dslTypes = []dslType{
 		{name: "JoinWindows", value: "stoat.JoinWindowsClass"},
 		{name: "EmitStrategy", value: "stoat.EmitStrategyClass"},
 		{name: "Suppressed", value: "stoat.SuppressedClass"},
+		{name: "WindowedSerdes", value: "stoat.WindowedSerdesClass"},
+		{name: "AutoOffsetReset", value: "stoat.AutoOffsetResetClass"},
+	}},
+	{module: "stoat", name: "stoat.WindowedSerdes", class: "stoat.WindowedSerdesClass", fields: []dslField{
+		fn("timeWindowedSerdeFrom", "(inner: stoat.Serde, windowSize: stoat.Duration): stoat.WindowedSerde"),
+		fn("sessionWindowedSerdeFrom", "(inner: stoat.Serde): stoat.WindowedSerde"),
+	}},
+	{module: "stoat", name: "stoat.AutoOffsetReset", class: "stoat.AutoOffsetResetClass", fields: []dslField{
+		fn("earliest", "(): stoat.AutoOffsetReset"),
+		fn("latest", "(): stoat.AutoOffsetReset"),
+		fn("none", "(): stoat.AutoOffsetReset"),
+		fn("byDuration", "(d: stoat.Duration): stoat.AutoOffsetReset"),
 	}},
 	{module: "stoat", name: "stoat.TimeWindows", class: "stoat.TimeWindowsClass", fields: []dslField{
 		fn("ofSizeWithNoGrace", "(size: stoat.Duration): stoat.TimeWindows"),
@@ -82,6 +94,7 @@ var dslTypes = []dslType{
 		fn("ofTimeDifferenceAndGrace", "(d: stoat.Duration, grace: stoat.Duration): stoat.SlidingWindows"),
 	}},
 	{module: "stoat", name: "stoat.JoinWindows", class: "stoat.JoinWindowsClass", fields: []dslField{
+		fn("of", "(d: stoat.Duration): stoat.JoinWindows"),
 		fn("ofTimeDifferenceWithNoGrace", "(d: stoat.Duration): stoat.JoinWindows"),
 		fn("ofTimeDifferenceAndGrace", "(d: stoat.Duration, grace: stoat.Duration): stoat.JoinWindows"),
 	}},
@@ -100,10 +113,12 @@ var dslTypes = []dslType{
 		fn("unbounded", "(): stoat.BufferConfig"),
 	}},
 	{module: "stoat", name: "StreamsBuilder", class: "stoat.StreamsBuilder", object: true, fields: []dslField{
-		fn("stream", "(topics: string|string[], opts?: stoat.Consumed): stoat.KStream"),
+		fn("stream", "(topics: string|string[], opts?: stoat.Consumed): stoat.KStream",
+			"(pattern: {pattern: string}, opts?: stoat.Consumed): stoat.KStream"),
 		fn("table", "(topic: string, opts?: stoat.TableConsumed): stoat.KTable"),
 		fn("globalTable", "(topic: string, opts?: stoat.TableConsumed): stoat.GlobalKTable"),
 		fn("addStateStore", "(spec: stoat.StoreSpec)"),
+		fn("addGlobalStore", "(spec: stoat.StoreSpec, topic: string, opts: stoat.GlobalStoreConsumed?, supplier: stoat.Processor|fun(): stoat.Processor)"),
 	}},
 	{module: "stoat", name: "KStream", class: kstream, object: true, fields: []dslField{
 		fn("filter", "(predicate: stoat.Predicate, opts?: stoat.Named): stoat.KStream"),
@@ -123,11 +138,11 @@ var dslTypes = []dslType{
 		fn("repartition", "(opts?: stoat.Repartitioned): stoat.KStream"),
 		fn("split", "(opts?: stoat.Named): stoat.BranchedKStream"),
 		fn("join",
-			"(table: stoat.KTable, joiner: stoat.Joiner, opts?: stoat.Named): stoat.KStream",
+			"(table: stoat.KTable, joiner: stoat.Joiner, opts?: stoat.Joined): stoat.KStream",
 			"(table: stoat.GlobalKTable, keyMapper: fun(key: any, value: any, r: stoat.RecordContext): any, joiner: fun(streamKey: any, tableKey: any, value: any, tableValue: any, r: stoat.RecordContext): any, opts?: stoat.Named): stoat.KStream",
 			"(other: stoat.KStream, joiner: stoat.Joiner, windows: stoat.JoinWindows, opts?: stoat.StreamJoined): stoat.KStream"),
 		fn("leftJoin",
-			"(table: stoat.KTable, joiner: stoat.Joiner, opts?: stoat.Named): stoat.KStream",
+			"(table: stoat.KTable, joiner: stoat.Joiner, opts?: stoat.Joined): stoat.KStream",
 			"(table: stoat.GlobalKTable, keyMapper: fun(key: any, value: any, r: stoat.RecordContext): any, joiner: fun(streamKey: any, tableKey: any, value: any, tableValue: any, r: stoat.RecordContext): any, opts?: stoat.Named): stoat.KStream",
 			"(other: stoat.KStream, joiner: stoat.Joiner, windows: stoat.JoinWindows, opts?: stoat.StreamJoined): stoat.KStream"),
 		fn("outerJoin", "(other: stoat.KStream, joiner: stoat.Joiner, windows: stoat.JoinWindows, opts?: stoat.StreamJoined): stoat.KStream"),
@@ -180,7 +195,15 @@ var dslTypes = []dslType{
 	{module: "stoat", name: "CogroupedKStream", class: "stoat.CogroupedKStream", object: true, fields: []dslField{
 		fn("cogroup", "(grouped: stoat.KGroupedStream, aggregator: stoat.Aggregator): stoat.CogroupedKStream"),
 		fn("aggregate", "(initializer: stoat.Initializer, opts?: stoat.Stored): stoat.KTable"),
-		fn("windowedBy", "(windows: stoat.TimeWindows|stoat.SessionWindows): nil"),
+		fn("windowedBy",
+			"(windows: stoat.TimeWindows|stoat.SlidingWindows): stoat.TimeWindowedCogroupedKStream",
+			"(windows: stoat.SessionWindows): stoat.SessionWindowedCogroupedKStream"),
+	}},
+	{module: "stoat", name: "TimeWindowedCogroupedKStream", class: "stoat.TimeWindowedCogroupedKStream", object: true, fields: []dslField{
+		fn("aggregate", "(initializer: stoat.Initializer, opts?: stoat.Stored): stoat.KTable"),
+	}},
+	{module: "stoat", name: "SessionWindowedCogroupedKStream", class: "stoat.SessionWindowedCogroupedKStream", object: true, fields: []dslField{
+		fn("aggregate", "(initializer: stoat.Initializer, merger: stoat.Merger, opts?: stoat.Stored): stoat.KTable"),
 	}},
 	{module: "stoat", name: "TimeWindowedKStream", class: "stoat.TimeWindowedKStream", object: true, fields: windowedFields(
 		"stoat.TimeWindowedKStream", "(initializer: stoat.Initializer, aggregator: stoat.Aggregator, opts?: stoat.Stored): stoat.KTable")},
@@ -196,7 +219,10 @@ var dslTypes = []dslType{
 	{module: "stoat", name: "JoinWindows", class: "stoat.JoinWindows", object: true, fields: []dslField{
 		fn("before", "(d: stoat.Duration): stoat.JoinWindows"),
 		fn("after", "(d: stoat.Duration): stoat.JoinWindows"),
+		fn("grace", "(grace: stoat.Duration): stoat.JoinWindows"),
 	}},
+	{module: "stoat", name: "AutoOffsetReset", class: "stoat.AutoOffsetReset", object: true},
+	{module: "stoat", name: "WindowedSerde", class: "stoat.WindowedSerde", object: true},
 	{module: "stoat", name: "EmitStrategy", class: "stoat.EmitStrategy", object: true, fields: []dslField{
 		fn("type", `(): "ON_WINDOW_CLOSE"|"ON_WINDOW_UPDATE"`),
 	}},
@@ -210,7 +236,7 @@ var dslTypes = []dslType{
 		fn("shutDownWhenFull", "(): stoat.BufferConfig"),
 		fn("emitEarlyWhenFull", "(): stoat.BufferConfig"),
 		fn("withLoggingDisabled", "(): stoat.BufferConfig"),
-		fn("withLoggingEnabled", "(): stoat.BufferConfig"),
+		fn("withLoggingEnabled", "(topicConfig?: table<string, string>): stoat.BufferConfig"),
 	}},
 	{module: "stoat", name: "ProcessorContext", class: "stoat.ProcessorContext", object: true, fields: []dslField{
 		fn("forward", "(key: any, value: any, opts?: stoat.Forwarded)", "(value: any, opts?: stoat.Forwarded)"),

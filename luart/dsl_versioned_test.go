@@ -178,7 +178,7 @@ func (noObserve) Observe(float64) {}
 func newCountingSensors() *droppedSensors { return &droppedSensors{dropped: map[string]int{}} }
 
 func (s *droppedSensors) Processed(string) pipeline.Counter { return countFn(func() {}) }
-func (s *droppedSensors) Dropped(r pipeline.DropReason) pipeline.Counter {
+func (s *droppedSensors) Dropped(_ string, r pipeline.DropReason) pipeline.Counter {
 	return countFn(func() { s.dropped[r.String()]++ })
 }
 func (s *droppedSensors) EndToEnd(string) pipeline.Observer             { return noObserve{} }

@@ -59,8 +59,6 @@ func TestRemovedJavaAPIsNameTheirReplacement(t *testing.T) {
 		{`s.TimeWindows.ofSizeWithNoGrace("1m"):grace("10s")`, "TimeWindows#grace was removed in Kafka Streams 4.0; use s.TimeWindows.ofSizeAndGrace(size, grace)"},
 		{`s.SessionWindows.with("5m")`, "SessionWindows.with was removed in Kafka Streams 4.0; use s.SessionWindows.ofInactivityGapWithNoGrace(gap)"},
 		{`s.SessionWindows.ofInactivityGapWithNoGrace("5m"):grace("1m")`, "SessionWindows#grace was removed in Kafka Streams 4.0"},
-		{`s.JoinWindows.of("5m")`, "JoinWindows.of is deprecated since Kafka Streams 3.0 and not in StoatFlow"},
-		{`s.JoinWindows.ofTimeDifferenceWithNoGrace("5m"):grace("1m")`, "JoinWindows#grace is deprecated since Kafka Streams 3.0"},
 		{`s.SlidingWindows.withTimeDifferenceAndGrace("5m", "1m")`, "SlidingWindows.withTimeDifferenceAndGrace was removed in Kafka Streams 4.0; use s.SlidingWindows.ofTimeDifferenceAndGrace(d, grace)"},
 		{`b:stream("in"):through("t")`, "KStream#through was removed in Kafka Streams 4.0; use repartition()"},
 		{`s.TimeWindows.ofSize("1m")`, `stoat.TimeWindows has no function "ofSize"`},

@@ -180,7 +180,7 @@ func fkPartitions(t *testing.T, tj TableJoined, in ...SourceRecord) ([]string, e
 	})
 	d.topo.appID = "app"
 	for _, rec := range in {
-		if err := d.topo.Process(rec); err != nil {
+		if err := d.topo.Process(&rec); err != nil {
 			return nil, err
 		}
 	}
@@ -261,7 +261,7 @@ func TestForeignKeyJoinSerialisesKeysAsKafkaStreams(t *testing.T) {
 	}
 	topic := "app-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic"
 	part := DefaultPartition([]byte(topic+":a"), 4)
-	if err := d.topo.Process(SourceRecord{Topic: "l", Partition: 1, Timestamp: 1, Key: []byte("k"), Value: []byte("a/1")}); err != nil {
+	if err := d.topo.Process(&SourceRecord{Topic: "l", Partition: 1, Timestamp: 1, Key: []byte("k"), Value: []byte("a/1")}); err != nil {
 		t.Fatal(err)
 	}
 	subs, err := d.Store("KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000007", part)

@@ -63,7 +63,7 @@ func processAt(t *testing.T, d *Driver, topic string, partition int32, k, v stri
 	if k != "" {
 		kb = []byte(k)
 	}
-	if err := d.topo.Process(SourceRecord{Topic: topic, Partition: partition, Timestamp: ts, Key: kb, Value: []byte(v)}); err != nil {
+	if err := d.topo.Process(&SourceRecord{Topic: topic, Partition: partition, Timestamp: ts, Key: kb, Value: []byte(v)}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -28,7 +28,7 @@ func (c *Consumer) SetOffsetReset(reset func(topic string) pipeline.OffsetReset)
 // session before the claims start makes sarama fetch from there; with auto-commit off
 // nothing is committed until the agent commits. A partition whose policy is none fails
 // the generation with ErrNoOffset, naming it.
-func (c *Consumer) resolveStarts(sess sarama.ConsumerGroupSession, tps []TopicPartition) error {
+func (c *Consumer) resolveStarts(sess sarama.ConsumerGroupSession, tps []pipeline.TopicPartition) error {
 	if c.reset == nil {
 		return nil
 	}
@@ -36,7 +36,7 @@ func (c *Consumer) resolveStarts(sess sarama.ConsumerGroupSession, tps []TopicPa
 	if c.cfg.Consumer.Offsets.Initial == sarama.OffsetNewest {
 		initial = pipeline.ResetLatest
 	}
-	var todo []TopicPartition
+	var todo []pipeline.TopicPartition
 	for _, tp := range tps {
 		if s := c.reset(tp.Topic).Strategy; s != pipeline.ResetDefault && s != initial {
 			todo = append(todo, tp)

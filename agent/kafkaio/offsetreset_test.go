@@ -20,7 +20,7 @@ func sendAt(t *testing.T, e *Embedded, topic string, from int, timestamps ...int
 	}
 	defer prod.Close()
 	for i, ts := range timestamps {
-		if err := prod.Send(topic, 0, nil, fmt.Appendf(nil, "value-%d", from+i), nil, ts); err != nil {
+		if err := prod.Send(topic, 0, nil, fmt.Appendf(nil, "value-%d", from+i), nil, ts, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,7 +62,7 @@ func TestOffsetResetPolicies(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("received %v, want %v", got, want)
 	}
-	if err := c.Commit(map[TopicPartition]int64{{"r-latest", 0}: 4}); err != nil {
+	if err := c.Commit(map[pipeline.TopicPartition]int64{{Topic: "r-latest", Partition: 0}: 4}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Close(true); err != nil {
@@ -77,7 +77,7 @@ func TestOffsetResetPolicies(t *testing.T) {
 	}
 }
 
-func received(msgs []Message) []string {
+func received(msgs []pipeline.SourceRecord) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
 		out[i] = fmt.Sprintf("%s@%d", m.Topic, m.Offset)

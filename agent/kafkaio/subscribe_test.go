@@ -1,6 +1,7 @@
 package kafkaio
 
 import (
+	"github.com/stoatflow/stoatflow/pipeline"
 	"slices"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ func TestSubscribeToATopicCreatedLater(t *testing.T) {
 	c := newTestConsumer(t, e, "sub-group", []string{"sub-a"}, testConfig(), r)
 	c.Start(t.Context())
 	receive(t, c, 2)
-	if err := c.Commit(map[TopicPartition]int64{{"sub-a", 0}: 2}); err != nil {
+	if err := c.Commit(map[pipeline.TopicPartition]int64{{Topic: "sub-a", Partition: 0}: 2}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -39,7 +40,7 @@ func TestSubscribeToATopicCreatedLater(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "a new generation", func() bool { return r.generation.Load() > before })
 	assigned, revoked := r.calls()
-	if len(revoked) == 0 || !slices.Equal(assigned[len(assigned)-1], []TopicPartition{{"sub-a", 0}, {"sub-b", 0}}) {
+	if len(revoked) == 0 || !slices.Equal(assigned[len(assigned)-1], []pipeline.TopicPartition{{Topic: "sub-a", Partition: 0}, {Topic: "sub-b", Partition: 0}}) {
 		t.Fatalf("assigned %v, revoked %v: want the old generation revoked and both topics assigned", assigned, revoked)
 	}
 }

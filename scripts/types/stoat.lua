@@ -5,7 +5,7 @@
 
 ---@alias stoat.SerdeName "bytes"|"double"|"integer"|"json"|"long"|"string"|"avro"|"protobuf"|"json-schema"
 ---@alias stoat.Duration integer|string
----@alias stoat.Serde stoat.SerdeName|stoat.LuaSerde|stoat.SchemaSerde
+---@alias stoat.Serde stoat.SerdeName|stoat.LuaSerde|stoat.SchemaSerde|stoat.WindowedSerde
 ---@alias stoat.StoreType "keyValue"|"timestampedKeyValue"|"window"|"timestampedWindow"|"session"|"versionedKeyValue"
 ---@alias stoat.HeadersIn table<string, string|stoat.Null>|{key: string, value: string|stoat.Null}[]
 ---@alias stoat.Predicate fun(key: any, value: any, r: stoat.RecordContext): boolean
@@ -55,22 +55,35 @@
 ---@field valueSerde? stoat.Serde
 ---@field timestampExtractor? stoat.TimestampExtractor|"record"|"wallclock"
 ---@field name? string
----@field offsetReset? "earliest"
+---@field offsetReset? stoat.AutoOffsetReset|"earliest"|"latest"|"none"|string
 
 ---@class stoat.ForeignKeyJoined
 ---@field name? string
 ---@field materialized? string|stoat.Materialized
 ---@field withKey? boolean
+---@field partitioner? stoat.Partitioner
+---@field otherPartitioner? stoat.Partitioner
 
 ---@class stoat.Forwarded
 ---@field timestamp? integer
 ---@field headers? stoat.HeadersIn
 ---@field to? string
 
+---@class stoat.GlobalStoreConsumed
+---@field keySerde? stoat.Serde
+---@field valueSerde? stoat.Serde
+---@field timestampExtractor? stoat.TimestampExtractor
+
 ---@class stoat.Grouped
 ---@field name? string
 ---@field keySerde? stoat.Serde
 ---@field valueSerde? stoat.Serde
+
+---@class stoat.Joined
+---@field name? string
+---@field keySerde? stoat.Serde
+---@field valueSerde? stoat.Serde
+---@field gracePeriod? stoat.Duration
 
 ---@class stoat.Materialized
 ---@field name? string
@@ -78,6 +91,8 @@
 ---@field valueSerde? stoat.Serde
 ---@field logging? boolean
 ---@field caching? boolean
+---@field type? "timestampedKeyValue"|"versionedKeyValue"
+---@field historyRetention? stoat.Duration
 
 ---@class stoat.Named
 ---@field name? string
@@ -145,6 +160,12 @@
 ---@class stoat.StreamJoined
 ---@field name? string
 ---@field storeName? string
+---@field keySerde? stoat.Serde
+---@field valueSerde? stoat.Serde
+---@field otherValueSerde? stoat.Serde
+---@field thisStoreSupplier? stoat.WindowStoreSupplier
+---@field otherStoreSupplier? stoat.WindowStoreSupplier
+---@field logging? boolean|table<string, string>
 
 ---@class stoat.TableConsumed
 ---@field keySerde? stoat.Serde
@@ -152,6 +173,23 @@
 ---@field materialized? string|stoat.Materialized
 ---@field timestampExtractor? stoat.TimestampExtractor
 ---@field name? string
+---@field offsetReset? stoat.AutoOffsetReset|"earliest"|"latest"|"none"|string
+
+---@class stoat.WindowStoreSupplier
+---@field name string
+---@field retention? stoat.Duration
+---@field windowSize? stoat.Duration
+---@field retainDuplicates? boolean
+
+---@class stoat.WindowedSerdesClass
+---@field timeWindowedSerdeFrom fun(inner: stoat.Serde, windowSize: stoat.Duration): stoat.WindowedSerde
+---@field sessionWindowedSerdeFrom fun(inner: stoat.Serde): stoat.WindowedSerde
+
+---@class stoat.AutoOffsetResetClass
+---@field earliest fun(): stoat.AutoOffsetReset
+---@field latest fun(): stoat.AutoOffsetReset
+---@field none fun(): stoat.AutoOffsetReset
+---@field byDuration fun(d: stoat.Duration): stoat.AutoOffsetReset
 
 ---@class stoat.TimeWindowsClass
 ---@field ofSizeWithNoGrace fun(size: stoat.Duration): stoat.TimeWindows
@@ -166,6 +204,7 @@
 ---@field ofTimeDifferenceAndGrace fun(d: stoat.Duration, grace: stoat.Duration): stoat.SlidingWindows
 
 ---@class stoat.JoinWindowsClass
+---@field of fun(d: stoat.Duration): stoat.JoinWindows
 ---@field ofTimeDifferenceWithNoGrace fun(d: stoat.Duration): stoat.JoinWindows
 ---@field ofTimeDifferenceAndGrace fun(d: stoat.Duration, grace: stoat.Duration): stoat.JoinWindows
 
@@ -184,10 +223,11 @@
 ---@field unbounded fun(): stoat.BufferConfig
 
 ---@class stoat.StreamsBuilder
----@field stream fun(self: stoat.StreamsBuilder, topics: string|string[], opts?: stoat.Consumed): stoat.KStream
+---@field stream (fun(self: stoat.StreamsBuilder, topics: string|string[], opts?: stoat.Consumed): stoat.KStream)|(fun(self: stoat.StreamsBuilder, pattern: {pattern: string}, opts?: stoat.Consumed): stoat.KStream)
 ---@field table fun(self: stoat.StreamsBuilder, topic: string, opts?: stoat.TableConsumed): stoat.KTable
 ---@field globalTable fun(self: stoat.StreamsBuilder, topic: string, opts?: stoat.TableConsumed): stoat.GlobalKTable
 ---@field addStateStore fun(self: stoat.StreamsBuilder, spec: stoat.StoreSpec)
+---@field addGlobalStore fun(self: stoat.StreamsBuilder, spec: stoat.StoreSpec, topic: string, opts: stoat.GlobalStoreConsumed?, supplier: stoat.Processor|fun(): stoat.Processor)
 
 ---@class stoat.KStream
 ---@field filter fun(self: stoat.KStream, predicate: stoat.Predicate, opts?: stoat.Named): stoat.KStream
@@ -204,8 +244,8 @@
 ---@field to fun(self: stoat.KStream, topic: string|stoat.TopicExtractor, opts?: stoat.Produced)
 ---@field repartition fun(self: stoat.KStream, opts?: stoat.Repartitioned): stoat.KStream
 ---@field split fun(self: stoat.KStream, opts?: stoat.Named): stoat.BranchedKStream
----@field join (fun(self: stoat.KStream, table: stoat.KTable, joiner: stoat.Joiner, opts?: stoat.Named): stoat.KStream)|(fun(self: stoat.KStream, table: stoat.GlobalKTable, keyMapper: fun(key: any, value: any, r: stoat.RecordContext): any, joiner: fun(streamKey: any, tableKey: any, value: any, tableValue: any, r: stoat.RecordContext): any, opts?: stoat.Named): stoat.KStream)|(fun(self: stoat.KStream, other: stoat.KStream, joiner: stoat.Joiner, windows: stoat.JoinWindows, opts?: stoat.StreamJoined): stoat.KStream)
----@field leftJoin (fun(self: stoat.KStream, table: stoat.KTable, joiner: stoat.Joiner, opts?: stoat.Named): stoat.KStream)|(fun(self: stoat.KStream, table: stoat.GlobalKTable, keyMapper: fun(key: any, value: any, r: stoat.RecordContext): any, joiner: fun(streamKey: any, tableKey: any, value: any, tableValue: any, r: stoat.RecordContext): any, opts?: stoat.Named): stoat.KStream)|(fun(self: stoat.KStream, other: stoat.KStream, joiner: stoat.Joiner, windows: stoat.JoinWindows, opts?: stoat.StreamJoined): stoat.KStream)
+---@field join (fun(self: stoat.KStream, table: stoat.KTable, joiner: stoat.Joiner, opts?: stoat.Joined): stoat.KStream)|(fun(self: stoat.KStream, table: stoat.GlobalKTable, keyMapper: fun(key: any, value: any, r: stoat.RecordContext): any, joiner: fun(streamKey: any, tableKey: any, value: any, tableValue: any, r: stoat.RecordContext): any, opts?: stoat.Named): stoat.KStream)|(fun(self: stoat.KStream, other: stoat.KStream, joiner: stoat.Joiner, windows: stoat.JoinWindows, opts?: stoat.StreamJoined): stoat.KStream)
+---@field leftJoin (fun(self: stoat.KStream, table: stoat.KTable, joiner: stoat.Joiner, opts?: stoat.Joined): stoat.KStream)|(fun(self: stoat.KStream, table: stoat.GlobalKTable, keyMapper: fun(key: any, value: any, r: stoat.RecordContext): any, joiner: fun(streamKey: any, tableKey: any, value: any, tableValue: any, r: stoat.RecordContext): any, opts?: stoat.Named): stoat.KStream)|(fun(self: stoat.KStream, other: stoat.KStream, joiner: stoat.Joiner, windows: stoat.JoinWindows, opts?: stoat.StreamJoined): stoat.KStream)
 ---@field outerJoin fun(self: stoat.KStream, other: stoat.KStream, joiner: stoat.Joiner, windows: stoat.JoinWindows, opts?: stoat.StreamJoined): stoat.KStream
 ---@field groupByKey fun(self: stoat.KStream, opts?: stoat.Grouped): stoat.KGroupedStream
 ---@field groupBy fun(self: stoat.KStream, selector: fun(key: any, value: any, r: stoat.RecordContext): any, opts?: stoat.Grouped): stoat.KGroupedStream
@@ -248,7 +288,13 @@
 ---@class stoat.CogroupedKStream
 ---@field cogroup fun(self: stoat.CogroupedKStream, grouped: stoat.KGroupedStream, aggregator: stoat.Aggregator): stoat.CogroupedKStream
 ---@field aggregate fun(self: stoat.CogroupedKStream, initializer: stoat.Initializer, opts?: stoat.Stored): stoat.KTable
----@field windowedBy fun(self: stoat.CogroupedKStream, windows: stoat.TimeWindows|stoat.SessionWindows): nil
+---@field windowedBy (fun(self: stoat.CogroupedKStream, windows: stoat.TimeWindows|stoat.SlidingWindows): stoat.TimeWindowedCogroupedKStream)|(fun(self: stoat.CogroupedKStream, windows: stoat.SessionWindows): stoat.SessionWindowedCogroupedKStream)
+
+---@class stoat.TimeWindowedCogroupedKStream
+---@field aggregate fun(self: stoat.TimeWindowedCogroupedKStream, initializer: stoat.Initializer, opts?: stoat.Stored): stoat.KTable
+
+---@class stoat.SessionWindowedCogroupedKStream
+---@field aggregate fun(self: stoat.SessionWindowedCogroupedKStream, initializer: stoat.Initializer, merger: stoat.Merger, opts?: stoat.Stored): stoat.KTable
 
 ---@class stoat.TimeWindowedKStream
 ---@field count fun(self: stoat.TimeWindowedKStream, opts?: stoat.Stored): stoat.KTable
@@ -278,6 +324,11 @@
 ---@class stoat.JoinWindows
 ---@field before fun(self: stoat.JoinWindows, d: stoat.Duration): stoat.JoinWindows
 ---@field after fun(self: stoat.JoinWindows, d: stoat.Duration): stoat.JoinWindows
+---@field grace fun(self: stoat.JoinWindows, grace: stoat.Duration): stoat.JoinWindows
+
+---@class stoat.AutoOffsetReset
+
+---@class stoat.WindowedSerde
 
 ---@class stoat.EmitStrategy
 ---@field type fun(self: stoat.EmitStrategy): "ON_WINDOW_CLOSE"|"ON_WINDOW_UPDATE"
@@ -292,7 +343,7 @@
 ---@field shutDownWhenFull fun(self: stoat.BufferConfig): stoat.BufferConfig
 ---@field emitEarlyWhenFull fun(self: stoat.BufferConfig): stoat.BufferConfig
 ---@field withLoggingDisabled fun(self: stoat.BufferConfig): stoat.BufferConfig
----@field withLoggingEnabled fun(self: stoat.BufferConfig): stoat.BufferConfig
+---@field withLoggingEnabled fun(self: stoat.BufferConfig, topicConfig?: table<string, string>): stoat.BufferConfig
 
 ---@class stoat.ProcessorContext
 ---@field forward (fun(self: stoat.ProcessorContext, key: any, value: any, opts?: stoat.Forwarded))|(fun(self: stoat.ProcessorContext, value: any, opts?: stoat.Forwarded))
@@ -359,5 +410,7 @@
 ---@field JoinWindows stoat.JoinWindowsClass
 ---@field EmitStrategy stoat.EmitStrategyClass
 ---@field Suppressed stoat.SuppressedClass
+---@field WindowedSerdes stoat.WindowedSerdesClass
+---@field AutoOffsetReset stoat.AutoOffsetResetClass
 local M = {}
 return M
