@@ -23,11 +23,11 @@ import (
 	"github.com/stoatflow/stoatflow/agent/console"
 	"github.com/stoatflow/stoatflow/agent/demo"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/agent/query"
 	"github.com/stoatflow/stoatflow/luart"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
-	"github.com/stoatflow/stoatflow/state"
 )
 
 // Options are what the agent takes besides its config.
@@ -53,7 +53,7 @@ type Agent struct {
 	http    *HTTPServer
 	ready   chan struct{} // closed once the HTTP listener is bound
 	// stores is what interactive queries read; nil until the stores are restored.
-	stores atomic.Pointer[storeCatalog]
+	stores atomic.Pointer[query.Catalog]
 	closer *closer
 	reload *reloader
 	// topology is what GET /topology and /topology/ks serve; a reload replaces it.
@@ -71,24 +71,6 @@ type Agent struct {
 	restores *console.RestoreProgress
 	time     atomic.Pointer[console.TimeStatus]
 	taps     *console.Taps
-}
-
-// storeCatalog describes the running application's state for interactive queries: the
-// database, the declared stores with their serdes, and how they are partitioned.
-type storeCatalog struct {
-	db               *state.DB
-	specs            []pipeline.StoreSpec
-	partitions       int32            // partitions of every store but the global ones (the number of tasks)
-	sourcePartitions map[string]int32 // partition count of each source topic
-	global           map[string]bool  // the global tables' stores: one partition, 0
-}
-
-// partitionsOf is the number of partitions of a store.
-func (c *storeCatalog) partitionsOf(store string) int32 {
-	if c.global[store] {
-		return 1
-	}
-	return c.partitions
 }
 
 // New prepares an agent; nothing is started until Run.

@@ -32,13 +32,13 @@ func (a *Agent) serveConsole() {
 // storeSizes are the stores' approximate sizes on disk; none before they are restored.
 func (a *Agent) storeSizes() map[string]int64 {
 	c := a.stores.Load()
-	if c == nil || c.db == nil {
+	if c == nil || c.DB == nil {
 		return nil
 	}
-	out := make(map[string]int64, len(c.specs))
-	for _, s := range c.specs {
+	out := make(map[string]int64, len(c.Specs))
+	for _, s := range c.Specs {
 		// A size that cannot be read (a database being rebuilt) is shown as 0.
-		out[s.Name], _ = c.db.ApproximateSize(s.Name)
+		out[s.Name], _ = c.DB.ApproximateSize(s.Name)
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoatflow/stoatflow/agent/query"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/pipeline/serdes"
 	"github.com/stoatflow/stoatflow/state"
@@ -173,7 +174,7 @@ func serveStores(t testing.TB, a *Agent, db *state.DB, specs []pipeline.StoreSpe
 	if err := a.state.Transition(StateRebalancing); err != nil {
 		t.Fatal(err)
 	}
-	a.stores.Store(&storeCatalog{db: db, specs: specs, partitions: partitions})
+	a.stores.Store(&query.Catalog{DB: db, Specs: specs, Partitions: partitions})
 }
 
 func TestQueryWindowSessionVersionedAndBytesStores(t *testing.T) {
@@ -309,19 +310,7 @@ func TestQueryV2WindowSessionVersionedAndHeaders(t *testing.T) {
 	}
 }
 
-func TestMetadataKeepsHeaderOrderAndUsesTheConfiguredHost(t *testing.T) {
-	hs, e := metadataParams("header.b=2&isolation=READ_COMMITTED&header.a=1&header.b=%2F3")
-	if e != nil {
-		t.Fatal(e)
-	}
-	if got := fmt.Sprint(hs); got != "[{b [50]} {a [49]} {b [47 51]}]" {
-		t.Fatalf("headers %s", got)
-	}
-	for _, q := range []string{"header.=1", "other=1", "header.a=%zz"} {
-		if _, e := metadataParams(q); e == nil || e.code != "bad_parameter" {
-			t.Fatalf("%q: %v", q, e)
-		}
-	}
+func TestMetadataUsesTheConfiguredHost(t *testing.T) {
 	a := storesFixture(t)
 	a.cfg.ApplicationServer = "query.example:8080"
 	five, _ := serdes.Long{}.Serialize("", nil, int64(5))

@@ -18,8 +18,8 @@ func TestQueryV2VersionHistoryAndVersionedRange(t *testing.T) {
 		return b
 	}
 	// key 5 already holds {"v":1}@100 and {"v":2}@200; every key goes to 5's partition
-	home := pipeline.DefaultPartition(key(5), c.partitions)
-	vs, err := c.db.VersionedStore(c.specs[4], home)
+	home := pipeline.DefaultPartition(key(5), c.Partitions)
+	vs, err := c.DB.VersionedStore(c.Specs[4], home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestQueryV2VersionHistoryAndVersionedRange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := c.db.Commit(nil); err != nil {
+	if err := c.DB.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
 

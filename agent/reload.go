@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stoatflow/stoatflow/agent/config"
+	"github.com/stoatflow/stoatflow/agent/query"
 	"github.com/stoatflow/stoatflow/luart"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -244,8 +245,8 @@ func shapeOfBuilder(b *pipeline.StreamsBuilder) topologyShape {
 	stores := map[string]storeShape{}
 	for _, s := range b.Stores() {
 		logged := s.Logged
-		stores[s.Name] = storeShape{typ: s.Type.String(), keySerde: serdeName(s.Serdes.Key),
-			valueSerde: serdeName(s.Serdes.Value), logged: &logged}
+		info := query.InfoOf(s, 0)
+		stores[s.Name] = storeShape{typ: info.Type, keySerde: info.KeySerde, valueSerde: info.ValueSerde, logged: &logged}
 	}
 	return shapeOfDescription(b.Describe(), stores)
 }
@@ -334,8 +335,8 @@ func ReloadCompatibleWith(ctx context.Context, cfg *config.Config, base string) 
 	if err := getAgentJSON(ctx, cfg, base, "/topology", &desc); err != nil {
 		return err
 	}
-	var infos []storeInfo
-	if err := getAgentJSON(ctx, cfg, base, "/v1/stores", &infos); err != nil {
+	var infos []query.StoreInfo
+	if err := getAgentJSON(ctx, cfg, base, query.RouteStores, &infos); err != nil {
 		return err
 	}
 	stores := map[string]storeShape{}

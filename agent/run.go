@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/agent/query"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
 )
@@ -86,7 +87,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	for _, g := range builder.GlobalStores() {
 		global[g.Store] = true
 	}
-	a.stores.Store(&storeCatalog{db: db, specs: builder.Stores(), partitions: k.maxPartitions(), sourcePartitions: k.sourcePartitions, global: global})
+	a.stores.Store(&query.Catalog{DB: db, Specs: builder.Stores(), Partitions: k.maxPartitions(), Global: global})
 	defer a.stores.Store(nil)
 	opts := pipeline.TopologyOptions{
 		Collector:        k.producer,

@@ -97,7 +97,7 @@ func (l *loop) replaceDB(ctx context.Context, when string, cause error) error {
 	}
 	if catalog != nil {
 		c := *catalog
-		c.db = db
+		c.DB = db
 		l.a.stores.Store(&c)
 	}
 	return nil

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/stoatflow/stoatflow/agent/query"
 )
 
 const queryUsage = `Usage: stoatflow query [-addr host:port] [-token T] [-isolation L] COMMAND ...
@@ -266,20 +268,9 @@ func (c *queryClient) send(method, u string, body io.Reader, out any) error {
 	return nil
 }
 
-func storePath(store string, rest ...string) string {
-	p := "/v1/stores/" + url.PathEscape(store)
-	for _, r := range rest {
-		p += "/" + url.PathEscape(r)
-	}
-	return p
-}
-
 func (c *queryClient) stores() error {
-	var stores []struct {
-		Name, Type, KeySerde, ValueSerde string
-		Partitions                       int
-	}
-	if err := c.do(http.MethodGet, "/v1/stores", url.Values{}, nil, &stores); err != nil {
+	var stores []query.StoreInfo
+	if err := c.do(http.MethodGet, query.RouteStores, url.Values{}, nil, &stores); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
@@ -290,25 +281,16 @@ func (c *queryClient) stores() error {
 	return tw.Flush()
 }
 
-// entry is a key-value item of the agent's answers.
-type entry struct {
-	Key       any
-	Value     any
-	Timestamp json.Number
-	Partition json.Number
-	Headers   []map[string]any
-}
-
 func (c *queryClient) get(store, key string) error {
-	var e entry
-	if err := c.do(http.MethodGet, storePath(store, "keys", key), url.Values{}, nil, &e); err != nil {
+	var e query.KVItem
+	if err := c.do(http.MethodGet, query.Path(query.RouteKey, store, key), url.Values{}, nil, &e); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "key\t%s\n", show(e.Key))
 	fmt.Fprintf(tw, "value\t%s\n", show(e.Value))
 	fmt.Fprintf(tw, "timestamp\t%s\n", showTime(e.Timestamp))
-	fmt.Fprintf(tw, "partition\t%s\n", e.Partition)
+	fmt.Fprintf(tw, "partition\t%d\n", e.Partition)
 	if e.Headers != nil {
 		fmt.Fprintf(tw, "headers\t%s\n", showHeaders(e.Headers))
 	}
@@ -316,8 +298,8 @@ func (c *queryClient) get(store, key string) error {
 }
 
 func (c *queryClient) count(store string) error {
-	var n struct{ Count json.Number }
-	if err := c.do(http.MethodGet, storePath(store, "count"), url.Values{}, nil, &n); err != nil {
+	var n query.Count
+	if err := c.do(http.MethodGet, query.Path(query.RouteCount, store, ""), url.Values{}, nil, &n); err != nil {
 		return err
 	}
 	fmt.Fprintln(c.stdout, n.Count)
@@ -325,18 +307,14 @@ func (c *queryClient) count(store string) error {
 }
 
 func (c *queryClient) rangeKeys(store string, q url.Values) error {
-	var page struct {
-		Items       []entry
-		Next        *string
-		Error, Code string
-	}
-	if err := c.do(http.MethodGet, storePath(store, "keys"), q, nil, &page); err != nil {
+	var page query.Page[query.KVItem]
+	if err := c.do(http.MethodGet, query.Path(query.RouteKeys, store, ""), q, nil, &page); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tVALUE\tTIMESTAMP\tPARTITION")
 	for _, e := range page.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", show(e.Key), show(e.Value), showTime(e.Timestamp), e.Partition)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", show(e.Key), show(e.Value), showTime(e.Timestamp), e.Partition)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -344,22 +322,15 @@ func (c *queryClient) rangeKeys(store string, q url.Values) error {
 	if page.Error != "" {
 		return &apiFailure{status: http.StatusOK, msg: "the read stopped: " + page.Error, code: page.Code}
 	}
-	if page.Next != nil {
-		fmt.Fprintf(c.stdout, "(more: add -after %s)\n", shellQuote(*page.Next))
+	if page.Next != "" {
+		fmt.Fprintf(c.stdout, "(more: add -after %s)\n", shellQuote(page.Next))
 	}
 	return nil
 }
 
 func (c *queryClient) windows(store, key string, q url.Values) error {
-	var page struct {
-		Items []struct {
-			Key                    any
-			WindowStart, WindowEnd json.Number
-			Value                  any
-		}
-		Error, Code string
-	}
-	if err := c.do(http.MethodGet, storePath(store, "windows", key), q, nil, &page); err != nil {
+	var page query.Page[query.WindowItem]
+	if err := c.do(http.MethodGet, query.Path(query.RouteWindows, store, key), q, nil, &page); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
@@ -377,18 +348,15 @@ func (c *queryClient) windows(store, key string, q url.Values) error {
 }
 
 func (c *queryClient) metadata(store, key, headers string) error {
-	u := c.base + "/v1/metadata/" + url.PathEscape(store) + "/" + url.PathEscape(key)
+	u := c.base + query.Path(query.RouteMetadata, store, key)
 	if headers != "" {
 		u += "?" + headers
 	}
-	var m struct {
-		Partition  json.Number
-		ActiveHost string
-	}
+	var m query.KeyMetadata
 	if err := c.send(http.MethodGet, u, nil, &m); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "partition   %s\nactiveHost  %s\n", m.Partition, m.ActiveHost)
+	fmt.Fprintf(c.stdout, "partition   %d\nactiveHost  %s\n", m.Partition, m.ActiveHost)
 	return nil
 }
 
@@ -401,7 +369,7 @@ func (c *queryClient) iqv2(body string) error {
 		body = string(b)
 	}
 	var raw json.RawMessage
-	if err := c.do(http.MethodPost, "/v2/query", url.Values{}, strings.NewReader(body), &raw); err != nil {
+	if err := c.do(http.MethodPost, query.RouteIQv2, url.Values{}, strings.NewReader(body), &raw); err != nil {
 		return err
 	}
 	var out bytes.Buffer
@@ -426,20 +394,19 @@ func show(v any) string {
 }
 
 // showTime prints epoch milliseconds as UTC time and number; -1 is Kafka's "no timestamp".
-func showTime(ms json.Number) string {
-	n, err := ms.Int64()
-	if err != nil {
-		return ms.String()
-	}
+func showTime(n int64) string {
 	if n == -1 {
 		return "-"
 	}
 	return fmt.Sprintf("%s (%d)", time.UnixMilli(n).UTC().Format("2006-01-02T15:04:05.000Z"), n)
 }
 
-func showHeaders(hs []map[string]any) string {
+// showHeaders prints a KVItem's headers: a list of {"key", "value"} or {"key", "valueBase64"}.
+func showHeaders(headers any) string {
+	hs, _ := headers.([]any)
 	parts := make([]string, 0, len(hs))
-	for _, h := range hs {
+	for _, x := range hs {
+		h, _ := x.(map[string]any)
 		v, ok := h["value"]
 		if !ok {
 			v = "base64:" + fmt.Sprint(h["valueBase64"])

@@ -1,4 +1,4 @@
-package agent
+package query
 
 import (
 	"bytes"
@@ -40,14 +40,16 @@ const (
 // times as long as it was held before another query may take it. Writing to the client
 // needs no token (see pacedWriter).
 type queryGate struct {
-	slots   chan struct{}
-	cpu     chan time.Time // the tokens, each holding when its rest ends
-	timeout time.Duration
+	slots      chan struct{}
+	cpu        chan time.Time // the tokens, each holding when its rest ends
+	timeout    time.Duration
+	writeError func(w http.ResponseWriter, status int, code, msg string)
 }
 
-// newQueryGate serves concurrency queries at once on cpus tokens (GOMAXPROCS).
-func newQueryGate(concurrency, cpus int, timeout time.Duration) *queryGate {
-	g := &queryGate{slots: make(chan struct{}, concurrency), cpu: make(chan time.Time, cpus), timeout: timeout}
+// newQueryGate serves concurrency queries at once on cpus tokens (GOMAXPROCS); writeError
+// writes its refusals.
+func newQueryGate(concurrency, cpus int, timeout time.Duration, writeError func(w http.ResponseWriter, status int, code, msg string)) *queryGate {
+	g := &queryGate{slots: make(chan struct{}, concurrency), cpu: make(chan time.Time, cpus), timeout: timeout, writeError: writeError}
 	for range cap(g.cpu) {
 		g.cpu <- time.Time{}
 	}
@@ -67,14 +69,14 @@ func (g *queryGate) admit(h http.Handler) http.Handler {
 		if r.Body != nil && r.Body != http.NoBody {
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxQueryBody))
 			if err != nil {
-				bodyError(w, err)
+				g.bodyError(w, err)
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		if !g.acquire(r.Context()) {
 			w.Header().Set("Retry-After", retryAfter)
-			writeHTTPError(w, http.StatusServiceUnavailable, "too_many_queries", fmt.Sprintf(
+			g.writeError(w, http.StatusServiceUnavailable, "too_many_queries", fmt.Sprintf(
 				"%d queries are running, as many as agent.http.query.max.concurrency allows: retry after %s s", cap(g.slots), retryAfter))
 			return
 		}
@@ -88,7 +90,7 @@ func (g *queryGate) admit(h http.Handler) http.Handler {
 		_ = rc.SetWriteDeadline(deadline.Add(deadlineGrace))
 		p := &pacer{ctx: ctx, cpu: g.cpu}
 		if err := p.run(); err != nil {
-			writeHTTPError(w, err.status, err.code, err.msg)
+			g.writeError(w, err.status, err.code, err.msg)
 			return
 		}
 		defer p.rest()
@@ -133,16 +135,16 @@ func (g *queryGate) acquire(ctx context.Context) bool {
 	return false
 }
 
-func bodyError(w http.ResponseWriter, err error) {
+func (g *queryGate) bodyError(w http.ResponseWriter, err error) {
 	var tooLarge *http.MaxBytesError
 	var netErr net.Error
 	switch {
 	case errors.As(err, &tooLarge):
-		writeHTTPError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body is over %d bytes", tooLarge.Limit))
+		g.writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body is over %d bytes", tooLarge.Limit))
 	case errors.As(err, &netErr) && netErr.Timeout():
-		writeHTTPError(w, http.StatusRequestTimeout, "request_timeout", "the body did not arrive in time")
+		g.writeError(w, http.StatusRequestTimeout, "request_timeout", "the body did not arrive in time")
 	default:
-		writeHTTPError(w, http.StatusBadRequest, "bad_request", "reading the body: "+err.Error())
+		g.writeError(w, http.StatusBadRequest, "bad_request", "reading the body: "+err.Error())
 	}
 }
 

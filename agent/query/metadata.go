@@ -1,4 +1,4 @@
-package agent
+package query
 
 import (
 	"fmt"
@@ -16,50 +16,46 @@ const headerParam = "header."
 // keyMetadata is KafkaStreams#queryMetadataForKey: the partition the key belongs to and
 // the host serving it. Kafka Streams answers KeyQueryMetadata.NOT_AVAILABLE outside
 // RUNNING and REBALANCING; over HTTP that is a 503.
-func (a *Agent) keyMetadata(w http.ResponseWriter, r *http.Request) {
+func (sv *server) keyMetadata(w http.ResponseWriter, r *http.Request) {
 	headers, e := metadataParams(r.URL.RawQuery)
 	if e == nil {
-		e = a.checkIsolationParam(r.URL.Query())
+		e = sv.checkIsolationParam(r.URL.Query())
 	}
-	var out map[string]any
+	var out KeyMetadata
 	if e == nil {
-		out, e = a.metadataFor(r.PathValue("store"), r.PathValue("key"), headers)
+		out, e = sv.metadataFor(r.PathValue("store"), r.PathValue("key"), headers)
 	}
 	if e != nil {
-		writeHTTPError(w, e.status, e.code, e.msg)
+		sv.opts.WriteError(w, e.status, e.code, e.msg)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	sv.opts.WriteJSON(w, http.StatusOK, out)
 }
 
-func (a *Agent) checkIsolationParam(q url.Values) *apiError {
-	_, e := a.isolation(q.Get("isolation"))
+func (sv *server) checkIsolationParam(q url.Values) *apiError {
+	_, e := sv.isolation(q.Get("isolation"))
 	return e
 }
 
-func (a *Agent) metadataFor(store, keyText string, headers pipeline.Headers) (map[string]any, *apiError) {
-	if st := a.state.Current(); st != StateRunning && st != StateRebalancing {
-		return nil, &apiError{http.StatusServiceUnavailable, "not_available", fmt.Sprintf(
+func (sv *server) metadataFor(store, keyText string, headers pipeline.Headers) (KeyMetadata, *apiError) {
+	if st := sv.agent.State(); st != stateRunning && st != stateRebalancing {
+		return KeyMetadata{}, &apiError{http.StatusServiceUnavailable, "not_available", fmt.Sprintf(
 			"key metadata is not available in state %s (Kafka Streams returns KeyQueryMetadata.NOT_AVAILABLE outside RUNNING and REBALANCING)", st)}
 	}
-	s, e := a.lookupStore(store)
+	s, e := sv.lookupStore(store)
 	if e != nil {
-		return nil, e
+		return KeyMetadata{}, e
 	}
 	key, err := s.key.parse(keyText, headers)
 	if err != nil {
-		return nil, badParam("key", "%v", err)
-	}
-	host := a.cfg.ApplicationServer
-	if host == "" {
-		host = a.http.Addr()
+		return KeyMetadata{}, badParam("key", "%v", err)
 	}
 	partition := s.keyPartition(key)
 	if s.global {
 		// As Kafka Streams answers for a global store: every instance holds all of it.
 		partition = -1
 	}
-	return map[string]any{"partition": partition, "activeHost": host}, nil
+	return KeyMetadata{ActiveHost: sv.agent.ActiveHost(), Partition: partition}, nil
 }
 
 // metadataParams reads the headers from the raw query, keeping their order (a url.Values

@@ -1,4 +1,4 @@
-package agent
+package query
 
 import (
 	"fmt"
@@ -11,14 +11,6 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
 )
-
-// windowItem is one window (or session) as the API shows it.
-type windowItem struct {
-	Key         any   `json:"key"`
-	WindowStart int64 `json:"windowStart"`
-	WindowEnd   int64 `json:"windowEnd"`
-	Value       any   `json:"value"`
-}
 
 // windowCursor is what window and session iterators share.
 type windowCursor interface {
@@ -52,16 +44,16 @@ func (s *queryStore) fetchKey(p int32, level state.IsolationLevel, key []byte, f
 	return nil, fmt.Errorf("store %s is a %s store, not a window or session store", s.name, s.typeName)
 }
 
-func (s *queryStore) windowItem(it windowCursor) (windowItem, error) {
+func (s *queryStore) windowItem(it windowCursor) (WindowItem, error) {
 	k, err := s.key.jsonValue(it.Key())
 	if err != nil {
-		return windowItem{}, fmt.Errorf("store %s: key: %w", s.name, err)
+		return WindowItem{}, fmt.Errorf("store %s: key: %w", s.name, err)
 	}
 	v, err := s.value.jsonValue(it.Value())
 	if err != nil {
-		return windowItem{}, fmt.Errorf("store %s: value of key %x: %w", s.name, it.Key(), err)
+		return WindowItem{}, fmt.Errorf("store %s: value of key %x: %w", s.name, it.Key(), err)
 	}
-	return windowItem{Key: k, WindowStart: it.Start(), WindowEnd: it.End(), Value: v}, nil
+	return WindowItem{Key: k, WindowStart: it.Start(), WindowEnd: it.End(), Value: v}, nil
 }
 
 // timeParam reads a time given as epoch milliseconds or as an RFC 3339 time.
@@ -79,8 +71,8 @@ func timeParam(q url.Values, name string, def int64) (int64, *apiError) {
 	return 0, badParam(name, "%q is neither epoch milliseconds nor an RFC 3339 time", v)
 }
 
-func (a *Agent) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError {
-	s, level, e := a.storeAt(r)
+func (sv *server) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError {
+	s, level, e := sv.storeAt(r)
 	if e != nil {
 		return e
 	}
@@ -124,16 +116,16 @@ func (a *Agent) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError {
 		out := startItems(w)
 		err = s.streamWindows(out, it, pacerOf(r.Context()))
 		it.Close()
-		var extra map[string]string
+		var end PageEnd
 		if err != nil {
 			e := asAPIError(err)
-			extra = map[string]string{"error": e.msg, "code": e.code}
+			end.Error, end.Code = e.msg, e.code
 		}
 		// A key's windows live in one partition: the first that has any holds them all.
-		_ = out.end(extra)
+		_ = out.end(end)
 		return nil
 	}
-	_ = startItems(w).end(nil)
+	_ = startItems(w).end(PageEnd{})
 	return nil
 }
 

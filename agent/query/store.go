@@ -1,4 +1,4 @@
-package agent
+package query
 
 import (
 	"fmt"
@@ -50,31 +50,31 @@ type queryStore struct {
 
 // lookupStore finds a store of the running application: 503 before the stores are
 // restored, 404 for a name the topology does not declare.
-func (a *Agent) lookupStore(name string) (*queryStore, *apiError) {
-	c := a.stores.Load()
+func (sv *server) lookupStore(name string) (*queryStore, *apiError) {
+	c := sv.agent.Stores()
 	if c == nil {
-		return nil, notReady(a.state.Current())
+		return nil, notReady(sv.agent.State())
 	}
-	if c.partitions < 1 {
-		return nil, storeError(fmt.Errorf("the store catalogue has %d partitions", c.partitions))
+	if c.Partitions < 1 {
+		return nil, storeError(fmt.Errorf("the store catalogue has %d partitions", c.Partitions))
 	}
-	for _, spec := range c.specs {
+	for _, spec := range c.Specs {
 		if spec.Name != name {
 			continue
 		}
-		topic := pipeline.ChangelogTopic(a.cfg.ApplicationID, name)
+		topic := pipeline.ChangelogTopic(sv.opts.ApplicationID, name)
 		return &queryStore{
 			name: name, typeName: spec.Type.String(), spec: spec,
 			key: newFieldCodec(spec.Serdes.Key, topic), value: newFieldCodec(spec.Serdes.Value, topic),
-			partitions: c.partitionsOf(name), global: c.global[name], changelog: topic, db: c.db,
+			partitions: c.PartitionsOf(name), global: c.Global[name], changelog: topic, db: c.DB,
 		}, nil
 	}
 	return nil, unknownStore(name)
 }
 
-func notReady(s AppState) *apiError {
+func notReady(state string) *apiError {
 	return &apiError{http.StatusServiceUnavailable, "not_ready",
-		fmt.Sprintf("the state stores are not ready (application state %s); retry once the agent is RUNNING", s)}
+		fmt.Sprintf("the state stores are not ready (application state %s); retry once the agent is RUNNING", state)}
 }
 
 // keyPartition is the store partition a key lives in when the store is fed by keyed input

@@ -1,4 +1,4 @@
-package agent
+package query
 
 import (
 	"bufio"
@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"runtime"
+
 	"slices"
 	"strconv"
 	"strings"
@@ -24,25 +24,11 @@ const (
 	maxRangeLimit     = 10000
 )
 
-// serveQueries adds the interactive-query endpoints (DESIGN §7, docs/queries.md), all
-// behind one gate (agent.http.query.max.concurrency, agent.http.query.timeout).
-func (a *Agent) serveQueries() {
-	g := newQueryGate(a.cfg.QueryMaxConcurrency, runtime.GOMAXPROCS(0), a.cfg.QueryTimeout)
-	handle := func(pattern string, h http.Handler) { a.http.Handle(pattern, g.admit(h)) }
-	handle("GET /v1/stores", api([]string{"isolation"}, a.listStores))
-	handle("GET /v1/stores/{store}/keys/{key}", api([]string{"isolation"}, a.getKey))
-	handle("GET /v1/stores/{store}/keys", api([]string{"isolation", "from", "to", "prefix", "reverse", "limit", "after"}, a.rangeKeys))
-	handle("GET /v1/stores/{store}/count", api([]string{"isolation"}, a.countKeys))
-	handle("GET /v1/stores/{store}/windows/{key}", api([]string{"isolation", "from", "to", "reverse"}, a.fetchWindows))
-	handle("POST /v2/query", api(nil, a.queryV2))
-	handle("GET /v1/metadata/{store}/{key}", http.HandlerFunc(a.keyMetadata))
-}
-
 type apiHandler func(w http.ResponseWriter, r *http.Request) *apiError
 
 // api refuses parameters the endpoint does not know (a typo would otherwise silently
 // widen a query) and turns the handler's error into the JSON error answer.
-func api(params []string, h apiHandler) http.Handler {
+func (sv *server) api(params []string, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for name := range r.URL.Query() {
 			if !slices.Contains(params, name) {
@@ -50,24 +36,23 @@ func api(params []string, h apiHandler) http.Handler {
 				if len(params) > 0 {
 					known = strings.Join(params, ", ")
 				}
-				writeHTTPError(w, http.StatusBadRequest, "bad_parameter", fmt.Sprintf("unknown parameter %q (known: %s)", name, known))
+				sv.opts.WriteError(w, http.StatusBadRequest, "bad_parameter", fmt.Sprintf("unknown parameter %q (known: %s)", name, known))
 				return
 			}
 		}
 		if e := h(w, r); e != nil {
-			writeHTTPError(w, e.status, e.code, e.msg)
+			sv.opts.WriteError(w, e.status, e.code, e.msg)
 		}
 	})
 }
 
-// isolation reads ?isolation=, defaulting to default.interactive.query.isolation.level.
 // storeAt resolves a request's {store} and its ?isolation level.
-func (a *Agent) storeAt(r *http.Request) (*queryStore, state.IsolationLevel, *apiError) {
-	s, e := a.lookupStore(r.PathValue("store"))
+func (sv *server) storeAt(r *http.Request) (*queryStore, state.IsolationLevel, *apiError) {
+	s, e := sv.lookupStore(r.PathValue("store"))
 	if e != nil {
 		return nil, 0, e
 	}
-	level, e := a.isolation(r.URL.Query().Get("isolation"))
+	level, e := sv.isolation(r.URL.Query().Get("isolation"))
 	if e != nil {
 		return nil, 0, e
 	}
@@ -75,17 +60,18 @@ func (a *Agent) storeAt(r *http.Request) (*queryStore, state.IsolationLevel, *ap
 }
 
 // keyValueStoreAt is storeAt for the key reads, which need a key-value store.
-func (a *Agent) keyValueStoreAt(r *http.Request) (*queryStore, state.IsolationLevel, *apiError) {
-	s, level, e := a.storeAt(r)
+func (sv *server) keyValueStoreAt(r *http.Request) (*queryStore, state.IsolationLevel, *apiError) {
+	s, level, e := sv.storeAt(r)
 	if e == nil {
 		e = s.requireKeyValue()
 	}
 	return s, level, e
 }
 
-func (a *Agent) isolation(v string) (state.IsolationLevel, *apiError) {
+// isolation reads an isolation level, defaulting to default.interactive.query.isolation.level.
+func (sv *server) isolation(v string) (state.IsolationLevel, *apiError) {
 	if v == "" {
-		v = a.cfg.DefaultIQIsolation
+		v = sv.opts.DefaultIsolation
 	}
 	if v == "" {
 		return state.ReadUncommitted, nil
@@ -97,31 +83,27 @@ func (a *Agent) isolation(v string) (state.IsolationLevel, *apiError) {
 	return l, nil
 }
 
-type storeInfo struct {
-	Name       string `json:"name"`
-	Type       string `json:"type"`
-	KeySerde   string `json:"keySerde"`
-	ValueSerde string `json:"valueSerde"`
-	Partitions int32  `json:"partitions"`
-}
-
 // listStores takes ?isolation= like every query endpoint, though the list does not
 // depend on it.
-func (a *Agent) listStores(w http.ResponseWriter, r *http.Request) *apiError {
-	if _, e := a.isolation(r.URL.Query().Get("isolation")); e != nil {
+func (sv *server) listStores(w http.ResponseWriter, r *http.Request) *apiError {
+	if _, e := sv.isolation(r.URL.Query().Get("isolation")); e != nil {
 		return e
 	}
-	c := a.stores.Load()
+	c := sv.agent.Stores()
 	if c == nil {
-		return notReady(a.state.Current())
+		return notReady(sv.agent.State())
 	}
-	out := make([]storeInfo, 0, len(c.specs))
-	for _, s := range c.specs {
-		out = append(out, storeInfo{Name: s.Name, Type: s.Type.String(),
-			KeySerde: serdeName(s.Serdes.Key), ValueSerde: serdeName(s.Serdes.Value), Partitions: c.partitionsOf(s.Name)})
+	out := make([]StoreInfo, 0, len(c.Specs))
+	for _, s := range c.Specs {
+		out = append(out, InfoOf(s, c.PartitionsOf(s.Name)))
 	}
-	writeJSON(w, http.StatusOK, out)
+	sv.opts.WriteJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// InfoOf is how GET /v1/stores shows a store of the given partitions.
+func InfoOf(s pipeline.StoreSpec, partitions int32) StoreInfo {
+	return StoreInfo{Name: s.Name, Type: s.Type.String(), KeySerde: serdeName(s.Serdes.Key), ValueSerde: serdeName(s.Serdes.Value), Partitions: partitions}
 }
 
 func serdeName(s interface{ Name() string }) string {
@@ -131,25 +113,16 @@ func serdeName(s interface{ Name() string }) string {
 	return s.Name()
 }
 
-// kvItem is one key-value entry as the API shows it.
-type kvItem struct {
-	Key       any   `json:"key"`
-	Value     any   `json:"value"`
-	Timestamp int64 `json:"timestamp"`
-	Partition int32 `json:"partition"`
-	Headers   any   `json:"headers,omitempty"`
-}
-
-func (s *queryStore) item(key []byte, e kvEntry, p int32) (kvItem, error) {
+func (s *queryStore) item(key []byte, e kvEntry, p int32) (KVItem, error) {
 	k, err := s.key.jsonValue(key)
 	if err != nil {
-		return kvItem{}, fmt.Errorf("store %s partition %d: key: %w", s.name, p, err)
+		return KVItem{}, fmt.Errorf("store %s partition %d: key: %w", s.name, p, err)
 	}
 	v, err := s.value.jsonValue(e.value)
 	if err != nil {
-		return kvItem{}, fmt.Errorf("store %s partition %d: value of key %x: %w", s.name, p, key, err)
+		return KVItem{}, fmt.Errorf("store %s partition %d: value of key %x: %w", s.name, p, key, err)
 	}
-	it := kvItem{Key: k, Value: v, Timestamp: e.ts, Partition: p}
+	it := KVItem{Key: k, Value: v, Timestamp: e.ts, Partition: p}
 	if s.spec.Headers {
 		it.Headers = headersJSON(e.headers)
 	}
@@ -164,8 +137,8 @@ func (s *queryStore) requireKeyValue() *apiError {
 		"store %s is a %s store: key reads need a key-value store; read it with /v1/stores/%s/windows/{key}", s.name, s.typeName, s.name)}
 }
 
-func (a *Agent) getKey(w http.ResponseWriter, r *http.Request) *apiError {
-	s, level, e := a.keyValueStoreAt(r)
+func (sv *server) getKey(w http.ResponseWriter, r *http.Request) *apiError {
+	s, level, e := sv.keyValueStoreAt(r)
 	if e != nil {
 		return e
 	}
@@ -188,15 +161,15 @@ func (a *Agent) getKey(w http.ResponseWriter, r *http.Request) *apiError {
 			if err != nil {
 				return storeError(err)
 			}
-			writeJSON(w, http.StatusOK, item)
+			sv.opts.WriteJSON(w, http.StatusOK, item)
 			return nil
 		}
 	}
 	return &apiError{http.StatusNotFound, "key_not_found", fmt.Sprintf("key %q is not in store %s (%s)", text, s.name, level)}
 }
 
-func (a *Agent) countKeys(w http.ResponseWriter, r *http.Request) *apiError {
-	s, level, e := a.keyValueStoreAt(r)
+func (sv *server) countKeys(w http.ResponseWriter, r *http.Request) *apiError {
+	s, level, e := sv.keyValueStoreAt(r)
 	if e != nil {
 		return e
 	}
@@ -217,7 +190,7 @@ func (a *Agent) countKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	if m.err != nil {
 		return asAPIError(m.err)
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"count": n})
+	sv.opts.WriteJSON(w, http.StatusOK, Count{Count: n})
 	return nil
 }
 
@@ -291,8 +264,8 @@ func (rp rangeParams) bounds() (lo, hi []byte) {
 	return lo, hi
 }
 
-func (a *Agent) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
-	s, level, e := a.keyValueStoreAt(r)
+func (sv *server) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
+	s, level, e := sv.keyValueStoreAt(r)
 	if e != nil {
 		return e
 	}
@@ -309,16 +282,16 @@ func (a *Agent) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	defer m.close()
 	out := startItems(w)
 	next, err := s.streamRange(out, m, rp)
-	extra := map[string]string{}
+	var end PageEnd
 	switch {
 	case err != nil:
 		// The status line is gone: the error follows the items that were read.
 		e := asAPIError(err)
-		extra["error"], extra["code"] = e.msg, e.code
+		end.Error, end.Code = e.msg, e.code
 	case next != "":
-		extra["next"] = next
+		end.Next = next
 	}
-	_ = out.end(extra)
+	_ = out.end(end)
 	return nil
 }
 
@@ -396,17 +369,12 @@ func (s *itemStream) add(v any) error {
 	return err
 }
 
-// end closes the list and adds the string fields in extra (in sorted order).
-func (s *itemStream) end(extra map[string]string) error {
+// end closes the list and adds the page's end, the fields of Page after its items.
+func (s *itemStream) end(end PageEnd) error {
 	_ = s.bw.WriteByte(']')
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		v, _ := json.Marshal(extra[k])
-		fmt.Fprintf(s.bw, ",%q:%s", k, v)
+	if b, _ := json.Marshal(end); len(b) > 2 {
+		_ = s.bw.WriteByte(',')
+		_, _ = s.bw.Write(b[1 : len(b)-1])
 	}
 	_, _ = s.bw.WriteString("}\n")
 	return s.bw.Flush()

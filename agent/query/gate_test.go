@@ -1,4 +1,4 @@
-package agent
+package query
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // TestQueryGateTurnsAwayBeyondItsBound: with its slots taken, the gate answers at once
 // with 503 and Retry-After, and admits again once a slot is free.
 func TestQueryGateTurnsAwayBeyondItsBound(t *testing.T) {
-	g := newQueryGate(2, 2, time.Minute)
+	g := newQueryGate(2, 2, time.Minute, writeError)
 	entered, release := make(chan struct{}), make(chan struct{})
 	srv := httptest.NewServer(g.admit(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		entered <- struct{}{}
@@ -42,7 +42,7 @@ func TestQueryGateTurnsAwayBeyondItsBound(t *testing.T) {
 		}()
 		<-entered
 	}
-	a := send(t, http.MethodGet, srv.URL, nil, "")
+	a := get(t, srv.URL)
 	wantError(t, a, http.StatusServiceUnavailable, "too_many_queries")
 	if a.header.Get("Retry-After") != "1" {
 		t.Errorf("Retry-After = %q, want 1", a.header.Get("Retry-After"))
@@ -54,14 +54,14 @@ func TestQueryGateTurnsAwayBeyondItsBound(t *testing.T) {
 		}
 	}
 	go func() { <-entered }()
-	if a := send(t, http.MethodGet, srv.URL, nil, ""); a.status != http.StatusOK {
+	if a := get(t, srv.URL); a.status != http.StatusOK {
 		t.Errorf("after the slots are free: %d %s", a.status, a.raw)
 	}
 }
 
 // TestQueryGateDeadline: an admitted query's context ends at agent.http.query.timeout.
 func TestQueryGateDeadline(t *testing.T) {
-	g := newQueryGate(1, 1, 50*time.Millisecond)
+	g := newQueryGate(1, 1, 50*time.Millisecond, writeError)
 	ended := make(chan error, 1)
 	srv := httptest.NewServer(g.admit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -71,10 +71,10 @@ func TestQueryGateDeadline(t *testing.T) {
 			ended <- nil
 		}
 		e := queryStopped(r.Context())
-		writeHTTPError(w, e.status, e.code, e.msg)
+		writeError(w, e.status, e.code, e.msg)
 	})))
 	defer srv.Close()
-	wantError(t, send(t, http.MethodGet, srv.URL, nil, ""), http.StatusServiceUnavailable, "query_timeout")
+	wantError(t, get(t, srv.URL), http.StatusServiceUnavailable, "query_timeout")
 	if err := <-ended; err != context.DeadlineExceeded {
 		t.Fatalf("the query's context ended with %v, want the deadline", err)
 	}
@@ -83,7 +83,7 @@ func TestQueryGateDeadline(t *testing.T) {
 // TestQueryGateSlowBodyHoldsNoSlot: the body is read before a slot is taken, so a client
 // that never finishes sending its body does not keep the one slot.
 func TestQueryGateSlowBodyHoldsNoSlot(t *testing.T) {
-	g := newQueryGate(1, 1, time.Minute)
+	g := newQueryGate(1, 1, time.Minute, writeError)
 	srv := httptest.NewUnstartedServer(g.admit(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "done"})
 	})))
@@ -98,10 +98,10 @@ func TestQueryGateSlowBodyHoldsNoSlot(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	c := slowClient(t, srv.Listener.Addr().String(), strings.Replace(slowBody, "/slow", "/v2/query", 1))
+	c := slowClient(t, srv.Listener.Addr().String(), "POST /v2/query HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
 	defer c.Close() // before srv.Close, which waits for the request
 	<-active
-	if a := send(t, http.MethodGet, srv.URL, nil, ""); a.status != http.StatusOK {
+	if a := get(t, srv.URL); a.status != http.StatusOK {
 		t.Errorf("with a slow body in flight: %d %s", a.status, a.raw)
 	}
 }
@@ -109,7 +109,7 @@ func TestQueryGateSlowBodyHoldsNoSlot(t *testing.T) {
 // TestQueriesShareTheCPU: a query's CPU token rests three times as long as it was held,
 // so queries together keep to a quarter of the CPUs.
 func TestQueriesShareTheCPU(t *testing.T) {
-	g := newQueryGate(2, 1, time.Minute)
+	g := newQueryGate(2, 1, time.Minute, writeError)
 	type span struct{ start, end time.Time }
 	spans := make(chan span, 2)
 	srv := httptest.NewServer(g.admit(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -122,7 +122,7 @@ func TestQueriesShareTheCPU(t *testing.T) {
 	defer srv.Close()
 	done := make(chan answer, 2)
 	for range 2 {
-		go func() { done <- send(t, http.MethodGet, srv.URL, nil, "") }()
+		go func() { done <- get(t, srv.URL) }()
 	}
 	for range 2 {
 		if a := <-done; a.status != http.StatusOK {
@@ -138,7 +138,7 @@ func TestQueriesShareTheCPU(t *testing.T) {
 // TestQuerySlowReaderHoldsNoCPUToken: a query blocked writing to a client that does not read
 // has given its CPU token back.
 func TestQuerySlowReaderHoldsNoCPUToken(t *testing.T) {
-	g := newQueryGate(2, 1, time.Minute)
+	g := newQueryGate(2, 1, time.Minute, writeError)
 	srv := httptest.NewServer(g.admit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/big" {
 			chunk := []byte(strings.Repeat("x", 64<<10))
@@ -165,12 +165,12 @@ func TestQuerySlowReaderHoldsNoCPUToken(t *testing.T) {
 	}
 }
 
-// bigStoresAgent serves "big", a key-value store of 3 partitions holding k00000…k02999
+// bigStoresFixture serves "big", a key-value store of 3 partitions holding k00000…k02999
 // (key i in partition i%3) and "dup" in every partition, and "bigv", a versioned store
 // of one partition holding the keys 0…699.
-func bigStoresAgent(t *testing.T) (*Agent, *state.DB) {
+func bigStoresFixture(t *testing.T) (*fixture, *state.DB) {
 	t.Helper()
-	a, db := queryAgentWithDB(t)
+	f, db := fixtureWithDB(t)
 	str, long, js := serdes.String{}, serdes.Long{}, serdes.JSON{}
 	specs := []pipeline.StoreSpec{
 		// JSON values are answered as the stored bytes: a walk must not move on before
@@ -202,8 +202,8 @@ func bigStoresAgent(t *testing.T) (*Agent, *state.DB) {
 	if err := db.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
-	serveStores(t, a, db, specs, 3)
-	return a, db
+	f.serveStores(db, specs, 3)
+	return f, db
 }
 
 func bigKey(i int) string { return fmt.Sprintf("k%05d", i) }
@@ -220,25 +220,25 @@ func bigStore(t *testing.T, db *state.DB, spec pipeline.StoreSpec, p int32) *sta
 // TestQueryScansAreReadWholeAcrossChunks: scans of many chunks, whose iterators are
 // reopened between chunks, read every entry once and in order.
 func TestQueryScansAreReadWholeAcrossChunks(t *testing.T) {
-	a, _ := bigStoresAgent(t)
+	f, _ := bigStoresFixture(t)
 	want := []string{"dup", "dup", "dup"}
 	for i := range 3000 {
 		want = append(want, bigKey(i))
 	}
-	st, o := serveQuery(t, a, "GET", "/v1/stores/big/keys?limit=10000", "")
+	st, o := f.serve(t, "GET", "/v1/stores/big/keys?limit=10000", "")
 	if got := itemKeys(t, o); st != 200 || got != strings.Join(want, ",") || o["next"] != nil {
 		t.Fatalf("range: %d, %d keys (want %d), next %v", st, strings.Count(got, ",")+1, len(want), o["next"])
 	}
 	slices.Reverse(want)
-	st, o = serveQuery(t, a, "GET", "/v1/stores/big/keys?limit=10000&reverse=true", "")
+	st, o = f.serve(t, "GET", "/v1/stores/big/keys?limit=10000&reverse=true", "")
 	if got := itemKeys(t, o); st != 200 || got != strings.Join(want, ",") {
 		t.Fatalf("reverse range: %d, %d keys (want %d)", st, strings.Count(got, ",")+1, len(want))
 	}
-	if st, o := serveQuery(t, a, "GET", "/v1/stores/big/count", ""); st != 200 || fmt.Sprint(o["count"]) != "3003" {
+	if st, o := f.serve(t, "GET", "/v1/stores/big/count", ""); st != 200 || fmt.Sprint(o["count"]) != "3003" {
 		t.Fatalf("count = %d %v", st, o)
 	}
 	for _, desc := range []bool{false, true} {
-		st, o := serveQuery(t, a, "POST", "/v2/query", fmt.Sprintf(`{"store":"big","partitions":[1],"query":{"type":"RangeQuery","descending":%t}}`, desc))
+		st, o := f.serve(t, "POST", "/v2/query", fmt.Sprintf(`{"store":"big","partitions":[1],"query":{"type":"RangeQuery","descending":%t}}`, desc))
 		res := o["partitionResults"].([]any)[0].(map[string]any)
 		var keys []string
 		for _, it := range res["result"].([]any) {
@@ -261,7 +261,7 @@ func TestQueryScansAreReadWholeAcrossChunks(t *testing.T) {
 			t.Fatalf("IQv2 range (descending %t): %d %v, %d keys (want %d)", desc, st, res["failureMessage"], len(keys), len(part1))
 		}
 	}
-	st, o = serveQuery(t, a, "POST", "/v2/query", `{"store":"bigv","partitions":[0],"query":{"type":"RangeQuery","lower":100}}`)
+	st, o = f.serve(t, "POST", "/v2/query", `{"store":"bigv","partitions":[0],"query":{"type":"RangeQuery","lower":100}}`)
 	res := o["partitionResults"].([]any)[0].(map[string]any)
 	if items, _ := res["result"].([]any); st != 200 || len(items) != 600 || fmt.Sprint(items[599].(map[string]any)["key"]) != "699" {
 		t.Fatalf("versioned range: %d %v, %d items", st, res["failureMessage"], len(items))
@@ -272,8 +272,8 @@ func TestQueryScansAreReadWholeAcrossChunks(t *testing.T) {
 // started on; after its iterators are reopened it sees what was committed since, as a
 // paginated read would.
 func TestQueryScansReleaseTheirSnapshot(t *testing.T) {
-	a, db := bigStoresAgent(t)
-	s, e := a.lookupStore("big")
+	f, db := bigStoresFixture(t)
+	s, e := f.sv.lookupStore("big")
 	if e != nil {
 		t.Fatal(e)
 	}
@@ -297,7 +297,7 @@ func TestQueryScansReleaseTheirSnapshot(t *testing.T) {
 	// The entry a partition's iterator stands on, not read yet, and one far ahead are
 	// deleted; a key is added ahead.
 	standing := string(m.its[1].Key())
-	spec := a.stores.Load().specs[0]
+	spec := f.agent.Stores().Specs[0]
 	for _, k := range []string{standing, bigKey(2000)} {
 		if err := bigStore(t, db, spec, int32(keyIndex(k)%3)).Delete([]byte(k), 0); err != nil {
 			t.Fatal(err)
@@ -333,7 +333,7 @@ func keyIndex(k string) int {
 // TestQueryScansStopAtTheDeadline: a scan past its deadline ends within a chunk and says why;
 // one whose client went away ends too.
 func TestQueryScansStopAtTheDeadline(t *testing.T) {
-	a, _ := bigStoresAgent(t)
+	f, _ := bigStoresFixture(t)
 	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
 	gone, leave := context.WithCancel(context.Background())
@@ -344,13 +344,13 @@ func TestQueryScansStopAtTheDeadline(t *testing.T) {
 		rec := httptest.NewRecorder()
 		return rec, h(rec, r)
 	}
-	if _, e := serve(expired, "GET", "/v1/stores/big/count", "", a.countKeys); e == nil || e.code != "query_timeout" || e.status != 503 {
+	if _, e := serve(expired, "GET", "/v1/stores/big/count", "", f.sv.countKeys); e == nil || e.code != "query_timeout" || e.status != 503 {
 		t.Errorf("count past the deadline: %v", e)
 	}
-	if _, e := serve(gone, "GET", "/v1/stores/big/count", "", a.countKeys); e == nil || e.code != "query_cancelled" {
+	if _, e := serve(gone, "GET", "/v1/stores/big/count", "", f.sv.countKeys); e == nil || e.code != "query_cancelled" {
 		t.Errorf("count with the client gone: %v", e)
 	}
-	rec, e := serve(expired, "GET", "/v1/stores/big/keys?limit=10000", "", a.rangeKeys)
+	rec, e := serve(expired, "GET", "/v1/stores/big/keys?limit=10000", "", f.sv.rangeKeys)
 	var page struct {
 		Items       []any
 		Error, Code string
@@ -358,7 +358,7 @@ func TestQueryScansStopAtTheDeadline(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &page); e != nil || err != nil || page.Code != "query_timeout" || len(page.Items) > scanChunk {
 		t.Errorf("range past the deadline: %v %v, code %q after %d items", e, err, page.Code, len(page.Items))
 	}
-	rec, e = serve(expired, "POST", "/v2/query", `{"store":"big","query":{"type":"RangeQuery"}}`, a.queryV2)
+	rec, e = serve(expired, "POST", "/v2/query", `{"store":"big","query":{"type":"RangeQuery"}}`, f.sv.queryV2)
 	body, _ := io.ReadAll(rec.Body)
 	if e != nil || strings.Count(string(body), `"failureReason":"STORE_EXCEPTION"`) != 3 || !strings.Contains(string(body), "agent.http.query.timeout") {
 		t.Errorf("IQv2 range past the deadline: %v %s", e, body)

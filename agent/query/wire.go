@@ -1,0 +1,77 @@
+package query
+
+import (
+	"net/url"
+	"strings"
+)
+
+// The routes of the interactive queries (DESIGN §7, docs/queries.md), shared by the agent
+// that serves them and the CLI that calls them (stoatflow query).
+const (
+	RouteStores   = "/v1/stores"
+	RouteKey      = "/v1/stores/{store}/keys/{key}"
+	RouteKeys     = "/v1/stores/{store}/keys"
+	RouteCount    = "/v1/stores/{store}/count"
+	RouteWindows  = "/v1/stores/{store}/windows/{key}"
+	RouteIQv2     = "/v2/query"
+	RouteMetadata = "/v1/metadata/{store}/{key}"
+)
+
+// Path is a route with its {store} and {key} filled in, escaped.
+func Path(route, store, key string) string {
+	return strings.NewReplacer("{store}", url.PathEscape(store), "{key}", url.PathEscape(key)).Replace(route)
+}
+
+// StoreInfo is one store of GET /v1/stores.
+type StoreInfo struct {
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	KeySerde   string `json:"keySerde"`
+	ValueSerde string `json:"valueSerde"`
+	Partitions int32  `json:"partitions"`
+}
+
+// KVItem is one key-value entry: the answer of a key read, an item of a range.
+type KVItem struct {
+	Key       any   `json:"key"`
+	Value     any   `json:"value"`
+	Timestamp int64 `json:"timestamp"`
+	Partition int32 `json:"partition"`
+	// Headers is a list of {"key", "value"} or {"key", "valueBase64"}, for headers-aware
+	// stores only (an empty list is still written).
+	Headers any `json:"headers,omitempty"`
+}
+
+// WindowItem is one window (or session) of GET /v1/stores/{store}/windows/{key}.
+type WindowItem struct {
+	Key         any   `json:"key"`
+	WindowStart int64 `json:"windowStart"`
+	WindowEnd   int64 `json:"windowEnd"`
+	Value       any   `json:"value"`
+}
+
+// Page is the answer of a range or window read: its items, then the cursor to continue
+// from or the error that stopped the read after the status line was written.
+type Page[T any] struct {
+	Items []T `json:"items"`
+	PageEnd
+}
+
+// PageEnd is what follows a page's items. Its fields are in their JSON names' order.
+type PageEnd struct {
+	Code  string `json:"code,omitempty"`
+	Error string `json:"error,omitempty"`
+	Next  string `json:"next,omitempty"`
+}
+
+// Count is the answer of GET /v1/stores/{store}/count.
+type Count struct {
+	Count int64 `json:"count"`
+}
+
+// KeyMetadata is the answer of GET /v1/metadata/{store}/{key}: the partition holding the
+// key (-1 for a global store) and the host serving it.
+type KeyMetadata struct {
+	ActiveHost string `json:"activeHost"`
+	Partition  int32  `json:"partition"`
+}
