@@ -16,9 +16,6 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/IBM/sarama"
-	"github.com/syndtr/goleveldb/leveldb/storage"
-
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/console"
 	"github.com/stoatflow/stoatflow/agent/demo"
@@ -28,6 +25,7 @@ import (
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
+	"github.com/stoatflow/stoatflow/state"
 )
 
 // Options are what the agent takes besides its config.
@@ -39,8 +37,9 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// LogLevel, when set, is the logger's level: a reload sets it to agent.log.level.
 	LogLevel *slog.LevelVar
-	// WrapStateStorage is state.Options.WrapStorage, for fault-injection tests; leave it nil.
-	WrapStateStorage func(storage.Storage) storage.Storage
+	// State is the state database's options, but for its read cache, which the agent
+	// sizes: fault-injection tests wrap its storage with it.
+	State state.Options
 }
 
 // Agent is one running application.
@@ -262,7 +261,7 @@ func ResetState(dir string) error {
 // kafkaClients holds the Kafka side of a running agent.
 type kafkaClients struct {
 	brokers  []string
-	adminCfg *sarama.Config // the admin client's config, for broker checks
+	adminCfg *kafkaio.Config // the admin client's config, for broker checks
 	embedded *kafkaio.Embedded
 	producer *kafkaio.Producer
 	consumer *kafkaio.Consumer

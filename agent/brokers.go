@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 )
 
@@ -20,7 +18,7 @@ const brokerCheckEvery = 30 * time.Second
 // /readyz's reason too: a broker that accepts connections and never answers would
 // otherwise keep the sarama clients retrying in silence. Like Kafka Streams, the agent
 // waits for as long as it takes (until it is stopped).
-func (a *Agent) waitForBrokers(ctx context.Context, brokers []string, cfg *sarama.Config) error {
+func (a *Agent) waitForBrokers(ctx context.Context, brokers []string, cfg *kafkaio.Config) error {
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		checks := kafkaio.CheckBrokers(ctx, brokers, cfg)
@@ -66,7 +64,7 @@ func (a *Agent) reportBrokers(checks []kafkaio.BrokerCheck) bool {
 
 // monitorBrokers checks the bootstrap servers every brokerCheckEvery while the agent runs,
 // keeping the gauge current and logging when none answers any more, and when one does again.
-func (a *Agent) monitorBrokers(ctx context.Context, brokers []string, cfg *sarama.Config) {
+func (a *Agent) monitorBrokers(ctx context.Context, brokers []string, cfg *kafkaio.Config) {
 	t := time.NewTicker(brokerCheckEvery)
 	defer t.Stop()
 	down := false

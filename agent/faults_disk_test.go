@@ -15,6 +15,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/state"
 	"github.com/stoatflow/stoatflow/state/faultdisk"
 )
 
@@ -83,7 +84,7 @@ func TestDiskFullStopsTheAgentAndRestartLosesNothing(t *testing.T) {
 func startAgentOnDisk(t *testing.T, cfg *config.Config, disk *faultdisk.Disk, m *metrics.Metrics) *runningAgent {
 	t.Helper()
 	out := &lockedBuffer{}
-	a, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(out, nil)), Stdout: out, Metrics: m, WrapStateStorage: disk.Wrap})
+	a, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(out, nil)), Stdout: out, Metrics: m, State: state.Options{WrapStorage: disk.Wrap}})
 	if err != nil {
 		t.Fatal(err)
 	}

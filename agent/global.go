@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
@@ -69,7 +67,7 @@ func (a *Agent) globalStoresOf(k *kafkaClients, b *pipeline.StreamsBuilder) (*gl
 		return nil, err
 	}
 	// While running, the fetched records belong to the processing epoch and commit with it.
-	run := globalFetcher(k.brokers, cfg, counts, func() (context.Context, context.CancelFunc) {
+	run := kafkaio.GlobalFetcher(k.brokers, cfg, counts, func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), a.cfg.KafkaWait())
 	}, nil)
 	return &globalStores{
@@ -78,7 +76,7 @@ func (a *Agent) globalStoresOf(k *kafkaClients, b *pipeline.StreamsBuilder) (*gl
 			start := time.Now()
 			// Start-up commits after every fetched batch, so a large topic never sits whole
 			// in the epoch buffer; offsets and data commit together.
-			boot := globalFetcher(k.brokers, cfg, counts, func() (context.Context, context.CancelFunc) { return ctx, func() {} }, func() error { return db.Commit(nil) })
+			boot := kafkaio.GlobalFetcher(k.brokers, cfg, counts, func() (context.Context, context.CancelFunc) { return ctx, func() {} }, func() error { return db.Commit(nil) })
 			if err := t.UpdateGlobalStores(boot); err != nil {
 				db.Abort()
 				return err
@@ -90,35 +88,4 @@ func (a *Agent) globalStoresOf(k *kafkaClients, b *pipeline.StreamsBuilder) (*gl
 			return t.ScheduleGlobalUpdates(globalUpdateInterval.Milliseconds(), run)
 		},
 	}, nil
-}
-
-// globalFetcher reads each partition of a global topic with kafkaio.ReadToEnd (read
-// committed) from the store's next offset, under the context withCtx gives; afterBatch, when set, runs after each batch.
-func globalFetcher(brokers []string, cfg *sarama.Config, counts map[string]int32,
-	withCtx func() (context.Context, context.CancelFunc), afterBatch func() error) pipeline.GlobalFetcher {
-	return func(topic string, next func(int32) (int64, error), apply func(pipeline.SourceRecord) error) error {
-		for p := range counts[topic] {
-			from, err := next(p)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := withCtx()
-			_, err = kafkaio.ReadToEnd(ctx, brokers, cfg, topic, p, from, func(msgs []pipeline.SourceRecord) error {
-				for _, m := range msgs {
-					if err := apply(m); err != nil {
-						return err
-					}
-				}
-				if afterBatch != nil {
-					return afterBatch()
-				}
-				return nil
-			})
-			cancel()
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 }

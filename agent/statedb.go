@@ -7,8 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
@@ -28,7 +26,9 @@ func (a *Agent) openState(dir string) (*state.DB, error) {
 }
 
 func (a *Agent) stateOptions() state.Options {
-	return state.Options{CacheBytes: state.DefaultCacheBytes, WrapStorage: a.opts.WrapStateStorage}
+	o := a.opts.State
+	o.CacheBytes = state.DefaultCacheBytes
+	return o
 }
 
 // replaceState deletes a corrupt state database (closing it first, when open) and opens an
@@ -177,7 +177,7 @@ func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBu
 
 // changelogReads finds, for every logged store partition, what of its changelog to replay.
 // A store partition ahead of its changelog is wiped and replayed whole.
-func (a *Agent) changelogReads(db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, cfg *sarama.Config, partitions int32) ([]changelogRead, error) {
+func (a *Agent) changelogReads(db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, cfg *kafkaio.Config, partitions int32) ([]changelogRead, error) {
 	var reads []changelogRead
 	for _, spec := range b.Stores() {
 		if !spec.Logged {

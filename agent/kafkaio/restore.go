@@ -243,3 +243,35 @@ func retriable(err error) bool {
 	// Not a broker's error code: the connection broke, or the response did not parse.
 	return !errors.Is(err, sarama.ErrOffsetOutOfRange) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
+
+// GlobalFetcher reads each partition of a global table's topic (counts holds the partition
+// counts) with ReadToEnd, read committed, from the store's next offset, under the context
+// withCtx gives; afterBatch, when set, runs after each batch.
+func GlobalFetcher(brokers []string, cfg *sarama.Config, counts map[string]int32,
+	withCtx func() (context.Context, context.CancelFunc), afterBatch func() error) pipeline.GlobalFetcher {
+	return func(topic string, next func(int32) (int64, error), apply func(pipeline.SourceRecord) error) error {
+		for p := range counts[topic] {
+			from, err := next(p)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := withCtx()
+			_, err = ReadToEnd(ctx, brokers, cfg, topic, p, from, func(msgs []pipeline.SourceRecord) error {
+				for _, m := range msgs {
+					if err := apply(m); err != nil {
+						return err
+					}
+				}
+				if afterBatch != nil {
+					return afterBatch()
+				}
+				return nil
+			})
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}

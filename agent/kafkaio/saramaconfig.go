@@ -57,6 +57,10 @@ func (r Role) clientRole() (config.Role, error) {
 	return 0, fmt.Errorf("unknown client role %d", int(r))
 }
 
+// Config is one client's config, as SaramaConfig builds it: the agent holds it and hands
+// it back to this package, and so needs no import of sarama.
+type Config = sarama.Config
+
 // SaramaConfig builds the sarama config of one client from the client
 // properties: the unprefixed keys, overridden by the role's prefix, as in Kafka
 // Streams. The producer's partitioner and transactional id are the caller's.

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/IBM/sarama"
-
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -220,7 +218,7 @@ func (l *loop) continueOnProductionError(pe *kafkaio.ProduceError) bool {
 	if pe.Source == nil || pe.Retriable() || (dlq != "" && pe.Topic == dlq) {
 		return false
 	}
-	if errors.Is(pe.Err, sarama.ErrMessageSizeTooLarge) {
+	if pe.BatchTooLarge() {
 		// The broker refused the record's whole batch: skipping would drop its innocent
 		// neighbours too, and which record is too large is not known.
 		return false
