@@ -35,14 +35,13 @@ func (r scenarioResult) spreadOf(f func(runResult) float64) spread {
 
 // report is everything RESULTS.md shows.
 type report struct {
-	opts      options
-	machine   machineInfo
-	results   []scenarioResult
-	idle      *childproc.Stats
-	idleErr   error
-	micro     []microResult
-	microFile string
-	budget    int64 // statestore.uncommitted.max.bytes of the word count agent
+	opts    options
+	machine machineInfo
+	results []scenarioResult
+	idle    *childproc.Stats
+	idleErr error
+	micro   []microResult
+	budget  int64 // statestore.uncommitted.max.bytes of the word count agent
 	// gokaVersion is the goka module bench/goka was built with; "" when it was not built.
 	gokaVersion string
 }

@@ -260,8 +260,9 @@ func (p *suppressProc) enforceCapacity(partition int32, idx *bufferIndex) error 
 		return nil
 	}
 	if !p.cfg.Buffer.EmitEarlyWhenFull {
-		return fmt.Errorf("%s buffer exceeded its max capacity. Currently [%d/%d] records and [%d/%d] bytes.",
-			p.ctx.Name(), len(idx.order), maxRecords, idx.bytes, maxBytes)
+		// KTableSuppressProcessor.enforceConstraints's words.
+		return kafkaMessage(fmt.Sprintf("%s buffer exceeded its max capacity. Currently [%d/%d] records and [%d/%d] bytes.",
+			p.ctx.Name(), len(idx.order), maxRecords, idx.bytes, maxBytes))
 	}
 	return p.evictWhile(partition, over)
 }
