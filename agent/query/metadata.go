@@ -9,10 +9,6 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
-// headerParam prefixes the query parameters that carry record headers for the key
-// serialiser: ?header.NAME=VALUE (KIP-1321's queryMetadataForKey overloads with Headers).
-const headerParam = "header."
-
 // keyMetadata is KafkaStreams#queryMetadataForKey: the partition the key belongs to and
 // the host serving it. Kafka Streams answers KeyQueryMetadata.NOT_AVAILABLE outside
 // RUNNING and REBALANCING; over HTTP that is a 503.
@@ -77,8 +73,8 @@ func metadataParams(raw string) (pipeline.Headers, *apiError) {
 		}
 		switch {
 		case name == "isolation":
-		case strings.HasPrefix(name, headerParam) && len(name) > len(headerParam):
-			hs = append(hs, pipeline.Header{Key: name[len(headerParam):], Value: []byte(value)})
+		case strings.HasPrefix(name, HeaderParam) && len(name) > len(HeaderParam):
+			hs = append(hs, pipeline.Header{Key: name[len(HeaderParam):], Value: []byte(value)})
 		default:
 			return nil, badParam(name, "unknown parameter (known: isolation, header.NAME)")
 		}

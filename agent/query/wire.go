@@ -17,6 +17,10 @@ const (
 	RouteMetadata = "/v1/metadata/{store}/{key}"
 )
 
+// HeaderParam prefixes the parameters of RouteMetadata that carry record headers for the
+// key serialiser: ?header.NAME=VALUE (KIP-1321's queryMetadataForKey overloads with Headers).
+const HeaderParam = "header."
+
 // Path is a route with its {store} and {key} filled in, escaped.
 func Path(route, store, key string) string {
 	return strings.NewReplacer("{store}", url.PathEscape(store), "{key}", url.PathEscape(key)).Replace(route)

@@ -204,7 +204,7 @@ func (c *queryClient) dispatch(cmd string, args []string, stderr io.Writer) erro
 			if !ok || name == "" {
 				return fmt.Errorf("%q is not NAME=VALUE", v)
 			}
-			headers = append(headers, url.QueryEscape("header."+name)+"="+url.QueryEscape(value))
+			headers = append(headers, url.QueryEscape(query.HeaderParam+name)+"="+url.QueryEscape(value))
 			return nil
 		})
 		if err := parseSub(fs, rest, stderr); err != nil {
