@@ -308,6 +308,14 @@ func TestQueryV2WindowSessionVersionedAndHeaders(t *testing.T) {
 	if r := o["partitionResults"].([]any)[0].(map[string]any); r["failureReason"] != "NOT_ACTIVE" {
 		t.Fatalf("requireActive while REBALANCING: %v", r)
 	}
+	// RUNNING, as the agent names it to agent/query, answers it.
+	if err := a.state.Transition(StateRunning); err != nil {
+		t.Fatal(err)
+	}
+	_, o = serveQuery(t, a, "POST", "/v2/query", `{"store":"hdr","query":{"type":"KeyQuery","key":"a"},"requireActive":true}`)
+	if r := o["partitionResults"].([]any); len(r) != 2 || r[0].(map[string]any)["success"] != true || r[1].(map[string]any)["success"] != true {
+		t.Fatalf("requireActive while RUNNING: %v", o)
+	}
 }
 
 func TestMetadataUsesTheConfiguredHost(t *testing.T) {
