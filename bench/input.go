@@ -109,9 +109,11 @@ func producerConfig() *sarama.Config {
 
 // feeder produces records; close waits for the broker's acknowledgements.
 type feeder struct {
-	p       sarama.AsyncProducer
-	errs    chan error
-	drained sync.WaitGroup
+	p    sarama.AsyncProducer
+	errs chan error
+	// unanswered counts the records sent and neither acknowledged nor failed yet.
+	unanswered sync.WaitGroup
+	drained    sync.WaitGroup
 }
 
 func newFeeder(brokers []string) (*feeder, error) {
@@ -124,6 +126,7 @@ func newFeeder(brokers []string) (*feeder, error) {
 	go func() {
 		defer f.drained.Done()
 		for range p.Successes() {
+			f.unanswered.Done()
 		}
 	}()
 	go func() {
@@ -133,6 +136,7 @@ func newFeeder(brokers []string) (*feeder, error) {
 			case f.errs <- e.Err:
 			default:
 			}
+			f.unanswered.Done()
 		}
 	}()
 	return f, nil
@@ -149,6 +153,7 @@ func (f *feeder) sendTo(partition int32, key string, value []byte, ts int64) err
 		return fmt.Errorf("input producer: %w", err)
 	default:
 	}
+	f.unanswered.Add(1)
 	f.p.Input() <- &sarama.ProducerMessage{
 		Topic: inputTopic, Partition: partition,
 		Key: sarama.StringEncoder(key), Value: sarama.ByteEncoder(value),
@@ -157,8 +162,10 @@ func (f *feeder) sendTo(partition int32, key string, value []byte, ts int64) err
 	return nil
 }
 
-// close waits until every queued record is acknowledged.
+// close waits until every queued record is answered and only then closes the producer:
+// sarama fails the records it is still retrying when its producer closes (ErrShuttingDown).
 func (f *feeder) close() error {
+	f.unanswered.Wait()
 	f.p.AsyncClose()
 	f.drained.Wait()
 	select {

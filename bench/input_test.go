@@ -1,9 +1,15 @@
 package main
 
 import (
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 var letters = regexp.MustCompile(`[A-Za-z]+`)
@@ -55,5 +61,55 @@ func TestGeneratorRepeatsItsSequence(t *testing.T) {
 		if ka != kb || string(va) != string(vb) {
 			t.Fatalf("record %d differs: %s=%s vs %s=%s", i, ka, va, kb, vb)
 		}
+	}
+}
+
+// A feeder's close waits for the records sarama is still retrying: here the broker cuts the
+// connection that carries the first produce request, as a busy machine can make a
+// connection fail, and close comes before the retry. Closing the producer first would fail
+// them with sarama's ErrShuttingDown.
+func TestFeederCloseDeliversRetriedRecords(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, inputTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.ControlKey(kmsg.Produce.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		return nil, errors.New("connection cut by the test"), true
+	})
+	f, err := newFeeder(c.ListenAddrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 10
+	gen := newGenerator(0)
+	for range n {
+		ts := time.Now().UnixMilli()
+		key, value, err := gen.record(ts)
+		if err == nil {
+			err = f.send(key, value, ts)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	client, err := sarama.NewClient(c.ListenAddrs(), producerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var stored int64
+	for p := range int32(partitions) {
+		end, err := client.GetOffset(inputTopic, p, sarama.OffsetNewest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored += end
+	}
+	if stored != n {
+		t.Fatalf("%d of %d records stored", stored, n)
 	}
 }
