@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/agent/query"
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -124,7 +125,8 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return a.fail(err)
 	}
-	consumer, err := kafkaio.NewConsumer(k.brokers, cfg.ApplicationID, k.subscription, consumerCfg, l)
+	maxPoll := int(config.MaxPollRecords.Get(cfg.Client(config.ForConsumer)))
+	consumer, err := kafkaio.NewConsumer(k.brokers, cfg.ApplicationID, k.subscription, consumerCfg, maxPoll, l)
 	if err != nil {
 		return a.fail(fmt.Errorf("consumer: %w", err))
 	}

@@ -89,8 +89,8 @@ var (
 		Doc: "Interval of group heartbeats; below session.timeout.ms."})
 	MaxPollInterval = declareClient[time.Duration](&clientKeys, Key{Name: "max.poll.interval.ms", Type: TypeDuration, Default: "300000", Min: 1, Max: maxInt32, MaxReason: reasonInt32, Client: ForConsumer,
 		Doc: "Rebalance timeout: how long the group waits for the agent to rejoin during a rebalance (sarama Group.Rebalance.Timeout)."})
-	_ = clientKeys.add(Key{Name: "max.poll.records", Type: TypeInt, Default: "1000", Min: 1, Client: ForConsumer,
-		Doc: "Most records the processing loop takes from the consumer at once (Kafka Streams' default 1000)."})
+	MaxPollRecords = declareClient[int64](&clientKeys, Key{Name: "max.poll.records", Type: TypeInt, Default: "1000", Min: 1, Client: ForConsumer,
+		Doc: "Most records the processing loop takes from the consumer at once, all of one partition (Kafka Streams' default 1000)."})
 	FetchMinBytes = declareClient[int64](&clientKeys, Key{Name: "fetch.min.bytes", Type: TypeInt, Default: "1", Min: 1, Client: ForConsumer,
 		Doc: "Bytes a fetch waits for before the broker answers."})
 	FetchMaxBytes = declareClient[int64](&clientKeys, Key{Name: "fetch.max.bytes", Type: TypeInt, Default: "52428800", Min: 1, Client: ForConsumer,

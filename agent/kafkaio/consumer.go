@@ -22,9 +22,6 @@ type RebalanceHandler interface {
 	Revoking(tps []pipeline.TopicPartition)
 }
 
-// maxBatch bounds the messages of one partition handed over in one batch.
-const maxBatch = 500
-
 // Consumer is a member of a classic consumer group with the eager rebalance protocol.
 // It never commits on its own: offsets are committed only by Commit.
 type Consumer struct {
@@ -33,6 +30,7 @@ type Consumer struct {
 	groupID  string
 	cfg      *sarama.Config
 	handler  RebalanceHandler
+	maxBatch int // the most messages of one batch (max.poll.records)
 	out      chan []pipeline.SourceRecord
 	errs     chan error
 	forwards sync.WaitGroup // the goroutine forwarding sarama's errors
@@ -60,13 +58,16 @@ type Consumer struct {
 }
 
 // NewConsumer prepares a member of group groupID subscribed to topics, connected with a
-// copy of cfg. The copy always returns errors (see Errors) and never auto-commits; it must
-// use eager balance strategies, because Assigned and Revoking describe whole generations.
+// copy of cfg, that hands over batches of at most maxPollRecords messages. The copy always
+// returns errors (see Errors) and never auto-commits; it must use eager balance
+// strategies, because Assigned and Revoking describe whole generations.
 // cfg.Consumer.Group.InstanceId makes the member static (it needs Version >= 2.3.0).
-func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.Config, h RebalanceHandler) (*Consumer, error) {
+func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.Config, maxPollRecords int, h RebalanceHandler) (*Consumer, error) {
 	switch {
 	case cfg == nil:
 		return nil, errors.New("new consumer: nil sarama config")
+	case maxPollRecords < 1:
+		return nil, fmt.Errorf("new consumer: max.poll.records %d, want at least 1", maxPollRecords)
 	case h == nil:
 		return nil, errors.New("new consumer: nil rebalance handler")
 	case groupID == "":
@@ -102,6 +103,7 @@ func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.
 		topics:   append([]string(nil), topics...),
 		cfg:      &c,
 		handler:  h,
+		maxBatch: maxPollRecords,
 		out:      make(chan []pipeline.SourceRecord, 4),
 		errs:     make(chan error, c.ChannelBufferSize),
 		replaced: make(chan struct{}),

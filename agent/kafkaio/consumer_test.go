@@ -14,9 +14,17 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
+// testMaxPollRecords is max.poll.records' default.
+const testMaxPollRecords = 1000
+
 func newTestConsumer(t *testing.T, e *Embedded, group string, topics []string, cfg *sarama.Config, h RebalanceHandler) *Consumer {
 	t.Helper()
-	c, err := NewConsumer(e.Addrs(), group, topics, cfg, h)
+	return newTestConsumerPolling(t, e, group, topics, cfg, testMaxPollRecords, h)
+}
+
+func newTestConsumerPolling(t *testing.T, e *Embedded, group string, topics []string, cfg *sarama.Config, maxPollRecords int, h RebalanceHandler) *Consumer {
+	t.Helper()
+	c, err := NewConsumer(e.Addrs(), group, topics, cfg, maxPollRecords, h)
 	if err != nil {
 		t.Fatalf("NewConsumer: %v", err)
 	}
@@ -35,8 +43,8 @@ func receive(t *testing.T, c *Consumer, n int) []pipeline.SourceRecord {
 			if !ok {
 				t.Fatalf("Messages closed after %d of %d messages", len(got), n)
 			}
-			if len(batch) == 0 || len(batch) > maxBatch {
-				t.Fatalf("batch of %d messages", len(batch))
+			if len(batch) == 0 || len(batch) > c.maxBatch {
+				t.Fatalf("batch of %d messages, max.poll.records %d", len(batch), c.maxBatch)
 			}
 			for _, m := range batch[1:] {
 				if m.Topic != batch[0].Topic || m.Partition != batch[0].Partition {
@@ -177,6 +185,46 @@ func TestCommitThenResume(t *testing.T) {
 	}
 }
 
+// A batch holds at most max.poll.records messages, even when sarama holds a backlog: here
+// nobody reads until the Messages channel is full (or, with larger batches, holds them all)
+// and sarama has fetched the rest.
+func TestBatchesKeepToMaxPollRecords(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "poll", 1)
+	const n, maxPoll = 200, 7
+	produceN(t, e, "poll", 0, 0, n)
+	tp := pipeline.TopicPartition{Topic: "poll", Partition: 0}
+	c := newTestConsumerPolling(t, e, "poll-group", []string{"poll"}, testConfig(), maxPoll, &recorder{})
+	c.Start(t.Context())
+	eventually(t, 30*time.Second, "a full Messages channel", func() bool {
+		lag, ok := c.Lag()[tp]
+		return len(c.Messages()) == cap(c.Messages()) || ok && lag == 0 && len(c.Messages()) > 0
+	})
+	full := false
+	timeout := time.After(30 * time.Second)
+	for next := int64(0); next < n; {
+		var batch []pipeline.SourceRecord
+		select {
+		case batch = <-c.Messages():
+		case <-timeout:
+			t.Fatalf("received %d of %d messages before the deadline", next, n)
+		}
+		if len(batch) > maxPoll {
+			t.Fatalf("a batch of %d messages at offset %d, max.poll.records %d", len(batch), batch[0].Offset, maxPoll)
+		}
+		for _, m := range batch {
+			if m.Offset != next {
+				t.Fatalf("offset %d, want %d", m.Offset, next)
+			}
+			next++
+		}
+		full = full || len(batch) == maxPoll
+	}
+	if !full {
+		t.Error("no batch filled up to max.poll.records from the backlog")
+	}
+}
+
 func TestRevokingOnCloseDropsBufferedBatches(t *testing.T) {
 	e := startBroker(t)
 	createTopic(t, e, "backlog", 1)
@@ -185,7 +233,8 @@ func TestRevokingOnCloseDropsBufferedBatches(t *testing.T) {
 	tp := pipeline.TopicPartition{Topic: "backlog", Partition: 0}
 
 	r := &recorder{}
-	c := newTestConsumer(t, e, "backlog-group", []string{"backlog"}, testConfig(), r)
+	const maxPoll = 100
+	c := newTestConsumerPolling(t, e, "backlog-group", []string{"backlog"}, testConfig(), maxPoll, r)
 	var commitErr error
 	r.onRevoking = func([]pipeline.TopicPartition) {
 		commitErr = c.Commit(map[pipeline.TopicPartition]int64{tp: 1})
@@ -195,9 +244,9 @@ func TestRevokingOnCloseDropsBufferedBatches(t *testing.T) {
 	eventually(t, 30*time.Second, "a full Messages channel", func() bool {
 		return len(c.Messages()) == cap(c.Messages())
 	})
-	// At most cap batches of maxBatch are queued, so the rest is lag.
-	if lag := c.Lag()[tp]; lag < n-int64(cap(c.Messages()))*maxBatch {
-		t.Errorf("lag with a full channel = %d, want >= %d", lag, n-cap(c.Messages())*maxBatch)
+	// At most cap batches of max.poll.records are queued, so the rest is lag.
+	if lag := c.Lag()[tp]; lag < n-int64(cap(c.Messages()))*maxPoll {
+		t.Errorf("lag with a full channel = %d, want >= %d", lag, n-cap(c.Messages())*maxPoll)
 	}
 
 	if err := c.Close(false); err != nil {
@@ -357,20 +406,22 @@ func TestNewConsumerRefusesBadConfig(t *testing.T) {
 	old.Version = sarama.V2_1_0_0
 	old.Consumer.Group.InstanceId = "x"
 	cases := map[string]struct {
-		group  string
-		topics []string
-		cfg    *sarama.Config
-		h      RebalanceHandler
+		group   string
+		topics  []string
+		cfg     *sarama.Config
+		maxPoll int
+		h       RebalanceHandler
 	}{
-		"cooperative":         {"g", []string{"t"}, coop, &recorder{}},
-		"static on old kafka": {"g", []string{"t"}, old, &recorder{}},
-		"no topics":           {"g", nil, testConfig(), &recorder{}},
-		"no group":            {"", []string{"t"}, testConfig(), &recorder{}},
-		"no handler":          {"g", []string{"t"}, testConfig(), nil},
-		"no config":           {"g", []string{"t"}, nil, &recorder{}},
+		"cooperative":         {"g", []string{"t"}, coop, testMaxPollRecords, &recorder{}},
+		"static on old kafka": {"g", []string{"t"}, old, testMaxPollRecords, &recorder{}},
+		"no topics":           {"g", nil, testConfig(), testMaxPollRecords, &recorder{}},
+		"no group":            {"", []string{"t"}, testConfig(), testMaxPollRecords, &recorder{}},
+		"no handler":          {"g", []string{"t"}, testConfig(), testMaxPollRecords, nil},
+		"no config":           {"g", []string{"t"}, nil, testMaxPollRecords, &recorder{}},
+		"no max.poll.records": {"g", []string{"t"}, testConfig(), 0, &recorder{}},
 	}
 	for name, tc := range cases {
-		if c, err := NewConsumer([]string{"127.0.0.1:1"}, tc.group, tc.topics, tc.cfg, tc.h); err == nil {
+		if c, err := NewConsumer([]string{"127.0.0.1:1"}, tc.group, tc.topics, tc.cfg, tc.maxPoll, tc.h); err == nil {
 			_ = c.Close(true)
 			t.Errorf("%s: want an error", name)
 		}

@@ -116,10 +116,10 @@ func (h *sessionHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sa
 		case <-done:
 			return nil
 		}
-		batch := make([]pipeline.SourceRecord, 0, min(maxBatch, 1+len(msgs)))
+		batch := make([]pipeline.SourceRecord, 0, min(h.c.maxBatch, 1+len(msgs)))
 		batch = appendMessage(batch, first)
 	fill:
-		for len(batch) < maxBatch {
+		for len(batch) < h.c.maxBatch {
 			select {
 			case m, ok := <-msgs:
 				if !ok {
