@@ -82,6 +82,7 @@ func TestWindowFinalResultsOnWatermarkExactlyOnce(t *testing.T) {
 	if err := ra.stop(t); err != nil {
 		t.Fatal(err)
 	}
+	// A quiet moment on purpose: a result emitted again would come within it.
 	drain := time.After(2 * time.Second)
 	for done := false; !done; {
 		select {
