@@ -70,6 +70,8 @@ type Agent struct {
 	restores *console.RestoreProgress
 	time     atomic.Pointer[console.TimeStatus]
 	taps     *console.Taps
+	// group is the agent's role in its latest generation (standby.go); nil before the first.
+	group atomic.Pointer[kafkaio.GroupRole]
 }
 
 // New prepares an agent; nothing is started until Run.
@@ -105,6 +107,7 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 		return nil, err
 	}
 	srv.ReportRestore(a.restores)
+	srv.ReportActive(a.activeMember)
 	a.http = srv
 	return a, nil
 }
@@ -265,6 +268,7 @@ type kafkaClients struct {
 	embedded *kafkaio.Embedded
 	producer *kafkaio.Producer
 	consumer *kafkaio.Consumer
+	group    *kafkaio.ActiveStrategy // the consumer's, which says this agent's role
 
 	// subscription is the source topics read: the named ones and those a pattern matches.
 	subscription     []string

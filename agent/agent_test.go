@@ -118,6 +118,12 @@ func startAgent(t *testing.T, cfg *config.Config) *runningAgent {
 
 func startAgentWith(t *testing.T, cfg *config.Config, m *metrics.Metrics) *runningAgent {
 	t.Helper()
+	return startAgentUntil(t, cfg, m, StateRunning)
+}
+
+// startAgentUntil starts an agent and waits until it reaches one of states.
+func startAgentUntil(t *testing.T, cfg *config.Config, m *metrics.Metrics, states ...AppState) *runningAgent {
+	t.Helper()
 	out, logs := &lockedBuffer{}, &lockedBuffer{}
 	var w io.Writer = logs
 	if testing.Verbose() {
@@ -133,9 +139,9 @@ func startAgentWith(t *testing.T, cfg *config.Config, m *metrics.Metrics) *runni
 	go func() { ra.done <- a.Run(ctx) }()
 	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer wcancel()
-	if st, err := a.WaitState(wctx, StateRunning); err != nil {
+	if st, err := a.WaitState(wctx, states...); err != nil {
 		cancel()
-		t.Fatalf("agent did not reach RUNNING (state %s): %v; run: %v", st, err, <-ra.done)
+		t.Fatalf("agent did not reach %v (state %s): %v; run: %v", states, st, err, <-ra.done)
 	}
 	return ra
 }
@@ -263,7 +269,8 @@ return b
 
 func TestAgentEndToEndWithHeaders(t *testing.T) {
 	brokers := testBroker(t, 2, "in", "out")
-	ra := startAgent(t, testConfig(t, brokers, upperScript, ""))
+	cfg := testConfig(t, brokers, upperScript, "")
+	ra := startAgent(t, cfg)
 	hdrs := []sarama.RecordHeader{{Key: []byte("trace"), Value: []byte("t-1")}, {Key: []byte("other"), Value: []byte("x")}}
 	produce(t, brokers, "in", 0, 5, hdrs, 0)
 	produce(t, brokers, "in", 1, 5, hdrs, 5)
@@ -287,7 +294,7 @@ func TestAgentEndToEndWithHeaders(t *testing.T) {
 	}
 	addr, _ := ra.a.HTTPAddr(context.Background())
 	for path, want := range map[string]string{
-		"/readyz":      `{"state":"RUNNING"}`,
+		"/readyz":      `{"state":"RUNNING","active":"` + cfg.GroupInstanceID + `"}`,
 		"/topology/ks": "Topologies:\n   Sub-topology: 0\n    Source: KSTREAM-SOURCE-0000000000 (topics: [in])\n",
 		"/topology":    `"name":"KSTREAM-MAPVALUES-0000000001"`,
 	} {

@@ -10,7 +10,9 @@ import (
 )
 
 // AppState is the application's lifecycle state, named and ordered as Kafka Streams'
-// KafkaStreams.State so operators and scripts see the values they know.
+// KafkaStreams.State so operators and scripts see the values they know. STANDBY, last, is
+// StoatFlow's own: another agent of the application is active and this one waits, ready to
+// take over (a Kafka Streams instance with only standby tasks is RUNNING).
 type AppState int
 
 const (
@@ -21,6 +23,7 @@ const (
 	StateNotRunning
 	StatePendingError
 	StateError
+	StateStandby
 )
 
 var stateNames = [...]string{
@@ -31,21 +34,24 @@ var stateNames = [...]string{
 	StateNotRunning:      "NOT_RUNNING",
 	StatePendingError:    "PENDING_ERROR",
 	StateError:           "ERROR",
+	StateStandby:         "STANDBY",
 }
 
 // AllStates lists every state in declaration order.
 var AllStates = []AppState{
 	StateCreated, StateRebalancing, StateRunning, StatePendingShutdown,
-	StateNotRunning, StatePendingError, StateError,
+	StateNotRunning, StatePendingError, StateError, StateStandby,
 }
 
 // validTransitions is KafkaStreams.State's table: CREATED(1, 3), REBALANCING(2, 3, 5),
-// RUNNING(1, 2, 3, 5), PENDING_SHUTDOWN(4), NOT_RUNNING, PENDING_ERROR(6), ERROR.
+// RUNNING(1, 2, 3, 5), PENDING_SHUTDOWN(4), NOT_RUNNING, PENDING_ERROR(6), ERROR, with
+// STANDBY(7) entered from REBALANCING like RUNNING and left like it: STANDBY(1, 3, 5).
 // Only RUNNING may move to itself; REBALANCING → REBALANCING is handled in Transition.
 var validTransitions = map[AppState][]AppState{
 	StateCreated:         {StateRebalancing, StatePendingShutdown},
-	StateRebalancing:     {StateRunning, StatePendingShutdown, StatePendingError},
+	StateRebalancing:     {StateRunning, StatePendingShutdown, StatePendingError, StateStandby},
 	StateRunning:         {StateRebalancing, StateRunning, StatePendingShutdown, StatePendingError},
+	StateStandby:         {StateRebalancing, StatePendingShutdown, StatePendingError},
 	StatePendingShutdown: {StateNotRunning},
 	StatePendingError:    {StateError},
 }

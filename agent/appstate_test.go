@@ -23,6 +23,7 @@ func machineIn(t *testing.T, s AppState) *StateMachine {
 		StateNotRunning:      {StatePendingShutdown, StateNotRunning},
 		StatePendingError:    {StateRebalancing, StatePendingError},
 		StateError:           {StateRebalancing, StatePendingError, StateError},
+		StateStandby:         {StateRebalancing, StateStandby},
 	}
 	m := NewStateMachine(nil)
 	for _, step := range paths[s] {
@@ -51,6 +52,11 @@ func TestTransitionsFollowKafkaStreams(t *testing.T) {
 		{StateRunning, StatePendingError}:        true,
 		{StatePendingShutdown, StateNotRunning}:  true,
 		{StatePendingError, StateError}:          true,
+		// STANDBY is StoatFlow's: entered and left like RUNNING, never to RUNNING directly.
+		{StateRebalancing, StateStandby}:     true,
+		{StateStandby, StateRebalancing}:     true,
+		{StateStandby, StatePendingShutdown}: true,
+		{StateStandby, StatePendingError}:    true,
 	}
 	for _, from := range AllStates {
 		for _, to := range AllStates {
@@ -80,7 +86,7 @@ func TestTransitionsFollowKafkaStreams(t *testing.T) {
 }
 
 func TestStateNames(t *testing.T) {
-	want := []string{"CREATED", "REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING", "PENDING_ERROR", "ERROR"}
+	want := []string{"CREATED", "REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING", "PENDING_ERROR", "ERROR", "STANDBY"}
 	for i, s := range AllStates {
 		if s.String() != want[i] {
 			t.Errorf("state %d = %q, want %q", i, s, want[i])

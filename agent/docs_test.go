@@ -177,6 +177,9 @@ func (ex *docExample) start() {
 	}
 	ex.stop()
 	cfg := loadExample(t, ex.path, t.TempDir())
+	// The docs show the default group.instance.id, <application.id>-<hostname>, of a host
+	// named host1.
+	cfg.GroupInstanceID = cfg.ApplicationID + "-host1"
 	ex.m = metrics.New()
 	ex.ra = startAgentWith(t, cfg, ex.m)
 	addr, err := ex.ra.a.HTTPAddr(context.Background())

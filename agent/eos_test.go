@@ -108,6 +108,15 @@ func TestTestInputIsExactWhenTheBrokerTimesOutAnAppend(t *testing.T) {
 	}
 }
 
+// wantCounts is what checkExactCounts expects after total records over keys keys.
+func wantCounts(total, keys int) map[string]int64 {
+	want := map[string]int64{}
+	for i := range total {
+		want[fmt.Sprintf("k%d", i%keys)]++
+	}
+	return want
+}
+
 // checkExactCounts reads out under read_committed until every key reached want[key] and
 // checks that each key's counts are exactly 1..want, each once.
 func checkExactCounts(t *testing.T, brokers []string, want map[string]int64) {

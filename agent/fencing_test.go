@@ -26,15 +26,6 @@ import (
 	"github.com/stoatflow/stoatflow/metrics"
 )
 
-// wantCounts is what checkExactCounts expects after total records over keys keys.
-func wantCounts(total, keys int) map[string]int64 {
-	want := map[string]int64{}
-	for i := range total {
-		want[fmt.Sprintf("k%d", i%keys)]++
-	}
-	return want
-}
-
 // fenceWithProducer starts a producer with the agent's transactional id, which fences the
 // agent's producer, and closes it.
 func fenceWithProducer(t *testing.T, cfg *config.Config) {

@@ -64,6 +64,8 @@ type HTTPServer struct {
 	closing bool                        // the shutdown began
 	// restores, when set, is shown in /readyz's body while the stores are restored.
 	restores *console.RestoreProgress
+	// active, when set, names the application's active agent in /readyz's body.
+	active func() (instance, host string)
 }
 
 // openPaths answer without a token: probes (kubelet, load balancers, systemd helpers)
@@ -164,6 +166,9 @@ func cut(c net.Conn, st http.ConnState) {
 // ReportRestore makes /readyz's body show the restoration of the stores while it runs.
 func (s *HTTPServer) ReportRestore(p *console.RestoreProgress) { s.restores = p }
 
+// ReportActive makes /readyz's body name the application's active agent.
+func (s *HTTPServer) ReportActive(f func() (instance, host string)) { s.active = f }
+
 // OnShutdown registers f to run when Shutdown starts, for handlers that stream until told
 // to stop (Shutdown waits for handlers to return).
 func (s *HTTPServer) OnShutdown(f func()) { s.srv.RegisterOnShutdown(f) }
@@ -228,14 +233,21 @@ func (s *HTTPServer) Shutdown(ctx context.Context) error {
 func (s *HTTPServer) readyz(w http.ResponseWriter, _ *http.Request) {
 	cur, reason := s.state.CurrentWithReason()
 	status := http.StatusServiceUnavailable
-	if cur == StateRunning {
+	// A healthy standby is ready: a sidecar's readiness gates its pod, which also serves
+	// the producing service, and the standby takes over on its own (docs/operations.md).
+	if cur == StateRunning || cur == StateStandby {
 		status = http.StatusOK
 	}
 	body := struct {
-		State   string                 `json:"state"`
-		Reason  string                 `json:"reason,omitempty"`
-		Restore *console.RestoreStatus `json:"restore,omitempty"`
+		State      string                 `json:"state"`
+		Active     string                 `json:"active,omitempty"`
+		ActiveHost string                 `json:"activeHost,omitempty"`
+		Reason     string                 `json:"reason,omitempty"`
+		Restore    *console.RestoreStatus `json:"restore,omitempty"`
 	}{State: cur.String(), Reason: reason}
+	if s.active != nil {
+		body.Active, body.ActiveHost = s.active()
+	}
 	if s.restores != nil {
 		body.Restore = s.restores.Status()
 	}

@@ -79,6 +79,7 @@ type loop struct {
 	// renewProducer is set after the producer was fenced: the next transaction starts on a
 	// renewed producer (rejoinAfterFencing).
 	renewProducer bool
+	roleState     // active or standby (standby.go)
 }
 
 // newLoop makes the loop of a run; startTopology builds its topology.
@@ -130,6 +131,7 @@ func (l *loop) Revoking([]pipeline.TopicPartition) {
 
 func (l *loop) run(ctx context.Context) error {
 	defer close(l.done)
+	defer l.follow.stop()
 	defer func() {
 		if l.staged != nil {
 			l.staged.rt.Close()
@@ -213,11 +215,17 @@ func (l *loop) run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if l.a.state.Current() == StateRunning {
+			if cur := l.a.state.Current(); cur == StateRunning || cur == StateStandby {
 				_ = l.a.state.Transition(StateRebalancing)
 			}
 		case tps := <-l.assigned:
 			progress.step(time.Now())
+			if standby, err := l.takeRole(ctx, tps); err != nil || standby {
+				if err != nil && ctx.Err() == nil {
+					return err
+				}
+				continue
+			}
 			l.a.log.Info("partitions assigned", "partitions", len(tps))
 			l.a.log.Debug("assignment", "partitions", tps)
 			l.topo.SetAssignment(tps)
@@ -302,7 +310,7 @@ func (l *loop) swapStaged() {
 // holding the watermark back; what they emit belongs to the epoch.
 func (l *loop) punctuate() error {
 	wall, wm := l.topo.HasWallClockPunctuators(), l.topo.HasWatermarkListeners()
-	if !wall && !wm {
+	if !wall && !wm || l.standby {
 		return nil
 	}
 	if err := l.beginTxn(); err != nil {

@@ -27,3 +27,11 @@ func (v queryView) ActiveHost() string {
 	}
 	return v.a.http.Addr()
 }
+
+func (v queryView) Standby() (instance, host string, ok bool) {
+	if v.a.state.Current() != StateStandby {
+		return "", "", false
+	}
+	instance, host = v.a.activeMember()
+	return instance, host, true
+}

@@ -125,6 +125,8 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return a.fail(err)
 	}
+	k.group = a.activeStrategy()
+	k.group.Use(consumerCfg)
 	maxPoll := int(config.MaxPollRecords.Get(cfg.Client(config.ForConsumer)))
 	consumer, err := kafkaio.NewConsumer(k.brokers, cfg.ApplicationID, k.subscription, consumerCfg, maxPoll, l)
 	if err != nil {

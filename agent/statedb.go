@@ -144,25 +144,13 @@ func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBu
 		a.log.Debug("restore: replaying the changelog into the store partition", "store", r.store, "partition", r.partition,
 			"from", r.from, "changelog end", r.end)
 		a.restores.At(r.store, r.partition)
-		restored := a.metrics.RecordsRestored.WithLabelValues(r.store)
 		start := time.Now()
-		n, next := 0, r.from
-		last, err := kafkaio.ReadToEnd(ctx, k.brokers, cfg, r.topic, r.partition, r.from, func(msgs []pipeline.SourceRecord) error {
-			recs := make([]state.ChangelogRecord, len(msgs))
-			for i, m := range msgs {
-				recs[i] = state.ChangelogRecord{Store: r.store, Partition: r.partition, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp, Headers: m.Headers}
-			}
-			lastOffset := msgs[len(msgs)-1].Offset
-			if err := db.Restore(r.spec, r.partition, recs, lastOffset); err != nil {
-				return err
-			}
-			n += len(msgs)
-			restored.Add(float64(len(msgs)))
-			a.restores.Advance(int64(len(msgs)), lastOffset+1-next)
+		next := r.from
+		n, last, err := a.replay(ctx, db, k, cfg, r, func(batch int, lastOffset int64) {
+			a.restores.Advance(int64(batch), lastOffset+1-next)
 			// A batch restored is a step of the loop when it rebuilds the state.
 			a.progress.step(time.Now())
 			next = lastOffset + 1
-			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("restore store %s partition %d from %s: %w", r.store, r.partition, r.topic, err)
@@ -173,6 +161,28 @@ func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBu
 		}
 	}
 	return nil
+}
+
+// replay reads r's changelog from r.from to its end into db, calling batch after each
+// batch it applied. It returns how many records it applied and the offset of the last.
+func (a *Agent) replay(ctx context.Context, db *state.DB, k *kafkaClients, cfg *kafkaio.Config, r changelogRead, batch func(n int, lastOffset int64)) (int, int64, error) {
+	restored := a.metrics.RecordsRestored.WithLabelValues(r.store)
+	n := 0
+	last, err := kafkaio.ReadToEnd(ctx, k.brokers, cfg, r.topic, r.partition, r.from, func(msgs []pipeline.SourceRecord) error {
+		recs := make([]state.ChangelogRecord, len(msgs))
+		for i, m := range msgs {
+			recs[i] = state.ChangelogRecord{Store: r.store, Partition: r.partition, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp, Headers: m.Headers}
+		}
+		lastOffset := msgs[len(msgs)-1].Offset
+		if err := db.Restore(r.spec, r.partition, recs, lastOffset); err != nil {
+			return err
+		}
+		n += len(msgs)
+		restored.Add(float64(len(msgs)))
+		batch(len(msgs), lastOffset)
+		return nil
+	})
+	return n, last, err
 }
 
 // changelogReads finds, for every logged store partition, what of its changelog to replay.

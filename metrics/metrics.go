@@ -70,7 +70,17 @@ type Metrics struct {
 
 	AppState *prometheus.GaugeVec   // label state; 1 for the current state, 0 for the others
 	Reloads  *prometheus.CounterVec // label result
+
+	GroupRole  *prometheus.GaugeVec // label role (active, standby); 1 for this agent's role
+	Takeovers  prometheus.Counter   // standby → active
+	StandbyLag *prometheus.GaugeVec // labels store, partition; changelog records behind
 }
+
+// Values of the role label of GroupRole.
+const (
+	RoleActive  = "active"
+	RoleStandby = "standby"
+)
 
 // StoreLatencySampleEvery is the sampling rate of StoreLatency: the engine times one
 // operation in this many, of each kind on each store partition (pipeline.StoreLatencySampleEvery).
@@ -175,6 +185,20 @@ func New() *Metrics {
 			"1 for the current state, 0 for the others.", "state")
 	m.Reloads = m.counterVec("app", "reloads_total",
 		"Configuration reloads (SIGHUP or POST /-/reload), by result; a failed reload keeps the running configuration.", "result")
+
+	m.GroupRole = m.gaugeVec("group", "role",
+		"This agent's role among the agents of its application (one consumer group): 1 for "+
+			"the current role, active (processes every source partition) or standby, 0 for the other; "+
+			"both 0 before the first assignment.", "role")
+	m.Takeovers = m.counter("group", "takeovers_total",
+		"Times this agent went from standby to active (the active before it left or its "+
+			"session timed out).")
+	m.StandbyLag = m.gaugeVec("standby", "lag_records",
+		"While this agent is a warm standby: changelog records its local state is behind, by "+
+			"store and changelog partition, as of its last follow round (every second).", "store", "partition")
+	for _, role := range []string{RoleActive, RoleStandby} {
+		m.GroupRole.WithLabelValues(role)
+	}
 
 	for _, reason := range []string{DropDeserialization, DropProcessing, DropProduction, DropDeadLetter} {
 		m.RecordsDropped.WithLabelValues("", reason)

@@ -48,6 +48,9 @@ var touch = map[string]func(m *Metrics){
 	"BrokerReachable": func(m *Metrics) { m.BrokerReachable.WithLabelValues("kafka-1:9092").Set(1) },
 	"AppState":        func(m *Metrics) { m.AppState.WithLabelValues("RUNNING").Set(1) },
 	"Reloads":         func(m *Metrics) { m.Reloads.WithLabelValues(ResultFailure).Inc() },
+	"GroupRole":       func(m *Metrics) { m.GroupRole.WithLabelValues(RoleActive).Set(1) },
+	"Takeovers":       func(m *Metrics) { m.Takeovers.Inc() },
+	"StandbyLag":      func(m *Metrics) { m.StandbyLag.WithLabelValues("counts", "0").Set(3) },
 }
 
 // allowedLabels is the closed set of label names: each has a bounded number of values
@@ -56,6 +59,7 @@ var allowedLabels = map[string]bool{
 	"topic": true, "partition": true, "node": true, "reason": true,
 	"result": true, "state": true, "store": true, "script": true, "operation": true, "when": true,
 	"broker": true, // the bootstrap servers of the config
+	"role":   true, // active or standby
 }
 
 var (

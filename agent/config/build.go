@@ -198,6 +198,7 @@ func (b *builder) buildStreams() {
 	c.TopologyOptimization = topologyOptimization.Get(c)
 	c.WindowStoreChangelogAdditionalRetention = windowStoreChangelogAdditionalRetention.Get(c)
 	c.DSLStoreFormat = dslStoreFormat.Get(c)
+	c.NumStandbyReplicas = int(numStandbyReplicas.Get(c))
 	b.checkDeadLetterQueue()
 
 	rf := replicationFactor.Get(c)

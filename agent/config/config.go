@@ -58,6 +58,8 @@ type Config struct {
 	AutoOffsetReset   pipeline.OffsetReset
 	ClientID          string // base of the clients' ids (client.id, else application.id)
 	ReplicationFactor int16  // -1 = broker default
+	// NumStandbyReplicas is how many standby agents keep warm state.
+	NumStandbyReplicas int
 
 	BufferedRecordsPerPartition int
 	PollTime                    time.Duration // poll.ms

@@ -49,7 +49,7 @@ func TestUsage(t *testing.T) {
 			t.Errorf("usage misses %q:\n%s", want, u)
 		}
 	}
-	if strings.Contains(u, "num.standby.replicas") {
+	if strings.Contains(u, "max.warmup.replicas") {
 		t.Error("usage lists an ignored key")
 	}
 }

@@ -299,6 +299,9 @@ var (
 		Doc: "Replication factor of the changelog topics the agent creates; -1 = the broker default."})
 	windowStoreChangelogAdditionalRetention = declare[time.Duration](&streamsKeys, Key{Name: "windowstore.changelog.additional.retention.ms", Type: TypeDuration, Default: "86400000",
 		Doc: "Added to a window store's retention for its changelog topic's retention.ms."})
+	numStandbyReplicas = declare[int64](&streamsKeys, Key{Name: "num.standby.replicas", Type: TypeInt, Default: "1", Min: 0, Max: 1000,
+		MaxReason: "each warm standby is an agent of the application reading every changelog",
+		Doc:       "How many standby agents of the application keep warm state (follow the changelogs into their state.dir) so that a takeover replays only the tail; the other standbys stay cold and restore when they take over. Kafka Streams' default is 0; StoatFlow's is 1 (docs/scaling.md says why)."})
 	dslStoreFormat = declare[string](&streamsKeys, Key{Name: "dsl.store.format", Type: TypeEnum, Default: "DEFAULT", Allowed: []string{"DEFAULT", "HEADERS"},
 		Doc: "KIP-1285: HEADERS makes DSL stores headers-aware (record headers kept with the value)."})
 	_ = streamsKeys.add(Key{Name: "group.protocol", Type: TypeEnum, Default: "classic", Allowed: []string{"classic"},
@@ -327,8 +330,6 @@ var (
 
 	_ = streamsKeys.add(Key{Name: "num.stream.threads", Type: TypeInt, Default: "1", Disposition: Ignored,
 		Reason: "StoatFlow processes on one thread", Doc: "Kafka Streams' processing threads."})
-	_ = streamsKeys.add(Key{Name: "num.standby.replicas", Type: TypeInt, Default: "0", Disposition: Ignored,
-		Reason: reasonSingleInstance, Doc: "Standby replicas of each task on other instances."})
 	_ = streamsKeys.add(Key{Name: "acceptable.recovery.lag", Type: TypeLong, Default: "10000", Disposition: Ignored,
 		Reason: reasonSingleInstance, Doc: "Lag under which an instance counts as caught up for a task."})
 	_ = streamsKeys.add(Key{Name: "max.warmup.replicas", Type: TypeInt, Default: "2", Disposition: Ignored,

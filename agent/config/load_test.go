@@ -207,7 +207,7 @@ func TestBootstrapServerNotHostPort(t *testing.T) {
 }
 
 func TestIgnoredKeyIsNotice(t *testing.T) {
-	cfg := mustParse(t, "", "num.standby.replicas = 2\nupgrade.from = \"3.9\"\nacceptable.recovery.lag = 5")
+	cfg := mustParse(t, "", "max.warmup.replicas = 2\nupgrade.from = \"3.9\"\nacceptable.recovery.lag = 5")
 	if len(cfg.Notices) != 3 {
 		t.Fatalf("want 3 notices, got %v", cfg.Notices)
 	}
@@ -217,10 +217,10 @@ func TestIgnoredKeyIsNotice(t *testing.T) {
 		}
 	}
 	n := cfg.Notices[0]
-	if n.Key != "streams.num.standby.replicas" || n.Line != 7 || !strings.HasPrefix(n.Message, "ignored: ") {
+	if n.Key != "streams.max.warmup.replicas" || n.Line != 7 || !strings.HasPrefix(n.Message, "ignored: ") {
 		t.Fatalf("unexpected notice %+v", n)
 	}
-	if got := n.Format("agent.toml"); !strings.HasPrefix(got, "agent.toml:7: streams.num.standby.replicas: ignored: applies to a group") {
+	if got := n.Format("agent.toml"); !strings.HasPrefix(got, "agent.toml:7: streams.max.warmup.replicas: ignored: applies to a group") {
 		t.Fatalf("unexpected notice line %q", got)
 	}
 }
@@ -253,7 +253,7 @@ func TestBootstrapResolveTimeoutForcedToZero(t *testing.T) {
 }
 
 func TestIgnoredKeyStillTypeChecked(t *testing.T) {
-	_, err := parse(t, "", `num.standby.replicas = "two"`)
+	_, err := parse(t, "", `max.warmup.replicas = "two"`)
 	if err == nil || !strings.Contains(err.Error(), `invalid value "two": expected an integer`) {
 		t.Fatalf("got %v", err)
 	}

@@ -49,7 +49,8 @@ type Consumer struct {
 	replaced    chan struct{}
 	replacedErr error
 	// failed is closed when a generation cannot start for a reason joining again does not
-	// change (a partition without a committed offset whose policy is none); failedErr says so.
+	// change (a partition without a committed offset whose policy is none, a group whose
+	// members speak another assignment protocol); failedErr says so.
 	failed    chan struct{}
 	failedErr error
 	// reset is where each topic's partitions without a committed offset start; nil: sarama's
@@ -183,6 +184,16 @@ func (c *Consumer) loop(ctx context.Context) {
 			close(c.failed)
 			return
 		}
+		if errors.Is(err, sarama.ErrInconsistentGroupProtocol) {
+			// Joining again would be refused again, and the members the group has keep
+			// running: this member stops instead of waiting forever.
+			c.failedErr = fmt.Errorf("consumer group %q refused this member (INCONSISTENT_GROUP_PROTOCOL): its members speak another assignment protocol than this one's %v, "+
+				"so another client (an older StoatFlow agent, another consumer) uses the group %q; StoatFlow never splits the partitions of an application between agents: "+
+				"stop the other members or give this agent another application.id: %w",
+				c.groupID, strategyNames(c.cfg), c.groupID, err)
+			close(c.failed)
+			return
+		}
 		if rewound && ctx.Err() == nil {
 			// Rewind ended the session on purpose: join again at once.
 			continue
@@ -226,6 +237,14 @@ func (c *Consumer) FailedErr() error {
 	default:
 		return nil
 	}
+}
+
+func strategyNames(cfg *sarama.Config) []string {
+	var names []string
+	for _, s := range cfg.Consumer.Group.Rebalance.GroupStrategies {
+		names = append(names, s.Name())
+	}
+	return names
 }
 
 // Messages returns batches of records of one partition each, in offset order. The

@@ -34,6 +34,8 @@ func (a *testAgent) State() string {
 
 func (a *testAgent) ActiveHost() string { return "localhost:9464" }
 
+func (a *testAgent) Standby() (string, string, bool) { return "", "", false }
+
 // fixture serves the query endpoints of a testAgent, as the agent does.
 type fixture struct {
 	agent *testAgent

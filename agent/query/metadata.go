@@ -10,8 +10,9 @@ import (
 )
 
 // keyMetadata is KafkaStreams#queryMetadataForKey: the partition the key belongs to and
-// the host serving it. Kafka Streams answers KeyQueryMetadata.NOT_AVAILABLE outside
-// RUNNING and REBALANCING; over HTTP that is a 503.
+// the host serving it (on a standby: the active's). Kafka Streams answers
+// KeyQueryMetadata.NOT_AVAILABLE outside RUNNING and REBALANCING (and StoatFlow's STANDBY);
+// over HTTP that is a 503.
 func (sv *server) keyMetadata(w http.ResponseWriter, r *http.Request) {
 	headers, e := metadataParams(r.URL.RawQuery)
 	if e == nil {
@@ -34,9 +35,18 @@ func (sv *server) checkIsolationParam(q url.Values) *apiError {
 }
 
 func (sv *server) metadataFor(store, keyText string, headers pipeline.Headers) (KeyMetadata, *apiError) {
-	if st := sv.agent.State(); st != stateRunning && st != stateRebalancing {
+	if st := sv.agent.State(); st != stateRunning && st != stateRebalancing && st != stateStandby {
 		return KeyMetadata{}, &apiError{http.StatusServiceUnavailable, "not_available", fmt.Sprintf(
-			"key metadata is not available in state %s (Kafka Streams returns KeyQueryMetadata.NOT_AVAILABLE outside RUNNING and REBALANCING)", st)}
+			"key metadata is not available in state %s (Kafka Streams returns KeyQueryMetadata.NOT_AVAILABLE outside RUNNING, REBALANCING and, for StoatFlow, STANDBY)", st)}
+	}
+	host := sv.agent.ActiveHost()
+	// A standby answers where the active serves the key.
+	if instance, active, standby := sv.agent.Standby(); standby {
+		if active == "" {
+			return KeyMetadata{}, &apiError{http.StatusServiceUnavailable, "not_available", fmt.Sprintf(
+				"this agent is a standby and the active agent %s has no application.server to name", instance)}
+		}
+		host = active
 	}
 	s, e := sv.lookupStore(store)
 	if e != nil {
@@ -51,7 +61,7 @@ func (sv *server) metadataFor(store, keyText string, headers pipeline.Headers) (
 		// As Kafka Streams answers for a global store: every instance holds all of it.
 		partition = -1
 	}
-	return KeyMetadata{ActiveHost: sv.agent.ActiveHost(), Partition: partition}, nil
+	return KeyMetadata{ActiveHost: host, Partition: partition}, nil
 }
 
 // metadataParams reads the headers from the raw query, keeping their order (a url.Values

@@ -5,6 +5,7 @@
 package query
 
 import (
+	"fmt"
 	"net/http"
 	"runtime"
 	"time"
@@ -23,12 +24,16 @@ type Agent interface {
 	// ActiveHost is the host:port answered as the one serving a key: application.server,
 	// else the HTTP server's address.
 	ActiveHost() string
+	// Standby, while this agent is a standby of its application (state STANDBY), names the
+	// active agent: its group.instance.id and its application.server ("" when it has none).
+	Standby() (instance, host string, ok bool)
 }
 
 // The application states queries tell apart (KafkaStreams.State).
 const (
 	stateRunning     = "RUNNING"
 	stateRebalancing = "REBALANCING"
+	stateStandby     = "STANDBY"
 )
 
 // Catalog describes the running application's state for interactive queries: the
@@ -72,10 +77,28 @@ func Serve(handle func(pattern string, h http.Handler), agent Agent, opts Option
 	g := newQueryGate(opts.MaxConcurrency, runtime.GOMAXPROCS(0), opts.Timeout, opts.WriteError)
 	gated := func(pattern string, h http.Handler) { handle(pattern, g.admit(h)) }
 	gated("GET "+RouteStores, sv.api([]string{"isolation"}, sv.listStores))
-	gated("GET "+RouteKey, sv.api([]string{"isolation"}, sv.getKey))
-	gated("GET "+RouteKeys, sv.api([]string{"isolation", "from", "to", "prefix", "reverse", "limit", "after"}, sv.rangeKeys))
-	gated("GET "+RouteCount, sv.api([]string{"isolation"}, sv.countKeys))
-	gated("GET "+RouteWindows, sv.api([]string{"isolation", "from", "to", "reverse"}, sv.fetchWindows))
-	gated("POST "+RouteIQv2, sv.api(nil, sv.queryV2))
+	gated("GET "+RouteKey, sv.activeOnly(sv.api([]string{"isolation"}, sv.getKey)))
+	gated("GET "+RouteKeys, sv.activeOnly(sv.api([]string{"isolation", "from", "to", "prefix", "reverse", "limit", "after"}, sv.rangeKeys)))
+	gated("GET "+RouteCount, sv.activeOnly(sv.api([]string{"isolation"}, sv.countKeys)))
+	gated("GET "+RouteWindows, sv.activeOnly(sv.api([]string{"isolation", "from", "to", "reverse"}, sv.fetchWindows)))
+	gated("POST "+RouteIQv2, sv.activeOnly(sv.api(nil, sv.queryV2)))
 	gated("GET "+RouteMetadata, http.HandlerFunc(sv.keyMetadata))
+}
+
+// activeOnly refuses store queries on a standby, with a pointer to the active: a standby's
+// state trails the active's (Kafka Streams too serves stale standby stores only when asked).
+func (sv *server) activeOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		instance, host, standby := sv.agent.Standby()
+		if !standby {
+			h.ServeHTTP(w, r)
+			return
+		}
+		where := "it has no application.server"
+		if host != "" {
+			where = "it answers at " + host
+		}
+		sv.opts.WriteError(w, http.StatusServiceUnavailable, "standby", fmt.Sprintf(
+			"this agent is a standby of application %s; query the active agent %s (%s): GET /v1/metadata/{store}/{key} names it", sv.opts.ApplicationID, instance, where))
+	})
 }

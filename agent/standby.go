@@ -1,0 +1,223 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// Several agents of one application (replicas of a sidecar, a rolling update) share its
+// consumer group. The group's assignment (kafkaio.ActiveStrategy) makes exactly one of
+// them active, owning every source partition; the others are standbys in state STANDBY.
+// The warm ones (num.standby.replicas) follow the changelogs into their own state, so
+// that a takeover replays only the tail.
+
+// followInterval is how often a warm standby reads the changelogs' new records.
+const followInterval = time.Second
+
+// activeStrategy is the group strategy of this agent: it reports the agent's identity and
+// how far its state follows the changelogs at every join.
+func (a *Agent) activeStrategy() *kafkaio.ActiveStrategy {
+	return kafkaio.NewActiveStrategy(a.cfg.NumStandbyReplicas, func() kafkaio.MemberState {
+		return kafkaio.MemberState{InstanceID: a.cfg.GroupInstanceID, Host: a.cfg.ApplicationServer, Position: a.statePosition()}
+	})
+}
+
+// statePosition is the sum, over every logged store partition, of the next changelog
+// offset the local state would read: the larger, the more caught-up (kafkaio.MemberState).
+func (a *Agent) statePosition() int64 {
+	c := a.stores.Load()
+	if c == nil || c.DB == nil {
+		return 0
+	}
+	var pos int64
+	for _, s := range c.Specs {
+		if !s.Logged || c.Global[s.Name] {
+			continue
+		}
+		for p := range c.Partitions {
+			applied, ok, err := c.DB.ChangelogOffset(s.Name, p)
+			if err == nil && ok {
+				pos += applied + 1
+			}
+		}
+	}
+	return pos
+}
+
+// activeMember names the active agent of the application for GET /readyz and metadata
+// queries: its group.instance.id and its application.server ("" until known).
+func (a *Agent) activeMember() (instance, host string) {
+	if r := a.group.Load(); r != nil {
+		return r.ActiveInstance, r.ActiveHost
+	}
+	return "", ""
+}
+
+// takeRole applies the role the group gave this agent in the generation that starts; it
+// returns true when the agent is a standby (it then processes nothing).
+func (l *loop) takeRole(ctx context.Context, tps []pipeline.TopicPartition) (standby bool, err error) {
+	role, rerr := l.k.group.Role()
+	if rerr != nil {
+		l.a.log.Error("the group's assignment could not be read; acting as a cold standby", "err", rerr)
+	}
+	l.a.group.Store(&role)
+	m := l.a.metrics
+	if !role.Active {
+		m.GroupRole.WithLabelValues(metrics.RoleActive).Set(0)
+		m.GroupRole.WithLabelValues(metrics.RoleStandby).Set(1)
+		l.wasActive = false
+		l.standby = true
+		l.topo.SetAssignment(nil)
+		l.assignment = nil
+		if role.Warm {
+			l.follow.start(l, ctx)
+		} else {
+			l.follow.stop()
+			l.resetStandbyLag()
+		}
+		l.a.log.Info("standby: another agent of the application is active", "active", role.ActiveInstance,
+			"active host", role.ActiveHost, "warm", role.Warm, "generation", role.Generation)
+		if err := l.a.state.Transition(StateStandby); err != nil {
+			return true, err
+		}
+		if !l.everRunning {
+			l.everRunning = true
+			l.a.notifySystemd(sdReady)
+		}
+		return true, nil
+	}
+	if len(tps) == 0 {
+		return false, fmt.Errorf("the group made this agent active (generation %d) but assigned it no partition", role.Generation)
+	}
+	m.GroupRole.WithLabelValues(metrics.RoleStandby).Set(0)
+	m.GroupRole.WithLabelValues(metrics.RoleActive).Set(1)
+	l.follow.stop()
+	if !l.wasActive {
+		if err := l.catchUp(ctx, l.standby); err != nil {
+			return false, err
+		}
+	}
+	l.wasActive = true
+	l.standby = false
+	return false, nil
+}
+
+// catchUp replays what the changelogs hold beyond the local state before this agent
+// processes as the active: the previous active's last epochs. takeover says this agent was a
+// standby (counted in the takeovers metric).
+func (l *loop) catchUp(ctx context.Context, takeover bool) error {
+	start := time.Now()
+	if l.db != nil {
+		if err := l.a.restore(ctx, l.db, l.b, l.k, l.k.maxPartitions()); err != nil {
+			return fmt.Errorf("take over as the active: replay the changelogs: %w", err)
+		}
+		// The topology's record caches may hold what the local state held before.
+		if err := l.rebuildTopology(); err != nil {
+			return err
+		}
+	}
+	l.resetStandbyLag()
+	if takeover {
+		l.a.metrics.Takeovers.Inc()
+		l.a.log.Info("took over as the active agent of the application", "replayed in", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+func (l *loop) resetStandbyLag() {
+	l.a.metrics.StandbyLag.Reset()
+}
+
+// roleState is the loop's part of the group role.
+type roleState struct {
+	standby   bool // this generation made the agent a standby
+	wasActive bool // the agent processed as the active since it last was a standby
+	follow    follower
+}
+
+// follower runs a warm standby's following of the changelogs in the background.
+type follower struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (f *follower) start(l *loop, ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cancel != nil {
+		return
+	}
+	ctx, f.cancel = context.WithCancel(ctx)
+	f.done = make(chan struct{})
+	go func() {
+		defer close(f.done)
+		l.followChangelogs(ctx)
+	}()
+}
+
+// stop ends the following and waits until it wrote its last batch.
+func (f *follower) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cancel == nil {
+		return
+	}
+	f.cancel()
+	<-f.done
+	f.cancel, f.done = nil, nil
+}
+
+// followChangelogs reads, every followInterval, the changelog records committed since the
+// last round into the local state, in the formats the active wrote them (the restore
+// path), and exports how far each store partition is behind.
+func (l *loop) followChangelogs(ctx context.Context) {
+	if l.db == nil {
+		return
+	}
+	cfg, err := kafkaio.SaramaConfig(l.a.cfg, kafkaio.RoleConsumer)
+	if err != nil {
+		l.a.log.Error("standby: cannot follow the changelogs", "err", err)
+		return
+	}
+	t := time.NewTicker(followInterval)
+	defer t.Stop()
+	for {
+		if err := l.followRound(ctx, cfg); err != nil && ctx.Err() == nil {
+			l.a.log.Warn("standby: following the changelogs failed; trying again", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (l *loop) followRound(ctx context.Context, cfg *kafkaio.Config) error {
+	reads, err := l.a.changelogReads(l.db, l.b, l.k, cfg, l.k.maxPartitions())
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range reads {
+		behind := max(r.end-r.from, 0)
+		if behind > 0 {
+			_, last, err := l.a.replay(ctx, l.db, l.k, cfg, r, func(int, int64) {})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("store %s partition %d from %s: %w", r.store, r.partition, r.topic, err))
+			}
+			behind = max(r.end-(last+1), 0)
+		}
+		l.a.metrics.StandbyLag.WithLabelValues(r.store, strconv.Itoa(int(r.partition))).Set(float64(behind))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,333 @@
+package agent
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stoatflow/stoatflow/agent/config"
+	"github.com/stoatflow/stoatflow/metrics"
+)
+
+// replicaConfigs writes n configs of one application: the same application.id, each agent
+// with its own state.dir and group.instance.id ("replica-i"), as replicas on n hosts.
+func replicaConfigs(t *testing.T, brokers []string, script string, n int, extra string) []*config.Config {
+	t.Helper()
+	app := fmt.Sprintf("replicas-%d", time.Now().UnixNano())
+	var cfgs []*config.Config
+	for i := range n {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(script), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		toml := fmt.Sprintf(`
+[agent]
+scripts = ["p.lua"]
+http.listen = "127.0.0.1:0"
+shutdown.timeout = "10s"
+
+[streams]
+application.id = %q
+bootstrap.servers = %q
+state.dir = %q
+group.instance.id = "replica-%d"
+application.server = "replica-%d.example:8080"
+commit.interval.ms = 50
+%s
+`, app, strings.Join(brokers, ","), filepath.Join(dir, "state"), i, i, extra)
+		cfg, err := config.Parse([]byte(toml), dir, "test.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfgs = append(cfgs, cfg)
+	}
+	return cfgs
+}
+
+func agentBase(t *testing.T, ra *runningAgent) string {
+	t.Helper()
+	addr, err := ra.a.HTTPAddr(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + addr
+}
+
+// getJSON is a GET answered with a JSON object: its status and body.
+func getJSON(t *testing.T, url string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp.StatusCode, body
+}
+
+// readyzOf is GET /readyz of a running agent: its status and body.
+func readyzOf(t *testing.T, ra *runningAgent) (int, map[string]any) {
+	t.Helper()
+	return getJSON(t, agentBase(t, ra)+"/readyz")
+}
+
+// Two, then three agents of one application: the first stays the only active, the others
+// are standbys that process and produce nothing, and every count is exact. Before the
+// active strategy the joiners took partitions and both sides counted part of every key.
+func TestSeveralAgentsOneActiveExactCounts(t *testing.T) {
+	brokers := testBroker(t, 3, "in", "out")
+	cfgs := replicaConfigs(t, brokers, countScript, 3, `processing.guarantee = "exactly_once_v2"`)
+	const keys = 30
+	ms := []*metrics.Metrics{metrics.New(), metrics.New(), metrics.New()}
+	active := startAgentUntil(t, cfgs[0], ms[0], StateRunning)
+	defer active.stop(t)
+	produceKeys(t, brokers, 3, 300, keys, 0, "v")
+	b := startAgentUntil(t, cfgs[1], ms[1], StateStandby)
+	defer b.stop(t)
+	produceKeys(t, brokers, 3, 300, keys, 300, "v")
+	c := startAgentUntil(t, cfgs[2], ms[2], StateStandby)
+	defer c.stop(t)
+	produceKeys(t, brokers, 3, 300, keys, 600, "v")
+	checkExactCounts(t, brokers, wantCounts(900, keys))
+
+	if st := active.a.State(); st != StateRunning {
+		t.Fatalf("first agent is %s, want RUNNING", st)
+	}
+	for i, ra := range []*runningAgent{b, c} {
+		if st := ra.a.State(); st != StateStandby {
+			t.Fatalf("agent %d is %s, want STANDBY", i+1, st)
+		}
+		if got := testutil.ToFloat64(ms[i+1].RecordsProduced.WithLabelValues("out")); got != 0 {
+			t.Fatalf("standby %d produced %v records to out", i+1, got)
+		}
+		if got := testutil.ToFloat64(ms[i+1].GroupRole.WithLabelValues(metrics.RoleStandby)); got != 1 {
+			t.Fatalf("standby %d: role gauge standby = %v", i+1, got)
+		}
+		status, body := readyzOf(t, ra)
+		if status != http.StatusOK || body["state"] != "STANDBY" || body["active"] != cfgs[0].GroupInstanceID || body["activeHost"] != cfgs[0].ApplicationServer {
+			t.Fatalf("standby %d /readyz: %d %v, want 200 STANDBY naming %s as active", i+1, status, body, cfgs[0].GroupInstanceID)
+		}
+		// Metadata names the active's host; store queries point there instead of answering.
+		base := agentBase(t, ra)
+		if st, o := getJSON(t, base+"/v1/metadata/counts/k1"); st != http.StatusOK || o["activeHost"] != cfgs[0].ApplicationServer {
+			t.Fatalf("standby %d metadata: %d %v, want the active's host %s", i+1, st, o, cfgs[0].ApplicationServer)
+		}
+		if st, o := getJSON(t, base+"/v1/stores/counts/keys/k1"); st != http.StatusServiceUnavailable || o["code"] != "standby" ||
+			!strings.Contains(fmt.Sprint(o["error"]), cfgs[0].ApplicationServer) {
+			t.Fatalf("standby %d key query: %d %v, want 503 standby pointing at %s", i+1, st, o, cfgs[0].ApplicationServer)
+		}
+	}
+	if got := testutil.ToFloat64(ms[0].GroupRole.WithLabelValues(metrics.RoleActive)); got != 1 {
+		t.Fatalf("active: role gauge active = %v", got)
+	}
+	if status, body := readyzOf(t, active); status != http.StatusOK || body["state"] != "RUNNING" || body["active"] != cfgs[0].GroupInstanceID {
+		t.Fatalf("active /readyz: %d %v", status, body)
+	}
+}
+
+// A member of the group that speaks another assignment protocol (here a plain consumer
+// with the range strategy, as an older agent would) keeps the group; the agent that cannot
+// join stops with an error saying what happened, instead of retrying forever or sharing.
+func TestAgentRefusedByGroupOfAnotherProtocol(t *testing.T) {
+	brokers := testBroker(t, 2, "in", "out")
+	cfgs := replicaConfigs(t, brokers, countScript, 1, "")
+	sc := saramaTestConfig()
+	sc.Consumer.Group.InstanceId = ""
+	group, err := sarama.NewConsumerGroup(brokers, cfgs[0].ApplicationID, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer group.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	joined := make(chan struct{})
+	go func() {
+		for ctx.Err() == nil {
+			_ = group.Consume(ctx, []string{"in"}, idleHandler{joined: joined})
+		}
+	}()
+	select {
+	case <-joined:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the plain consumer did not join")
+	}
+
+	a, err := New(cfgs[0], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "INCONSISTENT_GROUP_PROTOCOL") || !strings.Contains(err.Error(), "never splits") {
+			t.Fatalf("run: %v, want the refusal explained", err)
+		}
+		if !errors.Is(err, sarama.ErrInconsistentGroupProtocol) {
+			t.Fatalf("run: %v does not wrap the broker's error", err)
+		}
+		if st := a.State(); st != StateError {
+			t.Fatalf("state %s, want ERROR", st)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the refused agent did not stop")
+	}
+}
+
+type idleHandler struct{ joined chan struct{} }
+
+func (h idleHandler) Setup(sarama.ConsumerGroupSession) error {
+	select {
+	case <-h.joined:
+	default:
+		close(h.joined)
+	}
+	return nil
+}
+func (idleHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (idleHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, _ sarama.ConsumerGroupClaim) error {
+	<-sess.Context().Done()
+	return nil
+}
+
+// takeoverKeys is how many keys the takeover test counts before the active dies: the
+// state a cold standby would replay whole (STOATFLOW_TAKEOVER_KEYS raises it).
+func takeoverKeys() int {
+	if n, err := strconv.Atoi(os.Getenv("STOATFLOW_TAKEOVER_KEYS")); err == nil && n > 0 {
+		return n
+	}
+	return 1000
+}
+
+// The active dies without leaving the group (its context is cancelled; a static member
+// does not leave): once its session times out, the warm standby takes over, replays only
+// the changelog tail and goes on from the committed offsets. Every count exactly once.
+func TestTakeoverWhenTheActiveDies(t *testing.T) {
+	brokers := testBroker(t, 3, "in", "out")
+	const session = 6 * time.Second // kfake's group.min.session.timeout.ms
+	cfgs := replicaConfigs(t, brokers, countScript, 3, `processing.guarantee = "exactly_once_v2"
+session.timeout.ms = 6000
+heartbeat.interval.ms = 500
+transaction.timeout.ms = 5000`)
+	keys := takeoverKeys()
+	ms := []*metrics.Metrics{metrics.New(), metrics.New(), metrics.New()}
+	agents := []*runningAgent{startAgentUntil(t, cfgs[0], ms[0], StateRunning)}
+	for i := 1; i < 3; i++ {
+		agents = append(agents, startAgentUntil(t, cfgs[i], ms[i], StateStandby))
+	}
+	for _, ra := range agents[1:] {
+		defer ra.stop(t)
+	}
+	produceKeys(t, brokers, 3, 2*keys, keys, 0, "v")
+	checkExactCounts(t, brokers, wantCounts(2*keys, keys))
+	// The warm standby follows the changelogs: wait until it is at their end, so the
+	// takeover replays only what the active commits from now on.
+	warm := -1
+	waitFor(t, 30*time.Second, "a warm standby at the changelogs' end", func() bool {
+		for i := 1; i < 3; i++ {
+			if r := agents[i].a.group.Load(); r != nil && r.Warm && agents[i].a.statePosition() == agents[0].a.statePosition() {
+				warm = i
+				return true
+			}
+		}
+		return false
+	})
+
+	if err := agents[0].stop(t); err != nil {
+		t.Fatal(err)
+	}
+	died := time.Now()
+	produceKeys(t, brokers, 3, keys, keys, 2*keys, "v")
+	ch := consumeAll(t, brokers, "out", readCommittedConfig())
+	var firstOutput time.Duration
+	for firstOutput == 0 {
+		select {
+		case m := <-ch:
+			if binary.BigEndian.Uint64(m.Value) == 3 {
+				firstOutput = time.Since(died)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("no output from a new active within 60 s of the active's death")
+		}
+	}
+	checkExactCounts(t, brokers, wantCounts(3*keys, keys))
+	if st := agents[warm].a.State(); st != StateRunning {
+		t.Fatalf("the warm standby is %s after the takeover, want RUNNING", st)
+	}
+	if got := testutil.ToFloat64(ms[warm].Takeovers); got != 1 {
+		t.Fatalf("takeovers = %v on the new active, want 1", got)
+	}
+	cold := 3 - warm
+	if st := agents[cold].a.State(); st != StateStandby {
+		t.Fatalf("the cold standby is %s, want STANDBY", st)
+	}
+	if got := testutil.ToFloat64(ms[cold].RecordsProduced.WithLabelValues("out")); got != 0 {
+		t.Fatalf("the cold standby produced %v records", got)
+	}
+	if firstOutput > session+10*time.Second {
+		t.Fatalf("first committed output %v after the death, want within session.timeout.ms (%v) + 10 s", firstOutput, session)
+	}
+	t.Logf("takeover: first committed output of the new active %v after the active's death (session.timeout.ms %v, %d keys)",
+		firstOutput.Round(10*time.Millisecond), session, keys)
+}
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A rolling update: the active stops with leave.group.on.close, as deploy/kubernetes
+// configures it, so the group rebalances at once rather than after session.timeout.ms
+// (here far longer than the wait), and a standby goes on with every count exact.
+func TestStoppingActiveHandsOverAtOnce(t *testing.T) {
+	brokers := testBroker(t, 2, "in", "out")
+	cfgs := replicaConfigs(t, brokers, countScript, 2, `processing.guarantee = "exactly_once_v2"
+session.timeout.ms = 120000
+heartbeat.interval.ms = 500`)
+	for _, c := range cfgs {
+		c.LeaveGroupOnClose = true
+	}
+	m := metrics.New()
+	active := startAgentUntil(t, cfgs[0], metrics.New(), StateRunning)
+	standby := startAgentUntil(t, cfgs[1], m, StateStandby)
+	defer standby.stop(t)
+	produceKeys(t, brokers, 2, 200, 10, 0, "v")
+	checkExactCounts(t, brokers, wantCounts(200, 10))
+	if err := active.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := standby.a.WaitState(ctx, StateRunning); err != nil {
+		t.Fatalf("the standby did not take over after the active left: %v", err)
+	}
+	t.Logf("the standby was RUNNING %v after the active left the group", time.Since(stopped).Round(10*time.Millisecond))
+	produceKeys(t, brokers, 2, 200, 10, 200, "v")
+	checkExactCounts(t, brokers, wantCounts(400, 10))
+	if got := testutil.ToFloat64(m.Takeovers); got != 1 {
+		t.Fatalf("takeovers = %v, want 1", got)
+	}
+}
