@@ -56,8 +56,9 @@ func (p *replicaProcess) state() string {
 }
 
 // TestFaultKillTheActiveCycles runs three agent processes of one application. Each cycle
-// feeds records, kills the active with SIGKILL at a random moment (its transaction may be
-// open), waits until a standby is the active, and starts the killed one again, as a standby.
+// kills the active with SIGKILL at a random moment while it processes (its transaction may
+// be open), or freezes it with SIGSTOP, waits until a standby is the active, feeds more
+// records, and starts the killed one again (or lets the frozen one go on) as a standby.
 // The read_committed output must hold every count exactly once. make test runs 3 cycles,
 // make soak STOATFLOW_SOAK_KILLS.
 func TestFaultKillTheActiveCycles(t *testing.T) {
@@ -127,18 +128,27 @@ transaction.timeout.ms = 5000
 
 	const keys, per = 20, 300
 	var takeovers []time.Duration
+	produceKeys(t, brokers, 3, per, keys, 0, "v")
 	for c := range cycles {
-		produceKeys(t, brokers, 3, per, keys, c*per, "v")
 		active := slices.Index(states(), "RUNNING")
 		if active < 0 {
 			t.Fatalf("cycle %d: no active among %v", c, states())
 		}
-		// Fault injection: let it process for a random moment, then kill it without warning.
+		// Fault injection: let it process for a random moment, then kill it without warning
+		// or, every other cycle, freeze it (SIGSTOP: a paused VM, a starved host) until a
+		// standby took over, and let it go on, as a zombie that must not commit.
 		time.Sleep(time.Duration(100+rand.IntN(600)) * time.Millisecond)
-		if err := procs[active].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		pause := c%2 == 1
+		sig, what := syscall.SIGKILL, "killed"
+		if pause {
+			sig, what = syscall.SIGSTOP, "froze"
+		}
+		if err := procs[active].cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
-		_ = procs[active].cmd.Wait()
+		if !pause {
+			_ = procs[active].cmd.Wait()
+		}
 		died := time.Now()
 		next := -1
 		waitFor(t, 60*time.Second, "a standby to take over", func() bool {
@@ -151,11 +161,19 @@ transaction.timeout.ms = 5000
 			return false
 		})
 		takeovers = append(takeovers, time.Since(died))
-		procs[active].start(t)
-		waitFor(t, 60*time.Second, "the killed agent back as a standby", func() bool { return procs[active].state() == "STANDBY" })
-		t.Logf("cycle %d: killed replica-%d, replica-%d RUNNING %v later", c, active, next, takeovers[c].Round(10*time.Millisecond))
+		// The next slice reaches the new active while the frozen one still holds what it
+		// fetched before it froze.
+		produceKeys(t, brokers, 3, per, keys, (c+1)*per, "v")
+		if pause {
+			if err := procs[active].cmd.Process.Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			procs[active].start(t)
+		}
+		waitFor(t, 60*time.Second, "the old active back as a standby", func() bool { return procs[active].state() == "STANDBY" })
+		t.Logf("cycle %d: %s replica-%d, replica-%d RUNNING %v later", c, what, active, next, takeovers[c].Round(10*time.Millisecond))
 	}
-	produceKeys(t, brokers, 3, per, keys, cycles*per, "v")
 	checkExactCounts(t, brokers, wantCounts((cycles+1)*per, keys))
 	for _, p := range procs {
 		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -168,6 +186,6 @@ transaction.timeout.ms = 5000
 		}
 	}
 	slices.Sort(takeovers)
-	t.Logf("%d kills of the active, %d records: 0 lost, 0 duplicated; death to a new RUNNING active: median %v, max %v (session.timeout.ms 6 s)",
+	t.Logf("%d kills and freezes of the active, %d records: 0 lost, 0 duplicated; death to a new RUNNING active: median %v, max %v (session.timeout.ms 6 s)",
 		cycles, (cycles+1)*per, takeovers[len(takeovers)/2].Round(10*time.Millisecond), takeovers[len(takeovers)-1].Round(10*time.Millisecond))
 }

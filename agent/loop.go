@@ -630,7 +630,7 @@ func (l *loop) commitTxn(ctx context.Context) error {
 	if err := l.sendChangelog(); err != nil {
 		return err
 	}
-	if err := l.k.producer.CommitTxn(ctx, l.next, l.a.cfg.ApplicationID); err != nil {
+	if err := l.k.producer.CommitTxnInGroup(ctx, l.next, l.k.consumer.GroupMetadata()); err != nil {
 		return err
 	}
 	l.inTxn = false

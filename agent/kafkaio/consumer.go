@@ -210,6 +210,22 @@ func (c *Consumer) loop(ctx context.Context) {
 	}
 }
 
+// GroupMetadata names this member in its running generation, for the offsets of a
+// transaction (Producer.CommitTxnInGroup); between generations the generation is -1 and
+// the coordinator does not check it.
+func (c *Consumer) GroupMetadata() *sarama.ConsumerGroupMetadata {
+	m := sarama.NewConsumerGroupMetadata(c.groupID)
+	if id := c.cfg.Consumer.Group.InstanceId; id != "" {
+		m.GroupInstanceID = &id
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != nil {
+		m.GenerationID, m.MemberID = c.gen.id, c.gen.memberID
+	}
+	return m
+}
+
 // Replaced is closed when another member joined the group with this member's
 // group.instance.id and took its place; the member stops joining and ReplacedErr says so.
 func (c *Consumer) Replaced() <-chan struct{} { return c.replaced }

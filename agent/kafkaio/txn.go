@@ -106,9 +106,19 @@ func (p *Producer) BeginTxn() error {
 // On an error the transaction is not committed and the caller calls AbortTxn, unless the
 // error wraps ErrFenced: then the producer is finished.
 func (p *Producer) CommitTxn(ctx context.Context, offsets map[pipeline.TopicPartition]int64, groupID string) error {
+	return p.CommitTxnInGroup(ctx, offsets, sarama.NewConsumerGroupMetadata(groupID))
+}
+
+// CommitTxnInGroup is CommitTxn for the member of the group that group names with its
+// generation (KIP-447, Consumer.GroupMetadata): the group coordinator refuses the offsets
+// (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) of a member that is no
+// longer in that generation, so a paused member that resumes after the group moved on
+// cannot commit an epoch another member processes too.
+func (p *Producer) CommitTxnInGroup(ctx context.Context, offsets map[pipeline.TopicPartition]int64, group *sarama.ConsumerGroupMetadata) error {
 	if err := p.txnUsable("commit"); err != nil {
 		return err
 	}
+	groupID := group.GroupID
 	if len(offsets) > 0 && groupID == "" {
 		return fmt.Errorf("commit transaction of %q: offsets of %d partitions for an empty group id", p.txnID, len(offsets))
 	}
@@ -120,8 +130,8 @@ func (p *Producer) CommitTxn(ctx context.Context, offsets map[pipeline.TopicPart
 		if err != nil {
 			return fmt.Errorf("commit transaction of %q: group %q: %w", p.txnID, groupID, err)
 		}
-		if err := p.ap.AddOffsetsToTxn(req, groupID); err != nil {
-			return fmt.Errorf("commit transaction of %q: add offsets of group %q: %w", p.txnID, groupID, p.fail(err))
+		if err := p.ap.AddOffsetsToTxnWithGroupMetadata(req, group); err != nil {
+			return fmt.Errorf("commit transaction of %q: add offsets of group %q (generation %d): %w", p.txnID, groupID, group.GenerationID, p.fail(err))
 		}
 	}
 	if err := p.ap.CommitTxn(); err != nil {

@@ -446,3 +446,38 @@ func waitStable(t *testing.T, e *Embedded, topic string, p int32) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// KIP-447: offsets committed in a transaction on behalf of a generation the group has left
+// behind are refused, so a member paused past its session cannot commit an epoch that the
+// member now owning the partitions processes too.
+func TestCommitTxnInGroupRefusesAStaleGeneration(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "in", 1)
+	createTopic(t, e, "out", 1)
+	first := newTestConsumer(t, e, "g447", []string{"in"}, testConfig(), &recorder{})
+	first.Start(context.Background())
+	eventually(t, 30*time.Second, "the first member's generation", func() bool { return first.GroupMetadata().GenerationID >= 0 })
+	stale := first.GroupMetadata()
+	newTestConsumer(t, e, "g447", []string{"in"}, testConfig(), &recorder{}).Start(context.Background())
+	eventually(t, 30*time.Second, "a new generation", func() bool { return first.GroupMetadata().GenerationID > stale.GenerationID })
+
+	p := newTxnProducer(t, e, "t447")
+	offsets := map[pipeline.TopicPartition]int64{{Topic: "in", Partition: 0}: 1}
+	commit := func(meta *sarama.ConsumerGroupMetadata) error {
+		t.Helper()
+		if err := p.BeginTxn(); err != nil {
+			t.Fatal(err)
+		}
+		sendValues(t, p, "out", 0, "x")
+		return p.CommitTxnInGroup(context.Background(), offsets, meta)
+	}
+	if err := commit(stale); err == nil {
+		t.Fatal("offsets of a left-behind generation were committed")
+	}
+	if err := p.AbortTxn(); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(first.GroupMetadata()); err != nil {
+		t.Fatalf("offsets of the current generation: %v", err)
+	}
+}
