@@ -166,7 +166,7 @@ const (
 	// durations), as they travel in Kafka's protocol.
 	maxInt32             = 1<<31 - 1
 	reasonInt32          = "Kafka declares it as a 32-bit int"
-	reasonSingleInstance = "applies to a group of several instances; StoatFlow is one instance"
+	reasonSingleInstance = "applies to tasks spread over several instances; one StoatFlow agent runs every task, the others are standbys (docs/scaling.md)"
 	reasonPrometheus     = "StoatFlow's metrics are Prometheus metrics, served at /metrics"
 	reasonLevelDB        = "every StoatFlow store is LevelDB-backed"
 )

@@ -220,7 +220,7 @@ func TestIgnoredKeyIsNotice(t *testing.T) {
 	if n.Key != "streams.max.warmup.replicas" || n.Line != 7 || !strings.HasPrefix(n.Message, "ignored: ") {
 		t.Fatalf("unexpected notice %+v", n)
 	}
-	if got := n.Format("agent.toml"); !strings.HasPrefix(got, "agent.toml:7: streams.max.warmup.replicas: ignored: applies to a group") {
+	if got := n.Format("agent.toml"); !strings.HasPrefix(got, "agent.toml:7: streams.max.warmup.replicas: ignored: applies to tasks spread") {
 		t.Fatalf("unexpected notice line %q", got)
 	}
 }
