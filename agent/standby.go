@@ -11,6 +11,7 @@ import (
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state"
 )
 
 // Several agents of one application (replicas of a sidecar, a rolling update) share its
@@ -77,8 +78,9 @@ func (l *loop) takeRole(ctx context.Context, tps []pipeline.TopicPartition) (sta
 		l.standby = true
 		l.topo.SetAssignment(nil)
 		l.assignment = nil
-		if role.Warm {
-			l.follow.start(l, ctx)
+		if role.Warm && l.db != nil {
+			db := l.db // the loop may replace l.db (a rebuild); the follower keeps its own
+			l.follow.start(ctx, func(ctx context.Context) { l.followChangelogs(ctx, db) })
 		} else {
 			l.follow.stop()
 			l.resetStandbyLag()
@@ -150,7 +152,7 @@ type follower struct {
 	done   chan struct{}
 }
 
-func (f *follower) start(l *loop, ctx context.Context) {
+func (f *follower) start(ctx context.Context, follow func(context.Context)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.cancel != nil {
@@ -160,7 +162,7 @@ func (f *follower) start(l *loop, ctx context.Context) {
 	f.done = make(chan struct{})
 	go func() {
 		defer close(f.done)
-		l.followChangelogs(ctx)
+		follow(ctx)
 	}()
 }
 
@@ -177,21 +179,22 @@ func (f *follower) stop() {
 }
 
 // followChangelogs reads, every followInterval, the changelog records committed since the
-// last round into the local state, in the formats the active wrote them (the restore
-// path), and exports how far each store partition is behind.
-func (l *loop) followChangelogs(ctx context.Context) {
-	if l.db == nil {
-		return
-	}
+// last round into db, in the formats the active wrote them (the restore path), and exports
+// how far each store partition was behind.
+func (l *loop) followChangelogs(ctx context.Context, db *state.DB) {
 	cfg, err := kafkaio.SaramaConfig(l.a.cfg, kafkaio.RoleConsumer)
 	if err != nil {
 		l.a.log.Error("standby: cannot follow the changelogs", "err", err)
 		return
 	}
+	// read is, per store partition, what the last round read. The store keeps the offset of
+	// its last record; what follows it up to the end read (transaction markers, aborted
+	// records) need not be read again.
+	read := map[state.ChangelogPartition]followed{}
 	t := time.NewTicker(followInterval)
 	defer t.Stop()
 	for {
-		if err := l.followRound(ctx, cfg); err != nil && ctx.Err() == nil {
+		if err := l.followRound(ctx, db, cfg, read); err != nil && ctx.Err() == nil {
 			l.a.log.Warn("standby: following the changelogs failed; trying again", "err", err)
 		}
 		select {
@@ -202,22 +205,32 @@ func (l *loop) followChangelogs(ctx context.Context) {
 	}
 }
 
-func (l *loop) followRound(ctx context.Context, cfg *kafkaio.Config) error {
-	reads, err := l.a.changelogReads(l.db, l.b, l.k, cfg, l.k.maxPartitions())
+// followed is what a follow round read of a changelog partition: up to to, for a store
+// that stood at from (the offset after its last record) when the round began.
+type followed struct{ from, to int64 }
+
+func (l *loop) followRound(ctx context.Context, db *state.DB, cfg *kafkaio.Config, read map[state.ChangelogPartition]followed) error {
+	reads, err := l.a.changelogReads(db, l.b, l.k, cfg, l.k.maxPartitions())
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, r := range reads {
-		behind := max(r.end-r.from, 0)
-		if behind > 0 {
-			_, last, err := l.a.replay(ctx, l.db, l.k, cfg, r, func(int, int64) {})
-			if err != nil {
-				errs = append(errs, fmt.Errorf("store %s partition %d from %s: %w", r.store, r.partition, r.topic, err))
-			}
-			behind = max(r.end-(last+1), 0)
+		cp := state.ChangelogPartition{Store: r.store, Partition: r.partition}
+		// Only while the store is where that round left it: a wiped store reads again.
+		stored := r.from
+		if f, ok := read[cp]; ok && r.from >= f.from && r.from < f.to && f.to <= r.end {
+			r.from = f.to
 		}
-		l.a.metrics.StandbyLag.WithLabelValues(r.store, strconv.Itoa(int(r.partition))).Set(float64(behind))
+		l.a.metrics.StandbyLag.WithLabelValues(r.store, strconv.Itoa(int(r.partition))).Set(float64(max(r.end-r.from, 0)))
+		if r.from >= r.end {
+			continue
+		}
+		if _, _, err := l.a.replay(ctx, db, l.k, cfg, r, func(int, int64) {}); err != nil {
+			errs = append(errs, fmt.Errorf("store %s partition %d from %s: %w", r.store, r.partition, r.topic, err))
+			continue
+		}
+		read[cp] = followed{from: stored, to: r.end}
 	}
 	return errors.Join(errs...)
 }

@@ -248,6 +248,22 @@ transaction.timeout.ms = 5000`)
 		return false
 	})
 
+	// Its lag gauge has a series per changelog partition, each at 0 now.
+	waitFor(t, 10*time.Second, "the warm standby's lag gauges at 0", func() bool {
+		if testutil.CollectAndCount(ms[warm].StandbyLag) != 3 {
+			return false
+		}
+		for p := range 3 {
+			if testutil.ToFloat64(ms[warm].StandbyLag.WithLabelValues("counts", strconv.Itoa(p))) != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if n := testutil.CollectAndCount(ms[3-warm].StandbyLag); n != 0 {
+		t.Fatalf("the cold standby exports %d lag series; it follows nothing", n)
+	}
+
 	if err := agents[0].stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -300,12 +316,15 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 
 // A rolling update: the active stops with leave.group.on.close, as deploy/kubernetes
 // configures it, so the group rebalances at once rather than after session.timeout.ms
-// (here far longer than the wait), and a standby goes on with every count exact.
+// (here far longer than the wait), and a standby goes on with every count exact. The
+// standby is cold (num.standby.replicas = 0): it holds the state of its start only, and
+// replays the rest of the changelog before it processes.
 func TestStoppingActiveHandsOverAtOnce(t *testing.T) {
 	brokers := testBroker(t, 2, "in", "out")
 	cfgs := replicaConfigs(t, brokers, countScript, 2, `processing.guarantee = "exactly_once_v2"
 session.timeout.ms = 120000
-heartbeat.interval.ms = 500`)
+heartbeat.interval.ms = 500
+num.standby.replicas = 0`)
 	for _, c := range cfgs {
 		c.LeaveGroupOnClose = true
 	}
@@ -329,5 +348,11 @@ heartbeat.interval.ms = 500`)
 	checkExactCounts(t, brokers, wantCounts(400, 10))
 	if got := testutil.ToFloat64(m.Takeovers); got != 1 {
 		t.Fatalf("takeovers = %v, want 1", got)
+	}
+	if n := testutil.CollectAndCount(m.StandbyLag); n != 0 {
+		t.Fatalf("the cold standby exported %d lag series; it follows nothing", n)
+	}
+	if got := testutil.ToFloat64(m.RecordsRestored.WithLabelValues("counts")); got < 10 {
+		t.Fatalf("restored %v changelog records at the takeover, want the 10 keys' updates", got)
 	}
 }

@@ -194,8 +194,9 @@ func New() *Metrics {
 		"Times this agent went from standby to active (the active before it left or its "+
 			"session timed out).")
 	m.StandbyLag = m.gaugeVec("standby", "lag_records",
-		"While this agent is a warm standby: changelog records its local state is behind, by "+
-			"store and changelog partition, as of its last follow round (every second).", "store", "partition")
+		"While this agent is a warm standby: changelog records (offsets) its local state was "+
+			"behind at the start of its last follow round, which reads them; rounds run every "+
+			"second. By store and changelog partition.", "store", "partition")
 	for _, role := range []string{RoleActive, RoleStandby} {
 		m.GroupRole.WithLabelValues(role)
 	}
