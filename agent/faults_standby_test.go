@@ -109,7 +109,7 @@ transaction.timeout.ms = 5000
 	})
 	// The first agent alone, so it is the active; then the two standbys.
 	procs[0].start(t)
-	waitFor(t, 60*time.Second, "the first agent RUNNING", func() bool { return procs[0].state() == "RUNNING" })
+	pollFor(t, 60*time.Second, "the first agent RUNNING", func() bool { return procs[0].state() == "RUNNING" })
 	for _, p := range procs[1:] {
 		p.start(t)
 	}
@@ -127,14 +127,14 @@ transaction.timeout.ms = 5000
 		slices.Sort(s)
 		return slices.Equal(s, []string{"RUNNING", "STANDBY", "STANDBY"})
 	}
-	waitFor(t, 60*time.Second, "one RUNNING and two STANDBY", settled)
+	pollFor(t, 60*time.Second, "one RUNNING and two STANDBY", settled)
 
 	const keys, per = 20, 300
 	var takeovers []time.Duration
 	produceKeys(t, brokers, 3, per, keys, 0, "v")
 	for c := range cycles {
 		// The last rejoin's rebalance may still be going on.
-		waitFor(t, 60*time.Second, "one RUNNING and two STANDBY", settled)
+		pollFor(t, 60*time.Second, "one RUNNING and two STANDBY", settled)
 		// Fault injection: let it process for a random moment, then kill it without warning
 		// or, every other cycle, freeze it (SIGSTOP: a paused VM, a starved host) until a
 		// standby took over, and let it go on, as a zombie that must not commit.
@@ -152,7 +152,7 @@ transaction.timeout.ms = 5000
 		}
 		died := time.Now()
 		next := -1
-		waitFor(t, 60*time.Second, "a standby to take over", func() bool {
+		pollFor(t, 60*time.Second, "a standby to take over", func() bool {
 			for i, p := range procs {
 				if i != active && p.state() == "RUNNING" {
 					next = i
@@ -172,7 +172,7 @@ transaction.timeout.ms = 5000
 		} else {
 			procs[active].start(t)
 		}
-		waitFor(t, 60*time.Second, "the old active back as a standby", func() bool { return procs[active].state() == "STANDBY" })
+		pollFor(t, 60*time.Second, "the old active back as a standby", func() bool { return procs[active].state() == "STANDBY" })
 		t.Logf("cycle %d: %s replica-%d, replica-%d RUNNING %v later", c, what, active, next, takeovers[c].Round(10*time.Millisecond))
 	}
 	checkExactCounts(t, brokers, wantCounts((cycles+1)*per, keys))

@@ -90,8 +90,10 @@ func (l *loop) takeRole(ctx context.Context, tps []pipeline.TopicPartition) (sta
 		if err := l.a.state.Transition(StateStandby); err != nil {
 			return true, err
 		}
-		if !l.everRunning {
-			l.everRunning = true
+		// A standby is up as far as systemd is concerned; the loop logs that the application
+		// runs when it first processes.
+		if !l.everRunning && !l.readySent {
+			l.readySent = true
 			l.a.notifySystemd(sdReady)
 		}
 		return true, nil
@@ -142,6 +144,7 @@ func (l *loop) resetStandbyLag() {
 type roleState struct {
 	standby   bool // this generation made the agent a standby
 	wasActive bool // the agent processed as the active since it last was a standby
+	readySent bool // systemd was told READY=1 while a standby
 	follow    follower
 }
 

@@ -238,7 +238,7 @@ transaction.timeout.ms = 5000`)
 	// The warm standby follows the changelogs: wait until it is at their end, so the
 	// takeover replays only what the active commits from now on.
 	warm := -1
-	waitFor(t, 30*time.Second, "a warm standby at the changelogs' end", func() bool {
+	pollFor(t, 30*time.Second, "a warm standby at the changelogs' end", func() bool {
 		for i := 1; i < 3; i++ {
 			if r := agents[i].a.group.Load(); r != nil && r.Warm && agents[i].a.statePosition() == agents[0].a.statePosition() {
 				warm = i
@@ -249,7 +249,7 @@ transaction.timeout.ms = 5000`)
 	})
 
 	// Its lag gauge has a series per changelog partition, each at 0 now.
-	waitFor(t, 10*time.Second, "the warm standby's lag gauges at 0", func() bool {
+	pollFor(t, 10*time.Second, "the warm standby's lag gauges at 0", func() bool {
 		if testutil.CollectAndCount(ms[warm].StandbyLag) != 3 {
 			return false
 		}
@@ -302,18 +302,6 @@ transaction.timeout.ms = 5000`)
 		firstOutput.Round(10*time.Millisecond), session, keys)
 }
 
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // A rolling update: the active stops with leave.group.on.close, as deploy/kubernetes
 // configures it, so the group rebalances at once rather than after session.timeout.ms
 // (here far longer than the wait), and a standby goes on with every count exact. The
@@ -344,6 +332,7 @@ num.standby.replicas = 0`)
 		t.Fatalf("the standby did not take over after the active left: %v", err)
 	}
 	t.Logf("the standby was RUNNING %v after the active left the group", time.Since(stopped).Round(10*time.Millisecond))
+	standby.waitLog(t, "StoatFlow is running")
 	produceKeys(t, brokers, 2, 200, 10, 200, "v")
 	checkExactCounts(t, brokers, wantCounts(400, 10))
 	if got := testutil.ToFloat64(m.Takeovers); got != 1 {
@@ -354,5 +343,29 @@ num.standby.replicas = 0`)
 	}
 	if got := testutil.ToFloat64(m.RecordsRestored.WithLabelValues("counts")); got < 10 {
 		t.Fatalf("restored %v changelog records at the takeover, want the 10 keys' updates", got)
+	}
+}
+
+// Without an application.server the active cannot be named as a host: a standby's metadata
+// query says so instead of naming itself, and /readyz names the active by instance only.
+func TestStandbyMetadataWithoutActiveHost(t *testing.T) {
+	brokers := testBroker(t, 1, "in", "out")
+	cfgs := replicaConfigs(t, brokers, countScript, 2, "")
+	for _, c := range cfgs {
+		c.ApplicationServer = ""
+	}
+	active := startAgentUntil(t, cfgs[0], metrics.New(), StateRunning)
+	defer active.stop(t)
+	standby := startAgentUntil(t, cfgs[1], metrics.New(), StateStandby)
+	defer standby.stop(t)
+	st, o := getJSON(t, agentBase(t, standby)+"/v1/metadata/counts/k1")
+	if st != http.StatusServiceUnavailable || o["code"] != "not_available" || !strings.Contains(fmt.Sprint(o["error"]), cfgs[0].GroupInstanceID) {
+		t.Fatalf("standby metadata: %d %v, want 503 not_available naming %s", st, o, cfgs[0].GroupInstanceID)
+	}
+	if _, body := readyzOf(t, standby); body["active"] != cfgs[0].GroupInstanceID || body["activeHost"] != nil {
+		t.Fatalf("standby /readyz: %v", body)
+	}
+	if st, o := getJSON(t, agentBase(t, active)+"/v1/metadata/counts/k1"); st != http.StatusOK || o["activeHost"] == "" {
+		t.Fatalf("active metadata: %d %v", st, o)
 	}
 }
