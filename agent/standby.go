@@ -127,6 +127,13 @@ func (l *loop) catchUp(ctx context.Context, takeover bool) error {
 		if err := l.rebuildTopology(); err != nil {
 			return err
 		}
+		// A standby runs no punctuation, so its global stores stand where its start left
+		// them: they read their topics to the end before the first record is joined.
+		if l.bootGlobals != nil {
+			if err := l.bootGlobals(ctx, l.topo, l.db); err != nil {
+				return fmt.Errorf("take over as the active: bootstrap the global stores: %w", err)
+			}
+		}
 	}
 	l.resetStandbyLag()
 	if takeover {

@@ -369,3 +369,30 @@ func TestStandbyMetadataWithoutActiveHost(t *testing.T) {
 		t.Fatalf("active metadata: %d %v", st, o)
 	}
 }
+
+// A standby runs no punctuation, so its global tables do not follow their topics: taking
+// over, it reads them to the end before it joins the first record, as at start-up.
+func TestTakeoverReadsTheGlobalTablesFirst(t *testing.T) {
+	brokers := testBroker(t, 1, "orders", "products", "out")
+	sendKV(t, brokers, "products", 0, "p1", "A")
+	cfgs := replicaConfigs(t, brokers, globalJoinScript, 2, "heartbeat.interval.ms = 500")
+	for _, c := range cfgs {
+		c.LeaveGroupOnClose = true
+	}
+	m := metrics.New()
+	active := startAgentUntil(t, cfgs[0], m, StateRunning)
+	standby := startAgentUntil(t, cfgs[1], metrics.New(), StateStandby)
+	defer standby.stop(t)
+	sendKV(t, brokers, "products", 0, "p1", "C")
+	pollFor(t, 30*time.Second, "the active's global table updated", func() bool {
+		return testutil.ToFloat64(m.RecordsProcessed.WithLabelValues(globalProc)) == 2
+	})
+	if err := active.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	sendKV(t, brokers, "orders", 0, "o1", "p1")
+	got := readAll(t, brokers, "out", 1)
+	if v := string(got[0].Value); v != "o1:p1=C" {
+		t.Fatalf("the new active joined o1 with %q, want o1:p1=C (the global table as its topic ends)", v)
+	}
+}
