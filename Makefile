@@ -39,7 +39,8 @@ test:
 # BENCH_FLAGS adds harness flags, e.g. BENCH_FLAGS="-cpuprofile /tmp/prof" (see go run ./bench -h).
 BENCH_MICRO := $(or $(TMPDIR),/tmp)/stoatflow-bench-micro.txt
 BENCH_FLAGS ?=
-# The long fault-injection run: 50 SIGKILLs at random points (make test runs 6).
+# The long fault-injection run: 50 SIGKILLs at random points (make test runs 6), and 50
+# cycles of killing or freezing the active of three agents (make test runs 3).
 soak:
 	STOATFLOW_SOAK_KILLS=50 $(GO) test -timeout 60m -count=1 -v -run '^TestFault' ./agent/
 
