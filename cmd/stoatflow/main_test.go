@@ -52,7 +52,7 @@ scripts = [%s]
 [streams]
 application.id = "x"
 bootstrap.servers = "embedded"
-num.standby.replicas = 1
+max.warmup.replicas = 1
 `
 	os.WriteFile(filepath.Join(dir, "bad.toml"), []byte(fmt.Sprintf(cfg, `"a.lua", "b.lua"`)), 0o644)
 	code, _, errOut := runCLI("validate", "-c", filepath.Join(dir, "bad.toml"))
@@ -60,7 +60,7 @@ num.standby.replicas = 1
 		t.Fatalf("exit %d, err %q", code, errOut)
 	}
 	os.WriteFile(filepath.Join(dir, "ok.toml"), []byte(fmt.Sprintf(cfg, `"ok.lua"`)), 0o644)
-	warning := "warning: " + filepath.Join(dir, "ok.toml") + ":7: streams.num.standby.replicas: ignored: "
+	warning := "warning: " + filepath.Join(dir, "ok.toml") + ":7: streams.max.warmup.replicas: ignored: "
 	if code, _, errOut := runCLI("validate", "-c", filepath.Join(dir, "ok.toml")); code != 0 || !strings.HasPrefix(errOut, warning) {
 		t.Fatalf("without --strict: exit %d, err %q", code, errOut)
 	}
