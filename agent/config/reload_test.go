@@ -6,19 +6,19 @@ import (
 )
 
 func TestCheckReload(t *testing.T) {
-	const start = "commit.interval.ms = 50\nnum.standby.replicas = 1\n[streams.producer]\nlinger.ms = 5"
+	const start = "commit.interval.ms = 50\nmax.warmup.replicas = 1\n[streams.producer]\nlinger.ms = 5"
 	cases := []struct {
 		name, agent, streams string
 		changed              string // "" = a reload may apply it
 	}{
 		{name: "nothing changed", streams: start},
-		{name: "the same keys spelled otherwise", streams: "\"commit.interval.ms\" = 50\nnum.standby.replicas = 1\nproducer = { linger.ms = 5 }"},
+		{name: "the same keys spelled otherwise", streams: "\"commit.interval.ms\" = 50\nmax.warmup.replicas = 1\nproducer = { linger.ms = 5 }"},
 		{name: "the log level", agent: `log.level = "debug"`, streams: start},
 		{name: "a changed value", streams: strings.Replace(start, "= 50", "= 200", 1), changed: "streams.commit.interval.ms"},
 		{name: "a value written otherwise", streams: strings.Replace(start, "= 50", `= "50ms"`, 1), changed: "streams.commit.interval.ms"},
 		{name: "an added key", streams: start + "\n[streams.consumer]\nfetch.min.bytes = 2", changed: "streams.consumer.fetch.min.bytes"},
-		{name: "a removed key", streams: "commit.interval.ms = 50\nnum.standby.replicas = 1", changed: "streams.producer.linger.ms"},
-		{name: "an ignored key", streams: strings.Replace(start, "replicas = 1", "replicas = 2", 1), changed: "streams.num.standby.replicas"},
+		{name: "a removed key", streams: "commit.interval.ms = 50\nmax.warmup.replicas = 1", changed: "streams.producer.linger.ms"},
+		{name: "an ignored key", streams: strings.Replace(start, "replicas = 1", "replicas = 2", 1), changed: "streams.max.warmup.replicas"},
 		{name: "application.id first", agent: `http.listen = "127.0.0.1:1"`, streams: "application.id = \"other\"\n" + start, changed: "streams.application.id"},
 		{name: "by name", agent: `http.listen = "127.0.0.1:1"`, streams: "poll.ms = 1\n" + start, changed: "agent.http.listen"},
 	}
