@@ -21,6 +21,8 @@ import (
 type testAgent struct {
 	stores atomic.Pointer[Catalog]
 	state  atomic.Pointer[string]
+	// active, when set, makes the agent a standby of the active it names (instance, host).
+	active atomic.Pointer[[2]string]
 }
 
 func (a *testAgent) Stores() *Catalog { return a.stores.Load() }
@@ -34,7 +36,12 @@ func (a *testAgent) State() string {
 
 func (a *testAgent) ActiveHost() string { return "localhost:9464" }
 
-func (a *testAgent) Standby() (string, string, bool) { return "", "", false }
+func (a *testAgent) Standby() (string, string, bool) {
+	if act := a.active.Load(); act != nil {
+		return act[0], act[1], true
+	}
+	return "", "", false
+}
 
 // fixture serves the query endpoints of a testAgent, as the agent does.
 type fixture struct {
