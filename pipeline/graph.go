@@ -120,6 +120,22 @@ func (c *Context) versionedStore(name string, partition int32) (*VersionedStore,
 	return c.topology.VersionedStore(name, partition)
 }
 
+// putVersioned puts value under rec's key at rec's time into a versioned store, as
+// KTableSource and the stores of join results do (KIP-914). A put older than the history
+// retention is not stored: it is counted as late and kept is false. outOfOrder says the put
+// is older than the key's latest version: it stays in the history and goes on marked so.
+func (c *Context) putVersioned(store *VersionedStore, rec Record, value any) (outOfOrder, kept bool, err error) {
+	validTo, err := store.Put(rec.Key, value, rec.Timestamp)
+	if err != nil {
+		return false, false, err
+	}
+	if validTo == NotPut {
+		c.Drop(DropLate)
+		return false, false, nil
+	}
+	return validTo != ValidToUndefined, true, nil
+}
+
 // windowStore returns a partition of a window store.
 func (c *Context) windowStore(name string, partition int32) (*WindowStore, error) {
 	return c.topology.WindowStore(name, partition)

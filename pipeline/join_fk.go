@@ -532,15 +532,11 @@ func (p *fkJoinOutput) processVersioned(rec Record, c Change) error {
 	if err != nil {
 		return err
 	}
-	validTo, err := store.Put(rec.Key, c.New, rec.Timestamp)
-	if err != nil {
+	outOfOrder, kept, err := p.ctx.putVersioned(store, rec, c.New)
+	if err != nil || !kept {
 		return err
 	}
-	if validTo == NotPut {
-		p.ctx.Drop(DropLate)
-		return nil
-	}
-	c.OutOfOrder = validTo != ValidToUndefined
+	c.OutOfOrder = outOfOrder
 	if *p.oldValues {
 		c.Old = old.Value
 	}

@@ -252,15 +252,11 @@ func (p *tableJoinMerge) Process(rec Record) error {
 		if err != nil {
 			return err
 		}
-		validTo, err := store.Put(rec.Key, c.New, rec.Timestamp)
-		if err != nil {
+		outOfOrder, kept, err := p.ctx.putVersioned(store, rec, c.New)
+		if err != nil || !kept {
 			return err
 		}
-		if validTo == NotPut {
-			p.ctx.Drop(DropLate)
-			return nil
-		}
-		c.OutOfOrder = validTo != ValidToUndefined
+		c.OutOfOrder = outOfOrder
 	} else if p.store != "" {
 		store, err := p.ctx.store(p.store, rec.Partition)
 		if err != nil {

@@ -191,15 +191,11 @@ func (p *tableSource) processVersioned(rec Record) error {
 	if err != nil {
 		return err
 	}
-	validTo, err := store.Put(rec.Key, rec.Value, rec.Timestamp)
-	if err != nil {
+	outOfOrder, kept, err := p.ctx.putVersioned(store, rec, rec.Value)
+	if err != nil || !kept {
 		return err
 	}
-	if validTo == NotPut {
-		p.ctx.Drop(DropLate)
-		return nil
-	}
-	c := Change{New: rec.Value, OutOfOrder: validTo != ValidToUndefined}
+	c := Change{New: rec.Value, OutOfOrder: outOfOrder}
 	if *p.oldValues {
 		c.Old = old.Value
 	}
