@@ -41,6 +41,13 @@ bootstrap.servers = "embedded"
 commit.interval.ms = 100
 state.dir = %q
 `, script, token, filepath.Join(dir, "state"))
+	return startAgentTOML(t, dir, toml, agent.Options{Logger: slog.New(slog.DiscardHandler), Stdout: io.Discard})
+}
+
+// startAgentTOML writes toml as dir/agent.toml, runs an agent with it until the test ends and
+// returns its HTTP address once it is RUNNING.
+func startAgentTOML(t *testing.T, dir, toml string, opts agent.Options) string {
+	t.Helper()
 	path := filepath.Join(dir, "agent.toml")
 	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
@@ -49,7 +56,7 @@ state.dir = %q
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New(cfg, agent.Options{Logger: slog.New(slog.DiscardHandler), Stdout: io.Discard})
+	a, err := agent.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +69,7 @@ state.dir = %q
 			t.Errorf("agent: %v", err)
 		}
 	})
-	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
 	defer wcancel()
 	if _, err := a.WaitState(wctx, agent.StateRunning); err != nil {
 		t.Fatal(err)

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stoatflow/stoatflow/agent"
-	"github.com/stoatflow/stoatflow/agent/config"
 )
 
 // listenIP is an address of this machine other than loopback, where there is one: the
@@ -52,36 +49,7 @@ bootstrap.servers = "embedded"
 processing.guarantee = "exactly_once_v2"
 state.dir = %q
 `, script, listenIP(t), filepath.Join(dir, "state"))
-	path := filepath.Join(dir, "agent.toml")
-	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(cfg, agent.Options{Stdout: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent: %v", err)
-		}
-	})
-	wait, stop := context.WithTimeout(ctx, time.Minute)
-	defer stop()
-	if _, err := a.WaitState(wait, agent.StateRunning); err != nil {
-		t.Fatal(err)
-	}
-	addr, err := a.HTTPAddr(wait)
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr := startAgentTOML(t, dir, toml, agent.Options{Stdout: io.Discard})
 	query := func(args ...string) string {
 		t.Helper()
 		code, out, errOut := runCLI(append([]string{"query", "-addr", addr}, args...)...)
@@ -109,7 +77,7 @@ state.dir = %q
 	if out := query("iqv2", `{"store":"word-counts","partitions":[0],"query":{"type":"RangeQuery"}}`); !strings.Contains(out, `"success": true`) {
 		t.Fatalf("iqv2:\n%s", out)
 	}
-	code, out, errOut := runCLI("validate", "-c", path, "--against", "http://"+addr)
+	code, out, errOut := runCLI("validate", "-c", filepath.Join(dir, "agent.toml"), "--against", "http://"+addr)
 	if code != 0 || !strings.Contains(out, "reload-compatible") {
 		t.Fatalf("validate --against: exit %d, out %q, err %q", code, out, errOut)
 	}
