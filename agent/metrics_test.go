@@ -196,6 +196,11 @@ func TestMetricsScrapedTwiceArePresentAndMoving(t *testing.T) {
 			t.Errorf("%s%v missing", s.name, s.labels)
 		}
 	}
+	// The count store's changelog is written too, but the metric counts sink topics only.
+	changelog := pipeline.ChangelogTopic(ra.a.cfg.ApplicationID, "counts")
+	if v, ok := second.value("stoatflow_producer_records_produced_total", "topic", changelog); ok {
+		t.Errorf("records produced counts the changelog %s: %v", changelog, v)
+	}
 	if v, _ := second.value("stoatflow_app_state", "state", StateRunning.String()); v != 1 {
 		t.Errorf("app state RUNNING = %v, want 1", v)
 	}

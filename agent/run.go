@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/agent/query"
@@ -277,6 +279,31 @@ func (a *Agent) connect(ctx context.Context, k *kafkaClients, b *pipeline.Stream
 	if k.producer, err = kafkaio.NewProducer(k.brokers, producerCfg); err != nil {
 		return fmt.Errorf("producer: %w", err)
 	}
-	k.producer.OnAck = func(topic string) { a.metrics.RecordsProduced.WithLabelValues(topic).Inc() }
+	k.producer.OnAck = a.countProduced(b)
 	return nil
+}
+
+// countProduced counts acknowledged records per sink topic, leaving changelogs out as the
+// metric's help says. It runs on the producer's one success goroutine, so its cache of
+// counters (one label lookup per topic, not per record) needs no lock.
+func (a *Agent) countProduced(b *pipeline.StreamsBuilder) func(topic string) {
+	changelogs := map[string]bool{}
+	for _, s := range b.Stores() {
+		if s.Logged {
+			changelogs[pipeline.ChangelogTopic(a.cfg.ApplicationID, s.Name)] = true
+		}
+	}
+	counters := map[string]prometheus.Counter{}
+	return func(topic string) {
+		c, seen := counters[topic]
+		if !seen {
+			if !changelogs[topic] {
+				c = a.metrics.RecordsProduced.WithLabelValues(topic)
+			}
+			counters[topic] = c
+		}
+		if c != nil {
+			c.Inc()
+		}
+	}
 }
