@@ -20,8 +20,12 @@ import (
 // The warm ones (num.standby.replicas) follow the changelogs into their own state, so
 // that a takeover replays only the tail.
 
-// followInterval is how often a warm standby reads the changelogs' new records.
-const followInterval = time.Second
+// standbyPace is how often a warm standby reads the changelogs' new records: every second
+// while that works, and after failures (a broker down) at doubling waits up to half a
+// minute, so an outage costs a warning per wait rather than one a second.
+var standbyPace = followPace{every: time.Second, max: 30 * time.Second}
+
+type followPace struct{ every, max time.Duration }
 
 // activeStrategy is the group strategy of this agent: it reports the agent's identity and
 // how far its state follows the changelogs at every join.
@@ -188,9 +192,9 @@ func (f *follower) stop() {
 	f.cancel, f.done = nil, nil
 }
 
-// followChangelogs reads, every followInterval, the changelog records committed since the
-// last round into db, in the formats the active wrote them (the restore path), and exports
-// how far each store partition was behind.
+// followChangelogs reads, at standbyPace, the changelog records committed since the last
+// round into db, in the formats the active wrote them (the restore path), and exports how
+// far each store partition was behind. One reader serves every round until one fails.
 func (l *loop) followChangelogs(ctx context.Context, db *state.DB) {
 	cfg, err := kafkaio.SaramaConfig(l.a.cfg, kafkaio.RoleConsumer)
 	if err != nil {
@@ -201,14 +205,53 @@ func (l *loop) followChangelogs(ctx context.Context, db *state.DB) {
 	// its last record; what follows it up to the end read (transaction markers, aborted
 	// records) need not be read again.
 	read := map[state.ChangelogPartition]followed{}
-	t := time.NewTicker(followInterval)
-	defer t.Stop()
-	for {
-		if err := l.followRound(ctx, db, cfg, read); err != nil && ctx.Err() == nil {
-			l.a.log.Warn("standby: following the changelogs failed; trying again", "err", err)
+	var tr *kafkaio.TopicReader
+	defer func() {
+		if tr != nil {
+			_ = tr.Close()
 		}
+	}()
+	l.a.paceFollowing(ctx, standbyPace, func(ctx context.Context) error {
+		if tr == nil {
+			if tr, err = kafkaio.NewTopicReader(l.k.brokers, cfg); err != nil {
+				return err
+			}
+		}
+		err := l.followRound(ctx, db, tr, read)
+		if err != nil {
+			// A fresh client next round: this one may hold connections to a broker that left.
+			_ = tr.Close()
+			tr = nil
+		}
+		return err
+	})
+}
+
+// paceFollowing runs round until ctx ends, pace.every apart while rounds succeed. A failed
+// round is logged with how many failed in a row and when the next comes, each wait twice
+// the last up to pace.max; the first round to succeed after failures is logged too.
+func (a *Agent) paceFollowing(ctx context.Context, pace followPace, round func(context.Context) error) {
+	wait, failures := pace.every, 0
+	for {
+		err := round(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			failures++
+			if failures > 1 {
+				wait = min(2*wait, pace.max)
+			}
+			a.log.Warn("standby: following the changelogs failed; trying again", "err", err,
+				"failures in a row", failures, "retry in", wait)
+		case failures > 0:
+			a.log.Info("standby: following the changelogs again", "after failures", failures)
+			wait, failures = pace.every, 0
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}
@@ -219,8 +262,8 @@ func (l *loop) followChangelogs(ctx context.Context, db *state.DB) {
 // that stood at from (the offset after its last record) when the round began.
 type followed struct{ from, to int64 }
 
-func (l *loop) followRound(ctx context.Context, db *state.DB, cfg *kafkaio.Config, read map[state.ChangelogPartition]followed) error {
-	reads, err := l.a.changelogReads(db, l.b, l.k, cfg, l.k.maxPartitions())
+func (l *loop) followRound(ctx context.Context, db *state.DB, tr *kafkaio.TopicReader, read map[state.ChangelogPartition]followed) error {
+	reads, err := l.a.changelogReads(ctx, db, l.b, tr, l.k.maxPartitions())
 	if err != nil {
 		return err
 	}
@@ -236,7 +279,7 @@ func (l *loop) followRound(ctx context.Context, db *state.DB, cfg *kafkaio.Confi
 		if r.from >= r.end {
 			continue
 		}
-		if _, _, err := l.a.replay(ctx, db, l.k, cfg, r, func(int, int64) {}); err != nil {
+		if _, _, err := l.a.replay(ctx, db, tr, r, func(int, int64) {}); err != nil {
 			errs = append(errs, fmt.Errorf("store %s partition %d from %s: %w", r.store, r.partition, r.topic, err))
 			continue
 		}

@@ -1,14 +1,17 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -394,5 +397,42 @@ func TestTakeoverReadsTheGlobalTablesFirst(t *testing.T) {
 	got := readAll(t, brokers, "out", 1)
 	if v := string(got[0].Value); v != "o1:p1=C" {
 		t.Fatalf("the new active joined o1 with %q, want o1:p1=C (the global table as its topic ends)", v)
+	}
+}
+
+// A standby whose broker is down retries at doubling waits and says so once per wait, and
+// says when following works again; the pace starts over after that.
+func TestStandbyFollowingBacksOffWhileFailing(t *testing.T) {
+	var logs bytes.Buffer
+	a := &Agent{log: slog.New(slog.NewTextHandler(&logs, nil))}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	outcomes := []bool{false, false, false, false, true, false, true}
+	rounds := 0
+	a.paceFollowing(ctx, followPace{every: time.Millisecond, max: 4 * time.Millisecond}, func(context.Context) error {
+		ok := outcomes[rounds]
+		rounds++
+		if rounds == len(outcomes) {
+			cancel()
+		}
+		if ok {
+			return nil
+		}
+		return errors.New("broker down")
+	})
+	if rounds != len(outcomes) {
+		t.Fatalf("%d rounds, want %d", rounds, len(outcomes))
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if _, rest, ok := strings.Cut(line, `"retry in"=`); ok {
+			got = append(got, "retry "+rest)
+		} else if strings.Contains(line, "following the changelogs again") {
+			got = append(got, "again")
+		}
+	}
+	want := []string{"retry 1ms", "retry 2ms", "retry 4ms", "retry 4ms", "again", "retry 1ms"}
+	if !slices.Equal(got, want) {
+		t.Errorf("log said %q, want %q:\n%s", got, want, logs.String())
 	}
 }

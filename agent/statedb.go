@@ -126,7 +126,12 @@ func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBu
 	if err != nil {
 		return err
 	}
-	reads, err := a.changelogReads(db, b, k, cfg, partitions)
+	tr, err := kafkaio.NewTopicReader(k.brokers, cfg)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	defer tr.Close()
+	reads, err := a.changelogReads(ctx, db, b, tr, partitions)
 	if err != nil {
 		return err
 	}
@@ -146,7 +151,7 @@ func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBu
 		a.restores.At(r.store, r.partition)
 		start := time.Now()
 		next := r.from
-		n, last, err := a.replay(ctx, db, k, cfg, r, func(batch int, lastOffset int64) {
+		n, last, err := a.replay(ctx, db, tr, r, func(batch int, lastOffset int64) {
 			a.restores.Advance(int64(batch), lastOffset+1-next)
 			// A batch restored is a step of the loop when it rebuilds the state.
 			a.progress.step(time.Now())
@@ -165,10 +170,10 @@ func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBu
 
 // replay reads r's changelog from r.from to its end into db, calling batch after each
 // batch it applied. It returns how many records it applied and the offset of the last.
-func (a *Agent) replay(ctx context.Context, db *state.DB, k *kafkaClients, cfg *kafkaio.Config, r changelogRead, batch func(n int, lastOffset int64)) (int, int64, error) {
+func (a *Agent) replay(ctx context.Context, db *state.DB, tr *kafkaio.TopicReader, r changelogRead, batch func(n int, lastOffset int64)) (int, int64, error) {
 	restored := a.metrics.RecordsRestored.WithLabelValues(r.store)
 	n := 0
-	last, err := kafkaio.ReadToEnd(ctx, k.brokers, cfg, r.topic, r.partition, r.from, func(msgs []pipeline.SourceRecord) error {
+	last, err := tr.ReadToEnd(ctx, r.topic, r.partition, r.from, func(msgs []pipeline.SourceRecord) error {
 		recs := make([]state.ChangelogRecord, len(msgs))
 		for i, m := range msgs {
 			recs[i] = state.ChangelogRecord{Store: r.store, Partition: r.partition, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp, Headers: m.Headers}
@@ -187,7 +192,7 @@ func (a *Agent) replay(ctx context.Context, db *state.DB, k *kafkaClients, cfg *
 
 // changelogReads finds, for every logged store partition, what of its changelog to replay.
 // A store partition ahead of its changelog is wiped and replayed whole.
-func (a *Agent) changelogReads(db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, cfg *kafkaio.Config, partitions int32) ([]changelogRead, error) {
+func (a *Agent) changelogReads(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, tr *kafkaio.TopicReader, partitions int32) ([]changelogRead, error) {
 	var reads []changelogRead
 	for _, spec := range b.Stores() {
 		if !spec.Logged {
@@ -199,7 +204,7 @@ func (a *Agent) changelogReads(db *state.DB, b *pipeline.StreamsBuilder, k *kafk
 		for p := range partitions {
 			tps[p] = pipeline.TopicPartition{Topic: topic, Partition: p}
 		}
-		ends, err := kafkaio.EndOffsets(k.brokers, cfg, tps)
+		ends, err := tr.EndOffsets(ctx, tps)
 		if err != nil {
 			return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
 		}

@@ -109,3 +109,14 @@ func (r *recorder) calls() (assigned, revoked [][]pipeline.TopicPartition) {
 	defer r.mu.Unlock()
 	return append([][]pipeline.TopicPartition(nil), r.assigned...), append([][]pipeline.TopicPartition(nil), r.revoked...)
 }
+
+// newTopicReader connects a topic reader that the test closes when it ends.
+func newTopicReader(t *testing.T, brokers []string, cfg *sarama.Config) *TopicReader {
+	t.Helper()
+	tr, err := NewTopicReader(brokers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
+}

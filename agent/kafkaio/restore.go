@@ -11,28 +11,39 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
+// A TopicReader reads partitions up to their end under read_committed isolation, whatever
+// its config says, through one client for all its reads: the agent restores and follows
+// every changelog partition, and a client each would connect and fetch metadata each time.
+type TopicReader struct{ client sarama.Client }
+
+// NewTopicReader connects a reader; Close releases it.
+func NewTopicReader(brokers []string, cfg *sarama.Config) (*TopicReader, error) {
+	client, err := readCommittedClient(brokers, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &TopicReader{client: client}, nil
+}
+
+// Close closes the reader's client.
+func (tr *TopicReader) Close() error { return tr.client.Close() }
+
 // ReadToEnd reads partition of topic from offset from (inclusive; 0 when from < 0) up to
-// the end it finds when it starts: the last stable offset, as it reads under
-// read_committed isolation whatever cfg says. It calls fn with the records of each fetch,
-// in offset order; transaction markers and the records of aborted transactions are never
-// delivered. It returns the offset of the last record fn accepted (from-1 if none), also
-// with an error. The agent restores state stores from changelog topics with it.
+// the end it finds when it starts: the last stable offset. It calls fn with the records of
+// each fetch, in offset order; transaction markers and the records of aborted transactions
+// are never delivered. It returns the offset of the last record fn accepted (from-1 if
+// none), also with an error. The agent restores state stores from changelog topics with it.
 //
 // If from is below the log start (records deleted by retention), reading starts at the
 // log start. Records fn receives are not reused: it may keep them.
-func ReadToEnd(ctx context.Context, brokers []string, cfg *sarama.Config, topic string, partition int32, from int64, fn func([]pipeline.SourceRecord) error) (last int64, err error) {
+func (tr *TopicReader) ReadToEnd(ctx context.Context, topic string, partition int32, from int64, fn func([]pipeline.SourceRecord) error) (last int64, err error) {
 	from = max(from, 0)
 	last = from - 1
 	where := fmt.Sprintf("read %s/%d to its end", topic, partition)
 	if fn == nil {
 		return last, fmt.Errorf("%s: nil record callback", where)
 	}
-	client, err := readCommittedClient(brokers, cfg)
-	if err != nil {
-		return last, fmt.Errorf("%s: %w", where, err)
-	}
-	defer client.Close()
-
+	client := tr.client
 	tp := pipeline.TopicPartition{Topic: topic, Partition: partition}
 	ends, err := listOffsets(ctx, client, []pipeline.TopicPartition{tp}, sarama.OffsetNewest)
 	if err != nil {
@@ -87,16 +98,11 @@ func ReadToEnd(ctx context.Context, brokers []string, cfg *sarama.Config, topic 
 // EndOffsets returns the end of each partition as a read_committed consumer sees it: the
 // last stable offset (the high-water mark when no transaction is open). ReadToEnd reads
 // up to it.
-func EndOffsets(brokers []string, cfg *sarama.Config, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+func (tr *TopicReader) EndOffsets(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
 	if len(tps) == 0 {
 		return map[pipeline.TopicPartition]int64{}, nil
 	}
-	client, err := readCommittedClient(brokers, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("end offsets: %w", err)
-	}
-	defer client.Close()
-	ends, err := listOffsets(context.Background(), client, tps, sarama.OffsetNewest)
+	ends, err := listOffsets(ctx, tr.client, tps, sarama.OffsetNewest)
 	if err != nil {
 		return nil, fmt.Errorf("end offsets: %w", err)
 	}
@@ -245,18 +251,23 @@ func retriable(err error) bool {
 }
 
 // GlobalFetcher reads each partition of a global table's topic (counts holds the partition
-// counts) with ReadToEnd, read committed, from the store's next offset, under the context
+// counts) to its end, read committed, from the store's next offset, under the context
 // withCtx gives; afterBatch, when set, runs after each batch.
 func GlobalFetcher(brokers []string, cfg *sarama.Config, counts map[string]int32,
 	withCtx func() (context.Context, context.CancelFunc), afterBatch func() error) pipeline.GlobalFetcher {
 	return func(topic string, next func(int32) (int64, error), apply func(pipeline.SourceRecord) error) error {
+		tr, err := NewTopicReader(brokers, cfg)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", topic, err)
+		}
+		defer tr.Close()
 		for p := range counts[topic] {
 			from, err := next(p)
 			if err != nil {
 				return err
 			}
 			ctx, cancel := withCtx()
-			_, err = ReadToEnd(ctx, brokers, cfg, topic, p, from, func(msgs []pipeline.SourceRecord) error {
+			_, err = tr.ReadToEnd(ctx, topic, p, from, func(msgs []pipeline.SourceRecord) error {
 				for _, m := range msgs {
 					if err := apply(m); err != nil {
 						return err

@@ -54,7 +54,7 @@ func TestReadToEndSkipsAbortedTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := pipeline.TopicPartition{Topic: "rc", Partition: 0}
-	ends, err := EndOffsets(e.Addrs(), testConfig(), []pipeline.TopicPartition{tp, {Topic: "rc", Partition: 1}})
+	ends, err := newTopicReader(t, e.Addrs(), testConfig()).EndOffsets(t.Context(), []pipeline.TopicPartition{tp, {Topic: "rc", Partition: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestReadToEndEmptyPartition(t *testing.T) {
 	e := startBroker(t)
 	createTopic(t, e, "empty", 1)
 	for _, from := range []int64{-1, 0, 4} {
-		last, err := ReadToEnd(t.Context(), e.Addrs(), testConfig(), "empty", 0, from, func([]pipeline.SourceRecord) error {
+		last, err := newTopicReader(t, e.Addrs(), testConfig()).ReadToEnd(t.Context(), "empty", 0, from, func([]pipeline.SourceRecord) error {
 			t.Fatal("fn called for an empty partition")
 			return nil
 		})
@@ -118,7 +118,7 @@ func TestReadToEndManyFetches(t *testing.T) {
 	cfg.Consumer.Fetch.Default = 1024
 	var got []pipeline.SourceRecord
 	calls := 0
-	last, err := ReadToEnd(t.Context(), e.Addrs(), cfg, "many", 0, 0, func(msgs []pipeline.SourceRecord) error {
+	last, err := newTopicReader(t, e.Addrs(), cfg).ReadToEnd(t.Context(), "many", 0, 0, func(msgs []pipeline.SourceRecord) error {
 		calls++
 		got = append(got, msgs...)
 		return nil
@@ -144,22 +144,22 @@ func TestReadToEndErrors(t *testing.T) {
 	createTopic(t, e, "fail", 1)
 	produceN(t, e, "fail", 0, 0, 3)
 	boom := errors.New("boom")
-	last, err := ReadToEnd(t.Context(), e.Addrs(), testConfig(), "fail", 0, 0, func([]pipeline.SourceRecord) error { return boom })
+	last, err := newTopicReader(t, e.Addrs(), testConfig()).ReadToEnd(t.Context(), "fail", 0, 0, func([]pipeline.SourceRecord) error { return boom })
 	if !errors.Is(err, boom) || last != -1 {
 		t.Errorf("ReadToEnd with a failing fn = %d, %v; want -1 and the fn's error", last, err)
 	}
-	if _, err := ReadToEnd(t.Context(), e.Addrs(), testConfig(), "absent", 0, 0, func([]pipeline.SourceRecord) error { return nil }); err == nil {
+	if _, err := newTopicReader(t, e.Addrs(), testConfig()).ReadToEnd(t.Context(), "absent", 0, 0, func([]pipeline.SourceRecord) error { return nil }); err == nil {
 		t.Error("ReadToEnd of a missing topic: want an error")
 	}
-	if _, err := ReadToEnd(t.Context(), e.Addrs(), testConfig(), "fail", 0, 0, nil); err == nil {
+	if _, err := newTopicReader(t, e.Addrs(), testConfig()).ReadToEnd(t.Context(), "fail", 0, 0, nil); err == nil {
 		t.Error("ReadToEnd with a nil fn: want an error")
 	}
 	old := testConfig()
 	old.Version = sarama.V0_10_2_0
-	if _, err := EndOffsets(e.Addrs(), old, []pipeline.TopicPartition{{Topic: "fail", Partition: 0}}); err == nil {
-		t.Error("EndOffsets before Kafka 0.11: want an error")
+	if _, err := NewTopicReader(e.Addrs(), old); err == nil {
+		t.Error("a topic reader before Kafka 0.11: want an error")
 	}
-	if _, err := EndOffsets(e.Addrs(), testConfig(), []pipeline.TopicPartition{{Topic: "absent", Partition: 0}}); err == nil {
+	if _, err := newTopicReader(t, e.Addrs(), testConfig()).EndOffsets(t.Context(), []pipeline.TopicPartition{{Topic: "absent", Partition: 0}}); err == nil {
 		t.Error("EndOffsets of a missing topic: want an error")
 	}
 }

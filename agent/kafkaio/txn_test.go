@@ -48,7 +48,7 @@ func sendValues(t *testing.T, prod *Producer, topic string, p int32, values ...s
 // readValues returns the values ReadToEnd delivers from partition p of topic.
 func readValues(t *testing.T, e *Embedded, topic string, p int32, from int64) (values []string, last int64) {
 	t.Helper()
-	last, err := ReadToEnd(t.Context(), e.Addrs(), testConfig(), topic, p, from, func(msgs []pipeline.SourceRecord) error {
+	last, err := newTopicReader(t, e.Addrs(), testConfig()).ReadToEnd(t.Context(), topic, p, from, func(msgs []pipeline.SourceRecord) error {
 		for _, m := range msgs {
 			values = append(values, fmt.Sprintf("%d:%s", m.Offset, m.Value))
 		}
