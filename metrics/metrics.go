@@ -196,7 +196,7 @@ func New() *Metrics {
 	m.StandbyLag = m.gaugeVec("standby", "lag_records",
 		"While this agent is a warm standby: changelog records (offsets) its local state was "+
 			"behind at the start of its last follow round, which reads them; rounds run every "+
-			"second. By store and changelog partition.", "store", "partition")
+			"second (while they fail, at doubling waits up to 30 s). By store and changelog partition.", "store", "partition")
 	for _, role := range []string{RoleActive, RoleStandby} {
 		m.GroupRole.WithLabelValues(role)
 	}
