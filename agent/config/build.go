@@ -84,6 +84,9 @@ func (b *builder) apply(e entry) {
 		b.report(Problem{Kind: KindIgnored, Key: canon, Message: "ignored: " + k.Reason, Line: e.line})
 		return
 	}
+	if k.Deprecated != "" {
+		b.report(Problem{Kind: KindDeprecated, Key: canon, Message: "deprecated " + k.Deprecated, Line: e.line})
+	}
 	if k.Path {
 		v = b.resolvePaths(v)
 	}

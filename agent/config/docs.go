@@ -98,7 +98,9 @@ Rules:
 - Every problem of a file is reported at once, one line each, as ` + "`file:line: key: message`" + `.
   An unknown key names the closest known key. A Kafka key StoatFlow knows but does not
   implement is an error ` + "`not supported yet`" + `; keys that only matter to a group of several
-  Kafka Streams instances are accepted and ignored with one notice each.
+  Kafka Streams instances are accepted and ignored with one notice each. A key under a name
+  Kafka deprecated works, with a warning naming the key to use (` + "`stoatflow validate`" + ` and
+  the running agent say it).
 
 `)
 	b.WriteString("## [agent]\n\n")

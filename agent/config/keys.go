@@ -141,6 +141,9 @@ type Key struct {
 	MaxReason   string
 	Disposition Disposition
 	Reason      string
+	// Deprecated, when not empty, says since when the key's name is deprecated and which key
+	// replaces it; setting the key is a notice (KindDeprecated).
+	Deprecated string
 	// Client is non-zero for Kafka client properties: the clients the key applies
 	// to. Client keys may also be written with a consumer., producer. or admin.
 	// prefix, which wins over the unprefixed key, as in Kafka Streams.
@@ -315,7 +318,8 @@ var (
 		Doc: "What a record that cannot be deserialized does: LogAndFail stops the agent, LogAndContinue logs, counts and skips it."})
 	defaultDeserializationHandler = declare[string](&streamsKeys, Key{Name: "default.deserialization.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: handlerAliases,
-		Doc: "Deprecated name (since Kafka 4.0) of deserialization.exception.handler, used when that key is not set."})
+		Deprecated: "since Kafka 4.0; use deserialization.exception.handler",
+		Doc:        "Deprecated name (since Kafka 4.0) of deserialization.exception.handler, used when that key is not set."})
 	processingHandler = declare[string](&streamsKeys, Key{Name: "processing.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: processingAliases,
 		Doc: "What a processing error (a failing Lua callback) does: LogAndFail stops the agent, LogAndContinue logs, counts and skips the record (KIP-1033)."})
@@ -324,7 +328,8 @@ var (
 		Doc: "What an output record refused for good does: LogAndFail (Kafka's DefaultProductionExceptionHandler) stops the agent, LogAndContinue logs, counts and skips it. Under exactly_once_v2 LogAndContinue skips only records refused before they are sent (larger than max.request.size): a record the broker refuses has made the transaction abortable, so the agent stops. Retriable errors are retried."})
 	defaultProductionHandler = declare[string](&streamsKeys, Key{Name: "default.production.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: productionFail,
-		Doc: "Deprecated name (since Kafka 4.0) of production.exception.handler."})
+		Deprecated: "since Kafka 4.0; use production.exception.handler",
+		Doc:        "Deprecated name (since Kafka 4.0) of production.exception.handler."})
 	deadLetterQueueTopic = declare[string](&streamsKeys, Key{Name: "errors.dead.letter.queue.topic.name", Type: TypeString,
 		Doc: "KIP-1034: topic that receives every record the deserialization or processing handler skips or fails on, and the consumed record behind each output the production handler skips, with its original key and value bytes, its headers and then the __streams.errors.* headers (Kafka 4.2's format; message and stacktrace cut to 8192 bytes each); empty means none. A dead letter larger than producer.max.request.size is dropped and counted (reason dead-letter). Created by the agent with the embedded broker only."})
 
@@ -357,7 +362,8 @@ var (
 	cacheMaxBytes = declare[int64](&streamsKeys, Key{Name: "statestore.cache.max.bytes", Type: TypeLong, Default: "10485760",
 		Doc: "Size of the record cache in front of the DSL's materialized stores: between commits a key's updates collapse into one forwarded update (0 forwards every update)."})
 	cacheMaxBytesBuffering = declare[int64](&streamsKeys, Key{Name: "cache.max.bytes.buffering", Type: TypeLong, Default: "10485760",
-		Doc: "Deprecated name of statestore.cache.max.bytes (used when that key is not set)."})
+		Deprecated: "since Kafka 3.4; use statestore.cache.max.bytes",
+		Doc:        "Deprecated name of statestore.cache.max.bytes (used when that key is not set)."})
 	_ = streamsKeys.add(Key{Name: "default.dsl.store", Type: TypeString, Default: "rocksDB", Disposition: Ignored,
 		Reason: reasonLevelDB, Doc: "Store type of DSL operators (deprecated)."})
 	_ = streamsKeys.add(Key{Name: "dsl.store.suppliers.class", Type: TypeString, Disposition: Ignored,

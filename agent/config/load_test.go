@@ -225,6 +225,37 @@ func TestIgnoredKeyIsNotice(t *testing.T) {
 	}
 }
 
+// A key set under a name Kafka deprecated still works and is a notice naming the key to use,
+// which the running agent logs as a warning; every key documented as deprecated says so.
+func TestDeprecatedKeysAreNotices(t *testing.T) {
+	cfg := mustParse(t, "", "cache.max.bytes.buffering = 0\ndefault.deserialization.exception.handler = \"LogAndContinue\"\ndefault.production.exception.handler = \"LogAndContinue\"")
+	var got []string
+	for _, n := range cfg.Notices {
+		if n.Kind != KindDeprecated {
+			t.Errorf("notice %+v is not of the kind deprecated", n)
+		}
+		got = append(got, n.Format("agent.toml"))
+	}
+	want := []string{
+		"agent.toml:7: streams.cache.max.bytes.buffering: deprecated since Kafka 3.4; use statestore.cache.max.bytes",
+		"agent.toml:8: streams.default.deserialization.exception.handler: deprecated since Kafka 4.0; use deserialization.exception.handler",
+		"agent.toml:9: streams.default.production.exception.handler: deprecated since Kafka 4.0; use production.exception.handler",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("notices:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if cfg.CacheMaxBytes != 0 || !cfg.ContinueOnDeserializationError() || !cfg.ContinueOnProductionError() {
+		t.Errorf("the deprecated keys' values were not used: cache %d", cfg.CacheMaxBytes)
+	}
+	for _, table := range tables {
+		for _, k := range table.keys {
+			if strings.HasPrefix(k.Doc, "Deprecated") && k.Disposition == Normal && k.Deprecated == "" {
+				t.Errorf("%s is documented as deprecated but setting it gives no notice", k.FullName())
+			}
+		}
+	}
+}
+
 // Kafka Streams 4.4 forces bootstrap.resolve.timeout.ms to 0 for all its clients and
 // warns about a positive value (KAFKA-20939); 0 is accepted silently, under every prefix.
 func TestBootstrapResolveTimeoutForcedToZero(t *testing.T) {

@@ -31,6 +31,9 @@ const (
 	// KindOverridden: a value that is accepted and replaced by the one Kafka Streams forces;
 	// a notice, which the running agent logs as a warning, as Kafka Streams does.
 	KindOverridden
+	// KindDeprecated: a key that is accepted under a name Kafka deprecated; a notice, which
+	// the running agent logs as a warning naming the key to use, as Kafka Streams does.
+	KindDeprecated
 )
 
 func (k Kind) String() string {
@@ -55,12 +58,14 @@ func (k Kind) String() string {
 		return "ignored"
 	case KindOverridden:
 		return "overridden"
+	case KindDeprecated:
+		return "deprecated"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
 // Notice reports whether problems of this kind leave the config usable.
-func (k Kind) Notice() bool { return k == KindIgnored || k == KindOverridden }
+func (k Kind) Notice() bool { return k == KindIgnored || k == KindOverridden || k == KindDeprecated }
 
 // Problem is one finding about a config file: an error, or a notice (a key
 // that is accepted but ignored).

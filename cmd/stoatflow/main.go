@@ -397,10 +397,10 @@ func usageCode(err error) int {
 }
 
 // logNotices logs the config's notices: an ignored key as info, a value Kafka Streams
-// overrides as a warning, as Kafka Streams logs them.
+// overrides and a deprecated key as warnings, as Kafka Streams logs them.
 func logNotices(logger *slog.Logger, cfg *config.Config) {
 	for _, n := range cfg.Notices {
-		if n.Kind == config.KindOverridden {
+		if n.Kind == config.KindOverridden || n.Kind == config.KindDeprecated {
 			logger.Warn(n.Format(cfg.Path))
 		} else {
 			logger.Info(n.Format(cfg.Path))

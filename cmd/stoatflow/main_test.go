@@ -247,14 +247,14 @@ func TestUnitReloadChecksTheRunningAgent(t *testing.T) {
 	}
 }
 
-// A value Kafka Streams overrides (bootstrap.resolve.timeout.ms > 0) is a warning in the
-// running agent's log, an ignored key an info line.
-func TestRunLogsOverriddenValuesAsWarnings(t *testing.T) {
+// A value Kafka Streams overrides (bootstrap.resolve.timeout.ms > 0) and a deprecated key
+// are warnings in the running agent's log, an ignored key an info line.
+func TestRunLogsOverriddenValuesAndDeprecatedKeysAsWarnings(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "p.lua"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse([]byte("[agent]\nscripts = [\"p.lua\"]\n[streams]\napplication.id = \"a\"\nbootstrap.servers = \"embedded\"\nbootstrap.resolve.timeout.ms = 5000\nmax.warmup.replicas = 1\n"), dir, "agent.toml")
+	cfg, err := config.Parse([]byte("[agent]\nscripts = [\"p.lua\"]\n[streams]\napplication.id = \"a\"\nbootstrap.servers = \"embedded\"\nbootstrap.resolve.timeout.ms = 5000\nmax.warmup.replicas = 1\ncache.max.bytes.buffering = 0\n"), dir, "agent.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,13 +262,13 @@ func TestRunLogsOverriddenValuesAsWarnings(t *testing.T) {
 	logNotices(slog.New(slog.NewTextHandler(&out, nil)), cfg)
 	levels := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		for _, key := range []string{"bootstrap.resolve.timeout.ms", "max.warmup.replicas"} {
+		for _, key := range []string{"bootstrap.resolve.timeout.ms", "max.warmup.replicas", "cache.max.bytes.buffering"} {
 			if strings.Contains(line, key) {
 				levels[key] = strings.Fields(line)[1]
 			}
 		}
 	}
-	if levels["bootstrap.resolve.timeout.ms"] != "level=WARN" || levels["max.warmup.replicas"] != "level=INFO" {
-		t.Fatalf("log:\n%s\nwant a warning for bootstrap.resolve.timeout.ms and an info line for max.warmup.replicas", out.String())
+	if levels["bootstrap.resolve.timeout.ms"] != "level=WARN" || levels["cache.max.bytes.buffering"] != "level=WARN" || levels["max.warmup.replicas"] != "level=INFO" {
+		t.Fatalf("log:\n%s\nwant warnings for bootstrap.resolve.timeout.ms and cache.max.bytes.buffering and an info line for max.warmup.replicas", out.String())
 	}
 }
