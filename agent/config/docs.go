@@ -220,8 +220,9 @@ func Usage() string {
 			}
 		}
 	}
-	section("[agent]", agentKeys.keys)
+	section("[agent]", append(agentKeys.keys[:len(agentKeys.keys):len(agentKeys.keys)], registryAgentKeys.keys...))
 	section("[streams]", streamsKeys.keys)
+	section("[streams] Schema Registry serdes (avro, protobuf, json-schema)", registryKeys.keys)
 	section("[streams] client properties (also with a consumer., producer. or admin. prefix)", clientKeys.keys)
 	w.Flush()
 	b.WriteString("Full reference: docs/config.md\n")

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -51,5 +52,18 @@ func TestUsage(t *testing.T) {
 	}
 	if strings.Contains(u, "max.warmup.replicas") {
 		t.Error("usage lists an ignored key")
+	}
+}
+
+// --help's key list has every key a file may set, in its section.
+func TestUsageListsEveryKey(t *testing.T) {
+	usage := Usage()
+	for _, k := range Keys() {
+		if k.Disposition != Normal {
+			continue
+		}
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(k.Name) + ` `).MatchString(usage) {
+			t.Errorf("%s is missing from Usage()", k.FullName())
+		}
 	}
 }
