@@ -237,7 +237,7 @@ func (l *loop) run(ctx context.Context) error {
 			if !l.everRunning {
 				l.everRunning = true
 				l.a.notifySystemd(sdReady)
-				l.a.logRunning(l.b)
+				l.a.logRunning(l.b, l.k.subscription)
 			}
 		case err := <-errs:
 			progress.step(time.Now())

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
@@ -19,6 +20,9 @@ return b`
 	ra := startAgent(t, testConfig(t, brokers, script, `metadata.max.age.ms = 100`))
 	defer func() { _ = ra.stop(t) }()
 	readUntil(t, brokers, "out", hasValue("in-a:a1"))
+	if logs := ra.waitLog(t, "StoatFlow is running"); !strings.Contains(logs, "sources=[in-a]") {
+		t.Errorf("the running line does not name the topic the pattern matched:\n%s", logs)
+	}
 
 	if err := kafkaio.EnsureTopics(brokers, saramaTestConfig(), map[string]kafkaio.TopicSpec{"in-b": {Partitions: 1, ReplicationFactor: -1}}); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -182,11 +183,14 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	return a.state.Transition(StateNotRunning)
 }
 
-// logRunning says the application is up, once it first reaches RUNNING.
-func (a *Agent) logRunning(b *pipeline.StreamsBuilder) {
+// logRunning says the application is up, once it first reaches RUNNING. Its sources are the
+// named source topics and those subscribed to, which holds the ones patterns matched.
+func (a *Agent) logRunning(b *pipeline.StreamsBuilder, subscribed []string) {
+	sources := slices.Concat(b.SourceTopics(), subscribed)
+	slices.Sort(sources)
 	a.log.Info("StoatFlow is running",
 		"application.id", a.cfg.ApplicationID,
-		"sources", b.SourceTopics(),
+		"sources", slices.Compact(sources),
 		"sinks", b.SinkTopics(),
 		"metrics", "http://"+a.http.Addr()+"/metrics",
 		"next", "edit the scripts and reload (SIGHUP or POST /-/reload); the README lists what to read next")
