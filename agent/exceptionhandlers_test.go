@@ -394,14 +394,36 @@ return b`,
 	exception: ExceptionProduction, message: "max.request.size", config: "producer.max.request.size = 10000\n",
 }
 
+// productionViaForwardCase is productionCase with the output forwarded by a Lua processor:
+// the refused send comes back through the script's ctx:forward and is still the production
+// handler's, not the processing handler's.
+var productionViaForwardCase = handlerCase{
+	name: "production too large through ctx:forward",
+	script: `local s = require("stoat")
+local b = s.builder()
+b:stream("in"):process(function()
+  return {process = function(ctx, k, v)
+    if v == "big" then v = string.rep("x", 20000) end
+    ctx:forward(k, v)
+  end}
+end):to("out")
+return b`,
+	bad: []byte("big"), handler: "production.exception.handler", reason: metrics.DropProduction,
+	exception: ExceptionProduction, message: "max.request.size", config: "producer.max.request.size = 10000\n",
+}
+
 // LogAndContinue skips an output refused for good (here: over max.request.size, refused
 // before it is sent, so under exactly-once the transaction goes on), counts it, and writes
 // the consumed record that produced it to the dead-letter topic; every other record arrives
-// once and the agent keeps running.
+// once and the agent keeps running. The processing handler stays LogAndFail: a refused send
+// is not a processing error, even when a script's ctx:forward made it.
 func TestProductionHandlerContinue(t *testing.T) {
-	for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
-		t.Run(guarantee, func(t *testing.T) {
-			tc := productionCase
+	for _, run := range []struct {
+		guarantee string
+		tc        handlerCase
+	}{{"at_least_once", productionCase}, {"exactly_once_v2", productionCase}, {"exactly_once_v2", productionViaForwardCase}} {
+		t.Run(run.guarantee+"/"+run.tc.name, func(t *testing.T) {
+			guarantee, tc := run.guarantee, run.tc
 			const n, bad = 10, 4
 			brokers := testBroker(t, 1, "in", "out", "dlq")
 			cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = %q\n%sproduction.exception.handler = \"LogAndContinue\"\nerrors.dead.letter.queue.topic.name = \"dlq\"\n", guarantee, tc.config))

@@ -328,8 +328,11 @@ func (rt *Runtime) serdesOpt(L *lua.LState, t *lua.LTable) pipeline.Serdes {
 	return pipeline.Serdes{Key: rt.serdeOpt(L, t, "keySerde"), Value: rt.serdeOpt(L, t, "valueSerde")}
 }
 
+// raise raises err in Lua as its message, and keeps err so that the ScriptError the call
+// ends with unwraps to it.
 func (rt *Runtime) raise(L *lua.LState, err error) {
 	if err != nil {
+		rt.raised = err
 		L.RaiseError("%v", err)
 	}
 }

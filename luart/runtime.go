@@ -65,6 +65,8 @@ type Runtime struct {
 	arrayMT *lua.LTable
 	rctx    *recordContext
 	clock   func() int64
+	// raised is the last Go error raise put into Lua during the current call (see pcall).
+	raised error
 	// luaTime is the time spent in Lua calls so far (nested calls count once).
 	luaTime time.Duration
 	nodes   nodeTimes
@@ -263,9 +265,16 @@ type ScriptError struct {
 	Timeout  bool   // stopped by the time budget (agent.lua.call.timeout)
 	Memory   bool   // stopped by the memory budget (agent.lua.memory.max.bytes)
 	Location string // file:line, when known
+	// cause is the Go error a function of the runtime raised into Lua (a failed send, a
+	// store's error, a downstream node's error) when that is what ended the call, so that
+	// errors.Is and errors.As see it through the script: a fenced producer or a record too
+	// large stays what it is instead of becoming a processing error.
+	cause error
 }
 
 func (e *ScriptError) Error() string { return e.Message }
+
+func (e *ScriptError) Unwrap() error { return e.cause }
 
 // maxErrorText bounds the message of a ScriptError: a script can raise a string of any size,
 // and the message goes into logs, metrics and dead-letter headers.
@@ -278,7 +287,11 @@ func (rt *Runtime) pcall(nargs, nret int) error {
 	outermost := rt.budget.depth == 1
 	start := time.Now()
 	outer := rt.nodes.enter()
+	enclosing := rt.raised
+	rt.raised = nil
 	err := rt.L.PCall(nargs, nret, nil)
+	raised := rt.raised
+	rt.raised = enclosing
 	took := time.Since(start)
 	rt.nodes.leave(outer, took)
 	if outermost {
@@ -288,19 +301,24 @@ func (rt *Runtime) pcall(nargs, nret int) error {
 	if err == nil {
 		return nil
 	}
-	se := rt.scriptError(err, stopped)
+	se := rt.scriptError(err, stopped, raised)
 	if rt.opts.OnError != nil {
 		rt.opts.OnError(rt.scriptOf(se.Location))
 	}
 	return se
 }
 
-// scriptError turns what a protected call returned into a ScriptError.
-func (rt *Runtime) scriptError(err error, stopped *BudgetError) *ScriptError {
+// scriptError turns what a protected call returned into a ScriptError. raised is the last Go
+// error the call raised into Lua: the error's cause when the error the call ended with is
+// that one still (not one the script raised after catching it with pcall).
+func (rt *Runtime) scriptError(err error, stopped *BudgetError, raised error) *ScriptError {
 	se := &ScriptError{Message: err.Error()}
 	var apiErr *lua.ApiError
 	if errors.As(err, &apiErr) && apiErr.Object != nil {
 		se.Message = rt.errorValueText(apiErr.Object, apiErr.StackTrace)
+	}
+	if raised != nil && stopped == nil && strings.HasSuffix(se.Message, raised.Error()) {
+		se.cause = raised
 	}
 	se.Location = location(se.Message)
 	if stopped != nil {

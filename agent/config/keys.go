@@ -322,7 +322,7 @@ var (
 		Doc:        "Deprecated name (since Kafka 4.0) of deserialization.exception.handler, used when that key is not set."})
 	processingHandler = declare[string](&streamsKeys, Key{Name: "processing.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: processingAliases,
-		Doc: "What a processing error (a failing Lua callback) does: LogAndFail stops the agent, LogAndContinue logs, counts and skips the record (KIP-1033)."})
+		Doc: "What a processing error (a failing Lua callback) does: LogAndFail stops the agent, LogAndContinue logs, counts and skips the record (KIP-1033). An error the callback got from the agent (a send refused below ctx:forward, a store's error) keeps its own kind: a refused send is the production handler's, a fenced producer or damaged state is never skipped."})
 	productionHandler = declare[string](&streamsKeys, Key{Name: "production.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: productionFail,
 		Doc: "What an output record refused for good does: LogAndFail (Kafka's DefaultProductionExceptionHandler) stops the agent, LogAndContinue logs, counts and skips it. Under exactly_once_v2 LogAndContinue skips only records refused before they are sent (larger than max.request.size): a record the broker refuses has made the transaction abortable, so the agent stops. Retriable errors are retried."})
