@@ -66,7 +66,7 @@ func TestStoreKindsChangelogBytesAndRestore(t *testing.T) {
 	produce(t, brokers, "in", 0, n, []sarama.RecordHeader{{Key: []byte("h"), Value: []byte("x")}}, 0)
 	readAll(t, brokers, "out", n)
 
-	// Kafka Streams' changelog formats (reference §3.3-3.5, §3.7): window keys
+	// Kafka Streams' changelog formats (ChangeLoggingTimestampedKeyValueBytesStore, WindowKeySchema, SessionKeySchema, KIP-1271's headers-aware values): window keys
 	// [key][start][seqnum], session keys [key][end][start], raw values, the value's
 	// timestamp as record timestamp; headers-aware stores send their headers.
 	const t0 = int64(1_700_000_000_000)

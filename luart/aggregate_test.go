@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Kafka Streams' own describe() strings (reference §4.1), now through the Lua DSL.
+// Kafka Streams' own describe() strings (TopologyTest.java), now through the Lua DSL.
 func TestDescribeGoldensThroughDSL(t *testing.T) {
 	cases := []struct{ name, script, want string }{
 		{"(a) groupByKey count", `b:stream("input-topic"):groupByKey():count()`, `Topologies:
@@ -218,8 +218,9 @@ return b`)
 	}
 }
 
-// Reference §2.8: inner joins drop null keys and values and records without a table value;
-// left joins keep them with a nil table value; joiners are chosen by arity.
+// Kafka's KStreamKTableJoinProcessor: inner joins drop null keys and values and records
+// without a table value; left joins keep them with a nil table value; joiners are chosen by
+// arity.
 func TestStreamTableJoins(t *testing.T) {
 	d := storeDriver(t, prelude+`
 local users = b:table("users")

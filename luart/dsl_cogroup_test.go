@@ -107,7 +107,7 @@ local function init() return "" end
 }
 
 // Each input folds with its own aggregator into the one shared aggregate; the result carries
-// max(record ts, aggregate ts) (reference §2.1); null values are dropped; a re-keyed input
+// max(record ts, aggregate ts) (Kafka's KStreamAggregate); null values are dropped; a re-keyed input
 // goes through its repartition first.
 func TestCogroupAggregatesInputsIntoOneTable(t *testing.T) {
 	d := storeDriver(t, prelude+`

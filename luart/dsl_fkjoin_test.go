@@ -7,7 +7,7 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
-// Reference §2.7 (KIP-213): an inner and a left foreign-key join of orders (value
+// Kafka's foreign-key join (KIP-213, kstream/internals/foreignkeyjoin): an inner and a left foreign-key join of orders (value
 // "customer/item") with customers, the left one extracting with the key (KIP-1104). A
 // customer update re-joins each of its orders; an order changing customer leaves the old
 // one; an order without a customer is dropped by the inner join and joined with nil by the

@@ -7,7 +7,8 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
-// Reference §2.9: the KIP-1340 vector, the 4.1+ null rules and the joiner arities.
+// Kafka's KStreamGlobalKTableJoin (through KStreamKTableJoinProcessor): the KIP-1340 vector,
+// the 4.1+ null rules (KAFKA-19208) and the joiner arities.
 func TestGlobalTableJoins(t *testing.T) {
 	rt, b, err := load(t, prelude+`
 local products = b:globalTable("products")

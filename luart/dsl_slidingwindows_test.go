@@ -212,7 +212,7 @@ func TestSlidingNoGrace(t *testing.T) {
 		"A@106/156 0+3+5+6 @113", "A@107/157 0+5+6 @113", "A@111/161 0+5 @113"))
 }
 
-// Derived from §2.3: with d = 10 and no grace, after stream time 100 (close time 100) a
+// Derived from Kafka's KStreamSlidingWindowAggregate rules: with d = 10 and no grace, after stream time 100 (close time 100) a
 // record at 89 (89 + 10 < 100) is dropped whole (step 3). One at 90 passes step 3: it is
 // added to the window [90, 100] of the record at 100, its own left window [80, 90] ends
 // before the close time and is dropped, and its right window [91, 101] is created holding

@@ -23,7 +23,7 @@ func runTableJoinTests(t *testing.T, script, tests string) {
 	}
 }
 
-// Reference §2.7: inner, left (with the mirrored right side) and outer joins, with updates
+// Kafka's KTableKTableInnerJoin, KTableKTableLeftJoin and KTableKTableOuterJoin: inner, left (with the mirrored right side) and outer joins, with updates
 // and deletes on either side, result timestamp max(thisTs, otherTs) (this side's alone when
 // the other is absent), and a deleted row whose partner exists giving a tombstone.
 func TestTableTableJoinKinds(t *testing.T) {

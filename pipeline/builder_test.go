@@ -154,7 +154,7 @@ func TestSinkUsesMurmur2ForKeyedRecords(t *testing.T) {
 	s, _ := b.Stream([]string{"in"}, Consumed{})
 	_ = s.To("out", Produced{})
 	d, _ := NewDriver(b, DriverOptions{Partitions: map[string]int32{"out": 3}})
-	// Kafka's partitions for String keys over 3 partitions (reference §3.1).
+	// Kafka's partitions for String keys over 3 partitions (comments of Kafka's KTableKTableForeignKeyInnerJoinMultiIntegrationTest).
 	want := map[string]int32{"0": 2, "1": 0, "4": 1}
 	for k := range want {
 		_ = d.Pipe("in", []byte(k), []byte("v"), 1, nil)

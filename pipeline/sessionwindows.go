@@ -162,7 +162,7 @@ func (t *SessionWindowedKStream) aggregate(prefix string, m Materialized, name s
 	return table, nil
 }
 
-// sessionAggregate is KStreamSessionWindowAggregate (reference §2.4): a record merges with
+// sessionAggregate is Kafka's KStreamSessionWindowAggregate: a record merges with
 // every session of its key at most gap away, the merged-away sessions are removed (and
 // tombstoned downstream), and results carry the session end as timestamp.
 type sessionAggregate struct {

@@ -26,7 +26,7 @@ func TestSessionWindowsValidate(t *testing.T) {
 	}
 }
 
-// Reference §3.5: [key][8-byte BE end][8-byte BE start].
+// Kafka's SessionKeySchema: [key][8-byte BE end][8-byte BE start].
 func TestSessionWindowedSerdeBytes(t *testing.T) {
 	s := SessionWindowedSerde{Inner: bytesSerde{}}
 	want := []byte{'k', 0, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0, 0, 0, 0, 0, 3}

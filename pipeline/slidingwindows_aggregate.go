@@ -1,7 +1,6 @@
 package pipeline
 
-// slidingAggregate is KStreamSlidingWindowAggregate (reverse-iteration path, reference
-// §2.3): a record updates every existing window it falls in, creates its own left window
+// slidingAggregate is Kafka's KStreamSlidingWindowAggregate (its reverse-iteration path): a record updates every existing window it falls in, creates its own left window
 // [ts − d, ts] and the right windows that become non-empty, and leaves alone the windows
 // closed on the operator's stream time.
 type slidingAggregate struct {
