@@ -1,8 +1,9 @@
 package pipeline
 
-// slidingAggregate is Kafka's KStreamSlidingWindowAggregate (its reverse-iteration path): a record updates every existing window it falls in, creates its own left window
-// [ts − d, ts] and the right windows that become non-empty, and leaves alone the windows
-// closed on the operator's stream time.
+// slidingAggregate is Kafka's KStreamSlidingWindowAggregate (its reverse-iteration path): a
+// record updates every existing window it falls in, creates its own left window [ts − d, ts]
+// and the right windows that become non-empty, and leaves alone the windows closed on the
+// operator's stream time.
 type slidingAggregate struct {
 	ctx       *Context
 	store     string
