@@ -171,6 +171,15 @@ func (c *Context) onWatermark(fn func(wm int64) error) { c.topology.onWatermark(
 // tasks; 0 when the topology was given none.
 func (c *Context) maxSourcePartitions() int32 { return c.topology.maxSourcePartitions }
 
+// internalTopic is an internal topic's name as Kafka Streams decorates it:
+// <application.id>-<name>.
+func (c *Context) internalTopic(name string) string { return c.topology.appID + "-" + name }
+
+// repartitionPartitions is the partition count of a repartition topic, 0 when unknown.
+func (c *Context) repartitionPartitions(topic string) int32 {
+	return c.topology.repartitionPartitions[topic]
+}
+
 // forEachSeenTask runs fn for every task partition that has seen a record since start.
 func (c *Context) forEachSeenTask(fn func(partition int32) error) error {
 	for partition := range c.topology.streamTime {

@@ -159,15 +159,12 @@ type fkJoinSpec struct {
 	partitioner, otherPartitioner StreamPartitioner
 }
 
-// topic is an internal topic's name as Kafka Streams decorates it: <application.id>-<name>.
-func (s *fkJoinSpec) topic(ctx *Context, name string) string { return ctx.topology.appID + "-" + name }
-
 // partition is where a key goes in one of the join's topics: the partitioner's single
 // choice (FK joins need a singleton, as Kafka Streams says), else murmur2 of the key
 // serialised for the topic.
 func (s *fkJoinSpec) partition(ctx *Context, topicName string, partitioner StreamPartitioner, keys Serde, rec Record, key any) (int32, error) {
 	n := partitionsOf(ctx)
-	topic := s.topic(ctx, topicName)
+	topic := ctx.internalTopic(topicName)
 	if partitioner != nil {
 		r := rec
 		r.Key, r.Value = key, nil
@@ -195,7 +192,7 @@ func (s *fkJoinSpec) partition(ctx *Context, topicName string, partitioner Strea
 // subscriptionKeyOf is CombinedKeySchema#toBytes: the foreign key and the primary key
 // serialised under their pseudo-topics.
 func (s *fkJoinSpec) subscriptionKeyOf(ctx *Context, fkBytes []byte, pk any) ([]byte, error) {
-	pb, err := s.thisKeys.Serialize(s.topic(ctx, s.registration)+"-pk", nil, pk)
+	pb, err := s.thisKeys.Serialize(ctx.internalTopic(s.registration)+"-pk", nil, pk)
 	if err != nil {
 		return nil, fmt.Errorf("primary key: %w", err)
 	}
@@ -204,7 +201,7 @@ func (s *fkJoinSpec) subscriptionKeyOf(ctx *Context, fkBytes []byte, pk any) ([]
 
 // foreignKeyBytes serialises a foreign key for the subscription store's keys.
 func (s *fkJoinSpec) foreignKeyBytes(ctx *Context, fk any) ([]byte, error) {
-	fb, err := s.otherKeys.Serialize(s.topic(ctx, s.registration)+"-fk", nil, fk)
+	fb, err := s.otherKeys.Serialize(ctx.internalTopic(s.registration)+"-fk", nil, fk)
 	if err != nil {
 		return nil, fmt.Errorf("foreign key: %w", err)
 	}
@@ -458,7 +455,7 @@ func (p *fkJoinOther) Process(rec Record) error {
 		if err != nil {
 			return err
 		}
-		pk, err := p.spec.thisKeys.Deserialize(p.spec.topic(p.ctx, p.spec.registration)+"-pk", nil, s.pk)
+		pk, err := p.spec.thisKeys.Deserialize(p.ctx.internalTopic(p.spec.registration)+"-pk", nil, s.pk)
 		if err != nil {
 			return fmt.Errorf("primary key: %w", err)
 		}

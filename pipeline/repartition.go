@@ -136,7 +136,7 @@ type repartitionSink struct {
 
 func (p *repartitionSink) Init(ctx *Context) error {
 	p.ctx = ctx
-	p.partitions = ctx.topology.repartitionPartitions[p.spec.topic]
+	p.partitions = ctx.repartitionPartitions(p.spec.topic)
 	if p.partitions <= 0 {
 		return fmt.Errorf("repartition topic %s: unknown partition count", p.spec.topic)
 	}
