@@ -140,12 +140,9 @@ func (rt *Runtime) tableFromLua(t *lua.LTable, depth int) (any, error) {
 		}
 		return out, nil
 	}
-	out := map[string]any{}
-	var firstErr error
-	t.ForEach(func(k, e lua.LValue) {
-		if firstErr != nil {
-			return
-		}
+	out := make(map[string]any)
+	// Next walks the table's own boxed keys; ForEach would box every string key again.
+	for k, e := t.Next(lua.LNil); k != lua.LNil; k, e = t.Next(k) {
 		var name string
 		switch kk := k.(type) {
 		case lua.LString:
@@ -153,15 +150,13 @@ func (rt *Runtime) tableFromLua(t *lua.LTable, depth int) (any, error) {
 		case lua.LNumber:
 			name = kk.String()
 		default:
-			firstErr = fmt.Errorf("table key of type %s cannot become a JSON object key", k.Type())
-			return
+			return out, fmt.Errorf("table key of type %s cannot become a JSON object key", k.Type())
 		}
 		val, err := rt.fromLuaDepth(e, depth+1)
 		if err != nil {
-			firstErr = fmt.Errorf("%s: %w", name, err)
-			return
+			return out, fmt.Errorf("%s: %w", name, err)
 		}
 		out[name] = val
-	})
-	return out, firstErr
+	}
+	return out, nil
 }

@@ -18,10 +18,15 @@ const maxZeroWidthItems = 1 << 16
 
 var errAvroShort = errors.New("the Avro data ends early")
 
+// maxSharedPayload bounds the payloads whose strings share one copy of the payload: fewer
+// allocations per record, while a short string kept of a large record holds only itself.
+const maxSharedPayload = 4 << 10
+
 type avroReader struct {
 	b     []byte
 	pos   int
 	depth int
+	text  string // the payload as one string, made on the first string read; see maxSharedPayload
 }
 
 func (r *avroReader) long() (int64, error) {
@@ -55,6 +60,22 @@ func (r *avroReader) bytes() ([]byte, error) {
 		return nil, err
 	}
 	return r.take(n)
+}
+
+// string reads a string value; the strings of a small payload are slices of one copy of it.
+func (r *avroReader) string() (string, error) {
+	b, err := r.bytes()
+	if err != nil || len(b) == 0 {
+		return "", err
+	}
+	if len(r.b) > maxSharedPayload {
+		return string(b), nil
+	}
+	if r.text == "" {
+		r.text = string(r.b)
+	}
+	end := r.pos
+	return r.text[end-len(b) : end], nil
 }
 
 // blockCount reads the item count of an array or map block; a negative count is followed by
@@ -149,11 +170,7 @@ func (r *avroReader) read(n *avroNode) (any, error) {
 		}
 		return append([]byte(nil), b...), nil
 	case avroString:
-		b, err := r.bytes()
-		if err != nil {
-			return nil, err
-		}
-		return string(b), nil
+		return r.string()
 	case avroRecord:
 		return r.record(n)
 	case avroEnum:
@@ -258,7 +275,7 @@ func (r *avroReader) mapValue(n *avroNode) (any, error) {
 			return out, nil
 		}
 		for range count {
-			k, err := r.bytes()
+			k, err := r.string()
 			if err != nil {
 				return nil, err
 			}
@@ -266,7 +283,7 @@ func (r *avroReader) mapValue(n *avroNode) (any, error) {
 			if err != nil {
 				return nil, fmt.Errorf("[%q]: %w", k, err)
 			}
-			out[string(k)] = v
+			out[k] = v
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -102,7 +103,7 @@ func (f *Factory) New(name string, isKey bool, spec Spec) (pipeline.Serde, error
 	if err != nil {
 		return nil, err
 	}
-	s := &Serde{f: f, fm: fm, isKey: isKey, spec: spec, writers: map[string]*writer{}}
+	s := &Serde{f: f, fm: fm, isKey: isKey, spec: spec, writers: map[string]*writer{}, topics: map[string]*writer{}}
 	s.strategy = f.cfg.ValueStrategy
 	if isKey {
 		s.strategy = f.cfg.KeyStrategy
@@ -142,6 +143,7 @@ type Serde struct {
 
 	mu      sync.Mutex
 	writers map[string]*writer // by subject
+	topics  map[string]*writer // by topic: a record's writer without making its subject
 }
 
 // writer is a schema records are written with: its id and its compiled codec.
@@ -149,6 +151,8 @@ type writer struct {
 	schema Schema
 	id     int
 	codec  codec
+	// size is the length of the last record written, the capacity of the next one's buffer.
+	size atomic.Int64
 }
 
 // codec is one compiled schema of a format.
@@ -214,10 +218,11 @@ func (s *Serde) Serialize(topic string, _ pipeline.Headers, value any) ([]byte, 
 	if err != nil {
 		return nil, fmt.Errorf("%s serde: %w", s.fm.name(), err)
 	}
-	out, err := w.codec.encode(appendHeader(make([]byte, 0, 64), w.id), value)
+	out, err := w.codec.encode(appendHeader(make([]byte, 0, max(64, w.size.Load())), w.id), value)
 	if err != nil {
 		return nil, fmt.Errorf("%s serde: schema id %d: %w", s.fm.name(), w.id, err)
 	}
+	w.size.Store(int64(len(out)))
 	return out, nil
 }
 
@@ -251,21 +256,27 @@ func (s *Serde) decoder(id int) (codec, error) {
 }
 
 func (s *Serde) writer(topic string) (*writer, error) {
+	s.mu.Lock()
+	w := s.topics[topic]
+	s.mu.Unlock()
+	if w != nil {
+		return w, nil
+	}
 	subject, err := s.subject(topic)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	w := s.writers[subject]
+	w = s.writers[subject]
 	s.mu.Unlock()
-	if w != nil {
-		return w, nil
-	}
-	if w, err = s.newWriter(subject); err != nil {
-		return nil, fmt.Errorf("subject %q: %w", subject, err)
+	if w == nil {
+		if w, err = s.newWriter(subject); err != nil {
+			return nil, fmt.Errorf("subject %q: %w", subject, err)
+		}
 	}
 	s.mu.Lock()
 	s.writers[subject] = w
+	s.topics[topic] = w
 	s.mu.Unlock()
 	return w, nil
 }
