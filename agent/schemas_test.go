@@ -215,3 +215,58 @@ func TestPurchasesExampleRuns(t *testing.T) {
 		t.Fatalf("the store answered %s", body)
 	}
 }
+
+// TestUndecodedAvroThroughLua runs a stateless Avro pipeline, whose source hands its records
+// on undecoded for the Lua callbacks to build their tables from the bytes: the output is
+// what hamba/avro reads back (a long beyond 2^53 exact), and a record whose bytes the schema
+// does not read is still a deserialization error naming its topic-partition@offset.
+func TestUndecodedAvroThroughLua(t *testing.T) {
+	const lineAvsc = `{"type": "record", "name": "Line", "fields": [{"name": "word", "type": "string"},
+  {"name": "seq", "type": "long"}, {"name": "line", "type": "string"}, {"name": "tags", "type": {"type": "array", "items": "string"}}]}`
+	brokers := testBroker(t, 1, "in", "out")
+	cfg := testConfig(t, brokers, `local s = require("stoat")
+local b = s.builder()
+b:stream("in", { valueSerde = "avro" })
+  :filter(function(word) return #word > 1 end)
+  :mapValues(function(v) v.line = v.line:upper() return v end)
+  :to("out", { valueSerde = s.avro({ schema = "line.avsc" }) })
+return b`, `schema.registry.url = "embedded"`)
+	if err := os.WriteFile(filepath.Join(cfg.Dir, "line.avsc"), []byte(lineAvsc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ra := startAgent(t, cfg)
+	defer ra.stop(t)
+	cl, err := sr.NewClient(sr.URLs(ra.a.registryURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := cl.CreateSchema(t.Context(), "in-value", sr.Schema{Schema: lineAvsc, Type: sr.TypeAvro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := avro.MustParse(lineAvsc)
+	payload, err := avro.Marshal(schema, map[string]any{"word": "stoat", "seq": int64(1)<<53 + 1, "line": "a stoat", "tags": []any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceRaw(t, brokers, "in", "stoat", wire(ss.ID, payload))
+	out := readAll(t, brokers, "out", 1)[0].Value
+	var got map[string]any
+	if err := avro.Unmarshal(schema, out[5:], &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["word"] != "stoat" || got["seq"] != int64(1)<<53+1 || got["line"] != "A STOAT" || len(got["tags"].([]any)) != 0 {
+		t.Fatalf("hamba/avro read %v", got)
+	}
+
+	produceRaw(t, brokers, "in", "stoat", wire(ss.ID, payload[:len(payload)-3]))
+	select {
+	case err := <-ra.done:
+		if err == nil || !strings.Contains(err.Error(), "in-0@1") || !strings.Contains(err.Error(), "the Avro data ends early") {
+			t.Fatalf("the agent stopped with %v", err)
+		}
+		ra.done <- err
+	case <-time.After(30 * time.Second):
+		t.Fatal("a record the schema does not read did not stop the agent (deserialization.exception.handler is LogAndFail)")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
 )
 
 // Lua 5.1 numbers are float64, exact for integers up to 2^53. Values of 64-bit serdes beyond
@@ -63,6 +64,8 @@ func (rt *Runtime) toLua(v any) lua.LValue {
 			t.RawSetString(k, rt.elemToLua(e))
 		}
 		return t
+	case *schemas.Raw:
+		return rt.rawToLua(x)
 	case pipeline.Windowed:
 		return rt.windowedToLua(x)
 	case lua.LValue:

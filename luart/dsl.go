@@ -124,7 +124,10 @@ func (rt *Runtime) typeMetatable(typeName string, methods map[string]lua.LGFunct
 	mt := L.NewTable()
 	idx := L.NewTable()
 	for name, fn := range methods {
-		idx.RawSetString(name, L.NewFunction(fn))
+		idx.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
+			rt.endRawArgs(L, typeName, name)
+			return fn(L)
+		}))
 	}
 	known := make([]string, 0, len(methods))
 	for name := range methods {
@@ -387,6 +390,7 @@ func (rt *Runtime) bStream(L *lua.LState) int {
 		ks, err = rt.builder.Stream(topics, c)
 	}
 	rt.raise(L, err)
+	rt.rawSourceFor(ks, c.Serdes.Value)
 	L.Push(rt.wrapStream(ks))
 	return 1
 }

@@ -4,6 +4,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
 )
 
 func (rt *Runtime) streamMetatable() *lua.LTable {
@@ -68,11 +69,14 @@ func (rt *Runtime) sFilter(not bool) lua.LGFunction {
 		fn := L.CheckFunction(2)
 		o := options(L, 3, "filter", namedOpts)
 		pred := rt.predicate(fn)
+		var out *pipeline.KStream
+		var err error
 		if not {
-			out, err := ks.FilterNot(pred, optString(L, o, "name"))
-			return rt.pushStream(L, out, err)
+			out, err = ks.FilterNot(pred, optString(L, o, "name"))
+		} else {
+			out, err = ks.Filter(pred, optString(L, o, "name"))
 		}
-		out, err := ks.Filter(pred, optString(L, o, "name"))
+		rt.passRaw(ks, out)
 		return rt.pushStream(L, out, err)
 	}
 }
@@ -122,6 +126,7 @@ func (rt *Runtime) sPeek(L *lua.LState) int {
 	fn := L.CheckFunction(2)
 	o := options(L, 3, "peek", namedOpts)
 	out, err := ks.Peek(rt.foreachAction(fn), optString(L, o, "name"))
+	rt.passRaw(ks, out)
 	return rt.pushStream(L, out, err)
 }
 
@@ -158,6 +163,9 @@ func (rt *Runtime) sTo(L *lua.LState) int {
 	ks := rt.checkStream(L)
 	o := options(L, 3, "to", producedOpts)
 	p := pipeline.Produced{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o)}
+	if _, ok := p.Serdes.Value.(*schemas.Serde); !ok {
+		rt.endRaw(ks)
+	}
 	if fn := optFunction(L, o, "partitioner"); fn != nil {
 		p.Partitioner = rt.partitioner(fn)
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
 )
 
 // Taps lets clients watch the records leaving a node. While nobody watches a node, the
@@ -260,6 +261,13 @@ func tapValue(v any) any {
 		return map[string]any{"key": tapValue(x.Key), "window": map[string]int64{"start": x.Start, "end": x.End}}
 	case pipeline.Change:
 		return map[string]any{"new": tapValue(x.New), "old": tapValue(x.Old)}
+	case *schemas.Raw:
+		// An avro source's record not yet decoded (luart/serde_raw.go): shown as decoded.
+		v, err := x.Value()
+		if err != nil {
+			return err.Error()
+		}
+		return tapValue(v)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {

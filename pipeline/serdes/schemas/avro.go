@@ -247,15 +247,10 @@ type avroCodec struct {
 func (c *avroCodec) recordName() string { return c.name }
 
 func (c *avroCodec) decode(payload []byte) (any, error) {
-	r := avroReader{b: payload}
-	v, err := r.read(c.root)
-	if err != nil {
-		return nil, err
+	if len(payload) > maxSharedPayload {
+		return decodeAvro(c.root, payload, Builder[any](goBuilder{}))
 	}
-	if r.pos != len(r.b) {
-		return nil, fmt.Errorf("%d bytes left after the Avro value (written with another schema?)", len(r.b)-r.pos)
-	}
-	return v, nil
+	return decodeAvro(c.root, string(payload), Builder[any](goBuilder{}))
 }
 
 func (c *avroCodec) encode(dst []byte, v any) ([]byte, error) {

@@ -10,7 +10,9 @@
 // The Go values each format produces and accepts follow one contract, which the Lua runtime
 // converts both ways (docs/serdes.md): records, maps and objects are map[string]any, arrays
 // []any, null nil, integers int64 (uint64 for Protobuf's unsigned 64-bit beyond int64),
-// floating point float64, bytes and fixed []byte, enums their symbol's name.
+// floating point float64, bytes and fixed []byte, enums their symbol's name. A serde set to
+// SetRawValues hands Avro records on undecoded instead (*Raw), for a runtime that builds its
+// own values from the bytes through a Builder.
 package schemas
 
 import (
@@ -140,6 +142,7 @@ type Serde struct {
 	strategy     Strategy
 	autoRegister bool
 	local        *writer
+	raw          atomic.Bool // see SetRawValues
 
 	mu      sync.Mutex
 	writers map[string]*writer // by subject
@@ -201,7 +204,12 @@ func (s *Serde) Deserialize(_ string, _ pipeline.Headers, data []byte) (any, err
 	if err != nil {
 		return nil, fmt.Errorf("%s serde: schema id %d: %w", s.fm.name(), id, err)
 	}
-	v, err := c.decode(payload)
+	var v any
+	if ac, ok := c.(*avroCodec); ok && s.raw.Load() && len(payload) <= maxSharedPayload {
+		v, err = ac.check(payload)
+	} else {
+		v, err = c.decode(payload)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s serde: schema id %d: %w", s.fm.name(), id, err)
 	}
@@ -213,6 +221,12 @@ func (s *Serde) Deserialize(_ string, _ pipeline.Headers, data []byte) (any, err
 func (s *Serde) Serialize(topic string, _ pipeline.Headers, value any) ([]byte, error) {
 	if value == nil {
 		return nil, nil
+	}
+	if r, ok := value.(*Raw); ok {
+		var err error
+		if value, err = r.Value(); err != nil {
+			return nil, fmt.Errorf("%s serde: %w", s.fm.name(), err)
+		}
 	}
 	w, err := s.writer(topic)
 	if err != nil {
