@@ -101,7 +101,11 @@ func (rt *Runtime) sMapValues(L *lua.LState) int {
 	ks := rt.checkStream(L)
 	fn := L.CheckFunction(2)
 	o := options(L, 3, "mapValues", withKeyOpts)
-	out, err := ks.MapValues(rt.valueMapper(fn, optBool(L, o, "withKey")), optString(L, o, "name"))
+	flow := &tableFlow{ok: true}
+	out, err := ks.MapValues(rt.tableMapper(fn, optBool(L, o, "withKey"), flow), optString(L, o, "name"))
+	if err == nil {
+		rt.tableStreams[out] = flow
+	}
 	return rt.pushStream(L, out, err)
 }
 
@@ -165,14 +169,17 @@ func (rt *Runtime) sTo(L *lua.LState) int {
 	p := pipeline.Produced{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o)}
 	if _, ok := p.Serdes.Value.(*schemas.Serde); !ok {
 		rt.endRaw(ks)
+		rt.endTables(ks)
 	}
 	if fn := optFunction(L, o, "partitioner"); fn != nil {
 		p.Partitioner = rt.partitioner(fn)
+		rt.endTables(ks) // it would see the table
 	}
 	switch t := L.Get(2).(type) {
 	case lua.LString:
 		rt.raise(L, ks.To(string(t), p))
 	case *lua.LFunction:
+		rt.endTables(ks) // it would see the table
 		p.ExtractorName = "lua function at " + defined(t)
 		rt.raise(L, ks.ToExtractor(rt.topicExtractor(t), p))
 	default:

@@ -66,8 +66,11 @@ type Runtime struct {
 	// rawSources are the streams whose values are undecoded Avro records, with the serde of
 	// their source (serde_raw.go).
 	rawSources map[*pipeline.KStream]*schemas.Serde
-	rctx       *recordContext
-	clock      func() int64
+	// tableStreams are the streams of mapValues functions, and whether those hand on their
+	// tables as they are (serde_table.go).
+	tableStreams map[*pipeline.KStream]*tableFlow
+	rctx         *recordContext
+	clock        func() int64
 	// raised is the last Go error raise put into Lua during the current call (see pcall).
 	raised error
 	// luaTime is the time spent in Lua calls so far (nested calls count once).
@@ -114,15 +117,16 @@ func New(opts Options) (*Runtime, error) {
 	openSandbox(L)
 	markUnavailable(L)
 	rt := &Runtime{
-		L:          L,
-		opts:       opts,
-		builder:    pipeline.NewStreamsBuilder(pipeline.Serdes{Key: keySerde, Value: valueSerde}),
-		modules:    map[string]lua.LValue{},
-		files:      map[string]bool{},
-		built:      map[string][]string{},
-		rawSources: map[*pipeline.KStream]*schemas.Serde{},
-		null:       L.NewUserData(),
-		arrayMT:    L.NewTable(),
+		L:            L,
+		opts:         opts,
+		builder:      pipeline.NewStreamsBuilder(pipeline.Serdes{Key: keySerde, Value: valueSerde}),
+		modules:      map[string]lua.LValue{},
+		files:        map[string]bool{},
+		built:        map[string][]string{},
+		rawSources:   map[*pipeline.KStream]*schemas.Serde{},
+		tableStreams: map[*pipeline.KStream]*tableFlow{},
+		null:         L.NewUserData(),
+		arrayMT:      L.NewTable(),
 	}
 	if rt.budget, err = newBudget(rt, opts.CallTimeout, opts.MemoryLimit); err != nil {
 		L.Close()

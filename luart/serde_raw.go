@@ -48,8 +48,8 @@ func (rt *Runtime) endRaw(ks *pipeline.KStream) {
 	}
 }
 
-// endRawArgs ends the undecoded values of every stream a DSL method is given, except its
-// receiver when the method keeps them.
+// endRawArgs ends the undecoded values (and the tables, serde_table.go) of every stream a
+// DSL method is given, except its receiver when the method keeps them.
 func (rt *Runtime) endRawArgs(L *lua.LState, typeName, method string) {
 	for i := 1; i <= L.GetTop(); i++ {
 		ud, ok := L.Get(i).(*lua.LUserData)
@@ -57,10 +57,16 @@ func (rt *Runtime) endRawArgs(L *lua.LState, typeName, method string) {
 			continue
 		}
 		ks, ok := ud.Value.(*pipeline.KStream)
-		if !ok || (i == 1 && typeName == "KStream" && rawSafeMethods[method]) {
+		if !ok {
 			continue
 		}
-		rt.endRaw(ks)
+		receiver := i == 1 && typeName == "KStream"
+		if !receiver || !rawSafeMethods[method] {
+			rt.endRaw(ks)
+		}
+		if !receiver || method != "to" {
+			rt.endTables(ks)
+		}
 	}
 }
 

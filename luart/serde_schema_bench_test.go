@@ -17,8 +17,9 @@ const benchLineAvsc = `{"type": "record", "name": "Line", "namespace": "stoatflo
 
 // BenchmarkAvroThroughLua is the Lua-facing part of the stateless-avro scenario per record:
 // a value read by the avro serde, handed to a mapValues function that upper-cases a field,
-// and its result written by the avro serde; the source's value as Go values, or undecoded
-// (schemas.Raw) as a source whose values only Lua reads hands it on.
+// and its result written by the avro serde: through Go values, or directly (the source's
+// value undecoded, the function's table written as it is), as a script whose values only
+// Lua reads and an avro sink writes has it.
 func BenchmarkAvroThroughLua(b *testing.B) {
 	f := schemas.NewFactory(schemas.Config{Registry: schemas.NewMemoryRegistry(), AutoRegister: true})
 	rt, err := New(Options{Stdout: io.Discard, Schemas: f})
@@ -42,14 +43,14 @@ func BenchmarkAvroThroughLua(b *testing.B) {
 	if !ok {
 		b.Fatal("the chunk did not return a function")
 	}
-	mapper := rt.valueMapper(fn, false)
-	for _, raw := range []bool{false, true} {
+	for _, direct := range []bool{false, true} {
 		name := "GoValues"
-		if raw {
-			name = "Raw"
+		if direct {
+			name = "Direct"
 		}
+		mapper := rt.tableMapper(fn, false, &tableFlow{ok: direct})
 		b.Run(name, func(b *testing.B) {
-			serde.(*schemas.Serde).SetRawValues(raw)
+			serde.(*schemas.Serde).SetRawValues(direct)
 			b.ReportAllocs()
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {

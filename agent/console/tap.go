@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/stoatflow/stoatflow/pipeline"
-	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
 )
 
 // Taps lets clients watch the records leaving a node. While nobody watches a node, the
@@ -261,8 +260,9 @@ func tapValue(v any) any {
 		return map[string]any{"key": tapValue(x.Key), "window": map[string]int64{"start": x.Start, "end": x.End}}
 	case pipeline.Change:
 		return map[string]any{"new": tapValue(x.New), "old": tapValue(x.Old)}
-	case *schemas.Raw:
-		// An avro source's record not yet decoded (luart/serde_raw.go): shown as decoded.
+	case interface{ Value() (any, error) }:
+		// A value held undecoded or as a Lua table (luart/serde_raw.go, serde_table.go): shown
+		// as its Go values, converted here on the processing goroutine.
 		v, err := x.Value()
 		if err != nil {
 			return err.Error()

@@ -20,6 +20,15 @@ func Build[V any](r *Raw, b Builder[V]) (V, error) {
 	return decodeAvro(r.codec.root, r.text, b)
 }
 
+// Foreign is a value another runtime holds in its own form (the Lua runtime's tables). An
+// Avro writer has it write itself with AppendAvro; a writer of another format, or one whose
+// AppendAvro failed (ErrConvertFirst or a value the schema refuses), writes its Value, so
+// that its errors are those of converting and writing the Go values.
+type Foreign interface {
+	AppendAvro(dst []byte, s AvroSchema) ([]byte, error)
+	Value() (any, error)
+}
+
 // SetRawValues makes Deserialize return an Avro record as a *Raw, checked as it checks a
 // record it decodes (the same errors), while on is true. Null values (and records of other
 // formats, or larger than maxSharedPayload) are decoded as before. Only a reader that

@@ -222,17 +222,27 @@ func (s *Serde) Serialize(topic string, _ pipeline.Headers, value any) ([]byte, 
 	if value == nil {
 		return nil, nil
 	}
-	if r, ok := value.(*Raw); ok {
-		var err error
-		if value, err = r.Value(); err != nil {
-			return nil, fmt.Errorf("%s serde: %w", s.fm.name(), err)
-		}
-	}
 	w, err := s.writer(topic)
 	if err != nil {
 		return nil, fmt.Errorf("%s serde: %w", s.fm.name(), err)
 	}
-	out, err := w.codec.encode(appendHeader(make([]byte, 0, max(64, w.size.Load())), w.id), value)
+	buf := appendHeader(make([]byte, 0, max(64, w.size.Load())), w.id)
+	if f, ok := value.(Foreign); ok {
+		if ac, ok := w.codec.(*avroCodec); ok {
+			if out, err := f.AppendAvro(buf, AvroSchema{ac.root}); err == nil {
+				w.size.Store(int64(len(out)))
+				return out, nil
+			}
+		}
+	}
+	if g, ok := value.(interface{ Value() (any, error) }); ok {
+		// A value held undecoded or in another runtime's form, as Go values; the errors are
+		// the conversion's own.
+		if value, err = g.Value(); err != nil {
+			return nil, err
+		}
+	}
+	out, err := w.codec.encode(buf[:headerSize], value)
 	if err != nil {
 		return nil, fmt.Errorf("%s serde: schema id %d: %w", s.fm.name(), w.id, err)
 	}
