@@ -74,12 +74,17 @@ func (rt *Runtime) valueMapper(fn *lua.LFunction, withKey bool) pipeline.ValueMa
 		if err := rt.callKV(fn, &rec, withKey, 1); err != nil {
 			return nil, err
 		}
-		v, err := rt.fromLua(rt.pop())
-		if err != nil {
-			return nil, fmt.Errorf("%s: returned value: %w", defined(fn), err)
-		}
-		return v, nil
+		return rt.returnedValue(fn, rt.pop())
 	}
+}
+
+// returnedValue converts the value fn returned.
+func (rt *Runtime) returnedValue(fn *lua.LFunction, ret lua.LValue) (any, error) {
+	v, err := rt.fromLua(ret)
+	if err != nil {
+		return nil, fmt.Errorf("%s: returned value: %w", defined(fn), err)
+	}
+	return v, nil
 }
 
 func (rt *Runtime) keyValueMapper(fn *lua.LFunction) pipeline.KeyValueMapper {

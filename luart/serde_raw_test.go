@@ -74,16 +74,7 @@ func TestRawAvroTablesAreTheConvertedTables(t *testing.T) {
 			[]any{map[string]any{"a": 1.5, "b": nil}, map[string]any{}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rt, err := New(Options{Schemas: schemas.NewFactory(schemas.Config{Registry: schemas.NewMemoryRegistry(), AutoRegister: true})})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rt.Close()
-			serde, err := rt.schemaSerdeFor("avro", false, schemas.Spec{Schema: c.schema})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := serde.(*schemas.Serde)
+			rt, s := avroRuntime(t, c.schema)
 			data, err := s.Serialize("t", nil, c.value)
 			if err != nil {
 				t.Fatal(err)
@@ -113,6 +104,21 @@ func TestRawAvroTablesAreTheConvertedTables(t *testing.T) {
 			}
 		})
 	}
+}
+
+// avroRuntime is a runtime with an in-memory registry, and an avro serde of schema there.
+func avroRuntime(t *testing.T, schema string) (*Runtime, *schemas.Serde) {
+	t.Helper()
+	rt, err := New(Options{Schemas: schemas.NewFactory(schemas.Config{Registry: schemas.NewMemoryRegistry(), AutoRegister: true})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	serde, err := rt.schemaSerdeFor("avro", false, schemas.Spec{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, serde.(*schemas.Serde)
 }
 
 // sameLua compares two Lua values deeply, metatables included; "" when they are the same.

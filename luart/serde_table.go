@@ -3,7 +3,6 @@ package luart
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 
@@ -37,11 +36,7 @@ func (v *luaTable) AppendAvro(dst []byte, s schemas.AvroSchema) ([]byte, error) 
 // Value implements schemas.Foreign: the Go values, with the error the mapValues function
 // would have had.
 func (v *luaTable) Value() (any, error) {
-	out, err := v.rt.fromLua(v.t)
-	if err != nil {
-		return nil, fmt.Errorf("%s: returned value: %w", defined(v.fn), err)
-	}
-	return out, nil
+	return v.rt.returnedValue(v.fn, v.t)
 }
 
 // endTables has the mapValues function of ks convert its results, if it hands on tables.
@@ -208,10 +203,6 @@ func (rt *Runtime) tableMapper(fn *lua.LFunction, withKey bool, flow *tableFlow)
 		if t, ok := ret.(*lua.LTable); ok {
 			return &luaTable{rt: rt, t: t, fn: fn}, nil
 		}
-		v, err := rt.fromLua(ret)
-		if err != nil {
-			return nil, fmt.Errorf("%s: returned value: %w", defined(fn), err)
-		}
-		return v, nil
+		return rt.returnedValue(fn, ret)
 	}
 }

@@ -62,15 +62,7 @@ func TestLuaTablesWriteAsTheirGoValues(t *testing.T) {
 		{`{"type": "map", "values": "long"}`, `{b = 2, a = 1, c = "3"}`, false},
 	} {
 		t.Run(c.table, func(t *testing.T) {
-			rt, err := New(Options{Schemas: schemas.NewFactory(schemas.Config{Registry: schemas.NewMemoryRegistry(), AutoRegister: true})})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rt.Close()
-			serde, err := rt.schemaSerdeFor("avro", false, schemas.Spec{Schema: c.schema})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rt, serde := avroRuntime(t, c.schema)
 			rt.L.SetGlobal("s", rt.stoatModule())
 			if err := rt.L.DoString(`return function() return ` + c.table + ` end`); err != nil {
 				t.Fatal(err)
