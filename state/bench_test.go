@@ -141,3 +141,41 @@ func BenchmarkEpochLoop(b *testing.B) {
 		}
 	})
 }
+
+// distinctKey spreads i over a space of 2^20 (about a million) keys in no particular order,
+// as the words of the 1 M distinct keys word count arrive.
+func distinctKey(i int) []byte {
+	return binary.BigEndian.AppendUint64([]byte("word-"), uint64(i)*0x9E3779B97F4A7C15>>44)
+}
+
+// BenchmarkEpochLoop1MKeys is BenchmarkEpochLoop over a million keys, a quarter of them
+// committed before: most reads miss the buffer, the cache and LevelDB, and every write is
+// a new key of the epoch.
+func BenchmarkEpochLoop1MKeys(b *testing.B) {
+	cacheCases(b, func(b *testing.B, db *DB) {
+		s, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "counts", Type: pipeline.TimestampedKeyValueStoreType, Logged: true}, 0)
+		noErr(b, err)
+		value := make([]byte, 8)
+		offsets := map[ChangelogPartition]int64{{Store: "counts"}: 0}
+		for i := range 1 << 18 {
+			noErr(b, s.Put(distinctKey(i<<2), value, int64(i)))
+			if i%50000 == 49999 {
+				commit(b, db)
+			}
+		}
+		commit(b, db)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			k := distinctKey(i*7 + 1)
+			if _, _, err := s.Get(k); err != nil {
+				b.Fatal(err)
+			}
+			noErr(b, s.Put(k, value, int64(i)))
+			if i%5000 == 4999 {
+				offsets[ChangelogPartition{Store: "counts"}] = int64(i)
+				noErr(b, db.Commit(offsets))
+			}
+		}
+	})
+}
