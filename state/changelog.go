@@ -34,13 +34,16 @@ func (db *DB) TakeChangelog() []ChangelogRecord {
 	return recs
 }
 
-// logChange records a write of a logged store. Key and value are copied into one
-// allocation because callers reuse their buffers.
+// changelogChunk is the size of the blocks changelog keys and values are copied into.
+const changelogChunk = 64 << 10
+
+// logChange records a write of a logged store. Key and value are copied because callers
+// reuse their buffers.
 func (p *partition) logChange(key, value []byte, ts int64, headers pipeline.Headers) {
 	if !p.spec.Logged {
 		return
 	}
-	kv := make([]byte, len(key)+len(value))
+	kv := p.db.changelogBytes(len(key) + len(value))
 	copy(kv, key)
 	copy(kv[len(key):], value)
 	rec := ChangelogRecord{Store: p.spec.Name, Partition: p.num, Key: kv[:len(key):len(key)], Timestamp: ts}
@@ -51,6 +54,19 @@ func (p *partition) logChange(key, value []byte, ts int64, headers pipeline.Head
 		rec.Headers = cloneHeaders(headers)
 	}
 	p.db.changelog = append(p.db.changelog, rec)
+}
+
+// changelogBytes returns n bytes for a changelog record's key and value. They are cut from
+// a block that is only ever appended to, one allocation for many records: the producer
+// may still hold the records' slices after the epoch ends, so no byte is used twice.
+func (db *DB) changelogBytes(n int) []byte {
+	if cap(db.changelogData)-len(db.changelogData) < n {
+		db.changelogData = make([]byte, 0, max(n, changelogChunk))
+	}
+	end := len(db.changelogData) + n
+	b := db.changelogData[len(db.changelogData):end:end]
+	db.changelogData = db.changelogData[:end]
+	return b
 }
 
 func cloneHeaders(h pipeline.Headers) pipeline.Headers {

@@ -79,11 +79,8 @@ func (db *DB) endEpoch() {
 // deleted instead.
 func (p *partition) appendBuffer(b *leveldb.Batch) error {
 	cutoff := p.expiryCutoff(p.streamTime.Load())
-	it := p.buf.Load().NewIterator(nil)
-	defer it.Release()
 	key := append([]byte{}, p.prefix...)
-	for it.Next() {
-		k, v := it.Key(), it.Value()
+	return p.buf.Load().each(func(k, v []byte) error {
 		key = append(key[:len(p.prefix)], k...)
 		expired, err := p.expired(k, cutoff)
 		if err != nil {
@@ -94,8 +91,8 @@ func (p *partition) appendBuffer(b *leveldb.Batch) error {
 		} else {
 			b.Put(key, v[1:])
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // appendMeta adds the partition's stream time, seqnum and processor metadata.

@@ -60,7 +60,9 @@ type DB struct {
 	changelog []ChangelogRecord
 	// changelogTaken is how many of them TakeChangelog has returned.
 	changelogTaken int
-	batch          leveldb.Batch
+	// changelogData holds the records' keys and values (changelogBytes).
+	changelogData []byte
+	batch         leveldb.Batch
 }
 
 type catalogEntry struct {

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/syndtr/goleveldb/leveldb"
-	"github.com/syndtr/goleveldb/leveldb/comparer"
-	"github.com/syndtr/goleveldb/leveldb/memdb"
 	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
@@ -61,7 +59,7 @@ type partition struct {
 
 	// buf is replaced, never reset, at Commit and Abort: readers on other goroutines may
 	// still hold the old one or slices into it.
-	buf         atomic.Pointer[memdb.DB]
+	buf         atomic.Pointer[epochBuffer]
 	uncommitted atomic.Int64
 	// Observed stream time of window, session and versioned stores: the largest window
 	// start, session end or version timestamp written.
@@ -84,7 +82,7 @@ func newPartition(db *DB, spec catalogSpec, id uint32, num int32) (*partition, e
 	if caches(spec) {
 		p.cache = db.cache
 	}
-	p.buf.Store(memdb.New(comparer.DefaultComparer, 0))
+	p.buf.Store(newEpochBuffer(0, 0))
 	st, seq := int64(math.MinInt64), int32(0)
 	v, err := db.ldb.Get(sysPartitionKey(sysPartMeta, id, num, nil))
 	switch {
@@ -137,7 +135,7 @@ func (p *partition) diskKey(k []byte) []byte {
 // cache: callers must not write to it.
 func (p *partition) get(k []byte, level IsolationLevel) ([]byte, bool, error) {
 	if level == ReadUncommitted {
-		if v, err := p.buf.Load().Get(k); err == nil {
+		if v, ok := p.buf.Load().get(k); ok {
 			if v[0] == opDelete {
 				return nil, false, nil
 			}
@@ -179,7 +177,7 @@ func (p *partition) newValue() []byte {
 
 // write buffers a put (v from newValue) or a delete (deleteEntry) of store key k.
 func (p *partition) write(k, v []byte) {
-	p.buf.Load().Put(k, v)
+	p.buf.Load().put(k, v)
 	if v[0] == opPut {
 		p.scratch = v[:0]
 	}
@@ -204,7 +202,7 @@ func (p *partition) iter(start, limit []byte, reverse bool, level IsolationLevel
 	}
 	it.disk = p.db.ldb.NewIterator(&r)
 	if level == ReadUncommitted {
-		it.mem = p.buf.Load().NewIterator(&util.Range{Start: start, Limit: limit})
+		it.mem = p.buf.Load().iterator(&util.Range{Start: start, Limit: limit})
 	}
 	return it
 }
@@ -212,11 +210,7 @@ func (p *partition) iter(start, limit []byte, reverse bool, level IsolationLevel
 // resetBuffer drops the buffered writes after a commit or an abort.
 func (p *partition) resetBuffer() {
 	old := p.buf.Load()
-	size := old.Size()
-	if size > 4<<20 {
-		size = 4 << 20
-	}
-	p.buf.Store(memdb.New(comparer.DefaultComparer, size))
+	p.buf.Store(newEpochBuffer(min(old.size(), 4<<20), min(old.keys(), 1<<16)))
 	n := p.uncommitted.Swap(0)
 	p.db.uncommitted.Add(-n)
 	p.dirty = false
