@@ -108,7 +108,9 @@ func (p *partition) appendMeta(b *leveldb.Batch) {
 
 // writeData writes a batch that holds data keys, keeping the read cache in step: a
 // commit's values go into it, and the keys of any other batch (restore, wipe) leave it.
+// The key filter learns the batch's keys first, so no read finds LevelDB ahead of it.
 func (db *DB) writeData(b *leveldb.Batch, drop bool) error {
+	db.keys.addBatch(b)
 	if db.cache == nil {
 		return db.ldb.Write(b, db.wo)
 	}

@@ -46,6 +46,7 @@ type DB struct {
 	wo   *opt.WriteOptions
 	// cache is nil when disabled.
 	cache *valueCache
+	keys  *keyFilter
 
 	mu       sync.RWMutex // guards catalog, nextID, parts and runSpecs
 	catalog  map[string]catalogEntry
@@ -128,6 +129,8 @@ func Open(dir string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	db.keys = newKeyFilter()
+	go db.keys.scan(ldb.db)
 	return db, nil
 }
 
@@ -196,6 +199,9 @@ func (db *DB) readErr(err error) error {
 
 // Close closes the database; buffered writes that were not committed are lost.
 func (db *DB) Close() error {
+	if db.keys != nil {
+		db.keys.close()
+	}
 	err := db.ldb.db.Close()
 	if serr := db.stor.Close(); err == nil {
 		err = serr

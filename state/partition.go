@@ -150,6 +150,9 @@ func (p *partition) get(k []byte, level IsolationLevel) ([]byte, bool, error) {
 			return v, true, nil
 		}
 	}
+	if !p.mayHold(k) {
+		return nil, false, nil
+	}
 	dk := p.diskKey(k)
 	v, err := p.db.ldb.Get(dk)
 	if err != nil {
@@ -168,6 +171,12 @@ func (p *partition) get(k []byte, level IsolationLevel) ([]byte, bool, error) {
 func (p *partition) cachedGet(k []byte) ([]byte, bool, uint64) {
 	var buf [128]byte
 	return p.cache.get(append(append(buf[:0], p.prefix...), k...))
+}
+
+// mayHold reports whether LevelDB may hold store key k, without allocating its disk key.
+func (p *partition) mayHold(k []byte) bool {
+	var buf [128]byte
+	return p.db.keys.mayHold(append(append(buf[:0], p.prefix...), k...))
 }
 
 // newValue starts a buffer put entry in the partition's scratch space; write copies it.
