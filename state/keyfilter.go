@@ -45,7 +45,7 @@ type filterLayer struct {
 }
 
 const (
-	filterFirstKeys   = 1 << 16
+	filterFirstKeys   = 1 << 14
 	filterBitsPerKey  = 10
 	filterProbes      = 6
 	filterBlockWords  = 8
