@@ -122,23 +122,7 @@ func BenchmarkGetCommitted(b *testing.B) {
 // hot keys, a commit every 5,000 records.
 func BenchmarkEpochLoop(b *testing.B) {
 	cacheCases(b, func(b *testing.B, db *DB) {
-		s, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "counts", Type: pipeline.TimestampedKeyValueStoreType, Logged: true}, 0)
-		noErr(b, err)
-		value := make([]byte, 8)
-		offsets := map[ChangelogPartition]int64{{Store: "counts"}: 0}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			k := benchKey(i * 7)
-			if _, _, err := s.Get(k); err != nil {
-				b.Fatal(err)
-			}
-			noErr(b, s.Put(k, value, int64(i)))
-			if i%5000 == 4999 {
-				offsets[ChangelogPartition{Store: "counts"}] = int64(i)
-				noErr(b, db.Commit(offsets))
-			}
-		}
+		countLoop(b, db, 0, func(i int) []byte { return benchKey(i * 7) })
 	})
 }
 
@@ -153,29 +137,35 @@ func distinctKey(i int) []byte {
 // a new key of the epoch.
 func BenchmarkEpochLoop1MKeys(b *testing.B) {
 	cacheCases(b, func(b *testing.B, db *DB) {
-		s, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "counts", Type: pipeline.TimestampedKeyValueStoreType, Logged: true}, 0)
-		noErr(b, err)
-		value := make([]byte, 8)
-		offsets := map[ChangelogPartition]int64{{Store: "counts"}: 0}
-		for i := range 1 << 18 {
-			noErr(b, s.Put(distinctKey(i<<2), value, int64(i)))
-			if i%50000 == 49999 {
-				commit(b, db)
-			}
-		}
-		commit(b, db)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			k := distinctKey(i*7 + 1)
-			if _, _, err := s.Get(k); err != nil {
-				b.Fatal(err)
-			}
-			noErr(b, s.Put(k, value, int64(i)))
-			if i%5000 == 4999 {
-				offsets[ChangelogPartition{Store: "counts"}] = int64(i)
-				noErr(b, db.Commit(offsets))
-			}
-		}
+		countLoop(b, db, 1<<18, func(i int) []byte { return distinctKey(i*7 + 1) })
 	})
+}
+
+// countLoop times Get and Put of key(i) for each record i in a logged timestamped store,
+// with a commit every 5,000 records, after committing prefill keys spread like key's.
+func countLoop(b *testing.B, db *DB, prefill int, key func(i int) []byte) {
+	s, err := db.TimestampedKeyValueStore(pipeline.StoreSpec{Name: "counts", Type: pipeline.TimestampedKeyValueStoreType, Logged: true}, 0)
+	noErr(b, err)
+	value := make([]byte, 8)
+	for i := range prefill {
+		noErr(b, s.Put(distinctKey(i<<2), value, int64(i)))
+		if i%50000 == 49999 {
+			commit(b, db)
+		}
+	}
+	commit(b, db)
+	offsets := map[ChangelogPartition]int64{{Store: "counts"}: 0}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := key(i)
+		if _, _, err := s.Get(k); err != nil {
+			b.Fatal(err)
+		}
+		noErr(b, s.Put(k, value, int64(i)))
+		if i%5000 == 4999 {
+			offsets[ChangelogPartition{Store: "counts"}] = int64(i)
+			noErr(b, db.Commit(offsets))
+		}
+	}
 }
