@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/maphash"
+	"slices"
 	"sync"
 
 	"github.com/syndtr/goleveldb/leveldb/comparer"
@@ -13,10 +14,10 @@ import (
 )
 
 // epochBuffer holds one store partition's writes of the current epoch, by store key. A
-// write is one hash-table insert: most stores are only point-read, and Commit needs no
-// order (a LevelDB batch of distinct keys applies the same in any order). Key order is
-// built only when the epoch's first iteration asks for it, and kept from then on, so a
-// store that is scanned pays for order and one that is not never does.
+// write is one hash-table insert, as most stores are only point-read; Commit sorts the
+// epoch's keys once. Key order for iterations is built only when the epoch's first
+// iteration asks for it, and kept from then on, so a store that is scanned pays for order
+// on every write and one that is not never does.
 //
 // Bytes are appended to data and never overwritten, so the slices get hands out stay
 // valid after later writes, as readers on other goroutines expect. The processing
@@ -145,11 +146,29 @@ func (b *epochBuffer) keys() int {
 	return len(b.entries)
 }
 
-// each calls fn with every key and its latest entry, in first-write order, until fn fails.
+// each calls fn with every key and its latest entry, in key order, until fn fails. Key
+// order is what makes a commit cheap for LevelDB: its memtable is a skiplist, and inserts
+// in order walk nodes the previous insert brought into the CPU cache (in first-write order
+// the same batch costs LevelDB about twice as much).
 func (b *epochBuffer) each(fn func(k, v []byte) error) error {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	for i := range b.entries {
+	if b.ordered != nil {
+		it := b.ordered.NewIterator(nil)
+		defer it.Release()
+		for it.Next() {
+			if err := fn(it.Key(), b.value(&b.entries[binary.BigEndian.Uint32(it.Value())])); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	order := make([]int32, len(b.entries))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int { return bytes.Compare(b.key(&b.entries[x]), b.key(&b.entries[y])) })
+	for _, i := range order {
 		if err := fn(b.key(&b.entries[i]), b.value(&b.entries[i])); err != nil {
 			return err
 		}
