@@ -129,8 +129,10 @@ func Open(dir string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	db.keys = newKeyFilter()
-	go db.keys.scan(ldb.db)
+	if db.keys, err = newKeyFilter(ldb); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("state: open %s: %w", dir, err)
+	}
 	return db, nil
 }
 
@@ -199,9 +201,6 @@ func (db *DB) readErr(err error) error {
 
 // Close closes the database; buffered writes that were not committed are lost.
 func (db *DB) Close() error {
-	if db.keys != nil {
-		db.keys.close()
-	}
 	err := db.ldb.db.Close()
 	if serr := db.stor.Close(); err == nil {
 		err = serr

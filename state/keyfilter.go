@@ -3,12 +3,10 @@ package state
 import (
 	"hash/maphash"
 	"math/bits"
-	"sync"
+	"slices"
 	"sync/atomic"
 
 	"github.com/syndtr/goleveldb/leveldb"
-	"github.com/syndtr/goleveldb/leveldb/iterator"
-	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
@@ -18,38 +16,35 @@ import (
 // where the filter reads one cache line per layer. LevelDB's own table filters leave the
 // memtable search and the table lookups.
 //
-// Until a background scan has added the keys that were there at Open, the filter answers
-// "maybe" to everything. writeData adds a batch's keys before LevelDB applies it, so once
-// ready the filter holds every key LevelDB has, on every goroutine. Deleted keys stay in
-// it: the filter only ever errs towards a LevelDB read.
+// At Open the filter is ready only for a database without tables (new, or rebuilt; its
+// few keys, if any, are in the memtable, which Open reads). Reading the keys of a database
+// with tables would open every table at start, and goleveldb reads a table's footer only
+// when it opens it: damage done to a footer afterwards would no longer be found by the read
+// that needs the table, and the database rebuilt. So a database opened with tables keeps
+// the filter answering "maybe" to every read for the whole run. writeData adds a batch's
+// keys before LevelDB applies it, so a ready filter holds every key LevelDB has, on every
+// goroutine. Deleted keys stay in it: the filter only ever errs towards a LevelDB read.
 //
 // The filter grows by layers, each twice the capacity of the one before, so it needs no
 // size up front and is never rebuilt: a lookup checks every layer (a handful for millions
-// of keys) and an add goes to the newest.
+// of keys) and an add goes to the newest. Adds belong to the processing goroutine (writeData); lookups may come from any.
 type keyFilter struct {
-	ready  atomic.Bool
+	ready  bool // set before the DB is handed out, never changed
 	layers atomic.Pointer[[]*filterLayer]
-
-	mu sync.Mutex // serialises adds: the processing goroutine's and the scan's
-
-	stop     chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
 }
 
 // filterLayer is a blocked Bloom filter: a key sets filterProbes bits of one 512-bit block.
 type filterLayer struct {
 	blocks   []uint64 // 8 words per block
 	capacity int
-	n        int // keys added; guarded by keyFilter.mu
+	n        int // keys added
 }
 
 const (
-	filterFirstKeys   = 1 << 14
-	filterBitsPerKey  = 10
-	filterProbes      = 6
-	filterBlockWords  = 8
-	filterScanBatches = 1024 // keys added per lock hold while scanning
+	filterFirstKeys  = 1 << 14
+	filterBitsPerKey = 10
+	filterProbes     = 6
+	filterBlockWords = 8
 )
 
 var filterSeed = maphash.MakeSeed()
@@ -83,16 +78,34 @@ func (l *filterLayer) set(h uint64) {
 	l.probe(h, func(w int, m uint64) bool { atomic.OrUint64(&l.blocks[w], m); return true })
 }
 
-func newKeyFilter() *keyFilter {
-	f := &keyFilter{stop: make(chan struct{}), done: make(chan struct{})}
+// newKeyFilter returns the filter of the data keys of g's database, which Open has just
+// opened.
+func newKeyFilter(g *ldbGuard) (*keyFilter, error) {
+	f := &keyFilter{}
 	layers := []*filterLayer{newFilterLayer(filterFirstKeys)}
 	f.layers.Store(&layers)
-	return f
+	var st leveldb.DBStats
+	if err := g.db.Stats(&st); err != nil {
+		return nil, g.check(err)
+	}
+	if slices.ContainsFunc(st.LevelTablesCounts, func(n int) bool { return n > 0 }) {
+		return f, nil
+	}
+	it := g.NewIterator(util.BytesPrefix([]byte{tagData}))
+	defer it.Release()
+	for it.Next() {
+		f.add(it.Key())
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	f.ready = true
+	return f, nil
 }
 
 // mayHold reports whether LevelDB may hold key k; false is certain.
 func (f *keyFilter) mayHold(k []byte) bool {
-	if !f.ready.Load() {
+	if !f.ready {
 		return true
 	}
 	return f.holds(maphash.Bytes(filterSeed, k))
@@ -107,7 +120,7 @@ func (f *keyFilter) holds(h uint64) bool {
 	return false
 }
 
-// add adds k. The caller holds mu.
+// add adds k.
 func (f *keyFilter) add(k []byte) {
 	h := maphash.Bytes(filterSeed, k)
 	if f.holds(h) {
@@ -126,8 +139,6 @@ func (f *keyFilter) add(k []byte) {
 
 // addBatch adds the data keys b puts.
 func (f *keyFilter) addBatch(b *leveldb.Batch) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	// Replay fails only on a batch it cannot decode, and Batch builds only decodable ones.
 	_ = b.Replay(filterReplay{f})
 }
@@ -141,45 +152,3 @@ func (r filterReplay) Put(k, _ []byte) {
 }
 
 func (filterReplay) Delete([]byte) {}
-
-// scan adds the data keys ldb holds and then makes the filter ready, unless close stops
-// it first or a read fails; a filter that is not ready sends every read to LevelDB. It
-// reads past the guard: a damage found here is left for the reads that need the data to
-// report, as they did before there was a filter.
-func (f *keyFilter) scan(ldb *leveldb.DB) {
-	defer close(f.done)
-	defer func() { _ = recover() }() // goleveldb may panic on damage; the filter stays not ready
-	it := ldb.NewIterator(util.BytesPrefix([]byte{tagData}), &opt.ReadOptions{DontFillCache: true})
-	defer it.Release()
-	for more := it.Next(); more; {
-		select {
-		case <-f.stop:
-			return
-		default:
-		}
-		more = f.addScanned(it)
-	}
-	if it.Error() == nil {
-		f.ready.Store(true)
-	}
-}
-
-// addScanned adds the iterator's key and up to filterScanBatches-1 more, and reports
-// whether the iterator has more.
-func (f *keyFilter) addScanned(it iterator.Iterator) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for range filterScanBatches {
-		f.add(it.Key())
-		if !it.Next() {
-			return false
-		}
-	}
-	return true
-}
-
-// close stops the scan and waits for it.
-func (f *keyFilter) close() {
-	f.stopOnce.Do(func() { close(f.stop) })
-	<-f.done
-}
