@@ -154,13 +154,22 @@ func (t *Topology) flushCachesBefore(wm int64) error {
 	return nil
 }
 
-// FlushCaches forwards every cached update: the commit barrier calls it first, so that what
-// the epoch forwards belongs to the epoch.
+// FlushCaches forwards every cached update, then lets the processors that keep state in
+// memory write what a restart needs: the commit barrier calls it first, so that what the
+// epoch forwards and writes belongs to the epoch.
 func (t *Topology) FlushCaches() error {
 	for _, c := range t.caches {
 		if err := c.flush(); err != nil {
 			return err
 		}
 	}
+	for _, fn := range t.commitListeners {
+		if err := fn(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// onCommit registers a processor that writes in-memory state at the commit barrier.
+func (t *Topology) onCommit(fn func() error) { t.commitListeners = append(t.commitListeners, fn) }

@@ -118,7 +118,11 @@ func (d *Driver) PipeTo(topic string, partition int32, key, value []byte, timest
 		// A global table's topic updates its store only: it moves no stream time.
 		return d.topo.ProcessGlobal(d.in)
 	}
-	return d.topo.Process(&d.in)
+	if err := d.topo.Process(&d.in); err != nil {
+		return err
+	}
+	// TopologyTestDriver commits after every record.
+	return d.topo.FlushCaches()
 }
 
 // ReadOutput removes and returns the oldest record written to topic; ok=false when none is left.

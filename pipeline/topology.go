@@ -86,6 +86,8 @@ type Topology struct {
 	idleAll     bool // the test driver: no lag, every partition is idle
 	watermark   int64
 	wmListeners []func(wm int64) error
+	// commitListeners write processors' in-memory state at the commit barrier.
+	commitListeners []func() error
 
 	cacheMaxBytes int64
 	caches        []*recordCache

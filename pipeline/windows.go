@@ -208,6 +208,9 @@ type windowAggregate struct {
 	time      windowTime
 	// emitOnClose forwards each window once, when the watermark closes it.
 	emitOnClose bool
+	// beforeUpdate, when set, runs before the aggregation touches a partition's windows:
+	// a suppression taking final results from the store reads them first (suppress_final.go).
+	beforeUpdate func(partition int32) error
 }
 
 func (p *windowAggregate) Init(ctx *Context) error {
@@ -227,6 +230,11 @@ func (p *windowAggregate) Process(rec Record) error {
 	if rec.Key == nil {
 		p.ctx.Drop(DropNullKey)
 		return nil
+	}
+	if p.beforeUpdate != nil {
+		if err := p.beforeUpdate(rec.Partition); err != nil {
+			return err
+		}
 	}
 	st := p.time.observe(rec.Partition, rec.Timestamp)
 	store, err := p.ctx.windowStore(p.store, rec.Partition)

@@ -1,0 +1,331 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// suppress(untilWindowCloses) right after a time-windowed count takes its final results
+// from the window store (suppress_final.go); with a bounded buffer (here one too large to
+// fill) it keeps its own buffer as Kafka Streams does. Both must give the same records, in
+// the same order, at the same points, with the same drops and the same window store.
+
+// finalsRun is one topology under test: three partitions of "in", none idle unless the
+// input says so, so the watermark is the slowest partition's stream time.
+type finalsRun struct {
+	t       *testing.T
+	b       *StreamsBuilder
+	stores  *MemoryStores
+	sensors *countingSensors
+	cache   int64
+	topo    *Topology
+	out     []string
+}
+
+type finalsCase struct {
+	windows TimeWindows
+	cache   int64 // record cache budget; 0: off
+	fused   bool
+	stores  *MemoryStores // nil: new ones
+}
+
+func newFinalsRun(t *testing.T, c finalsCase) *finalsRun {
+	t.Helper()
+	r := &finalsRun{t: t, stores: c.stores, sensors: newCountingSensors(), cache: c.cache}
+	if r.stores == nil {
+		r.stores = NewMemoryStores()
+	}
+	b := newTestBuilder()
+	s, err := b.Stream([]string{"in"}, Consumed{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := groupedByKey(t, s).WindowedBy(c.windows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := w.Count(Materialized{StoreName: "counts", Given: true}, int64Serde{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := Suppressed{UntilWindowCloses: true}
+	if !c.fused {
+		sup.Buffer.MaxRecords = math.MaxInt64
+	}
+	if table, err = table.Suppress(sup); err != nil {
+		t.Fatal(err)
+	}
+	out, err := table.ToStream("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = out.Foreach(func(rec Record) error {
+		r.out = append(r.out, fmt.Sprintf("%v=%v@%d p%d %s@%d %v", rec.Key, rec.Value, rec.Timestamp, rec.Partition, rec.Topic, rec.Offset, rec.Headers))
+		return nil
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.b = b
+	r.start()
+	if _, fusedProc := r.suppressor().(*finalSuppress); fusedProc != c.fused {
+		t.Fatalf("suppress runs as %T", r.suppressor())
+	}
+	return r
+}
+
+// start builds the topology on the run's stores: at first, and as a restart after a commit.
+func (r *finalsRun) start() {
+	r.t.Helper()
+	topo, err := r.b.Build(TopologyOptions{Collector: &Driver{}, Sensors: r.sensors, Stores: r.stores,
+		SourcePartitions: map[string]int32{"in": 3}, CacheMaxBytes: r.cache})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	topo.SetAssignment([]TopicPartition{{"in", 0}, {"in", 1}, {"in", 2}})
+	r.topo = topo
+}
+
+func (r *finalsRun) suppressor() Processor {
+	for _, n := range r.topo.nodes {
+		if strings.HasPrefix(n.name, "KTABLE-SUPPRESS-") {
+			return n.proc
+		}
+	}
+	r.t.Fatal("no suppress node")
+	return nil
+}
+
+// finalsInput is one step of the input: a record, a commit, an idle change or a restart.
+type finalsInput struct {
+	rec     *SourceRecord
+	commit  bool
+	idle    *TopicPartition
+	busy    *TopicPartition
+	restart bool
+}
+
+func (r *finalsRun) feed(in []finalsInput) {
+	r.t.Helper()
+	for _, step := range in {
+		var err error
+		switch {
+		case step.rec != nil:
+			rec := *step.rec
+			err = r.topo.Process(&rec)
+		case step.commit:
+			err = r.topo.FlushCaches()
+		case step.idle != nil:
+			r.topo.SetIdle(*step.idle, true)
+			err = r.topo.AdvanceWatermark()
+		case step.busy != nil:
+			r.topo.SetIdle(*step.busy, false)
+		case step.restart:
+			// Stream times and the watermark are not kept across a restart: the input
+			// restarts where every partition is idle, and stays so here.
+			if err = r.topo.FlushCaches(); err == nil {
+				r.start()
+				for p := range int32(3) {
+					r.topo.SetIdle(TopicPartition{"in", p}, true)
+				}
+			}
+		}
+		if err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// windows lists every window the window store shows, partition by partition.
+func (r *finalsRun) windows() []string {
+	r.t.Helper()
+	var out []string
+	for p := range int32(3) {
+		ws, err := r.topo.WindowStore("counts", p)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		it := ws.All(false)
+		for it.Next() {
+			w := it.Window()
+			out = append(out, fmt.Sprintf("p%d %v@%d/%d=%v@%d", p, w.Key, w.Start, w.End, w.Value, w.Timestamp))
+		}
+		if err := it.Err(); err != nil {
+			r.t.Fatal(err)
+		}
+		it.Close()
+	}
+	return out
+}
+
+// randomFinalsInput: keys on three partitions, each partition with its own clock, one of
+// them slower, so the watermark lags; records out of order within and beyond the grace
+// (late), some with headers; commits, idle spells and (if asked) restarts in between.
+func randomFinalsInput(rng *rand.Rand, w TimeWindows, n int, restarts bool) []finalsInput {
+	clock := [3]int64{}
+	offsets := [3]int64{}
+	idle := [3]bool{}
+	// fresh: no record of the partition since the start or the last restart.
+	fresh := [3]bool{true, true, true}
+	var in []finalsInput
+	for i := range n {
+		p := int32(rng.Intn(3))
+		if p == 2 && rng.Intn(3) > 0 {
+			p = int32(rng.Intn(2)) // partition 2 lags behind
+		}
+		tp := TopicPartition{"in", p}
+		if idle[p] {
+			idle[p] = false
+			in = append(in, finalsInput{busy: &tp})
+		}
+		clock[p] += int64(rng.Intn(int(w.Advance) + 2))
+		ts := clock[p]
+		if rng.Intn(8) == 0 && !fresh[p] {
+			ts = max(0, ts-int64(rng.Intn(int(w.Size+w.Grace)+5)))
+		}
+		fresh[p] = false
+		key := fmt.Sprintf("k%d", rng.Intn(4)*3+int(p)) // a key stays on its partition
+		rec := &SourceRecord{Topic: "in", Partition: p, Offset: offsets[p], Timestamp: ts, Key: []byte(key), Value: []byte("v")}
+		offsets[p]++
+		if rng.Intn(5) == 0 {
+			rec.Headers = Headers{{Key: "h", Value: []byte(fmt.Sprint(i))}}
+		}
+		in = append(in, finalsInput{rec: rec})
+		switch x := rng.Intn(40); {
+		case x < 3:
+			in = append(in, finalsInput{commit: true})
+		case x == 3:
+			q := int32(rng.Intn(3))
+			idle[q] = true
+			in = append(in, finalsInput{idle: &TopicPartition{"in", q}})
+		case x == 4 && restarts && fresh == [3]bool{}:
+			// A restart forgets the stream times and the watermark: it comes where every
+			// partition is idle (the watermark their largest stream time), and each
+			// partition's next record is in order, so that the stream times it rebuilds
+			// are those it forgot.
+			for q := range int32(3) {
+				idle[q] = true
+				in = append(in, finalsInput{idle: &TopicPartition{"in", q}})
+			}
+			in = append(in, finalsInput{restart: true})
+			fresh = [3]bool{true, true, true}
+		}
+	}
+	// Every partition idle: the watermark goes to the largest stream time.
+	for p := range int32(3) {
+		in = append(in, finalsInput{idle: &TopicPartition{"in", p}})
+	}
+	return in
+}
+
+func randomWindows(rng *rand.Rand) TimeWindows {
+	size := int64(5 + rng.Intn(20))
+	return TimeWindows{Size: size, Advance: 1 + rng.Int63n(size), Grace: rng.Int63n(12)}
+}
+
+func TestFinalResultsFromTheWindowStoreEqualSuppressBuffer(t *testing.T) {
+	for seed := range int64(60) {
+		rng := rand.New(rand.NewSource(seed))
+		w := randomWindows(rng)
+		cache := []int64{0, 200, 1 << 20}[rng.Intn(3)]
+		in := randomFinalsInput(rng, w, 300, false)
+		fused := newFinalsRun(t, finalsCase{windows: w, cache: cache, fused: true})
+		buffered := newFinalsRun(t, finalsCase{windows: w, cache: cache})
+		fused.feed(in)
+		buffered.feed(in)
+		what := fmt.Sprintf("seed %d, %+v, cache %d", seed, w, cache)
+		if !reflect.DeepEqual(fused.out, buffered.out) {
+			t.Fatalf("%s: final results\n%s\nwant (suppress's buffer)\n%s", what, strings.Join(fused.out, "\n"), strings.Join(buffered.out, "\n"))
+		}
+		if !reflect.DeepEqual(fused.sensors.dropped, buffered.sensors.dropped) {
+			t.Fatalf("%s: drops %v, want %v", what, fused.sensors.dropped, buffered.sensors.dropped)
+		}
+		if got, want := fused.windows(), buffered.windows(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: window store\n%s\nwant\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// Across restarts (after a commit, at a quiet moment) the final results are the same as
+// without them, each window's once. Only the offset and topic of a window's latest update
+// without headers are not kept.
+func TestFinalResultsFromTheWindowStoreSurviveRestarts(t *testing.T) {
+	for seed := range int64(60) {
+		rng := rand.New(rand.NewSource(seed))
+		w := randomWindows(rng)
+		cache := []int64{0, 200, 1 << 20}[rng.Intn(3)]
+		in := randomFinalsInput(rng, w, 300, true)
+		var straight []finalsInput
+		for _, step := range in {
+			if !step.restart {
+				straight = append(straight, step)
+			}
+		}
+		restarted := newFinalsRun(t, finalsCase{windows: w, cache: cache, fused: true})
+		once := newFinalsRun(t, finalsCase{windows: w, cache: cache, fused: true})
+		restarted.feed(in)
+		once.feed(straight)
+		if got, want := withoutOffsets(restarted.out), withoutOffsets(once.out); !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d, %+v, cache %d: final results with restarts\n%s\nwant\n%s", seed, w, cache, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// withoutOffsets drops the "topic@offset" part of each result.
+func withoutOffsets(out []string) []string {
+	var s []string
+	for _, o := range out {
+		f := strings.Fields(o)
+		s = append(s, strings.Join(append(f[:2:2], f[3:]...), " "))
+	}
+	return s
+}
+
+// A window the window store no longer shows (its partition's stream time moved past its
+// retention while another partition held the watermark back) is kept in the buffer store:
+// a restart still emits it.
+func TestFinalResultBehindTheWindowStoreRetentionSurvivesRestart(t *testing.T) {
+	for _, fused := range []bool{true, false} {
+		r := newFinalsRun(t, finalsCase{windows: TimeWindows{Size: 10, Advance: 10}, fused: fused})
+		rec := func(p int32, key string, ts int64) finalsInput {
+			return finalsInput{rec: &SourceRecord{Topic: "in", Partition: p, Offset: ts, Timestamp: ts, Key: []byte(key), Value: []byte("v")}}
+		}
+		r.feed([]finalsInput{rec(0, "k0", 5), rec(1, "k1", 1), rec(0, "k0", 25), {restart: true}})
+		for p := range int32(2) {
+			r.topo.SetIdle(TopicPartition{"in", p}, false)
+		}
+		if got := r.windows(); !reflect.DeepEqual(got, []string{"p0 k0@20/30=1@25", "p1 k1@0/10=1@1"}) {
+			t.Fatalf("window store %q: [k0@0/10] should be past its retention", got)
+		}
+		r.feed([]finalsInput{rec(0, "k0", 31), rec(1, "k1", 30)})
+		// The kept window has its record context; those read from the window store have none.
+		want := []string{"[k0@0/10]=1@5 p0 in@5 []", "[k1@0/10]=1@1 p1 @-1 []", "[k0@20/30]=1@25 p0 @-1 []"}
+		if !fused {
+			// suppress's buffer keeps every record context
+			want = []string{"[k0@0/10]=1@5 p0 in@5 []", "[k1@0/10]=1@1 p1 in@1 []", "[k0@20/30]=1@25 p0 in@25 []"}
+		}
+		if !reflect.DeepEqual(r.out, want) {
+			t.Fatalf("fused %v: final results %q, want %q", fused, r.out, want)
+		}
+	}
+}
+
+// A buffer store whose open windows are in the window store cannot be taken over by a
+// suppression that keeps its own buffer (a bounded one, or old values asked for
+// downstream): a clear error, not windows lost.
+func TestSuppressRefusesFinalResultsKeptWithTheWindowStore(t *testing.T) {
+	w := TimeWindows{Size: 10, Advance: 10}
+	fused := newFinalsRun(t, finalsCase{windows: w, fused: true})
+	in := finalsInput{rec: &SourceRecord{Topic: "in", Partition: 0, Timestamp: 5, Key: []byte("k"), Value: []byte("v")}}
+	fused.feed([]finalsInput{in, {commit: true}})
+	buffered := newFinalsRun(t, finalsCase{windows: w, stores: fused.stores})
+	rec := *in.rec
+	err := buffered.topo.Process(&rec)
+	if err == nil || !strings.Contains(err.Error(), "not supported yet") {
+		t.Fatalf("got %v, want the not-supported error", err)
+	}
+}
