@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/binary"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -161,5 +162,91 @@ func TestSuppressedHoppingWindowsAcrossPartitionsLoseNoUpdate(t *testing.T) {
 		if len(got[k]) != 1 || got[k][0] != n {
 			t.Fatalf("%s: final results %v, want exactly one of %d", k, got[k], n)
 		}
+	}
+}
+
+// Issue 16: suppress(untilWindowCloses) takes the final results from the window store.
+// Across an exactly-once restart in the middle, with windows still open on both sides of
+// it, every (key, window) gets exactly one final result with its full count, carrying the
+// headers of the window's latest record.
+func TestSuppressedWindowsFromTheWindowStoreAcrossARestart(t *testing.T) {
+	brokers := testBroker(t, 2, "in", "out")
+	cfg := testConfig(t, brokers, suppressedHoppingScript, "processing.guarantee = \"exactly_once_v2\"\n")
+	prod, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	want := map[string]int64{}
+	lastTs := map[string]int64{} // the latest record of each window
+	send := func(from, to int64) {
+		t.Helper()
+		var msgs []*sarama.ProducerMessage
+		for ts := from; ts < to; ts++ {
+			k := fmt.Sprintf("k%d", ts*7919%13)
+			m := produceAt(t, brokers, 2, k, ts)
+			m.Headers = []sarama.RecordHeader{{Key: []byte("ts"), Value: []byte(fmt.Sprint(ts))}}
+			msgs = append(msgs, m)
+			for start := max(0, ts-500) / 500 * 500; start <= ts; start += 500 {
+				w := fmt.Sprintf("%s@%d", k, start)
+				want[w]++
+				lastTs[w] = ts
+			}
+		}
+		if err := prod.SendMessages(msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string][]string{}
+	out := consumeAll(t, brokers, "out", readCommittedConfig())
+	readUntil := func(n int) {
+		t.Helper()
+		deadline := time.After(60 * time.Second)
+		for len(got) < n {
+			select {
+			case m := <-out:
+				var h string
+				for _, rh := range m.Headers {
+					h += string(rh.Key) + "=" + string(rh.Value)
+				}
+				got[string(m.Key)] = append(got[string(m.Key)], fmt.Sprintf("%d %s", binary.BigEndian.Uint64(m.Value), h))
+			case <-deadline:
+				t.Fatalf("%d of %d final results before the deadline", len(got), n)
+			}
+		}
+	}
+	ra := startAgent(t, cfg)
+	send(0, 3000)
+	readUntil(20) // some windows closed, later ones still open
+	if err := ra.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	ra = startAgent(t, cfg)
+	defer ra.stop(t)
+	send(3000, 6000)
+	for p := range int32(2) { // closes every window on every partition
+		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "in", Partition: p, Key: sarama.StringEncoder("end"),
+			Value: sarama.StringEncoder("v"), Timestamp: time.UnixMilli(20_000)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readUntil(len(want))
+	// A quiet moment on purpose: a result emitted twice would come within it.
+	quiet := time.After(time.Second)
+	for done := false; !done; {
+		select {
+		case m := <-out:
+			t.Fatalf("a result after all of them: %s", m.Key)
+		case <-quiet:
+			done = true
+		}
+	}
+	for w, n := range want {
+		if exp := []string{fmt.Sprintf("%d ts=%d", n, lastTs[w])}; !reflect.DeepEqual(got[w], exp) {
+			t.Fatalf("%s: final results %q, want %q", w, got[w], exp)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d final results, want %d", len(got), len(want))
 	}
 }
