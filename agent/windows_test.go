@@ -9,6 +9,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
@@ -116,17 +117,25 @@ b:stream("in")
 return b
 `
 
-// Four partitions read at their own pace, the record cache on: every (key, window) that
-// holds a record gets exactly one final result with its full count, none is mistaken for
-// a late update of a window the watermark has closed.
-func TestSuppressedHoppingWindowsAcrossPartitionsLoseNoUpdate(t *testing.T) {
-	brokers := testBroker(t, 4, "in", "out")
+// suppressedHoppingSetup is a broker whose "in" has the given partitions, the config of
+// suppressedHoppingScript under exactly_once_v2 on it, and a producer.
+func suppressedHoppingSetup(t *testing.T, partitions int32) ([]string, *config.Config, sarama.SyncProducer) {
+	t.Helper()
+	brokers := testBroker(t, partitions, "in", "out")
 	cfg := testConfig(t, brokers, suppressedHoppingScript, "processing.guarantee = \"exactly_once_v2\"\n")
 	prod, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer prod.Close()
+	t.Cleanup(func() { prod.Close() })
+	return brokers, cfg, prod
+}
+
+// Four partitions read at their own pace, the record cache on: every (key, window) that
+// holds a record gets exactly one final result with its full count, none is mistaken for
+// a late update of a window the watermark has closed.
+func TestSuppressedHoppingWindowsAcrossPartitionsLoseNoUpdate(t *testing.T) {
+	brokers, cfg, prod := suppressedHoppingSetup(t, 4)
 	want := map[string]int64{}
 	var msgs []*sarama.ProducerMessage
 	for ts := int64(0); ts < 10_000; ts++ {
@@ -170,13 +179,7 @@ func TestSuppressedHoppingWindowsAcrossPartitionsLoseNoUpdate(t *testing.T) {
 // it, every (key, window) gets exactly one final result with its full count, carrying the
 // headers of the window's latest record.
 func TestSuppressedWindowsFromTheWindowStoreAcrossARestart(t *testing.T) {
-	brokers := testBroker(t, 2, "in", "out")
-	cfg := testConfig(t, brokers, suppressedHoppingScript, "processing.guarantee = \"exactly_once_v2\"\n")
-	prod, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	brokers, cfg, prod := suppressedHoppingSetup(t, 2)
 	want := map[string]int64{}
 	lastTs := map[string]int64{} // the latest record of each window
 	send := func(from, to int64) {

@@ -247,14 +247,7 @@ func (p *suppressProc) Process(rec Record) error {
 }
 
 func (p *suppressProc) serialize(store *KeyValueStore, v any) ([]byte, error) {
-	if v == nil {
-		return nil, nil
-	}
-	b, err := p.valueSerde.Serialize(store.topic, nil, v)
-	if err != nil {
-		return nil, fmt.Errorf("store %s: value: %w", p.store, err)
-	}
-	return b, nil
+	return bufferValueBytes(p.valueSerde, store, v)
 }
 
 // enforceCapacity emits the oldest entries early, or fails, while the buffer is over a limit.
@@ -361,14 +354,7 @@ func (p *suppressProc) emit(store *KeyValueStore, idx *bufferIndex, partition in
 }
 
 func (p *suppressProc) deserialize(store *KeyValueStore, b []byte) (any, error) {
-	if b == nil {
-		return nil, nil
-	}
-	v, err := p.valueSerde.Deserialize(store.topic, nil, b)
-	if err != nil {
-		return nil, fmt.Errorf("store %s: value: %w", p.store, err)
-	}
-	return v, nil
+	return bufferValue(p.valueSerde, store, b)
 }
 
 // partition opens a partition of the buffer store and, the first time, indexes what it

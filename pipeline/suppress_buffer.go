@@ -178,3 +178,28 @@ func (x *bufferIndex) remove() {
 	x.bytes -= x.entries[ref.key].size
 	delete(x.entries, ref.key)
 }
+
+// bufferValueBytes serialises a value of a buffer entry (a buffered update's old or new
+// value) with the buffered table's value serde; nil stays nil.
+func bufferValueBytes(serde Serde, store *KeyValueStore, v any) ([]byte, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := serde.Serialize(store.topic, nil, v)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: value: %w", store.Name(), err)
+	}
+	return b, nil
+}
+
+// bufferValue reads back what bufferValueBytes wrote.
+func bufferValue(serde Serde, store *KeyValueStore, b []byte) (any, error) {
+	if b == nil {
+		return nil, nil
+	}
+	v, err := serde.Deserialize(store.topic, nil, b)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: value: %w", store.Name(), err)
+	}
+	return v, nil
+}

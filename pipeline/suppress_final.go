@@ -188,37 +188,15 @@ func (p *finalSuppress) writeEntry(buf *KeyValueStore, kb []byte, ow *openWindow
 	e := bufferedChange{Timestamp: r.Timestamp, Offset: r.Offset, Topic: r.Topic, Partition: r.Partition,
 		Headers: r.Headers, BufferTime: r.Key.(Windowed).End}
 	var err error
-	if e.New, err = p.serialize(buf, c.New); err != nil {
+	if e.New, err = bufferValueBytes(p.valueSerde, buf, c.New); err != nil {
 		return err
 	}
-	if e.Old, err = p.serialize(buf, c.Old); err != nil {
+	if e.Old, err = bufferValueBytes(p.valueSerde, buf, c.Old); err != nil {
 		return err
 	}
 	e.Prior = e.Old
 	ow.spilled = true
 	return buf.bytes.Put(kb, e.encode(), r.Timestamp, nil)
-}
-
-func (p *finalSuppress) serialize(buf *KeyValueStore, v any) ([]byte, error) {
-	if v == nil {
-		return nil, nil
-	}
-	b, err := p.valueSerde.Serialize(buf.topic, nil, v)
-	if err != nil {
-		return nil, fmt.Errorf("store %s: value: %w", p.store, err)
-	}
-	return b, nil
-}
-
-func (p *finalSuppress) deserialize(buf *KeyValueStore, b []byte) (any, error) {
-	if b == nil {
-		return nil, nil
-	}
-	v, err := p.valueSerde.Deserialize(buf.topic, nil, b)
-	if err != nil {
-		return nil, fmt.Errorf("store %s: value: %w", p.store, err)
-	}
-	return v, nil
 }
 
 func (p *finalSuppress) saveEmitted(buf *KeyValueStore, part *finalPart, end int64) error {
@@ -317,11 +295,11 @@ func (p *finalSuppress) emit(d dueFinal) error {
 	if err != nil {
 		return err
 	}
-	vb, err := p.serialize(buf, c.New)
+	vb, err := bufferValueBytes(p.valueSerde, buf, c.New)
 	if err != nil {
 		return err
 	}
-	v, err := p.deserialize(buf, vb)
+	v, err := bufferValue(p.valueSerde, buf, vb)
 	if err != nil {
 		return err
 	}
@@ -431,10 +409,10 @@ func (p *finalSuppress) bufferedRecord(buf *KeyValueStore, kb []byte, e buffered
 		return Record{}, err
 	}
 	var c Change
-	if c.New, err = p.deserialize(buf, e.New); err != nil {
+	if c.New, err = bufferValue(p.valueSerde, buf, e.New); err != nil {
 		return Record{}, err
 	}
-	if c.Old, err = p.deserialize(buf, e.Old); err != nil {
+	if c.Old, err = bufferValue(p.valueSerde, buf, e.Old); err != nil {
 		return Record{}, err
 	}
 	return Record{Key: key, Value: c, Timestamp: e.Timestamp, Headers: e.Headers, Topic: e.Topic,

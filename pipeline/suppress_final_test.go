@@ -222,22 +222,23 @@ func randomFinalsInput(rng *rand.Rand, w TimeWindows, n int, restarts bool) []fi
 	return in
 }
 
-func randomWindows(rng *rand.Rand) TimeWindows {
+// randomFinalsCase is a seed's windows, cache budget and input.
+func randomFinalsCase(seed int64, restarts bool) (finalsCase, []finalsInput, string) {
+	rng := rand.New(rand.NewSource(seed))
 	size := int64(5 + rng.Intn(20))
-	return TimeWindows{Size: size, Advance: 1 + rng.Int63n(size), Grace: rng.Int63n(12)}
+	c := finalsCase{windows: TimeWindows{Size: size, Advance: 1 + rng.Int63n(size), Grace: rng.Int63n(12)},
+		cache: []int64{0, 200, 1 << 20}[rng.Intn(3)]}
+	return c, randomFinalsInput(rng, c.windows, 300, restarts), fmt.Sprintf("seed %d, %+v, cache %d", seed, c.windows, c.cache)
 }
 
 func TestFinalResultsFromTheWindowStoreEqualSuppressBuffer(t *testing.T) {
 	for seed := range int64(60) {
-		rng := rand.New(rand.NewSource(seed))
-		w := randomWindows(rng)
-		cache := []int64{0, 200, 1 << 20}[rng.Intn(3)]
-		in := randomFinalsInput(rng, w, 300, false)
-		fused := newFinalsRun(t, finalsCase{windows: w, cache: cache, fused: true})
-		buffered := newFinalsRun(t, finalsCase{windows: w, cache: cache})
+		c, in, what := randomFinalsCase(seed, false)
+		buffered := newFinalsRun(t, c)
+		c.fused = true
+		fused := newFinalsRun(t, c)
 		fused.feed(in)
 		buffered.feed(in)
-		what := fmt.Sprintf("seed %d, %+v, cache %d", seed, w, cache)
 		if !reflect.DeepEqual(fused.out, buffered.out) {
 			t.Fatalf("%s: final results\n%s\nwant (suppress's buffer)\n%s", what, strings.Join(fused.out, "\n"), strings.Join(buffered.out, "\n"))
 		}
@@ -255,22 +256,19 @@ func TestFinalResultsFromTheWindowStoreEqualSuppressBuffer(t *testing.T) {
 // without headers are not kept.
 func TestFinalResultsFromTheWindowStoreSurviveRestarts(t *testing.T) {
 	for seed := range int64(60) {
-		rng := rand.New(rand.NewSource(seed))
-		w := randomWindows(rng)
-		cache := []int64{0, 200, 1 << 20}[rng.Intn(3)]
-		in := randomFinalsInput(rng, w, 300, true)
+		c, in, what := randomFinalsCase(seed, true)
+		c.fused = true
 		var straight []finalsInput
 		for _, step := range in {
 			if !step.restart {
 				straight = append(straight, step)
 			}
 		}
-		restarted := newFinalsRun(t, finalsCase{windows: w, cache: cache, fused: true})
-		once := newFinalsRun(t, finalsCase{windows: w, cache: cache, fused: true})
+		restarted, once := newFinalsRun(t, c), newFinalsRun(t, c)
 		restarted.feed(in)
 		once.feed(straight)
 		if got, want := withoutOffsets(restarted.out), withoutOffsets(once.out); !reflect.DeepEqual(got, want) {
-			t.Fatalf("seed %d, %+v, cache %d: final results with restarts\n%s\nwant\n%s", seed, w, cache, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			t.Fatalf("%s: final results with restarts\n%s\nwant\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
 }
