@@ -75,6 +75,7 @@ type finalSuppress struct {
 
 // finalPart is one task partition's open windows.
 type finalPart struct {
+	buf *KeyValueStore // the partition of the buffer store
 	// emitted: every window ending at or before it has had its final result.
 	emitted int64
 	// savedEmitted is what the marker in the buffer store says.
@@ -111,8 +112,15 @@ func (p *finalSuppress) Init(ctx *Context) error {
 	// for one closed before the restart.
 	for _, rn := range ctx.topology.nodes {
 		if wa, ok := rn.proc.(*windowAggregate); ok && wa.store == p.src.store && slices.Contains(rn.children, ctx.node) {
+			// Another suppression of the same table may have hooked in already.
+			prev := wa.beforeUpdate
 			wa.beforeUpdate = func(partition int32) error {
-				_, _, err := p.partition(partition)
+				if prev != nil {
+					if err := prev(partition); err != nil {
+						return err
+					}
+				}
+				_, err := p.partition(partition)
 				return err
 			}
 			return nil
@@ -130,10 +138,11 @@ func (p *finalSuppress) Process(rec Record) error {
 	if !ok {
 		return fmt.Errorf("suppress untilWindowCloses: the key %v is not windowed", rec.Key)
 	}
-	buf, part, err := p.partition(rec.Partition)
+	part, err := p.partition(rec.Partition)
 	if err != nil {
 		return err
 	}
+	buf := part.buf
 	part.maxStart = max(part.maxStart, w.Start)
 	if p.time.closedByWatermark(w.End) || w.End <= part.emitted {
 		// The final result is out (or the window closed empty): it is never revised.
@@ -199,9 +208,9 @@ func (p *finalSuppress) writeEntry(buf *KeyValueStore, kb []byte, ow *openWindow
 	return buf.bytes.Put(kb, e.encode(), r.Timestamp, nil)
 }
 
-func (p *finalSuppress) saveEmitted(buf *KeyValueStore, part *finalPart, end int64) error {
+func (part *finalPart) saveEmitted(end int64) error {
 	part.savedEmitted = end
-	return buf.bytes.Put(finalMarkerKey, binary.BigEndian.AppendUint64(nil, uint64(end)), -1, nil)
+	return part.buf.bytes.Put(finalMarkerKey, binary.BigEndian.AppendUint64(nil, uint64(end)), -1, nil)
 }
 
 // emitClosed forwards every open window the watermark has closed (end + grace ≤
@@ -210,12 +219,14 @@ func (p *finalSuppress) saveEmitted(buf *KeyValueStore, part *finalPart, end int
 func (p *finalSuppress) emitClosed(wm int64) error {
 	// Every task's, not only those that saw a record since the start: after a restart,
 	// the stored windows of a partition that has not delivered yet close too.
-	err := p.ctx.forEachTask(func(partition int32) error {
-		_, _, err := p.partition(partition)
-		return err
-	})
-	if err != nil {
-		return err
+	if len(p.parts) < int(max(p.ctx.maxSourcePartitions(), 1)) {
+		err := p.ctx.forEachTask(func(partition int32) error {
+			_, err := p.partition(partition)
+			return err
+		})
+		if err != nil {
+			return err
+		}
 	}
 	upper := p.time.lastClosed(wm)
 	due := p.due[:0]
@@ -258,15 +269,11 @@ func (p *finalSuppress) emitClosed(wm int64) error {
 // known again, it still says which windows closed, the stored ones that closed without a
 // final result (dropped updates) included.
 func (p *finalSuppress) saveMarkers() error {
-	for partition, part := range p.parts {
+	for _, part := range p.parts {
 		if part.savedEmitted >= part.emitted {
 			continue
 		}
-		buf, err := p.ctx.store(p.store, partition)
-		if err != nil {
-			return err
-		}
-		if err := p.saveEmitted(buf, part, part.emitted); err != nil {
+		if err := part.saveEmitted(part.emitted); err != nil {
 			return err
 		}
 	}
@@ -276,10 +283,7 @@ func (p *finalSuppress) saveMarkers() error {
 // emit forwards one final result, as suppress does from its buffer: key and value as the
 // buffer store's serdes give them back, with the latest update's record context.
 func (p *finalSuppress) emit(d dueFinal) error {
-	buf, err := p.ctx.store(p.store, d.partition)
-	if err != nil {
-		return err
-	}
+	buf := p.parts[d.partition].buf
 	kb := []byte(d.key)
 	if d.w.spilled {
 		if err := buf.bytes.Put(kb, nil, d.w.rec.Timestamp, nil); err != nil {
@@ -312,23 +316,23 @@ func (p *finalSuppress) emit(d dueFinal) error {
 // buffer's entries. A buffer without a marker is suppress's own (state from before
 // issue 16, or a new store): its entries are the open windows, the window store's others
 // are closed.
-func (p *finalSuppress) partition(partition int32) (*KeyValueStore, *finalPart, error) {
+func (p *finalSuppress) partition(partition int32) (*finalPart, error) {
+	if part, ok := p.parts[partition]; ok {
+		return part, nil
+	}
 	buf, err := p.ctx.store(p.store, partition)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if part, ok := p.parts[partition]; ok {
-		return buf, part, nil
-	}
-	part := &finalPart{emitted: math.MinInt64, savedEmitted: math.MinInt64, maxStart: math.MinInt64,
+	part := &finalPart{buf: buf, emitted: math.MinInt64, savedEmitted: math.MinInt64, maxStart: math.MinInt64,
 		spilledTo: math.MinInt64, byEnd: map[int64]map[string]*openWindow{}}
 	marker, _, found, err := buf.bytes.Get(finalMarkerKey)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if found {
 		if len(marker) != 8 {
-			return nil, nil, fmt.Errorf("store %s partition %d: the final-results marker has %d bytes, not 8", p.store, partition, len(marker))
+			return nil, fmt.Errorf("store %s partition %d: the final-results marker has %d bytes, not 8", p.store, partition, len(marker))
 		}
 		part.emitted = int64(binary.BigEndian.Uint64(marker))
 		part.savedEmitted = part.emitted
@@ -342,12 +346,12 @@ func (p *finalSuppress) partition(partition int32) (*KeyValueStore, *finalPart, 
 		e, err := decodeBufferedChange(it.Value())
 		if err != nil {
 			it.Close()
-			return nil, nil, fmt.Errorf("store %s partition %d: %w", p.store, partition, err)
+			return nil, fmt.Errorf("store %s partition %d: %w", p.store, partition, err)
 		}
 		rec, err := p.bufferedRecord(buf, it.Key(), e, partition)
 		if err != nil {
 			it.Close()
-			return nil, nil, err
+			return nil, err
 		}
 		part.group(e.BufferTime)[string(it.Key())] = &openWindow{rec: rec, spilled: true}
 		buffered[string(it.Key())] = true
@@ -355,18 +359,18 @@ func (p *finalSuppress) partition(partition int32) (*KeyValueStore, *finalPart, 
 	err = it.Err()
 	it.Close()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := p.loadWindows(buf, part, partition, buffered, found); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if !found {
-		if err := p.saveEmitted(buf, part, part.emitted); err != nil {
-			return nil, nil, err
+		if err := part.saveEmitted(part.emitted); err != nil {
+			return nil, err
 		}
 	}
 	p.parts[partition] = part
-	return buf, part, nil
+	return part, nil
 }
 
 // loadWindows adds the window store's open windows (fused state), or, for suppress's own

@@ -327,3 +327,53 @@ func TestSuppressRefusesFinalResultsKeptWithTheWindowStore(t *testing.T) {
 		t.Fatalf("got %v, want the not-supported error", err)
 	}
 }
+
+// Two suppressions of one windowed table both read their open windows before the
+// aggregation first writes a partition.
+func TestTwoSuppressionsOfOneWindowedTable(t *testing.T) {
+	b := newTestBuilder()
+	s, err := b.Stream([]string{"in"}, Consumed{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := groupedByKey(t, s).WindowedBy(TimeWindows{Size: 10, Advance: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := w.Count(Materialized{}, int64Serde{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := make([][]string, 2)
+	for i := range outs {
+		final, err := table.Suppress(Suppressed{UntilWindowCloses: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := final.ToStream("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = st.Foreach(func(r Record) error {
+			outs[i] = append(outs[i], fmt.Sprintf("%v=%v", r.Key, r.Value))
+			return nil
+		}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := NewDriver(b, DriverOptions{Stores: NewMemoryStores()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range []int64{1, 15} {
+		if err := d.Pipe("in", []byte("k"), []byte("v"), ts, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, out := range outs {
+		if want := []string{"[k@0/10]=1"}; !reflect.DeepEqual(out, want) {
+			t.Fatalf("suppression %d: %q, want %q", i, out, want)
+		}
+	}
+}
