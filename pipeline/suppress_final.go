@@ -42,7 +42,9 @@ type windowFinals struct {
 
 // finalsSource reports the window store suppress may emit final results from: the table
 // is the very table of a time-windowed aggregation emitting on update, the only writer of
-// its store, and the buffer is unbounded (a bounded one counts its entries' bytes).
+// its store, the buffer is unbounded (a bounded one counts its entries' bytes), and the
+// window store has a changelog if the buffer has one (a standby restores the open windows
+// from it).
 func (t *KTable) finalsSource(s Suppressed) (windowFinals, bool) {
 	if !s.UntilWindowCloses || s.Buffer.MaxRecords != 0 || s.Buffer.MaxBytes != 0 || t.node.factory == nil {
 		return windowFinals{}, false
@@ -57,6 +59,9 @@ func (t *KTable) finalsSource(s Suppressed) (windowFinals, bool) {
 		}
 	}
 	spec := t.b.stores[wa.store]
+	if !spec.Logged && !s.Buffer.LoggingDisabled {
+		return windowFinals{}, false
+	}
 	return windowFinals{store: wa.store, size: spec.WindowSize, retention: spec.Retention}, true
 }
 

@@ -31,6 +31,8 @@ type finalsCase struct {
 	cache   int64 // record cache budget; 0: off
 	fused   bool
 	stores  *MemoryStores // nil: new ones
+	// unlogged: the window store has no changelog, the buffer has one
+	unlogged bool
 }
 
 func newFinalsRun(t *testing.T, c finalsCase) *finalsRun {
@@ -48,12 +50,12 @@ func newFinalsRun(t *testing.T, c finalsCase) *finalsRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table, err := w.Count(Materialized{StoreName: "counts", Given: true}, int64Serde{}, "")
+	table, err := w.Count(Materialized{StoreName: "counts", Given: true, LoggingDisabled: c.unlogged}, int64Serde{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sup := Suppressed{UntilWindowCloses: true}
-	if !c.fused {
+	if !c.fused && !c.unlogged {
 		sup.Buffer.MaxRecords = math.MaxInt64
 	}
 	if table, err = table.Suppress(sup); err != nil {
@@ -376,4 +378,10 @@ func TestTwoSuppressionsOfOneWindowedTable(t *testing.T) {
 			t.Fatalf("suppression %d: %q, want %q", i, out, want)
 		}
 	}
+}
+
+// A window store without a changelog cannot give a standby the open windows that a logged
+// buffer would: suppress keeps its own buffer then.
+func TestSuppressKeepsItsBufferOverAnUnloggedWindowStore(t *testing.T) {
+	newFinalsRun(t, finalsCase{windows: TimeWindows{Size: 10, Advance: 10}, unlogged: true})
 }
