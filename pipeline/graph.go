@@ -35,6 +35,9 @@ type Node struct {
 	// relaxesNullKeys marks a join that joins records with a null key (a stream-table left
 	// join, left and outer stream-stream joins): Kafka Streams' NULL_KEY_RELAXED_JOIN.
 	relaxesNullKeys bool
+	// finalsTaken marks a windowed aggregation a suppression takes its final results from
+	// (suppress_final.go): there is one such suppression.
+	finalsTaken bool
 }
 
 func (n *Node) addChild(c *Node) {

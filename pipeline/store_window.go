@@ -75,6 +75,13 @@ func (s *WindowStore) PutWithHeaders(key, value any, windowStart, ts int64, head
 	return s.bytes.Put(kb, windowStart, vb, ts, headers)
 }
 
+// putSerialized is Put of a key and value already serialised (vb nil deletes), for an
+// aggregation that reads and writes one key's windows.
+func (s *WindowStore) putSerialized(kb []byte, windowStart int64, vb []byte, ts int64) (bool, error) {
+	defer s.ops.put.stop(s.ops.put.start())
+	return s.bytes.Put(kb, windowStart, vb, ts, nil)
+}
+
 // Window is one window of a store: its key, bounds and value.
 type Window struct {
 	Key        any
@@ -87,11 +94,16 @@ type Window struct {
 // Fetch returns key's window starting at windowStart (Kafka Streams' fetch(key, time)).
 // The window's Key is key itself, not a deserialised copy.
 func (s *WindowStore) Fetch(key any, windowStart int64) (Window, bool, error) {
-	defer s.ops.get.stop(s.ops.get.start())
 	kb, err := s.key(key)
 	if err != nil {
 		return Window{}, false, err
 	}
+	return s.fetchSerialized(key, kb, windowStart)
+}
+
+// fetchSerialized is Fetch of key, serialised as kb.
+func (s *WindowStore) fetchSerialized(key any, kb []byte, windowStart int64) (Window, bool, error) {
+	defer s.ops.get.stop(s.ops.get.start())
 	vb, ts, headers, found, err := s.bytes.Get(kb, windowStart)
 	if err != nil || !found {
 		return Window{}, false, err

@@ -12,14 +12,16 @@ import (
 // Final results of a time-windowed aggregation that suppress(untilWindowCloses) follows
 // directly (issue 16). The aggregation's window store already holds every window's latest
 // value and timestamp, so the suppression does not copy each update into its buffer store:
-// it keeps the open windows' latest updates in memory, ordered by window end, and emits them
-// from there, with the output KTableSuppressProcessor would give (same records, order, record
-// context and drops). Its buffer store keeps only what the window store cannot give back
-// after a restart or on another agent:
-//   - per partition, the end up to which every window has had its final result (or was
-//     dropped as closed), under finalMarkerKey: with the window store, it tells which
-//     windows are still open, and its changelog carries it to a standby;
-//   - the windows the window store will no longer show (their start fell behind its
+// the aggregation hands it each window it writes, which it keeps in memory, ordered by
+// window end, while the window is open, and emits from there, with the output
+// KTableSuppressProcessor would give (same records, order, record context and drops).
+// The aggregation also reads open windows from there instead of the store. Its buffer
+// store keeps only what the window store cannot give back after a restart or on another
+// agent:
+//   - per partition, the end up to which every window has closed, under finalMarkerKey,
+//     written at the commit barrier: with the window store, it tells which windows are
+//     still open, and its changelog carries it to a standby;
+//   - the windows the window store no longer shows (their start fell behind its
 //     retention while the watermark lagged), and the windows whose latest update carried
 //     headers: Kafka Streams' buffer entries, in its layout.
 // What a restart does lose is the offset and topic of an open window's latest update
@@ -42,11 +44,11 @@ type windowFinals struct {
 
 // finalsSource reports the window store suppress may emit final results from: the table
 // is the very table of a time-windowed aggregation emitting on update, the only writer of
-// its store, the buffer is unbounded (a bounded one counts its entries' bytes), and the
-// window store has a changelog if the buffer has one (a standby restores the open windows
-// from it).
+// its store, no other suppression takes its final results from it, the buffer is unbounded
+// (a bounded one counts its entries' bytes), and the window store has a changelog if the
+// buffer has one (a standby restores the open windows from it).
 func (t *KTable) finalsSource(s Suppressed) (windowFinals, bool) {
-	if !s.UntilWindowCloses || s.Buffer.MaxRecords != 0 || s.Buffer.MaxBytes != 0 || t.node.factory == nil {
+	if !s.UntilWindowCloses || s.Buffer.MaxRecords != 0 || s.Buffer.MaxBytes != 0 || t.node.factory == nil || t.node.finalsTaken {
 		return windowFinals{}, false
 	}
 	wa, ok := t.node.factory().(*windowAggregate)
@@ -62,6 +64,7 @@ func (t *KTable) finalsSource(s Suppressed) (windowFinals, bool) {
 	if !spec.Logged && !s.Buffer.LoggingDisabled {
 		return windowFinals{}, false
 	}
+	t.node.finalsTaken = true
 	return windowFinals{store: wa.store, size: spec.WindowSize, retention: spec.Retention}, true
 }
 
@@ -80,29 +83,40 @@ type finalSuppress struct {
 
 // finalPart is one task partition's open windows.
 type finalPart struct {
-	buf *KeyValueStore // the partition of the buffer store
-	// emitted: every window ending at or before it has had its final result.
+	partition int32
+	buf       *KeyValueStore // the partition of the buffer store
+	windows   *WindowStore   // and of the window store
+	// emitted: every window ending at or before it has closed.
 	emitted int64
 	// savedEmitted is what the marker in the buffer store says.
 	savedEmitted int64
-	// maxStart is the window store's stream time as the updates show it.
+	// maxStart is the window store's stream time.
 	maxStart int64
 	ends     []int64 // ascending, each with windows in byEnd
-	byEnd    map[int64]map[string]*openWindow
+	// byEnd holds the open windows by end, then by key serialised for the window store.
+	byEnd map[int64]map[string]*openWindow
 	// spilledTo: every window ending at or before it that the window store may no longer
 	// show is in the buffer store.
 	spilledTo int64
 }
 
-// openWindow is a window's latest update, and whether the buffer store holds it too.
+// openWindow is a window's latest write, with the record context of the update that made
+// it, and whether the buffer store holds it too.
 type openWindow struct {
-	rec     Record
+	key     any
+	start   int64
+	value   []byte // as the window store serialises it; nil: deleted
+	ts      int64
+	headers Headers
+	topic   string
+	offset  int64
+	// bufKey is the windowed key serialised for the buffer store, once needed.
+	bufKey  string
 	spilled bool
 }
 
 type dueFinal struct {
 	end       int64
-	key       string // the serialised windowed key
 	partition int32
 	w         *openWindow
 }
@@ -112,28 +126,18 @@ func (p *finalSuppress) Init(ctx *Context) error {
 	p.time = suppressTime(ctx, Suppressed{UntilWindowCloses: true}, p.grace)
 	ctx.onWatermark(p.emitClosed)
 	ctx.topology.onCommit(p.saveMarkers)
-	// The open windows of a partition are found in the window store before the
-	// aggregation first writes to it, so that a window it has just created is not taken
-	// for one closed before the restart.
 	for _, rn := range ctx.topology.nodes {
 		if wa, ok := rn.proc.(*windowAggregate); ok && wa.store == p.src.store && slices.Contains(rn.children, ctx.node) {
-			// Another suppression of the same table may have hooked in already.
-			prev := wa.beforeUpdate
-			wa.beforeUpdate = func(partition int32) error {
-				if prev != nil {
-					if err := prev(partition); err != nil {
-						return err
-					}
-				}
-				_, err := p.partition(partition)
-				return err
-			}
+			wa.finals = p
 			return nil
 		}
 	}
 	return fmt.Errorf("suppress: the windowed aggregation of store %s is not its parent", p.src.store)
 }
 
+// Process sees the aggregation's updates as suppress would (through the record cache) and
+// drops, as suppress does, those of windows already closed; the open windows' updates
+// reached it through written already.
 func (p *finalSuppress) Process(rec Record) error {
 	if rec.Key == nil {
 		p.ctx.Drop(DropNullKey)
@@ -147,34 +151,63 @@ func (p *finalSuppress) Process(rec Record) error {
 	if err != nil {
 		return err
 	}
-	buf := part.buf
-	part.maxStart = max(part.maxStart, w.Start)
-	if p.time.closedByWatermark(w.End) || w.End <= part.emitted {
+	if p.closed(part, w.End) {
 		// The final result is out (or the window closed empty): it is never revised.
 		p.ctx.Drop(DropWindowClosed)
-		return p.spill(buf, part)
 	}
-	kb, err := buf.key(rec.Key)
+	return nil
+}
+
+// closed reports whether a window of the partition has closed: by the watermark, or, after
+// a restart, by the marker.
+func (p *finalSuppress) closed(part *finalPart, end int64) bool {
+	return end <= part.emitted || p.time.closedByWatermark(end)
+}
+
+// read answers the aggregation's read of a window the suppression knows: an open one
+// (found or not), or one the window store no longer shows. ok is false for a closed window:
+// the window store has it.
+func (p *finalSuppress) read(partition int32, kb []byte, start, end int64) (value []byte, ts int64, ok bool, err error) {
+	part, err := p.partition(partition)
+	if err != nil || p.closed(part, end) {
+		return nil, 0, false, err
+	}
+	if start < memRetentionCutoff(part.maxStart, p.src.retention) {
+		return nil, 0, true, nil
+	}
+	if ow := part.byEnd[end][string(kb)]; ow != nil {
+		return ow.value, ow.ts, true, nil
+	}
+	return nil, 0, true, nil
+}
+
+// written takes a window the aggregation has written (vb nil: deleted) for the update rec,
+// as suppress would take the update: only while the window is open.
+func (p *finalSuppress) written(rec Record, kb []byte, start, end int64, vb []byte, ts int64) error {
+	part, err := p.partition(rec.Partition)
 	if err != nil {
 		return err
 	}
-	group := part.group(w.End)
-	ow := group[string(kb)]
-	if ow == nil {
-		ow = &openWindow{}
-		group[string(kb)] = ow
-	}
-	ow.rec = rec
-	if ow.spilled || len(rec.Headers) > 0 {
-		if err := p.writeEntry(buf, kb, ow); err != nil {
-			return err
+	part.maxStart = max(part.maxStart, start)
+	if !p.closed(part, end) {
+		group := part.group(end)
+		ow := group[string(kb)]
+		if ow == nil {
+			ow = &openWindow{key: rec.Key, start: start}
+			group[string(kb)] = ow
+		}
+		ow.value, ow.ts, ow.headers, ow.topic, ow.offset = vb, ts, rec.Headers, rec.Topic, rec.Offset
+		if ow.spilled || len(rec.Headers) > 0 {
+			if err := p.writeEntry(part, end, ow); err != nil {
+				return err
+			}
 		}
 	}
-	return p.spill(buf, part)
+	return p.spill(part)
 }
 
 // spill copies into the buffer store the open windows the window store no longer shows.
-func (p *finalSuppress) spill(buf *KeyValueStore, part *finalPart) error {
+func (p *finalSuppress) spill(part *finalPart) error {
 	cutoff := memRetentionCutoff(part.maxStart, p.src.retention)
 	for _, end := range part.ends {
 		if end <= part.spilledTo {
@@ -183,9 +216,9 @@ func (p *finalSuppress) spill(buf *KeyValueStore, part *finalPart) error {
 		if end-p.src.size >= cutoff {
 			return nil
 		}
-		for k, ow := range part.byEnd[end] {
+		for _, ow := range part.byEnd[end] {
 			if !ow.spilled {
-				if err := p.writeEntry(buf, []byte(k), ow); err != nil {
+				if err := p.writeEntry(part, end, ow); err != nil {
 					return err
 				}
 			}
@@ -195,22 +228,48 @@ func (p *finalSuppress) spill(buf *KeyValueStore, part *finalPart) error {
 	return nil
 }
 
+// bufferKey is the window's key in the buffer store.
+func (p *finalSuppress) bufferKey(part *finalPart, end int64, ow *openWindow) (string, error) {
+	if ow.bufKey == "" {
+		kb, err := part.buf.key(Windowed{Key: ow.key, Start: ow.start, End: end})
+		if err != nil {
+			return "", err
+		}
+		ow.bufKey = string(kb)
+	}
+	return ow.bufKey, nil
+}
+
+// bufferValue is the window's value as the buffer store's serde gives it back.
+func (p *finalSuppress) bufferValue(part *finalPart, ow *openWindow) ([]byte, any, error) {
+	if ow.value == nil {
+		return nil, nil, nil
+	}
+	v, err := part.windows.value(ow.value)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := bufferValueBytes(p.valueSerde, part.buf, v)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err = bufferValue(p.valueSerde, part.buf, b)
+	return b, v, err
+}
+
 // writeEntry keeps a window's latest update in the buffer store, as suppress would.
-func (p *finalSuppress) writeEntry(buf *KeyValueStore, kb []byte, ow *openWindow) error {
-	r := ow.rec
-	c, _ := r.Value.(Change)
-	e := bufferedChange{Timestamp: r.Timestamp, Offset: r.Offset, Topic: r.Topic, Partition: r.Partition,
-		Headers: r.Headers, BufferTime: r.Key.(Windowed).End}
-	var err error
-	if e.New, err = bufferValueBytes(p.valueSerde, buf, c.New); err != nil {
+func (p *finalSuppress) writeEntry(part *finalPart, end int64, ow *openWindow) error {
+	kb, err := p.bufferKey(part, end, ow)
+	if err != nil {
 		return err
 	}
-	if e.Old, err = bufferValueBytes(p.valueSerde, buf, c.Old); err != nil {
+	e := bufferedChange{Timestamp: ow.ts, Offset: ow.offset, Topic: ow.topic, Partition: part.partition,
+		Headers: ow.headers, BufferTime: end}
+	if e.New, _, err = p.bufferValue(part, ow); err != nil {
 		return err
 	}
-	e.Prior = e.Old
 	ow.spilled = true
-	return buf.bytes.Put(kb, e.encode(), r.Timestamp, nil)
+	return part.buf.bytes.Put([]byte(kb), e.encode(), ow.ts, nil)
 }
 
 func (part *finalPart) saveEmitted(end int64) error {
@@ -222,9 +281,9 @@ func (part *finalPart) saveEmitted(end int64) error {
 // watermark), in the order of suppress's buffers: by window end, then serialised key, then
 // partition.
 func (p *finalSuppress) emitClosed(wm int64) error {
-	// Every task's, not only those that saw a record since the start: after a restart,
-	// the stored windows of a partition that has not delivered yet close too.
 	if len(p.parts) < int(max(p.ctx.maxSourcePartitions(), 1)) {
+		// Every task's, not only those that saw a record since the start: after a
+		// restart, the stored windows of a partition that has not delivered yet close too.
 		err := p.ctx.forEachTask(func(partition int32) error {
 			_, err := p.partition(partition)
 			return err
@@ -241,8 +300,11 @@ func (p *finalSuppress) emitClosed(wm int64) error {
 			if end > upper {
 				break
 			}
-			for k, ow := range part.byEnd[end] {
-				due = append(due, dueFinal{end: end, key: k, partition: partition, w: ow})
+			for _, ow := range part.byEnd[end] {
+				if _, err := p.bufferKey(part, end, ow); err != nil {
+					return err
+				}
+				due = append(due, dueFinal{end: end, partition: partition, w: ow})
 			}
 			delete(part.byEnd, end)
 			n++
@@ -254,10 +316,10 @@ func (p *finalSuppress) emitClosed(wm int64) error {
 		switch {
 		case a.end != b.end:
 			return cmp.Compare(a.end, b.end)
-		case a.key != b.key:
-			return strings.Compare(a.key, b.key)
+		case a.w.bufKey != b.w.bufKey:
+			return strings.Compare(a.w.bufKey, b.w.bufKey)
 		}
-		return int(a.partition - b.partition)
+		return cmp.Compare(a.partition, b.partition)
 	})
 	for i := range due {
 		if err := p.emit(due[i]); err != nil {
@@ -288,39 +350,33 @@ func (p *finalSuppress) saveMarkers() error {
 // emit forwards one final result, as suppress does from its buffer: key and value as the
 // buffer store's serdes give them back, with the latest update's record context.
 func (p *finalSuppress) emit(d dueFinal) error {
-	buf := p.parts[d.partition].buf
-	kb := []byte(d.key)
-	if d.w.spilled {
-		if err := buf.bytes.Put(kb, nil, d.w.rec.Timestamp, nil); err != nil {
+	part, ow := p.parts[d.partition], d.w
+	kb := []byte(ow.bufKey)
+	if ow.spilled {
+		if err := part.buf.bytes.Put(kb, nil, ow.ts, nil); err != nil {
 			return err
 		}
 	}
-	r := d.w.rec
-	c, _ := r.Value.(Change)
-	if c.New == nil {
+	if ow.value == nil {
 		return nil
 	}
-	key, err := buf.keyOf(kb)
+	key, err := part.buf.keyOf(kb)
 	if err != nil {
 		return err
 	}
-	vb, err := bufferValueBytes(p.valueSerde, buf, c.New)
+	_, v, err := p.bufferValue(part, ow)
 	if err != nil {
 		return err
 	}
-	v, err := bufferValue(p.valueSerde, buf, vb)
-	if err != nil {
-		return err
-	}
-	return p.ctx.Forward(Record{Key: key, Value: Change{New: v}, Timestamp: r.Timestamp, Headers: r.Headers,
-		Topic: r.Topic, Partition: d.partition, Offset: r.Offset})
+	return p.ctx.Forward(Record{Key: key, Value: Change{New: v}, Timestamp: ow.ts, Headers: ow.headers,
+		Topic: ow.topic, Partition: d.partition, Offset: ow.offset})
 }
 
-// partition opens a partition of the buffer store and, the first time, finds its open
-// windows: after a restart, the window store's windows ending after the marker, and the
-// buffer's entries. A buffer without a marker is suppress's own (state from before
-// issue 16, or a new store): its entries are the open windows, the window store's others
-// are closed.
+// partition opens a partition of the stores and, the first time (before the aggregation
+// first writes to it), finds its open windows: after a restart, the window store's windows
+// ending after the marker, and the buffer's entries. A buffer without a marker is
+// suppress's own (state from before issue 16, or a new store): its entries are the open
+// windows, the window store's others are closed.
 func (p *finalSuppress) partition(partition int32) (*finalPart, error) {
 	if part, ok := p.parts[partition]; ok {
 		return part, nil
@@ -329,8 +385,12 @@ func (p *finalSuppress) partition(partition int32) (*finalPart, error) {
 	if err != nil {
 		return nil, err
 	}
-	part := &finalPart{buf: buf, emitted: math.MinInt64, savedEmitted: math.MinInt64, maxStart: math.MinInt64,
-		spilledTo: math.MinInt64, byEnd: map[int64]map[string]*openWindow{}}
+	ws, err := p.ctx.windowStore(p.src.store, partition)
+	if err != nil {
+		return nil, err
+	}
+	part := &finalPart{partition: partition, buf: buf, windows: ws, emitted: math.MinInt64, savedEmitted: math.MinInt64,
+		maxStart: math.MinInt64, spilledTo: math.MinInt64, byEnd: map[int64]map[string]*openWindow{}}
 	marker, _, found, err := buf.bytes.Get(finalMarkerKey)
 	if err != nil {
 		return nil, err
@@ -342,31 +402,10 @@ func (p *finalSuppress) partition(partition int32) (*finalPart, error) {
 		part.emitted = int64(binary.BigEndian.Uint64(marker))
 		part.savedEmitted = part.emitted
 	}
-	buffered := map[string]bool{}
-	it := buf.bytes.Range(nil, nil, false)
-	for it.Next() {
-		if string(it.Key()) == string(finalMarkerKey) {
-			continue
-		}
-		e, err := decodeBufferedChange(it.Value())
-		if err != nil {
-			it.Close()
-			return nil, fmt.Errorf("store %s partition %d: %w", p.store, partition, err)
-		}
-		rec, err := p.bufferedRecord(buf, it.Key(), e, partition)
-		if err != nil {
-			it.Close()
-			return nil, err
-		}
-		part.group(e.BufferTime)[string(it.Key())] = &openWindow{rec: rec, spilled: true}
-		buffered[string(it.Key())] = true
-	}
-	err = it.Err()
-	it.Close()
-	if err != nil {
+	if err := p.loadBuffer(part, partition); err != nil {
 		return nil, err
 	}
-	if err := p.loadWindows(buf, part, partition, buffered, found); err != nil {
+	if err := p.loadWindows(part, found); err != nil {
 		return nil, err
 	}
 	if !found {
@@ -378,54 +417,76 @@ func (p *finalSuppress) partition(partition int32) (*finalPart, error) {
 	return part, nil
 }
 
-// loadWindows adds the window store's open windows (fused state), or, for suppress's own
-// state, sets the marker past its closed ones.
-func (p *finalSuppress) loadWindows(buf *KeyValueStore, part *finalPart, partition int32, buffered map[string]bool, fused bool) error {
-	ws, err := p.ctx.windowStore(p.src.store, partition)
-	if err != nil {
-		return err
-	}
-	from := int64(math.MinInt64)
-	if fused && part.emitted > math.MinInt64+p.src.size {
-		from = part.emitted - p.src.size + 1
-	}
-	it := ws.FetchAll(from, math.MaxInt64, false)
+// loadBuffer adds the buffer store's entries to the open windows.
+func (p *finalSuppress) loadBuffer(part *finalPart, partition int32) error {
+	it := part.buf.bytes.Range(nil, nil, false)
 	defer it.Close()
 	for it.Next() {
-		w := it.Window()
-		part.maxStart = max(part.maxStart, w.Start)
-		wk := Windowed{Key: w.Key, Start: w.Start, End: w.End}
-		kb, err := buf.key(wk)
+		if string(it.Key()) == string(finalMarkerKey) {
+			continue
+		}
+		e, err := decodeBufferedChange(it.Value())
+		if err != nil {
+			return fmt.Errorf("store %s partition %d: %w", p.store, partition, err)
+		}
+		k, err := part.buf.keyOf(it.Key())
 		if err != nil {
 			return err
 		}
-		switch {
-		case buffered[string(kb)]:
-		case fused:
-			part.group(w.End)[string(kb)] = &openWindow{rec: Record{Key: wk, Value: Change{New: w.Value},
-				Timestamp: w.Timestamp, Partition: partition, Offset: -1}}
-		default:
-			part.emitted = max(part.emitted, w.End)
+		w, ok := k.(Windowed)
+		if !ok {
+			return fmt.Errorf("store %s partition %d: the key %v is not windowed", p.store, partition, k)
 		}
+		kb, err := part.windows.key(w.Key)
+		if err != nil {
+			return err
+		}
+		ow := &openWindow{key: w.Key, start: w.Start, ts: e.Timestamp, headers: e.Headers, topic: e.Topic,
+			offset: e.Offset, bufKey: string(it.Key()), spilled: true}
+		v, err := bufferValue(p.valueSerde, part.buf, e.New)
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			if ow.value, err = part.windows.valueBytes(v); err != nil {
+				return err
+			}
+		}
+		part.group(e.BufferTime)[string(kb)] = ow
 	}
 	return it.Err()
 }
 
-// bufferedRecord is the update a buffer entry holds.
-func (p *finalSuppress) bufferedRecord(buf *KeyValueStore, kb []byte, e bufferedChange, partition int32) (Record, error) {
-	key, err := buf.keyOf(kb)
-	if err != nil {
-		return Record{}, err
+// loadWindows adds the window store's open windows (fused state), or, for suppress's own
+// state, sets the marker past its closed ones.
+func (p *finalSuppress) loadWindows(part *finalPart, fused bool) error {
+	from := int64(math.MinInt64)
+	if fused && part.emitted > math.MinInt64+p.src.size {
+		from = part.emitted - p.src.size + 1
 	}
-	var c Change
-	if c.New, err = bufferValue(p.valueSerde, buf, e.New); err != nil {
-		return Record{}, err
+	it := part.windows.bytes.FetchRange(nil, nil, from, math.MaxInt64, false)
+	defer it.Close()
+	for it.Next() {
+		start := it.Start()
+		end := windowEnd(start, p.src.size)
+		part.maxStart = max(part.maxStart, start)
+		group := part.group(end)
+		if _, buffered := group[string(it.Key())]; buffered {
+			continue
+		}
+		if !fused {
+			part.emitted = max(part.emitted, end)
+			continue
+		}
+		key, err := part.windows.keyOf(it.Key())
+		if err != nil {
+			return err
+		}
+		group[string(it.Key())] = &openWindow{key: key, start: start, value: append([]byte{}, it.Value()...),
+			ts: it.Timestamp(), offset: -1}
 	}
-	if c.Old, err = bufferValue(p.valueSerde, buf, e.Old); err != nil {
-		return Record{}, err
-	}
-	return Record{Key: key, Value: c, Timestamp: e.Timestamp, Headers: e.Headers, Topic: e.Topic,
-		Partition: partition, Offset: e.Offset}, nil
+	part.dropEmpty()
+	return it.Err()
 }
 
 // group is the partition's open windows ending at end, by serialised key.
@@ -438,4 +499,15 @@ func (part *finalPart) group(end int64) map[string]*openWindow {
 		part.ends = slices.Insert(part.ends, i, end)
 	}
 	return group
+}
+
+// dropEmpty forgets the ends without open windows.
+func (part *finalPart) dropEmpty() {
+	part.ends = slices.DeleteFunc(part.ends, func(end int64) bool {
+		if len(part.byEnd[end]) == 0 {
+			delete(part.byEnd, end)
+			return true
+		}
+		return false
+	})
 }

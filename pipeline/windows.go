@@ -208,9 +208,10 @@ type windowAggregate struct {
 	time      windowTime
 	// emitOnClose forwards each window once, when the watermark closes it.
 	emitOnClose bool
-	// beforeUpdate, when set, runs before the aggregation touches a partition's windows:
-	// a suppression taking final results from the store reads them first (suppress_final.go).
-	beforeUpdate func(partition int32) error
+	// finals, when set, is the suppression taking its final results from this
+	// aggregation's store: it sees each window written and answers reads of the open ones
+	// (suppress_final.go).
+	finals *finalSuppress
 }
 
 func (p *windowAggregate) Init(ctx *Context) error {
@@ -231,22 +232,23 @@ func (p *windowAggregate) Process(rec Record) error {
 		p.ctx.Drop(DropNullKey)
 		return nil
 	}
-	if p.beforeUpdate != nil {
-		if err := p.beforeUpdate(rec.Partition); err != nil {
-			return err
-		}
-	}
 	st := p.time.observe(rec.Partition, rec.Timestamp)
 	store, err := p.ctx.windowStore(p.store, rec.Partition)
 	if err != nil {
 		return err
 	}
+	var kb []byte
 	for _, start := range p.windows.WindowsFor(rec.Timestamp) {
 		if !p.time.admits(st, start) {
 			continue
 		}
+		if kb == nil {
+			if kb, err = store.key(rec.Key); err != nil {
+				return err
+			}
+		}
 		end := start + p.windows.Size
-		old, found, err := store.Fetch(rec.Key, start)
+		old, found, err := p.fetch(store, rec, kb, start, end)
 		if err != nil {
 			return err
 		}
@@ -267,8 +269,17 @@ func (p *windowAggregate) Process(rec Record) error {
 		} else if next, err = p.agg(rec, base); err != nil {
 			return err
 		}
-		if _, err := store.Put(rec.Key, next, start, ts); err != nil {
+		vb, err := store.valueBytes(next)
+		if err != nil {
 			return err
+		}
+		if _, err := store.putSerialized(kb, start, vb, ts); err != nil {
+			return err
+		}
+		if p.finals != nil {
+			if err := p.finals.written(rec, kb, start, end, vb, ts); err != nil {
+				return err
+			}
 		}
 		if p.emitOnClose {
 			continue
@@ -284,6 +295,22 @@ func (p *windowAggregate) Process(rec Record) error {
 		}
 	}
 	return nil
+}
+
+// fetch reads the window of rec's key starting at start: from the suppression taking the
+// final results, while it holds the window, else from the store.
+func (p *windowAggregate) fetch(store *WindowStore, rec Record, kb []byte, start, end int64) (Window, bool, error) {
+	if p.finals != nil {
+		vb, ts, ok, err := p.finals.read(rec.Partition, kb, start, end)
+		if err != nil || (ok && vb == nil) {
+			return Window{}, false, err
+		}
+		if ok {
+			v, err := store.value(vb)
+			return Window{Key: rec.Key, Start: start, End: end, Value: v, Timestamp: ts}, err == nil, err
+		}
+	}
+	return store.fetchSerialized(rec.Key, kb, start)
 }
 
 // emittedMeta is the store metadata key holding the largest window start already emitted,
