@@ -330,8 +330,8 @@ func TestSuppressRefusesFinalResultsKeptWithTheWindowStore(t *testing.T) {
 	}
 }
 
-// Two suppressions of one windowed table both read their open windows before the
-// aggregation first writes a partition.
+// Of two suppressions of one windowed table, the first takes its final results from the
+// window store and the second keeps its own buffer: the same results.
 func TestTwoSuppressionsOfOneWindowedTable(t *testing.T) {
 	b := newTestBuilder()
 	s, err := b.Stream([]string{"in"}, Consumed{})
@@ -372,6 +372,15 @@ func TestTwoSuppressionsOfOneWindowedTable(t *testing.T) {
 		if err := d.Pipe("in", []byte("k"), []byte("v"), ts, nil); err != nil {
 			t.Fatal(err)
 		}
+	}
+	var kinds []string
+	for _, n := range d.topo.nodes {
+		if strings.HasPrefix(n.name, "KTABLE-SUPPRESS-") {
+			kinds = append(kinds, fmt.Sprintf("%T", n.proc))
+		}
+	}
+	if want := []string{"*pipeline.finalSuppress", "*pipeline.suppressProc"}; !reflect.DeepEqual(kinds, want) {
+		t.Fatalf("suppressions %v, want %v", kinds, want)
 	}
 	for i, out := range outs {
 		if want := []string{"[k@0/10]=1"}; !reflect.DeepEqual(out, want) {
