@@ -21,9 +21,9 @@ import (
 //   - per partition, the end up to which every window has closed, under finalMarkerKey,
 //     written at the commit barrier: with the window store, it tells which windows are
 //     still open, and its changelog carries it to a standby;
-//   - the windows the window store no longer shows (their start fell behind its
-//     retention while the watermark lagged), and the windows whose latest update carried
-//     headers: Kafka Streams' buffer entries, in its layout.
+//   - the windows the window store no longer shows at a commit (their start fell behind
+//     its retention while the watermark lagged), and the windows whose latest update
+//     carried headers: Kafka Streams' buffer entries, in its layout.
 // What a restart does lose is the offset and topic of an open window's latest update
 // without headers: the window's final result then carries offset -1 and no topic
 // (docs/COMPATIBILITY.md).
@@ -125,7 +125,7 @@ func (p *finalSuppress) Init(ctx *Context) error {
 	p.ctx = ctx
 	p.time = suppressTime(ctx, Suppressed{UntilWindowCloses: true}, p.grace)
 	ctx.onWatermark(p.emitClosed)
-	ctx.topology.onCommit(p.saveMarkers)
+	ctx.topology.onCommit(p.commit)
 	for _, rn := range ctx.topology.nodes {
 		if wa, ok := rn.proc.(*windowAggregate); ok && wa.store == p.src.store && slices.Contains(rn.children, ctx.node) {
 			wa.finals = p
@@ -198,15 +198,14 @@ func (p *finalSuppress) written(rec Record, kb []byte, start, end int64, vb []by
 		}
 		ow.value, ow.ts, ow.headers, ow.topic, ow.offset = vb, ts, rec.Headers, rec.Topic, rec.Offset
 		if ow.spilled || len(rec.Headers) > 0 {
-			if err := p.writeEntry(part, end, ow); err != nil {
-				return err
-			}
+			return p.writeEntry(part, end, ow)
 		}
 	}
-	return p.spill(part)
+	return nil
 }
 
 // spill copies into the buffer store the open windows the window store no longer shows.
+// It runs at the commit barrier: most such windows close before it.
 func (p *finalSuppress) spill(part *finalPart) error {
 	cutoff := memRetentionCutoff(part.maxStart, p.src.retention)
 	for _, end := range part.ends {
@@ -331,12 +330,15 @@ func (p *finalSuppress) emitClosed(wm int64) error {
 	return nil
 }
 
-// saveMarkers writes, at the commit barrier, each partition's emitted-up-to end that
-// moved: with the epoch's final results, and, after a restart, before the watermark is
-// known again, it still says which windows closed, the stored ones that closed without a
-// final result (dropped updates) included.
-func (p *finalSuppress) saveMarkers() error {
+// commit writes, at the commit barrier, what a restart needs: the open windows the window
+// store no longer shows, and each partition's emitted-up-to end that moved (with the
+// epoch's final results; after a restart, before the watermark is known again, it still
+// says which windows closed, the stored ones that closed without a final result included).
+func (p *finalSuppress) commit() error {
 	for _, part := range p.parts {
+		if err := p.spill(part); err != nil {
+			return err
+		}
 		if part.savedEmitted >= part.emitted {
 			continue
 		}
