@@ -83,18 +83,24 @@ func (c *recordCache) flush() error {
 
 // cacheKey identifies a key within its task partition.
 func cacheKey(partition int32, key any) string {
-	p := strconv.Itoa(int(partition)) + "/"
+	return string(appendCacheKey(make([]byte, 0, 48), partition, key))
+}
+
+func appendCacheKey(b []byte, partition int32, key any) []byte {
+	b = append(strconv.AppendInt(b, int64(partition), 10), '/')
 	switch k := key.(type) {
 	case string:
-		return p + "s" + k
+		return append(append(b, 's'), k...)
 	case []byte:
-		return p + "b" + string(k)
+		return append(append(b, 'b'), k...)
 	case int64:
-		return p + "i" + strconv.FormatInt(k, 10)
+		return strconv.AppendInt(append(b, 'i'), k, 10)
 	case Windowed:
-		return p + "w" + strconv.FormatInt(k.Start, 10) + "/" + strconv.FormatInt(k.End, 10) + "/" + cacheKey(0, k.Key)
+		b = strconv.AppendInt(append(b, 'w'), k.Start, 10)
+		b = append(strconv.AppendInt(append(b, '/'), k.End, 10), '/')
+		return appendCacheKey(b, 0, k.Key)
 	default:
-		return p + fmt.Sprintf("%T:%v", key, key)
+		return fmt.Appendf(b, "%T:%v", key, key)
 	}
 }
 
