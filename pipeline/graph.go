@@ -1,6 +1,9 @@
 package pipeline
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // NodeKind tells sources, processors and sinks apart, as TopologyDescription does.
 type NodeKind int
@@ -169,6 +172,20 @@ func (c *Context) watermark() int64 { return c.topology.watermark }
 
 // onWatermark runs fn each time the global watermark advances.
 func (c *Context) onWatermark(fn func(wm int64) error) { c.topology.onWatermark(fn) }
+
+// onCommit runs fn at each commit barrier, after the record caches are flushed.
+func (c *Context) onCommit(fn func() error) { c.topology.onCommit(fn) }
+
+// parents are the processors of the nodes this one is a child of.
+func (c *Context) parents() []Processor {
+	var out []Processor
+	for _, rn := range c.topology.nodes {
+		if slices.Contains(rn.children, c.node) {
+			out = append(out, rn.proc)
+		}
+	}
+	return out
+}
 
 // maxSourcePartitions is the largest partition count of the source topics, the number of
 // tasks; 0 when the topology was given none.

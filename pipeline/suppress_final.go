@@ -125,9 +125,9 @@ func (p *finalSuppress) Init(ctx *Context) error {
 	p.ctx = ctx
 	p.time = suppressTime(ctx, Suppressed{UntilWindowCloses: true}, p.grace)
 	ctx.onWatermark(p.emitClosed)
-	ctx.topology.onCommit(p.commit)
-	for _, rn := range ctx.topology.nodes {
-		if wa, ok := rn.proc.(*windowAggregate); ok && wa.store == p.src.store && slices.Contains(rn.children, ctx.node) {
+	ctx.onCommit(p.commit)
+	for _, proc := range ctx.parents() {
+		if wa, ok := proc.(*windowAggregate); ok && wa.store == p.src.store {
 			wa.finals = p
 			return nil
 		}
