@@ -170,25 +170,25 @@ func (l *loop) sendDeadLetter(d *deadLetter, source *pipeline.SourceRecord) erro
 // durable after its epoch was dropped: under exactly-once in a transaction of its own
 // (the epoch's was aborted), under at-least-once with a flush. A restart processes the
 // record again and writes its dead letter again.
-func (l *loop) writeFailedDeadLetter(cause error) {
+func (e *epoch) writeFailedDeadLetter(cause error) {
 	var fr *failedRecord
 	if !errors.As(cause, &fr) || fr.letter == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.KafkaWait())
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.KafkaWait())
 	defer cancel()
-	err := l.beginTxn()
+	err := e.begin()
 	if err == nil {
-		err = l.sendDeadLetter(fr.letter, nil)
+		err = e.sendLetter(fr.letter)
 	}
-	if err == nil && l.eos {
-		err = l.k.producer.CommitTxn(ctx, nil, l.a.cfg.ApplicationID)
-		l.inTxn = false
+	if err == nil && e.eos {
+		err = e.k.producer.CommitTxn(ctx, nil, e.cfg.ApplicationID)
+		e.inTxn = false
 	} else if err == nil {
-		err = l.k.producer.Flush(ctx)
+		err = e.k.producer.Flush(ctx)
 	}
 	if err != nil {
-		l.a.log.Error("the dead letter of the failed record was not written", "topic", l.a.cfg.DeadLetterQueueTopic(), "err", err)
+		e.log.Error("the dead letter of the failed record was not written", "topic", e.cfg.DeadLetterQueueTopic(), "err", err)
 	}
 }
 
@@ -203,7 +203,7 @@ type skippedSends struct {
 // handleProductionErrors installs the production exception handler when it is
 // LogAndContinue. Only at-least-once: the config refuses it under exactly-once.
 func (l *loop) handleProductionErrors() {
-	if l.eos || !l.a.cfg.ContinueOnProductionError() {
+	if l.epoch.eos || !l.a.cfg.ContinueOnProductionError() {
 		return
 	}
 	l.k.producer.OnFailure = l.continueOnProductionError
@@ -231,34 +231,34 @@ func (l *loop) continueOnProductionError(pe *kafkaio.ProduceError) bool {
 	if dlq != "" {
 		// As in Kafka Streams, the dead letter is the consumed record that produced it.
 		letter := newDeadLetter(src, ExceptionProduction, pe)
-		l.skipped.mu.Lock()
-		l.skipped.letters = append(l.skipped.letters, letter)
-		l.skipped.mu.Unlock()
+		l.epoch.skipped.mu.Lock()
+		l.epoch.skipped.letters = append(l.epoch.skipped.letters, letter)
+		l.epoch.skipped.mu.Unlock()
 	}
 	return true
 }
 
 // sendSkipped sends the dead letters of the records skipped since the last call and waits
 // for them. It runs after the epoch's flush, so every failure of the epoch is known.
-func (l *loop) sendSkipped(ctx context.Context) error {
-	l.skipped.mu.Lock()
-	letters := l.skipped.letters
-	l.skipped.letters = nil
-	l.skipped.mu.Unlock()
+func (e *epoch) sendSkipped(ctx context.Context) error {
+	e.skipped.mu.Lock()
+	letters := e.skipped.letters
+	e.skipped.letters = nil
+	e.skipped.mu.Unlock()
 	if len(letters) == 0 {
 		return nil
 	}
 	for _, d := range letters {
-		if err := l.sendDeadLetter(d, nil); err != nil {
+		if err := e.sendLetter(d); err != nil {
 			return err
 		}
 	}
-	return l.k.producer.Flush(ctx)
+	return e.k.producer.Flush(ctx)
 }
 
 // dropSkipped forgets the dead letters of a dropped epoch: its records are processed again.
-func (l *loop) dropSkipped() {
-	l.skipped.mu.Lock()
-	l.skipped.letters = nil
-	l.skipped.mu.Unlock()
+func (e *epoch) dropSkipped() {
+	e.skipped.mu.Lock()
+	e.skipped.letters = nil
+	e.skipped.mu.Unlock()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"strconv"
 	"time"
@@ -15,33 +14,22 @@ import (
 	"github.com/stoatflow/stoatflow/agent/console"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/luart"
-	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
 )
 
 // loop is the processing goroutine: it runs consumed records through the topology and
 // closes an epoch at each commit barrier (every commit.interval.ms, or early when the
-// stores' uncommitted bytes cross statestore.uncommitted.max.bytes).
-//
-// At the barrier the epoch's changelog records are sent, then:
-//   - exactly_once_v2: outputs, changelog records and consumer offsets commit in one Kafka
-//     transaction; only then are the epoch's store writes applied to LevelDB, in one batch
-//     with the changelog offsets. If the transaction fails it is aborted, the store buffer is
-//     dropped and the consumer rewinds to the committed offsets: local state is never wiped
-//     (with enable.transactional.statestores=false it is, as Kafka Streams does).
-//   - at_least_once: every output and changelog record is acknowledged, the store writes are
-//     applied, and only then are the consumed offsets committed.
+// stores' uncommitted bytes cross statestore.uncommitted.max.bytes); epoch.go says what the
+// barrier commits.
 type loop struct {
-	a    *Agent
-	k    *kafkaClients
-	topo *pipeline.Topology
-	db   *state.DB // nil without stores
-	b    *pipeline.StreamsBuilder
+	a     *Agent
+	k     *kafkaClients
+	topo  *pipeline.Topology
+	db    *state.DB // nil without stores; replaceDB tells the epoch a rebuilt one
+	b     *pipeline.StreamsBuilder
+	epoch *epoch
 
-	eos          bool
-	inTxn        bool
-	failedEpochs int // epochs in a row that failed and were processed again
 	// caughtUpSince is when each partition's consumer last reached the log end.
 	caughtUpSince map[pipeline.TopicPartition]time.Time
 	// build makes a fresh topology from a builder, with the running store provider and
@@ -49,63 +37,43 @@ type loop struct {
 	// (operator stream times, buffers, punctuators) starts again from the committed state,
 	// as Kafka Streams re-initialises a corrupted task; a reload builds its new topology
 	// the same way. assignment is re-applied.
-	build        func(*pipeline.StreamsBuilder) (*pipeline.Topology, error)
-	assignment   []pipeline.TopicPartition
-	maxBytes     int64
-	changelogOf  map[string]string // changelog topic → store
-	changelogFor map[string]string // store → changelog topic
+	build      func(*pipeline.StreamsBuilder) (*pipeline.Topology, error)
+	assignment []pipeline.TopicPartition
 
 	assigned chan []pipeline.TopicPartition
 	revoke   chan chan error
 	done     chan struct{}
 
-	next         map[pipeline.TopicPartition]int64 // next offset to commit, per partition
-	dirty        bool
-	epochRecords int
-	everRunning  bool
-	consumed     map[string]prometheus.Counter
+	everRunning bool
+	consumed    map[string]prometheus.Counter
 	// rt is the Lua runtime the topology calls; lastLua is the part of each node's Lua
 	// time already exported.
 	rt      *luart.Runtime
 	lastLua map[string]time.Duration
 	// staged is a reloaded topology waiting for a commit barrier.
-	staged  *reloadCandidate
-	skipped skippedSends // dead letters of records the production handler skipped
+	staged *reloadCandidate
 
 	// stateDir holds db; a corrupt database is rebuilt there and bootGlobals bootstraps
 	// the global stores of the topology built on it (staterebuild.go).
 	stateDir    string
 	bootGlobals func(context.Context, *pipeline.Topology, *state.DB) error
-	// renewProducer is set after the producer was fenced: the next transaction starts on a
-	// renewed producer (rejoinAfterFencing).
-	renewProducer bool
-	roleState     // active or standby (standby.go)
+	roleState   // active or standby (standby.go)
 }
 
 // newLoop makes the loop of a run; startTopology builds its topology.
 func newLoop(a *Agent, k *kafkaClients, db *state.DB, b *pipeline.StreamsBuilder) *loop {
 	l := &loop{
 		a: a, k: k, db: db, b: b,
-		eos:          a.cfg.ExactlyOnce(),
-		maxBytes:     a.cfg.UncommittedMaxBytes,
-		changelogOf:  map[string]string{},
-		changelogFor: map[string]string{},
-		assigned:     make(chan []pipeline.TopicPartition),
-		revoke:       make(chan chan error),
-		done:         make(chan struct{}),
-		next:         map[pipeline.TopicPartition]int64{},
-		consumed:     map[string]prometheus.Counter{},
+		epoch:    newEpoch(a, k, db, b.Stores()),
+		assigned: make(chan []pipeline.TopicPartition),
+		revoke:   make(chan chan error),
+		done:     make(chan struct{}),
+		consumed: map[string]prometheus.Counter{},
 
 		caughtUpSince: map[pipeline.TopicPartition]time.Time{},
 	}
-	for _, s := range b.Stores() {
-		if s.Logged {
-			t := pipeline.ChangelogTopic(a.cfg.ApplicationID, s.Name)
-			l.changelogOf[t] = s.Name
-			l.changelogFor[s.Name] = t
-		}
-	}
-	k.producer.TrackOffsets(func(topic string) bool { _, ok := l.changelogOf[topic]; return ok })
+	l.epoch.sendLetter = func(d *deadLetter) error { return l.sendDeadLetter(d, nil) }
+	l.epoch.restore = l.wipeAndRestore
 	l.handleProductionErrors()
 	return l
 }
@@ -168,10 +136,10 @@ func (l *loop) run(ctx context.Context) error {
 				}
 				continue
 			}
-			if l.eos {
+			if l.epoch.eos {
 				// In the transaction the changelog records are aborted with the epoch, so
 				// they can go now, while the epoch goes on, and the barrier waits for less.
-				if err := l.sendChangelog(); err != nil {
+				if err := l.epoch.sendChangelog(); err != nil {
 					if err := l.retry(err); err != nil {
 						return err
 					}
@@ -182,7 +150,7 @@ func (l *loop) run(ctx context.Context) error {
 				return err
 			}
 			l.reportUncommitted()
-			if l.db != nil && l.maxBytes >= 0 && l.db.UncommittedBytes() > l.maxBytes {
+			if maxBytes := l.a.cfg.UncommittedMaxBytes; l.db != nil && maxBytes >= 0 && l.db.UncommittedBytes() > maxBytes {
 				l.a.metrics.EarlyCommits.Inc()
 				if err := l.commit(); err != nil {
 					return err
@@ -283,7 +251,7 @@ func (l *loop) commitAfterBatch() error {
 // it goes through the new one, and the consumer goes on from where it is.
 func (l *loop) swapStaged() {
 	c := l.staged
-	if c == nil || l.dirty || l.inTxn {
+	if c == nil || l.epoch.open() {
 		return
 	}
 	l.staged = nil
@@ -313,19 +281,19 @@ func (l *loop) punctuate() error {
 	if !wall && !wm || l.standby {
 		return nil
 	}
-	if err := l.beginTxn(); err != nil {
+	if err := l.epoch.begin(); err != nil {
 		return l.retry(err)
 	}
 	if wall {
 		if err := l.topo.PunctuateWallClock(); err != nil {
-			l.abortAfterFailure()
+			l.epoch.abortAfterFailure()
 			return err
 		}
 	}
 	if wm {
 		l.markIdle()
 		if err := l.topo.AdvanceWatermark(); err != nil {
-			l.abortAfterFailure()
+			l.epoch.abortAfterFailure()
 			return err
 		}
 	}
@@ -447,26 +415,11 @@ func (l *loop) reportUncommitted() {
 	}
 }
 
-// beginTxn starts the epoch's transaction before its first write under exactly-once.
-func (l *loop) beginTxn() error {
-	if !l.eos || l.inTxn {
-		return nil
-	}
-	if err := l.renewFencedProducer(); err != nil {
-		return err
-	}
-	if err := l.k.producer.BeginTxn(); err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
-	}
-	l.inTxn = true
-	return nil
-}
-
 func (l *loop) process(batch []pipeline.SourceRecord) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	if err := l.beginTxn(); err != nil {
+	if err := l.epoch.begin(); err != nil {
 		return err
 	}
 	m := l.a.metrics
@@ -478,9 +431,7 @@ func (l *loop) process(batch []pipeline.SourceRecord) error {
 			return
 		}
 		l.consumedCounter(tp.Topic).Add(float64(n))
-		l.next[tp] = batch[n-1].Offset + 1
-		l.dirty = true
-		l.epochRecords += n
+		l.epoch.consumed(tp, batch[n-1].Offset+1, n)
 	}
 	// One clock read per record: a record's end is the next one's start.
 	start := time.Now()
@@ -519,41 +470,6 @@ func (l *loop) consumedCounter(topic string) prometheus.Counter {
 	return c
 }
 
-// sendChangelog sends the epoch's changelog records not sent yet.
-func (l *loop) sendChangelog() error {
-	if l.db == nil {
-		return nil
-	}
-	for _, r := range l.db.TakeChangelog() {
-		topic, ok := l.changelogFor[r.Store]
-		if !ok {
-			continue
-		}
-		if err := l.k.producer.Send(topic, r.Partition, r.Key, r.Value, r.Headers, r.Timestamp, nil); err != nil {
-			return fmt.Errorf("changelog %s: %w", topic, err)
-		}
-	}
-	return nil
-}
-
-// applyState writes the epoch's store buffer to LevelDB with the changelog offsets.
-func (l *loop) applyState() error {
-	acked := l.k.producer.AckedOffsets()
-	if l.db == nil {
-		return nil
-	}
-	offsets := make(map[state.ChangelogPartition]int64, len(acked))
-	for tp, off := range acked {
-		if store, ok := l.changelogOf[tp.Topic]; ok {
-			offsets[state.ChangelogPartition{Store: store, Partition: tp.Partition}] = off
-		}
-	}
-	if err := l.db.Commit(offsets); err != nil {
-		return fmt.Errorf("apply the epoch's store writes: %w", err)
-	}
-	return nil
-}
-
 // commit is the commit barrier.
 func (l *loop) commit() error {
 	// A corruption found by any read (a script may have swallowed the error, or an
@@ -565,129 +481,45 @@ func (l *loop) commit() error {
 		}
 	}
 	pending := l.db != nil && len(l.db.Changelog()) > 0
-	if !l.dirty && !pending && !l.inTxn {
+	if !l.epoch.open() && !pending {
 		return nil
 	}
-	m := l.a.metrics
 	start := time.Now()
-	debug := l.a.log.Enabled(context.Background(), slog.LevelDebug)
-	var storeBytes int64
-	if debug && l.db != nil {
-		storeBytes = l.db.UncommittedBytes()
-	}
 	// What the record caches hold was produced in this epoch and is forwarded with it.
 	if err := l.topo.FlushCaches(); err != nil {
 		if errors.Is(err, kafkaio.ErrFenced) {
 			return l.retry(err)
 		}
-		l.abortAfterFailure() // a script error downstream of a cache, as in process()
+		l.epoch.abortAfterFailure() // a script error downstream of a cache, as in process()
 		return l.recoverState(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.KafkaWait())
-	defer cancel()
-	if l.eos {
-		if err := l.commitTxn(ctx); err != nil {
-			return l.retry(err)
-		}
-	} else {
-		if err := l.sendChangelog(); err != nil {
-			return l.retry(err)
-		}
-		if err := l.k.producer.Flush(ctx); err != nil {
-			return l.retry(err)
-		}
-		if err := l.sendSkipped(ctx); err != nil {
-			return l.retry(err)
-		}
-		if err := l.applyState(); err != nil {
-			return l.recoverState(err)
-		}
-		if err := l.k.consumer.Commit(l.next); err != nil {
-			m.Commits.WithLabelValues(metrics.ResultFailure).Inc()
-			l.a.log.Warn("offset commit failed; the records since the last commit will be read again after the rebalance", "err", err)
-			return nil
-		}
+	committed, err := l.epoch.commit(start)
+	var apply *applyError
+	if errors.As(err, &apply) {
+		return l.recoverState(apply.err)
 	}
-	l.reportUncommitted()
-	l.reportProgress()
-	l.failedEpochs = 0
-	m.Commits.WithLabelValues(metrics.ResultSuccess).Inc()
-	m.CommitLatency.Observe(time.Since(start).Seconds())
-	m.EpochSize.Observe(float64(l.epochRecords))
-	if debug {
-		l.a.log.Debug("epoch committed", "records", l.epochRecords, "store bytes", storeBytes,
-			"partitions", len(l.next), "took", time.Since(start).Round(time.Microsecond))
+	if err != nil {
+		return l.retry(err)
 	}
-	l.dirty = false
-	l.epochRecords = 0
+	if committed {
+		l.reportUncommitted()
+		l.reportProgress()
+	}
 	return nil
 }
 
-func (l *loop) commitTxn(ctx context.Context) error {
-	if err := l.beginTxn(); err != nil {
-		return err
-	}
-	if err := l.sendChangelog(); err != nil {
-		return err
-	}
-	if err := l.k.producer.CommitTxnInGroup(ctx, l.next, l.k.consumer.GroupMetadata()); err != nil {
-		return err
-	}
-	l.inTxn = false
-	return l.applyState()
-}
-
-// maxFailedEpochs bounds how many epochs in a row may fail and be processed again before
-// the application stops: a broker away for longer is an outage to report, not to hide.
-const maxFailedEpochs = 20
-
-// retry handles an epoch that failed. A failed transaction (exactly-once) or a record the
-// broker did not take for a retriable reason (a lost connection, a leader change) is Kafka
-// Streams' TaskCorruptedException: the epoch is dropped (the transaction aborted, the store
-// buffer discarded) and the consumer rewinds to the committed offsets, so the epoch's records
-// are processed again — once more under at-least-once, exactly once under exactly-once.
-// A fenced producer is its TaskMigratedException (rejoinAfterFencing). Anything else (a
-// script error, a record the broker refuses) stops the application; a record that failed
-// under a LogAndFail handler first goes to the dead-letter topic, if one is set.
+// retry handles an epoch that failed (epoch.fail): a corrupt state database is rebuilt; an
+// epoch the epoch dropped goes on from the committed offsets.
 func (l *loop) retry(cause error) error {
 	if l.stateCorrupt(cause) {
 		return l.rebuildCorruptState(cause)
 	}
-	l.a.metrics.Commits.WithLabelValues(metrics.ResultFailure).Inc()
-	// A refused record fails the same way in every replay; other failures of an open
-	// transaction (a lost broker, a timed-out commit) may pass when the epoch is redone.
-	fenced := errors.Is(cause, kafkaio.ErrFenced)
-	var pe *kafkaio.ProduceError
-	retriable := fenced || l.eos && l.inTxn && !errors.As(cause, new(*pipeline.RecordError))
-	if !fenced && errors.As(cause, &pe) {
-		retriable = pe.Retriable()
+	rejoined, err := l.epoch.fail(cause)
+	if err != nil {
+		return err
 	}
-	if !retriable {
-		l.abortAfterFailure()
-		if !l.eos || !l.k.producer.Fenced() {
-			l.writeFailedDeadLetter(cause)
-			return cause
-		}
-		// The abort found the producer fenced: the failure came from the fencing though
-		// its error did not say so (a send error raised through a Lua callback keeps only
-		// its message). A script error that is one recurs when the epoch is processed again.
-	}
-	if l.failedEpochs++; l.failedEpochs > maxFailedEpochs {
-		if retriable {
-			l.abortAfterFailure()
-		}
-		return fmt.Errorf("%d epochs in a row failed; the last: %w", l.failedEpochs, cause)
-	}
-	if fenced || !retriable {
-		return l.rejoinAfterFencing(cause, !retriable)
-	}
-	l.a.log.Warn("dropping the epoch; the records since the last commit will be processed again", "err", cause)
-	if err := l.abortEpoch(); err != nil {
-		if errors.Is(err, kafkaio.ErrFenced) {
-			// The abort learnt that the producer was fenced; the epoch is dropped.
-			return l.rejoinAfterFencing(errors.Join(cause, err), true)
-		}
-		return errors.Join(cause, err)
+	if rejoined {
+		l.a.state.SetReason("rejoining the group after the producer was fenced")
 	}
 	return l.resumeFromCommitted(cause)
 }
@@ -720,43 +552,6 @@ func (l *loop) rebuildTopology() error {
 	}
 	l.a.taps.Apply(l.topo)
 	return nil
-}
-
-// abortEpoch aborts the open transaction (or, under at-least-once, waits out the records
-// in flight) and drops the epoch's store writes.
-func (l *loop) abortEpoch() error {
-	var err error
-	if l.inTxn {
-		err = l.k.producer.AbortTxn()
-		l.inTxn = false
-	} else if !l.eos {
-		ctx, cancel := context.WithTimeout(context.Background(), l.a.cfg.KafkaWait())
-		_ = l.k.producer.Flush(ctx) // its error is the one being handled
-		cancel()
-		l.dropSkipped()
-	}
-	l.k.producer.AckedOffsets()
-	if l.db != nil {
-		l.db.Abort()
-		// A corrupt database is not restored into: it is rebuilt (staterebuild.go).
-		if !l.a.cfg.TransactionalStateStores && l.db.Corruption() == nil {
-			err = errors.Join(err, l.wipeAndRestore())
-		}
-	}
-	clear(l.next)
-	l.dirty = false
-	l.epochRecords = 0
-	return err
-}
-
-// abortAfterFailure leaves nothing of a failed epoch behind before the application stops.
-func (l *loop) abortAfterFailure() {
-	if !l.eos {
-		return
-	}
-	if err := l.abortEpoch(); err != nil {
-		l.a.log.Warn("abort after failure", "err", err)
-	}
 }
 
 // wipeAndRestore is Kafka Streams' behaviour for non-transactional stores under

@@ -46,7 +46,7 @@ func (l *loop) rebuildCorruptState(cause error) error {
 	if l.a.state.Current() == StateRunning {
 		_ = l.a.state.Transition(StateRebalancing)
 	}
-	if err := l.abortEpoch(); err != nil {
+	if err := l.epoch.abort(); err != nil {
 		return errors.Join(cause, err)
 	}
 	ctx := context.Background()
@@ -91,7 +91,7 @@ func (l *loop) buildOnState(ctx context.Context) error {
 func (l *loop) replaceDB(ctx context.Context, when string, cause error) error {
 	catalog := l.a.stores.Swap(nil)
 	db, err := l.a.rebuildState(ctx, l.db, l.stateDir, l.b, l.k, when, cause)
-	l.db = db
+	l.db, l.epoch.db = db, db
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,299 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/stoatflow/stoatflow/agent/config"
+	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state"
+)
+
+// epoch is the open epoch of the loop and its commit barrier: the offsets consumed since the
+// last commit, the transaction they are processed in under exactly-once, the dead letters
+// waiting for the barrier, and the calls that commit the epoch or drop it.
+//
+// At the barrier the epoch's changelog records are sent, then:
+//   - exactly_once_v2: outputs, changelog records and consumer offsets commit in one Kafka
+//     transaction; only then are the epoch's store writes applied to LevelDB, in one batch
+//     with the changelog offsets. If the transaction fails it is aborted, the store buffer is
+//     dropped and the consumer rewinds to the committed offsets: local state is never wiped
+//     (with enable.transactional.statestores=false it is, as Kafka Streams does).
+//   - at_least_once: every output and changelog record is acknowledged, the store writes are
+//     applied, and only then are the consumed offsets committed.
+//
+// The loop owns the topology and the state database (it tells the epoch a rebuilt one);
+// sendLetter and restore are the two things the epoch needs of it.
+type epoch struct {
+	k       *kafkaClients // the producer, and the consumer once the loop made it
+	db      *state.DB     // nil without stores
+	cfg     *config.Config
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	eos     bool
+
+	changelogOf  map[string]string // changelog topic → store
+	changelogFor map[string]string // store → changelog topic
+	// sendLetter sends a dead letter in the epoch (loop.sendDeadLetter); restore wipes every
+	// store and restores it from its changelog (loop.wipeAndRestore).
+	sendLetter func(*deadLetter) error
+	restore    func() error
+
+	inTxn   bool
+	next    map[pipeline.TopicPartition]int64 // next offset to commit, per partition
+	dirty   bool                              // records were consumed since the last commit
+	records int                               // how many
+	failed  int                               // epochs in a row that failed and were processed again
+	// renewProducer is set after the producer was fenced: the next transaction starts on a
+	// renewed producer (rejoin).
+	renewProducer bool
+	skipped       skippedSends // dead letters of records the production handler skipped
+}
+
+// newEpoch makes the epoch of a run over db (nil without stores) and the given stores.
+func newEpoch(a *Agent, k *kafkaClients, db *state.DB, stores []pipeline.StoreSpec) *epoch {
+	e := &epoch{
+		k: k, db: db, cfg: a.cfg, log: a.log, metrics: a.metrics,
+		eos:          a.cfg.ExactlyOnce(),
+		changelogOf:  map[string]string{},
+		changelogFor: map[string]string{},
+		next:         map[pipeline.TopicPartition]int64{},
+	}
+	for _, s := range stores {
+		if s.Logged {
+			t := pipeline.ChangelogTopic(a.cfg.ApplicationID, s.Name)
+			e.changelogOf[t] = s.Name
+			e.changelogFor[s.Name] = t
+		}
+	}
+	k.producer.TrackOffsets(func(topic string) bool { _, ok := e.changelogOf[topic]; return ok })
+	return e
+}
+
+// open reports whether the epoch consumed a record or opened a transaction since the last
+// commit.
+func (e *epoch) open() bool { return e.dirty || e.inTxn }
+
+// consumed counts n records of tp up to next (the offset after the last one) into the epoch.
+func (e *epoch) consumed(tp pipeline.TopicPartition, next int64, n int) {
+	e.next[tp] = next
+	e.dirty = true
+	e.records += n
+}
+
+// begin starts the epoch's transaction before its first write under exactly-once.
+func (e *epoch) begin() error {
+	if !e.eos || e.inTxn {
+		return nil
+	}
+	if err := e.renewFencedProducer(); err != nil {
+		return err
+	}
+	if err := e.k.producer.BeginTxn(); err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	e.inTxn = true
+	return nil
+}
+
+// sendChangelog sends the epoch's changelog records not sent yet.
+func (e *epoch) sendChangelog() error {
+	if e.db == nil {
+		return nil
+	}
+	for _, r := range e.db.TakeChangelog() {
+		topic, ok := e.changelogFor[r.Store]
+		if !ok {
+			continue
+		}
+		if err := e.k.producer.Send(topic, r.Partition, r.Key, r.Value, r.Headers, r.Timestamp, nil); err != nil {
+			return fmt.Errorf("changelog %s: %w", topic, err)
+		}
+	}
+	return nil
+}
+
+// applyError is a failure to write an at-least-once epoch's store buffer to LevelDB after
+// its records were acknowledged: only the database can be at fault (loop.recoverState).
+type applyError struct{ err error }
+
+func (e *applyError) Error() string { return e.err.Error() }
+func (e *applyError) Unwrap() error { return e.err }
+
+// commit is the Kafka and LevelDB half of the commit barrier, after the loop flushed the
+// record caches into the epoch; start is when the barrier began. It reports whether the
+// epoch was committed: under at-least-once an offset commit the coordinator refuses (a
+// rebalance) leaves the epoch open without an error, its records are read again after the
+// rebalance. An error is the loop's to handle (loop.retry; an *applyError loop.recoverState).
+func (e *epoch) commit(start time.Time) (bool, error) {
+	m := e.metrics
+	debug := e.log.Enabled(context.Background(), slog.LevelDebug)
+	var storeBytes int64
+	if debug && e.db != nil {
+		storeBytes = e.db.UncommittedBytes()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.KafkaWait())
+	defer cancel()
+	if e.eos {
+		if err := e.commitTxn(ctx); err != nil {
+			return false, err
+		}
+	} else {
+		if err := e.sendChangelog(); err != nil {
+			return false, err
+		}
+		if err := e.k.producer.Flush(ctx); err != nil {
+			return false, err
+		}
+		if err := e.sendSkipped(ctx); err != nil {
+			return false, err
+		}
+		if err := e.applyState(); err != nil {
+			return false, &applyError{err}
+		}
+		if err := e.k.consumer.Commit(e.next); err != nil {
+			m.Commits.WithLabelValues(metrics.ResultFailure).Inc()
+			e.log.Warn("offset commit failed; the records since the last commit will be read again after the rebalance", "err", err)
+			return false, nil
+		}
+	}
+	e.failed = 0
+	m.Commits.WithLabelValues(metrics.ResultSuccess).Inc()
+	m.CommitLatency.Observe(time.Since(start).Seconds())
+	m.EpochSize.Observe(float64(e.records))
+	if debug {
+		e.log.Debug("epoch committed", "records", e.records, "store bytes", storeBytes,
+			"partitions", len(e.next), "took", time.Since(start).Round(time.Microsecond))
+	}
+	e.dirty = false
+	e.records = 0
+	return true, nil
+}
+
+func (e *epoch) commitTxn(ctx context.Context) error {
+	if err := e.begin(); err != nil {
+		return err
+	}
+	if err := e.sendChangelog(); err != nil {
+		return err
+	}
+	if err := e.k.producer.CommitTxnInGroup(ctx, e.next, e.k.consumer.GroupMetadata()); err != nil {
+		return err
+	}
+	e.inTxn = false
+	return e.applyState()
+}
+
+// applyState writes the epoch's store buffer to LevelDB with the changelog offsets.
+func (e *epoch) applyState() error {
+	acked := e.k.producer.AckedOffsets()
+	if e.db == nil {
+		return nil
+	}
+	offsets := make(map[state.ChangelogPartition]int64, len(acked))
+	for tp, off := range acked {
+		if store, ok := e.changelogOf[tp.Topic]; ok {
+			offsets[state.ChangelogPartition{Store: store, Partition: tp.Partition}] = off
+		}
+	}
+	if err := e.db.Commit(offsets); err != nil {
+		return fmt.Errorf("apply the epoch's store writes: %w", err)
+	}
+	return nil
+}
+
+// maxFailedEpochs bounds how many epochs in a row may fail and be processed again before
+// the application stops: a broker away for longer is an outage to report, not to hide.
+const maxFailedEpochs = 20
+
+// fail handles an epoch that failed for a reason other than a corrupt state database. A
+// failed transaction (exactly-once) or a record the broker did not take for a retriable
+// reason (a lost connection, a leader change) is Kafka Streams' TaskCorruptedException: the
+// epoch is dropped (the transaction aborted, the store buffer discarded) and fail returns
+// nil: the loop goes on from the committed offsets (loop.resumeFromCommitted), so the
+// epoch's records are processed again — once more under at-least-once, exactly once under
+// exactly-once. A fenced producer is its TaskMigratedException (rejoin), reported by
+// rejoined. Anything else (a script error, a record the broker refuses) is returned: it
+// stops the application; a record that failed under a LogAndFail handler first goes to the
+// dead-letter topic, if one is set.
+func (e *epoch) fail(cause error) (rejoined bool, err error) {
+	e.metrics.Commits.WithLabelValues(metrics.ResultFailure).Inc()
+	// A refused record fails the same way in every replay; other failures of an open
+	// transaction (a lost broker, a timed-out commit) may pass when the epoch is redone.
+	fenced := errors.Is(cause, kafkaio.ErrFenced)
+	var pe *kafkaio.ProduceError
+	retriable := fenced || e.eos && e.inTxn && !errors.As(cause, new(*pipeline.RecordError))
+	if !fenced && errors.As(cause, &pe) {
+		retriable = pe.Retriable()
+	}
+	if !retriable {
+		e.abortAfterFailure()
+		if !e.eos || !e.k.producer.Fenced() {
+			e.writeFailedDeadLetter(cause)
+			return false, cause
+		}
+		// The abort found the producer fenced: the failure came from the fencing though
+		// its error did not say so (a send error raised through a Lua callback keeps only
+		// its message). A script error that is one recurs when the epoch is processed again.
+	}
+	if e.failed++; e.failed > maxFailedEpochs {
+		if retriable {
+			e.abortAfterFailure()
+		}
+		return false, fmt.Errorf("%d epochs in a row failed; the last: %w", e.failed, cause)
+	}
+	if fenced || !retriable {
+		return true, e.rejoin(cause, !retriable)
+	}
+	e.log.Warn("dropping the epoch; the records since the last commit will be processed again", "err", cause)
+	if err := e.abort(); err != nil {
+		if errors.Is(err, kafkaio.ErrFenced) {
+			// The abort learnt that the producer was fenced; the epoch is dropped.
+			return true, e.rejoin(errors.Join(cause, err), true)
+		}
+		return false, errors.Join(cause, err)
+	}
+	return false, nil
+}
+
+// abort aborts the open transaction (or, under at-least-once, waits out the records in
+// flight) and drops the epoch's store writes.
+func (e *epoch) abort() error {
+	var err error
+	if e.inTxn {
+		err = e.k.producer.AbortTxn()
+		e.inTxn = false
+	} else if !e.eos {
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.KafkaWait())
+		_ = e.k.producer.Flush(ctx) // its error is the one being handled
+		cancel()
+		e.dropSkipped()
+	}
+	e.k.producer.AckedOffsets()
+	if e.db != nil {
+		e.db.Abort()
+		// A corrupt database is not restored into: it is rebuilt (staterebuild.go).
+		if !e.cfg.TransactionalStateStores && e.db.Corruption() == nil {
+			err = errors.Join(err, e.restore())
+		}
+	}
+	clear(e.next)
+	e.dirty = false
+	e.records = 0
+	return err
+}
+
+// abortAfterFailure leaves nothing of a failed epoch behind before the application stops.
+func (e *epoch) abortAfterFailure() {
+	if !e.eos {
+		return
+	}
+	if err := e.abort(); err != nil {
+		e.log.Warn("abort after failure", "err", err)
+	}
+}
