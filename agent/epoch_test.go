@@ -139,16 +139,22 @@ func (r *epochRig) process(t *testing.T, offset int64, key string) {
 // committedOffset is the group's committed offset of in-0, -1 for none.
 func (r *epochRig) committedOffset(t *testing.T) int64 {
 	t.Helper()
-	admin, err := sarama.NewClusterAdmin(r.brokers, saramaTestConfig())
+	return groupOffset(t, r.brokers, r.cfg.ApplicationID, epochIn)
+}
+
+// groupOffset is group's committed offset of tp, -1 for none.
+func groupOffset(t *testing.T, brokers []string, group string, tp pipeline.TopicPartition) int64 {
+	t.Helper()
+	admin, err := sarama.NewClusterAdmin(brokers, saramaTestConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	resp, err := admin.ListConsumerGroupOffsets(r.cfg.ApplicationID, map[string][]int32{"in": {0}})
+	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{tp.Topic: {tp.Partition}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := resp.GetBlock("in", 0)
+	b := resp.GetBlock(tp.Topic, tp.Partition)
 	if b == nil {
 		return -1
 	}

@@ -136,15 +136,15 @@ func (l *loop) run(ctx context.Context) error {
 				}
 				continue
 			}
-			if l.epoch.eos {
-				// In the transaction the changelog records are aborted with the epoch, so
-				// they can go now, while the epoch goes on, and the barrier waits for less.
-				if err := l.epoch.sendChangelog(); err != nil {
-					if err := l.retry(err); err != nil {
-						return err
-					}
-					continue
+			// The changelog records go as they are written, while the epoch goes on, so the
+			// barrier waits for less. Under exactly-once they are in the epoch's transaction
+			// and abort with it; under at-least-once a dropped epoch may leave some in the
+			// changelog, as a crash does, and processing its records again writes them again.
+			if err := l.epoch.sendChangelog(); err != nil {
+				if err := l.retry(err); err != nil {
+					return err
 				}
+				continue
 			}
 			if err := l.recoverState(l.punctuate()); err != nil {
 				return err
