@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
@@ -280,10 +281,22 @@ func storeCounts(t *testing.T, dir string, partitions int32) map[string]int64 {
 // transaction), not all at the commit barrier: with a commit a minute away, a
 // read_uncommitted reader already sees them, and a read_committed one does not.
 func TestChangelogRecordsSentBeforeTheCommitUnderExactlyOnce(t *testing.T) {
+	brokers, cfg := changelogSentBeforeTheCommit(t, "exactly_once_v2")
+	changelog := pipeline.ChangelogTopic(cfg.ApplicationID, "counts")
+	if end := committedEnd(t, brokers, changelog); end != 0 {
+		t.Fatalf("changelog committed up to offset %d a minute before the commit", end)
+	}
+}
+
+// changelogSentBeforeTheCommit runs the counting script under guarantee with a commit a
+// minute away, writes 20 keys and waits for a read_uncommitted reader to see their 20
+// changelog records.
+func changelogSentBeforeTheCommit(t *testing.T, guarantee string) ([]string, *config.Config) {
+	t.Helper()
 	brokers := testBroker(t, 1, "in", "out")
-	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\ncommit.interval.ms = 60000\n")
+	cfg := testConfig(t, brokers, countScript, fmt.Sprintf("processing.guarantee = %q\ncommit.interval.ms = 60000\n", guarantee))
 	ra := startAgent(t, cfg)
-	defer ra.stop(t)
+	t.Cleanup(func() { _ = ra.stop(t) })
 	produceKeys(t, brokers, 1, 20, 20, 0, "v")
 	changelog := pipeline.ChangelogTopic(cfg.ApplicationID, "counts")
 	uncommitted := consumeAll(t, brokers, changelog, saramaTestConfig())
@@ -297,7 +310,5 @@ func TestChangelogRecordsSentBeforeTheCommitUnderExactlyOnce(t *testing.T) {
 			t.Fatalf("%d of 20 changelog records sent before the commit", len(seen))
 		}
 	}
-	if end := committedEnd(t, brokers, changelog); end != 0 {
-		t.Fatalf("changelog committed up to offset %d a minute before the commit", end)
-	}
+	return brokers, cfg
 }

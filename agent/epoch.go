@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/stoatflow/stoatflow/agent/config"
@@ -24,8 +25,12 @@ import (
 //     with the changelog offsets. If the transaction fails it is aborted, the store buffer is
 //     dropped and the consumer rewinds to the committed offsets: local state is never wiped
 //     (with enable.transactional.statestores=false it is, as Kafka Streams does).
-//   - at_least_once: every output and changelog record is acknowledged, the store writes are
-//     applied, and only then are the consumed offsets committed.
+//   - at_least_once: once the epoch's changelog records are acknowledged (they went out
+//     while it ran), its store writes are applied with their offsets and the loop goes on
+//     with the next epoch. In the background its offsets are committed once every other
+//     record it sent (outputs, dead letters) is acknowledged too (offsetCommit); the next
+//     barrier waits for that first. At a rebalance and at shutdown the barrier waits for
+//     every acknowledgement before it commits the offsets.
 //
 // The loop owns the topology and the state database (it tells the epoch a rebuilt one);
 // sendLetter and restore are the two things the epoch needs of it.
@@ -53,6 +58,8 @@ type epoch struct {
 	// renewed producer (rejoin).
 	renewProducer bool
 	skipped       skippedSends // dead letters of records the production handler skipped
+	// committing is the at-least-once epoch whose offsets wait for its acknowledgements.
+	committing *offsetCommit
 }
 
 // newEpoch makes the epoch of a run over db (nil without stores) and the given stores.
@@ -119,60 +126,207 @@ func (e *epoch) sendChangelog() error {
 }
 
 // applyError is a failure to write an at-least-once epoch's store buffer to LevelDB after
-// its records were acknowledged: only the database can be at fault (loop.recoverState).
+// its changelog records were acknowledged: only the database can be at fault
+// (loop.recoverState).
 type applyError struct{ err error }
 
 func (e *applyError) Error() string { return e.err.Error() }
 func (e *applyError) Unwrap() error { return e.err }
 
 // commit is the Kafka and LevelDB half of the commit barrier, after the loop flushed the
-// record caches into the epoch; start is when the barrier began. It reports whether the
-// epoch was committed: under at-least-once an offset commit the coordinator refuses (a
-// rebalance) leaves the epoch open without an error, its records are read again after the
-// rebalance. An error is the loop's to handle (loop.retry; an *applyError loop.recoverState).
-func (e *epoch) commit(start time.Time) (bool, error) {
-	m := e.metrics
-	debug := e.log.Enabled(context.Background(), slog.LevelDebug)
-	var storeBytes int64
-	if debug && e.db != nil {
-		storeBytes = e.db.UncommittedBytes()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.KafkaWait())
-	defer cancel()
+// record caches into the epoch; start is when the barrier began. wait says the offsets must
+// be committed before commit returns (a rebalance, a shutdown); otherwise, under
+// at-least-once, they are committed in the background (settle reports how that went). It
+// reports whether the epoch was committed (or handed to the background): under
+// at-least-once an offset commit the coordinator refuses (a rebalance) leaves the epoch open
+// without an error, its records are read again after the rebalance. An error is the loop's
+// to handle (loop.retry; an *applyError loop.recoverState).
+func (e *epoch) commit(start time.Time, wait bool) (bool, error) {
 	if e.eos {
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.KafkaWait())
+		defer cancel()
+		storeBytes := e.storeBytes()
 		if err := e.commitTxn(ctx); err != nil {
 			return false, err
 		}
-	} else {
-		if err := e.sendChangelog(); err != nil {
-			return false, err
-		}
-		if err := e.k.producer.Flush(ctx); err != nil {
-			return false, err
-		}
-		if err := e.sendSkipped(ctx); err != nil {
-			return false, err
-		}
-		if err := e.applyState(); err != nil {
-			return false, &applyError{err}
-		}
-		if err := e.k.consumer.Commit(e.next); err != nil {
-			m.Commits.WithLabelValues(metrics.ResultFailure).Inc()
-			e.log.Warn("offset commit failed; the records since the last commit will be read again after the rebalance", "err", err)
-			return false, nil
-		}
+		e.committedNow(start, storeBytes)
+		return true, nil
 	}
+	if err := e.settle(); err != nil {
+		return false, err
+	}
+	if wait {
+		return e.commitAndWait(start)
+	}
+	return e.commitInBackground(start)
+}
+
+// commitAndWait commits an at-least-once epoch before it returns: every record is
+// acknowledged, the store writes are applied, and only then are the offsets committed.
+func (e *epoch) commitAndWait(start time.Time) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.KafkaWait())
+	defer cancel()
+	storeBytes := e.storeBytes()
+	if err := e.sendChangelog(); err != nil {
+		return false, err
+	}
+	if err := e.k.producer.Flush(ctx); err != nil {
+		return false, err
+	}
+	if err := e.sendSkipped(ctx); err != nil {
+		return false, err
+	}
+	if err := e.applyState(); err != nil {
+		return false, &applyError{err}
+	}
+	if err := e.k.consumer.Commit(e.next); err != nil {
+		e.refused(err)
+		return false, nil
+	}
+	e.committedNow(start, storeBytes)
+	return true, nil
+}
+
+// offsetCommit is an at-least-once epoch whose records are sent and whose store writes are
+// applied, waiting in the background for the acknowledgements of its other records before
+// its offsets are committed. The goroutine sets err or refused before it closes done.
+type offsetCommit struct {
+	done    chan struct{}
+	err     error // a record of the epoch failed, or its acknowledgements did not come in time
+	refused error // the coordinator refused the offsets
+	// deferred says dead letters of records the production handler skipped came in while it
+	// waited: they go with the next epoch, and so do the offsets.
+	deferred bool
+
+	start               time.Time
+	records, partitions int
+	storeBytes          int64
+}
+
+// commitInBackground closes an at-least-once epoch without waiting for the
+// acknowledgements of its outputs. Its store writes wait for their changelog records only,
+// and are applied with their offsets, as at any barrier; its offsets are committed in the
+// background once every record sent before now is acknowledged, dead letters included.
+func (e *epoch) commitInBackground(start time.Time) (bool, error) {
+	storeBytes := e.storeBytes()
+	if err := e.sendChangelog(); err != nil {
+		return false, err
+	}
+	// The offsets are committed only once these are acknowledged too.
+	if _, err := e.sendLetters(); err != nil {
+		return false, err
+	}
+	sealed := e.k.producer.Seal()
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.KafkaWait())
+	defer cancel()
+	if err := sealed.WaitTracked(ctx); err != nil {
+		return false, err
+	}
+	if err := e.applyState(); err != nil {
+		return false, &applyError{err}
+	}
+	c := &offsetCommit{done: make(chan struct{}), start: start, records: e.records, partitions: len(e.next), storeBytes: storeBytes}
+	offsets, wait, consumer := maps.Clone(e.next), e.cfg.KafkaWait(), e.k.consumer
+	go func() {
+		defer close(c.done)
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if c.err = sealed.Wait(ctx); c.err != nil {
+			return
+		}
+		if c.deferred = e.skipped.any(); c.deferred {
+			return
+		}
+		c.refused = consumer.Commit(offsets)
+	}()
+	e.committing = c
+	e.observe(start)
+	e.closeEpoch()
+	return true, nil
+}
+
+// committingDone is closed when the epoch committing in the background is done; nil when
+// none is.
+func (e *epoch) committingDone() <-chan struct{} {
+	if e.committing == nil {
+		return nil
+	}
+	return e.committing.done
+}
+
+// settle waits for the epoch committing in the background, if any, and reports how it
+// went: the error of a record it sent (the loop drops the epoch it runs now, loop.retry:
+// the consumer rewinds to before the failed one). An offset commit the coordinator refused
+// is logged, as at the barrier.
+func (e *epoch) settle() error {
+	c := e.committing
+	if c == nil {
+		return nil
+	}
+	<-c.done
+	e.committing = nil
+	switch {
+	case c.err != nil:
+		return c.err
+	case c.deferred:
+		e.dirty = true // the next barrier sends the letters and commits the offsets
+	case c.refused != nil:
+		e.refused(c.refused)
+		e.dirty = true // as at the barrier, the next one commits the offsets again
+	default:
+		e.committed(c.records)
+		e.debugCommitted(c.start, c.records, c.partitions, c.storeBytes)
+	}
+	return nil
+}
+
+// storeBytes is what the epoch buffered, for the debug log only.
+func (e *epoch) storeBytes() int64 {
+	if e.db == nil || !e.log.Enabled(context.Background(), slog.LevelDebug) {
+		return 0
+	}
+	return e.db.UncommittedBytes()
+}
+
+// refused reports offsets the coordinator did not take.
+func (e *epoch) refused(err error) {
+	e.metrics.Commits.WithLabelValues(metrics.ResultFailure).Inc()
+	e.log.Warn("offset commit failed; the records since the last commit will be read again after the rebalance", "err", err)
+}
+
+// committedNow counts, measures and closes the epoch the barrier that began at start
+// committed.
+func (e *epoch) committedNow(start time.Time, storeBytes int64) {
+	e.committed(e.records)
+	e.observe(start)
+	e.debugCommitted(start, e.records, len(e.next), storeBytes)
+	e.closeEpoch()
+}
+
+// committed counts a committed epoch of records.
+func (e *epoch) committed(records int) {
 	e.failed = 0
-	m.Commits.WithLabelValues(metrics.ResultSuccess).Inc()
-	m.CommitLatency.Observe(time.Since(start).Seconds())
-	m.EpochSize.Observe(float64(e.records))
-	if debug {
-		e.log.Debug("epoch committed", "records", e.records, "store bytes", storeBytes,
-			"partitions", len(e.next), "took", time.Since(start).Round(time.Microsecond))
+	e.metrics.Commits.WithLabelValues(metrics.ResultSuccess).Inc()
+	e.metrics.EpochSize.Observe(float64(records))
+}
+
+// observe measures the barrier that began at start, as long as it held up the loop.
+func (e *epoch) observe(start time.Time) {
+	e.metrics.CommitLatency.Observe(time.Since(start).Seconds())
+}
+
+// debugCommitted logs a committed epoch of records whose barrier began at start.
+func (e *epoch) debugCommitted(start time.Time, records, partitions int, storeBytes int64) {
+	if e.log.Enabled(context.Background(), slog.LevelDebug) {
+		e.log.Debug("epoch committed", "records", records, "store bytes", storeBytes,
+			"partitions", partitions, "took", time.Since(start).Round(time.Microsecond))
 	}
+}
+
+// closeEpoch starts the next epoch after a commit.
+func (e *epoch) closeEpoch() {
 	e.dirty = false
 	e.records = 0
-	return true, nil
 }
 
 func (e *epoch) commitTxn(ctx context.Context) error {
@@ -272,6 +426,9 @@ func (e *epoch) abort() error {
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.KafkaWait())
 		_ = e.k.producer.Flush(ctx) // its error is the one being handled
 		cancel()
+		// The epoch committing in the background is done too: its offsets are committed if
+		// its records were acknowledged; either way the consumer rewinds to what is.
+		_ = e.settle()
 		e.dropSkipped()
 	}
 	e.k.producer.AckedOffsets()

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stoatflow/stoatflow/agent/config"
+	"github.com/stoatflow/stoatflow/agent/internal/kfaketest"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -26,7 +27,9 @@ import (
 
 // epochRig is an epoch as the loop runs it, on a kfake cluster the test can fault: the
 // agent's producer, a consumer in a generation that owns in-0, and a state database with
-// the logged store "counts".
+// the logged store "counts". The output topic and the changelog have different leaders, so
+// that holding the requests of one holds nothing of the other (a broker answers the
+// requests of a connection in order).
 type epochRig struct {
 	cluster   *kfake.Cluster
 	brokers   []string
@@ -49,7 +52,7 @@ var (
 
 func newEpochRig(t *testing.T, extra string) *epochRig {
 	t.Helper()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out"))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(2), kfake.SeedTopics(1, "in", "out"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +61,9 @@ func newEpochRig(t *testing.T, extra string) *epochRig {
 	r.cfg = testConfig(t, r.brokers, countScript, "producer.retries = 1\n"+extra)
 	r.changelog = pipeline.ChangelogTopic(r.cfg.ApplicationID, epochCounts.Name)
 	if err := kafkaio.EnsureTopics(r.brokers, saramaTestConfig(), map[string]kafkaio.TopicSpec{r.changelog: {Partitions: 1, ReplicationFactor: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.MoveTopicPartition("out", 0, 1-cluster.LeaderFor(r.changelog, 0)); err != nil {
 		t.Fatal(err)
 	}
 	pc, err := kafkaio.SaramaConfig(r.cfg, kafkaio.RoleProducer)
@@ -180,7 +186,7 @@ func (r *epochRig) failures() float64 {
 func TestEpochAtLeastOnceCommitsOffsetsAfterOutputsAndState(t *testing.T) {
 	r := newEpochRig(t, "")
 	r.process(t, 4, "a")
-	committed, err := r.epoch.commit(time.Now())
+	committed, err := r.epoch.commit(time.Now(), true)
 	if err != nil || !committed {
 		t.Fatalf("commit = %v, %v; want committed", committed, err)
 	}
@@ -208,7 +214,7 @@ func TestEpochRetriableProduceErrorDropsTheEpoch(t *testing.T) {
 	r := newEpochRig(t, "")
 	r.process(t, 4, "a")
 	f := r.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: r.changelog, Err: kerr.NotLeaderForPartition, Count: -1})
-	_, err := r.epoch.commit(time.Now())
+	_, err := r.epoch.commit(time.Now(), true)
 	f.Remove()
 	var pe *kafkaio.ProduceError
 	if !errors.As(err, &pe) || !pe.Retriable() {
@@ -232,7 +238,7 @@ func TestEpochRetriableProduceErrorDropsTheEpoch(t *testing.T) {
 	}
 	// The next epoch commits.
 	r.process(t, 4, "a")
-	if committed, err := r.epoch.commit(time.Now()); err != nil || !committed {
+	if committed, err := r.epoch.commit(time.Now(), true); err != nil || !committed {
 		t.Fatalf("commit after the drop = %v, %v", committed, err)
 	}
 	if got := r.committedOffset(t); got != 5 {
@@ -246,7 +252,7 @@ func TestEpochRefusedRecordStops(t *testing.T) {
 	r.process(t, 4, "a")
 	f := r.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: kerr.TopicAuthorizationFailed, Count: -1})
 	defer f.Remove()
-	_, cause := r.epoch.commit(time.Now())
+	_, cause := r.epoch.commit(time.Now(), true)
 	if !errors.Is(cause, sarama.ErrTopicAuthorizationFailed) {
 		t.Fatalf("commit = %v, want the refusal", cause)
 	}
@@ -275,7 +281,7 @@ func TestEpochStopsAfterTooManyFailedEpochs(t *testing.T) {
 		t.Fatalf("failed epoch %v stopped the application", err)
 	}
 	r.process(t, 0, "a")
-	if committed, err := r.epoch.commit(time.Now()); err != nil || !committed {
+	if committed, err := r.epoch.commit(time.Now(), true); err != nil || !committed {
 		t.Fatalf("commit = %v, %v", committed, err)
 	}
 	if err := failN(maxFailedEpochs); err != nil {
@@ -294,7 +300,7 @@ func TestEpochAtLeastOnceStateApplyErrorCommitsNoOffset(t *testing.T) {
 	r := newEpochRig(t, "")
 	r.process(t, 4, "a")
 	r.disk.Fill(0)
-	_, err := r.epoch.commit(time.Now())
+	_, err := r.epoch.commit(time.Now(), true)
 	var apply *applyError
 	if !errors.As(err, &apply) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("commit = %v, want an applyError with ENOSPC", err)
@@ -304,5 +310,116 @@ func TestEpochAtLeastOnceStateApplyErrorCommitsNoOffset(t *testing.T) {
 	}
 	if len(readAll(t, r.brokers, "out", 1)) != 1 {
 		t.Fatal("the output was not sent before the store write")
+	}
+}
+
+// Under at-least-once a barrier that need not wait hands the offsets to the background: it
+// returns while an output is unacknowledged, with the store writes applied with their
+// acknowledged changelog offset, and the offsets are committed only once the output is
+// acknowledged.
+func TestEpochAtLeastOnceCommitsOffsetsAfterTheAcksInTheBackground(t *testing.T) {
+	r := newEpochRig(t, "")
+	release, held := kfaketest.HoldProduce(r.cluster, "out")
+	t.Cleanup(release)
+	r.process(t, 4, "a")
+	<-held
+	committed, err := r.epoch.commit(time.Now(), false)
+	if err != nil || !committed {
+		t.Fatalf("commit = %v, %v; want the epoch handed to the background", committed, err)
+	}
+	if r.epoch.open() || r.epoch.committingDone() == nil {
+		t.Fatal("want the epoch closed and its offsets committing")
+	}
+	if got := r.committedOffset(t); got != -1 {
+		t.Fatalf("offset %d committed while the output is unacknowledged", got)
+	}
+	if off, ok, err := r.db.ChangelogOffset(epochCounts.Name, 0); err != nil || !ok || off != 0 {
+		t.Fatalf("changelog offset %d, %v, %v; want 0 (the write's record)", off, ok, err)
+	}
+	if got := r.stored(t, "a"); got != "v" {
+		t.Fatalf("store holds %q, want the epoch's write applied", got)
+	}
+	release()
+	<-r.epoch.committingDone()
+	if err := r.epoch.settle(); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.committedOffset(t); got != 5 {
+		t.Fatalf("committed offset %d after the acks, want 5", got)
+	}
+	if got := testutil.ToFloat64(r.m.Commits.WithLabelValues(metrics.ResultSuccess)); got != 1 {
+		t.Fatalf("%v successful commits, want 1", got)
+	}
+}
+
+// A record that fails after its barrier handed the epoch to the background is reported by
+// settle and drops the epoch as at the barrier: its offsets are never committed.
+func TestEpochAtLeastOnceBackgroundFailureDropsTheEpoch(t *testing.T) {
+	r := newEpochRig(t, "")
+	f := r.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: kerr.NotLeaderForPartition, Count: -1})
+	r.process(t, 4, "a")
+	if committed, err := r.epoch.commit(time.Now(), false); err != nil || !committed {
+		t.Fatalf("commit = %v, %v", committed, err)
+	}
+	<-r.epoch.committingDone()
+	cause := r.epoch.settle()
+	f.Remove()
+	var pe *kafkaio.ProduceError
+	if !errors.As(cause, &pe) || !pe.Retriable() {
+		t.Fatalf("settle = %v, want the retriable produce error", cause)
+	}
+	if rejoined, err := r.epoch.fail(cause); err != nil || rejoined {
+		t.Fatalf("fail = %v, %v; want the epoch dropped", rejoined, err)
+	}
+	if got := r.committedOffset(t); got != -1 {
+		t.Fatalf("committed offset %d of an epoch whose output failed", got)
+	}
+	r.process(t, 4, "a")
+	if committed, err := r.epoch.commit(time.Now(), true); err != nil || !committed {
+		t.Fatalf("commit after the drop = %v, %v", committed, err)
+	}
+	if got := r.committedOffset(t); got != 5 {
+		t.Fatalf("committed offset %d, want 5", got)
+	}
+}
+
+// The store writes of an at-least-once epoch wait for their changelog records: while the
+// broker holds the changelog, the barrier does not return, and LevelDB holds neither the
+// write nor an offset.
+func TestEpochAtLeastOnceAppliesTheStateAfterItsChangelogAcks(t *testing.T) {
+	r := newEpochRig(t, "")
+	release, held := kfaketest.HoldProduce(r.cluster, r.changelog)
+	defer release()
+	r.process(t, 4, "a")
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.epoch.commit(time.Now(), false)
+		done <- err
+	}()
+	<-held
+	select {
+	case err := <-done:
+		t.Fatalf("the barrier returned (%v) while its changelog record is unacknowledged", err)
+	default:
+	}
+	if got := r.stored(t, "a"); got != "" {
+		t.Fatalf("store holds %q while its changelog record is unacknowledged", got)
+	}
+	if _, ok, err := r.db.ChangelogOffset(epochCounts.Name, 0); err != nil || ok {
+		t.Fatalf("a changelog offset is claimed (%v, %v) while its record is unacknowledged", ok, err)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if off, ok, err := r.db.ChangelogOffset(epochCounts.Name, 0); err != nil || !ok || off != 0 {
+		t.Fatalf("changelog offset %d, %v, %v; want 0", off, ok, err)
+	}
+	<-r.epoch.committingDone()
+	if err := r.epoch.settle(); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.committedOffset(t); got != 5 {
+		t.Fatalf("committed offset %d, want 5", got)
 	}
 }

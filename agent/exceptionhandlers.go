@@ -241,19 +241,32 @@ func (l *loop) continueOnProductionError(pe *kafkaio.ProduceError) bool {
 // sendSkipped sends the dead letters of the records skipped since the last call and waits
 // for them. It runs after the epoch's flush, so every failure of the epoch is known.
 func (e *epoch) sendSkipped(ctx context.Context) error {
+	if sent, err := e.sendLetters(); err != nil || sent == 0 {
+		return err
+	}
+	return e.k.producer.Flush(ctx)
+}
+
+// sendLetters sends the dead letters of the records skipped since the last call, in the
+// epoch, and says how many there were.
+func (e *epoch) sendLetters() (int, error) {
 	e.skipped.mu.Lock()
 	letters := e.skipped.letters
 	e.skipped.letters = nil
 	e.skipped.mu.Unlock()
-	if len(letters) == 0 {
-		return nil
-	}
 	for _, d := range letters {
 		if err := e.sendLetter(d); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return e.k.producer.Flush(ctx)
+	return len(letters), nil
+}
+
+// any reports whether dead letters wait to be sent.
+func (s *skippedSends) any() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.letters) > 0
 }
 
 // dropSkipped forgets the dead letters of a dropped epoch: its records are processed again.

@@ -127,7 +127,7 @@ func (l *loop) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			progress.step(time.Now())
-			return l.commit()
+			return l.commit(true)
 		case batch := <-msgs:
 			progress.step(time.Now()) // and process marks the start of each record
 			if err := l.process(batch); err != nil {
@@ -152,7 +152,7 @@ func (l *loop) run(ctx context.Context) error {
 			l.reportUncommitted()
 			if maxBytes := l.a.cfg.UncommittedMaxBytes; l.db != nil && maxBytes >= 0 && l.db.UncommittedBytes() > maxBytes {
 				l.a.metrics.EarlyCommits.Inc()
-				if err := l.commit(); err != nil {
+				if err := l.commit(false); err != nil {
 					return err
 				}
 			}
@@ -165,11 +165,18 @@ func (l *loop) run(ctx context.Context) error {
 				return err
 			}
 			l.publishTime()
+		case <-l.epoch.committingDone():
+			progress.step(time.Now())
+			if err := l.epoch.settle(); err != nil {
+				if err := l.retry(err); err != nil {
+					return err
+				}
+			}
 		case <-l.a.taps.Changed():
 			l.a.taps.Apply(l.topo)
 		case <-ticker.C:
 			progress.step(time.Now())
-			if err := l.commit(); err != nil {
+			if err := l.commit(false); err != nil {
 				return err
 			}
 			l.swapStaged()
@@ -178,7 +185,7 @@ func (l *loop) run(ctx context.Context) error {
 			l.staged = c
 		case reply := <-l.revoke:
 			progress.step(time.Now())
-			err := l.commit()
+			err := l.commit(true)
 			reply <- err
 			if err != nil {
 				return err
@@ -239,7 +246,7 @@ func (l *loop) commitAfterBatch() error {
 	if l.a.cfg.CommitInterval > 0 {
 		return nil
 	}
-	if err := l.commit(); err != nil {
+	if err := l.commit(false); err != nil {
 		return err
 	}
 	l.swapStaged()
@@ -470,8 +477,9 @@ func (l *loop) consumedCounter(topic string) prometheus.Counter {
 	return c
 }
 
-// commit is the commit barrier.
-func (l *loop) commit() error {
+// commit is the commit barrier; wait says the offsets must be committed when it returns (a
+// rebalance, a shutdown), not in the background (epoch.commitInBackground).
+func (l *loop) commit(wait bool) error {
 	// A corruption found by any read (a script may have swallowed the error, or an
 	// interactive query found it) means the epoch may stand on damaged state: it is never
 	// committed, and an idle application rebuilds too.
@@ -482,6 +490,11 @@ func (l *loop) commit() error {
 	}
 	pending := l.db != nil && len(l.db.Changelog()) > 0
 	if !l.epoch.open() && !pending {
+		if wait {
+			if err := l.epoch.settle(); err != nil {
+				return l.retry(err)
+			}
+		}
 		return nil
 	}
 	start := time.Now()
@@ -493,7 +506,7 @@ func (l *loop) commit() error {
 		l.epoch.abortAfterFailure() // a script error downstream of a cache, as in process()
 		return l.recoverState(err)
 	}
-	committed, err := l.epoch.commit(start)
+	committed, err := l.epoch.commit(start, wait)
 	var apply *applyError
 	if errors.As(err, &apply) {
 		return l.recoverState(apply.err)

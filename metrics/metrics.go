@@ -133,8 +133,11 @@ func New() *Metrics {
 			"for loading the scripts); its rate is the share of one core used by Lua.", "node")
 
 	m.CommitLatency = m.histogram("commit", "latency_seconds",
-		"Duration of a commit barrier: Kafka transaction or offset commit plus the "+
-			"LevelDB batch that applies the epoch's state.",
+		"Duration of a commit barrier, as long as it holds up processing: the Kafka "+
+			"transaction (exactly-once) or waiting for the acknowledgements and the offset commit "+
+			"(at-least-once; outside a rebalance or shutdown only for the changelog records' "+
+			"acknowledgements, the offsets are committed in the background), plus the LevelDB "+
+			"batch that applies the epoch's state.",
 		prometheus.ExponentialBuckets(0.001, 2, 16)) // 1ms .. ~33s
 	m.Commits = m.counterVec("commit", "commits_total",
 		"Commit barriers, by result (success, or failure: the epoch was aborted and replayed).", "result")
@@ -142,7 +145,8 @@ func New() *Metrics {
 		"Commit barriers taken before commit.interval.ms because the stores' uncommitted "+
 			"bytes crossed statestore.uncommitted.max.bytes.")
 	m.EpochSize = m.histogram("commit", "epoch_size_records",
-		"Records consumed in one epoch, i.e. between two commit barriers.",
+		"Records consumed in one epoch, i.e. between two commit barriers, observed once the "+
+			"epoch's offsets are committed.",
 		prometheus.ExponentialBuckets(1, 4, 12)) // 1 .. ~4M
 	m.UncommittedSize = m.gaugeVec("state", "uncommitted_bytes",
 		"Bytes of store writes buffered in the current epoch, not yet committed, by store "+

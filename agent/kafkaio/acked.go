@@ -49,9 +49,10 @@ func (t *ackTracker) take() map[pipeline.TopicPartition]int64 {
 
 // TrackOffsets makes the producer remember, for the topics where track(topic) is true,
 // the highest acknowledged offset per partition (the agent tracks its changelog topics:
-// a store keeps the changelog offsets it has applied, KIP-1035). track is asked once per
-// topic, on sarama's success goroutine. A nil track stops tracking. Offsets collected
-// before the call are dropped.
+// a store keeps the changelog offsets it has applied, KIP-1035). track is asked at every
+// Send, on the sender's goroutine (Sealed.WaitTracked counts the tracked records), and once
+// per topic on sarama's success goroutine: it must be quick and safe for both. A nil track
+// stops tracking. Offsets collected before the call are dropped.
 func (p *Producer) TrackOffsets(track func(topic string) bool) {
 	if track == nil {
 		p.acked.Store(nil)

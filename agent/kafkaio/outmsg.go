@@ -17,6 +17,8 @@ type outMsg struct {
 	headers    []sarama.RecordHeader
 	headerKeys []byte
 	source     *pipeline.SourceRecord // Send's source
+	epoch      *sendEpoch             // the send epoch it was sent in
+	tracked    bool                   // its topic's offsets are tracked (TrackOffsets)
 }
 
 // maxPooledHeaderKeys bounds the header-name buffer a pooled message keeps.
@@ -58,7 +60,7 @@ func (m *outMsg) fill(topic string, partition int32, key, value []byte, headers 
 // reset drops every reference to the caller's bytes and clears what sarama set.
 func (m *outMsg) reset() {
 	m.msg = sarama.ProducerMessage{}
-	m.key, m.value, m.source = nil, nil, nil
+	m.key, m.value, m.source, m.epoch, m.tracked = nil, nil, nil, nil, false
 	clear(m.headers)
 	m.headers = m.headers[:0]
 	if cap(m.headerKeys) > maxPooledHeaderKeys {

@@ -49,6 +49,8 @@ type Producer struct {
 
 	// firstErr is the first asynchronous error since the last Flush (sticky).
 	firstErr atomic.Pointer[error]
+	// epoch counts the records sent since the last Seal (seal.go).
+	epoch atomic.Pointer[sendEpoch]
 
 	partitions sync.Map // topic → int32 partition count
 	msgs       sync.Pool
@@ -101,6 +103,7 @@ func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 		idle:          make(chan struct{}),
 		msgs:          sync.Pool{New: func() any { return new(outMsg) }},
 	}
+	p.epoch.Store(newSendEpoch())
 	if err := p.open(); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -158,6 +161,11 @@ func (p *Producer) Send(topic string, partition int32, key, value []byte, header
 	}
 	m.source = source
 	p.pending.Add(1)
+	m.epoch = p.epoch.Load()
+	if t := p.acked.Load(); t != nil {
+		m.tracked = t.track(topic)
+	}
+	m.epoch.sent(m.tracked)
 	p.ap.Input() <- &m.msg
 	return nil
 }
@@ -236,11 +244,15 @@ func (p *Producer) drainSuccesses() {
 		}
 		// sarama is done with a message once it is on Successes (it clears its internal
 		// state before handing it over), so it can be reused; the race tests watch this.
+		var epoch *sendEpoch
+		var tracked bool
 		if m, ok := msg.Metadata.(*outMsg); ok {
+			epoch, tracked = m.epoch, m.tracked
 			m.reset()
 			p.msgs.Put(m)
 		}
 		p.finish()
+		epoch.finish(tracked, nil)
 	}
 }
 
@@ -253,16 +265,22 @@ func (p *Producer) drainErrors() {
 				"keep max.request.size at or below it, so that a record too large is refused alone before it is sent)", err)
 		}
 		perr := &ProduceError{Topic: pe.Msg.Topic, Partition: pe.Msg.Partition, Err: err}
+		var epoch *sendEpoch
+		var tracked bool
 		if m, ok := pe.Msg.Metadata.(*outMsg); ok {
 			perr.Key, perr.Value, perr.Source = m.key, m.value, m.source
+			epoch, tracked = m.epoch, m.tracked
 		}
+		var failed *error
 		if p.OnFailure == nil || !p.OnFailure(perr) {
 			var err error = perr
-			p.firstErr.CompareAndSwap(nil, &err)
+			failed = &err
+			p.firstErr.CompareAndSwap(nil, failed)
 		}
 		// A failed message is not recycled: sarama still reads it after reporting it
 		// (the retry backoff looks at it). Failures are rare; the GC takes it.
 		p.finish()
+		epoch.finish(tracked, failed)
 	}
 }
 
