@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/stoatflow/stoatflow/agent/console"
+	"github.com/stoatflow/stoatflow/agent/internal/webtest"
 	"github.com/stoatflow/stoatflow/metrics"
 )
 
@@ -462,20 +463,6 @@ func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
 	}
 }
 
-// slowClient sends the headers of a request and part of its body, and never the rest.
-func slowClient(t *testing.T, addr, request string) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if _, err := io.WriteString(c, request); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 const slowBody = "POST /slow HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
 
 // slowServer is a server with an endpoint that reads its whole body.
@@ -521,7 +508,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	start := time.Now()
 	conns := make([]net.Conn, n)
 	for i := range conns {
-		conns[i] = slowClient(t, s.Addr(), slowBody)
+		conns[i] = webtest.SlowClient(t, s.Addr(), slowBody)
 	}
 	errs := make(chan error, n)
 	for _, c := range conns {
@@ -547,10 +534,10 @@ func TestShutdownIsNotHeldBySlowClients(t *testing.T) {
 	s := slowServer(t)
 	const bodies, headers = 300, 20
 	for range bodies {
-		slowClient(t, s.Addr(), slowBody)
+		webtest.SlowClient(t, s.Addr(), slowBody)
 	}
 	for range headers {
-		slowClient(t, s.Addr(), "GET /metrics HTTP/1.1\r\nHost: localhost\r\n")
+		webtest.SlowClient(t, s.Addr(), "GET /metrics HTTP/1.1\r\nHost: localhost\r\n")
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for s.activeConns() < bodies {

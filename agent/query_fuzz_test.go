@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/stoatflow/stoatflow/agent/internal/webtest"
 )
 
 // FuzzQueryRequest sends arbitrary /v1/stores paths and query strings, and arbitrary
@@ -37,7 +39,7 @@ func FuzzQueryRequest(f *testing.F) {
 		if get, err := http.NewRequest(http.MethodGet, "http://localhost/v1/stores/"+target, nil); err == nil {
 			checkQueryAnswer(t, h, get, target)
 		}
-		checkQueryAnswer(t, h, queryRequest(http.MethodPost, "/v2/query", string(body)), string(body))
+		checkQueryAnswer(t, h, webtest.Request(http.MethodPost, "/v2/query", string(body)), string(body))
 	})
 }
 

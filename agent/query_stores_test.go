@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/stoatflow/stoatflow/agent/internal/webtest"
 	"github.com/stoatflow/stoatflow/agent/query"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/pipeline/serdes"
@@ -39,30 +39,9 @@ func queryAgent(t testing.TB) *Agent {
 	return a
 }
 
-// queryRequest is a request as a local client sends it: to localhost, a body as JSON.
-func queryRequest(method, target, body string) *http.Request {
-	r := httptest.NewRequest(method, "http://localhost"+target, strings.NewReader(body))
-	if body != "" {
-		r.Header.Set("Content-Type", "application/json")
-	}
-	return r
-}
-
 func serveQuery(t *testing.T, a *Agent, method, target, body string) (int, map[string]any) {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	a.http.srv.Handler.ServeHTTP(rec, queryRequest(method, target, body))
-	dec := json.NewDecoder(rec.Body)
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("%s %s: %v", method, target, err)
-	}
-	obj, _ := v.(map[string]any)
-	if obj == nil {
-		obj = map[string]any{"list": v}
-	}
-	return rec.Code, obj
+	return webtest.Serve(t, a.http.srv.Handler, method, target, body)
 }
 
 func TestQueriesBeforeTheStoresAreReady(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stoatflow/stoatflow/agent/internal/webtest"
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
@@ -97,19 +98,6 @@ func wantQueryError(t *testing.T, url string, status int, code, msg string) {
 	}
 }
 
-func itemKeys(t *testing.T, obj map[string]any) string {
-	t.Helper()
-	items, ok := obj["items"].([]any)
-	if !ok {
-		t.Fatalf("no items in %v", obj)
-	}
-	var ks []string
-	for _, it := range items {
-		ks = append(ks, fmt.Sprint(it.(map[string]any)["key"]))
-	}
-	return strings.Join(ks, ",")
-}
-
 func startQueryAgent(t *testing.T, extra string) (*runningAgent, []string, string) {
 	t.Helper()
 	brokers := testBroker(t, 3, "in")
@@ -179,7 +167,7 @@ func TestQueryKeyValueEndpoints(t *testing.T) {
 			"?from=k5&to=k2":           "",
 		} {
 			st, o := qget(t, r+q)
-			if st != 200 || itemKeys(t, o) != want {
+			if st != 200 || webtest.ItemKeys(t, o) != want {
 				t.Fatalf("range %q = %d %v, want %s", q, st, o, want)
 			}
 			if _, cut := o["next"]; cut {
@@ -216,7 +204,7 @@ func TestQueryKeyValueEndpoints(t *testing.T) {
 				if st != 200 {
 					t.Fatalf("GET %s = %d %v", u, st, o)
 				}
-				pages = append(pages, itemKeys(t, o))
+				pages = append(pages, webtest.ItemKeys(t, o))
 				next, cut := o["next"]
 				if !cut {
 					break
@@ -349,10 +337,10 @@ func TestQueryIsolationLevels(t *testing.T) {
 	})
 	// The epoch is still open: committed reads, the configured default, do not see it.
 	wantQueryError(t, base+"/v1/stores/last/keys/k0", 404, "key_not_found", "READ_COMMITTED")
-	if _, o := qget(t, base+"/v1/stores/last/keys"); itemKeys(t, o) != "" {
+	if _, o := qget(t, base+"/v1/stores/last/keys"); webtest.ItemKeys(t, o) != "" {
 		t.Fatalf("committed range sees %v", o)
 	}
-	if _, o := qget(t, base+"/v1/stores/last/keys?isolation=READ_UNCOMMITTED"); itemKeys(t, o) != "k0" {
+	if _, o := qget(t, base+"/v1/stores/last/keys?isolation=READ_UNCOMMITTED"); webtest.ItemKeys(t, o) != "k0" {
 		t.Fatalf("uncommitted range sees %v", o)
 	}
 	if _, o := qget(t, base+"/v1/stores/last/count"); fmt.Sprint(o["count"]) != "0" {

@@ -2,16 +2,13 @@ package query
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stoatflow/stoatflow/agent/internal/webtest"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
 )
@@ -82,45 +79,10 @@ func (f *fixture) serveStores(db *state.DB, specs []pipeline.StoreSpec, partitio
 	f.agent.stores.Store(&Catalog{DB: db, Specs: specs, Partitions: partitions})
 }
 
-// queryRequest is a request as a local client sends it: to localhost, a body as JSON.
-func queryRequest(method, target, body string) *http.Request {
-	r := httptest.NewRequest(method, "http://localhost"+target, strings.NewReader(body))
-	if body != "" {
-		r.Header.Set("Content-Type", "application/json")
-	}
-	return r
-}
-
 // serve answers a request in-process and decodes the first JSON document of the answer.
 func (f *fixture) serve(t *testing.T, method, target, body string) (int, map[string]any) {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	f.mux.ServeHTTP(rec, queryRequest(method, target, body))
-	dec := json.NewDecoder(rec.Body)
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("%s %s: %v", method, target, err)
-	}
-	obj, _ := v.(map[string]any)
-	if obj == nil {
-		obj = map[string]any{"list": v}
-	}
-	return rec.Code, obj
-}
-
-// itemKeys are the keys of a page's items, comma-separated.
-func itemKeys(t *testing.T, obj map[string]any) string {
-	t.Helper()
-	items, ok := obj["items"].([]any)
-	if !ok {
-		t.Fatalf("no items in %v", obj)
-	}
-	var ks []string
-	for _, it := range items {
-		ks = append(ks, fmt.Sprint(it.(map[string]any)["key"]))
-	}
-	return strings.Join(ks, ",")
+	return webtest.Serve(t, f.mux, method, target, body)
 }
 
 // answer is an HTTP answer: its status, headers and body, and the body's JSON object.
@@ -149,18 +111,4 @@ func wantError(t *testing.T, a answer, status int, code string) {
 	if a.status != status || a.body["code"] != code || a.body["error"] == "" {
 		t.Errorf("got %d %q, want %d with JSON error code %q", a.status, a.raw, status, code)
 	}
-}
-
-// slowClient sends the headers of a request and part of its body, and never the rest.
-func slowClient(t *testing.T, addr, request string) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if _, err := io.WriteString(c, request); err != nil {
-		t.Fatal(err)
-	}
-	return c
 }

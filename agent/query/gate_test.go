@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stoatflow/stoatflow/agent/internal/webtest"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/pipeline/serdes"
 	"github.com/stoatflow/stoatflow/state"
@@ -98,7 +99,7 @@ func TestQueryGateSlowBodyHoldsNoSlot(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	c := slowClient(t, srv.Listener.Addr().String(), "POST /v2/query HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+	c := webtest.SlowClient(t, srv.Listener.Addr().String(), "POST /v2/query HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
 	defer c.Close() // before srv.Close, which waits for the request
 	<-active
 	if a := get(t, srv.URL); a.status != http.StatusOK {
@@ -152,7 +153,7 @@ func TestQuerySlowReaderHoldsNoCPUToken(t *testing.T) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "done"})
 	})))
 	defer srv.Close()
-	c := slowClient(t, srv.Listener.Addr().String(), "GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	c := webtest.SlowClient(t, srv.Listener.Addr().String(), "GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	defer c.Close() // before srv.Close, which waits for the request
 	client := &http.Client{Timeout: 20 * time.Second}
 	resp, err := client.Get(srv.URL + "/small")
@@ -226,12 +227,12 @@ func TestQueryScansAreReadWholeAcrossChunks(t *testing.T) {
 		want = append(want, bigKey(i))
 	}
 	st, o := f.serve(t, "GET", "/v1/stores/big/keys?limit=10000", "")
-	if got := itemKeys(t, o); st != 200 || got != strings.Join(want, ",") || o["next"] != nil {
+	if got := webtest.ItemKeys(t, o); st != 200 || got != strings.Join(want, ",") || o["next"] != nil {
 		t.Fatalf("range: %d, %d keys (want %d), next %v", st, strings.Count(got, ",")+1, len(want), o["next"])
 	}
 	slices.Reverse(want)
 	st, o = f.serve(t, "GET", "/v1/stores/big/keys?limit=10000&reverse=true", "")
-	if got := itemKeys(t, o); st != 200 || got != strings.Join(want, ",") {
+	if got := webtest.ItemKeys(t, o); st != 200 || got != strings.Join(want, ",") {
 		t.Fatalf("reverse range: %d, %d keys (want %d)", st, strings.Count(got, ",")+1, len(want))
 	}
 	if st, o := f.serve(t, "GET", "/v1/stores/big/count", ""); st != 200 || fmt.Sprint(o["count"]) != "3003" {
@@ -339,7 +340,7 @@ func TestQueryScansStopAtTheDeadline(t *testing.T) {
 	gone, leave := context.WithCancel(context.Background())
 	leave()
 	serve := func(ctx context.Context, method, target, body string, h apiHandler) (*httptest.ResponseRecorder, *apiError) {
-		r := queryRequest(method, target, body).WithContext(ctx)
+		r := webtest.Request(method, target, body).WithContext(ctx)
 		r.SetPathValue("store", "big")
 		rec := httptest.NewRecorder()
 		return rec, h(rec, r)
