@@ -225,25 +225,31 @@ func TestIgnoredKeyIsNotice(t *testing.T) {
 	}
 }
 
-// A key set under a name Kafka deprecated still works and is a notice naming the key to use,
-// which the running agent logs as a warning; every key documented as deprecated says so.
-func TestDeprecatedKeysAreNotices(t *testing.T) {
-	cfg := mustParse(t, "", "cache.max.bytes.buffering = 0\ndefault.deserialization.exception.handler = \"LogAndContinue\"\ndefault.production.exception.handler = \"LogAndContinue\"")
+// wantNotices checks that cfg's notices are exactly want, each of kind, formatted for
+// agent.toml.
+func wantNotices(t *testing.T, cfg *Config, kind Kind, want ...string) {
+	t.Helper()
 	var got []string
 	for _, n := range cfg.Notices {
-		if n.Kind != KindDeprecated {
-			t.Errorf("notice %+v is not of the kind deprecated", n)
+		if n.Kind != kind {
+			t.Errorf("notice %+v is not of the kind %s", n, kind)
 		}
 		got = append(got, n.Format("agent.toml"))
-	}
-	want := []string{
-		"agent.toml:7: streams.cache.max.bytes.buffering: deprecated since Kafka 3.4; use statestore.cache.max.bytes",
-		"agent.toml:8: streams.default.deserialization.exception.handler: deprecated since Kafka 4.0; use deserialization.exception.handler",
-		"agent.toml:9: streams.default.production.exception.handler: deprecated since Kafka 4.0; use production.exception.handler",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("notices:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// A key set under a name Kafka deprecated still works and is a notice naming the key to use,
+// which the running agent logs as a warning; every key documented as deprecated says so.
+func TestDeprecatedKeysAreNotices(t *testing.T) {
+	cfg := mustParse(t, "", "cache.max.bytes.buffering = 0\ndefault.deserialization.exception.handler = \"LogAndContinue\"\ndefault.production.exception.handler = \"LogAndContinue\"")
+	wantNotices(t, cfg, KindDeprecated,
+		"agent.toml:7: streams.cache.max.bytes.buffering: deprecated since Kafka 3.4; use statestore.cache.max.bytes",
+		"agent.toml:8: streams.default.deserialization.exception.handler: deprecated since Kafka 4.0; use deserialization.exception.handler",
+		"agent.toml:9: streams.default.production.exception.handler: deprecated since Kafka 4.0; use production.exception.handler",
+	)
 	if cfg.CacheMaxBytes != 0 || !cfg.ContinueOnDeserializationError() || !cfg.ContinueOnProductionError() {
 		t.Errorf("the deprecated keys' values were not used: cache %d", cfg.CacheMaxBytes)
 	}
@@ -264,20 +270,10 @@ func TestBootstrapResolveTimeoutForcedToZero(t *testing.T) {
 		t.Fatalf("0 is Kafka Streams' own value, want no notice, got %v", cfg.Notices)
 	}
 	cfg = mustParse(t, "", "bootstrap.resolve.timeout.ms = 30000\nproducer.bootstrap.resolve.timeout.ms = \"1m\"")
-	var got []string
-	for _, n := range cfg.Notices {
-		if n.Kind != KindOverridden {
-			t.Errorf("notice %+v is not of the kind overridden (a warning when running)", n)
-		}
-		got = append(got, n.Format("agent.toml"))
-	}
-	want := []string{
+	wantNotices(t, cfg, KindOverridden,
 		"agent.toml:7: streams.bootstrap.resolve.timeout.ms: the setting (30000) is ignored and Kafka Streams' forced value (0) is used: Kafka Streams does not support asynchronous bootstrap resolution (KAFKA-20939)",
 		"agent.toml:8: streams.producer.bootstrap.resolve.timeout.ms: the setting (60000) is ignored and Kafka Streams' forced value (0) is used: Kafka Streams does not support asynchronous bootstrap resolution (KAFKA-20939)",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("notices:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	)
 	if _, err := parse(t, "", "consumer.bootstrap.resolve.timeout.ms = -1"); err == nil {
 		t.Fatal("a negative timeout is accepted")
 	}
