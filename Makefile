@@ -5,6 +5,7 @@ LDFLAGS := -X main.version=$(VERSION)
 PREFIX  ?= /usr/local
 IMAGE   ?= stoatflow
 FUZZTIME ?= 200000x
+FUZZMINIMIZE ?= 1000x
 
 .PHONY: build run test soak bench lint fuzz install check-unit docker clean ui ui-check
 
@@ -64,12 +65,14 @@ lint:
 # Each fuzz target for FUZZTIME, a count of runs (NNNx): a duration races the fuzzing
 # coordinator's own deadline in Go 1.26 (go.dev/issue/75804) and fails with "context deadline
 # exceeded" and no crasher. `go test -list` finds the targets, so new ones join by themselves.
+# Minimizing each new input is bounded by a count too: by default it may take a minute per
+# input, which on a loaded machine looks like a hang (a worker at full CPU, no executions).
 fuzz:
 	@set -e; list=$$($(GO) test -list '^Fuzz' ./...); echo "$$list" | \
 	  awk '/^Fuzz/ { t[++n] = $$1; next } /^ok/ { for (i = 1; i <= n; i++) print $$2, t[i]; n = 0 }' | \
 	  while read -r pkg target; do \
 	    echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) "$$pkg"; \
 	  done
 
 # The binary and the unit are replaced on every install (an upgrade); the config and the
