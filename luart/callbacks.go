@@ -21,22 +21,45 @@ func defined(fn *lua.LFunction) string {
 	return fmt.Sprintf("%s:%d", fn.Proto.SourceName, fn.Proto.LineDefined)
 }
 
+// kvFunc is a Lua function called with a record's key (withKey), value and r.
+type kvFunc struct {
+	fn       *lua.LFunction
+	withKey  bool
+	declared int
+	// key and value keep the tables of those arguments between calls, where fn lets them
+	// (argtable.go).
+	key, value *argTable
+}
+
+func newKVFunc(fn *lua.LFunction, withKey bool) *kvFunc {
+	f := &kvFunc{fn: fn, withKey: withKey, declared: declaredParams(fn)}
+	valueReg := 0
+	if withKey {
+		f.key = keptArg(fn, 0)
+		valueReg = 1
+	}
+	f.value = keptArg(fn, valueReg)
+	return f
+}
+
 // callKV pushes fn, key, value and r, and calls fn expecting nret results. A key or value
 // beyond the parameters fn declares is pushed as nil instead of converted: a Lua function
 // without ... cannot see it, and converting a record held as a table (json, avro) costs
 // microseconds.
-func (rt *Runtime) callKV(fn *lua.LFunction, rec *pipeline.Record, withKey bool, nret int) error {
+func (rt *Runtime) callKV(f *kvFunc, rec *pipeline.Record, nret int) error {
 	L := rt.L
-	L.Push(fn)
-	declared := declaredParams(fn)
+	L.Push(f.fn)
 	n := 2
-	if withKey {
-		L.Push(rt.toLuaIf(declared >= 1, rec.Key))
+	if f.withKey {
+		L.Push(rt.argIf(f.declared >= 1, rec.Key, f.key))
 		n++
 	}
-	L.Push(rt.toLuaIf(declared >= n-1, rec.Value))
+	L.Push(rt.argIf(f.declared >= n-1, rec.Value, f.value))
 	L.Push(rt.rctx.set(rec))
-	return rt.pcall(n, nret)
+	err := rt.pcall(n, nret)
+	f.key.release()
+	f.value.release()
+	return err
 }
 
 // declaredParams is how many arguments fn can see.
@@ -47,11 +70,11 @@ func declaredParams(fn *lua.LFunction) int {
 	return int(fn.Proto.NumParameters)
 }
 
-func (rt *Runtime) toLuaIf(seen bool, v any) lua.LValue {
+func (rt *Runtime) argIf(seen bool, v any, a *argTable) lua.LValue {
 	if !seen {
 		return lua.LNil
 	}
-	return rt.toLua(v)
+	return rt.argToLua(v, a)
 }
 
 func (rt *Runtime) pop() lua.LValue {
@@ -61,8 +84,9 @@ func (rt *Runtime) pop() lua.LValue {
 }
 
 func (rt *Runtime) predicate(fn *lua.LFunction) pipeline.Predicate {
+	f := newKVFunc(fn, true)
 	return func(rec pipeline.Record) (bool, error) {
-		if err := rt.callKV(fn, &rec, true, 1); err != nil {
+		if err := rt.callKV(f, &rec, 1); err != nil {
 			return false, err
 		}
 		return lua.LVAsBool(rt.pop()), nil
@@ -70,8 +94,9 @@ func (rt *Runtime) predicate(fn *lua.LFunction) pipeline.Predicate {
 }
 
 func (rt *Runtime) valueMapper(fn *lua.LFunction, withKey bool) pipeline.ValueMapper {
+	f := newKVFunc(fn, withKey)
 	return func(rec pipeline.Record) (any, error) {
-		if err := rt.callKV(fn, &rec, withKey, 1); err != nil {
+		if err := rt.callKV(f, &rec, 1); err != nil {
 			return nil, err
 		}
 		return rt.returnedValue(fn, rt.pop())
@@ -88,8 +113,9 @@ func (rt *Runtime) returnedValue(fn *lua.LFunction, ret lua.LValue) (any, error)
 }
 
 func (rt *Runtime) keyValueMapper(fn *lua.LFunction) pipeline.KeyValueMapper {
+	f := newKVFunc(fn, true)
 	return func(rec pipeline.Record) (any, any, error) {
-		if err := rt.callKV(fn, &rec, true, 2); err != nil {
+		if err := rt.callKV(f, &rec, 2); err != nil {
 			return nil, nil, err
 		}
 		lv := rt.pop()
@@ -107,8 +133,9 @@ func (rt *Runtime) keyValueMapper(fn *lua.LFunction) pipeline.KeyValueMapper {
 }
 
 func (rt *Runtime) flatMapper(fn *lua.LFunction) pipeline.FlatMapper {
+	f := newKVFunc(fn, true)
 	return func(rec pipeline.Record) ([]pipeline.KeyValue, error) {
-		if err := rt.callKV(fn, &rec, true, 1); err != nil {
+		if err := rt.callKV(f, &rec, 1); err != nil {
 			return nil, err
 		}
 		ret := rt.pop()
@@ -140,8 +167,9 @@ func (rt *Runtime) flatMapper(fn *lua.LFunction) pipeline.FlatMapper {
 }
 
 func (rt *Runtime) flatValueMapper(fn *lua.LFunction, withKey bool) pipeline.FlatValueMapper {
+	f := newKVFunc(fn, withKey)
 	return func(rec pipeline.Record) ([]any, error) {
-		if err := rt.callKV(fn, &rec, withKey, 1); err != nil {
+		if err := rt.callKV(f, &rec, 1); err != nil {
 			return nil, err
 		}
 		ret := rt.pop()
@@ -165,14 +193,16 @@ func (rt *Runtime) flatValueMapper(fn *lua.LFunction, withKey bool) pipeline.Fla
 }
 
 func (rt *Runtime) foreachAction(fn *lua.LFunction) pipeline.ForeachAction {
+	f := newKVFunc(fn, true)
 	return func(rec pipeline.Record) error {
-		return rt.callKV(fn, &rec, true, 0)
+		return rt.callKV(f, &rec, 0)
 	}
 }
 
 func (rt *Runtime) topicExtractor(fn *lua.LFunction) pipeline.TopicNameExtractor {
+	f := newKVFunc(fn, true)
 	return func(rec pipeline.Record) (string, error) {
-		if err := rt.callKV(fn, &rec, true, 1); err != nil {
+		if err := rt.callKV(f, &rec, 1); err != nil {
 			return "", err
 		}
 		ret := rt.pop()
@@ -185,8 +215,9 @@ func (rt *Runtime) topicExtractor(fn *lua.LFunction) pipeline.TopicNameExtractor
 }
 
 func (rt *Runtime) timestampExtractor(fn *lua.LFunction) pipeline.TimestampExtractor {
+	f := newKVFunc(fn, true)
 	return func(rec pipeline.Record) (int64, error) {
-		if err := rt.callKV(fn, &rec, true, 1); err != nil {
+		if err := rt.callKV(f, &rec, 1); err != nil {
 			return 0, err
 		}
 		ret := rt.pop()

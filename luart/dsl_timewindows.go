@@ -115,7 +115,14 @@ func (rt *Runtime) gsWindowedBy(L *lua.LState) int {
 
 // windowedToLua renders a windowed key as {key = k, window = {start = ms, ["end"] = ms}}.
 func (rt *Runtime) windowedToLua(w pipeline.Windowed) *lua.LTable {
-	t := rt.L.CreateTable(0, 2)
+	return rt.windowedInto(nil, w)
+}
+
+// windowedInto renders w into t, a table holding no other keys, or a new table if t is nil.
+func (rt *Runtime) windowedInto(t *lua.LTable, w pipeline.Windowed) *lua.LTable {
+	if t == nil {
+		t = rt.L.CreateTable(0, 2)
+	}
 	t.RawSetString("key", rt.toLua(w.Key))
 	win := rt.L.CreateTable(0, 2)
 	win.RawSetString("start", intToLua(w.Start))

@@ -72,7 +72,11 @@ func (rt *Runtime) endRawArgs(L *lua.LState, typeName, method string) {
 
 // rawToLua builds the Lua table of an undecoded Avro record.
 func (rt *Runtime) rawToLua(r *schemas.Raw) lua.LValue {
-	v, err := schemas.Build(r, schemas.Builder[lua.LValue](luaBuilder{rt}))
+	return rt.buildRaw(r, luaBuilder{rt})
+}
+
+func (rt *Runtime) buildRaw(r *schemas.Raw, b schemas.Builder[lua.LValue]) lua.LValue {
+	v, err := schemas.Build(r, b)
 	if err != nil {
 		// The source checked these very bytes with the same decoder.
 		panic(fmt.Sprintf("an Avro record checked at its source does not decode: %v", err))
@@ -100,4 +104,19 @@ func (b luaBuilder) Array(items []lua.LValue) lua.LValue {
 	}
 	b.rt.L.SetMetatable(t, b.rt.arrayMT)
 	return t
+}
+
+// recordBuilder is luaBuilder building the first record it is asked for (the top-level one,
+// for a record schema) into top, when top is set.
+type recordBuilder struct {
+	luaBuilder
+	top *lua.LTable
+}
+
+func (b *recordBuilder) Record(size int) lua.LValue {
+	if t := b.top; t != nil {
+		b.top = nil
+		return t
+	}
+	return b.luaBuilder.Record(size)
 }

@@ -192,11 +192,12 @@ func (lv luaValues) Describe(v lua.LValue) string { return "a Lua " + v.Type().S
 // flow says so.
 func (rt *Runtime) tableMapper(fn *lua.LFunction, withKey bool, flow *tableFlow) pipeline.ValueMapper {
 	convert := rt.valueMapper(fn, withKey)
+	f := newKVFunc(fn, withKey)
 	return func(rec pipeline.Record) (any, error) {
 		if !flow.ok {
 			return convert(rec)
 		}
-		if err := rt.callKV(fn, &rec, withKey, 1); err != nil {
+		if err := rt.callKV(f, &rec, 1); err != nil {
 			return nil, err
 		}
 		ret := rt.pop()

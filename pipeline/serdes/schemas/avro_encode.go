@@ -111,6 +111,9 @@ func (goValues) OneKey(v any) (string, any, bool) {
 // AppendAvro.
 type AvroSchema struct{ root *avroNode }
 
+// IsRecord reports whether values of s are records (whose Build makes the record first).
+func (s AvroSchema) IsRecord() bool { return s.root != nil && s.root.kind == avroRecord }
+
 // maxForeignDepth bounds how deep AppendAvro follows another runtime's values, which may hold
 // themselves; deeper ones are converted first, which refuses them as the runtime does.
 const maxForeignDepth = 90

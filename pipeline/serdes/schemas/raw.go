@@ -14,6 +14,9 @@ func (r *Raw) Value() (any, error) {
 	return decodeAvro(r.codec.root, r.text, Builder[any](goBuilder{}))
 }
 
+// Schema is the schema r was written with.
+func (r *Raw) Schema() AvroSchema { return AvroSchema{r.codec.root} }
+
 // Build builds r's value with b. The bytes were checked when r was made, so an error is a
 // bug rather than bad input.
 func Build[V any](r *Raw, b Builder[V]) (V, error) {

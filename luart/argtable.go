@@ -1,0 +1,216 @@
+package luart
+
+import (
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
+)
+
+// A callback's key or value that reaches Lua as a table of a fixed shape (an Avro record, a
+// windowed key) costs most of a record's time in gopher-lua's table building: each field
+// boxes its key twice and grows the table's key list. When the function's bytecode shows
+// that the table cannot outlive the call (it is only indexed, assigned to under constant
+// string keys, and returned to the runtime, which converts or writes what a callback
+// returns before the next call), one table per argument is refilled for every call instead.
+// The function cannot tell: it sees the same fields, and nothing it can do with the table
+// (compare it, print it, pass it on, iterate it) is allowed by the analysis.
+
+// argTable is the table kept for one argument of one function.
+type argTable struct {
+	// written are the constant keys the function assigns to the table: removed before each
+	// refill, so that a refilled table holds exactly what a new one would.
+	written []string
+	t       *lua.LTable
+	schema  schemas.AvroSchema // the schema of the record t holds, for Avro records
+	busy    bool               // t is in use by a call in progress
+	build   recordBuilder
+}
+
+// keptArg is the argTable for argument reg (0-based) of fn, or nil when fn may keep or
+// expose the table.
+func keptArg(fn *lua.LFunction, reg int) *argTable {
+	if fn.IsG || fn.Proto.IsVarArg != 0 || int(fn.Proto.NumParameters) <= reg {
+		return nil
+	}
+	written, ok := staysInCall(fn.Proto, reg)
+	if !ok {
+		return nil
+	}
+	return &argTable{written: written}
+}
+
+// refill returns t emptied of what the last call wrote, or nil when a new table is needed.
+func (a *argTable) refill() *lua.LTable {
+	if a.t == nil {
+		return nil
+	}
+	for _, k := range a.written {
+		a.t.RawSetString(k, lua.LNil)
+	}
+	return a.t
+}
+
+// staysInCall reports whether register reg of proto holds, through the whole function, a
+// table the function only reads fields of, assigns fields of under constant string keys
+// (returned as written), and returns. Any other mention of the register (passing it to a
+// call, storing it, comparing it, capturing it in a closure, overwriting it, iterating it)
+// makes it false. Instructions are decoded as gopher-lua v1.1.2 encodes them (opcode.go).
+func staysInCall(proto *lua.FunctionProto, reg int) ([]string, bool) {
+	var written []string
+	code := proto.Code
+	for pc := 0; pc < len(code); pc++ {
+		inst := code[pc]
+		op := int(inst >> 26)
+		a, b, c := int(inst>>18)&0xff, int(inst&0x1ff), int(inst>>9)&0x1ff
+		switch op {
+		case lua.OP_GETTABLE, lua.OP_GETTABLEKS:
+			// R(A) := R(B)[RK(C)]: reading a field is the use allowed.
+			if a == reg || c == reg {
+				return nil, false
+			}
+		case lua.OP_SETTABLE, lua.OP_SETTABLEKS:
+			// R(A)[RK(B)] := RK(C)
+			if b == reg || c == reg {
+				return nil, false
+			}
+			if a != reg {
+				break
+			}
+			if k, ok := constantString(proto, b); ok {
+				written = appendNew(written, k)
+			} else if op == lua.OP_SETTABLEKS {
+				// The key is a string constant the compiler loaded into register B.
+				for _, k := range proto.Constants {
+					if k, ok := k.(lua.LString); ok {
+						written = appendNew(written, string(k))
+					}
+				}
+			} else {
+				return nil, false
+			}
+		case lua.OP_RETURN:
+			// return R(A) ... R(A+B-2); B = 0 returns up to the top.
+			if b == 0 && a <= reg {
+				return nil, false
+			}
+		case lua.OP_JMP, lua.OP_NOP, lua.OP_CLOSE:
+		case lua.OP_LOADK, lua.OP_GETGLOBAL, lua.OP_SETGLOBAL, lua.OP_NEWTABLE, lua.OP_LOADBOOL,
+			lua.OP_GETUPVAL, lua.OP_SETUPVAL, lua.OP_TEST:
+			// Only A is a register.
+			if a == reg {
+				return nil, false
+			}
+		case lua.OP_CLOSURE:
+			if a == reg {
+				return nil, false
+			}
+			// The closure's upvalues follow as MOVE (a local: register B) or GETUPVAL words.
+			n := int(proto.FunctionPrototypes[inst&0x3ffff].NumUpvalues)
+			for _, w := range code[pc+1 : min(pc+1+n, len(code))] {
+				if int(w>>26) == lua.OP_MOVE && int(w&0x1ff) == reg {
+					return nil, false
+				}
+			}
+			pc += n
+		case lua.OP_LOADNIL:
+			// R(A) ... R(B) := nil
+			if a <= reg && reg <= b {
+				return nil, false
+			}
+		case lua.OP_CONCAT:
+			// R(A) := R(B) .. ... .. R(C)
+			if a == reg || (b <= reg && reg <= c) {
+				return nil, false
+			}
+		case lua.OP_SELF:
+			// R(A+1) := R(B); R(A) := R(B)[RK(C)]
+			if a == reg || a+1 == reg || b == reg || c == reg {
+				return nil, false
+			}
+		case lua.OP_MOVE, lua.OP_MOVEN, lua.OP_UNM, lua.OP_NOT, lua.OP_LEN, lua.OP_TESTSET:
+			// R(A) := R(B); C is a count or a flag. MOVEN's further moves follow as MOVE words.
+			if a == reg || b == reg {
+				return nil, false
+			}
+		case lua.OP_EQ, lua.OP_LT, lua.OP_LE:
+			// A is a flag.
+			if b == reg || c == reg {
+				return nil, false
+			}
+		case lua.OP_CALL, lua.OP_TAILCALL, lua.OP_VARARG, lua.OP_TFORLOOP, lua.OP_FORLOOP, lua.OP_FORPREP:
+			// Registers from A upwards.
+			if a <= reg {
+				return nil, false
+			}
+		case lua.OP_SETLIST:
+			if a <= reg {
+				return nil, false
+			}
+			if c == 0 {
+				pc++ // the next word is the block number
+			}
+		default:
+			// Arithmetic, and any opcode not known here: every operand counts as a register.
+			if op > lua.OP_NOP || a == reg || b == reg || c == reg {
+				return nil, false
+			}
+		}
+	}
+	return written, true
+}
+
+// constantString is the string constant RK operand rk names, if it names one.
+func constantString(proto *lua.FunctionProto, rk int) (string, bool) {
+	const bitRK = 1 << 8
+	if rk&bitRK == 0 || rk&^bitRK >= len(proto.Constants) {
+		return "", false
+	}
+	s, ok := proto.Constants[rk&^bitRK].(lua.LString)
+	return string(s), ok
+}
+
+func appendNew(list []string, s string) []string {
+	for _, e := range list {
+		if e == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// argToLua converts a callback's argument v as toLua does, into a's table where a keeps one
+// and v is of a shape it can be refilled with. The table is a's until release.
+func (rt *Runtime) argToLua(v any, a *argTable) lua.LValue {
+	if a == nil || a.busy {
+		return rt.toLua(v)
+	}
+	switch x := v.(type) {
+	case *schemas.Raw:
+		s := x.Schema()
+		if !s.IsRecord() {
+			break
+		}
+		if a.schema != s {
+			a.t, a.schema = nil, s
+		}
+		a.build = recordBuilder{luaBuilder: luaBuilder{rt}, top: a.refill()}
+		a.t = rt.buildRaw(x, &a.build).(*lua.LTable)
+	case pipeline.Windowed:
+		if a.schema != (schemas.AvroSchema{}) {
+			a.t, a.schema = nil, schemas.AvroSchema{}
+		}
+		a.t = rt.windowedInto(a.refill(), x)
+	default:
+		return rt.toLua(v)
+	}
+	a.busy = true
+	return a.t
+}
+
+// release ends the call a's table was handed to.
+func (a *argTable) release() {
+	if a != nil {
+		a.busy = false
+	}
+}
