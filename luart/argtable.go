@@ -27,17 +27,18 @@ type argTable struct {
 	build   recordBuilder
 }
 
-// keptArg is the argTable for argument reg (0-based) of fn, or nil when fn may keep or
-// expose the table.
-func keptArg(fn *lua.LFunction, reg int) *argTable {
+// argUse is what fn does with its argument reg (0-based): unread, when no instruction
+// mentions the register (the function cannot see the argument), else kept, the argTable
+// for it, or nil when fn may keep or expose the table.
+func argUse(fn *lua.LFunction, reg int) (unread bool, kept *argTable) {
 	if fn.IsG || fn.Proto.IsVarArg != 0 || int(fn.Proto.NumParameters) <= reg {
-		return nil
+		return false, nil
 	}
-	written, ok := staysInCall(fn.Proto, reg)
+	written, used, ok := staysInCall(fn.Proto, reg)
 	if !ok {
-		return nil
+		return false, nil
 	}
-	return &argTable{written: written}
+	return !used, &argTable{written: written}
 }
 
 // refill returns t emptied of what the last call wrote, or nil when a new table is needed.
@@ -53,11 +54,11 @@ func (a *argTable) refill() *lua.LTable {
 
 // staysInCall reports whether register reg of proto holds, through the whole function, a
 // table the function only reads fields of, assigns fields of under constant string keys
-// (returned as written), and returns. Any other mention of the register (passing it to a
-// call, storing it, comparing it, capturing it in a closure, overwriting it, iterating it)
-// makes it false. Instructions are decoded as gopher-lua v1.1.2 encodes them (opcode.go).
-func staysInCall(proto *lua.FunctionProto, reg int) ([]string, bool) {
-	var written []string
+// (returned as written), and returns; used is whether it does any of that. Any other mention
+// of the register (passing it to a call, storing it, comparing it, capturing it in a
+// closure, overwriting it, iterating it) makes ok false. Instructions are decoded as
+// gopher-lua v1.1.2 encodes them (opcode.go).
+func staysInCall(proto *lua.FunctionProto, reg int) (written []string, used, ok bool) {
 	code := proto.Code
 	for pc := 0; pc < len(code); pc++ {
 		inst := code[pc]
@@ -67,16 +68,18 @@ func staysInCall(proto *lua.FunctionProto, reg int) ([]string, bool) {
 		case lua.OP_GETTABLE, lua.OP_GETTABLEKS:
 			// R(A) := R(B)[RK(C)]: reading a field is the use allowed.
 			if a == reg || c == reg {
-				return nil, false
+				return nil, false, false
 			}
+			used = used || b == reg
 		case lua.OP_SETTABLE, lua.OP_SETTABLEKS:
 			// R(A)[RK(B)] := RK(C)
 			if b == reg || c == reg {
-				return nil, false
+				return nil, false, false
 			}
 			if a != reg {
 				break
 			}
+			used = true
 			if k, ok := constantString(proto, b); ok {
 				written = appendNew(written, k)
 			} else if op == lua.OP_SETTABLEKS {
@@ -87,65 +90,66 @@ func staysInCall(proto *lua.FunctionProto, reg int) ([]string, bool) {
 					}
 				}
 			} else {
-				return nil, false
+				return nil, false, false
 			}
 		case lua.OP_RETURN:
 			// return R(A) ... R(A+B-2); B = 0 returns up to the top.
 			if b == 0 && a <= reg {
-				return nil, false
+				return nil, false, false
 			}
+			used = used || (a <= reg && reg <= a+b-2)
 		case lua.OP_JMP, lua.OP_NOP, lua.OP_CLOSE:
 		case lua.OP_LOADK, lua.OP_GETGLOBAL, lua.OP_SETGLOBAL, lua.OP_NEWTABLE, lua.OP_LOADBOOL,
 			lua.OP_GETUPVAL, lua.OP_SETUPVAL, lua.OP_TEST:
 			// Only A is a register.
 			if a == reg {
-				return nil, false
+				return nil, false, false
 			}
 		case lua.OP_CLOSURE:
 			if a == reg {
-				return nil, false
+				return nil, false, false
 			}
 			// The closure's upvalues follow as MOVE (a local: register B) or GETUPVAL words.
 			n := int(proto.FunctionPrototypes[inst&0x3ffff].NumUpvalues)
 			for _, w := range code[pc+1 : min(pc+1+n, len(code))] {
 				if int(w>>26) == lua.OP_MOVE && int(w&0x1ff) == reg {
-					return nil, false
+					return nil, false, false
 				}
 			}
 			pc += n
 		case lua.OP_LOADNIL:
 			// R(A) ... R(B) := nil
 			if a <= reg && reg <= b {
-				return nil, false
+				return nil, false, false
 			}
 		case lua.OP_CONCAT:
 			// R(A) := R(B) .. ... .. R(C)
 			if a == reg || (b <= reg && reg <= c) {
-				return nil, false
+				return nil, false, false
 			}
 		case lua.OP_SELF:
 			// R(A+1) := R(B); R(A) := R(B)[RK(C)]
 			if a == reg || a+1 == reg || b == reg || c == reg {
-				return nil, false
+				return nil, false, false
 			}
 		case lua.OP_MOVE, lua.OP_MOVEN, lua.OP_UNM, lua.OP_NOT, lua.OP_LEN, lua.OP_TESTSET:
 			// R(A) := R(B); C is a count or a flag. MOVEN's further moves follow as MOVE words.
 			if a == reg || b == reg {
-				return nil, false
+				return nil, false, false
 			}
 		case lua.OP_EQ, lua.OP_LT, lua.OP_LE:
 			// A is a flag.
 			if b == reg || c == reg {
-				return nil, false
+				return nil, false, false
 			}
 		case lua.OP_CALL, lua.OP_TAILCALL, lua.OP_VARARG, lua.OP_TFORLOOP, lua.OP_FORLOOP, lua.OP_FORPREP:
 			// Registers from A upwards.
 			if a <= reg {
-				return nil, false
+				return nil, false, false
 			}
 		case lua.OP_SETLIST:
 			if a <= reg {
-				return nil, false
+				return nil, false, false
 			}
 			if c == 0 {
 				pc++ // the next word is the block number
@@ -153,11 +157,11 @@ func staysInCall(proto *lua.FunctionProto, reg int) ([]string, bool) {
 		default:
 			// Arithmetic, and any opcode not known here: every operand counts as a register.
 			if op > lua.OP_NOP || a == reg || b == reg || c == reg {
-				return nil, false
+				return nil, false, false
 			}
 		}
 	}
-	return written, true
+	return written, used, true
 }
 
 // constantString is the string constant RK operand rk names, if it names one.

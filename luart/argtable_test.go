@@ -62,7 +62,7 @@ func TestArgumentTablesKeptOnlyWhereTheyStayInTheCall(t *testing.T) {
 			t.Fatal(err)
 		}
 		fn := rt.pop().(*lua.LFunction)
-		a := keptArg(fn, c.reg)
+		_, a := argUse(fn, c.reg)
 		if (a != nil) != c.kept {
 			t.Errorf("%s: argument %d kept %v, want %v", c.src, c.reg, a != nil, c.kept)
 			continue
@@ -71,7 +71,7 @@ func TestArgumentTablesKeptOnlyWhereTheyStayInTheCall(t *testing.T) {
 			t.Errorf("%s: written %q, want %q", c.src, a.written, c.written)
 		}
 	}
-	if keptArg(rt.L.NewFunction(func(*lua.LState) int { return 0 }), 0) != nil {
+	if _, a := argUse(rt.L.NewFunction(func(*lua.LState) int { return 0 }), 0); a != nil {
 		t.Error("a Go function's argument is kept")
 	}
 }
@@ -191,5 +191,38 @@ func TestKeptAvroTableAllocatesLess(t *testing.T) {
 	// table (1), the written bytes (1); a new table took 16 more.
 	if allocs > 12 {
 		t.Fatalf("%v allocations per record", allocs)
+	}
+}
+
+// TestUnreadArgumentsAreNotConverted: an argument the function's code never reads (the word
+// count's groupBy(function(_, word) return word end)) is not converted, and one read only by
+// a closure or through ... still is.
+func TestUnreadArgumentsAreNotConverted(t *testing.T) {
+	rt, err := New(Options{Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	mapper := func(src string) pipeline.ValueMapper {
+		if err := rt.L.DoString("return " + src); err != nil {
+			t.Fatal(err)
+		}
+		return rt.valueMapper(rt.pop().(*lua.LFunction), true)
+	}
+	rec := pipeline.Record{Key: "lowebo", Value: "word", Offset: 7}
+	for src, want := range map[string]any{
+		"function(_, word) return word end":                          "word",
+		"function(k, v) return (function() return k .. v end)() end": "loweboword",
+		"function(k, ...) return k .. select('#', ...) end":          "lowebo2",
+		"function(k, v, r) return r.offset end":                      int64(7),
+	} {
+		got, err := mapper(src)(rec)
+		if err != nil || got != want {
+			t.Errorf("%s: %#v, %v; want %#v", src, got, err, want)
+		}
+	}
+	selector := mapper("function(_, word) return word end")
+	if allocs := testing.AllocsPerRun(100, func() { _, _ = selector(rec) }); allocs > 2 {
+		t.Fatalf("function(_, word) allocates %v times per call: the unread key was converted", allocs)
 	}
 }

@@ -23,38 +23,40 @@ func defined(fn *lua.LFunction) string {
 
 // kvFunc is a Lua function called with a record's key (withKey), value and r.
 type kvFunc struct {
-	fn       *lua.LFunction
-	withKey  bool
-	declared int
+	fn      *lua.LFunction
+	withKey bool
+	// seeKey and seeValue are whether fn can see those arguments: a key or value beyond the
+	// parameters fn declares, or one its code never reads, is pushed as nil instead of
+	// converted (converting a record held as a table costs microseconds).
+	seeKey, seeValue bool
 	// key and value keep the tables of those arguments between calls, where fn lets them
 	// (argtable.go).
 	key, value *argTable
 }
 
 func newKVFunc(fn *lua.LFunction, withKey bool) *kvFunc {
-	f := &kvFunc{fn: fn, withKey: withKey, declared: declaredParams(fn)}
+	f := &kvFunc{fn: fn, withKey: withKey}
 	valueReg := 0
 	if withKey {
-		f.key = keptArg(fn, 0)
+		unread, kept := argUse(fn, 0)
+		f.seeKey, f.key = declaredParams(fn) >= 1 && !unread, kept
 		valueReg = 1
 	}
-	f.value = keptArg(fn, valueReg)
+	unread, kept := argUse(fn, valueReg)
+	f.seeValue, f.value = declaredParams(fn) > valueReg && !unread, kept
 	return f
 }
 
-// callKV pushes fn, key, value and r, and calls fn expecting nret results. A key or value
-// beyond the parameters fn declares is pushed as nil instead of converted: a Lua function
-// without ... cannot see it, and converting a record held as a table (json, avro) costs
-// microseconds.
+// callKV pushes fn, key, value and r, and calls fn expecting nret results.
 func (rt *Runtime) callKV(f *kvFunc, rec *pipeline.Record, nret int) error {
 	L := rt.L
 	L.Push(f.fn)
 	n := 2
 	if f.withKey {
-		L.Push(rt.argIf(f.declared >= 1, rec.Key, f.key))
+		L.Push(rt.argIf(f.seeKey, rec.Key, f.key))
 		n++
 	}
-	L.Push(rt.argIf(f.declared >= n-1, rec.Value, f.value))
+	L.Push(rt.argIf(f.seeValue, rec.Value, f.value))
 	L.Push(rt.rctx.set(rec))
 	err := rt.pcall(n, nret)
 	f.key.release()
