@@ -23,8 +23,14 @@ type argTable struct {
 	written []string
 	t       *lua.LTable
 	schema  schemas.AvroSchema // the schema of the record t holds, for Avro records
-	busy    bool               // t is in use by a call in progress
-	build   recordBuilder
+	// inSchema is, for each written key, whether schema has that field.
+	inSchema []bool
+	busy     bool // t is in use by a call in progress
+	build    recordBuilder
+	// handed is t as a mapValues function hands it on to a Schema Registry sink, values how
+	// the sink reads it (serde_table.go).
+	handed luaTable
+	values luaValues
 }
 
 // argUse is what fn does with its argument reg (0-based): unread, when no instruction
@@ -197,6 +203,10 @@ func (rt *Runtime) argToLua(v any, a *argTable) lua.LValue {
 		}
 		if a.schema != s {
 			a.t, a.schema = nil, s
+			a.inSchema = a.inSchema[:0]
+			for _, k := range a.written {
+				a.inSchema = append(a.inSchema, s.HasField(k))
+			}
 		}
 		a.build = recordBuilder{luaBuilder: luaBuilder{rt}, top: a.refill()}
 		a.t = rt.buildRaw(x, &a.build).(*lua.LTable)
@@ -210,6 +220,21 @@ func (rt *Runtime) argToLua(v any, a *argTable) lua.LValue {
 	}
 	a.busy = true
 	return a.t
+}
+
+// entries is how many entries t holds after the call it was refilled for: the record's
+// fields, less the ones the function removed, and the other keys it assigned.
+func (a *argTable) entries() int {
+	n := a.schema.NumFields()
+	for i, k := range a.written {
+		switch present := a.t.RawGetString(k) != lua.LNil; {
+		case a.inSchema[i] && !present:
+			n--
+		case !a.inSchema[i] && present:
+			n++
+		}
+	}
+	return n
 }
 
 // release ends the call a's table was handed to.

@@ -26,11 +26,17 @@ type luaTable struct {
 	rt *Runtime
 	t  *lua.LTable
 	fn *lua.LFunction
+	// kept is the argTable t is the table of, when the function returned its argument's
+	// kept table.
+	kept *argTable
 }
 
 // AppendAvro implements schemas.Foreign.
 func (v *luaTable) AppendAvro(dst []byte, s schemas.AvroSchema) ([]byte, error) {
-	return schemas.AppendAvro(dst, s, lua.LValue(v.t), schemas.Values[lua.LValue](luaValues{v.rt}))
+	if v.kept != nil {
+		return schemas.AppendAvro(dst, s, lua.LValue(v.t), schemas.Values[lua.LValue](&v.kept.values))
+	}
+	return schemas.AppendAvro(dst, s, lua.LValue(v.t), schemas.Values[lua.LValue](luaValues{rt: v.rt}))
 }
 
 // Value implements schemas.Foreign: the Go values, with the error the mapValues function
@@ -49,7 +55,12 @@ func (rt *Runtime) endTables(ks *pipeline.KStream) {
 // luaValues reads Lua values for the Avro encoder as fromLua would convert them
 // (schemas.Values); whatever it cannot judge so (tables with keys other than strings, or
 // holding more than a record's fields) it leaves to fromLua with ErrConvertFirst.
-type luaValues struct{ rt *Runtime }
+type luaValues struct {
+	rt *Runtime
+	// kept, when set, is the argTable of a refilled Avro record, whose entries it counts
+	// without walking the table.
+	kept *argTable
+}
 
 var errNotWritable = errors.New("not writable")
 
@@ -118,6 +129,10 @@ func (lv luaValues) DecimalText(v lua.LValue) (string, error) {
 
 // tableKind is what fromLua makes of t: an array of n items, or a map of n entries.
 func (lv luaValues) tableKind(t *lua.LTable) (n int, array bool, err error) {
+	if k := lv.kept; k != nil && t == k.t && k.schema.IsRecord() {
+		// Only the record's fields and the function's constant keys can be there.
+		return k.entries(), false, nil
+	}
 	n = t.Len()
 	marked := lv.rt.L.GetMetatable(t) == lv.rt.arrayMT
 	count, strings := 0, true
@@ -201,6 +216,11 @@ func (rt *Runtime) tableMapper(fn *lua.LFunction, withKey bool, flow *tableFlow)
 			return nil, err
 		}
 		ret := rt.pop()
+		if a := f.value; a != nil && a.t != nil && ret == a.t {
+			a.handed = luaTable{rt: rt, t: a.t, fn: fn, kept: a}
+			a.values = luaValues{rt: rt, kept: a}
+			return &a.handed, nil
+		}
 		if t, ok := ret.(*lua.LTable); ok {
 			return &luaTable{rt: rt, t: t, fn: fn}, nil
 		}

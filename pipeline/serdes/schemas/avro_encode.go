@@ -114,6 +114,15 @@ type AvroSchema struct{ root *avroNode }
 // IsRecord reports whether values of s are records (whose Build makes the record first).
 func (s AvroSchema) IsRecord() bool { return s.root != nil && s.root.kind == avroRecord }
 
+// NumFields is the number of fields of a record schema; Build sets every one.
+func (s AvroSchema) NumFields() int { return len(s.root.fields) }
+
+// HasField reports whether a record schema has a field named name.
+func (s AvroSchema) HasField(name string) bool {
+	_, ok := s.root.fieldIndex[name]
+	return ok
+}
+
 // maxForeignDepth bounds how deep AppendAvro follows another runtime's values, which may hold
 // themselves; deeper ones are converted first, which refuses them as the runtime does.
 const maxForeignDepth = 90
