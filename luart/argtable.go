@@ -1,6 +1,8 @@
 package luart
 
 import (
+	"slices"
+
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -23,6 +25,10 @@ type argTable struct {
 	written []string
 	t       *lua.LTable
 	schema  schemas.AvroSchema // the schema of the record t holds, for Avro records
+	// keepWindow is whether the function only reads through a windowed key's window table,
+	// which window keeps then.
+	keepWindow bool
+	window     *lua.LTable
 	// inSchema is, for each written key, whether schema has that field.
 	inSchema []bool
 	busy     bool // t is in use by a call in progress
@@ -40,11 +46,22 @@ func argUse(fn *lua.LFunction, reg int) (unread bool, kept *argTable) {
 	if fn.IsG || fn.Proto.IsVarArg != 0 || int(fn.Proto.NumParameters) <= reg {
 		return false, nil
 	}
-	written, used, ok := staysInCall(fn.Proto, reg)
+	u, ok := staysInCall(fn.Proto, reg)
 	if !ok {
 		return false, nil
 	}
-	return !used, &argTable{written: written}
+	return !u.used, &argTable{written: u.written, keepWindow: !u.anyHeld && !slices.Contains(u.held, "window")}
+}
+
+// argUsage is what a function does with a table argument that stays in its call.
+type argUsage struct {
+	written []string // constant keys it assigns to
+	used    bool     // whether it mentions the argument at all
+	// held are the constant keys whose field values it may keep beyond the instruction after
+	// the one reading them (wk.window.start reads the window and drops it at once); anyHeld
+	// is set when it reads fields under keys that are not constants.
+	held    []string
+	anyHeld bool
 }
 
 // refill returns t emptied of what the last call wrote, or nil when a new table is needed.
@@ -59,12 +76,11 @@ func (a *argTable) refill() *lua.LTable {
 }
 
 // staysInCall reports whether register reg of proto holds, through the whole function, a
-// table the function only reads fields of, assigns fields of under constant string keys
-// (returned as written), and returns; used is whether it does any of that. Any other mention
-// of the register (passing it to a call, storing it, comparing it, capturing it in a
-// closure, overwriting it, iterating it) makes ok false. Instructions are decoded as
-// gopher-lua v1.1.2 encodes them (opcode.go).
-func staysInCall(proto *lua.FunctionProto, reg int) (written []string, used, ok bool) {
+// table the function only reads fields of, assigns fields of under constant string keys, and
+// returns, and what it does so. Any other mention of the register (passing it to a call,
+// storing it, comparing it, capturing it in a closure, overwriting it, iterating it) makes ok
+// false. Instructions are decoded as gopher-lua v1.1.2 encodes them (opcode.go).
+func staysInCall(proto *lua.FunctionProto, reg int) (u argUsage, ok bool) {
 	code := proto.Code
 	for pc := 0; pc < len(code); pc++ {
 		inst := code[pc]
@@ -74,88 +90,98 @@ func staysInCall(proto *lua.FunctionProto, reg int) (written []string, used, ok 
 		case lua.OP_GETTABLE, lua.OP_GETTABLEKS:
 			// R(A) := R(B)[RK(C)]: reading a field is the use allowed.
 			if a == reg || c == reg {
-				return nil, false, false
+				return argUsage{}, false
 			}
-			used = used || b == reg
+			if b != reg {
+				break
+			}
+			u.used = true
+			if !readsThrough(code, pc) {
+				if k, ok := constantString(proto, c); ok {
+					u.held = appendNew(u.held, k)
+				} else if _, number := rkConstant(proto, c); !number {
+					u.anyHeld = true
+				}
+			}
 		case lua.OP_SETTABLE, lua.OP_SETTABLEKS:
 			// R(A)[RK(B)] := RK(C)
 			if b == reg || c == reg {
-				return nil, false, false
+				return argUsage{}, false
 			}
 			if a != reg {
 				break
 			}
-			used = true
+			u.used = true
 			if k, ok := constantString(proto, b); ok {
-				written = appendNew(written, k)
+				u.written = appendNew(u.written, k)
 			} else if op == lua.OP_SETTABLEKS {
 				// The key is a string constant the compiler loaded into register B.
 				for _, k := range proto.Constants {
 					if k, ok := k.(lua.LString); ok {
-						written = appendNew(written, string(k))
+						u.written = appendNew(u.written, string(k))
 					}
 				}
 			} else {
-				return nil, false, false
+				return argUsage{}, false
 			}
 		case lua.OP_RETURN:
 			// return R(A) ... R(A+B-2); B = 0 returns up to the top.
 			if b == 0 && a <= reg {
-				return nil, false, false
+				return argUsage{}, false
 			}
-			used = used || (a <= reg && reg <= a+b-2)
+			u.used = u.used || (a <= reg && reg <= a+b-2)
 		case lua.OP_JMP, lua.OP_NOP, lua.OP_CLOSE:
 		case lua.OP_LOADK, lua.OP_GETGLOBAL, lua.OP_SETGLOBAL, lua.OP_NEWTABLE, lua.OP_LOADBOOL,
 			lua.OP_GETUPVAL, lua.OP_SETUPVAL, lua.OP_TEST:
 			// Only A is a register.
 			if a == reg {
-				return nil, false, false
+				return argUsage{}, false
 			}
 		case lua.OP_CLOSURE:
 			if a == reg {
-				return nil, false, false
+				return argUsage{}, false
 			}
 			// The closure's upvalues follow as MOVE (a local: register B) or GETUPVAL words.
 			n := int(proto.FunctionPrototypes[inst&0x3ffff].NumUpvalues)
 			for _, w := range code[pc+1 : min(pc+1+n, len(code))] {
 				if int(w>>26) == lua.OP_MOVE && int(w&0x1ff) == reg {
-					return nil, false, false
+					return argUsage{}, false
 				}
 			}
 			pc += n
 		case lua.OP_LOADNIL:
 			// R(A) ... R(B) := nil
 			if a <= reg && reg <= b {
-				return nil, false, false
+				return argUsage{}, false
 			}
 		case lua.OP_CONCAT:
 			// R(A) := R(B) .. ... .. R(C)
 			if a == reg || (b <= reg && reg <= c) {
-				return nil, false, false
+				return argUsage{}, false
 			}
 		case lua.OP_SELF:
 			// R(A+1) := R(B); R(A) := R(B)[RK(C)]
 			if a == reg || a+1 == reg || b == reg || c == reg {
-				return nil, false, false
+				return argUsage{}, false
 			}
 		case lua.OP_MOVE, lua.OP_MOVEN, lua.OP_UNM, lua.OP_NOT, lua.OP_LEN, lua.OP_TESTSET:
 			// R(A) := R(B); C is a count or a flag. MOVEN's further moves follow as MOVE words.
 			if a == reg || b == reg {
-				return nil, false, false
+				return argUsage{}, false
 			}
 		case lua.OP_EQ, lua.OP_LT, lua.OP_LE:
 			// A is a flag.
 			if b == reg || c == reg {
-				return nil, false, false
+				return argUsage{}, false
 			}
 		case lua.OP_CALL, lua.OP_TAILCALL, lua.OP_VARARG, lua.OP_TFORLOOP, lua.OP_FORLOOP, lua.OP_FORPREP:
 			// Registers from A upwards.
 			if a <= reg {
-				return nil, false, false
+				return argUsage{}, false
 			}
 		case lua.OP_SETLIST:
 			if a <= reg {
-				return nil, false, false
+				return argUsage{}, false
 			}
 			if c == 0 {
 				pc++ // the next word is the block number
@@ -163,21 +189,42 @@ func staysInCall(proto *lua.FunctionProto, reg int) (written []string, used, ok 
 		default:
 			// Arithmetic, and any opcode not known here: every operand counts as a register.
 			if op > lua.OP_NOP || a == reg || b == reg || c == reg {
-				return nil, false, false
+				return argUsage{}, false
 			}
 		}
 	}
-	return written, used, true
+	return u, true
+}
+
+// readsThrough reports whether the field read by code[pc] into R(A) is only read a field of
+// by the next instruction, which overwrites R(A): the value is gone after it.
+func readsThrough(code []uint32, pc int) bool {
+	if pc+1 >= len(code) {
+		return false
+	}
+	a, next := int(code[pc]>>18)&0xff, code[pc+1]
+	op := int(next >> 26)
+	return (op == lua.OP_GETTABLE || op == lua.OP_GETTABLEKS) &&
+		int(next>>18)&0xff == a && int(next&0x1ff) == a && int(next>>9)&0x1ff != a
 }
 
 // constantString is the string constant RK operand rk names, if it names one.
 func constantString(proto *lua.FunctionProto, rk int) (string, bool) {
+	k, _ := rkConstant(proto, rk)
+	s, ok := k.(lua.LString)
+	return string(s), ok
+}
+
+// rkConstant is the constant RK operand rk names, and whether it is a number; nil for a
+// register.
+func rkConstant(proto *lua.FunctionProto, rk int) (lua.LValue, bool) {
 	const bitRK = 1 << 8
 	if rk&bitRK == 0 || rk&^bitRK >= len(proto.Constants) {
-		return "", false
+		return nil, false
 	}
-	s, ok := proto.Constants[rk&^bitRK].(lua.LString)
-	return string(s), ok
+	k := proto.Constants[rk&^bitRK]
+	_, number := k.(lua.LNumber)
+	return k, number
 }
 
 func appendNew(list []string, s string) []string {
@@ -214,7 +261,10 @@ func (rt *Runtime) argToLua(v any, a *argTable) lua.LValue {
 		if a.schema != (schemas.AvroSchema{}) {
 			a.t, a.schema = nil, schemas.AvroSchema{}
 		}
-		a.t = rt.windowedInto(a.refill(), x)
+		if a.keepWindow && a.window == nil {
+			a.window = rt.L.CreateTable(0, 2)
+		}
+		a.t = rt.windowedInto(a.refill(), a.window, x)
 	default:
 		return rt.toLua(v)
 	}

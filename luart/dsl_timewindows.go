@@ -115,16 +115,19 @@ func (rt *Runtime) gsWindowedBy(L *lua.LState) int {
 
 // windowedToLua renders a windowed key as {key = k, window = {start = ms, ["end"] = ms}}.
 func (rt *Runtime) windowedToLua(w pipeline.Windowed) *lua.LTable {
-	return rt.windowedInto(nil, w)
+	return rt.windowedInto(nil, nil, w)
 }
 
-// windowedInto renders w into t, a table holding no other keys, or a new table if t is nil.
-func (rt *Runtime) windowedInto(t *lua.LTable, w pipeline.Windowed) *lua.LTable {
+// windowedInto renders w into t and its window into win, tables holding no other keys, or
+// new tables where they are nil.
+func (rt *Runtime) windowedInto(t, win *lua.LTable, w pipeline.Windowed) *lua.LTable {
 	if t == nil {
 		t = rt.L.CreateTable(0, 2)
 	}
+	if win == nil {
+		win = rt.L.CreateTable(0, 2)
+	}
 	t.RawSetString("key", rt.toLua(w.Key))
-	win := rt.L.CreateTable(0, 2)
 	win.RawSetString("start", intToLua(w.Start))
 	win.RawSetString("end", intToLua(w.End))
 	t.RawSetString("window", win)
