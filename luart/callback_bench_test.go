@@ -39,3 +39,46 @@ func BenchmarkLuaCallbackTwoStrings(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLuaCallbackWordCount runs bench/scripts/wordcount.lua's two callbacks per line:
+// flatMapValues splitting a ~100-byte line into its words, and groupBy's key selector on
+// each word.
+func BenchmarkLuaCallbackWordCount(b *testing.B) {
+	rt, err := New(Options{Stdout: io.Discard})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	if err := rt.L.DoString(`return function(line)
+		local words = {}
+		for w in line:lower():gmatch("%a+") do words[#words + 1] = w end
+		return words
+	end, function(_, word) return word end`); err != nil {
+		b.Fatal(err)
+	}
+	selectorFn, ok1 := rt.pop().(*lua.LFunction)
+	splitFn, ok2 := rt.pop().(*lua.LFunction)
+	if !ok1 || !ok2 {
+		b.Fatal("the chunk did not return two functions")
+	}
+	split, selector := rt.flatValueMapper(splitFn, false), rt.valueMapper(selectorFn, true)
+	rec := pipeline.Record{
+		Key:   "lowebo",
+		Value: "lowebo 0000012345 1700000000000 0123456789-0123456789-0123456789-0123456789-0123456789-01234567",
+		Topic: "bench-in",
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		words, err := split(rec)
+		if err != nil || len(words) != 1 {
+			b.Fatalf("split: %v, %v", words, err)
+		}
+		for _, w := range words {
+			out := rec
+			out.Value = w
+			if _, err := selector(out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
