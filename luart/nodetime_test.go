@@ -1,6 +1,8 @@
 package luart
 
 import (
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -38,5 +40,38 @@ return b`, nil)
 	}
 	if total := rt.LuaTime() - before; sum != total {
 		t.Fatalf("the nodes' times add up to %v, the total is %v (%v)", sum, total, spent)
+	}
+}
+
+// TestNodeTimesAddUpOverManyNodesAndReads: times charged to more nodes than are listed, read
+// between calls and across a rebuild naming other nodes, are each node's sum.
+func TestNodeTimesAddUpOverManyNodesAndReads(t *testing.T) {
+	rt, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	running := ""
+	rt.ChargeNodes(func() string { return running })
+	want := map[string]time.Duration{}
+	charge := func(node string, d time.Duration) {
+		running = node
+		rt.nodes.leave(rt.nodes.enter(), d)
+		want[node] += d
+	}
+	for round := range 3 {
+		for i := range 2 * maxListedNodes {
+			charge(fmt.Sprint("node-", i%(maxListedNodes+3)), time.Duration(i+round))
+		}
+		if got := rt.LuaTimeByNode(); !maps.Equal(got, want) {
+			t.Fatalf("round %d: %v, want %v", round, got, want)
+		}
+	}
+	charge("node-2", 3)
+	rt.ChargeNodes(func() string { return running })
+	charge("rebuilt", 5)
+	charge("node-1", 7)
+	if got := rt.LuaTimeByNode(); !maps.Equal(got, want) {
+		t.Fatalf("after a rebuild: %v, want %v", got, want)
 	}
 }
