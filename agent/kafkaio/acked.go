@@ -11,23 +11,14 @@ import (
 // ackTracker keeps the highest acknowledged offset per partition of the tracked topics.
 type ackTracker struct {
 	track func(topic string) bool
-	// tracked caches track's answer per topic; only the success goroutine touches it.
-	tracked map[string]bool
 
 	mu      sync.Mutex
 	offsets map[pipeline.TopicPartition]int64
 }
 
+// record notes the offset of an acknowledged record that Send found tracked.
 func (t *ackTracker) record(msg *sarama.ProducerMessage) {
 	if msg.Offset < 0 { // a duplicate of an earlier send: the broker did not say where
-		return
-	}
-	tracked, ok := t.tracked[msg.Topic]
-	if !ok {
-		tracked = t.track(msg.Topic)
-		t.tracked[msg.Topic] = tracked
-	}
-	if !tracked {
 		return
 	}
 	tp := pipeline.TopicPartition{Topic: msg.Topic, Partition: msg.Partition}
@@ -50,9 +41,9 @@ func (t *ackTracker) take() map[pipeline.TopicPartition]int64 {
 // TrackOffsets makes the producer remember, for the topics where track(topic) is true,
 // the highest acknowledged offset per partition (the agent tracks its changelog topics:
 // a store keeps the changelog offsets it has applied, KIP-1035). track is asked at every
-// Send, on the sender's goroutine (Sealed.WaitTracked counts the tracked records), and once
-// per topic on sarama's success goroutine: it must be quick and safe for both. A nil track
-// stops tracking. Offsets collected before the call are dropped.
+// Send, on the sender's goroutine, and its answer goes with the record: Sealed.WaitTracked
+// counts the tracked records, and their acknowledgements are the offsets. It must be
+// quick. A nil track stops tracking. Offsets collected before the call are dropped.
 func (p *Producer) TrackOffsets(track func(topic string) bool) {
 	if track == nil {
 		p.acked.Store(nil)
@@ -60,7 +51,6 @@ func (p *Producer) TrackOffsets(track func(topic string) bool) {
 	}
 	p.acked.Store(&ackTracker{
 		track:   track,
-		tracked: make(map[string]bool),
 		offsets: make(map[pipeline.TopicPartition]int64),
 	})
 }

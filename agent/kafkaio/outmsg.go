@@ -1,6 +1,7 @@
 package kafkaio
 
 import (
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -67,4 +68,66 @@ func (m *outMsg) reset() {
 		m.headerKeys = nil
 	}
 	m.headerKeys = m.headerKeys[:0]
+}
+
+// recycleBatch is how many messages the success goroutine gathers before it hands them
+// back to the sender, and maxRecycled how many handed-back messages are kept: about as
+// many as one of sarama's queues holds (producerChannelBuffer); about 1 MiB for records
+// without headers, at most about 18 MiB if every message kept a header-name buffer of
+// maxPooledHeaderKeys.
+const (
+	recycleBatch = 64
+	maxRecycled  = 4096
+)
+
+// msgRecycler hands acknowledged messages back from sarama's success goroutine to the
+// sending goroutine with one lock per recycleBatch messages: each side keeps its own stack
+// and the sender takes the returned stack whole when its own is empty. sync.Pool cost a
+// steal from the other processor's cache on most Gets (the two goroutines run on
+// different Ps), and dropped its messages at every garbage collection.
+type msgRecycler struct {
+	free []*outMsg // the sender's
+	done []*outMsg // the success goroutine's, not yet handed back
+
+	mu   sync.Mutex
+	back []*outMsg // handed back, for the sender to take
+}
+
+// get returns a reset message; only the sender calls it.
+func (r *msgRecycler) get() *outMsg {
+	if len(r.free) == 0 {
+		r.mu.Lock()
+		r.free, r.back = r.back, r.free
+		r.mu.Unlock()
+		if len(r.free) == 0 {
+			return new(outMsg)
+		}
+	}
+	last := len(r.free) - 1
+	m := r.free[last]
+	r.free[last] = nil
+	r.free = r.free[:last]
+	return m
+}
+
+// unused takes back a message the sender got and did not send.
+func (r *msgRecycler) unused(m *outMsg) {
+	m.reset()
+	r.free = append(r.free, m)
+}
+
+// recycle takes back an acknowledged message; only the success goroutine calls it.
+func (r *msgRecycler) recycle(m *outMsg) {
+	m.reset()
+	r.done = append(r.done, m)
+	if len(r.done) < recycleBatch {
+		return
+	}
+	r.mu.Lock()
+	if len(r.back) < maxRecycled {
+		r.back = append(r.back, r.done...)
+	}
+	r.mu.Unlock()
+	clear(r.done)
+	r.done = r.done[:0]
 }

@@ -53,7 +53,7 @@ type Producer struct {
 	epoch atomic.Pointer[sendEpoch]
 
 	partitions sync.Map // topic → int32 partition count
-	msgs       sync.Pool
+	msgs       msgRecycler
 	drained    sync.WaitGroup // the success and error goroutines
 }
 
@@ -101,7 +101,6 @@ func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 		maxBytes:      c.Producer.MaxMessageBytes,
 		recordVersion: recordVersion(c.Version),
 		idle:          make(chan struct{}),
-		msgs:          sync.Pool{New: func() any { return new(outMsg) }},
 	}
 	p.epoch.Store(newSendEpoch())
 	if err := p.open(); err != nil {
@@ -151,11 +150,10 @@ func (p *Producer) Send(topic string, partition int32, key, value []byte, header
 	if p.closed.Load() {
 		return fmt.Errorf("send to topic %q: %w", topic, errProducerClosed)
 	}
-	m := p.msgs.Get().(*outMsg)
+	m := p.msgs.get()
 	m.fill(topic, partition, key, value, headers, timestampMs)
 	if size := m.msg.ByteSize(p.recordVersion); size > p.maxBytes {
-		m.reset()
-		p.msgs.Put(m)
+		p.msgs.unused(m)
 		return &ProduceError{Topic: topic, Partition: partition, Key: key, Value: value, Source: source, Unsent: true,
 			Err: fmt.Errorf("%w: %d bytes when serialized, max.request.size is %d", ErrRecordTooLarge, size, p.maxBytes)}
 	}
@@ -238,18 +236,20 @@ func (p *Producer) drainSuccesses() {
 		if p.OnAck != nil {
 			p.OnAck(msg.Topic)
 		}
+		var epoch *sendEpoch
+		var tracked bool
+		m, ok := msg.Metadata.(*outMsg)
+		if ok {
+			epoch, tracked = m.epoch, m.tracked
+		}
 		// Before finish: once Flush returns, AckedOffsets holds every acknowledged record.
-		if t := p.acked.Load(); t != nil {
+		if t := p.acked.Load(); t != nil && tracked {
 			t.record(msg)
 		}
 		// sarama is done with a message once it is on Successes (it clears its internal
 		// state before handing it over), so it can be reused; the race tests watch this.
-		var epoch *sendEpoch
-		var tracked bool
-		if m, ok := msg.Metadata.(*outMsg); ok {
-			epoch, tracked = m.epoch, m.tracked
-			m.reset()
-			p.msgs.Put(m)
+		if ok {
+			p.msgs.recycle(m)
 		}
 		p.finish()
 		epoch.finish(tracked, nil)

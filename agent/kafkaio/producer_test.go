@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -328,5 +330,74 @@ func TestProducerRefusesTooLargeRecordBeforeSending(t *testing.T) {
 	}
 	if got, _ := readValues(t, e, "sized", 0, 0); !slices.Equal(got, []string{"0:before", "1:after"}) {
 		t.Fatalf("committed %v, want before and after", got)
+	}
+}
+
+// Acknowledged messages come back to the sender for its next records, across garbage
+// collections too: a warm producer allocates no message per record.
+func TestProducerReusesAcknowledgedMessagesAcrossGC(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "reused", 1)
+	p, err := NewProducer(e.Addrs(), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// sendBatch sends one recycled batch and returns the messages handed back.
+	sendBatch := func() map[*outMsg]bool {
+		for range recycleBatch {
+			if err := p.Send("reused", 0, []byte("k"), []byte("v"), nil, 1, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		p.msgs.mu.Lock()
+		defer p.msgs.mu.Unlock()
+		back := map[*outMsg]bool{}
+		for _, m := range p.msgs.back {
+			back[m] = true
+		}
+		return back
+	}
+	first := sendBatch()
+	if len(first) != recycleBatch {
+		t.Fatalf("%d messages handed back after %d acknowledgements", len(first), recycleBatch)
+	}
+	runtime.GC()
+	runtime.GC()
+	if second := sendBatch(); !maps.Equal(first, second) {
+		t.Fatal("the records after a GC did not reuse the acknowledged messages")
+	}
+}
+
+// TrackOffsets' track is asked once per Send, on the sending goroutine only (a plain
+// counter in it is race-free), and its answer decides which acknowledgements are offsets.
+func TestTrackOffsetsAsksTrackOncePerSend(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "tracked", 1)
+	createTopic(t, e, "untracked", 1)
+	p, err := NewProducer(e.Addrs(), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	asked := 0
+	p.TrackOffsets(func(topic string) bool { asked++; return topic == "tracked" })
+	for i, topic := range []string{"tracked", "untracked", "tracked", "untracked", "tracked"} {
+		if err := p.Send(topic, 0, []byte("k"), []byte("v"), nil, 1, nil); err != nil {
+			t.Fatalf("Send %d: %v", i, err)
+		}
+	}
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if asked != 5 {
+		t.Fatalf("track asked %d times for 5 sends", asked)
+	}
+	got := p.AckedOffsets()
+	if want := map[pipeline.TopicPartition]int64{{Topic: "tracked"}: 2}; !maps.Equal(got, want) {
+		t.Fatalf("AckedOffsets = %v, want %v", got, want)
 	}
 }
