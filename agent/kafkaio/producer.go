@@ -143,6 +143,9 @@ func (p *Producer) open() error {
 // A record larger than max.request.size is refused at once with a ProduceError marked
 // Unsent, before sarama sees it: sarama would fail it asynchronously and, in a
 // transaction, make the whole transaction abortable; refused here, it harms nothing.
+//
+// Send is called from one goroutine at a time (the processing loop, or the demo feeder on
+// its own producer): the messages it reuses are kept unlocked on the sending side.
 func (p *Producer) Send(topic string, partition int32, key, value []byte, headers pipeline.Headers, timestampMs int64, source *pipeline.SourceRecord) error {
 	if e := p.firstErr.Load(); e != nil {
 		return *e
