@@ -75,6 +75,9 @@ type partition struct {
 	scratch      []byte // buffer values under construction
 	kbuf, ckbuf  []byte // store and changelog keys under construction
 	lastSweep    int64
+	// expiry indexes a window or session store's keys by time once a sweep has walked the
+	// partition; nil until then, or when it grew too large (retention.go).
+	expiry *expiryIndex
 }
 
 func newPartition(db *DB, spec catalogSpec, id uint32, num int32) (*partition, error) {

@@ -11,6 +11,12 @@ import (
 // deleted at commit by a sweep of the store partition. Like Kafka Streams dropping whole
 // segments, a sweep runs only after the cutoff has moved by half the retention since the
 // last one, so its cost is spread over at least that much stream time.
+//
+// The first sweep of a window or session store partition (after it opens, is restored or
+// wiped) walks all of it; later ones delete the expired keys of the partition's expiry
+// index, which that walk fills with the keys it keeps and every put adds to, so they read
+// nothing from LevelDB and touch only what expires (Kafka Streams drops a segment without
+// reading it). An index over expiryIndexMaxBytes is dropped, and the sweeps walk again.
 
 // expiryCutoff is the time below which a window start or session end has expired, or at
 // or below which a versioned store's superseded versions have.
@@ -34,26 +40,39 @@ func (p *partition) retentionPeriod() int64 {
 	return p.spec.Retention
 }
 
-// expired reports whether a window or session store key is older than cutoff.
-func (p *partition) expired(k []byte, cutoff int64) (bool, error) {
-	var tail, at int
+// timeTail is how far from its end a window or session store key holds its time (window
+// start, session end); 0 for other stores.
+func (p *partition) timeTail() int {
 	switch p.spec.Type {
 	case windowKind:
-		tail, at = windowTail, windowTail
+		return windowTail
 	case sessionKind:
-		tail, at = sessionTail, sessionTail
-	default:
+		return sessionTail
+	}
+	return 0
+}
+
+// keyTime is the time of a window or session store key.
+func (p *partition) keyTime(k []byte) (int64, error) {
+	tail := p.timeTail()
+	if len(k) < tail+2 {
+		return 0, p.errorf("store key %x is too short", k)
+	}
+	return readTime(k[len(k)-tail:]), nil
+}
+
+// expired reports whether a window or session store key is older than cutoff.
+func (p *partition) expired(k []byte, cutoff int64) (bool, error) {
+	if p.timeTail() == 0 {
 		return false, nil
 	}
-	if len(k) < tail+2 {
-		return false, p.errorf("store key %x is too short", k)
-	}
-	return readTime(k[len(k)-at:]) < cutoff, nil
+	t, err := p.keyTime(k)
+	return t < cutoff, err
 }
 
 // appendSweep adds deletes of data expired as of the epoch's end when a sweep is due, and
-// reports whether it ran. It walks the store partition as the batch will leave it
-// (buffer over LevelDB), so its deletes come after the buffered writes in the batch.
+// reports whether it ran. Its deletes come after the buffered writes in the batch; a
+// walking sweep walks the store partition as the batch will leave it (buffer over LevelDB).
 func (p *partition) appendSweep(b *leveldb.Batch) (bool, error) {
 	if p.spec.Type != windowKind && p.spec.Type != sessionKind && p.spec.Type != versionedKind {
 		return false, nil
@@ -65,23 +84,34 @@ func (p *partition) appendSweep(b *leveldb.Batch) (bool, error) {
 	if p.lastSweep != math.MinInt64 && cutoff-p.lastSweep < max(p.retentionPeriod()/2, 1) {
 		return false, nil
 	}
-	it := p.iter(nil, nil, false, ReadUncommitted)
-	defer it.close()
 	key := append([]byte{}, p.prefix...)
 	del := func(k []byte) {
 		key = append(key[:len(p.prefix)], k...)
 		b.Delete(key)
 	}
+	if p.spec.Type != versionedKind && p.expiry != nil && p.lastSweep != math.MinInt64 {
+		p.expiry.sweep(del, p.lastSweep, cutoff)
+		return true, nil
+	}
+	it := p.iter(nil, nil, false, ReadUncommitted)
+	defer it.close()
 	var err error
 	if p.spec.Type == versionedKind {
 		err = p.sweepVersions(it, del, cutoff)
 	} else {
+		index := newExpiryIndex(p.spec.Retention, p.timeTail())
 		for err == nil && it.next() {
-			var old bool
-			if old, err = p.expired(it.key, cutoff); old {
+			var t int64
+			if t, err = p.keyTime(it.key); err != nil {
+				break
+			}
+			if t < cutoff {
 				del(it.key)
+			} else if index != nil && !index.add(it.key, t) {
+				index = nil
 			}
 		}
+		p.expiry = index
 	}
 	if err == nil {
 		err = it.err
@@ -117,4 +147,98 @@ func (p *partition) sweepVersions(it *mergeIter, del func([]byte), cutoff int64)
 		del(prev)
 	}
 	return nil
+}
+
+// indexExpiry adds a put of store key k, whose time is t, to the partition's expiry index.
+// Deletes stay in it: deleting a key that is gone again costs less than keeping the index
+// right across an aborted epoch.
+func (p *partition) indexExpiry(k []byte, t int64) {
+	if p.expiry != nil && !p.expiry.add(k, t) {
+		p.expiry = nil
+	}
+}
+
+// expiryIndexMaxBytes bounds a partition's expiry index (its keys' bytes plus
+// expiryEntryOverhead per key): partitions holding more keep the walking sweep. Tests
+// lower it.
+var expiryIndexMaxBytes int64 = 8 << 20
+
+// expiryEntryOverhead is what an index entry costs besides its key (map slot, string
+// header).
+const expiryEntryOverhead = 64
+
+// expiryIndex holds the store keys of a window or session store partition in buckets of
+// width ms of their time (window start, session end), which a key ends with tail bytes
+// before its end.
+type expiryIndex struct {
+	width   int64
+	tail    int
+	buckets map[int64]*expiryBucket
+	bytes   int64
+	kbuf    []byte
+}
+
+type expiryBucket struct {
+	keys  map[string]struct{}
+	bytes int64
+}
+
+func newExpiryIndex(retention int64, tail int) *expiryIndex {
+	return &expiryIndex{width: max(retention/4, 1), tail: tail, buckets: map[int64]*expiryBucket{}}
+}
+
+// bucket is floor(t / width).
+func (x *expiryIndex) bucket(t int64) int64 {
+	b := t / x.width
+	if t%x.width < 0 {
+		b--
+	}
+	return b
+}
+
+// add indexes store key k at time t; false when the index has grown too large to keep.
+func (x *expiryIndex) add(k []byte, t int64) bool {
+	id := x.bucket(t)
+	b := x.buckets[id]
+	if b == nil {
+		b = &expiryBucket{keys: map[string]struct{}{}}
+		x.buckets[id] = b
+	} else if _, ok := b.keys[string(k)]; ok {
+		return true
+	}
+	b.keys[string(k)] = struct{}{}
+	n := int64(len(k)) + expiryEntryOverhead
+	b.bytes += n
+	x.bytes += n
+	return x.bytes <= expiryIndexMaxBytes
+}
+
+// sweep deletes the indexed keys older than cutoff. Those older than the last committed
+// sweep's cutoff are gone from LevelDB already and leave the index; the others stay until
+// the next sweep, in case this commit fails.
+func (x *expiryIndex) sweep(del func([]byte), lastSweep, cutoff int64) {
+	gone, due := x.bucket(lastSweep), x.bucket(cutoff)
+	for id, b := range x.buckets {
+		switch {
+		case id > due:
+			continue
+		case id < gone:
+			x.bytes -= b.bytes
+			delete(x.buckets, id)
+			continue
+		}
+		for k := range b.keys {
+			x.kbuf = append(x.kbuf[:0], k...)
+			t := readTime(x.kbuf[len(x.kbuf)-x.tail:])
+			switch {
+			case t < lastSweep:
+				delete(b.keys, k)
+				n := int64(len(k)) + expiryEntryOverhead
+				b.bytes -= n
+				x.bytes -= n
+			case t < cutoff:
+				del(x.kbuf)
+			}
+		}
+	}
 }

@@ -153,6 +153,7 @@ func (s *SessionStore) Put(key []byte, start, end int64, value []byte, ts int64)
 		p.write(p.kbuf, deleteEntry)
 	} else {
 		p.write(p.kbuf, append(p.newValue(), value...))
+		p.indexExpiry(p.kbuf, end)
 	}
 	if p.spec.Logged {
 		p.ckbuf = appendSessionChangelogKey(p.ckbuf[:0], key, start, end)

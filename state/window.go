@@ -258,6 +258,7 @@ func (s *WindowStore) PutWithHeaders(key []byte, windowStart int64, value []byte
 			headers = nil
 		}
 		p.write(k, p.appendTimestampedValue(p.newValue(), value, ts, headers))
+		p.indexExpiry(k, windowStart)
 	}
 	if p.spec.Logged {
 		p.ckbuf = appendWindowChangelogKey(p.ckbuf[:0], key, windowStart, seq)
