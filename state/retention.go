@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"math"
+	"slices"
 
 	"github.com/syndtr/goleveldb/leveldb"
 )
@@ -175,6 +176,7 @@ type expiryIndex struct {
 	tail    int
 	buckets map[int64]*expiryBucket
 	bytes   int64
+	expired []string // reused by sweep
 	kbuf    []byte
 }
 
@@ -213,11 +215,12 @@ func (x *expiryIndex) add(k []byte, t int64) bool {
 	return x.bytes <= expiryIndexMaxBytes
 }
 
-// sweep deletes the indexed keys older than cutoff. Those older than the last committed
-// sweep's cutoff are gone from LevelDB already and leave the index; the others stay until
-// the next sweep, in case this commit fails.
+// sweep deletes the indexed keys older than cutoff, in key order as LevelDB takes a batch
+// best. Those older than the last committed sweep's cutoff are gone from LevelDB already and
+// leave the index; the others stay until the next sweep, in case this commit fails.
 func (x *expiryIndex) sweep(del func([]byte), lastSweep, cutoff int64) {
 	gone, due := x.bucket(lastSweep), x.bucket(cutoff)
+	expired := x.expired[:0]
 	for id, b := range x.buckets {
 		switch {
 		case id > due:
@@ -228,8 +231,7 @@ func (x *expiryIndex) sweep(del func([]byte), lastSweep, cutoff int64) {
 			continue
 		}
 		for k := range b.keys {
-			x.kbuf = append(x.kbuf[:0], k...)
-			t := readTime(x.kbuf[len(x.kbuf)-x.tail:])
+			t := readTime([]byte(k[len(k)-x.tail:]))
 			switch {
 			case t < lastSweep:
 				delete(b.keys, k)
@@ -237,8 +239,15 @@ func (x *expiryIndex) sweep(del func([]byte), lastSweep, cutoff int64) {
 				b.bytes -= n
 				x.bytes -= n
 			case t < cutoff:
-				del(x.kbuf)
+				expired = append(expired, k)
 			}
 		}
 	}
+	slices.Sort(expired)
+	for i, k := range expired {
+		x.kbuf = append(x.kbuf[:0], k...)
+		del(x.kbuf)
+		expired[i] = ""
+	}
+	x.expired = expired[:0]
 }
