@@ -72,3 +72,14 @@ type Serde interface {
 	Serialize(topic string, headers Headers, value any) ([]byte, error)
 	Deserialize(topic string, headers Headers, data []byte) (any, error)
 }
+
+// CanonicalSerde is a Serde whose bytes depend on the value alone: whatever the topic and
+// headers, serialising what Deserialize returned gives back the same bytes. A processor
+// holding bytes it serialised may then deserialise them once instead of sending the value
+// through the serde and back, as a store's serde would. Implementations are comparable
+// (processors compare them to know two stores share one).
+type CanonicalSerde interface {
+	Serde
+	// Canonical marks the serde; it does nothing.
+	Canonical()
+}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -79,6 +80,7 @@ type finalSuppress struct {
 	time       windowTime
 	parts      map[int32]*finalPart
 	due        []dueFinal // reused by emitClosed
+	kbuf       []byte     // reused by result
 }
 
 // finalPart is one task partition's open windows.
@@ -98,6 +100,9 @@ type finalPart struct {
 	// spilledTo: every window ending at or before it that the window store may no longer
 	// show is in the buffer store.
 	spilledTo int64
+	// canonical: the buffer store's serdes are the window store's, canonical, so a final
+	// result's key and value are read from the window store's bytes at once (see result).
+	canonical bool
 }
 
 // openWindow is a window's latest write, with the record context of the update that made
@@ -118,6 +123,7 @@ type openWindow struct {
 type dueFinal struct {
 	end       int64
 	partition int32
+	kb        string // the key serialised for the window store
 	w         *openWindow
 }
 
@@ -299,11 +305,13 @@ func (p *finalSuppress) emitClosed(wm int64) error {
 			if end > upper {
 				break
 			}
-			for _, ow := range part.byEnd[end] {
-				if _, err := p.bufferKey(part, end, ow); err != nil {
-					return err
+			for kb, ow := range part.byEnd[end] {
+				if !part.canonical {
+					if _, err := p.bufferKey(part, end, ow); err != nil {
+						return err
+					}
 				}
-				due = append(due, dueFinal{end: end, partition: partition, w: ow})
+				due = append(due, dueFinal{end: end, partition: partition, kb: kb, w: ow})
 			}
 			delete(part.byEnd, end)
 			n++
@@ -312,11 +320,11 @@ func (p *finalSuppress) emitClosed(wm int64) error {
 		part.emitted = max(part.emitted, upper)
 	}
 	slices.SortFunc(due, func(a, b dueFinal) int {
-		switch {
-		case a.end != b.end:
+		if a.end != b.end {
 			return cmp.Compare(a.end, b.end)
-		case a.w.bufKey != b.w.bufKey:
-			return strings.Compare(a.w.bufKey, b.w.bufKey)
+		}
+		if c := p.compareBufferKeys(a, b); c != 0 {
+			return c
 		}
 		return cmp.Compare(a.partition, b.partition)
 	})
@@ -349,29 +357,63 @@ func (p *finalSuppress) commit() error {
 	return nil
 }
 
+// compareBufferKeys orders two windows of one end as their keys in the buffer store sort.
+// With canonical serdes a buffer key is the window store's key followed by the window start,
+// the same for both, so the window store keys decide, unless one is a prefix of the other.
+func (p *finalSuppress) compareBufferKeys(a, b dueFinal) int {
+	if !p.parts[a.partition].canonical || !p.parts[b.partition].canonical {
+		return strings.Compare(a.w.bufKey, b.w.bufKey)
+	}
+	if a.kb == b.kb {
+		return 0
+	}
+	if !strings.HasPrefix(a.kb, b.kb) && !strings.HasPrefix(b.kb, a.kb) {
+		return strings.Compare(a.kb, b.kb)
+	}
+	start := binary.BigEndian.AppendUint64(nil, uint64(a.w.start))
+	return bytes.Compare(append([]byte(a.kb), start...), append([]byte(b.kb), start...))
+}
+
 // emit forwards one final result, as suppress does from its buffer: key and value as the
 // buffer store's serdes give them back, with the latest update's record context.
 func (p *finalSuppress) emit(d dueFinal) error {
 	part, ow := p.parts[d.partition], d.w
-	kb := []byte(ow.bufKey)
 	if ow.spilled {
-		if err := part.buf.bytes.Put(kb, nil, ow.ts, nil); err != nil {
+		if err := part.buf.bytes.Put([]byte(ow.bufKey), nil, ow.ts, nil); err != nil {
 			return err
 		}
 	}
 	if ow.value == nil {
 		return nil
 	}
-	key, err := part.buf.keyOf(kb)
-	if err != nil {
-		return err
-	}
-	_, v, err := p.bufferValue(part, ow)
+	key, v, err := p.result(part, d)
 	if err != nil {
 		return err
 	}
 	return p.ctx.Forward(Record{Key: key, Value: Change{New: v}, Timestamp: ow.ts, Headers: ow.headers,
 		Topic: ow.topic, Partition: d.partition, Offset: ow.offset})
+}
+
+// result is a final result's key and value as the buffer store's serdes give them back:
+// through them, or, when they are the window store's canonical serdes, straight from the
+// window store's bytes, which is the same.
+func (p *finalSuppress) result(part *finalPart, d dueFinal) (any, any, error) {
+	ow := d.w
+	if !part.canonical {
+		key, err := part.buf.keyOf([]byte(ow.bufKey))
+		if err != nil {
+			return nil, nil, err
+		}
+		_, v, err := p.bufferValue(part, ow)
+		return key, v, err
+	}
+	p.kbuf = append(p.kbuf[:0], d.kb...)
+	k, err := part.windows.keyOf(p.kbuf)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := part.windows.value(ow.value)
+	return Windowed{Key: k, Start: ow.start, End: d.end}, v, err
 }
 
 // partition opens a partition of the stores and, the first time (before the aggregation
@@ -392,7 +434,8 @@ func (p *finalSuppress) partition(partition int32) (*finalPart, error) {
 		return nil, err
 	}
 	part := &finalPart{partition: partition, buf: buf, windows: ws, emitted: math.MinInt64, savedEmitted: math.MinInt64,
-		maxStart: math.MinInt64, spilledTo: math.MinInt64, byEnd: map[int64]map[string]*openWindow{}}
+		maxStart: math.MinInt64, spilledTo: math.MinInt64, byEnd: map[int64]map[string]*openWindow{},
+		canonical: sameCanonicalSerdes(buf.spec.Serdes, ws.spec.Serdes, p.valueSerde, p.src.size)}
 	marker, _, found, err := buf.bytes.Get(finalMarkerKey)
 	if err != nil {
 		return nil, err
@@ -512,4 +555,20 @@ func (part *finalPart) dropEmpty() {
 		}
 		return false
 	})
+}
+
+// sameCanonicalSerdes reports whether the buffer store's serdes (windowed keys, values
+// through valueSerde) give back what the window store's do: the buffer's key serde wraps the
+// window store's key serde in windows of the same size, the values share one serde, and
+// both serdes are canonical.
+func sameCanonicalSerdes(buf, windows Serdes, valueSerde Serde, size int64) bool {
+	bk, ok := buf.Key.(TimeWindowedSerde)
+	if !ok || bk.Size != size {
+		return false
+	}
+	ik, ok1 := bk.Inner.(CanonicalSerde)
+	wk, ok2 := windows.Key.(CanonicalSerde)
+	bv, ok3 := valueSerde.(CanonicalSerde)
+	wv, ok4 := windows.Value.(CanonicalSerde)
+	return ok1 && ok2 && ok3 && ok4 && ik == wk && bv == wv
 }

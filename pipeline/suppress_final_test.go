@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand"
@@ -33,7 +34,19 @@ type finalsCase struct {
 	stores  *MemoryStores // nil: new ones
 	// unlogged: the window store has no changelog, the buffer has one
 	unlogged bool
+	// canonical: the key and value serdes are canonical, as the built-in string and long
+	// serdes are, so the fused suppression reads its results from the window store's bytes
+	canonical bool
 }
+
+// canonicalBytes and canonicalInt64 are the test serdes marked canonical.
+type canonicalBytes struct{ bytesSerde }
+
+func (canonicalBytes) Canonical() {}
+
+type canonicalInt64 struct{ int64Serde }
+
+func (canonicalInt64) Canonical() {}
 
 func newFinalsRun(t *testing.T, c finalsCase) *finalsRun {
 	t.Helper()
@@ -42,6 +55,10 @@ func newFinalsRun(t *testing.T, c finalsCase) *finalsRun {
 		r.stores = NewMemoryStores()
 	}
 	b := newTestBuilder()
+	var count Serde = int64Serde{}
+	if c.canonical {
+		b, count = NewStreamsBuilder(Serdes{Key: canonicalBytes{}, Value: bytesSerde{}}), canonicalInt64{}
+	}
 	s, err := b.Stream([]string{"in"}, Consumed{})
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +67,7 @@ func newFinalsRun(t *testing.T, c finalsCase) *finalsRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table, err := w.Count(Materialized{StoreName: "counts", Given: true, LoggingDisabled: c.unlogged}, int64Serde{}, "")
+	table, err := w.Count(Materialized{StoreName: "counts", Given: true, LoggingDisabled: c.unlogged}, count, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +247,9 @@ func randomFinalsCase(seed int64, restarts bool) (finalsCase, []finalsInput, str
 	size := int64(5 + rng.Intn(20))
 	c := finalsCase{windows: TimeWindows{Size: size, Advance: 1 + rng.Int63n(size), Grace: rng.Int63n(12)},
 		cache: []int64{0, 200, 1 << 20}[rng.Intn(3)]}
-	return c, randomFinalsInput(rng, c.windows, 300, restarts), fmt.Sprintf("seed %d, %+v, cache %d", seed, c.windows, c.cache)
+	in := randomFinalsInput(rng, c.windows, 300, restarts)
+	c.canonical = rng.Intn(2) == 0
+	return c, in, fmt.Sprintf("seed %d, %+v, cache %d, canonical serdes %v", seed, c.windows, c.cache, c.canonical)
 }
 
 func TestFinalResultsFromTheWindowStoreEqualSuppressBuffer(t *testing.T) {
@@ -241,6 +260,11 @@ func TestFinalResultsFromTheWindowStoreEqualSuppressBuffer(t *testing.T) {
 		fused := newFinalsRun(t, c)
 		fused.feed(in)
 		buffered.feed(in)
+		for _, part := range fused.suppressor().(*finalSuppress).parts {
+			if part.canonical != c.canonical {
+				t.Fatalf("%s: partition %d reads its results through canonical serdes: %v", what, part.partition, part.canonical)
+			}
+		}
 		if !reflect.DeepEqual(fused.out, buffered.out) {
 			t.Fatalf("%s: final results\n%s\nwant (suppress's buffer)\n%s", what, strings.Join(fused.out, "\n"), strings.Join(buffered.out, "\n"))
 		}
@@ -393,4 +417,63 @@ func TestTwoSuppressionsOfOneWindowedTable(t *testing.T) {
 // buffer would: suppress keeps its own buffer then.
 func TestSuppressKeepsItsBufferOverAnUnloggedWindowStore(t *testing.T) {
 	newFinalsRun(t, finalsCase{windows: TimeWindows{Size: 10, Advance: 10}, unlogged: true})
+}
+
+// With canonical serdes the due windows sort by their window store keys as their buffer
+// store keys (key + window start) would, also where one key is a prefix of another.
+func TestCanonicalFinalResultsSortAsTheirBufferKeys(t *testing.T) {
+	keys := []string{"a", "a\x00", "a\x00\x00\x00\x00\x00\x00\x00\x00", "a\x00\x00\x00\x00\x00\x00\x00\x06", "a\x00\x00\x00\x00\x00\x00\x00\x05\x00",
+		"a\xff", "ab", "b", ""}
+	p := &finalSuppress{parts: map[int32]*finalPart{0: {canonical: true}}}
+	for _, start := range []int64{0, 5, 1 << 40, -1} {
+		for _, x := range keys {
+			for _, y := range keys {
+				a := dueFinal{kb: x, w: &openWindow{start: start}}
+				b := dueFinal{kb: y, w: &openWindow{start: start}}
+				suffix := string(binary.BigEndian.AppendUint64(nil, uint64(start)))
+				if got, want := p.compareBufferKeys(a, b), strings.Compare(x+suffix, y+suffix); got != want {
+					t.Errorf("start %d: %q against %q: %d, want %d", start, x, y, got, want)
+				}
+			}
+		}
+	}
+}
+
+// With canonical serdes a final result is read from the window store's bytes once (the
+// key's bytes, the windowed key, the value), not sent through the buffer's serdes and back.
+func TestCanonicalFinalResultsSkipTheBufferSerdes(t *testing.T) {
+	r := newFinalsRun(t, finalsCase{windows: TimeWindows{Size: 10, Advance: 10}, fused: true, canonical: true})
+	r.feed([]finalsInput{{rec: &SourceRecord{Topic: "in", Partition: 0, Timestamp: 3, Key: []byte("key"), Value: []byte("v")}}})
+	fs := r.suppressor().(*finalSuppress)
+	part := fs.parts[0]
+	if !part.canonical {
+		t.Fatal("the partition does not read its results through canonical serdes")
+	}
+	var d dueFinal
+	for kb, ow := range part.byEnd[10] {
+		d = dueFinal{end: 10, partition: 0, kb: kb, w: ow}
+	}
+	ow := *d.w
+	ow.value = binary.BigEndian.AppendUint64(nil, 1000) // a count that boxes
+	d.w = &ow
+	key, v, err := fs.result(part, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the key's bytes as a string, boxed, the windowed key boxed, the count boxed
+	if n := testing.AllocsPerRun(100, func() { _, _, _ = fs.result(part, d) }); n > 4 {
+		t.Errorf("%v allocations per final result, want at most 4", n)
+	}
+	part.canonical = false
+	if _, err := fs.bufferKey(part, d.end, d.w); err != nil {
+		t.Fatal(err)
+	}
+	wantKey, wantV, err := fs.result(part, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v allocations through the buffer's serdes", testing.AllocsPerRun(100, func() { _, _, _ = fs.result(part, d) }))
+	if !reflect.DeepEqual(key, wantKey) || !reflect.DeepEqual(v, wantV) {
+		t.Fatalf("canonical result %v=%v, through the buffer's serdes %v=%v", key, v, wantKey, wantV)
+	}
 }

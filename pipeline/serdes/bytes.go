@@ -15,6 +15,9 @@ type Bytes struct{}
 // Name returns "bytes".
 func (Bytes) Name() string { return "bytes" }
 
+// Canonical implements pipeline.CanonicalSerde.
+func (Bytes) Canonical() {}
+
 // Serialize returns value's bytes.
 func (Bytes) Serialize(_ string, _ pipeline.Headers, value any) ([]byte, error) {
 	switch v := value.(type) {

@@ -15,6 +15,9 @@ type Integer struct{}
 // Name returns "integer".
 func (Integer) Name() string { return "integer" }
 
+// Canonical implements pipeline.CanonicalSerde.
+func (Integer) Canonical() {}
+
 // Serialize encodes value as 4 big-endian bytes.
 func (Integer) Serialize(_ string, _ pipeline.Headers, value any) ([]byte, error) {
 	if value == nil {

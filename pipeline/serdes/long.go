@@ -15,6 +15,9 @@ type Long struct{}
 // Name returns "long".
 func (Long) Name() string { return "long" }
 
+// Canonical implements pipeline.CanonicalSerde.
+func (Long) Canonical() {}
+
 // Serialize encodes value as 8 big-endian bytes.
 func (Long) Serialize(_ string, _ pipeline.Headers, value any) ([]byte, error) {
 	if value == nil {

@@ -18,6 +18,9 @@ type String struct{}
 // Name returns "string".
 func (String) Name() string { return "string" }
 
+// Canonical implements pipeline.CanonicalSerde.
+func (String) Canonical() {}
+
 // Serialize encodes value as UTF-8 bytes.
 func (String) Serialize(_ string, _ pipeline.Headers, value any) ([]byte, error) {
 	switch v := value.(type) {
