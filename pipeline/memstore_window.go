@@ -10,7 +10,7 @@ import (
 // WindowStore implements StoreProvider.
 func (m *MemoryStores) WindowStore(spec StoreSpec, partition int32) (WindowBytesStore, error) {
 	return memPart(m, spec, partition, func() *memWindows {
-		return &memWindows{spec: spec, m: map[memWindowKey]memEntry{}, streamTime: math.MinInt64}
+		return &memWindows{spec: spec, m: map[memWindowKey]memEntry{}, streamTime: math.MinInt64, hold: math.MaxInt64}
 	})
 }
 
@@ -26,6 +26,7 @@ type memWindows struct {
 	m          map[memWindowKey]memEntry
 	streamTime int64 // the largest window start put
 	seq        int32
+	hold       int64 // HoldFrom's start
 }
 
 func (s *memWindows) cutoff() int64 { return memRetentionCutoff(s.streamTime, s.spec.Retention) }
@@ -79,8 +80,19 @@ func (s *memWindows) FetchRange(keyFrom, keyTo []byte, from, to int64, backward 
 	return s.iter(keyFrom, keyTo, from, to, backward)
 }
 
+// HoldFrom implements WindowBytesStore. The memory store never deletes a window, but
+// FetchHeld shows only what a store that deletes expired windows at once would still hold.
+func (s *memWindows) HoldFrom(start int64) { s.hold = start }
+
+func (s *memWindows) FetchHeld(from int64) WindowBytesIterator {
+	return s.rawIter(nil, nil, max(from, min(s.cutoff(), s.hold)), math.MaxInt64, false)
+}
+
 func (s *memWindows) iter(keyFrom, keyTo []byte, from, to int64, backward bool) WindowBytesIterator {
-	from = max(from, s.cutoff())
+	return s.rawIter(keyFrom, keyTo, max(from, s.cutoff()), to, backward)
+}
+
+func (s *memWindows) rawIter(keyFrom, keyTo []byte, from, to int64, backward bool) WindowBytesIterator {
 	var keys []memWindowKey
 	for k := range s.m {
 		if inKeyRange(k.key, keyFrom, keyTo) && k.start >= from && k.start <= to {

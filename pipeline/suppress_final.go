@@ -16,15 +16,17 @@ import (
 // the aggregation hands it each window it writes, which it keeps in memory, ordered by
 // window end, while the window is open, and emits from there, with the output
 // KTableSuppressProcessor would give (same records, order, record context and drops).
-// The aggregation also reads open windows from there instead of the store. Its buffer
+// The aggregation also reads open windows from there instead of the store. The window store
+// holds every open window (HoldFrom), also one whose start fell behind its retention while
+// the watermark lagged: queries no longer see it, but a restart reads it back. The buffer
 // store keeps only what the window store cannot give back after a restart or on another
 // agent:
 //   - per partition, the end up to which every window has closed, under finalMarkerKey,
 //     written at the commit barrier: with the window store, it tells which windows are
 //     still open, and its changelog carries it to a standby;
-//   - the windows the window store no longer shows at a commit (their start fell behind
-//     its retention while the watermark lagged), and the windows whose latest update
-//     carried headers: Kafka Streams' buffer entries, in its layout.
+//   - the windows whose latest update carried headers: Kafka Streams' buffer entries, in
+//     its layout (and, from state written before the window store held open windows, the
+//     windows that had fallen behind its retention).
 // What a restart does lose is the offset and topic of an open window's latest update
 // without headers: the window's final result then carries offset -1 and no topic
 // (docs/COMPATIBILITY.md).
@@ -97,9 +99,6 @@ type finalPart struct {
 	ends     []int64 // ascending, each with windows in byEnd
 	// byEnd holds the open windows by end, then by key serialised for the window store.
 	byEnd map[int64]map[string]*openWindow
-	// spilledTo: every window ending at or before it that the window store may no longer
-	// show is in the buffer store.
-	spilledTo int64
 	// canonical: the buffer store's serdes are the window store's, canonical, so a final
 	// result's key and value are read from the window store's bytes at once (see result).
 	canonical bool
@@ -116,8 +115,8 @@ type openWindow struct {
 	topic   string
 	offset  int64
 	// bufKey is the windowed key serialised for the buffer store, once needed.
-	bufKey  string
-	spilled bool
+	bufKey   string
+	buffered bool
 }
 
 type dueFinal struct {
@@ -203,32 +202,9 @@ func (p *finalSuppress) written(rec Record, kb []byte, start, end int64, vb []by
 			group[string(kb)] = ow
 		}
 		ow.value, ow.ts, ow.headers, ow.topic, ow.offset = vb, ts, rec.Headers, rec.Topic, rec.Offset
-		if ow.spilled || len(rec.Headers) > 0 {
+		if ow.buffered || len(rec.Headers) > 0 {
 			return p.writeEntry(part, end, ow)
 		}
-	}
-	return nil
-}
-
-// spill copies into the buffer store the open windows the window store no longer shows.
-// It runs at the commit barrier: most such windows close before it.
-func (p *finalSuppress) spill(part *finalPart) error {
-	cutoff := memRetentionCutoff(part.maxStart, p.src.retention)
-	for _, end := range part.ends {
-		if end <= part.spilledTo {
-			continue
-		}
-		if end-p.src.size >= cutoff {
-			return nil
-		}
-		for _, ow := range part.byEnd[end] {
-			if !ow.spilled {
-				if err := p.writeEntry(part, end, ow); err != nil {
-					return err
-				}
-			}
-		}
-		part.spilledTo = end
 	}
 	return nil
 }
@@ -273,7 +249,7 @@ func (p *finalSuppress) writeEntry(part *finalPart, end int64, ow *openWindow) e
 	if e.New, _, err = p.bufferValue(part, ow); err != nil {
 		return err
 	}
-	ow.spilled = true
+	ow.buffered = true
 	return part.buf.bytes.Put([]byte(kb), e.encode(), ow.ts, nil)
 }
 
@@ -317,7 +293,10 @@ func (p *finalSuppress) emitClosed(wm int64) error {
 			n++
 		}
 		part.ends = part.ends[n:]
-		part.emitted = max(part.emitted, upper)
+		if upper > part.emitted {
+			part.emitted = upper
+			part.hold(p.src.size)
+		}
 	}
 	slices.SortFunc(due, func(a, b dueFinal) int {
 		if a.end != b.end {
@@ -338,15 +317,12 @@ func (p *finalSuppress) emitClosed(wm int64) error {
 	return nil
 }
 
-// commit writes, at the commit barrier, what a restart needs: the open windows the window
-// store no longer shows, and each partition's emitted-up-to end that moved (with the
-// epoch's final results; after a restart, before the watermark is known again, it still
-// says which windows closed, the stored ones that closed without a final result included).
+// commit writes, at the commit barrier, what a restart needs: each partition's
+// emitted-up-to end that moved (with the epoch's final results; after a restart, before the
+// watermark is known again, it still says which windows closed, the stored ones that closed
+// without a final result included).
 func (p *finalSuppress) commit() error {
 	for _, part := range p.parts {
-		if err := p.spill(part); err != nil {
-			return err
-		}
 		if part.savedEmitted >= part.emitted {
 			continue
 		}
@@ -378,7 +354,7 @@ func (p *finalSuppress) compareBufferKeys(a, b dueFinal) int {
 // buffer store's serdes give them back, with the latest update's record context.
 func (p *finalSuppress) emit(d dueFinal) error {
 	part, ow := p.parts[d.partition], d.w
-	if ow.spilled {
+	if ow.buffered {
 		if err := part.buf.bytes.Put([]byte(ow.bufKey), nil, ow.ts, nil); err != nil {
 			return err
 		}
@@ -434,7 +410,7 @@ func (p *finalSuppress) partition(partition int32) (*finalPart, error) {
 		return nil, err
 	}
 	part := &finalPart{partition: partition, buf: buf, windows: ws, emitted: math.MinInt64, savedEmitted: math.MinInt64,
-		maxStart: math.MinInt64, spilledTo: math.MinInt64, byEnd: map[int64]map[string]*openWindow{},
+		maxStart: math.MinInt64, byEnd: map[int64]map[string]*openWindow{},
 		canonical: sameCanonicalSerdes(buf.spec.Serdes, ws.spec.Serdes, p.valueSerde, p.src.size)}
 	marker, _, found, err := buf.bytes.Get(finalMarkerKey)
 	if err != nil {
@@ -458,6 +434,7 @@ func (p *finalSuppress) partition(partition int32) (*finalPart, error) {
 			return nil, err
 		}
 	}
+	part.hold(p.src.size)
 	p.parts[partition] = part
 	return part, nil
 }
@@ -487,7 +464,7 @@ func (p *finalSuppress) loadBuffer(part *finalPart, partition int32) error {
 			return err
 		}
 		ow := &openWindow{key: w.Key, start: w.Start, ts: e.Timestamp, headers: e.Headers, topic: e.Topic,
-			offset: e.Offset, bufKey: string(it.Key()), spilled: true}
+			offset: e.Offset, bufKey: string(it.Key()), buffered: true}
 		v, err := bufferValue(p.valueSerde, part.buf, e.New)
 		if err != nil {
 			return err
@@ -509,7 +486,12 @@ func (p *finalSuppress) loadWindows(part *finalPart, fused bool) error {
 	if fused && part.emitted > math.MinInt64+p.src.size {
 		from = part.emitted - p.src.size + 1
 	}
-	it := part.windows.bytes.FetchRange(nil, nil, from, math.MaxInt64, false)
+	var it WindowBytesIterator
+	if fused {
+		it = part.windows.bytes.FetchHeld(from)
+	} else {
+		it = part.windows.bytes.FetchRange(nil, nil, from, math.MaxInt64, false)
+	}
 	defer it.Close()
 	for it.Next() {
 		start := it.Start()
@@ -532,6 +514,16 @@ func (p *finalSuppress) loadWindows(part *finalPart, fused bool) error {
 	}
 	part.dropEmpty()
 	return it.Err()
+}
+
+// hold makes the window store keep the open windows, those ending after emitted, however far
+// the retention moves on.
+func (part *finalPart) hold(size int64) {
+	from := int64(math.MinInt64)
+	if part.emitted > math.MinInt64+size {
+		from = part.emitted - size + 1
+	}
+	part.windows.bytes.HoldFrom(from)
 }
 
 // group is the partition's open windows ending at end, by serialised key.

@@ -310,8 +310,8 @@ func withoutOffsets(out []string) []string {
 }
 
 // A window the window store no longer shows (its partition's stream time moved past its
-// retention while another partition held the watermark back) is kept in the buffer store:
-// a restart still emits it.
+// retention while another partition held the watermark back) stays stored in the window
+// store, not copied into the buffer store: a restart still emits it.
 func TestFinalResultBehindTheWindowStoreRetentionSurvivesRestart(t *testing.T) {
 	for _, fused := range []bool{true, false} {
 		r := newFinalsRun(t, finalsCase{windows: TimeWindows{Size: 10, Advance: 10}, fused: fused})
@@ -325,9 +325,22 @@ func TestFinalResultBehindTheWindowStoreRetentionSurvivesRestart(t *testing.T) {
 		if got := r.windows(); !reflect.DeepEqual(got, []string{"p0 k0@20/30=1@25", "p1 k1@0/10=1@1"}) {
 			t.Fatalf("window store %q: [k0@0/10] should be past its retention", got)
 		}
+		if fused {
+			buf, err := r.topo.Store(r.suppressor().(*finalSuppress).store, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			it := buf.bytes.Range(nil, nil, false)
+			for it.Next() {
+				if string(it.Key()) != string(finalMarkerKey) {
+					t.Errorf("the buffer store holds %x besides the marker", it.Key())
+				}
+			}
+			it.Close()
+		}
 		r.feed([]finalsInput{rec(0, "k0", 31), rec(1, "k1", 30)})
-		// The kept window has its record context; those read from the window store have none.
-		want := []string{"[k0@0/10]=1@5 p0 in@5 []", "[k1@0/10]=1@1 p1 @-1 []", "[k0@20/30]=1@25 p0 @-1 []"}
+		// Windows read back from the window store have no record context.
+		want := []string{"[k0@0/10]=1@5 p0 @-1 []", "[k1@0/10]=1@1 p1 @-1 []", "[k0@20/30]=1@25 p0 @-1 []"}
 		if !fused {
 			// suppress's buffer keeps every record context
 			want = []string{"[k0@0/10]=1@5 p0 in@5 []", "[k1@0/10]=1@1 p1 in@1 []", "[k0@20/30]=1@25 p0 in@25 []"}

@@ -65,6 +65,9 @@ type partition struct {
 	// start, session end or version timestamp written.
 	streamTime          atomic.Int64
 	committedStreamTime atomic.Int64
+	// hold: a window store's windows starting at or after it stay stored past the
+	// retention (HoldFrom); math.MaxInt64 holds none.
+	hold atomic.Int64
 
 	// Owned by the processing goroutine.
 	dirty        bool
@@ -86,6 +89,7 @@ func newPartition(db *DB, spec catalogSpec, id uint32, num int32) (*partition, e
 		p.cache = db.cache
 	}
 	p.buf.Store(newEpochBuffer(0, 0))
+	p.hold.Store(math.MaxInt64)
 	st, seq := int64(math.MinInt64), int32(0)
 	v, err := db.ldb.Get(sysPartitionKey(sysPartMeta, id, num, nil))
 	switch {

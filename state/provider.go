@@ -133,6 +133,10 @@ func (e engineWindow) FetchRange(keyFrom, keyTo []byte, from, to int64, backward
 	return e.s.FetchRange(keyFrom, keyTo, from, to, backward)
 }
 
+func (e engineWindow) HoldFrom(start int64) { e.s.HoldFrom(start) }
+
+func (e engineWindow) FetchHeld(from int64) pipeline.WindowBytesIterator { return e.s.FetchHeld(from) }
+
 type engineSession struct{ s *SessionStore }
 
 func (e engineSession) Put(key []byte, start, end int64, agg []byte, ts int64) (bool, error) {

@@ -183,3 +183,57 @@ func BenchmarkCountOverLevelDB(b *testing.B) {
 		}
 	}
 }
+
+// Over LevelDB, a suppression taking its final results from the window store finds after a
+// restart the open windows the store's retention had passed while another partition held
+// the watermark back: the store held them through the commit's sweep.
+func TestFinalResultsHeldInTheWindowStoreSurviveARestart(t *testing.T) {
+	db, _ := openDB(t)
+	var out []string
+	build := func() *pipeline.Topology {
+		t.Helper()
+		str := serdes.String{}
+		sb := pipeline.NewStreamsBuilder(pipeline.Serdes{Key: str, Value: str})
+		s, err := sb.Stream([]string{"in"}, pipeline.Consumed{})
+		noErr(t, err)
+		g, err := s.GroupByKey(pipeline.Grouped{})
+		noErr(t, err)
+		w, err := g.WindowedBy(pipeline.TimeWindows{Size: 10, Advance: 10})
+		noErr(t, err)
+		counts, err := w.Count(pipeline.Materialized{StoreName: "counts", Given: true}, serdes.Long{}, "")
+		noErr(t, err)
+		counts, err = counts.Suppress(pipeline.Suppressed{UntilWindowCloses: true})
+		noErr(t, err)
+		results, err := counts.ToStream("")
+		noErr(t, err)
+		noErr(t, results.Foreach(func(r pipeline.Record) error {
+			out = append(out, fmt.Sprintf("%v=%v", r.Key, r.Value))
+			return nil
+		}, ""))
+		topo, err := sb.Build(pipeline.TopologyOptions{Collector: &pipeline.Driver{}, Stores: db.StoreProvider(),
+			SourcePartitions: map[string]int32{"in": 2}, ApplicationID: "app"})
+		noErr(t, err)
+		topo.SetAssignment([]pipeline.TopicPartition{{Topic: "in", Partition: 0}, {Topic: "in", Partition: 1}})
+		return topo
+	}
+	topo := build()
+	rec := func(p int32, key string, ts int64) {
+		t.Helper()
+		noErr(t, topo.Process(&pipeline.SourceRecord{Topic: "in", Partition: p, Offset: ts, Timestamp: ts, Key: []byte(key), Value: []byte("v")}))
+	}
+	rec(1, "k1", 1) // partition 1 holds the watermark at 1
+	rec(0, "k0", 5)
+	rec(0, "k0", 25)
+	rec(0, "k0", 45) // the store's cutoff is 31: [0,10) and [20,30) of k0 have expired
+	noErr(t, topo.FlushCaches())
+	db.TakeChangelog()
+	noErr(t, db.Commit(nil))
+	if len(out) != 0 {
+		t.Fatalf("final results before the watermark closed a window: %q", out)
+	}
+	db = reopen(t, db)
+	topo = build()
+	rec(1, "k1", 60)
+	rec(0, "k0", 61) // the watermark at 60 closes every window up to [50,60)
+	equal(t, out, []string{"[k0@0/10]=1", "[k1@0/10]=1", "[k0@20/30]=1", "[k0@40/50]=1"})
+}

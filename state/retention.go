@@ -19,11 +19,13 @@ import (
 // nothing from LevelDB and touch only what expires (Kafka Streams drops a segment without
 // reading it). An index over expiryIndexMaxBytes is dropped, and the sweeps walk again.
 
-// expiryCutoff is the time below which a window start or session end has expired, or at
-// or below which a versioned store's superseded versions have.
+// expiryCutoff is the time below which a window start or session end has expired (a held
+// window not), or at or below which a versioned store's superseded versions have.
 func (p *partition) expiryCutoff(streamTime int64) int64 {
 	switch p.spec.Type {
-	case windowKind, sessionKind:
+	case windowKind:
+		return min(retentionCutoff(streamTime, p.spec.Retention), p.hold.Load())
+	case sessionKind:
 		return retentionCutoff(streamTime, p.spec.Retention)
 	case versionedKind:
 		if streamTime < math.MinInt64+p.spec.HistoryRetention {

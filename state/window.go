@@ -105,6 +105,12 @@ func (v WindowView) Fetch(key []byte, from, to int64, backward bool) *WindowIter
 	return v.newIterator(start, limit, from, to, backward)
 }
 
+// FetchHeld iterates every stored window starting at or after from, by key and then start,
+// the expired ones HoldFrom kept included.
+func (v WindowView) FetchHeld(from int64) *WindowIterator {
+	return v.newIterator(nil, nil, from, math.MaxInt64, false)
+}
+
 // FetchRange iterates the windows of keys in [keyFrom, keyTo] (nil = unbounded) whose
 // start is in [from, to], by key and then start.
 func (v WindowView) FetchRange(keyFrom, keyTo []byte, from, to int64, backward bool) *WindowIterator {
@@ -229,6 +235,13 @@ func (s *WindowStore) View(level IsolationLevel) WindowView {
 func (s *WindowStore) Put(key []byte, windowStart int64, value []byte, ts int64) (bool, error) {
 	return s.PutWithHeaders(key, windowStart, value, ts, nil)
 }
+
+// HoldFrom keeps every window starting at or after start stored past the retention, until a
+// later HoldFrom moves on (math.MaxInt64 keeps none, as a partition opens): reads other than
+// FetchHeld still hide expired windows, and late puts are still dropped, but commits do not
+// delete the held ones. A processor that still needs windows the retention hides (a
+// suppression waiting for the watermark to close them) holds them.
+func (s *WindowStore) HoldFrom(start int64) { s.p.hold.Store(start) }
 
 // PutWithHeaders is Put keeping headers in a headers-aware store; other stores drop them.
 func (s *WindowStore) PutWithHeaders(key []byte, windowStart int64, value []byte, ts int64, headers pipeline.Headers) (bool, error) {

@@ -313,3 +313,40 @@ func fetchFirst(t *testing.T, v WindowView, key []byte, start int64) string {
 	noErr(t, err)
 	return fmt.Sprintf("%s@%d %q", it.Value(), it.Timestamp(), h)
 }
+
+// A held window stays stored however far the retention moves on: commits (the epoch's own
+// writes, the walking sweep and the index sweep) keep it, FetchHeld finds it, other reads
+// do not; once the hold moves past it, the next sweep deletes it.
+func TestWindowHoldKeepsExpiredWindowsStored(t *testing.T) {
+	db, _ := openDB(t)
+	s, err := db.WindowStore(windowSpec(), 0) // retention 100
+	noErr(t, err)
+	put := func(key string, start int64) {
+		t.Helper()
+		ok, err := s.Put([]byte(key), start, []byte("v"), start)
+		if err != nil || !ok {
+			t.Fatalf("put %s@%d: %v %v", key, start, ok, err)
+		}
+	}
+	s.HoldFrom(10)
+	put("a", 0)
+	put("b", 10)
+	put("c", 20)
+	put("d", 200) // cutoff 101: everything else has expired in the same epoch
+	commit(t, db) // a walking sweep
+	equal(t, windows(t, s.All(false)), []string{"d[200,210)=v@200"})
+	equal(t, windows(t, s.FetchHeld(0)), []string{"b[10,20)=v@10", "c[20,30)=v@20", "d[200,210)=v@200"})
+	put("e", 260) // cutoff 161, a sweep from the index
+	commit(t, db)
+	if n := countRaw(t, db, s.p); n != 4 {
+		t.Fatalf("%d windows in LevelDB, want b, c, d and e", n)
+	}
+	s.HoldFrom(200)
+	put("f", 320) // cutoff 221, held from 200
+	commit(t, db)
+	equal(t, windows(t, s.FetchHeld(0)), []string{"d[200,210)=v@200", "e[260,270)=v@260", "f[320,330)=v@320"})
+	s.HoldFrom(math.MaxInt64)
+	put("g", 380) // cutoff 281
+	commit(t, db)
+	equal(t, windows(t, s.FetchHeld(0)), []string{"f[320,330)=v@320", "g[380,390)=v@380"})
+}
