@@ -274,6 +274,11 @@ func (p *finalSuppress) emitClosed(wm int64) error {
 		}
 	}
 	upper := p.time.lastClosed(wm)
+	// With canonical serdes everywhere, due windows sort without their buffer keys.
+	canonical := true
+	for _, part := range p.parts {
+		canonical = canonical && part.canonical
+	}
 	due := p.due[:0]
 	for partition, part := range p.parts {
 		n := 0
@@ -282,7 +287,7 @@ func (p *finalSuppress) emitClosed(wm int64) error {
 				break
 			}
 			for kb, ow := range part.byEnd[end] {
-				if !part.canonical {
+				if !canonical {
 					if _, err := p.bufferKey(part, end, ow); err != nil {
 						return err
 					}
@@ -302,7 +307,7 @@ func (p *finalSuppress) emitClosed(wm int64) error {
 		if a.end != b.end {
 			return cmp.Compare(a.end, b.end)
 		}
-		if c := p.compareBufferKeys(a, b); c != 0 {
+		if c := compareBufferKeys(a, b, canonical); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.partition, b.partition)
@@ -336,15 +341,16 @@ func (p *finalSuppress) commit() error {
 // compareBufferKeys orders two windows of one end as their keys in the buffer store sort.
 // With canonical serdes a buffer key is the window store's key followed by the window start,
 // the same for both, so the window store keys decide, unless one is a prefix of the other.
-func (p *finalSuppress) compareBufferKeys(a, b dueFinal) int {
-	if !p.parts[a.partition].canonical || !p.parts[b.partition].canonical {
+func compareBufferKeys(a, b dueFinal, canonical bool) int {
+	if !canonical {
 		return strings.Compare(a.w.bufKey, b.w.bufKey)
 	}
-	if a.kb == b.kb {
-		return 0
-	}
-	if !strings.HasPrefix(a.kb, b.kb) && !strings.HasPrefix(b.kb, a.kb) {
+	n := min(len(a.kb), len(b.kb))
+	if a.kb[:n] != b.kb[:n] {
 		return strings.Compare(a.kb, b.kb)
+	}
+	if len(a.kb) == len(b.kb) {
+		return 0
 	}
 	start := binary.BigEndian.AppendUint64(nil, uint64(a.w.start))
 	return bytes.Compare(append([]byte(a.kb), start...), append([]byte(b.kb), start...))
