@@ -149,6 +149,16 @@ func TestTimeWindowTakesRecordsUntilEndPlusGrace(t *testing.T) {
 	hopping.send(0, "k", 7, map[DropReason]int{DropLate: 2}) // both of its windows closed
 }
 
+// A record at the largest timestamp falls in the windows that start up to it, the last of
+// them ending at math.MaxInt64 (TimeWindow's end saturates); finding them must not step past
+// the timestamp and wrap around.
+func TestTimeWindowsAtTheLargestTimestamp(t *testing.T) {
+	const top = math.MaxInt64
+	r := newRuleRun(t, timeWindowCount(TimeWindows{Size: 10, Advance: 5}, false, nil))
+	first := (top - 5) / 5 * 5
+	r.send(0, "k", top, noDrops, fmt.Sprintf("[k@%d/%d]=1@%d", first, top, top), fmt.Sprintf("[k@%d/%d]=1@%d", first+5, top, top))
+}
+
 // Emit on window close (KStreamWindowAggregate's emit check): a window's final result goes
 // out once end + grace ≤ the watermark, exactly once; an update the lagging partition's
 // stream time still accepts for it is then dropped as window-closed.

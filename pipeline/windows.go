@@ -27,15 +27,15 @@ func (w TimeWindows) Validate() error {
 	return nil
 }
 
-// WindowsFor returns the starts of the windows a timestamp falls in, ascending; no window
-// starts below 0 (TimeWindows#windowsFor).
-func (w TimeWindows) WindowsFor(ts int64) []int64 {
-	first := max(0, ts-w.Size+w.Advance) / w.Advance * w.Advance
-	var out []int64
-	for s := first; s <= ts; s += w.Advance {
-		out = append(out, s)
+// windowsFor gives the windows ts falls in as the first one's start and their number (they
+// start every Advance from there, up to ts), with no window starting below 0
+// (TimeWindows#windowsFor), and no addition past ts that could overflow.
+func (w TimeWindows) windowsFor(ts int64) (first int64, n int) {
+	if ts < 0 {
+		return 0, 0
 	}
-	return out
+	first = max(0, ts-w.Size+w.Advance) / w.Advance * w.Advance
+	return first, int((ts-first)/w.Advance) + 1
 }
 
 // Windowed is a windowed key (Kafka Streams' Windowed<K>): the key and its window
@@ -238,7 +238,9 @@ func (p *windowAggregate) Process(rec Record) error {
 		return err
 	}
 	var kb []byte
-	for _, start := range p.windows.WindowsFor(rec.Timestamp) {
+	first, n := p.windows.windowsFor(rec.Timestamp)
+	for i := range n {
+		start := first + int64(i)*p.windows.Advance
 		if !p.time.admits(st, start) {
 			continue
 		}
@@ -247,7 +249,7 @@ func (p *windowAggregate) Process(rec Record) error {
 				return err
 			}
 		}
-		end := start + p.windows.Size
+		end := windowEnd(start, p.windows.Size)
 		old, found, err := p.fetch(store, rec, kb, start, end)
 		if err != nil {
 			return err
