@@ -170,36 +170,35 @@ func (p *finalSuppress) closed(part *finalPart, end int64) bool {
 }
 
 // read answers the aggregation's read of a window the suppression knows: an open one
-// (found or not), or one the window store no longer shows. ok is false for a closed window:
-// the window store has it.
-func (p *finalSuppress) read(partition int32, kb []byte, start, end int64) (value []byte, ts int64, ok bool, err error) {
+// (its entry, nil when it has none), or one the window store no longer shows (as absent).
+// ok is false for a closed window: the window store has it.
+func (p *finalSuppress) read(partition int32, kb []byte, start, end int64) (ow *openWindow, ok bool, err error) {
 	part, err := p.partition(partition)
 	if err != nil || p.closed(part, end) {
-		return nil, 0, false, err
+		return nil, false, err
 	}
 	if start < memRetentionCutoff(part.maxStart, p.src.retention) {
-		return nil, 0, true, nil
+		return nil, true, nil
 	}
-	if ow := part.byEnd[end][string(kb)]; ow != nil {
-		return ow.value, ow.ts, true, nil
-	}
-	return nil, 0, true, nil
+	return part.byEnd[end][string(kb)], true, nil
 }
 
 // written takes a window the aggregation has written (vb nil: deleted) for the update rec,
-// as suppress would take the update: only while the window is open.
-func (p *finalSuppress) written(rec Record, kb []byte, start, end int64, vb []byte, ts int64) error {
+// as suppress would take the update: only while the window is open. ow is the window's
+// entry as read found it, if it did.
+func (p *finalSuppress) written(rec Record, kb []byte, start, end int64, vb []byte, ts int64, ow *openWindow) error {
 	part, err := p.partition(rec.Partition)
 	if err != nil {
 		return err
 	}
 	part.maxStart = max(part.maxStart, start)
 	if !p.closed(part, end) {
-		group := part.group(end)
-		ow := group[string(kb)]
 		if ow == nil {
-			ow = &openWindow{key: rec.Key, start: start}
-			group[string(kb)] = ow
+			group := part.group(end)
+			if ow = group[string(kb)]; ow == nil {
+				ow = &openWindow{key: rec.Key, start: start}
+				group[string(kb)] = ow
+			}
 		}
 		ow.value, ow.ts, ow.headers, ow.topic, ow.offset = vb, ts, rec.Headers, rec.Topic, rec.Offset
 		if ow.buffered || len(rec.Headers) > 0 {

@@ -250,7 +250,7 @@ func (p *windowAggregate) Process(rec Record) error {
 			}
 		}
 		end := windowEnd(start, p.windows.Size)
-		old, found, err := p.fetch(store, rec, kb, start, end)
+		old, found, open, err := p.fetch(store, rec, kb, start, end)
 		if err != nil {
 			return err
 		}
@@ -279,7 +279,7 @@ func (p *windowAggregate) Process(rec Record) error {
 			return err
 		}
 		if p.finals != nil {
-			if err := p.finals.written(rec, kb, start, end, vb, ts); err != nil {
+			if err := p.finals.written(rec, kb, start, end, vb, ts, open); err != nil {
 				return err
 			}
 		}
@@ -300,19 +300,21 @@ func (p *windowAggregate) Process(rec Record) error {
 }
 
 // fetch reads the window of rec's key starting at start: from the suppression taking the
-// final results, while it holds the window, else from the store.
-func (p *windowAggregate) fetch(store *WindowStore, rec Record, kb []byte, start, end int64) (Window, bool, error) {
+// final results, while it holds the window, else from the store. open is the suppression's
+// entry of the window, when it has one, for written.
+func (p *windowAggregate) fetch(store *WindowStore, rec Record, kb []byte, start, end int64) (w Window, found bool, open *openWindow, err error) {
 	if p.finals != nil {
-		vb, ts, ok, err := p.finals.read(rec.Partition, kb, start, end)
-		if err != nil || (ok && vb == nil) {
-			return Window{}, false, err
+		ow, ok, err := p.finals.read(rec.Partition, kb, start, end)
+		if err != nil || (ok && (ow == nil || ow.value == nil)) {
+			return Window{}, false, ow, err
 		}
 		if ok {
-			v, err := store.value(vb)
-			return Window{Key: rec.Key, Start: start, End: end, Value: v, Timestamp: ts}, err == nil, err
+			v, err := store.value(ow.value)
+			return Window{Key: rec.Key, Start: start, End: end, Value: v, Timestamp: ow.ts}, err == nil, ow, err
 		}
 	}
-	return store.fetchSerialized(rec.Key, kb, start)
+	w, found, err = store.fetchSerialized(rec.Key, kb, start)
+	return w, found, nil, err
 }
 
 // emittedMeta is the store metadata key holding the largest window start already emitted,
