@@ -26,10 +26,11 @@ import (
 //     dropped and the consumer rewinds to the committed offsets: local state is never wiped
 //     (with enable.transactional.statestores=false it is, as Kafka Streams does).
 //   - at_least_once: once the epoch's changelog records are acknowledged (they went out
-//     while it ran), its store writes are applied with their offsets and the loop goes on
-//     with the next epoch. In the background its offsets are committed once every other
-//     record it sent (outputs, dead letters) is acknowledged too (offsetCommit); the next
-//     barrier waits for that first. At a rebalance and at shutdown the barrier waits for
+//     while it ran), its store writes are sealed with their offsets and the loop goes on
+//     with the next epoch, reading the sealed writes under its own while LevelDB applies
+//     them in the background (state.DB.CommitInBackground). Its offsets are committed once
+//     the store writes are applied and every other record it sent (outputs, dead letters)
+//     is acknowledged too (offsetCommit); the next barrier waits for that first. At a rebalance and at shutdown the barrier waits for
 //     every acknowledgement before it commits the offsets.
 //
 // The loop owns the topology and the state database (it tells the epoch a rebuilt one);
@@ -188,11 +189,13 @@ func (e *epoch) commitAndWait(start time.Time) (bool, error) {
 }
 
 // offsetCommit is an at-least-once epoch whose records are sent and whose store writes are
-// applied, waiting in the background for the acknowledgements of its other records before
-// its offsets are committed. The goroutine sets err or refused before it closes done.
+// sealed, waiting in the background for LevelDB to apply them and for the acknowledgements
+// of its other records before its offsets are committed. The goroutine sets err or refused before it closes done.
 type offsetCommit struct {
-	done    chan struct{}
-	err     error // a record of the epoch failed, or its acknowledgements did not come in time
+	done chan struct{}
+	// err: a record of the epoch failed, its acknowledgements did not come in time, or its
+	// store writes were not applied (an *applyError).
+	err     error
 	refused error // the coordinator refused the offsets
 	// deferred says dead letters of records the production handler skipped came in while it
 	// waited: they go with the next epoch, and so do the offsets.
@@ -204,9 +207,10 @@ type offsetCommit struct {
 }
 
 // commitInBackground closes an at-least-once epoch without waiting for the
-// acknowledgements of its outputs. Its store writes wait for their changelog records only,
-// and are applied with their offsets, as at any barrier; its offsets are committed in the
-// background once every record sent before now is acknowledged, dead letters included.
+// acknowledgements of its outputs or for LevelDB. Its store writes wait for their
+// changelog records only, and are sealed with their offsets, to be applied in the
+// background; its offsets are committed once they are applied and every record sent
+// before now is acknowledged, dead letters included.
 func (e *epoch) commitInBackground(start time.Time) (bool, error) {
 	storeBytes := e.storeBytes()
 	if err := e.sendChangelog(); err != nil {
@@ -222,13 +226,24 @@ func (e *epoch) commitInBackground(start time.Time) (bool, error) {
 	if err := sealed.WaitTracked(ctx); err != nil {
 		return false, err
 	}
-	if err := e.applyState(); err != nil {
-		return false, &applyError{err}
+	offsets := e.changelogOffsets()
+	var applying *state.BackgroundCommit
+	if e.db != nil {
+		var err error
+		if applying, err = e.db.CommitInBackground(offsets); err != nil {
+			return false, &applyError{fmt.Errorf("apply the epoch's store writes: %w", err)}
+		}
 	}
 	c := &offsetCommit{done: make(chan struct{}), start: start, records: e.records, partitions: len(e.next), storeBytes: storeBytes}
-	offsets, wait, consumer := maps.Clone(e.next), e.cfg.KafkaWait(), e.k.consumer
+	next, wait, consumer := maps.Clone(e.next), e.cfg.KafkaWait(), e.k.consumer
 	go func() {
 		defer close(c.done)
+		if applying != nil {
+			if err := applying.Wait(); err != nil {
+				c.err = &applyError{fmt.Errorf("apply the epoch's store writes: %w", err)}
+				return
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
 		if c.err = sealed.Wait(ctx); c.err != nil {
@@ -237,7 +252,7 @@ func (e *epoch) commitInBackground(start time.Time) (bool, error) {
 		if c.deferred = e.skipped.any(); c.deferred {
 			return
 		}
-		c.refused = consumer.Commit(offsets)
+		c.refused = consumer.Commit(next)
 	}()
 	e.committing = c
 	e.observe(start)
@@ -345,20 +360,27 @@ func (e *epoch) commitTxn(ctx context.Context) error {
 
 // applyState writes the epoch's store buffer to LevelDB with the changelog offsets.
 func (e *epoch) applyState() error {
-	acked := e.k.producer.AckedOffsets()
+	offsets := e.changelogOffsets()
 	if e.db == nil {
 		return nil
 	}
+	if err := e.db.Commit(offsets); err != nil {
+		return fmt.Errorf("apply the epoch's store writes: %w", err)
+	}
+	return nil
+}
+
+// changelogOffsets takes the changelog offsets acknowledged since the last call, by store
+// partition.
+func (e *epoch) changelogOffsets() map[state.ChangelogPartition]int64 {
+	acked := e.k.producer.AckedOffsets()
 	offsets := make(map[state.ChangelogPartition]int64, len(acked))
 	for tp, off := range acked {
 		if store, ok := e.changelogOf[tp.Topic]; ok {
 			offsets[state.ChangelogPartition{Store: store, Partition: tp.Partition}] = off
 		}
 	}
-	if err := e.db.Commit(offsets); err != nil {
-		return fmt.Errorf("apply the epoch's store writes: %w", err)
-	}
-	return nil
+	return offsets
 }
 
 // maxFailedEpochs bounds how many epochs in a row may fail and be processed again before

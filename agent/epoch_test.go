@@ -313,6 +313,31 @@ func TestEpochAtLeastOnceStateApplyErrorCommitsNoOffset(t *testing.T) {
 	}
 }
 
+// Under at-least-once the barrier does not wait for LevelDB either: on a full disk it still
+// hands the epoch to the background, whose store write fails; the offsets are never
+// committed, and settle reports the failure as the database's (an applyError with ENOSPC).
+func TestEpochAtLeastOnceBackgroundStateApplyErrorCommitsNoOffset(t *testing.T) {
+	r := newEpochRig(t, "")
+	r.process(t, 4, "a")
+	r.disk.Fill(0)
+	committed, err := r.epoch.commit(time.Now(), false)
+	if err != nil || !committed {
+		t.Fatalf("commit = %v, %v; want the epoch handed to the background", committed, err)
+	}
+	<-r.epoch.committingDone()
+	err = r.epoch.settle()
+	var apply *applyError
+	if !errors.As(err, &apply) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("settle = %v, want an applyError with ENOSPC", err)
+	}
+	if got := r.committedOffset(t); got != -1 {
+		t.Fatalf("committed offset %d after a failed store write, want none", got)
+	}
+	if len(readAll(t, r.brokers, "out", 1)) != 1 {
+		t.Fatal("the output was not sent")
+	}
+}
+
 // Under at-least-once a barrier that need not wait hands the offsets to the background: it
 // returns while an output is unacknowledged, with the store writes applied with their
 // acknowledged changelog offset, and the offsets are committed only once the output is
@@ -333,11 +358,13 @@ func TestEpochAtLeastOnceCommitsOffsetsAfterTheAcksInTheBackground(t *testing.T)
 	if got := r.committedOffset(t); got != -1 {
 		t.Fatalf("offset %d committed while the output is unacknowledged", got)
 	}
+	// LevelDB applies the store writes in the background too, with their changelog offset.
+	pollFor(t, 10*time.Second, "the epoch's store writes applied", func() bool { return r.stored(t, "a") == "v" })
 	if off, ok, err := r.db.ChangelogOffset(epochCounts.Name, 0); err != nil || !ok || off != 0 {
 		t.Fatalf("changelog offset %d, %v, %v; want 0 (the write's record)", off, ok, err)
 	}
-	if got := r.stored(t, "a"); got != "v" {
-		t.Fatalf("store holds %q, want the epoch's write applied", got)
+	if got := r.committedOffset(t); got != -1 {
+		t.Fatalf("offset %d committed while the output is unacknowledged", got)
 	}
 	release()
 	<-r.epoch.committingDone()
@@ -412,12 +439,12 @@ func TestEpochAtLeastOnceAppliesTheStateAfterItsChangelogAcks(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if off, ok, err := r.db.ChangelogOffset(epochCounts.Name, 0); err != nil || !ok || off != 0 {
-		t.Fatalf("changelog offset %d, %v, %v; want 0", off, ok, err)
-	}
 	<-r.epoch.committingDone()
 	if err := r.epoch.settle(); err != nil {
 		t.Fatal(err)
+	}
+	if off, ok, err := r.db.ChangelogOffset(epochCounts.Name, 0); err != nil || !ok || off != 0 {
+		t.Fatalf("changelog offset %d, %v, %v; want 0", off, ok, err)
 	}
 	if got := r.committedOffset(t); got != 5 {
 		t.Fatalf("committed offset %d, want 5", got)

@@ -507,10 +507,6 @@ func (l *loop) commit(wait bool) error {
 		return l.recoverState(err)
 	}
 	committed, err := l.epoch.commit(start, wait)
-	var apply *applyError
-	if errors.As(err, &apply) {
-		return l.recoverState(apply.err)
-	}
 	if err != nil {
 		return l.retry(err)
 	}
@@ -522,8 +518,14 @@ func (l *loop) commit(wait bool) error {
 }
 
 // retry handles an epoch that failed (epoch.fail): a corrupt state database is rebuilt; an
-// epoch the epoch dropped goes on from the committed offsets.
+// epoch the epoch dropped goes on from the committed offsets. A store write LevelDB did not
+// take (an *applyError) is the database's fault: it is rebuilt if corrupt, else it stops
+// the application.
 func (l *loop) retry(cause error) error {
+	var apply *applyError
+	if errors.As(cause, &apply) {
+		return l.recoverState(apply.err)
+	}
 	if l.stateCorrupt(cause) {
 		return l.rebuildCorruptState(cause)
 	}

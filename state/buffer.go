@@ -208,3 +208,98 @@ func (i bufIterator) Value() []byte {
 	defer i.b.mu.RUnlock()
 	return i.b.value(&i.b.entries[n])
 }
+
+// bufferIter is what mergeIter needs of a buffer iterator: it walks one way, First then
+// Next or Last then Prev.
+type bufferIter interface {
+	First() bool
+	Last() bool
+	Next() bool
+	Prev() bool
+	Key() []byte
+	Value() []byte
+	Release()
+}
+
+// overlayIter walks two buffers' entries as one: on equal keys the top one's entry wins
+// (a delete included, so that it still hides LevelDB's). It walks one way only.
+type overlayIter struct {
+	top, under       bufferIter
+	topOK, underOK   bool
+	fromTop, fromUnd bool
+	reverse          bool
+}
+
+func newOverlayIter(top, under bufferIter) *overlayIter {
+	return &overlayIter{top: top, under: under}
+}
+
+func (o *overlayIter) First() bool {
+	o.reverse = false
+	o.topOK, o.underOK = o.top.First(), o.under.First()
+	return o.pick()
+}
+
+func (o *overlayIter) Last() bool {
+	o.reverse = true
+	o.topOK, o.underOK = o.top.Last(), o.under.Last()
+	return o.pick()
+}
+
+func (o *overlayIter) Next() bool { return o.step() }
+func (o *overlayIter) Prev() bool { return o.step() }
+
+func (o *overlayIter) step() bool {
+	if o.fromTop {
+		o.topOK = o.advance(o.top)
+	}
+	if o.fromUnd {
+		o.underOK = o.advance(o.under)
+	}
+	return o.pick()
+}
+
+func (o *overlayIter) advance(i bufferIter) bool {
+	if o.reverse {
+		return i.Prev()
+	}
+	return i.Next()
+}
+
+// pick chooses the iterator whose key comes first; both on equal keys.
+func (o *overlayIter) pick() bool {
+	o.fromTop, o.fromUnd = o.topOK, o.underOK
+	if o.topOK && o.underOK {
+		c := bytes.Compare(o.top.Key(), o.under.Key())
+		if o.reverse {
+			c = -c
+		}
+		o.fromTop, o.fromUnd = c <= 0, c >= 0
+	}
+	return o.topOK || o.underOK
+}
+
+func (o *overlayIter) Key() []byte {
+	if o.fromTop {
+		return o.top.Key()
+	}
+	if o.fromUnd {
+		return o.under.Key()
+	}
+	return nil
+}
+
+func (o *overlayIter) Value() []byte {
+	if o.fromTop {
+		return o.top.Value()
+	}
+	if o.fromUnd {
+		return o.under.Value()
+	}
+	return nil
+}
+
+func (o *overlayIter) Release() {
+	o.top.Release()
+	o.under.Release()
+}

@@ -14,50 +14,164 @@ import (
 // Commit applies every store partition's buffered writes, their stream times, their
 // processor metadata, the expiry of retained data and the given changelog offsets in one
 // atomic LevelDB batch, then clears the buffers and the epoch's changelog records. On an
-// error nothing is applied and the buffers stay, so the caller can retry or Abort.
+// error nothing is applied and the buffers stay, so the caller can retry or Abort. A commit
+// still writing in the background (CommitInBackground) is waited for first; if it failed,
+// Commit fails with its error.
 func (db *DB) Commit(changelogOffsets map[ChangelogPartition]int64) error {
-	b := &db.batch
-	b.Reset()
-	for cp, off := range changelogOffsets {
-		id, ok := db.storeID(cp.Store)
-		if !ok {
-			return fmt.Errorf("state: commit: changelog offset for unknown store %q", cp.Store)
-		}
-		b.Put(sysPartitionKey(sysOffset, id, cp.Partition, nil), binary.BigEndian.AppendUint64(nil, uint64(off)))
+	if err := db.settle(); err != nil {
+		return err
 	}
-	var swept []*partition
-	for _, p := range db.dirty {
-		if err := p.appendBuffer(b); err != nil {
-			return err
-		}
-		did, err := p.appendSweep(b)
-		if err != nil {
-			return err
-		}
-		if did {
-			swept = append(swept, p)
-		}
-		p.appendMeta(b)
+	b, parts, err := db.buildBatch(changelogOffsets)
+	if err != nil {
+		return err
 	}
 	if b.Len() > 0 {
 		if err := db.writeData(b, false); err != nil {
 			return fmt.Errorf("state: commit: %w", err)
 		}
 	}
-	for _, p := range swept {
-		p.lastSweep = p.expiryCutoff(p.streamTime.Load())
-	}
-	for _, p := range db.dirty {
-		p.committedStreamTime.Store(p.streamTime.Load())
-		p.committedSeq = p.seq
-		p.resetBuffer()
+	for i := range parts {
+		parts[i].committed()
+		parts[i].p.resetBuffer()
 	}
 	db.endEpoch()
 	return nil
 }
 
-// Abort drops every buffered write, metadata change and changelog record of the epoch.
+// BackgroundCommit is an epoch CommitInBackground is writing to LevelDB.
+type BackgroundCommit struct {
+	done  chan struct{}
+	err   error // set before done is closed
+	parts []sealedPart
+}
+
+// Wait waits for the write and returns its error. Any goroutine may call it.
+func (c *BackgroundCommit) Wait() error {
+	<-c.done
+	return c.err
+}
+
+// sealedPart is what a commit applies of one store partition, beyond its batch entries.
+type sealedPart struct {
+	p          *partition
+	streamTime int64
+	seq        int32
+	swept      bool
+	sweptTo    int64 // the expiry cutoff the sweep deleted up to
+}
+
+// committed records the partition's commit, once its batch is written: reads at
+// READ_COMMITTED go by the new stream time from now on. The processing goroutine calls it.
+func (s *sealedPart) committed() {
+	s.p.committedStreamTime.Store(s.streamTime)
+	s.p.committedSeq = s.seq
+	if s.swept {
+		s.p.lastSweep = s.sweptTo
+	}
+}
+
+// CommitInBackground commits as Commit does, but writes the batch on a goroutine of its own
+// and returns once the batch is built: the next epoch starts at once. Until the write is
+// done, READ_UNCOMMITTED reads see the sealed epoch's writes under the next epoch's (buffer,
+// then sealed buffer, then LevelDB) and READ_COMMITTED reads the state before it, as before
+// any commit; the write makes the data, offsets and stream times visible together. The
+// next Commit, CommitInBackground, Abort, Restore, Wipe or Close waits for the write first,
+// so at most one is in flight. If the write fails, nothing of the epoch is applied: the
+// sealed writes stay readable, every later commit fails with the error, and Abort drops
+// them. The caller must have taken the epoch's changelog records.
+func (db *DB) CommitInBackground(changelogOffsets map[ChangelogPartition]int64) (*BackgroundCommit, error) {
+	if err := db.settle(); err != nil {
+		return nil, err
+	}
+	b, parts, err := db.buildBatch(changelogOffsets)
+	if err != nil {
+		return nil, err
+	}
+	c := &BackgroundCommit{done: make(chan struct{}), parts: parts}
+	for i := range parts {
+		p := parts[i].p
+		p.sealed.Store(p.buf.Load())
+		p.sealedMeta = p.meta
+		p.resetBuffer()
+	}
+	db.endEpoch()
+	db.pending = c
+	go func() {
+		defer close(c.done)
+		if b.Len() > 0 {
+			if c.err = db.writeData(b, false); c.err != nil {
+				c.err = fmt.Errorf("state: commit in the background: %w", c.err)
+				return
+			}
+		}
+		for i := range parts {
+			p := parts[i].p
+			p.committedStreamTime.Store(parts[i].streamTime)
+			p.sealed.Store(nil)
+		}
+	}()
+	return c, nil
+}
+
+// settle waits for the commit writing in the background, if any, and finishes it on the
+// processing goroutine; it returns the write's error, and keeps returning it until Abort.
+func (db *DB) settle() error {
+	c := db.pending
+	if c == nil {
+		return nil
+	}
+	if err := c.Wait(); err != nil {
+		return err
+	}
+	for i := range c.parts {
+		c.parts[i].committed()
+		c.parts[i].p.sealedMeta = nil
+	}
+	db.pending = nil
+	return nil
+}
+
+// buildBatch builds the commit batch of the dirty store partitions in db.batch.
+func (db *DB) buildBatch(changelogOffsets map[ChangelogPartition]int64) (*leveldb.Batch, []sealedPart, error) {
+	b := &db.batch
+	b.Reset()
+	for cp, off := range changelogOffsets {
+		id, ok := db.storeID(cp.Store)
+		if !ok {
+			return nil, nil, fmt.Errorf("state: commit: changelog offset for unknown store %q", cp.Store)
+		}
+		b.Put(sysPartitionKey(sysOffset, id, cp.Partition, nil), binary.BigEndian.AppendUint64(nil, uint64(off)))
+	}
+	parts := make([]sealedPart, len(db.dirty))
+	for i, p := range db.dirty {
+		if err := p.appendBuffer(b); err != nil {
+			return nil, nil, err
+		}
+		did, err := p.appendSweep(b)
+		if err != nil {
+			return nil, nil, err
+		}
+		p.appendMeta(b)
+		st := p.streamTime.Load()
+		parts[i] = sealedPart{p: p, streamTime: st, seq: p.seq, swept: did, sweptTo: p.expiryCutoff(st)}
+	}
+	return b, parts, nil
+}
+
+// Abort drops every buffered write, metadata change and changelog record of the epoch. A
+// commit writing in the background is waited for; if it failed, its writes are dropped too
+// and the stores are back at the last commit that was written.
 func (db *DB) Abort() {
+	if c := db.pending; c != nil && db.settle() != nil {
+		for i := range c.parts {
+			p := c.parts[i].p
+			p.sealed.Store(nil)
+			p.sealedMeta = nil
+			p.streamTime.Store(p.committedStreamTime.Load())
+			p.seq = p.committedSeq
+		}
+		db.pending = nil
+	}
 	for _, p := range db.dirty {
 		p.streamTime.Store(p.committedStreamTime.Load())
 		p.seq = p.committedSeq
@@ -72,7 +186,6 @@ func (db *DB) endEpoch() {
 	clear(db.changelog)
 	db.changelog = db.changelog[:0]
 	db.changelogTaken = 0
-	db.batch.Reset()
 }
 
 // appendBuffer adds the buffered writes; entries that expired during the epoch are
@@ -168,6 +281,9 @@ func (db *DB) Meta(store string, partition int32, key string) ([]byte, error) {
 	if v, ok := p.meta[key]; ok {
 		return v, nil
 	}
+	if v, ok := p.sealedMeta[key]; ok {
+		return v, nil
+	}
 	v, err := db.ldb.Get(sysPartitionKey(sysUserMeta, p.id, p.num, []byte(key)))
 	if errors.Is(err, leveldb.ErrNotFound) {
 		return nil, nil
@@ -184,6 +300,9 @@ func (db *DB) Wipe(store string, partition int32) error {
 	id, ok := db.storeID(store)
 	if !ok {
 		return nil
+	}
+	if err := db.settle(); err != nil {
+		return err
 	}
 	var b leveldb.Batch
 	prefix := dataPrefix(id, partition)

@@ -9,7 +9,7 @@ import (
 )
 
 // Readers on other goroutines (interactive queries) run while the processing goroutine
-// writes, commits and aborts. Run with -race. Every epoch writes the same counter under
+// writes, commits (in the background too) and aborts. Run with -race. Every epoch writes the same counter under
 // keys "a" and "b": a READ_COMMITTED iteration sees them equal, whatever it interleaves
 // with.
 func TestConcurrentReadersAndWriter(t *testing.T) {
@@ -71,9 +71,16 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 			db.Abort()
 			continue
 		}
-		noErr(t, db.Commit(map[ChangelogPartition]int64{{Store: "kv"}: int64(i)}))
+		offsets := map[ChangelogPartition]int64{{Store: "kv"}: int64(i)}
+		if i%2 == 0 {
+			noErr(t, db.Commit(offsets))
+		} else {
+			_, err := db.CommitInBackground(offsets)
+			noErr(t, err)
+		}
 		lastCommitted = i
 	}
+	db.Abort() // waits for the last background commit
 	close(done)
 	wg.Wait()
 	close(errs)

@@ -64,6 +64,8 @@ type DB struct {
 	// changelogData holds the records' keys and values (changelogBytes).
 	changelogData []byte
 	batch         leveldb.Batch
+	// pending is the commit CommitInBackground is writing, until settled.
+	pending *BackgroundCommit
 }
 
 type catalogEntry struct {
@@ -199,8 +201,12 @@ func (db *DB) readErr(err error) error {
 	return fmt.Errorf("state: read %s: %w", db.dir, err)
 }
 
-// Close closes the database; buffered writes that were not committed are lost.
+// Close closes the database once a commit writing in the background is done; buffered
+// writes that were not committed are lost.
 func (db *DB) Close() error {
+	if db.pending != nil {
+		_ = db.pending.Wait() // a failed one leaves the database at the commit before it
+	}
 	err := db.ldb.db.Close()
 	if serr := db.stor.Close(); err == nil {
 		err = serr

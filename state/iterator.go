@@ -12,7 +12,7 @@ import (
 // a slice kept longer silently turns into a later entry's bytes. Every iterator of this
 // package is built on mergeIter, so the iterpoison build tag checks them all (handOut).
 type mergeIter struct {
-	mem       iterator.Iterator // nil at READ_COMMITTED
+	mem       bufferIter // nil at READ_COMMITTED
 	disk      iterator.Iterator
 	prefixLen int
 	reverse   bool
@@ -58,14 +58,14 @@ func (it *mergeIter) retire() {
 // went wrong.
 const stalePattern = "<stale iterator bytes>"
 
-func (it *mergeIter) step(i iterator.Iterator) bool {
+func (it *mergeIter) step(i bufferIter) bool {
 	if it.reverse {
 		return i.Prev()
 	}
 	return i.Next()
 }
 
-func (it *mergeIter) first(i iterator.Iterator) bool {
+func (it *mergeIter) first(i bufferIter) bool {
 	if it.reverse {
 		return i.Last()
 	}

@@ -59,7 +59,10 @@ type partition struct {
 
 	// buf is replaced, never reset, at Commit and Abort: readers on other goroutines may
 	// still hold the old one or slices into it.
-	buf         atomic.Pointer[epochBuffer]
+	buf atomic.Pointer[epochBuffer]
+	// sealed is the previous epoch's buffer while DB.CommitInBackground writes it to
+	// LevelDB (nil otherwise): READ_UNCOMMITTED reads look in it after buf.
+	sealed      atomic.Pointer[epochBuffer]
 	uncommitted atomic.Int64
 	// Observed stream time of window, session and versioned stores: the largest window
 	// start, session end or version timestamp written.
@@ -75,8 +78,9 @@ type partition struct {
 	seq          int32
 	committedSeq int32
 	meta         map[string][]byte
-	scratch      []byte // buffer values under construction
-	kbuf, ckbuf  []byte // store and changelog keys under construction
+	sealedMeta   map[string][]byte // the metadata CommitInBackground is writing
+	scratch      []byte            // buffer values under construction
+	kbuf, ckbuf  []byte            // store and changelog keys under construction
 	lastSweep    int64
 	// expiry indexes a window or session store's keys by time once a sweep has walked the
 	// partition; nil until then, or when it grew too large (retention.go).
@@ -142,7 +146,7 @@ func (p *partition) diskKey(k []byte) []byte {
 // cache: callers must not write to it.
 func (p *partition) get(k []byte, level IsolationLevel) ([]byte, bool, error) {
 	if level == ReadUncommitted {
-		if v, ok := p.buf.Load().get(k); ok {
+		if v, ok := p.buffered(k); ok {
 			if v[0] == opDelete {
 				return nil, false, nil
 			}
@@ -172,6 +176,20 @@ func (p *partition) get(k []byte, level IsolationLevel) ([]byte, bool, error) {
 		p.cache.fill(dk, v, token)
 	}
 	return v, true, nil
+}
+
+// buffered returns the entry of store key k in the epoch buffer, or else in the sealed
+// buffer of the commit writing in the background. buf is loaded first: a sealed buffer is
+// stored before the buffer that replaces it, and cleared only once LevelDB holds it, so a
+// read that finds neither finds LevelDB at least as new.
+func (p *partition) buffered(k []byte) ([]byte, bool) {
+	if v, ok := p.buf.Load().get(k); ok {
+		return v, true
+	}
+	if s := p.sealed.Load(); s != nil {
+		return s.get(k)
+	}
+	return nil, false
 }
 
 // cachedGet looks k up in the cache without allocating its disk key.
@@ -216,10 +234,17 @@ func (p *partition) iter(start, limit []byte, reverse bool, level IsolationLevel
 	} else {
 		r.Limit = prefixEnd(p.prefix)
 	}
-	it.disk = p.db.ldb.NewIterator(&r)
 	if level == ReadUncommitted {
-		it.mem = p.buf.Load().iterator(&util.Range{Start: start, Limit: limit})
+		// Buffers before the snapshot, as in buffered: the snapshot is then at least as new
+		// as the sealed buffer seen.
+		live, sealed := p.buf.Load(), p.sealed.Load()
+		mr := &util.Range{Start: start, Limit: limit}
+		it.mem = live.iterator(mr)
+		if sealed != nil {
+			it.mem = newOverlayIter(it.mem, sealed.iterator(mr))
+		}
 	}
+	it.disk = p.db.ldb.NewIterator(&r)
 	return it
 }
 

@@ -23,6 +23,9 @@ func (db *DB) Restore(spec pipeline.StoreSpec, partition int32, records []Change
 	if err != nil {
 		return err
 	}
+	if err := db.settle(); err != nil {
+		return err
+	}
 	if p.dirty {
 		return p.errorf("restore: the partition has uncommitted writes; commit or abort them first")
 	}

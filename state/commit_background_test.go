@@ -1,0 +1,256 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/syndtr/goleveldb/leveldb/storage"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state/faultdisk"
+)
+
+// journalGate holds LevelDB's journal writes while it is closed, so a test can look at the
+// database while a commit is being written.
+type journalGate struct {
+	mu     sync.Mutex
+	open   chan struct{} // nil: writes pass
+	held   chan struct{} // gets a value when a write waits
+	stored storage.Storage
+}
+
+func (g *journalGate) wrap(s storage.Storage) storage.Storage {
+	g.stored = s
+	return gatedStorage{s, g}
+}
+
+// close makes the next journal writes wait until reopen.
+func (g *journalGate) close() {
+	g.mu.Lock()
+	g.open, g.held = make(chan struct{}), make(chan struct{}, 1)
+	g.mu.Unlock()
+}
+
+// reopen lets the held writes go on; a no-op when open.
+func (g *journalGate) reopen() {
+	g.mu.Lock()
+	if g.open != nil {
+		close(g.open)
+		g.open = nil
+	}
+	g.mu.Unlock()
+}
+
+func (g *journalGate) wait() {
+	g.mu.Lock()
+	open, held := g.open, g.held
+	g.mu.Unlock()
+	if open == nil {
+		return
+	}
+	select {
+	case held <- struct{}{}:
+	default:
+	}
+	<-open
+}
+
+type gatedStorage struct {
+	storage.Storage
+	g *journalGate
+}
+
+func (s gatedStorage) Create(fd storage.FileDesc) (storage.Writer, error) {
+	w, err := s.Storage.Create(fd)
+	if err != nil || fd.Type != storage.TypeJournal {
+		return w, err
+	}
+	return gatedWriter{w, s.g}, nil
+}
+
+type gatedWriter struct {
+	storage.Writer
+	g *journalGate
+}
+
+func (w gatedWriter) Write(p []byte) (int, error) {
+	w.g.wait()
+	return w.Writer.Write(p)
+}
+
+// While a background commit is being written, READ_UNCOMMITTED reads see the next epoch's
+// writes over the sealed epoch's over LevelDB (point reads, iterators both ways, metadata),
+// and READ_COMMITTED reads the last written commit, its offsets and stream time included;
+// once written, the sealed epoch is committed state.
+func TestCommitInBackgroundReadsTheSealedEpochUntilWritten(t *testing.T) {
+	gate := &journalGate{}
+	opts := testOptions
+	opts.WrapStorage = gate.wrap
+	db, err := Open(t.TempDir(), opts)
+	noErr(t, err)
+	defer db.Close()
+	defer gate.reopen() // before Close, which waits for the write
+	kv, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType, Logged: true}, 0)
+	noErr(t, err)
+	w, err := db.WindowStore(windowSpec(), 0)
+	noErr(t, err)
+	cp := ChangelogPartition{Store: "kv"}
+	for _, k := range []string{"a", "c", "d"} {
+		noErr(t, kv.Put([]byte(k), []byte(k+"1"), 0))
+	}
+	_, err = w.Put([]byte("w"), 10, []byte("w1"), 10)
+	noErr(t, err)
+	noErr(t, db.Commit(map[ChangelogPartition]int64{cp: 1}))
+
+	// The sealed epoch: a and b put, c deleted, metadata, a later window.
+	noErr(t, kv.Put([]byte("a"), []byte("a2"), 0))
+	noErr(t, kv.Put([]byte("b"), []byte("b2"), 0))
+	noErr(t, kv.Delete([]byte("c"), 0))
+	noErr(t, db.PutMeta("kv", 0, "m", []byte("m2")))
+	_, err = w.Put([]byte("w"), 20, []byte("w2"), 20)
+	noErr(t, err)
+	gate.close()
+	c, err := db.CommitInBackground(map[ChangelogPartition]int64{cp: 2})
+	noErr(t, err)
+	<-gate.held
+	if db.UncommittedBytes() != 0 {
+		t.Fatalf("%d uncommitted bytes after the seal, want 0", db.UncommittedBytes())
+	}
+
+	// The next epoch: d put over LevelDB's, b deleted over the sealed put.
+	noErr(t, kv.Put([]byte("d"), []byte("d3"), 0))
+	noErr(t, kv.Delete([]byte("b"), 0))
+	ru, rc := kv.View(ReadUncommitted), kv.View(ReadCommitted)
+	wantKV := func(view KeyValueView, want string) {
+		t.Helper()
+		var got []string
+		for _, k := range []string{"a", "b", "c", "d"} {
+			v, err := view.Get([]byte(k))
+			noErr(t, err)
+			got = append(got, fmt.Sprintf("%s=%s", k, v))
+		}
+		if s := fmt.Sprint(got); s != want {
+			t.Fatalf("%s Get: %s, want %s", view.Level(), s, want)
+		}
+		for _, reverse := range []bool{false, true} {
+			it := view.All(reverse)
+			var scan []string
+			for it.Next() {
+				scan = append(scan, fmt.Sprintf("%s=%s", it.Key(), it.Value()))
+			}
+			noErr(t, it.Err())
+			it.Close()
+			if reverse {
+				for i, j := 0, len(scan)-1; i < j; i, j = i+1, j-1 {
+					scan[i], scan[j] = scan[j], scan[i]
+				}
+			}
+			if s := fmt.Sprint(scan); s != fmt.Sprint(nonEmpty(got)) {
+				t.Fatalf("%s All(reverse %v): %s, want %s", view.Level(), reverse, s, nonEmpty(got))
+			}
+		}
+	}
+	wantKV(ru, "[a=a2 b= c= d=d3]")
+	wantKV(rc, "[a=a1 b= c=c1 d=d1]")
+	if m, err := db.Meta("kv", 0, "m"); err != nil || string(m) != "m2" {
+		t.Fatalf("Meta = %q, %v; want the sealed m2", m, err)
+	}
+	if off, _, err := db.ChangelogOffset("kv", 0); err != nil || off != 1 {
+		t.Fatalf("changelog offset %d, %v while the commit is written; want the last written 1", off, err)
+	}
+	if got := windows(t, w.View(ReadUncommitted).Fetch([]byte("w"), 0, 100, false)); fmt.Sprint(got) != "[w[10,20)=w1@10 w[20,30)=w2@20]" {
+		t.Fatalf("READ_UNCOMMITTED windows %v", got)
+	}
+	if got := windows(t, w.View(ReadCommitted).Fetch([]byte("w"), 0, 100, false)); fmt.Sprint(got) != "[w[10,20)=w1@10]" {
+		t.Fatalf("READ_COMMITTED windows %v", got)
+	}
+
+	gate.reopen()
+	noErr(t, c.Wait())
+	wantKV(ru, "[a=a2 b= c= d=d3]")
+	wantKV(rc, "[a=a2 b=b2 c= d=d1]")
+	if off, _, err := db.ChangelogOffset("kv", 0); err != nil || off != 2 {
+		t.Fatalf("changelog offset %d, %v after the write; want 2", off, err)
+	}
+	if got := windows(t, w.View(ReadCommitted).Fetch([]byte("w"), 0, 100, false)); fmt.Sprint(got) != "[w[10,20)=w1@10 w[20,30)=w2@20]" {
+		t.Fatalf("READ_COMMITTED windows after the write %v", got)
+	}
+	// An aborted next epoch goes back to the sealed one, now committed.
+	db.Abort()
+	wantKV(ru, "[a=a2 b=b2 c= d=d1]")
+	if m, err := db.Meta("kv", 0, "m"); err != nil || string(m) != "m2" {
+		t.Fatalf("Meta = %q, %v after the write; want m2", m, err)
+	}
+}
+
+// nonEmpty drops the absent keys of a "k=v" list.
+func nonEmpty(kvs []string) []string {
+	var out []string
+	for _, s := range kvs {
+		if s[len(s)-1] != '=' {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// A background commit that meets a full disk applies nothing: its error comes from Wait
+// and from every later commit, READ_UNCOMMITTED still reads the sealed epoch, and Abort
+// drops it and the next epoch, back to the last written commit.
+func TestCommitInBackgroundOnAFullDiskAppliesNothing(t *testing.T) {
+	dir := t.TempDir()
+	disk := faultdisk.New(dir)
+	opts := testOptions
+	opts.WrapStorage = disk.Wrap
+	db, err := Open(dir, opts)
+	noErr(t, err)
+	defer db.Close()
+	a0, err := db.KeyValueStore(diskFullSpecs[0], 0)
+	noErr(t, err)
+	put := func(e int) {
+		for k := range 4 {
+			noErr(t, a0.Put([]byte(fmt.Sprintf("k%d", k)), []byte(fmt.Sprintf("e%d", e)), 0))
+		}
+	}
+	offsets := func(e int) map[ChangelogPartition]int64 {
+		return map[ChangelogPartition]int64{{Store: "a"}: int64(100 * e)}
+	}
+	put(1)
+	noErr(t, db.Commit(offsets(1)))
+	put(2)
+	disk.Fill(0)
+	c, err := db.CommitInBackground(offsets(2))
+	noErr(t, err)
+	werr := c.Wait()
+	if !errors.Is(werr, syscall.ENOSPC) {
+		t.Fatalf("Wait = %v, want ENOSPC", werr)
+	}
+	if v, err := a0.Get([]byte("k0")); err != nil || string(v) != "e2" {
+		t.Fatalf("READ_UNCOMMITTED k0 = %q, %v after the failed write; want the sealed e2", v, err)
+	}
+	if v, err := a0.View(ReadCommitted).Get([]byte("k0")); err != nil || string(v) != "e1" {
+		t.Fatalf("READ_COMMITTED k0 = %q, %v; want e1", v, err)
+	}
+	put(3)
+	if err := db.Commit(offsets(3)); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Commit after the failed write = %v, want its ENOSPC", err)
+	}
+	if _, err := db.CommitInBackground(offsets(3)); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("CommitInBackground after the failed write = %v, want its ENOSPC", err)
+	}
+	if err := db.Restore(diskFullSpecs[0], 1, nil, 5); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Restore after the failed write = %v, want its ENOSPC", err)
+	}
+	db.Abort()
+	for _, level := range []IsolationLevel{ReadUncommitted, ReadCommitted} {
+		if v, err := a0.View(level).Get([]byte("k0")); err != nil || string(v) != "e1" {
+			t.Fatalf("%s k0 = %q, %v after Abort; want the last written e1", level, v, err)
+		}
+	}
+	if off, _, err := db.ChangelogOffset("a", 0); err != nil || off != 100 {
+		t.Fatalf("changelog offset %d, %v; want epoch 1's", off, err)
+	}
+}
