@@ -25,13 +25,16 @@ import (
 //     with the changelog offsets. If the transaction fails it is aborted, the store buffer is
 //     dropped and the consumer rewinds to the committed offsets: local state is never wiped
 //     (with enable.transactional.statestores=false it is, as Kafka Streams does).
-//   - at_least_once: once the epoch's changelog records are acknowledged (they went out
-//     while it ran), its store writes are sealed with their offsets and the loop goes on
-//     with the next epoch, reading the sealed writes under its own while LevelDB applies
-//     them in the background (state.DB.CommitInBackground). Its offsets are committed once
-//     the store writes are applied and every other record it sent (outputs, dead letters)
-//     is acknowledged too (offsetCommit); the next barrier waits for that first. At a rebalance and at shutdown the barrier waits for
-//     every acknowledgement before it commits the offsets.
+//   - at_least_once: the epoch's store writes are sealed and the loop goes on with the
+//     next epoch at once, reading the sealed writes under its own. In the background
+//     (offsetCommit, state.DB.CommitInBackground) the sealed writes are applied to LevelDB
+//     once their changelog records are acknowledged (they went out while the epoch ran),
+//     with those records' offsets, and the consumed offsets are committed once every
+//     other record it sent (outputs, dead letters) is acknowledged too. The next epoch's
+//     changelog records wait until the sealed epoch's are acknowledged; the next barrier
+//     waits for the whole background commit first.
+//     At a rebalance and at shutdown the barrier waits for every acknowledgement before it
+//     commits the offsets.
 //
 // The loop owns the topology and the state database (it tells the epoch a rebuilt one);
 // sendLetter and restore are the two things the epoch needs of it.
@@ -109,10 +112,20 @@ func (e *epoch) begin() error {
 	return nil
 }
 
-// sendChangelog sends the epoch's changelog records not sent yet.
+// sendChangelog sends the epoch's changelog records not sent yet. While the previous
+// epoch's changelog acknowledgements are awaited in the background it sends nothing:
+// their offsets, committed with that epoch's store writes, are taken as the highest
+// acknowledged, and must not cover this epoch's records.
 func (e *epoch) sendChangelog() error {
 	if e.db == nil {
 		return nil
+	}
+	if c := e.committing; c != nil {
+		select {
+		case <-c.changelogAcked:
+		default:
+			return nil
+		}
 	}
 	for _, r := range e.db.TakeChangelog() {
 		topic, ok := e.changelogFor[r.Store]
@@ -193,6 +206,9 @@ func (e *epoch) commitAndWait(start time.Time) (bool, error) {
 // of its other records before its offsets are committed. The goroutine sets err or refused before it closes done.
 type offsetCommit struct {
 	done chan struct{}
+	// changelogAcked is closed once the epoch's changelog records are acknowledged (or
+	// failed) and their offsets taken: the next epoch's may go from then on.
+	changelogAcked chan struct{}
 	// err: a record of the epoch failed, its acknowledgements did not come in time, or its
 	// store writes were not applied (an *applyError).
 	err     error
@@ -206,10 +222,10 @@ type offsetCommit struct {
 	storeBytes          int64
 }
 
-// commitInBackground closes an at-least-once epoch without waiting for the
-// acknowledgements of its outputs or for LevelDB. Its store writes wait for their
-// changelog records only, and are sealed with their offsets, to be applied in the
-// background; its offsets are committed once they are applied and every record sent
+// commitInBackground closes an at-least-once epoch without waiting for any
+// acknowledgement or for LevelDB: its store writes are sealed and applied in the
+// background once their changelog records are acknowledged, with those records' offsets;
+// its consumed offsets are committed once the writes are applied and every record sent
 // before now is acknowledged, dead letters included.
 func (e *epoch) commitInBackground(start time.Time) (bool, error) {
 	storeBytes := e.storeBytes()
@@ -221,31 +237,47 @@ func (e *epoch) commitInBackground(start time.Time) (bool, error) {
 		return false, err
 	}
 	sealed := e.k.producer.Seal()
+	c := &offsetCommit{done: make(chan struct{}), changelogAcked: make(chan struct{}),
+		start: start, records: e.records, partitions: len(e.next), storeBytes: storeBytes}
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.KafkaWait())
-	defer cancel()
-	if err := sealed.WaitTracked(ctx); err != nil {
-		return false, err
+	// ackErr is set before changelogAcked is closed: a changelog record failed, or its
+	// acknowledgement did not come in time.
+	var ackErr error
+	offsets := func() (map[state.ChangelogPartition]int64, error) {
+		defer close(c.changelogAcked)
+		if ackErr = sealed.WaitTracked(ctx); ackErr != nil {
+			return nil, ackErr
+		}
+		// Nothing tracked was sent since the seal (sendChangelog holds the next epoch's
+		// records until changelogAcked), so these are this epoch's offsets.
+		return e.changelogOffsets(), nil
 	}
-	offsets := e.changelogOffsets()
 	var applying *state.BackgroundCommit
 	if e.db != nil {
 		var err error
 		if applying, err = e.db.CommitInBackground(offsets); err != nil {
+			cancel()
 			return false, &applyError{fmt.Errorf("apply the epoch's store writes: %w", err)}
 		}
 	}
-	c := &offsetCommit{done: make(chan struct{}), start: start, records: e.records, partitions: len(e.next), storeBytes: storeBytes}
-	next, wait, consumer := maps.Clone(e.next), e.cfg.KafkaWait(), e.k.consumer
+	next, consumer := maps.Clone(e.next), e.k.consumer
 	go func() {
 		defer close(c.done)
-		if applying != nil {
-			if err := applying.Wait(); err != nil {
-				c.err = &applyError{fmt.Errorf("apply the epoch's store writes: %w", err)}
-				return
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
+		var err error
+		if applying != nil {
+			err = applying.Wait()
+		} else {
+			_, err = offsets()
+		}
+		switch {
+		case ackErr != nil:
+			c.err = ackErr
+			return
+		case err != nil:
+			c.err = &applyError{fmt.Errorf("apply the epoch's store writes: %w", err)}
+			return
+		}
 		if c.err = sealed.Wait(ctx); c.err != nil {
 			return
 		}

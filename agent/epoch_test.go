@@ -410,24 +410,27 @@ func TestEpochAtLeastOnceBackgroundFailureDropsTheEpoch(t *testing.T) {
 	}
 }
 
-// The store writes of an at-least-once epoch wait for their changelog records: while the
-// broker holds the changelog, the barrier does not return, and LevelDB holds neither the
-// write nor an offset.
+// The store writes of an at-least-once epoch wait for their changelog records, in the
+// background: while the broker holds the changelog, the barrier returns, LevelDB holds
+// neither the write nor an offset, no consumer offset is committed, and the next epoch's
+// changelog records are held back (the sealed epoch's changelog offsets are the highest
+// acknowledged, which must not cover them). Once released, the write is applied with its
+// record's offset and the consumed offsets are committed.
 func TestEpochAtLeastOnceAppliesTheStateAfterItsChangelogAcks(t *testing.T) {
 	r := newEpochRig(t, "")
 	release, held := kfaketest.HoldProduce(r.cluster, r.changelog)
 	defer release()
 	r.process(t, 4, "a")
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.epoch.commit(time.Now(), false)
-		done <- err
-	}()
+	if err := r.epoch.sendChangelog(); err != nil {
+		t.Fatal(err)
+	}
 	<-held
-	select {
-	case err := <-done:
-		t.Fatalf("the barrier returned (%v) while its changelog record is unacknowledged", err)
-	default:
+	if committed, err := r.epoch.commit(time.Now(), false); err != nil || !committed {
+		t.Fatalf("commit = %v, %v while the changelog is held; want the epoch handed to the background", committed, err)
+	}
+	r.process(t, 5, "b")
+	if err := r.epoch.sendChangelog(); err != nil {
+		t.Fatal(err)
 	}
 	if got := r.stored(t, "a"); got != "" {
 		t.Fatalf("store holds %q while its changelog record is unacknowledged", got)
@@ -435,16 +438,22 @@ func TestEpochAtLeastOnceAppliesTheStateAfterItsChangelogAcks(t *testing.T) {
 	if _, ok, err := r.db.ChangelogOffset(epochCounts.Name, 0); err != nil || ok {
 		t.Fatalf("a changelog offset is claimed (%v, %v) while its record is unacknowledged", ok, err)
 	}
-	release()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if got := r.committedOffset(t); got != -1 {
+		t.Fatalf("offset %d committed while the changelog is unacknowledged", got)
 	}
+	if recs := r.db.TakeChangelog(); len(recs) != 1 || string(recs[0].Key) != "b" {
+		t.Fatalf("untaken changelog records %v, want the next epoch's b held back", recs)
+	}
+	release()
 	<-r.epoch.committingDone()
 	if err := r.epoch.settle(); err != nil {
 		t.Fatal(err)
 	}
 	if off, ok, err := r.db.ChangelogOffset(epochCounts.Name, 0); err != nil || !ok || off != 0 {
 		t.Fatalf("changelog offset %d, %v, %v; want 0", off, ok, err)
+	}
+	if got := r.stored(t, "a"); got != "v" {
+		t.Fatalf("store holds %q, want the epoch's write applied", got)
 	}
 	if got := r.committedOffset(t); got != 5 {
 		t.Fatalf("committed offset %d, want 5", got)

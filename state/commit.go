@@ -21,7 +21,10 @@ func (db *DB) Commit(changelogOffsets map[ChangelogPartition]int64) error {
 	if err := db.settle(); err != nil {
 		return err
 	}
-	b, parts, err := db.buildBatch(changelogOffsets)
+	b, parts, err := db.buildBatch()
+	if err == nil {
+		err = db.appendOffsets(b, changelogOffsets)
+	}
 	if err != nil {
 		return err
 	}
@@ -71,19 +74,22 @@ func (s *sealedPart) committed() {
 }
 
 // CommitInBackground commits as Commit does, but writes the batch on a goroutine of its own
-// and returns once the batch is built: the next epoch starts at once. Until the write is
-// done, READ_UNCOMMITTED reads see the sealed epoch's writes under the next epoch's (buffer,
-// then sealed buffer, then LevelDB) and READ_COMMITTED reads the state before it, as before
-// any commit; the write makes the data, offsets and stream times visible together. The
-// next Commit, CommitInBackground, Abort, Restore, Wipe or Close waits for the write first,
-// so at most one is in flight. If the write fails, nothing of the epoch is applied: the
-// sealed writes stay readable, every later commit fails with the error, and Abort drops
-// them. The caller must have taken the epoch's changelog records.
-func (db *DB) CommitInBackground(changelogOffsets map[ChangelogPartition]int64) (*BackgroundCommit, error) {
+// and returns once the batch of the epoch's writes is built: the next epoch starts at once.
+// That goroutine first calls changelogOffsets for the offsets to commit with the writes (it
+// may wait there for the changelog's acknowledgements); an error from it applies nothing
+// and is the commit's. Until the write is done, READ_UNCOMMITTED reads see the sealed
+// epoch's writes under the next epoch's (buffer, then sealed buffer, then LevelDB) and
+// READ_COMMITTED reads the state before it, as before any commit; the write makes the
+// data, offsets and stream times visible together. The next Commit, CommitInBackground,
+// Abort, Restore, Wipe or Close waits for the write first, so at most one is in flight. If
+// it fails, nothing of the epoch is applied: the sealed writes stay readable, every later
+// commit fails with the error, and Abort drops them. The caller must have taken the epoch's
+// changelog records.
+func (db *DB) CommitInBackground(changelogOffsets func() (map[ChangelogPartition]int64, error)) (*BackgroundCommit, error) {
 	if err := db.settle(); err != nil {
 		return nil, err
 	}
-	b, parts, err := db.buildBatch(changelogOffsets)
+	b, parts, err := db.buildBatch()
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +104,17 @@ func (db *DB) CommitInBackground(changelogOffsets map[ChangelogPartition]int64) 
 	db.pending = c
 	go func() {
 		defer close(c.done)
-		if b.Len() > 0 {
-			if c.err = db.writeData(b, false); c.err != nil {
-				c.err = fmt.Errorf("state: commit in the background: %w", c.err)
-				return
+		offsets, err := changelogOffsets()
+		if err == nil {
+			err = db.appendOffsets(b, offsets)
+		}
+		if err == nil && b.Len() > 0 {
+			if err = db.writeData(b, false); err != nil {
+				err = fmt.Errorf("state: commit in the background: %w", err)
 			}
+		}
+		if c.err = err; err != nil {
+			return
 		}
 		for i := range parts {
 			p := parts[i].p
@@ -132,16 +144,9 @@ func (db *DB) settle() error {
 }
 
 // buildBatch builds the commit batch of the dirty store partitions in db.batch.
-func (db *DB) buildBatch(changelogOffsets map[ChangelogPartition]int64) (*leveldb.Batch, []sealedPart, error) {
+func (db *DB) buildBatch() (*leveldb.Batch, []sealedPart, error) {
 	b := &db.batch
 	b.Reset()
-	for cp, off := range changelogOffsets {
-		id, ok := db.storeID(cp.Store)
-		if !ok {
-			return nil, nil, fmt.Errorf("state: commit: changelog offset for unknown store %q", cp.Store)
-		}
-		b.Put(sysPartitionKey(sysOffset, id, cp.Partition, nil), binary.BigEndian.AppendUint64(nil, uint64(off)))
-	}
 	parts := make([]sealedPart, len(db.dirty))
 	for i, p := range db.dirty {
 		if err := p.appendBuffer(b); err != nil {
@@ -156,6 +161,18 @@ func (db *DB) buildBatch(changelogOffsets map[ChangelogPartition]int64) (*leveld
 		parts[i] = sealedPart{p: p, streamTime: st, seq: p.seq, swept: did, sweptTo: p.expiryCutoff(st)}
 	}
 	return b, parts, nil
+}
+
+// appendOffsets adds the changelog offsets to a commit batch.
+func (db *DB) appendOffsets(b *leveldb.Batch, changelogOffsets map[ChangelogPartition]int64) error {
+	for cp, off := range changelogOffsets {
+		id, ok := db.storeID(cp.Store)
+		if !ok {
+			return fmt.Errorf("state: commit: changelog offset for unknown store %q", cp.Store)
+		}
+		b.Put(sysPartitionKey(sysOffset, id, cp.Partition, nil), binary.BigEndian.AppendUint64(nil, uint64(off)))
+	}
+	return nil
 }
 
 // Abort drops every buffered write, metadata change and changelog record of the epoch. A

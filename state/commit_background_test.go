@@ -113,7 +113,7 @@ func TestCommitInBackgroundReadsTheSealedEpochUntilWritten(t *testing.T) {
 	_, err = w.Put([]byte("w"), 20, []byte("w2"), 20)
 	noErr(t, err)
 	gate.close()
-	c, err := db.CommitInBackground(map[ChangelogPartition]int64{cp: 2})
+	c, err := db.CommitInBackground(offsetsOf(map[ChangelogPartition]int64{cp: 2}))
 	noErr(t, err)
 	<-gate.held
 	if db.UncommittedBytes() != 0 {
@@ -186,6 +186,11 @@ func TestCommitInBackgroundReadsTheSealedEpochUntilWritten(t *testing.T) {
 	}
 }
 
+// offsetsOf is CommitInBackground's argument giving offsets.
+func offsetsOf(offsets map[ChangelogPartition]int64) func() (map[ChangelogPartition]int64, error) {
+	return func() (map[ChangelogPartition]int64, error) { return offsets, nil }
+}
+
 // nonEmpty drops the absent keys of a "k=v" list.
 func nonEmpty(kvs []string) []string {
 	var out []string
@@ -222,7 +227,7 @@ func TestCommitInBackgroundOnAFullDiskAppliesNothing(t *testing.T) {
 	noErr(t, db.Commit(offsets(1)))
 	put(2)
 	disk.Fill(0)
-	c, err := db.CommitInBackground(offsets(2))
+	c, err := db.CommitInBackground(offsetsOf(offsets(2)))
 	noErr(t, err)
 	werr := c.Wait()
 	if !errors.Is(werr, syscall.ENOSPC) {
@@ -238,7 +243,7 @@ func TestCommitInBackgroundOnAFullDiskAppliesNothing(t *testing.T) {
 	if err := db.Commit(offsets(3)); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Commit after the failed write = %v, want its ENOSPC", err)
 	}
-	if _, err := db.CommitInBackground(offsets(3)); !errors.Is(err, syscall.ENOSPC) {
+	if _, err := db.CommitInBackground(offsetsOf(offsets(3))); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("CommitInBackground after the failed write = %v, want its ENOSPC", err)
 	}
 	if err := db.Restore(diskFullSpecs[0], 1, nil, 5); !errors.Is(err, syscall.ENOSPC) {
@@ -252,5 +257,46 @@ func TestCommitInBackgroundOnAFullDiskAppliesNothing(t *testing.T) {
 	}
 	if off, _, err := db.ChangelogOffset("a", 0); err != nil || off != 100 {
 		t.Fatalf("changelog offset %d, %v; want epoch 1's", off, err)
+	}
+}
+
+// The changelog offsets of a background commit come from its goroutine, before the write:
+// the write carries them, and when they cannot be had (a changelog record failed) nothing
+// is applied and the error is the commit's.
+func TestCommitInBackgroundTakesItsOffsetsBeforeTheWrite(t *testing.T) {
+	db, _ := openDB(t)
+	kv, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType, Logged: true}, 0)
+	noErr(t, err)
+	noErr(t, kv.Put([]byte("a"), []byte("1"), 0))
+	c, err := db.CommitInBackground(offsetsOf(map[ChangelogPartition]int64{{Store: "kv"}: 3}))
+	noErr(t, err)
+	noErr(t, c.Wait())
+	if off, ok, err := db.ChangelogOffset("kv", 0); err != nil || !ok || off != 3 {
+		t.Fatalf("changelog offset %d, %v, %v; want 3", off, ok, err)
+	}
+	noErr(t, kv.Put([]byte("a"), []byte("2"), 0))
+	lost := errors.New("changelog record lost")
+	c, err = db.CommitInBackground(func() (map[ChangelogPartition]int64, error) { return nil, lost })
+	noErr(t, err)
+	if err := c.Wait(); !errors.Is(err, lost) {
+		t.Fatalf("Wait = %v, want the offsets' error", err)
+	}
+	if err := db.Commit(nil); !errors.Is(err, lost) {
+		t.Fatalf("Commit after it = %v, want the offsets' error", err)
+	}
+	if got := kvGet(t, kv.View(ReadCommitted), "a"); got != "1" {
+		t.Fatalf("READ_COMMITTED a = %s, want 1", got)
+	}
+	db.Abort()
+	if got := kvGet(t, kv.KeyValueView, "a"); got != "1" {
+		t.Fatalf("a = %s after Abort, want 1", got)
+	}
+	if off, _, err := db.ChangelogOffset("kv", 0); err != nil || off != 3 {
+		t.Fatalf("changelog offset %d, %v; want 3", off, err)
+	}
+	noErr(t, kv.Put([]byte("a"), []byte("3"), 0))
+	noErr(t, db.Commit(nil))
+	if got := kvGet(t, kv.View(ReadCommitted), "a"); got != "3" {
+		t.Fatalf("a = %s after the next commit, want 3", got)
 	}
 }

@@ -75,7 +75,7 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 		if i%2 == 0 {
 			noErr(t, db.Commit(offsets))
 		} else {
-			_, err := db.CommitInBackground(offsets)
+			_, err := db.CommitInBackground(offsetsOf(offsets))
 			noErr(t, err)
 		}
 		lastCommitted = i

@@ -27,7 +27,9 @@ import (
 //
 // The filter grows by layers, each twice the capacity of the one before, so it needs no
 // size up front and is never rebuilt: a lookup checks every layer (a handful for millions
-// of keys) and an add goes to the newest. Adds belong to the processing goroutine (writeData); lookups may come from any.
+// of keys) and an add goes to the newest. Adds come from writeData, one batch at a time (on
+// the processing goroutine, or on the goroutine of the background commit it waits for);
+// lookups may come from any goroutine.
 type keyFilter struct {
 	ready  bool // set before the DB is handed out, never changed
 	layers atomic.Pointer[[]*filterLayer]
