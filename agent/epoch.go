@@ -240,6 +240,7 @@ func (e *epoch) commitInBackground(start time.Time) (bool, error) {
 	c := &offsetCommit{done: make(chan struct{}), changelogAcked: make(chan struct{}),
 		start: start, records: e.records, partitions: len(e.next), storeBytes: storeBytes}
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.KafkaWait())
+	producer := e.k.producer
 	// ackErr is set before changelogAcked is closed: a changelog record failed, or its
 	// acknowledgement did not come in time.
 	var ackErr error
@@ -250,7 +251,7 @@ func (e *epoch) commitInBackground(start time.Time) (bool, error) {
 		}
 		// Nothing tracked was sent since the seal (sendChangelog holds the next epoch's
 		// records until changelogAcked), so these are this epoch's offsets.
-		return e.changelogOffsets(), nil
+		return e.storeOffsets(producer.AckedOffsets()), nil
 	}
 	var applying *state.BackgroundCommit
 	if e.db != nil {
@@ -392,7 +393,7 @@ func (e *epoch) commitTxn(ctx context.Context) error {
 
 // applyState writes the epoch's store buffer to LevelDB with the changelog offsets.
 func (e *epoch) applyState() error {
-	offsets := e.changelogOffsets()
+	offsets := e.storeOffsets(e.k.producer.AckedOffsets())
 	if e.db == nil {
 		return nil
 	}
@@ -402,10 +403,8 @@ func (e *epoch) applyState() error {
 	return nil
 }
 
-// changelogOffsets takes the changelog offsets acknowledged since the last call, by store
-// partition.
-func (e *epoch) changelogOffsets() map[state.ChangelogPartition]int64 {
-	acked := e.k.producer.AckedOffsets()
+// storeOffsets are the acknowledged changelog offsets by store partition.
+func (e *epoch) storeOffsets(acked map[pipeline.TopicPartition]int64) map[state.ChangelogPartition]int64 {
 	offsets := make(map[state.ChangelogPartition]int64, len(acked))
 	for tp, off := range acked {
 		if store, ok := e.changelogOf[tp.Topic]; ok {
