@@ -16,9 +16,9 @@ const DefaultCacheBytes = 32 << 20
 const cacheEntryOverhead = 112
 
 // valueCache keeps committed values of LevelDB data keys in memory, so point reads of hot
-// keys skip a LevelDB Get (microseconds each). It only ever holds committed data: Commit
-// copies in what its batch wrote, Restore and Wipe drop what their batches touched, and
-// reads add what they found in LevelDB. Eviction is CLOCK: a hit sets a slot's reference
+// keys skip a LevelDB Get (microseconds each). It only ever holds committed data: reads add
+// what they found in LevelDB, Commit updates the cached keys its batch wrote, and Restore
+// and Wipe drop what their batches touched. Eviction is CLOCK: a hit sets a slot's reference
 // bit, the hand clears set bits and evicts the first clear one.
 //
 // Values handed out are shared and never written again: an update or eviction replaces a
@@ -130,12 +130,17 @@ type cacheReplay struct {
 	drop bool
 }
 
+// Put updates a cached key's value. A key not cached stays so: a read caches it. Most keys
+// a commit writes are cached already when reads keep them hot, and copying in every new
+// key would only evict those (with a million keys, most are written once in a while).
 func (r cacheReplay) Put(k, v []byte) {
 	if r.drop || !r.c.holds(k) {
 		r.c.remove(k)
 		return
 	}
-	r.c.set(k, append(make([]byte, 0, len(v)), v...))
+	if _, ok := r.c.index[string(k)]; ok {
+		r.c.set(k, append(make([]byte, 0, len(v)), v...))
+	}
 }
 
 func (r cacheReplay) Delete(k []byte) { r.c.remove(k) }

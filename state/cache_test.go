@@ -40,11 +40,15 @@ func TestCacheServesCommittedPointReads(t *testing.T) {
 	db, _ := openDB(t)
 	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
 	noErr(t, err)
-	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
+	noErr(t, s.Put([]byte("a"), []byte("0"), 0))
 	noErr(t, s.Put([]byte("empty"), []byte{}, 0))
 	commit(t, db)
+	kvGet(t, s.KeyValueView, "a")
+	kvGet(t, s.KeyValueView, "empty")
+	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
+	commit(t, db)
 	if !isCached(s.p, []byte("a")) || db.CachedBytes() == 0 {
-		t.Fatal("a committed value is not cached")
+		t.Fatal("a committed value read before is not cached")
 	}
 	dropFromLevelDB(t, s.p, []byte("a"))
 	for _, v := range []KeyValueView{s.KeyValueView, s.View(ReadCommitted)} {
@@ -207,6 +211,8 @@ func TestCacheWipeInvalidates(t *testing.T) {
 	noErr(t, s.Put([]byte("a"), []byte("1"), 0))
 	noErr(t, other.Put([]byte("a"), []byte("2"), 0))
 	commit(t, db)
+	kvGet(t, s.KeyValueView, "a")
+	kvGet(t, other.KeyValueView, "a")
 	noErr(t, db.Wipe("kv", 0))
 	if got := kvGet(t, s.View(ReadCommitted), "a"); got != "<nil>" {
 		t.Fatalf("a after wipe = %s", got)
@@ -265,10 +271,12 @@ func TestCacheEviction(t *testing.T) {
 	hot := []byte("hot")
 	noErr(t, s.Put(hot, []byte("h"), 0))
 	commit(t, db)
+	kvGet(t, s.KeyValueView, "hot")
 	for i := range 200 {
 		k := fmt.Appendf(nil, "k%03d", i)
 		noErr(t, s.Put(k, k, 0))
 		commit(t, db)
+		kvGet(t, s.KeyValueView, string(k))
 		if !isCached(s.p, hot) {
 			t.Fatalf("insert %d evicted the key read between every insert", i)
 		}
@@ -296,6 +304,35 @@ func TestCacheEviction(t *testing.T) {
 	}
 	if v, _ := s.Get(hot); !bytes.Equal(v, big) {
 		t.Fatal("the large value reads wrong")
+	}
+}
+
+// A commit updates the keys the cache holds and leaves the others out: a batch of new keys
+// larger than the cache evicts nothing that reads keep hot.
+func TestCacheCommitUpdatesCachedKeysOnly(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{CacheBytes: 20 * (cacheEntryOverhead + 20)})
+	noErr(t, err)
+	defer db.Close()
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
+	noErr(t, err)
+	noErr(t, s.Put([]byte("hot"), []byte("h1"), 0))
+	commit(t, db)
+	kvGet(t, s.KeyValueView, "hot")
+	before := db.CachedBytes()
+	for i := range 100 {
+		noErr(t, s.Put(fmt.Appendf(nil, "new%03d", i), []byte("v"), 0))
+	}
+	noErr(t, s.Put([]byte("hot"), []byte("h2"), 0))
+	commit(t, db)
+	if isCached(s.p, []byte("new000")) || db.CachedBytes() != before {
+		t.Fatalf("the commit cached its new keys: %d bytes cached, was %d", db.CachedBytes(), before)
+	}
+	dropFromLevelDB(t, s.p, []byte("hot"))
+	if got := kvGet(t, s.View(ReadCommitted), "hot"); got != "h2" {
+		t.Fatalf("hot = %s, want the committed h2 from the cache", got)
+	}
+	if got := kvGet(t, s.View(ReadCommitted), "new007"); got != "v" || !isCached(s.p, []byte("new007")) {
+		t.Fatalf("new007 = %s (cached %v), want v, cached by the read", got, isCached(s.p, []byte("new007")))
 	}
 }
 
