@@ -32,9 +32,8 @@ import (
 //     with those records' offsets, and the consumed offsets are committed once every
 //     other record it sent (outputs, dead letters) is acknowledged too. The next epoch's
 //     changelog records wait until the sealed epoch's are acknowledged; the next barrier
-//     waits for the whole background commit first.
-//     At a rebalance and at shutdown the barrier waits for every acknowledgement before it
-//     commits the offsets.
+//     waits for the whole background commit first. At a rebalance and at shutdown the
+//     barrier waits for every acknowledgement and for LevelDB before it commits the offsets.
 //
 // The loop owns the topology and the state database (it tells the epoch a rebuilt one);
 // sendLetter and restore are the two things the epoch needs of it.
@@ -203,7 +202,8 @@ func (e *epoch) commitAndWait(start time.Time) (bool, error) {
 
 // offsetCommit is an at-least-once epoch whose records are sent and whose store writes are
 // sealed, waiting in the background for LevelDB to apply them and for the acknowledgements
-// of its other records before its offsets are committed. The goroutine sets err or refused before it closes done.
+// of its other records before its offsets are committed. The goroutine sets err or refused
+// before it closes done.
 type offsetCommit struct {
 	done chan struct{}
 	// changelogAcked is closed once the epoch's changelog records are acknowledged (or
