@@ -300,3 +300,35 @@ func TestCommitInBackgroundTakesItsOffsetsBeforeTheWrite(t *testing.T) {
 		t.Fatalf("a = %s after the next commit, want 3", got)
 	}
 }
+
+// TestCommitInBackgroundAdvancesCommittedStreamTimeOnceWritten: READ_COMMITTED reads go by
+// the sealed epoch's stream time as soon as its write is done, not only from the next
+// commit on. The second epoch moves stream time (the latest window start) 100 → 120,
+// expiring the window at 10 (retention 100) without making a sweep due, so LevelDB still
+// holds it.
+func TestCommitInBackgroundAdvancesCommittedStreamTimeOnceWritten(t *testing.T) {
+	db, _ := openDB(t)
+	w, err := db.WindowStore(windowSpec(), 0)
+	noErr(t, err)
+	_, err = w.Put([]byte("w"), 10, []byte("w1"), 10)
+	noErr(t, err)
+	_, err = w.Put([]byte("y"), 100, []byte("y1"), 100)
+	noErr(t, err)
+	noErr(t, db.Commit(nil))
+	rc := w.View(ReadCommitted)
+	if v, _, err := rc.Get([]byte("w"), 10); err != nil || string(v) != "w1" {
+		t.Fatalf("READ_COMMITTED Get of window 10 at stream time 100: %q, %v; want w1", v, err)
+	}
+
+	_, err = w.Put([]byte("x"), 120, []byte("x1"), 120)
+	noErr(t, err)
+	c, err := db.CommitInBackground(offsetsOf(nil))
+	noErr(t, err)
+	noErr(t, c.Wait())
+	if v, _, err := rc.Get([]byte("w"), 10); err != nil || v != nil {
+		t.Fatalf("READ_COMMITTED Get of window 10 once the commit at stream time 120 is written: %q, %v; want nothing (expired)", v, err)
+	}
+	if v, _, err := rc.Get([]byte("x"), 120); err != nil || string(v) != "x1" {
+		t.Fatalf("READ_COMMITTED Get of window 120 once written: %q, %v; want x1", v, err)
+	}
+}
