@@ -64,6 +64,9 @@ type DB struct {
 	// changelogData holds the records' keys and values (changelogBytes).
 	changelogData []byte
 	batch         leveldb.Batch
+	// expiryBytes is what the expiry indexes of all store partitions hold together
+	// (retention.go), bounded by expiryIndexMaxBytes.
+	expiryBytes int64
 	// pending is the commit CommitInBackground is writing, until settled.
 	pending *BackgroundCommit
 }

@@ -17,7 +17,8 @@ import (
 // wiped) walks all of it; later ones delete the expired keys of the partition's expiry
 // index, which that walk fills with the keys it keeps and every put adds to, so they read
 // nothing from LevelDB and touch only what expires (Kafka Streams drops a segment without
-// reading it). An index over expiryIndexMaxBytes is dropped, and the sweeps walk again.
+// reading it). The indexes of one database share expiryIndexMaxBytes: an index whose
+// growth takes them over it is dropped, and that partition's sweeps walk again.
 
 // expiryCutoff is the time below which a window start or session end has expired (a held
 // window not), or at or below which a versioned store's superseded versions have.
@@ -102,7 +103,8 @@ func (p *partition) appendSweep(b *leveldb.Batch) (bool, error) {
 	if p.spec.Type == versionedKind {
 		err = p.sweepVersions(it, del, cutoff)
 	} else {
-		index := newExpiryIndex(p.spec.Retention, p.timeTail())
+		p.setExpiry(nil) // the walk builds the index anew
+		index := newExpiryIndex(p.spec.Retention, p.timeTail(), &p.db.expiryBytes)
 		for err == nil && it.next() {
 			var t int64
 			if t, err = p.keyTime(it.key); err != nil {
@@ -111,10 +113,11 @@ func (p *partition) appendSweep(b *leveldb.Batch) (bool, error) {
 			if t < cutoff {
 				del(it.key)
 			} else if index != nil && !index.add(it.key, t) {
+				index.release()
 				index = nil
 			}
 		}
-		p.expiry = index
+		p.setExpiry(index)
 	}
 	if err == nil {
 		err = it.err
@@ -157,14 +160,24 @@ func (p *partition) sweepVersions(it *mergeIter, del func([]byte), cutoff int64)
 // right across an aborted epoch.
 func (p *partition) indexExpiry(k []byte, t int64) {
 	if p.expiry != nil && !p.expiry.add(k, t) {
-		p.expiry = nil
+		p.setExpiry(nil)
 	}
 }
 
-// expiryIndexMaxBytes bounds a partition's expiry index (its keys' bytes plus
-// expiryEntryOverhead per key): partitions holding more keep the walking sweep. Tests
+// setExpiry replaces the partition's expiry index, giving the old one's bytes back to the
+// database's bound.
+func (p *partition) setExpiry(x *expiryIndex) {
+	if p.expiry != nil {
+		p.expiry.release()
+	}
+	p.expiry = x
+}
+
+// expiryIndexMaxBytes bounds the expiry indexes of one database together (their keys' bytes
+// plus expiryEntryOverhead per key), however many window and session store partitions it
+// holds: a partition whose index would take them over it keeps the walking sweep. Tests
 // lower it.
-var expiryIndexMaxBytes int64 = 8 << 20
+var expiryIndexMaxBytes int64 = 32 << 20
 
 // expiryEntryOverhead is what an index entry costs besides its key (map slot, string
 // header).
@@ -178,6 +191,7 @@ type expiryIndex struct {
 	tail    int
 	buckets map[int64]*expiryBucket
 	bytes   int64
+	total   *int64   // the database's expiryBytes, which bytes is part of
 	expired []string // reused by sweep
 	kbuf    []byte
 }
@@ -187,8 +201,20 @@ type expiryBucket struct {
 	bytes int64
 }
 
-func newExpiryIndex(retention int64, tail int) *expiryIndex {
-	return &expiryIndex{width: max(retention/4, 1), tail: tail, buckets: map[int64]*expiryBucket{}}
+func newExpiryIndex(retention int64, tail int, total *int64) *expiryIndex {
+	return &expiryIndex{width: max(retention/4, 1), tail: tail, buckets: map[int64]*expiryBucket{}, total: total}
+}
+
+// release gives the index's bytes back to the database's bound; the index is not used again.
+func (x *expiryIndex) release() {
+	*x.total -= x.bytes
+	x.bytes = 0
+}
+
+// account adds n bytes (negative: frees them) to the index and to the database's bound.
+func (x *expiryIndex) account(n int64) {
+	x.bytes += n
+	*x.total += n
 }
 
 // bucket is floor(t / width).
@@ -213,8 +239,8 @@ func (x *expiryIndex) add(k []byte, t int64) bool {
 	b.keys[string(k)] = struct{}{}
 	n := int64(len(k)) + expiryEntryOverhead
 	b.bytes += n
-	x.bytes += n
-	return x.bytes <= expiryIndexMaxBytes
+	x.account(n)
+	return *x.total <= expiryIndexMaxBytes
 }
 
 // sweep deletes the indexed keys older than cutoff, in key order as LevelDB takes a batch
@@ -228,7 +254,7 @@ func (x *expiryIndex) sweep(del func([]byte), lastSweep, cutoff int64) {
 		case id > due:
 			continue
 		case id < gone:
-			x.bytes -= b.bytes
+			x.account(-b.bytes)
 			delete(x.buckets, id)
 			continue
 		}
@@ -239,7 +265,7 @@ func (x *expiryIndex) sweep(del func([]byte), lastSweep, cutoff int64) {
 				delete(b.keys, k)
 				n := int64(len(k)) + expiryEntryOverhead
 				b.bytes -= n
-				x.bytes -= n
+				x.account(-n)
 			case t < cutoff:
 				expired = append(expired, k)
 			}

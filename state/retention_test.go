@@ -90,6 +90,42 @@ func TestExpiryIndexOverItsBoundFallsBackToWalking(t *testing.T) {
 	}
 }
 
+// The expiry indexes of one database share one bound: with many store partitions each
+// under it alone, the partition whose index would take them over it walks instead, and the
+// bytes of a dropped index are given back.
+func TestExpiryIndexesOfADatabaseShareOneBound(t *testing.T) {
+	defer func(n int64) { expiryIndexMaxBytes = n }(expiryIndexMaxBytes)
+	entry := int64(len(appendWindowKey(nil, []byte("a"), 100, 0))) + expiryEntryOverhead
+	expiryIndexMaxBytes = 5 * entry
+	db, _ := openDB(t)
+	var stores []*WindowStore
+	for part := int32(0); part < 3; part++ {
+		s, err := db.WindowStore(windowSpec(), part)
+		noErr(t, err)
+		stores = append(stores, s)
+	}
+	// Two keys in each of the first two partitions' indexes, then a third partition that
+	// would take the sum to 6 keys: over the bound of 5.
+	for i, s := range stores {
+		for j := range 2 {
+			_, err := s.Put([]byte{'a' + byte(j)}, 100+int64(i), []byte("v"), 100)
+			noErr(t, err)
+		}
+		commit(t, db)
+	}
+	for i, s := range stores[:2] {
+		if s.p.expiry == nil || s.p.expiry.bytes != 2*entry {
+			t.Fatalf("partition %d: expiry index %+v, want one of 2 keys", i, s.p.expiry)
+		}
+	}
+	if stores[2].p.expiry != nil {
+		t.Fatalf("partition 2 kept an index of %d bytes over the database's bound", stores[2].p.expiry.bytes)
+	}
+	if db.expiryBytes != 4*entry {
+		t.Fatalf("the database counts %d bytes of expiry indexes, want %d (the dropped index given back)", db.expiryBytes, 4*entry)
+	}
+}
+
 // Whatever happens to a window or session store partition (puts, deletes, late puts,
 // aborted epochs, restarts, restores, wipes), after every commit LevelDB holds exactly what
 // a sweep walking the whole partition at every due sweep would have left.
