@@ -3,8 +3,6 @@ package kafkaio
 import (
 	"sync"
 
-	"github.com/IBM/sarama"
-
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
@@ -17,14 +15,10 @@ type ackTracker struct {
 }
 
 // record notes the offset of an acknowledged record that Send found tracked.
-func (t *ackTracker) record(msg *sarama.ProducerMessage) {
-	if msg.Offset < 0 { // a duplicate of an earlier send: the broker did not say where
-		return
-	}
-	tp := pipeline.TopicPartition{Topic: msg.Topic, Partition: msg.Partition}
+func (t *ackTracker) record(tp pipeline.TopicPartition, offset int64) {
 	t.mu.Lock()
-	if off, ok := t.offsets[tp]; !ok || msg.Offset > off {
-		t.offsets[tp] = msg.Offset
+	if off, ok := t.offsets[tp]; !ok || offset > off {
+		t.offsets[tp] = offset
 	}
 	t.mu.Unlock()
 }

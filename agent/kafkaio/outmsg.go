@@ -1,6 +1,7 @@
 package kafkaio
 
 import (
+	"encoding/binary"
 	"sync"
 	"time"
 
@@ -9,14 +10,16 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
-// outMsg is a pooled sarama message with room for its key, value and headers, so that
-// sending a record allocates nothing once the pool is warm: the key and value encoders
-// are pointers into the struct and header names share one byte buffer.
+// outMsg is a pooled record with room for its headers, so that sending a record allocates
+// nothing once the pool is warm: the record is sarama's wire type, its header pointers
+// point into the struct and header names share one byte buffer.
 type outMsg struct {
-	msg        sarama.ProducerMessage
-	key, value sarama.ByteEncoder
+	rec        sarama.Record
 	headers    []sarama.RecordHeader
+	headerPtrs []*sarama.RecordHeader
 	headerKeys []byte
+	ts         int64                  // the record's timestamp, Unix milliseconds
+	size       int                    // recordSize of the record
 	source     *pipeline.SourceRecord // Send's source
 	epoch      *sendEpoch             // the send epoch it was sent in
 	tracked    bool                   // its topic's offsets are tracked (TrackOffsets)
@@ -25,21 +28,27 @@ type outMsg struct {
 // maxPooledHeaderKeys bounds the header-name buffer a pooled message keeps.
 const maxPooledHeaderKeys = 4096
 
-func (m *outMsg) fill(topic string, partition int32, key, value []byte, headers pipeline.Headers, timestampMs int64) {
-	m.msg.Topic = topic
-	m.msg.Partition = partition
-	// sarama sets the offset only for a record the broker wrote now, not for a duplicate
-	// of an earlier send: -1 tells the offset tracker the difference.
-	m.msg.Offset = -1
-	// A nil slice must stay a nil Encoder: it is a null key or a tombstone on the wire.
-	if key != nil {
-		m.key = key
-		m.msg.Key = &m.key
+// recordOverhead is the most a v2 record adds to its key, value and headers (length,
+// attributes, timestamp and offset deltas, key and value lengths, header count), and
+// headerOverhead what a header adds: the bound sarama sizes records with.
+const (
+	recordOverhead = 5*binary.MaxVarintLen32 + binary.MaxVarintLen64 + 1
+	headerOverhead = 2 * binary.MaxVarintLen32
+)
+
+// recordSize bounds the encoded size of a record in a record batch.
+func recordSize(key, value []byte, headers pipeline.Headers) int {
+	size := recordOverhead + len(key) + len(value)
+	for _, h := range headers {
+		size += len(h.Key) + len(h.Value) + headerOverhead
 	}
-	if value != nil {
-		m.value = value
-		m.msg.Value = &m.value
-	}
+	return size
+}
+
+// fill makes m the record; a nil key or value stays nil: a null key or a tombstone on the
+// wire. A negative timestamp is now.
+func (m *outMsg) fill(key, value []byte, headers pipeline.Headers, timestampMs int64, size int) {
+	m.rec.Key, m.rec.Value = key, value
 	if len(headers) > 0 {
 		for _, h := range headers {
 			m.headerKeys = append(m.headerKeys, h.Key...)
@@ -50,50 +59,55 @@ func (m *outMsg) fill(topic string, partition int32, key, value []byte, headers 
 			m.headers = append(m.headers, sarama.RecordHeader{Key: m.headerKeys[off:end:end], Value: h.Value})
 			off = end
 		}
-		m.msg.Headers = m.headers
+		// The pointers are taken once every header is in place: appending moves them.
+		for i := range m.headers {
+			m.headerPtrs = append(m.headerPtrs, &m.headers[i])
+		}
+		m.rec.Headers = m.headerPtrs
 	}
-	if timestampMs >= 0 {
-		m.msg.Timestamp = time.UnixMilli(timestampMs)
+	if timestampMs < 0 {
+		timestampMs = time.Now().UnixMilli()
 	}
-	m.msg.Metadata = m
+	m.ts, m.size = timestampMs, size
 }
 
-// reset drops every reference to the caller's bytes and clears what sarama set.
+// reset drops every reference to the caller's bytes.
 func (m *outMsg) reset() {
-	m.msg = sarama.ProducerMessage{}
-	m.key, m.value, m.source, m.epoch, m.tracked = nil, nil, nil, nil, false
+	m.rec = sarama.Record{}
+	m.source, m.epoch, m.tracked = nil, nil, false
 	clear(m.headers)
 	m.headers = m.headers[:0]
+	clear(m.headerPtrs)
+	m.headerPtrs = m.headerPtrs[:0]
 	if cap(m.headerKeys) > maxPooledHeaderKeys {
 		m.headerKeys = nil
 	}
 	m.headerKeys = m.headerKeys[:0]
 }
 
-// recycleBatch is how many messages the success goroutine gathers before it hands them
-// back to the sender, and maxRecycled how many handed-back messages are kept: about as
-// many as one of sarama's queues holds (producerChannelBuffer); about 1 MiB for records
-// without headers, at most about 18 MiB if every message kept a header-name buffer of
-// maxPooledHeaderKeys.
+// recycleBatch is how many acknowledged messages a broker sender gathers before it hands
+// them back to the sending goroutine, and maxRecycled how many handed-back messages are
+// kept: about 1 MiB for records without headers, at most about 18 MiB if every message
+// kept a header-name buffer of maxPooledHeaderKeys.
 const (
 	recycleBatch = 64
 	maxRecycled  = 4096
 )
 
-// msgRecycler hands acknowledged messages back from sarama's success goroutine to the
-// sending goroutine with one lock per recycleBatch messages: each side keeps its own stack
-// and the sender takes the returned stack whole when its own is empty. sync.Pool cost a
-// steal from the other processor's cache on most Gets (the two goroutines run on
-// different Ps), and dropped its messages at every garbage collection.
+// msgRecycler hands acknowledged messages back from the broker senders to the sending
+// goroutine with one lock per recycleBatch messages: each sender gathers them in its own
+// slice, and the sending goroutine keeps its own stack and takes the returned stack whole
+// when its own is empty. sync.Pool cost a steal from the other processor's cache on most
+// Gets (the goroutines run on different Ps), and dropped its messages at every garbage
+// collection.
 type msgRecycler struct {
 	free []*outMsg // the sender's
-	done []*outMsg // the success goroutine's, not yet handed back
 
 	mu   sync.Mutex
 	back []*outMsg // handed back, for the sender to take
 }
 
-// get returns a reset message; only the sender calls it.
+// get returns a reset message; only the sending goroutine calls it.
 func (r *msgRecycler) get() *outMsg {
 	if len(r.free) == 0 {
 		r.mu.Lock()
@@ -110,24 +124,19 @@ func (r *msgRecycler) get() *outMsg {
 	return m
 }
 
-// unused takes back a message the sender got and did not send.
-func (r *msgRecycler) unused(m *outMsg) {
+// recycle takes back an acknowledged message into done, the calling broker sender's own
+// slice, and hands done back once it holds recycleBatch messages.
+func (r *msgRecycler) recycle(done *[]*outMsg, m *outMsg) {
 	m.reset()
-	r.free = append(r.free, m)
-}
-
-// recycle takes back an acknowledged message; only the success goroutine calls it.
-func (r *msgRecycler) recycle(m *outMsg) {
-	m.reset()
-	r.done = append(r.done, m)
-	if len(r.done) < recycleBatch {
+	*done = append(*done, m)
+	if len(*done) < recycleBatch {
 		return
 	}
 	r.mu.Lock()
 	if len(r.back) < maxRecycled {
-		r.back = append(r.back, r.done...)
+		r.back = append(r.back, *done...)
 	}
 	r.mu.Unlock()
-	clear(r.done)
-	r.done = r.done[:0]
+	clear(*done)
+	*done = (*done)[:0]
 }

@@ -6,39 +6,51 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/IBM/sarama"
 
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
-// Producer writes records asynchronously through a sarama AsyncProducer and tracks what is
-// still unacknowledged, so that Flush can close the at-least-once half of a commit
-// barrier: once Flush returns nil, every record sent before it is in Kafka. With a
-// transactional id it also runs Kafka transactions (see BeginTxn).
+// Producer writes records asynchronously and tracks what is still unacknowledged, so that
+// Flush can close the at-least-once half of a commit barrier: once Flush returns nil,
+// every record sent before it is in Kafka. With a transactional id it also runs Kafka
+// transactions (see BeginTxn).
+//
+// It is its own batching producer on sarama's client and broker requests (batch.go,
+// sender.go, delivery.go, idempotence.go, txn.go), not sarama's AsyncProducer, whose
+// unbuffered channels cost every record about six goroutine hand-offs: here Send appends
+// the record to its partition's batch, one goroutine per broker sends the batches, and a
+// batch is acknowledged whole.
 type Producer struct {
-	// OnAck, if set before the first Send, is called on sarama's success goroutine for
-	// every acknowledged record, with the record's topic. It must be quick: it delays
-	// the acknowledgement of the records behind it.
+	// OnAck, if set before the first Send, is called for every acknowledged record, with
+	// the record's topic, on a broker's sender goroutine; calls of OnAck and OnFailure
+	// never overlap, so they need no lock of their own. It must be quick: it delays the
+	// acknowledgement of the records behind it.
 	OnAck func(topic string)
-	// OnFailure, if set before the first Send, is called on sarama's error goroutine for
-	// every record the broker did not take. Returning true consumes the failure: Send and
-	// Flush do not report it. It must be quick and must not call Send: sarama waits for
-	// its error goroutine.
+	// OnFailure, if set before the first Send, is called for every record the broker did
+	// not take, on the goroutine that learnt it. Returning true consumes the failure: Send
+	// and Flush do not report it. It must be quick and must not call Send: the records
+	// behind it wait for it.
 	OnFailure func(*ProduceError) bool
+	callbacks sync.Mutex // serializes OnAck and OnFailure
 
-	brokers []string
-	cfg     *sarama.Config
-	client  sarama.Client
-	ap      sarama.AsyncProducer
-	closed  atomic.Bool
-	txnID   string      // transactional id; "" for a plain producer
-	fenced  atomic.Bool // a broker reported this producer fenced: every transaction call fails
-	acked   atomic.Pointer[ackTracker]
-	// maxBytes and recordVersion are sarama's size check (Producer.MaxMessageBytes), done
-	// in Send so that a record too large is refused before sarama sees it.
-	maxBytes      int
-	recordVersion int
+	cfg    *sarama.Config
+	client sarama.Client
+	closed atomic.Bool
+	txnID  string      // transactional id; "" for a plain producer
+	fenced atomic.Bool // a broker reported this producer fenced: every transaction call fails
+	inTxn  atomic.Bool // a transaction is open (BeginTxn until its commit or abort)
+	acked  atomic.Pointer[ackTracker]
+	// maxBytes is max.request.size (Producer.MaxMessageBytes): Send refuses a record
+	// larger, a batch and a request stay within it.
+	maxBytes int
+	// linger, flushBytes, flushMessages and maxMessages are Producer.Flush's Frequency,
+	// Bytes, Messages and MaxMessages.
+	linger                                 time.Duration
+	flushBytes, flushMessages, maxMessages int
+	produceVersion                         int16
 
 	// pending counts records sent and neither acknowledged nor failed. When it drops to
 	// zero while a Flush waits (waiters > 0), idle is closed and replaced.
@@ -52,31 +64,47 @@ type Producer struct {
 	// epoch counts the records sent since the last Seal (seal.go).
 	epoch atomic.Pointer[sendEpoch]
 
-	partitions sync.Map // topic → int32 partition count
+	partitions sync.Map                // topic → int32 partition count
+	parts      map[string][]*partition // the sending goroutine's: topic → partitions
 	msgs       msgRecycler
-	drained    sync.WaitGroup // the success and error goroutines
+
+	mu           sync.Mutex // guards the batches, the partitions' state and what follows
+	space        sync.Cond  // on mu: Send waits for buffer room
+	spaceWaiters int
+	buffered     int // cost of the records sent and not finished (batch.cost)
+	maxBuffered  int
+	all          []*partition
+	senders      map[int32]*brokerSender // by broker id
+	freeBatches  []*batch
+	// forcing counts the calls (commit, abort, close) that want every batch sent now,
+	// linger.ms or not.
+	forcing       int
+	producerID    int64
+	producerEpoch int16
+	initializing  bool  // reinit is asking for a new producer id: nothing is sent
+	seqBroken     bool  // a sequenced batch failed for good: take a new producer id
+	txnGen        int64 // the open transaction's number
+	txnAdded      bool  // partitions or offsets were added to the open transaction
+
+	txnMu sync.Mutex // one AddPartitionsToTxn at a time
+	stop  chan struct{}
+	wg    sync.WaitGroup // the senders and reroutes
 }
 
 var errProducerClosed = errors.New("producer is closed")
 
-// recordVersion is the message format sarama sizes records with: record batches (v2) from
-// Kafka 0.11 on, message sets before.
-func recordVersion(v sarama.KafkaVersion) int {
-	if v.IsAtLeast(sarama.V0_11_0_0) {
-		return 2
-	}
-	return 1
-}
-
-// NewProducer connects to brokers with a copy of cfg. The copy always returns successes
-// and errors (Flush needs both) and uses the partitioner described at Send; every other
-// setting, Flush.Frequency included, is the caller's.
+// NewProducer connects to brokers with a copy of cfg, whose Producer settings it applies
+// as sarama's AsyncProducer would: Flush (Frequency is linger.ms, Bytes and Messages send
+// a batch before it, MaxMessages bounds one), MaxMessageBytes, RequiredAcks, Timeout,
+// Compression and CompressionLevel, Retry, Idempotent and Transaction. Return and
+// Partitioner are its own (see Send).
 //
-// cfg.Producer.Transaction.ID makes the producer transactional; sarama then requires
+// cfg.Producer.Transaction.ID makes the producer transactional; that requires
 // Producer.Idempotent, RequiredAcks = WaitForAll, Net.MaxOpenRequests = 1 and Version >=
-// 0.11. Starting it fences any earlier producer with the same transactional id and aborts
-// that producer's open transaction. Keep Flush.Frequency at 0 (or about a millisecond):
-// sarama's commit waits for it before it flushes, so every commit would pay it.
+// 0.11, as sarama does. Starting it fences any earlier producer with the same
+// transactional id and aborts that producer's open transaction. Keep Flush.Frequency at 0
+// (or about a millisecond): Flush waits for it, so every at-least-once barrier would pay
+// it.
 func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 	if cfg == nil {
 		return nil, errors.New("new producer: nil sarama config")
@@ -84,7 +112,6 @@ func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 	c := *cfg
 	c.Producer.Return.Successes = true
 	c.Producer.Return.Errors = true
-	c.Producer.Partitioner = newRequestedPartitioner
 	txnID := c.Producer.Transaction.ID
 	what := "new producer"
 	if txnID != "" {
@@ -93,39 +120,41 @@ func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-
-	p := &Producer{
-		brokers:       brokers,
-		cfg:           &c,
-		txnID:         txnID,
-		maxBytes:      c.Producer.MaxMessageBytes,
-		recordVersion: recordVersion(c.Version),
-		idle:          make(chan struct{}),
+	if !c.Version.IsAtLeast(sarama.V0_11_0_0) {
+		return nil, fmt.Errorf("%s: not supported yet: Kafka version %s (the producer writes record batches, Kafka 0.11 and later)", what, c.Version)
 	}
+	p := &Producer{
+		cfg:            &c,
+		txnID:          txnID,
+		maxBytes:       c.Producer.MaxMessageBytes,
+		linger:         c.Producer.Flush.Frequency,
+		flushBytes:     c.Producer.Flush.Bytes,
+		flushMessages:  c.Producer.Flush.Messages,
+		maxMessages:    c.Producer.Flush.MaxMessages,
+		produceVersion: produceVersion(c.Version),
+		idle:           make(chan struct{}),
+		parts:          make(map[string][]*partition),
+		maxBuffered:    maxBufferedBytes,
+		senders:        make(map[int32]*brokerSender),
+		producerID:     -1,
+		producerEpoch:  -1,
+		stop:           make(chan struct{}),
+	}
+	p.space.L = &p.mu
 	p.epoch.Store(newSendEpoch())
-	if err := p.open(); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+	client, err := sarama.NewClient(brokers, p.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: connect to %v: %w", what, brokers, err)
+	}
+	p.client = client
+	if c.Producer.Idempotent {
+		// A transactional producer fences its predecessors here.
+		if p.producerID, p.producerEpoch, err = p.initProducerID(); err != nil {
+			_ = client.Close()
+			return nil, fmt.Errorf("%s: %w", what, fencedError(txnID != "", err))
+		}
 	}
 	return p, nil
-}
-
-// open connects the sarama client and producer and starts draining their results.
-func (p *Producer) open() error {
-	client, err := sarama.NewClient(p.brokers, p.cfg)
-	if err != nil {
-		return fmt.Errorf("connect to %v: %w", p.brokers, err)
-	}
-	// A transactional producer gets its producer id and epoch here (InitProducerId).
-	ap, err := sarama.NewAsyncProducerFromClient(client)
-	if err != nil {
-		_ = client.Close()
-		return fencedError(p.txnID != "", err)
-	}
-	p.client, p.ap = client, ap
-	p.drained.Add(2)
-	go p.drainSuccesses()
-	go p.drainErrors()
-	return nil
 }
 
 // Send queues one record. partition >= 0 is used as is; partition < 0 lets the producer
@@ -137,15 +166,19 @@ func (p *Producer) open() error {
 // key, value, the header values and source are not copied: they must stay unchanged until
 // the record is acknowledged (Flush returns). Send returns the first asynchronous error seen
 // since the last Flush (or AbortTxn), without queuing the record, so a failing broker
-// stops the caller early. Send blocks while sarama's input buffer is full. A
-// transactional producer fails records sent outside a transaction (see BeginTxn).
+// stops the caller early. Send blocks while the records unacknowledged take 32 MiB
+// (Java's buffer.memory), until acknowledgements or failures (a failing broker's records
+// fail after their retries) make room. A transactional producer refuses records sent
+// outside a transaction (see BeginTxn).
 //
 // A record larger than max.request.size is refused at once with a ProduceError marked
-// Unsent, before sarama sees it: sarama would fail it asynchronously and, in a
-// transaction, make the whole transaction abortable; refused here, it harms nothing.
+// Unsent, before it is sent: in a transaction, a record the broker refused would make the
+// whole transaction abortable; refused here, it harms nothing. So is a record for a
+// partition the topic does not have, or for a topic the cluster does not know.
 //
 // Send is called from one goroutine at a time (the processing loop, or the demo feeder on
-// its own producer): the messages it reuses are kept unlocked on the sending side.
+// its own producer): the partitions and messages it reuses are kept unlocked on the
+// sending side.
 func (p *Producer) Send(topic string, partition int32, key, value []byte, headers pipeline.Headers, timestampMs int64, source *pipeline.SourceRecord) error {
 	if e := p.firstErr.Load(); e != nil {
 		return *e
@@ -153,13 +186,22 @@ func (p *Producer) Send(topic string, partition int32, key, value []byte, header
 	if p.closed.Load() {
 		return fmt.Errorf("send to topic %q: %w", topic, errProducerClosed)
 	}
-	m := p.msgs.get()
-	m.fill(topic, partition, key, value, headers, timestampMs)
-	if size := m.msg.ByteSize(p.recordVersion); size > p.maxBytes {
-		p.msgs.unused(m)
-		return &ProduceError{Topic: topic, Partition: partition, Key: key, Value: value, Source: source, Unsent: true,
-			Err: fmt.Errorf("%w: %d bytes when serialized, max.request.size is %d", ErrRecordTooLarge, size, p.maxBytes)}
+	unsent := func(err error) error {
+		return &ProduceError{Topic: topic, Partition: partition, Key: key, Value: value, Source: source, Unsent: true, Err: err}
 	}
+	size := recordSize(key, value, headers)
+	if size > p.maxBytes {
+		return unsent(fmt.Errorf("%w: %d bytes when serialized, max.request.size is %d", ErrRecordTooLarge, size, p.maxBytes))
+	}
+	if p.txnID != "" && !p.inTxn.Load() {
+		return unsent(fmt.Errorf("transactional producer %q: record sent outside a transaction (BeginTxn first)", p.txnID))
+	}
+	ps, err := p.partitionOf(topic, partition, key)
+	if err != nil {
+		return unsent(err)
+	}
+	m := p.msgs.get()
+	m.fill(key, value, headers, timestampMs, size)
 	m.source = source
 	p.pending.Add(1)
 	m.epoch = p.epoch.Load()
@@ -167,8 +209,34 @@ func (p *Producer) Send(topic string, partition int32, key, value []byte, header
 		m.tracked = t.track(topic)
 	}
 	m.epoch.sent(m.tracked)
-	p.ap.Input() <- &m.msg
+	p.appendRecord(ps, m)
 	return nil
+}
+
+// partitionOf returns the state of the partition a record goes to.
+func (p *Producer) partitionOf(topic string, requested int32, key []byte) (*partition, error) {
+	parts, ok := p.parts[topic]
+	if !ok {
+		n, err := p.PartitionsFor(topic)
+		if err != nil {
+			return nil, err
+		}
+		parts = make([]*partition, n)
+		p.parts[topic] = parts
+	}
+	id, err := choosePartition(requested, key, int32(len(parts)))
+	if err != nil {
+		return nil, fmt.Errorf("partition %d of topic %q (%d partitions): %w", requested, topic, len(parts), err)
+	}
+	ps := parts[id]
+	if ps == nil {
+		ps = &partition{topic: topic, id: id}
+		parts[id] = ps
+		p.mu.Lock()
+		p.all = append(p.all, ps)
+		p.mu.Unlock()
+	}
+	return ps, nil
 }
 
 // PartitionsFor returns the partition count of topic. Counts are cached; an unknown topic
@@ -188,8 +256,31 @@ func (p *Producer) PartitionsFor(topic string) (int32, error) {
 
 // Flush blocks until every record sent so far is acknowledged or failed, then returns the
 // first asynchronous error since the previous Flush and forgets it. If ctx ends first,
-// Flush returns ctx's error and keeps the sticky error for the next call.
+// Flush returns ctx's error and keeps the sticky error for the next call. A batch still
+// lingering (Flush.Frequency) is not hurried: Flush waits for it.
 func (p *Producer) Flush(ctx context.Context) error {
+	if err := p.waitIdle(ctx); err != nil {
+		return err
+	}
+	if p.txnID == "" && p.cfg.Producer.Idempotent && p.sequenceBroken() {
+		if err := p.reinit(); err != nil {
+			p.firstErr.CompareAndSwap(nil, &err)
+		}
+	}
+	if e := p.firstErr.Swap(nil); e != nil {
+		return *e
+	}
+	return nil
+}
+
+func (p *Producer) sequenceBroken() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seqBroken
+}
+
+// waitIdle blocks until no record is pending, or ctx ends.
+func (p *Producer) waitIdle(ctx context.Context) error {
 	p.waiters.Add(1)
 	defer p.waiters.Add(-1)
 	for p.pending.Load() > 0 {
@@ -206,23 +297,37 @@ func (p *Producer) Flush(ctx context.Context) error {
 			return fmt.Errorf("flush producer (%d records unacknowledged): %w", p.pending.Load(), ctx.Err())
 		}
 	}
-	if e := p.firstErr.Swap(nil); e != nil {
-		return *e
-	}
 	return nil
 }
 
-// Close waits for the records in flight (sarama sends a held batch only when
-// Flush.Frequency elapses, so Close can take that long), closes the producer and returns
-// the sticky error if one is left. Send must not be called during or after Close. A
-// transaction still open is neither committed nor aborted here: the broker aborts it when
-// it times out or when the next producer with the same transactional id starts.
+// sendAll waits for every record sent so far, sending lingering batches at once.
+func (p *Producer) sendAll(ctx context.Context) error {
+	p.mu.Lock()
+	p.forcing++
+	for _, s := range p.senders {
+		s.signal()
+	}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.forcing--
+		p.mu.Unlock()
+	}()
+	return p.waitIdle(ctx)
+}
+
+// Close sends the batches still lingering, waits for the records in flight (a failing
+// broker's records fail after their retries), closes the producer and returns the sticky
+// error if one is left. Send must not be called during or after Close. A transaction
+// still open is neither committed nor aborted here: the broker aborts it when it times
+// out or when the next producer with the same transactional id starts.
 func (p *Producer) Close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
-	p.ap.AsyncClose()
-	p.drained.Wait()
+	_ = p.sendAll(context.Background())
+	close(p.stop)
+	p.wg.Wait()
 	var errs []error
 	if e := p.firstErr.Swap(nil); e != nil {
 		errs = append(errs, *e)
@@ -231,68 +336,4 @@ func (p *Producer) Close() error {
 		errs = append(errs, fmt.Errorf("close producer client: %w", err))
 	}
 	return errors.Join(errs...)
-}
-
-func (p *Producer) drainSuccesses() {
-	defer p.drained.Done()
-	for msg := range p.ap.Successes() {
-		if p.OnAck != nil {
-			p.OnAck(msg.Topic)
-		}
-		var epoch *sendEpoch
-		var tracked bool
-		m, ok := msg.Metadata.(*outMsg)
-		if ok {
-			epoch, tracked = m.epoch, m.tracked
-		}
-		// Before finish: once Flush returns, AckedOffsets holds every acknowledged record.
-		if t := p.acked.Load(); t != nil && tracked {
-			t.record(msg)
-		}
-		// sarama is done with a message once it is on Successes (it clears its internal
-		// state before handing it over), so it can be reused; the race tests watch this.
-		if ok {
-			p.msgs.recycle(m)
-		}
-		p.finish()
-		epoch.finish(tracked, nil)
-	}
-}
-
-func (p *Producer) drainErrors() {
-	defer p.drained.Done()
-	for pe := range p.ap.Errors() {
-		err := p.fail(pe.Err)
-		if errors.Is(err, sarama.ErrMessageSizeTooLarge) {
-			err = fmt.Errorf("%w (the broker judges a whole batch against the topic's max.message.bytes; "+
-				"keep max.request.size at or below it, so that a record too large is refused alone before it is sent)", err)
-		}
-		perr := &ProduceError{Topic: pe.Msg.Topic, Partition: pe.Msg.Partition, Err: err}
-		var epoch *sendEpoch
-		var tracked bool
-		if m, ok := pe.Msg.Metadata.(*outMsg); ok {
-			perr.Key, perr.Value, perr.Source = m.key, m.value, m.source
-			epoch, tracked = m.epoch, m.tracked
-		}
-		var failed *error
-		if p.OnFailure == nil || !p.OnFailure(perr) {
-			var err error = perr
-			failed = &err
-			p.firstErr.CompareAndSwap(nil, failed)
-		}
-		// A failed message is not recycled: sarama still reads it after reporting it
-		// (the retry backoff looks at it). Failures are rare; the GC takes it.
-		p.finish()
-		epoch.finish(tracked, failed)
-	}
-}
-
-// finish counts one record as done and wakes Flush when it was the last one.
-func (p *Producer) finish() {
-	if p.pending.Add(-1) == 0 && p.waiters.Load() > 0 {
-		p.idleMu.Lock()
-		close(p.idle)
-		p.idle = make(chan struct{})
-		p.idleMu.Unlock()
-	}
 }

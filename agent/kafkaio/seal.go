@@ -42,22 +42,28 @@ func (e *sendEpoch) sent(tracked bool) {
 }
 
 // finish counts one record of the epoch as done; failed is its error when the record failed
-// and OnFailure did not consume it. A nil epoch is a record sent outside Send.
+// and OnFailure did not consume it.
 func (e *sendEpoch) finish(tracked bool, failed *error) {
-	if e == nil {
-		return
+	var t int64
+	if tracked {
+		t = 1
 	}
+	e.finishN(1, t, failed)
+}
+
+// finishN counts all records of the epoch as done, tracked of them to tracked topics.
+func (e *sendEpoch) finishN(all, tracked int64, failed *error) {
 	if failed != nil {
 		e.err.CompareAndSwap(nil, failed)
 	}
-	if tracked {
-		e.tracked.finish(e)
+	if tracked > 0 {
+		e.tracked.finishN(e, tracked)
 	}
-	e.all.finish(e)
+	e.all.finishN(e, all)
 }
 
-func (c *pending) finish(e *sendEpoch) {
-	if c.n.Add(-1) == 0 && e.sealed.Load() {
+func (c *pending) finishN(e *sendEpoch, n int64) {
+	if c.n.Add(-n) == 0 && e.sealed.Load() {
 		c.close()
 	}
 }

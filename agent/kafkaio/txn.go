@@ -55,8 +55,8 @@ func (p *Producer) txnUsable(op string) error {
 	return nil
 }
 
-// Renew replaces a fenced transactional producer by a new one with the same transactional
-// id, as Kafka Streams re-creates its producer after a TaskMigratedException: its
+// Renew makes a fenced transactional producer usable again with the same transactional
+// id, as Kafka Streams re-creates its producer after a TaskMigratedException: a new
 // InitProducerId bumps the epoch and ends whatever transaction of the id is still open, so
 // nothing of the fenced transactions can commit any more. The records still in flight are
 // failed or acknowledged first and their errors dropped, and the offsets TrackOffsets
@@ -69,17 +69,16 @@ func (p *Producer) Renew() error {
 	if p.closed.Load() {
 		return fmt.Errorf("renew producer %q: %w", p.txnID, errProducerClosed)
 	}
-	p.ap.AsyncClose()
-	p.drained.Wait()
-	_ = p.client.Close() // a fenced client has nothing left to lose
+	_ = p.sendAll(context.Background())
 	p.firstErr.Store(nil)
 	if t := p.acked.Load(); t != nil {
 		t.take()
 	}
-	if err := p.open(); err != nil {
-		p.closed.Store(true)
+	if err := p.reinit(); err != nil {
+		_ = p.Close()
 		return fmt.Errorf("renew producer %q: %w", p.txnID, err)
 	}
+	p.inTxn.Store(false)
 	p.fenced.Store(false)
 	return nil
 }
@@ -91,9 +90,19 @@ func (p *Producer) BeginTxn() error {
 	if err := p.txnUsable("begin"); err != nil {
 		return err
 	}
-	if err := p.ap.BeginTxn(); err != nil {
-		return fmt.Errorf("begin transaction of %q (state %s): %w", p.txnID, p.ap.TxnStatus(), p.fail(err))
+	if p.inTxn.Load() {
+		return fmt.Errorf("begin transaction of %q: a transaction is open already", p.txnID)
 	}
+	if p.sequenceBroken() {
+		if err := p.reinit(); err != nil {
+			return fmt.Errorf("begin transaction of %q: %w", p.txnID, p.fail(err))
+		}
+	}
+	p.mu.Lock()
+	p.txnGen++
+	p.txnAdded = false
+	p.mu.Unlock()
+	p.inTxn.Store(true)
 	return nil
 }
 
@@ -118,23 +127,32 @@ func (p *Producer) CommitTxnInGroup(ctx context.Context, offsets map[pipeline.To
 	if err := p.txnUsable("commit"); err != nil {
 		return err
 	}
+	if !p.inTxn.Load() {
+		return fmt.Errorf("commit transaction of %q: no transaction is open", p.txnID)
+	}
 	groupID := group.GroupID
 	if len(offsets) > 0 && groupID == "" {
 		return fmt.Errorf("commit transaction of %q: offsets of %d partitions for an empty group id", p.txnID, len(offsets))
 	}
-	if err := p.Flush(ctx); err != nil {
-		return fmt.Errorf("commit transaction of %q: %w", p.txnID, p.fail(err))
-	}
+	var req map[string][]*sarama.PartitionOffsetMetadata
 	if len(offsets) > 0 {
-		req, err := txnOffsets(offsets)
-		if err != nil {
+		var err error
+		if req, err = txnOffsets(offsets); err != nil {
 			return fmt.Errorf("commit transaction of %q: group %q: %w", p.txnID, groupID, err)
 		}
-		if err := p.ap.AddOffsetsToTxnWithGroupMetadata(req, group); err != nil {
+	}
+	if err := p.sendAll(ctx); err != nil {
+		return fmt.Errorf("commit transaction of %q: %w", p.txnID, err)
+	}
+	if e := p.firstErr.Swap(nil); e != nil {
+		return fmt.Errorf("commit transaction of %q: %w", p.txnID, p.fail(*e))
+	}
+	if len(offsets) > 0 {
+		if err := p.addOffsetsToTxn(req, group); err != nil {
 			return fmt.Errorf("commit transaction of %q: add offsets of group %q (generation %d): %w", p.txnID, groupID, group.GenerationID, p.fail(err))
 		}
 	}
-	if err := p.ap.CommitTxn(); err != nil {
+	if err := p.endTxn(true); err != nil {
 		return fmt.Errorf("commit transaction of %q: %w", p.txnID, p.fail(err))
 	}
 	return nil
@@ -164,16 +182,25 @@ func (p *Producer) AbortTxn() error {
 	if err := p.txnUsable("abort"); err != nil {
 		return err
 	}
-	if err := p.Flush(context.Background()); err != nil {
-		if err := p.fail(err); errors.Is(err, ErrFenced) {
+	_ = p.sendAll(context.Background())
+	if e := p.firstErr.Swap(nil); e != nil {
+		if err := p.fail(*e); errors.Is(err, ErrFenced) {
 			return fmt.Errorf("abort transaction of %q: %w", p.txnID, err)
 		}
 	}
 	if t := p.acked.Load(); t != nil {
 		t.take()
 	}
-	if err := p.ap.AbortTxn(); err != nil {
+	if !p.inTxn.Load() {
+		return nil
+	}
+	if err := p.endTxn(false); err != nil {
 		return fmt.Errorf("abort transaction of %q: %w", p.txnID, p.fail(err))
+	}
+	if p.sequenceBroken() {
+		if err := p.reinit(); err != nil {
+			return fmt.Errorf("abort transaction of %q: new producer epoch: %w", p.txnID, p.fail(err))
+		}
 	}
 	return nil
 }

@@ -1,0 +1,111 @@
+package kafkaio
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// Delivery: a batch is acknowledged or failed whole, on the goroutine that learnt it (a
+// broker sender, or a reroute that gave up); its records are counted off the pending
+// count, their send epochs and the offset tracker once per batch, not one by one.
+
+// epochRun is consecutive records of a batch sent in one send epoch.
+type epochRun struct {
+	e            *sendEpoch
+	all, tracked int64
+}
+
+// ackBatch settles b as written at offsets base, base+1, ... (base < 0: not known, as for
+// a duplicate of an earlier try), recycling its messages into done.
+func (p *Producer) ackBatch(done *[]*outMsg, b *batch, base int64) {
+	if p.OnAck != nil {
+		p.callbacks.Lock()
+		for range b.msgs {
+			p.OnAck(b.ps.topic)
+		}
+		p.callbacks.Unlock()
+	}
+	lastTracked := -1
+	for i, m := range b.msgs {
+		if m.tracked {
+			lastTracked = i
+		}
+	}
+	// Before the counts drop: once Flush or WaitTracked returns, AckedOffsets holds every
+	// acknowledged record.
+	if t := p.acked.Load(); t != nil && lastTracked >= 0 && base >= 0 {
+		t.record(pipeline.TopicPartition{Topic: b.ps.topic, Partition: b.ps.id}, base+int64(lastTracked))
+	}
+	var runs [4]epochRun
+	n := 0
+	for _, m := range b.msgs {
+		if n == 0 || runs[n-1].e != m.epoch {
+			if n == len(runs) {
+				runs[n-1].finish(nil)
+				n--
+			}
+			runs[n] = epochRun{e: m.epoch}
+			n++
+		}
+		r := &runs[n-1]
+		r.all++
+		if m.tracked {
+			r.tracked++
+		}
+		p.msgs.recycle(done, m)
+	}
+	p.finish(int64(len(b.msgs)))
+	for i := range n {
+		runs[i].finish(nil)
+	}
+}
+
+// finish counts the run's records as done.
+func (r *epochRun) finish(failed *error) {
+	r.e.finishN(r.all, r.tracked, failed)
+}
+
+// failBatch reports every record of b as a ProduceError for err. The messages are not
+// recycled: failures are rare, the GC takes them.
+func (p *Producer) failBatch(b *batch, err error) {
+	err = p.fail(err)
+	if errors.Is(err, sarama.ErrMessageSizeTooLarge) {
+		err = fmt.Errorf("%w (the broker judges a whole batch against the topic's max.message.bytes; "+
+			"keep max.request.size at or below it, so that a record too large is refused alone before it is sent)", err)
+	}
+	for _, m := range b.msgs {
+		perr := &ProduceError{Topic: b.ps.topic, Partition: b.ps.id, Key: m.rec.Key, Value: m.rec.Value, Source: m.source, Err: err}
+		var failed *error
+		if !p.consumeFailure(perr) {
+			var err error = perr
+			failed = &err
+			p.firstErr.CompareAndSwap(nil, failed)
+		}
+		p.finish(1)
+		m.epoch.finish(m.tracked, failed)
+	}
+}
+
+// finish counts n records as done and wakes Flush when they were the last ones.
+func (p *Producer) finish(n int64) {
+	if p.pending.Add(-n) == 0 && p.waiters.Load() > 0 {
+		p.idleMu.Lock()
+		close(p.idle)
+		p.idle = make(chan struct{})
+		p.idleMu.Unlock()
+	}
+}
+
+// consumeFailure asks OnFailure whether it consumes perr.
+func (p *Producer) consumeFailure(perr *ProduceError) bool {
+	if p.OnFailure == nil {
+		return false
+	}
+	p.callbacks.Lock()
+	defer p.callbacks.Unlock()
+	return p.OnFailure(perr)
+}
