@@ -109,10 +109,10 @@ var (
 		Doc:    "Always false: offsets are committed by the commit barrier."})
 
 	Linger = declareClient[time.Duration](&clientKeys, Key{Name: "linger.ms", Type: TypeDuration, Default: "5", DefaultEOS: "0", Max: 5000, Client: ForProducer,
-		MaxReason: "sarama has no flush call: every commit barrier and the shutdown wait up to linger.ms for the last batch",
-		Doc:       "How long the producer gathers records into a batch (sarama Flush.Frequency). StoatFlow's defaults differ from Kafka Streams' 100: see the note below the table."})
+		MaxReason: "an at-least-once commit barrier waits up to linger.ms for the last batch",
+		Doc:       "How long the producer gathers records into a partition's batch (sarama Flush.Frequency). StoatFlow's defaults differ from Kafka Streams' 100: see the note below the table."})
 	BatchSize = declareClient[int64](&clientKeys, Key{Name: "batch.size", Type: TypeInt, Default: "262144", Client: ForProducer,
-		Doc: "Buffered bytes that send a batch before linger.ms is up (sarama Flush.Bytes, counted per broker, hence larger than Kafka's per-partition 16384); unused when linger.ms is 0."})
+		Doc: "Bytes of a partition's batch that send it before linger.ms is up (sarama Flush.Bytes); unused when linger.ms is 0. A batch grows up to max.request.size either way."})
 	CompressionType = declareClient[string](&clientKeys, Key{Name: "compression.type", Type: TypeEnum, Default: "none", Client: ForProducer,
 		Allowed: []string{"none", "gzip", "snappy", "lz4", "zstd"},
 		Doc:     "Compression of produced batches."})
@@ -120,9 +120,9 @@ var (
 		Aliases: map[string]string{"-1": "all"},
 		Doc:     "Acknowledgements a produce waits for; exactly_once_v2 and enable.idempotence need all."})
 	MaxRequestSize = declareClient[int64](&clientKeys, Key{Name: "max.request.size", Type: TypeInt, Default: "1048576", Min: 1, Max: 100 << 20, MaxReason: "sarama sends no request larger than 100 MiB", Client: ForProducer,
-		Doc: "Largest record batch the producer sends (sarama Producer.MaxMessageBytes)."})
+		Doc: "Largest produce request, and so record batch, the producer sends (sarama Producer.MaxMessageBytes); a larger record is refused before it is sent."})
 	Retries = declareClient[int64](&clientKeys, Key{Name: "retries", Type: TypeInt, Default: "2147483647", Client: ForProducer,
-		Doc: "Retries of a failed produce, bounded by delivery.timeout.ms / retry.backoff.ms (sarama has no delivery timeout)."})
+		Doc: "Retries of a failed produce, bounded by delivery.timeout.ms / retry.backoff.ms (the producer has no delivery timeout of its own)."})
 	DeliveryTimeout = declareClient[time.Duration](&clientKeys, Key{Name: "delivery.timeout.ms", Type: TypeDuration, Default: "120000", DefaultEOS: "2147483647", Min: 1, Max: maxInt32, MaxReason: reasonInt32, Client: ForProducer,
 		Doc: "Bound on retrying a produce: at most delivery.timeout.ms / retry.backoff.ms retries."})
 	TransactionTimeout = declareClient[time.Duration](&clientKeys, Key{Name: "transaction.timeout.ms", Type: TypeDuration, Default: "60000", DefaultEOS: "10000", Min: 1, Max: maxInt32, MaxReason: reasonInt32, Client: ForProducer,
@@ -130,7 +130,7 @@ var (
 	EnableIdempotence = declareClient[bool](&clientKeys, Key{Name: "enable.idempotence", Type: TypeBool, Default: "true", Client: ForProducer,
 		Doc: "Idempotent producer (forced under exactly_once_v2; off by itself when acks is not all, as in Kafka)."})
 	MaxInFlightRequestsPerConnection = declareClient[int64](&clientKeys, Key{Name: "max.in.flight.requests.per.connection", Type: TypeInt, Default: "5", Min: 1, Max: 1000, MaxReason: "sarama allocates a queue of this many responses for every broker connection", Client: ForProducer,
-		Doc: "Requests in flight per broker connection (sarama Net.MaxOpenRequests); sarama's idempotent producer needs 1, which it gets."})
+		Doc: "Requests in flight per broker connection (sarama Net.MaxOpenRequests) for the producer's metadata and transaction requests; its produce requests go one at a time per broker whatever this says, see the note below the table."})
 
 	_ = clientKeys.add(Key{Name: "group.id", Type: TypeString, Client: ForConsumer, Disposition: Refused,
 		Reason: "Kafka Streams uses application.id as the group id", Doc: "Consumer group id."})

@@ -125,14 +125,21 @@ Rules:
 	b.WriteString(`
 ### Producer batching: linger.ms and batch.size
 
-Kafka Streams forces ` + "`linger.ms = 100`" + ` on its producers. StoatFlow's producer is sarama, whose
-batching works differently: ` + "`linger.ms`" + ` becomes ` + "`Producer.Flush.Frequency`" + ` and ` + "`batch.size`" + `
-` + "`Producer.Flush.Bytes`" + ` (counted per broker, not per partition). Measured with sarama, 5 ms with
-256 KiB batches produced ~20 % more records per second than sending at once, while
-keeping the added latency small, so at_least_once uses 5 ms. Under exactly_once_v2 a transaction
-commit waits for the flush timer, so every commit would pay ` + "`linger.ms`" + `; there the default is 0
-(send as soon as possible), which measured 2.5 times faster with 1,000-record epochs. With
-` + "`linger.ms = 0`" + ` sarama would hold a partial batch forever if ` + "`batch.size`" + ` were applied, so it is not.
+Kafka Streams forces ` + "`linger.ms = 100`" + ` on its producers. StoatFlow's producer is its own,
+on sarama's client: each partition has an open batch that records are appended to; one
+goroutine per broker sends the ready batches of the partitions it leads in one produce request
+at a time, and the records sent while a request is in flight gather into the next one, so under
+load batches grow by themselves (up to ` + "`max.request.size`" + `, one batch per partition and
+request) without waiting. ` + "`linger.ms`" + ` holds a partition's batch until it is that old, unless it
+reaches ` + "`batch.size`" + ` bytes first; with ` + "`linger.ms = 0`" + ` a batch is ready at once and
+` + "`batch.size`" + ` is unused. A transaction commit or abort and the shutdown send a lingering batch at
+once; an at-least-once commit barrier waits for it, so every barrier would pay ` + "`linger.ms`" + `.
+Measured with sarama's producer, 5 ms with 256 KiB batches produced ~20 % more records per
+second than sending at once under at_least_once, which therefore uses 5 ms; exactly_once_v2
+uses 0. ` + "`max.in.flight.requests.per.connection`" + ` no longer pipelines produce requests: one
+per broker at a time keeps a partition's order across retries, idempotent or not, and makes the
+batches of the next request big. ` + "`buffer.memory`" + ` is fixed at Java's default: ` + "`send`" + ` waits while
+32 MiB of records are unacknowledged.
 
 ### Security
 

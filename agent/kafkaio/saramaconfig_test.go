@@ -74,7 +74,7 @@ func TestSaramaMapping(t *testing.T) {
 		{`isolation.level = "read_committed"`, RoleConsumer, func(c *sarama.Config) any { return c.Consumer.IsolationLevel }, sarama.ReadCommitted},
 		{`group.instance.id = "wc-1"`, RoleConsumer, func(c *sarama.Config) any { return c.Consumer.Group.InstanceId }, "wc-1"},
 		{`buffered.records.per.partition = 64`, RoleConsumer, func(c *sarama.Config) any { return c.ChannelBufferSize }, 64},
-		{`buffered.records.per.partition = 64`, RoleProducer, func(c *sarama.Config) any { return c.ChannelBufferSize }, producerChannelBuffer},
+		{`buffered.records.per.partition = 64`, RoleProducer, func(c *sarama.Config) any { return c.ChannelBufferSize }, sarama.NewConfig().ChannelBufferSize},
 		{`linger.ms = 20`, RoleProducer, func(c *sarama.Config) any { return c.Producer.Flush.Frequency }, 20 * time.Millisecond},
 		{`batch.size = 4096`, RoleProducer, func(c *sarama.Config) any { return c.Producer.Flush.Bytes }, 4096},
 		{"linger.ms = 0\nbatch.size = 4096", RoleProducer, func(c *sarama.Config) any { return c.Producer.Flush.Bytes }, 0},
