@@ -423,3 +423,76 @@ func TestTxnRefusesRecordOutsideTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A batch lingers until linger.ms, unless it reaches Flush.Bytes (batch.size) first; a
+// commit sends a lingering batch at once instead of waiting.
+func TestProducerLingerAndBatchSize(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "lingering", 1)
+	const linger = 30 * time.Second // far beyond the test's waits: only a full batch or a commit sends
+	cfg := testConfig()
+	cfg.Producer.Flush.Frequency = linger
+	cfg.Producer.Flush.Bytes = 1000
+	p, err := NewProducer(e.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for range 20 { // 20 × ~136 bytes: past batch.size
+		if err := p.Send("lingering", 0, nil, make([]byte, 100), nil, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatalf("Flush of a batch past batch.size: %v", err)
+	}
+
+	cfg = txnConfig("lingering-1")
+	cfg.Producer.Flush.Frequency = linger
+	tp, err := NewProducer(e.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	if err := tp.BeginTxn(); err != nil {
+		t.Fatal(err)
+	}
+	sendValues(t, tp, "lingering", 0, "small")
+	if err := tp.CommitTxn(ctx, nil, ""); err != nil {
+		t.Fatalf("CommitTxn of a lingering batch: %v", err)
+	}
+}
+
+// OnAck and OnFailure calls never overlap, though each broker has its own sender: a
+// callback needs no lock (the race detector watches the plain counter).
+func TestProducerCallbacksDoNotOverlap(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(2), kfake.SeedTopics(1, "one", "two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.MoveTopicPartition("two", 0, 1-c.LeaderFor("one", 0)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewProducer(c.ListenAddrs(), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	acks := 0
+	p.OnAck = func(string) { acks++ }
+	for i := range 2000 {
+		topic := []string{"one", "two"}[i%2]
+		if err := p.Send(topic, 0, nil, []byte("v"), nil, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if acks != 2000 {
+		t.Fatalf("OnAck called %d times, want 2000", acks)
+	}
+}
