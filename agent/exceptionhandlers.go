@@ -193,8 +193,8 @@ func (e *epoch) writeFailedDeadLetter(cause error) {
 }
 
 // skippedSends holds the dead letters of records the production exception handler skipped.
-// The handler runs on the producer's error goroutine, which must not send, so the loop
-// sends them at the commit barrier.
+// The handler runs as the producer's OnFailure, which must not send, so the loop sends them
+// at the commit barrier.
 type skippedSends struct {
 	mu      sync.Mutex
 	letters []*deadLetter

@@ -288,8 +288,8 @@ func (a *Agent) connect(ctx context.Context, k *kafkaClients, b *pipeline.Stream
 }
 
 // countProduced counts acknowledged records per sink topic, leaving changelogs out as the
-// metric's help says. It runs on the producer's one success goroutine, so its cache of
-// counters (one label lookup per topic, not per record) needs no lock.
+// metric's help says. It runs as the producer's OnAck, whose calls never overlap, so its
+// cache of counters (one label lookup per topic, not per record) needs no lock.
 func (a *Agent) countProduced(b *pipeline.StreamsBuilder) func(topic string) {
 	changelogs := map[string]bool{}
 	for _, s := range b.Stores() {
