@@ -77,7 +77,7 @@ func (b *batch) cost() int { return b.bytes + len(b.msgs)*msgOverhead }
 
 // appendRecord adds m to its partition's open batch, waiting while the buffer bound is
 // reached.
-func (p *Producer) appendRecord(ps *partition, m *outMsg) {
+func (p *Producer) appendRecord(m *outMsg) {
 	cost := m.size + msgOverhead
 	p.mu.Lock()
 	for p.buffered > 0 && p.buffered+cost > p.maxBuffered {
@@ -85,7 +85,21 @@ func (p *Producer) appendRecord(ps *partition, m *outMsg) {
 		p.space.Wait()
 		p.spaceWaiters--
 	}
-	p.buffered += cost
+	err := p.addLocked(m)
+	p.mu.Unlock()
+	if err != nil {
+		p.failMsg(m, err)
+	}
+}
+
+// addLocked adds m to its partition's open batch, or to the records waiting for its
+// topic's partition count. p.mu is held.
+func (p *Producer) addLocked(m *outMsg) error {
+	ps, err := p.partitionLocked(m)
+	if ps == nil {
+		return err
+	}
+	p.buffered += m.size + msgOverhead
 	b := ps.open
 	if b != nil && !p.fits(b, m) {
 		ps.queue = append(ps.queue, b)
@@ -102,7 +116,7 @@ func (p *Producer) appendRecord(ps *partition, m *outMsg) {
 		wake = true
 	}
 	p.scheduleLocked(ps, wake)
-	p.mu.Unlock()
+	return nil
 }
 
 // fits reports whether m can join b within max.request.size and Flush.MaxMessages.

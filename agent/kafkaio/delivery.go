@@ -78,16 +78,25 @@ func (p *Producer) failBatch(b *batch, err error) {
 			"keep max.request.size at or below it, so that a record too large is refused alone before it is sent)", err)
 	}
 	for _, m := range b.msgs {
-		perr := &ProduceError{Topic: b.ps.topic, Partition: b.ps.id, Key: m.rec.Key, Value: m.rec.Value, Source: m.source, Err: err}
-		var failed *error
-		if !p.consumeFailure(perr) {
-			var err error = perr
-			failed = &err
-			p.firstErr.CompareAndSwap(nil, failed)
-		}
-		p.finish(1)
-		m.epoch.finish(m.tracked, failed)
+		p.failRecord(&ProduceError{Topic: b.ps.topic, Partition: b.ps.id, Key: m.rec.Key, Value: m.rec.Value, Source: m.source, Err: err}, m.epoch, m.tracked)
 	}
+}
+
+// failMsg fails a record that found no partition to go to.
+func (p *Producer) failMsg(m *outMsg, err error) {
+	p.failRecord(&ProduceError{Topic: m.topic, Partition: m.requested, Key: m.rec.Key, Value: m.rec.Value, Source: m.source, Err: err}, m.epoch, m.tracked)
+}
+
+// failRecord reports the failure of one record sent in epoch, unless OnFailure consumes it.
+func (p *Producer) failRecord(perr *ProduceError, epoch *sendEpoch, tracked bool) {
+	var failed *error
+	if !p.consumeFailure(perr) {
+		var err error = perr
+		failed = &err
+		p.firstErr.CompareAndSwap(nil, failed)
+	}
+	p.finish(1)
+	epoch.finish(tracked, failed)
 }
 
 // finish counts n records as done and wakes Flush when they were the last ones.

@@ -18,6 +18,8 @@ type outMsg struct {
 	headers    []sarama.RecordHeader
 	headerPtrs []*sarama.RecordHeader
 	headerKeys []byte
+	topic      string
+	requested  int32                  // Send's partition: -1 lets the key choose
 	ts         int64                  // the record's timestamp, Unix milliseconds
 	size       int                    // recordSize of the record
 	source     *pipeline.SourceRecord // Send's source
@@ -74,7 +76,7 @@ func (m *outMsg) fill(key, value []byte, headers pipeline.Headers, timestampMs i
 // reset drops every reference to the caller's bytes.
 func (m *outMsg) reset() {
 	m.rec = sarama.Record{}
-	m.source, m.epoch, m.tracked = nil, nil, false
+	m.topic, m.source, m.epoch, m.tracked = "", nil, nil, false
 	clear(m.headers)
 	m.headers = m.headers[:0]
 	clear(m.headerPtrs)

@@ -64,8 +64,7 @@ type Producer struct {
 	// epoch counts the records sent since the last Seal (seal.go).
 	epoch atomic.Pointer[sendEpoch]
 
-	partitions sync.Map                // topic → int32 partition count
-	parts      map[string][]*partition // the sending goroutine's: topic → partitions
+	partitions sync.Map // topic → int32 partition count
 	msgs       msgRecycler
 
 	mu           sync.Mutex // guards the batches, the partitions' state and what follows
@@ -74,6 +73,8 @@ type Producer struct {
 	buffered     int // cost of the records sent and not finished (batch.cost)
 	maxBuffered  int
 	all          []*partition
+	parts        map[string][]*partition // topic → partitions, once its count is known
+	unresolved   map[string][]*outMsg    // records waiting for their topic's partition count
 	senders      map[int32]*brokerSender // by broker id
 	freeBatches  []*batch
 	// forcing counts the calls (commit, abort, close) that want every batch sent now,
@@ -134,6 +135,7 @@ func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 		produceVersion: produceVersion(c.Version),
 		idle:           make(chan struct{}),
 		parts:          make(map[string][]*partition),
+		unresolved:     make(map[string][]*outMsg),
 		maxBuffered:    maxBufferedBytes,
 		senders:        make(map[int32]*brokerSender),
 		producerID:     -1,
@@ -173,8 +175,9 @@ func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 //
 // A record larger than max.request.size is refused at once with a ProduceError marked
 // Unsent, before it is sent: in a transaction, a record the broker refused would make the
-// whole transaction abortable; refused here, it harms nothing. So is a record for a
-// partition the topic does not have, or for a topic the cluster does not know.
+// whole transaction abortable; refused here, it harms nothing. A record for a topic the
+// cluster does not know, or for a partition the topic does not have, fails as one the
+// broker refused: Send and Flush report it afterwards.
 //
 // Send is called from one goroutine at a time (the processing loop, or the demo feeder on
 // its own producer): the partitions and messages it reuses are kept unlocked on the
@@ -196,47 +199,79 @@ func (p *Producer) Send(topic string, partition int32, key, value []byte, header
 	if p.txnID != "" && !p.inTxn.Load() {
 		return unsent(fmt.Errorf("transactional producer %q: record sent outside a transaction (BeginTxn first)", p.txnID))
 	}
-	ps, err := p.partitionOf(topic, partition, key)
-	if err != nil {
-		return unsent(err)
-	}
 	m := p.msgs.get()
 	m.fill(key, value, headers, timestampMs, size)
-	m.source = source
+	m.topic, m.requested, m.source = topic, partition, source
 	p.pending.Add(1)
 	m.epoch = p.epoch.Load()
 	if t := p.acked.Load(); t != nil {
 		m.tracked = t.track(topic)
 	}
 	m.epoch.sent(m.tracked)
-	p.appendRecord(ps, m)
+	p.appendRecord(m)
 	return nil
 }
 
-// partitionOf returns the state of the partition a record goes to.
-func (p *Producer) partitionOf(topic string, requested int32, key []byte) (*partition, error) {
-	parts, ok := p.parts[topic]
+// partitionLocked returns the state of the partition m goes to, or nil when its topic's
+// partition count is not known yet: then m waits for resolve, which looks the topic up
+// without holding up Send, as sarama's producer did. p.mu is held.
+func (p *Producer) partitionLocked(m *outMsg) (*partition, error) {
+	parts, ok := p.parts[m.topic]
 	if !ok {
-		n, err := p.PartitionsFor(topic)
-		if err != nil {
-			return nil, err
+		if waiting, ok := p.unresolved[m.topic]; ok {
+			p.unresolved[m.topic] = append(waiting, m)
+			return nil, nil
 		}
-		parts = make([]*partition, n)
-		p.parts[topic] = parts
+		n, ok := p.partitions.Load(m.topic)
+		if !ok {
+			p.unresolved[m.topic] = []*outMsg{m}
+			p.wg.Add(1)
+			go p.resolve(m.topic)
+			return nil, nil
+		}
+		parts = make([]*partition, n.(int32))
+		p.parts[m.topic] = parts
 	}
-	id, err := choosePartition(requested, key, int32(len(parts)))
+	id, err := choosePartition(m.requested, m.rec.Key, int32(len(parts)))
 	if err != nil {
-		return nil, fmt.Errorf("partition %d of topic %q (%d partitions): %w", requested, topic, len(parts), err)
+		return nil, fmt.Errorf("partition %d of topic %q (%d partitions): %w", m.requested, m.topic, len(parts), err)
 	}
 	ps := parts[id]
 	if ps == nil {
-		ps = &partition{topic: topic, id: id}
+		ps = &partition{topic: m.topic, id: id}
 		parts[id] = ps
-		p.mu.Lock()
 		p.all = append(p.all, ps)
-		p.mu.Unlock()
 	}
 	return ps, nil
+}
+
+// resolve looks up the partition count of topic and sends the records waiting for it, or
+// fails them: a topic may appear later, so the failure is retriable, not Unsent.
+func (p *Producer) resolve(topic string) {
+	defer p.wg.Done()
+	n, err := p.PartitionsFor(topic)
+	p.mu.Lock()
+	waiting := p.unresolved[topic]
+	delete(p.unresolved, topic)
+	var failed []*outMsg
+	var errs []error
+	if err == nil {
+		p.parts[topic] = make([]*partition, n)
+		for _, m := range waiting {
+			if err := p.addLocked(m); err != nil {
+				failed, errs = append(failed, m), append(errs, err)
+			}
+		}
+	}
+	p.mu.Unlock()
+	if err != nil {
+		for _, m := range waiting {
+			p.failMsg(m, err)
+		}
+	}
+	for i, m := range failed {
+		p.failMsg(m, errs[i])
+	}
 }
 
 // PartitionsFor returns the partition count of topic. Counts are cached; an unknown topic

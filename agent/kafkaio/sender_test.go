@@ -496,3 +496,28 @@ func TestProducerCallbacksDoNotOverlap(t *testing.T) {
 		t.Fatalf("OnAck called %d times, want 2000", acks)
 	}
 }
+
+// A record for a topic the cluster does not know fails as a retriable ProduceError, like
+// one the broker refused: Send takes it, Flush and its epoch report it.
+func TestProducerUnknownTopicFailsTheRecord(t *testing.T) {
+	e := startBroker(t)
+	cfg := testConfig()
+	cfg.Metadata.Retry.Max = 1
+	p, err := NewProducer(e.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	src := &pipeline.SourceRecord{Topic: "in", Offset: 4}
+	if err := p.Send("nowhere", -1, nil, []byte("v"), nil, 1, src); err != nil {
+		t.Fatalf("Send to an unknown topic = %v, want the failure reported afterwards", err)
+	}
+	var pe *ProduceError
+	if err := p.Seal().Wait(t.Context()); !errors.As(err, &pe) || pe.Unsent || !pe.Retriable() || pe.Source != src ||
+		!errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+		t.Fatalf("the epoch's error = %v, want a retriable, sent ProduceError naming its source", err)
+	}
+	if err := p.Flush(t.Context()); !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+		t.Fatalf("Flush = %v, want the unknown topic", err)
+	}
+}

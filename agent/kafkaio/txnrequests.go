@@ -138,9 +138,11 @@ func (p *Producer) addToTxn(batches []*batch) []*batch {
 	}
 	p.mu.Lock()
 	for _, b := range failed {
+		ps := b.ps
+		p.seqBroken = p.seqBroken || b.sequenced
 		p.dequeueLocked(b)
-		b.ps.busy = false
-		p.scheduleLocked(b.ps, false)
+		ps.busy = false
+		p.scheduleLocked(ps, false)
 	}
 	p.mu.Unlock()
 	return keep
