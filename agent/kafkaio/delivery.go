@@ -72,6 +72,13 @@ func (r *epochRun) finish(failed *error) {
 // failBatch reports every record of b as a ProduceError for err. The messages are not
 // recycled: failures are rare, the GC takes them.
 func (p *Producer) failBatch(b *batch, err error) {
+	if b.sequenced {
+		// Before the records count as done: a Flush that sees them done takes a new
+		// producer id before anything else is sent.
+		p.mu.Lock()
+		p.seqBroken = true
+		p.mu.Unlock()
+	}
 	err = p.fail(err)
 	if errors.Is(err, sarama.ErrMessageSizeTooLarge) {
 		err = fmt.Errorf("%w (the broker judges a whole batch against the topic's max.message.bytes; "+

@@ -138,9 +138,6 @@ func (s *brokerSender) send(batches []*batch) {
 			p.startReroute(ps, true)
 			continue
 		}
-		if outcomes[i].err != nil && b.sequenced {
-			p.seqBroken = true
-		}
 		p.dequeueLocked(b)
 		ps.busy = false
 		p.scheduleLocked(ps, false)
@@ -235,9 +232,6 @@ func (p *Producer) reroute(ps *partition, backoff bool) {
 		}
 		p.mu.Lock()
 		for _, b := range failed {
-			if b.sequenced {
-				p.seqBroken = true
-			}
 			p.releaseLocked(b)
 		}
 		p.mu.Unlock()

@@ -139,7 +139,6 @@ func (p *Producer) addToTxn(batches []*batch) []*batch {
 	p.mu.Lock()
 	for _, b := range failed {
 		ps := b.ps
-		p.seqBroken = p.seqBroken || b.sequenced
 		p.dequeueLocked(b)
 		ps.busy = false
 		p.scheduleLocked(ps, false)
