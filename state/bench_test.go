@@ -2,6 +2,7 @@ package state
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -169,4 +170,32 @@ func countLoop(b *testing.B, db *DB, prefill int, key func(i int) []byte) {
 			noErr(b, db.Commit(offsets))
 		}
 	}
+}
+
+// BenchmarkKeyFilterAbsent asks the key filter of n keys about keys it never held, as the
+// first sight of every new word does.
+func BenchmarkKeyFilterAbsent(b *testing.B) {
+	for _, n := range []int{10_000, 300_000, 4_000_000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			f := &keyFilter{ready: true}
+			layers := []*filterLayer{newFilterLayer(filterFirstKeys)}
+			f.layers.Store(&layers)
+			for i := range n {
+				f.add(filterBenchKey(2 * i))
+			}
+			keys := make([][]byte, 1<<16)
+			for i := range keys {
+				keys[i] = filterBenchKey(2*i + 1)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				f.mayHold(keys[i&(len(keys)-1)])
+			}
+		})
+	}
+}
+
+func filterBenchKey(i int) []byte {
+	return binary.BigEndian.AppendUint64([]byte{tagData, 0, 0, 0, 1, 0, 0, 0, 0, 'w'}, uint64(i)*0x9E3779B97F4A7C15)
 }

@@ -134,7 +134,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	if db.keys, err = newKeyFilter(ldb); err != nil {
+	if db.keys, err = newKeyFilter(ldb, dir); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("state: open %s: %w", dir, err)
 	}
@@ -205,10 +205,15 @@ func (db *DB) readErr(err error) error {
 }
 
 // Close closes the database once a commit writing in the background is done; buffered
-// writes that were not committed are lost.
+// writes that were not committed are lost. It saves the key filter for the next Open.
 func (db *DB) Close() error {
 	if db.pending != nil {
 		_ = db.pending.Wait() // a failed one leaves the database at the commit before it
+	}
+	if db.ldb.failed() == nil {
+		// A filter that cannot be saved (a full disk) costs the next run LevelDB reads of
+		// absent keys, never data: the close goes on.
+		_ = saveKeyFilter(db.ldb, db.dir, db.keys)
 	}
 	err := db.ldb.db.Close()
 	if serr := db.stor.Close(); err == nil {

@@ -1,11 +1,11 @@
 package state
 
 import (
-	"hash/maphash"
 	"math/bits"
 	"slices"
 	"sync/atomic"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/util"
 )
@@ -16,20 +16,27 @@ import (
 // where the filter reads one cache line per layer. LevelDB's own table filters leave the
 // memtable search and the table lookups.
 //
-// At Open the filter is ready only for a database without tables (new, or rebuilt; its
-// few keys, if any, are in the memtable, which Open reads). Reading the keys of a database
-// with tables would open every table at start, and goleveldb reads a table's footer only
-// when it opens it: damage done to a footer afterwards would no longer be found by the read
-// that needs the table, and the database rebuilt. So a database opened with tables keeps
-// the filter answering "maybe" to every read for the whole run. writeData adds a batch's
-// keys before LevelDB applies it, so a ready filter holds every key LevelDB has, on every
-// goroutine. Deleted keys stay in it: the filter only ever errs towards a LevelDB read.
+// writeData adds a batch's keys before LevelDB applies it, so a ready filter holds every
+// key LevelDB has, on every goroutine. Deleted keys stay in it: the filter only ever errs
+// towards a LevelDB read. A clean Close saves a ready filter (keyfilter_save.go) and the
+// next Open loads it and invalidates it at once, before any data write: a saved filter is
+// only ever read back by the Open right after the Close that wrote it, so a crash never
+// leaves one behind that lacks keys. Without a saved filter Open builds one only for a
+// database without tables (new, or rebuilt; its few keys, if any, are in the memtable,
+// which Open reads): reading the keys of a database with tables would open every table at
+// start, and goleveldb reads a table's footer only when it opens it, so damage done to a
+// footer afterwards would no longer be found by the read that needs the table, and the
+// database rebuilt. Such a database keeps the filter answering "maybe" to every read for
+// the whole run, and its Close saves none.
 //
-// The filter grows by layers, each twice the capacity of the one before, so it needs no
-// size up front and is never rebuilt: a lookup checks every layer (a handful for millions
-// of keys) and an add goes to the newest. Adds come from writeData, one batch at a time (on
+// The filter grows by layers, each four times the capacity of the one before, so it needs
+// no size up front and is never rebuilt: a lookup checks every layer and an add goes to the
+// newest. A lookup of an absent key reads a cache line per layer, a cache miss each once
+// the filter outgrows the processor's caches, so growing by four rather than two halves
+// the layers (four for a million keys, five up to 5 M) for at most twice the memory. Adds come from writeData, one batch at a time (on
 // the processing goroutine, or on the goroutine of the background commit it waits for);
-// lookups may come from any goroutine.
+// lookups may come from any goroutine. Keys are hashed with xxhash, whose values do not
+// change from run to run, so a saved filter stays valid.
 type keyFilter struct {
 	ready  bool // set before the DB is handed out, never changed
 	layers atomic.Pointer[[]*filterLayer]
@@ -44,45 +51,57 @@ type filterLayer struct {
 
 const (
 	filterFirstKeys  = 1 << 14
+	filterGrowth     = 4
 	filterBitsPerKey = 10
 	filterProbes     = 6
 	filterBlockWords = 8
 )
 
-var filterSeed = maphash.MakeSeed()
-
 func newFilterLayer(capacity int) *filterLayer {
-	nblocks := capacity * filterBitsPerKey / (filterBlockWords * 64)
-	return &filterLayer{blocks: make([]uint64, nblocks*filterBlockWords), capacity: capacity}
+	return &filterLayer{blocks: make([]uint64, filterWords(capacity)), capacity: capacity}
 }
 
-// probe calls fn with the word index and bit mask of each of h's bits in l.
-func (l *filterLayer) probe(h uint64, fn func(word int, mask uint64) bool) bool {
-	nblocks := uint64(len(l.blocks) / filterBlockWords)
-	hi, _ := bits.Mul64(h, nblocks)
-	base := int(hi) * filterBlockWords
-	x := h * 0x9E3779B97F4A7C15
+// filterWords is the size of a layer of capacity keys.
+func filterWords(capacity int) int {
+	return capacity * filterBitsPerKey / (filterBlockWords * 64) * filterBlockWords
+}
+
+// block returns the word index of h's block in l and the bit pattern h sets there.
+func (l *filterLayer) block(h uint64) (int, uint64) {
+	hi, _ := bits.Mul64(h, uint64(len(l.blocks)/filterBlockWords))
+	return int(hi) * filterBlockWords, h * 0x9E3779B97F4A7C15
+}
+
+// missing returns the bits of h's block that h sets and l lacks: none when l may hold h.
+func (l *filterLayer) missing(h uint64) uint64 {
+	base, x := l.block(h)
+	b := l.blocks[base : base+filterBlockWords : base+filterBlockWords]
+	var missing uint64
 	for range filterProbes {
 		bit := x & 511
 		x >>= 9
-		if !fn(base+int(bit>>6), 1<<(bit&63)) {
-			return false
-		}
+		missing |= 1 << (bit & 63) &^ atomic.LoadUint64(&b[bit>>6])
 	}
-	return true
-}
-
-func (l *filterLayer) has(h uint64) bool {
-	return l.probe(h, func(w int, m uint64) bool { return atomic.LoadUint64(&l.blocks[w])&m != 0 })
+	return missing
 }
 
 func (l *filterLayer) set(h uint64) {
-	l.probe(h, func(w int, m uint64) bool { atomic.OrUint64(&l.blocks[w], m); return true })
+	base, x := l.block(h)
+	b := l.blocks[base : base+filterBlockWords : base+filterBlockWords]
+	for range filterProbes {
+		bit := x & 511
+		x >>= 9
+		atomic.OrUint64(&b[bit>>6], 1<<(bit&63))
+	}
 }
 
-// newKeyFilter returns the filter of the data keys of g's database, which Open has just
-// opened.
-func newKeyFilter(g *ldbGuard) (*keyFilter, error) {
+// newKeyFilter returns the filter of the data keys of g's database in dir, which Open has
+// just opened: the one the last Close saved, else one read from a database without tables,
+// else one that is not ready.
+func newKeyFilter(g *ldbGuard, dir string) (*keyFilter, error) {
+	if f, err := loadKeyFilter(g, dir); f != nil || err != nil {
+		return f, err
+	}
 	f := &keyFilter{}
 	layers := []*filterLayer{newFilterLayer(filterFirstKeys)}
 	f.layers.Store(&layers)
@@ -110,28 +129,31 @@ func (f *keyFilter) mayHold(k []byte) bool {
 	if !f.ready {
 		return true
 	}
-	return f.holds(maphash.Bytes(filterSeed, k))
+	return f.holds(xxhash.Sum64(k))
 }
 
+// holds reports whether a layer may hold h. It has no branch on the bits it reads, so a
+// lookup's loads from every layer (a cache line each, a miss each once the filter outgrows
+// the processor's caches) overlap instead of waiting for one another.
 func (f *keyFilter) holds(h uint64) bool {
+	lacking := uint64(1) // 0 once a layer lacks no bit
 	for _, l := range *f.layers.Load() {
-		if l.has(h) {
-			return true
-		}
+		m := l.missing(h)
+		lacking &= (m | -m) >> 63
 	}
-	return false
+	return lacking == 0
 }
 
 // add adds k.
 func (f *keyFilter) add(k []byte) {
-	h := maphash.Bytes(filterSeed, k)
+	h := xxhash.Sum64(k)
 	if f.holds(h) {
 		return
 	}
 	layers := *f.layers.Load()
 	last := layers[len(layers)-1]
 	if last.n >= last.capacity {
-		last = newFilterLayer(2 * last.capacity)
+		last = newFilterLayer(filterGrowth * last.capacity)
 		grown := append(layers[:len(layers):len(layers)], last)
 		f.layers.Store(&grown)
 	}

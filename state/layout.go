@@ -15,6 +15,7 @@ import (
 //	0x00 'o' [id][partition]        committed changelog offset (int64)
 //	0x00 'p' [id][partition]        partition state: observed stream time, duplicate seqnum
 //	0x00 'm' [id][partition][key]   processor metadata (PutMeta)
+//	0x00 'k'                        token of the key filter a clean Close saved (keyfilter_save.go)
 //	0x01 [id][partition][store key] data
 //
 // id and partition are 4-byte big-endian. A store key is the store's own key bytes for
@@ -24,12 +25,13 @@ const (
 	tagSys  = 0x00
 	tagData = 0x01
 
-	sysFormat   = 'f'
-	sysNextID   = 'n'
-	sysCatalog  = 'c'
-	sysOffset   = 'o'
-	sysPartMeta = 'p'
-	sysUserMeta = 'm'
+	sysFormat    = 'f'
+	sysNextID    = 'n'
+	sysCatalog   = 'c'
+	sysOffset    = 'o'
+	sysPartMeta  = 'p'
+	sysUserMeta  = 'm'
+	sysKeyFilter = 'k'
 
 	formatVersion = 1
 	prefixLen     = 9
