@@ -33,10 +33,11 @@ import (
 // no size up front and is never rebuilt: a lookup checks every layer and an add goes to the
 // newest. A lookup of an absent key reads a cache line per layer, a cache miss each once
 // the filter outgrows the processor's caches, so growing by four rather than two halves
-// the layers (four for a million keys, five up to 5 M) for at most twice the memory. Adds come from writeData, one batch at a time (on
-// the processing goroutine, or on the goroutine of the background commit it waits for);
-// lookups may come from any goroutine. Keys are hashed with xxhash, whose values do not
-// change from run to run, so a saved filter stays valid.
+// the layers (three up to 340 k keys, four up to 1.4 M) for at most twice the memory. Adds
+// come from writeData, one batch at a time (on the processing goroutine, or on the
+// goroutine of the background commit it waits for); lookups may come from any goroutine.
+// Keys are hashed with xxhash, whose values do not change from run to run, so a saved
+// filter stays valid.
 type keyFilter struct {
 	ready  bool // set before the DB is handed out, never changed
 	layers atomic.Pointer[[]*filterLayer]
@@ -161,8 +162,12 @@ func (f *keyFilter) add(k []byte) {
 	last.n++
 }
 
-// addBatch adds the data keys b puts.
+// addBatch adds the data keys b puts. A filter that is not ready learns nothing: it is
+// never asked, so it would only grow.
 func (f *keyFilter) addBatch(b *leveldb.Batch) {
+	if !f.ready {
+		return
+	}
 	// Replay fails only on a batch it cannot decode, and Batch builds only decodable ones.
 	_ = b.Replay(filterReplay{f})
 }

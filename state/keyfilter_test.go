@@ -100,6 +100,14 @@ func TestKeyFilterHoldsEveryKey(t *testing.T) {
 	s, err = db.KeyValueStore(spec, 0)
 	noErr(t, err)
 	check(s, 1000)
+	// A filter not in use does not grow with the keys written.
+	for i := range n {
+		noErr(t, s.Put(key(i), []byte("w"), 0))
+	}
+	commit(t, db)
+	if l := *db.keys.layers.Load(); len(l) != 1 || l[0].n != 0 {
+		t.Fatalf("the unused filter learnt %d keys in %d layers", l[len(l)-1].n, len(l))
+	}
 }
 
 // A reopened database answers reads of absent keys from the saved filter, without
