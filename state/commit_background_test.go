@@ -3,96 +3,25 @@ package state
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"syscall"
 	"testing"
-
-	"github.com/syndtr/goleveldb/leveldb/storage"
 
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state/faultdisk"
 )
-
-// journalGate holds LevelDB's journal writes while it is closed, so a test can look at the
-// database while a commit is being written.
-type journalGate struct {
-	mu     sync.Mutex
-	open   chan struct{} // nil: writes pass
-	held   chan struct{} // gets a value when a write waits
-	stored storage.Storage
-}
-
-func (g *journalGate) wrap(s storage.Storage) storage.Storage {
-	g.stored = s
-	return gatedStorage{s, g}
-}
-
-// close makes the next journal writes wait until reopen.
-func (g *journalGate) close() {
-	g.mu.Lock()
-	g.open, g.held = make(chan struct{}), make(chan struct{}, 1)
-	g.mu.Unlock()
-}
-
-// reopen lets the held writes go on; a no-op when open.
-func (g *journalGate) reopen() {
-	g.mu.Lock()
-	if g.open != nil {
-		close(g.open)
-		g.open = nil
-	}
-	g.mu.Unlock()
-}
-
-func (g *journalGate) wait() {
-	g.mu.Lock()
-	open, held := g.open, g.held
-	g.mu.Unlock()
-	if open == nil {
-		return
-	}
-	select {
-	case held <- struct{}{}:
-	default:
-	}
-	<-open
-}
-
-type gatedStorage struct {
-	storage.Storage
-	g *journalGate
-}
-
-func (s gatedStorage) Create(fd storage.FileDesc) (storage.Writer, error) {
-	w, err := s.Storage.Create(fd)
-	if err != nil || fd.Type != storage.TypeJournal {
-		return w, err
-	}
-	return gatedWriter{w, s.g}, nil
-}
-
-type gatedWriter struct {
-	storage.Writer
-	g *journalGate
-}
-
-func (w gatedWriter) Write(p []byte) (int, error) {
-	w.g.wait()
-	return w.Writer.Write(p)
-}
 
 // While a background commit is being written, READ_UNCOMMITTED reads see the next epoch's
 // writes over the sealed epoch's over LevelDB (point reads, iterators both ways, metadata),
 // and READ_COMMITTED reads the last written commit, its offsets and stream time included;
 // once written, the sealed epoch is committed state.
 func TestCommitInBackgroundReadsTheSealedEpochUntilWritten(t *testing.T) {
-	gate := &journalGate{}
+	gate := &faultdisk.Gate{}
 	opts := testOptions
-	opts.WrapStorage = gate.wrap
+	opts.WrapStorage = gate.Wrap
 	db, err := Open(t.TempDir(), opts)
 	noErr(t, err)
 	defer db.Close()
-	defer gate.reopen() // before Close, which waits for the write
+	defer gate.Reopen() // before Close, which waits for the write
 	kv, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType, Logged: true}, 0)
 	noErr(t, err)
 	w, err := db.WindowStore(windowSpec(), 0)
@@ -112,10 +41,10 @@ func TestCommitInBackgroundReadsTheSealedEpochUntilWritten(t *testing.T) {
 	noErr(t, db.PutMeta("kv", 0, "m", []byte("m2")))
 	_, err = w.Put([]byte("w"), 20, []byte("w2"), 20)
 	noErr(t, err)
-	gate.close()
+	gate.Close()
 	c, err := db.CommitInBackground(offsetsOf(map[ChangelogPartition]int64{cp: 2}))
 	noErr(t, err)
-	<-gate.held
+	<-gate.Held()
 	if db.UncommittedBytes() != 0 {
 		t.Fatalf("%d uncommitted bytes after the seal, want 0", db.UncommittedBytes())
 	}
@@ -168,7 +97,7 @@ func TestCommitInBackgroundReadsTheSealedEpochUntilWritten(t *testing.T) {
 		t.Fatalf("READ_COMMITTED windows %v", got)
 	}
 
-	gate.reopen()
+	gate.Reopen()
 	noErr(t, c.Wait())
 	wantKV(ru, "[a=a2 b= c= d=d3]")
 	wantKV(rc, "[a=a2 b=b2 c= d=d1]")
