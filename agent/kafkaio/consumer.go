@@ -25,7 +25,13 @@ type RebalanceHandler interface {
 // Consumer is a member of a classic consumer group with the eager rebalance protocol.
 // It never commits on its own: offsets are committed only by Commit.
 type Consumer struct {
-	client   sarama.Client
+	client sarama.Client
+	// commits is the client offsets are committed and read through: a connection of its own
+	// to the group coordinator, as the Java consumer keeps. On the fetches' connection a
+	// commit would wait behind a fetch the broker holds for up to fetch.max.wait.ms when the
+	// coordinator leads a fetched partition too (a broker answers a connection's requests in
+	// order).
+	commits  sarama.Client
 	group    sarama.ConsumerGroup
 	groupID  string
 	cfg      *sarama.Config
@@ -92,13 +98,20 @@ func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.
 	if err != nil {
 		return nil, fmt.Errorf("new consumer %q: connect to %v: %w", groupID, brokers, err)
 	}
+	commits, err := sarama.NewClient(brokers, &c)
+	if err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("new consumer %q: connect to %v for offset commits: %w", groupID, brokers, err)
+	}
 	group, err := sarama.NewConsumerGroupFromClient(groupID, client)
 	if err != nil {
 		_ = client.Close()
+		_ = commits.Close()
 		return nil, fmt.Errorf("new consumer %q: %w", groupID, err)
 	}
 	cons := &Consumer{
 		client:   client,
+		commits:  commits,
 		group:    group,
 		groupID:  groupID,
 		topics:   append([]string(nil), topics...),
@@ -323,6 +336,9 @@ func (c *Consumer) Close(leaveGroup bool) error {
 	}
 	if err := c.client.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close consumer client: %w", err))
+	}
+	if err := c.commits.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close consumer client for offset commits: %w", err))
 	}
 	close(c.out)
 	close(c.errs)

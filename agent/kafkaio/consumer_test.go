@@ -2,6 +2,7 @@ package kafkaio
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -10,6 +11,9 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stoatflow/stoatflow/pipeline"
 )
@@ -425,5 +429,51 @@ func TestNewConsumerRefusesBadConfig(t *testing.T) {
 			_ = c.Close(true)
 			t.Errorf("%s: want an error", name)
 		}
+	}
+}
+
+// An offset commit does not queue behind a fetch the broker holds for fetch.max.wait.ms:
+// with nothing to fetch and a long wait, a commit still returns at once, as the Java
+// consumer's does on its own connection to the coordinator.
+func TestCommitDoesNotWaitForAFetchLongPoll(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "idle", 1)
+	produceN(t, e, "idle", 0, 0, 1)
+	cfg := testConfig()
+	cfg.Consumer.MaxWaitTime = 4 * time.Second // below the session timeout: heartbeats wait too
+	c := newTestConsumer(t, e, "idle-group", []string{"idle"}, cfg, &recorder{})
+	c.Start(t.Context())
+	receive(t, c, 1)
+	tp := pipeline.TopicPartition{Topic: "idle", Partition: 0}
+	for i := range 3 {
+		start := time.Now()
+		if err := c.Commit(map[pipeline.TopicPartition]int64{tp: 1}); err != nil {
+			t.Fatalf("Commit: %v", err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Fatalf("commit %d took %v: it waited for the fetch the broker holds (fetch.max.wait.ms 4 s)", i, took)
+		}
+	}
+}
+
+// A coordinator that says it is not the group's (NOT_COORDINATOR: the coordinator moved)
+// fails the commit; the next commit finds the coordinator again and commits.
+func TestCommitAfterNotCoordinator(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "moved", 1)
+	produceN(t, e, "moved", 0, 0, 1)
+	c := newTestConsumer(t, e, "moved-group", []string{"moved"}, testConfig(), &recorder{})
+	c.Start(t.Context())
+	receive(t, c, 1)
+	tp := pipeline.TopicPartition{Topic: "moved", Partition: 0}
+	e.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Err: kerr.NotCoordinator})
+	if err := c.Commit(map[pipeline.TopicPartition]int64{tp: 1}); !errors.Is(err, sarama.ErrNotCoordinatorForConsumer) {
+		t.Fatalf("Commit = %v, want NOT_COORDINATOR", err)
+	}
+	if err := c.Commit(map[pipeline.TopicPartition]int64{tp: 1}); err != nil {
+		t.Fatalf("Commit after NOT_COORDINATOR: %v", err)
+	}
+	if got, err := c.Committed([]pipeline.TopicPartition{tp}); err != nil || got[tp] != 1 {
+		t.Fatalf("Committed = %v, %v; want %v:1", got, err, tp)
 	}
 }

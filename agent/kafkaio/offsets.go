@@ -44,14 +44,14 @@ func (c *Consumer) Commit(offsets map[pipeline.TopicPartition]int64) error {
 		req.AddBlockWithLeaderEpoch(tp.Topic, tp.Partition, off, -1, sarama.ReceiveTime, "")
 	}
 
-	coordinator, err := c.client.Coordinator(c.groupID)
+	coordinator, err := c.commits.Coordinator(c.groupID)
 	if err != nil {
 		return fmt.Errorf("commit offsets of group %q: find coordinator: %w", c.groupID, err)
 	}
 	resp, err := coordinator.CommitOffset(req)
 	if err != nil {
 		// The next call looks the coordinator up again instead of reusing a broken one.
-		_ = c.client.RefreshCoordinator(c.groupID)
+		_ = c.commits.RefreshCoordinator(c.groupID)
 		return fmt.Errorf("commit offsets of group %q (generation %d): %w", c.groupID, g.id, err)
 	}
 	var errs []error
@@ -64,7 +64,7 @@ func (c *Consumer) Commit(offsets map[pipeline.TopicPartition]int64) error {
 	}
 	if len(errs) > 0 {
 		if errors.Is(errs[0], sarama.ErrNotCoordinatorForConsumer) {
-			_ = c.client.RefreshCoordinator(c.groupID)
+			_ = c.commits.RefreshCoordinator(c.groupID)
 		}
 		return fmt.Errorf("commit offsets of group %q (generation %d): %w", c.groupID, g.id, errors.Join(errs...))
 	}
@@ -87,13 +87,13 @@ func (c *Consumer) Committed(tps []pipeline.TopicPartition) (map[pipeline.TopicP
 	}
 	req := sarama.NewOffsetFetchRequest(c.cfg.Version, c.groupID, parts)
 
-	coordinator, err := c.client.Coordinator(c.groupID)
+	coordinator, err := c.commits.Coordinator(c.groupID)
 	if err != nil {
 		return nil, fmt.Errorf("committed offsets of group %q: find coordinator: %w", c.groupID, err)
 	}
 	resp, err := coordinator.FetchOffset(req)
 	if err != nil {
-		_ = c.client.RefreshCoordinator(c.groupID)
+		_ = c.commits.RefreshCoordinator(c.groupID)
 		return nil, fmt.Errorf("committed offsets of group %q: %w", c.groupID, err)
 	}
 	if kerr := resp.GroupError(); kerr != sarama.ErrNoError {
