@@ -22,9 +22,17 @@ import (
 // At the barrier the epoch's changelog records are sent, then:
 //   - exactly_once_v2: outputs, changelog records and consumer offsets commit in one Kafka
 //     transaction; only then are the epoch's store writes applied to LevelDB, in one batch
-//     with the changelog offsets. If the transaction fails it is aborted, the store buffer is
-//     dropped and the consumer rewinds to the committed offsets: local state is never wiped
-//     (with enable.transactional.statestores=false it is, as Kafka Streams does).
+//     with the changelog offsets (acknowledged, all of them, once the commit returned). The
+//     batch is written in the background (state.DB.CommitInBackground, as under
+//     at-least-once) and the loop starts the next epoch at once, reading the sealed writes
+//     under its own; the next barrier, a dropped epoch (loop.retry), a rebuild and close
+//     wait for it first, and a write that failed is the database's (an *applyError): the
+//     committed epoch is in the changelog, so the database is rebuilt from it if corrupt,
+//     else the application stops and its restart restores it. At a rebalance and at
+//     shutdown the write is done before the barrier returns. If the transaction fails it is
+//     aborted, the store buffer is dropped and the consumer rewinds to the committed
+//     offsets: local state is never wiped (with enable.transactional.statestores=false it
+//     is, as Kafka Streams does).
 //   - at_least_once: the epoch's store writes are sealed and the loop goes on with the
 //     next epoch at once, reading the sealed writes under its own. In the background
 //     (offsetCommit, state.DB.CommitInBackground) the sealed writes are applied to LevelDB
@@ -61,7 +69,9 @@ type epoch struct {
 	// renewed producer (rejoin).
 	renewProducer bool
 	skipped       skippedSends // dead letters of records the production handler skipped
-	// committing is the at-least-once epoch whose offsets wait for its acknowledgements.
+	// committing is the epoch committing in the background: under at-least-once its
+	// offsets wait for its acknowledgements and its store writes; under exactly-once its
+	// transaction committed and its store writes are being applied.
 	committing *offsetCommit
 }
 
@@ -119,7 +129,7 @@ func (e *epoch) sendChangelog() error {
 	if e.db == nil {
 		return nil
 	}
-	if c := e.committing; c != nil {
+	if c := e.committing; c != nil && !e.eos {
 		select {
 		case <-c.changelogAcked:
 		default:
@@ -138,35 +148,30 @@ func (e *epoch) sendChangelog() error {
 	return nil
 }
 
-// applyError is a failure to write an at-least-once epoch's store buffer to LevelDB after
-// its changelog records were acknowledged: only the database can be at fault
-// (loop.recoverState).
+// applyError is a failure to write an epoch's store buffer to LevelDB after its changelog
+// records were acknowledged (and, under exactly-once, its transaction committed): only the
+// database can be at fault (loop.recoverState).
 type applyError struct{ err error }
 
 func (e *applyError) Error() string { return e.err.Error() }
 func (e *applyError) Unwrap() error { return e.err }
 
 // commit is the Kafka and LevelDB half of the commit barrier, after the loop flushed the
-// record caches into the epoch; start is when the barrier began. wait says the offsets must
-// be committed before commit returns (a rebalance, a shutdown); otherwise, under
-// at-least-once, they are committed in the background (settle reports how that went). It
-// reports whether the epoch was committed (or handed to the background): under
-// at-least-once an offset commit the coordinator refuses (a rebalance) leaves the epoch open
-// without an error, its records are read again after the rebalance. An error is the loop's
-// to handle (loop.retry; an *applyError loop.recoverState).
+// record caches into the epoch; start is when the barrier began. It first waits for the
+// epoch committing in the background, if any. wait says the offsets must be committed and
+// the store writes applied before commit returns (a rebalance, a shutdown); otherwise the
+// store writes are applied in the background, and under at-least-once the offsets are
+// committed there too (settle reports how that went). It reports whether the epoch was
+// committed (or handed to the background): under at-least-once an offset commit the
+// coordinator refuses (a rebalance) leaves the epoch open without an error, its records are
+// read again after the rebalance. An error is the loop's to handle (loop.retry; an
+// *applyError loop.recoverState).
 func (e *epoch) commit(start time.Time, wait bool) (bool, error) {
-	if e.eos {
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.KafkaWait())
-		defer cancel()
-		storeBytes := e.storeBytes()
-		if err := e.commitTxn(ctx); err != nil {
-			return false, err
-		}
-		e.committedNow(start, storeBytes)
-		return true, nil
-	}
 	if err := e.settle(); err != nil {
 		return false, err
+	}
+	if e.eos {
+		return e.commitTxn(start, wait)
 	}
 	if wait {
 		return e.commitAndWait(start)
@@ -203,7 +208,8 @@ func (e *epoch) commitAndWait(start time.Time) (bool, error) {
 // offsetCommit is an at-least-once epoch whose records are sent and whose store writes are
 // sealed, waiting in the background for LevelDB to apply them and for the acknowledgements
 // of its other records before its offsets are committed. The goroutine sets err or refused
-// before it closes done.
+// before it closes done. An exactly-once epoch whose transaction committed uses done and
+// err alone, while LevelDB applies its store writes (applyInBackground).
 type offsetCommit struct {
 	done chan struct{}
 	// changelogAcked is closed once the epoch's changelog records are acknowledged (or
@@ -316,6 +322,8 @@ func (e *epoch) settle() error {
 	switch {
 	case c.err != nil:
 		return c.err
+	case e.eos:
+		// The transaction's commit counted the epoch.
 	case c.deferred:
 		e.dirty = true // the next barrier sends the letters and commits the offsets
 	case c.refused != nil:
@@ -377,18 +385,31 @@ func (e *epoch) closeEpoch() {
 	e.records = 0
 }
 
-func (e *epoch) commitTxn(ctx context.Context) error {
+// commitTxn commits an exactly-once epoch: its transaction, then its store writes, in the
+// background unless wait says otherwise.
+func (e *epoch) commitTxn(start time.Time, wait bool) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.KafkaWait())
+	defer cancel()
+	storeBytes := e.storeBytes()
 	if err := e.begin(); err != nil {
-		return err
+		return false, err
 	}
 	if err := e.sendChangelog(); err != nil {
-		return err
+		return false, err
 	}
 	if err := e.k.producer.CommitTxnInGroup(ctx, e.next, e.k.consumer.GroupMetadata()); err != nil {
-		return err
+		return false, err
 	}
 	e.inTxn = false
-	return e.applyState()
+	apply := e.applyInBackground
+	if wait {
+		apply = e.applyState
+	}
+	if err := apply(); err != nil {
+		return false, &applyError{err}
+	}
+	e.committedNow(start, storeBytes)
+	return true, nil
 }
 
 // applyState writes the epoch's store buffer to LevelDB with the changelog offsets.
@@ -400,6 +421,29 @@ func (e *epoch) applyState() error {
 	if err := e.db.Commit(offsets); err != nil {
 		return fmt.Errorf("apply the epoch's store writes: %w", err)
 	}
+	return nil
+}
+
+// applyInBackground seals the store buffer of an exactly-once epoch whose transaction
+// committed and writes it to LevelDB in the background, with the changelog offsets the
+// transaction's records were acknowledged at; settle reports how the write went.
+func (e *epoch) applyInBackground() error {
+	offsets := e.storeOffsets(e.k.producer.AckedOffsets())
+	if e.db == nil {
+		return nil
+	}
+	applying, err := e.db.CommitInBackground(func() (map[state.ChangelogPartition]int64, error) { return offsets, nil })
+	if err != nil {
+		return fmt.Errorf("apply the epoch's store writes: %w", err)
+	}
+	c := &offsetCommit{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		if err := applying.Wait(); err != nil {
+			c.err = &applyError{fmt.Errorf("apply the epoch's store writes: %w", err)}
+		}
+	}()
+	e.committing = c
 	return nil
 }
 
@@ -475,7 +519,8 @@ func (e *epoch) abort() error {
 	if e.inTxn {
 		err = e.k.producer.AbortTxn()
 		e.inTxn = false
-	} else if !e.eos {
+	}
+	if !e.eos {
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.KafkaWait())
 		_ = e.k.producer.Flush(ctx) // its error is the one being handled
 		cancel()
@@ -483,6 +528,13 @@ func (e *epoch) abort() error {
 		// its records were acknowledged; either way the consumer rewinds to what is.
 		_ = e.settle()
 		e.dropSkipped()
+	} else if c := e.committing; c != nil {
+		// The epoch before committed its transaction; db.Abort keeps its store writes once
+		// they are written. One that failed is dropped with this epoch's: only a rebuild or
+		// a stop comes here without loop.retry settling it first, and both restore it from
+		// the changelog.
+		<-c.done
+		e.committing = nil
 	}
 	e.k.producer.AckedOffsets()
 	if e.db != nil {

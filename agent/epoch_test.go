@@ -12,6 +12,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/syndtr/goleveldb/leveldb/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,6 +38,7 @@ type epochRig struct {
 	m         *metrics.Metrics
 	k         *kafkaClients
 	disk      *faultdisk.Disk
+	gate      *faultdisk.Gate // holds LevelDB's writes while closed
 	db        *state.DB
 	store     *state.KeyValueStore
 	epoch     *epoch
@@ -81,12 +83,12 @@ func newEpochRig(t *testing.T, extra string) *epochRig {
 	r.k = &kafkaClients{brokers: r.brokers, producer: p, sourcePartitions: epochSources}
 
 	dbDir := filepath.Join(t.TempDir(), "db")
-	r.disk = faultdisk.New(dbDir)
-	r.db, err = state.Open(dbDir, state.Options{WrapStorage: r.disk.Wrap})
+	r.disk, r.gate = faultdisk.New(dbDir), &faultdisk.Gate{}
+	r.db, err = state.Open(dbDir, state.Options{WrapStorage: func(s storage.Storage) storage.Storage { return r.gate.Wrap(r.disk.Wrap(s)) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.db.Close() })
+	t.Cleanup(func() { r.gate.Reopen(); _ = r.db.Close() })
 	if r.store, err = r.db.KeyValueStore(epochCounts, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +172,13 @@ func groupOffset(t *testing.T, brokers []string, group string, tp pipeline.Topic
 // stored is what the database holds for key, committed.
 func (r *epochRig) stored(t *testing.T, key string) string {
 	t.Helper()
-	v, err := r.store.View(state.ReadCommitted).Get([]byte(key))
+	return r.read(t, state.ReadCommitted, key)
+}
+
+// read is what a read of key at level finds.
+func (r *epochRig) read(t *testing.T, level state.IsolationLevel, key string) string {
+	t.Helper()
+	v, err := r.store.View(level).Get([]byte(key))
 	if err != nil {
 		t.Fatal(err)
 	}

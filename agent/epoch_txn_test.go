@@ -15,8 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const eosRig = "processing.guarantee = \"exactly_once_v2\"\n"
-
 // checkOnlyCommitted checks that the first read_committed output is key: what the dropped
 // epoch sent before it was aborted.
 func (r *epochRig) checkOnlyCommitted(t *testing.T, key string) {

@@ -529,6 +529,14 @@ func (l *loop) retry(cause error) error {
 	if l.stateCorrupt(cause) {
 		return l.rebuildCorruptState(cause)
 	}
+	// Under exactly-once the epoch before may still be writing its store writes to LevelDB,
+	// its transaction committed: dropping this epoch must not drop them, so a write that
+	// failed is handled first, as the database's fault.
+	if l.epoch.eos {
+		if err := l.epoch.settle(); err != nil {
+			return l.retry(err)
+		}
+	}
 	rejoined, err := l.epoch.fail(cause)
 	if err != nil {
 		return err
