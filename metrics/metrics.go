@@ -134,10 +134,10 @@ func New() *Metrics {
 
 	m.CommitLatency = m.histogram("commit", "latency_seconds",
 		"Duration of a commit barrier, as long as it holds up processing: the Kafka "+
-			"transaction plus the LevelDB batch that applies the epoch's state (exactly-once), "+
-			"or sealing the epoch (at-least-once: its changelog acknowledgements, state batch "+
-			"and offset commit follow in the background; at a rebalance or shutdown the "+
-			"barrier waits for all of them).",
+			"transaction and sealing the epoch's state (exactly-once: the LevelDB batch that "+
+			"applies it follows in the background), or sealing the epoch (at-least-once: its "+
+			"changelog acknowledgements, state batch and offset commit follow in the "+
+			"background); at a rebalance or shutdown the barrier waits for all of them.",
 		prometheus.ExponentialBuckets(0.001, 2, 16)) // 1ms .. ~33s
 	m.Commits = m.counterVec("commit", "commits_total",
 		"Commit barriers, by result (success, or failure: the epoch was aborted and replayed).", "result")
