@@ -98,7 +98,9 @@ func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.
 	if err != nil {
 		return nil, fmt.Errorf("new consumer %q: connect to %v: %w", groupID, brokers, err)
 	}
-	commits, err := sarama.NewClient(brokers, &c)
+	cc := c
+	cc.Metadata.Full = false // it needs the coordinator, no topic's metadata
+	commits, err := sarama.NewClient(brokers, &cc)
 	if err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("new consumer %q: connect to %v for offset commits: %w", groupID, brokers, err)
