@@ -96,10 +96,16 @@ func (p *Producer) appendRecord(m *outMsg) {
 // topic's partition count. p.mu is held.
 func (p *Producer) addLocked(m *outMsg) error {
 	ps, err := p.partitionLocked(m)
-	if ps == nil {
+	if err != nil {
 		return err
 	}
+	// A record waiting for its topic's partition count holds buffer room too: while a
+	// lookup takes its time (a broker that does not answer), Send must not pile up records
+	// without bound.
 	p.buffered += m.size + msgOverhead
+	if ps == nil {
+		return nil
+	}
 	b := ps.open
 	if b != nil && !p.fits(b, m) {
 		ps.queue = append(ps.queue, b)
@@ -264,9 +270,15 @@ func (p *Producer) dequeueLocked(b *batch) {
 
 // releaseLocked gives the buffer room of a finished batch back and recycles it.
 func (p *Producer) releaseLocked(b *batch) {
-	p.buffered -= b.cost()
+	p.giveRoomLocked(b.cost())
+	p.freeBatch(b)
+}
+
+// giveRoomLocked gives n bytes of buffer room back and wakes the Send waiting for it.
+// p.mu is held.
+func (p *Producer) giveRoomLocked(n int) {
+	p.buffered -= n
 	if p.spaceWaiters > 0 {
 		p.space.Broadcast()
 	}
-	p.freeBatch(b)
 }

@@ -253,6 +253,9 @@ func (p *Producer) resolve(topic string) {
 	p.mu.Lock()
 	waiting := p.unresolved[topic]
 	delete(p.unresolved, topic)
+	for _, m := range waiting {
+		p.giveRoomLocked(m.size + msgOverhead) // addLocked takes it again for a batch
+	}
 	var failed []*outMsg
 	var errs []error
 	if err == nil {

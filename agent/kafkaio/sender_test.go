@@ -521,3 +521,38 @@ func TestProducerUnknownTopicFailsTheRecord(t *testing.T) {
 		t.Fatalf("Flush = %v, want the unknown topic", err)
 	}
 }
+
+// Records waiting for their topic's partition count hold buffer room as batched ones do:
+// while the lookup takes its time, Send waits instead of piling records up without bound.
+func TestProducerRecordsOfAnUnknownTopicHoldBufferRoom(t *testing.T) {
+	e := startBroker(t)
+	cfg := testConfig()
+	// The lookup of a topic the cluster lacks answers after its retries: ~400 ms.
+	cfg.Metadata.Retry.Max = 2
+	cfg.Metadata.Retry.Backoff = 200 * time.Millisecond
+	p, err := NewProducer(e.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var failures atomic.Int32
+	p.OnFailure = func(*ProduceError) bool { failures.Add(1); return true }
+	p.maxBuffered = 3 * (msgOverhead + recordSize(nil, []byte("v"), nil))
+	for range 3 {
+		if err := p.Send("nowhere", -1, nil, []byte("v"), nil, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Send("nowhere", -1, nil, []byte("v"), nil, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := failures.Load(); n < 3 {
+		t.Fatalf("a Send past the buffer bound returned while the lookup still held %d records", 3-n)
+	}
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := failures.Load(); n != 4 {
+		t.Fatalf("%d records failed, want 4", n)
+	}
+}
