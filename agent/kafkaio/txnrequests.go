@@ -81,8 +81,9 @@ func worstError(errs map[string][]*sarama.PartitionError) sarama.KError {
 }
 
 // addToTxn adds the partitions of batches that are new in the open transaction to it
-// before their first batch is sent, and returns the batches that may be sent: those of
-// partitions the coordinator refused fail.
+// before their first batch is sent, and returns the batches that may be sent. When the
+// coordinator refuses the request, the batches of every partition it was to add fail (the
+// transaction must then abort anyway); those of partitions added earlier go on.
 func (p *Producer) addToTxn(batches []*batch) []*batch {
 	if p.txnID == "" {
 		return batches
@@ -123,7 +124,7 @@ func (p *Producer) addToTxn(batches []*batch) []*batch {
 		return batches
 	}
 	p.mu.Unlock()
-	// The refused partitions' batches fail; the request goes on with the others.
+	// The batches of the partitions the request was to add fail; the others go on.
 	keep := batches[:0]
 	var failed []*batch
 	for i, b := range batches {
