@@ -46,7 +46,8 @@ func (s SessionWindowedSerde) Serialize(topic string, headers Headers, v any) ([
 	if err != nil {
 		return nil, err
 	}
-	kb = binary.BigEndian.AppendUint64(kb, uint64(w.End))
+	// kb may be the key's own memory (TimeWindowedSerde.Serialize).
+	kb = binary.BigEndian.AppendUint64(kb[:len(kb):len(kb)], uint64(w.End))
 	return binary.BigEndian.AppendUint64(kb, uint64(w.Start)), nil
 }
 

@@ -148,3 +148,29 @@ func TestSessionEmitOnCloseAfterRestart(t *testing.T) {
 		t.Fatalf("at 200: %v, want %v", got, want)
 	}
 }
+
+// sliceSerde serialises a []byte as itself, spare capacity included, as the bytes serde does.
+type sliceSerde struct{ bytesSerde }
+
+func (sliceSerde) Serialize(_ string, _ Headers, v any) ([]byte, error) { return v.([]byte), nil }
+
+// A windowed key's bytes stay as serialised when the same inner key, with room to grow in
+// place, is serialised again for another window (a hopping window's record serialises its
+// key once per window, and the sink keeps each key's bytes until they are sent).
+func TestWindowedSerdesDoNotWriteIntoTheKey(t *testing.T) {
+	key := append(make([]byte, 0, 64), "k"...)
+	serdes := []Serde{TimeWindowedSerde{Inner: sliceSerde{}, Size: 10}, SessionWindowedSerde{Inner: sliceSerde{}}}
+	for _, s := range serdes {
+		first, err := s.Serialize("t", nil, Windowed{Key: key, Start: 1, End: 11})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := string(first)
+		if _, err := s.Serialize("t", nil, Windowed{Key: key, Start: 2, End: 12}); err != nil {
+			t.Fatal(err)
+		}
+		if string(first) != want || string(key) != "k" {
+			t.Errorf("%s: the first window's key became %x (was %x), the inner key %q", s.Name(), first, want, key)
+		}
+	}
+}

@@ -74,7 +74,9 @@ func (s TimeWindowedSerde) Serialize(topic string, headers Headers, v any) ([]by
 	if err != nil {
 		return nil, err
 	}
-	return binary.BigEndian.AppendUint64(kb, uint64(w.Start)), nil
+	// kb may be the key's own memory (a []byte key): appending within its capacity would
+	// change the bytes of every window serialised from it before.
+	return binary.BigEndian.AppendUint64(kb[:len(kb):len(kb)], uint64(w.Start)), nil
 }
 
 // Deserialize implements Serde.
