@@ -440,7 +440,11 @@ func TestProducerLingerAndBatchSize(t *testing.T) {
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	for range 20 { // 20 × ~136 bytes: past batch.size
+	// Exactly as many records as take the batch to batch.size: the last one makes it ready.
+	// (More could leave a few in the next batch, lingering, when the sender takes the full
+	// one before the rest are sent.)
+	size := recordSize(nil, make([]byte, 100), nil)
+	for range (cfg.Producer.Flush.Bytes + size - 1) / size {
 		if err := p.Send("lingering", 0, nil, make([]byte, 100), nil, 1, nil); err != nil {
 			t.Fatal(err)
 		}
