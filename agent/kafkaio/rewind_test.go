@@ -134,7 +134,10 @@ func TestRewindDropsBufferedBatches(t *testing.T) {
 	cfg.Consumer.Group.InstanceId = "node-1"
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	r := &recorder{}
-	c := newTestConsumer(t, e, "rewind-backlog-group", []string{"rewind-backlog"}, cfg, r)
+	// Batches of at most 100: 3,000 records fill the Messages channel however they are
+	// fetched (in one fetch, batches take max.poll.records each and three of 1,000 would
+	// never fill it).
+	c := newTestConsumerPolling(t, e, "rewind-backlog-group", []string{"rewind-backlog"}, cfg, 100, r)
 	c.Start(t.Context())
 	first := nextBatch(t, c)
 	if first[0].Offset != 0 {
