@@ -30,7 +30,7 @@ func (a *Agent) runDemoFeeder(ctx context.Context, brokers []string, f demo.Feed
 		a.log.Error("demo feeder", "err", err)
 		return
 	}
-	p, err := kafkaio.NewProducer(brokers, cfg)
+	p, err := kafkaio.NewProducerWith(brokers, cfg, kafkaio.ProducerLimitsFor(a.cfg))
 	if err != nil {
 		a.log.Error("demo feeder", "err", err)
 		return

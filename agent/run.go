@@ -280,7 +280,7 @@ func (a *Agent) connect(ctx context.Context, k *kafkaClients, b *pipeline.Stream
 	if cfg.ExactlyOnce() {
 		kafkaio.MakeTransactional(producerCfg, cfg)
 	}
-	if k.producer, err = kafkaio.NewProducer(k.brokers, producerCfg); err != nil {
+	if k.producer, err = kafkaio.NewProducerWith(k.brokers, producerCfg, kafkaio.ProducerLimitsFor(cfg)); err != nil {
 		return fmt.Errorf("producer: %w", err)
 	}
 	k.producer.OnAck = a.countProduced(b)

@@ -121,10 +121,14 @@ var (
 		Doc:     "Acknowledgements a produce waits for; exactly_once_v2 and enable.idempotence need all."})
 	MaxRequestSize = declareClient[int64](&clientKeys, Key{Name: "max.request.size", Type: TypeInt, Default: "1048576", Min: 1, Max: 100 << 20, MaxReason: "sarama sends no request larger than 100 MiB", Client: ForProducer,
 		Doc: "Largest produce request, and so record batch, the producer sends (sarama Producer.MaxMessageBytes); a larger record is refused before it is sent."})
-	Retries = declareClient[int64](&clientKeys, Key{Name: "retries", Type: TypeInt, Default: "2147483647", Client: ForProducer,
-		Doc: "Retries of a failed produce, bounded by delivery.timeout.ms / retry.backoff.ms (the producer has no delivery timeout of its own)."})
+	Retries = declareClient[int64](&clientKeys, Key{Name: "retries", Type: TypeInt, Default: "2147483647", Max: maxInt32, MaxReason: reasonInt32, Client: ForProducer,
+		Doc: "Retries of a failed produce batch, retry.backoff.ms apart; delivery.timeout.ms bounds them too."})
 	DeliveryTimeout = declareClient[time.Duration](&clientKeys, Key{Name: "delivery.timeout.ms", Type: TypeDuration, Default: "120000", DefaultEOS: "2147483647", Min: 1, Max: maxInt32, MaxReason: reasonInt32, Client: ForProducer,
-		Doc: "Bound on retrying a produce: at most delivery.timeout.ms / retry.backoff.ms retries."})
+		Doc: "How long after its batch was created a record fails (a retriable timeout error) unless the broker acknowledged it: waiting for buffer room is not counted, lingering, waiting to be sent, between retries and in flight are (a request in flight is settled when it returns, within request.timeout.ms), as in Java's producer."})
+	BufferMemory = declareClient[int64](&clientKeys, Key{Name: "buffer.memory", Type: TypeInt, Default: "33554432", Min: 1, Max: 1 << 40, MaxReason: "a bound of the producer's memory; 1 TiB is more than any agent holds", Client: ForProducer,
+		Doc: "Bytes of records sent and not yet acknowledged or failed (each counts its size and 256 B of bookkeeping) at which Send waits for room, at most max.block.ms."})
+	MaxBlock = declareClient[time.Duration](&clientKeys, Key{Name: "max.block.ms", Type: TypeDuration, Default: "60000", Min: 1, Max: maxInt32, MaxReason: reasonInt32, Client: ForProducer,
+		Doc: "Longest a send waits for buffer room (buffer.memory), and a record for its topic's partition count; then it fails with a retriable timeout error naming the topic, and the epoch is processed again."})
 	TransactionTimeout = declareClient[time.Duration](&clientKeys, Key{Name: "transaction.timeout.ms", Type: TypeDuration, Default: "60000", DefaultEOS: "10000", Min: 1, Max: maxInt32, MaxReason: reasonInt32, Client: ForProducer,
 		Doc: "How long a transaction may stay open before the broker aborts it (Kafka Streams sets 10000 under exactly_once_v2)."})
 	EnableIdempotence = declareClient[bool](&clientKeys, Key{Name: "enable.idempotence", Type: TypeBool, Default: "true", Client: ForProducer,
@@ -149,10 +153,10 @@ var (
 // unmappedClientKeys are real Kafka client properties StoatFlow does not map
 // onto sarama yet: setting one is an error "not supported yet".
 var unmappedClientKeys = []string{
-	"allow.auto.create.topics", "auto.include.jmx.reporter", "buffer.memory", "check.crcs",
+	"allow.auto.create.topics", "auto.include.jmx.reporter", "check.crcs",
 	"client.dns.lookup", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
 	"connections.max.idle.ms", "default.api.timeout.ms", "exclude.internal.topics",
-	"group.remote.assignor", "interceptor.classes", "max.block.ms", "metadata.max.idle.ms",
+	"group.remote.assignor", "interceptor.classes", "metadata.max.idle.ms",
 	"metadata.recovery.strategy", "partitioner.adaptive.partitioning.enable",
 	"partitioner.availability.timeout.ms", "partitioner.class", "partitioner.ignore.keys",
 	"receive.buffer.bytes", "reconnect.backoff.max.ms", "reconnect.backoff.ms", "retry.backoff.max.ms",

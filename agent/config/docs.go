@@ -138,8 +138,25 @@ Measured with sarama's producer, 5 ms with 256 KiB batches produced ~20 % more r
 second than sending at once under at_least_once, which therefore uses 5 ms; exactly_once_v2
 uses 0. ` + "`max.in.flight.requests.per.connection`" + ` no longer pipelines produce requests: one
 per broker at a time keeps a partition's order across retries, idempotent or not, and makes the
-batches of the next request big. ` + "`buffer.memory`" + ` is fixed at Java's default: ` + "`send`" + ` waits while
-32 MiB of records are unacknowledged.
+batches of the next request big. A send waits while ` + "`buffer.memory`" + ` (32 MiB) of records are
+unacknowledged, at most ` + "`max.block.ms`" + `: then it fails with a timeout naming the topic, and the
+epoch is processed again.
+
+### Producer timeouts and splitting: delivery.timeout.ms, retries, max.block.ms
+
+As in Java's producer, a record fails with a retriable timeout error once
+` + "`delivery.timeout.ms`" + ` has passed since its batch was created, wherever it waits: lingering,
+behind a request in flight, between retries, or while its partition has no leader. A request in
+flight is settled when it returns or ` + "`request.timeout.ms`" + ` ends it: until then it may still read
+the records' bytes. ` + "`retries`" + ` bounds the tries of a batch as well, so with a broker gone a flush,
+a commit or the shutdown ends after about ` + "`delivery.timeout.ms`" + `, and the failed epoch is
+processed again (20 epochs in a row, then the application stops). Under exactly_once_v2
+` + "`delivery.timeout.ms`" + ` is max int, as in Kafka Streams, and a transaction's batch gets at most 5
+retries: a failed send aborts the transaction and the epoch is processed again. Records of a topic whose partition count is not
+known within ` + "`max.block.ms`" + ` fail the same way. A batch the broker refuses as larger than the
+topic's ` + "`max.message.bytes`" + ` is split in halves and sent again, in order and with its idempotent
+sequence, and the partition's later batches are kept to the half; only a single record over the
+limit fails, to the production exception handler.
 
 ### Security
 

@@ -1,6 +1,8 @@
 package kafkaio
 
 import (
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -25,10 +27,16 @@ type partition struct {
 	// busy: a request holding the partition's oldest batch is in flight, or a reroute
 	// looks for its leader; nothing else of the partition is sent meanwhile, which keeps
 	// its order across retries.
-	busy    bool
-	queued  bool  // on its sender's ready list (then !busy)
-	nextSeq int32 // the idempotent sequence of the next batch closed
-	txnGen  int64 // the transaction it was last added to (Producer.txnGen)
+	busy bool
+	// inFlight: busy with a request holding queue[0]; the batch stays the caller's (its
+	// bytes may still be read) until the request returns, so it cannot expire before.
+	inFlight bool
+	queued   bool  // on its sender's ready list (then !busy)
+	nextSeq  int32 // the idempotent sequence of the next batch closed
+	// maxBatch, when not 0, bounds the partition's batches below max.request.size: half a
+	// batch the broker refused as larger than the topic's max.message.bytes.
+	maxBatch int
+	txnGen   int64 // the transaction it was last added to (Producer.txnGen)
 }
 
 // hasData reports whether records of the partition wait to be sent.
@@ -40,10 +48,11 @@ type batch struct {
 	msgs    []*outMsg
 	recs    []*sarama.Record
 	bytes   int       // the records' encoded size, bounded
-	created time.Time // when its first record came (linger.ms > 0 only)
+	created time.Time // when its first record came: linger.ms and delivery.timeout.ms count from it
 	firstTs int64
 	maxTs   int64
 	retries int
+	lastErr error // why its last try failed; nil before one did
 	// sequenced: it has its producer id, epoch and first sequence, which a retry keeps.
 	sequenced bool
 	rb        sarama.RecordBatch
@@ -52,13 +61,9 @@ type batch struct {
 // recordBatchOverhead is what a record batch adds to its records (sarama's own figure).
 const recordBatchOverhead = 49
 
-// maxBufferedBytes bounds the bytes of records sent and not yet acknowledged or failed,
-// as Java's buffer.memory (32 MiB) does: Send waits when they are reached. A record counts
-// its size and msgOverhead, about what its outMsg and bookkeeping take.
-const (
-	maxBufferedBytes = 32 << 20
-	msgOverhead      = 256
-)
+// A record counts its size and msgOverhead, about what its outMsg and bookkeeping take,
+// against ProducerLimits.BufferMemory.
+const msgOverhead = 256
 
 func (b *batch) add(m *outMsg) {
 	if len(b.msgs) == 0 {
@@ -75,21 +80,49 @@ func (b *batch) add(m *outMsg) {
 // cost is what the batch holds of the buffer bound.
 func (b *batch) cost() int { return b.bytes + len(b.msgs)*msgOverhead }
 
-// appendRecord adds m to its partition's open batch, waiting while the buffer bound is
-// reached.
-func (p *Producer) appendRecord(m *outMsg) {
+// appendRecord counts m as sent and adds it to its partition's open batch, waiting while
+// the buffer bound is reached, at most max.block.ms: then m is not sent and the error says
+// so.
+func (p *Producer) appendRecord(m *outMsg) error {
 	cost := m.size + msgOverhead
 	p.mu.Lock()
-	for p.buffered > 0 && p.buffered+cost > p.maxBuffered {
-		p.spaceWaiters++
-		p.space.Wait()
-		p.spaceWaiters--
+	if p.buffered > 0 && p.buffered+cost > p.maxBuffered {
+		if err := p.waitRoomLocked(cost); err != nil {
+			p.mu.Unlock()
+			return &ProduceError{Topic: m.topic, Partition: m.requested, Key: m.rec.Key, Value: m.rec.Value, Source: m.source, Err: err}
+		}
 	}
+	p.pending.Add(1)
+	m.epoch.sent(m.tracked)
 	err := p.addLocked(m)
 	p.mu.Unlock()
 	if err != nil {
 		p.failMsg(m, err)
 	}
+	return nil
+}
+
+// waitRoomLocked waits until cost more bytes fit in the buffer bound, or max.block.ms
+// passed. p.mu is held.
+func (p *Producer) waitRoomLocked(cost int) error {
+	deadline := time.Now().Add(p.maxBlock)
+	// sync.Cond has no timed wait: a timer wakes the waiters at the deadline.
+	timer := time.AfterFunc(p.maxBlock, func() {
+		p.mu.Lock()
+		p.space.Broadcast()
+		p.mu.Unlock()
+	})
+	defer timer.Stop()
+	for p.buffered > 0 && p.buffered+cost > p.maxBuffered {
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("%w: no buffer room for a record of %d bytes within max.block.ms (%v): records of %d bytes are unacknowledged, buffer.memory is %d",
+				ErrTimeout, cost, p.maxBlock, p.buffered, p.maxBuffered)
+		}
+		p.spaceWaiters++
+		p.space.Wait()
+		p.spaceWaiters--
+	}
+	return nil
 }
 
 // addLocked adds m to its partition's open batch, or to the records waiting for its
@@ -130,7 +163,39 @@ func (p *Producer) fits(b *batch, m *outMsg) bool {
 	if p.maxMessages > 0 && len(b.msgs) >= p.maxMessages {
 		return false
 	}
-	return recordBatchOverhead+b.bytes+m.size <= p.maxBytes
+	limit := p.maxBytes
+	if b.ps.maxBatch > 0 {
+		limit = min(limit, b.ps.maxBatch)
+	}
+	return recordBatchOverhead+b.bytes+m.size <= limit
+}
+
+// splitLocked replaces b, the oldest batch of its partition, which the broker refused as
+// too large, with two batches of half its records each, first in the partition's queue in
+// b's place: the order stays. b's sequence is given again to the first half: the broker
+// wrote none of b, and nothing else of the partition was sequenced after it (b was in
+// flight). Later batches of the partition are kept to half b's size. p.mu is held.
+func (p *Producer) splitLocked(b *batch) {
+	ps := b.ps
+	half := len(b.msgs) / 2
+	first, second := p.newBatch(ps), p.newBatch(ps)
+	for _, m := range b.msgs[:half] {
+		first.add(m)
+	}
+	for _, m := range b.msgs[half:] {
+		second.add(m)
+	}
+	for _, nb := range []*batch{first, second} {
+		nb.created, nb.retries = b.created, b.retries
+	}
+	p.unsequenceLocked(b)
+	if limit := recordBatchOverhead + b.bytes/2; ps.maxBatch == 0 || limit < ps.maxBatch {
+		ps.maxBatch = limit
+	}
+	ps.queue = slices.Insert(ps.queue, 1, second)
+	ps.queue[0] = first
+	// The halves hold b's buffer room.
+	p.freeBatch(b)
 }
 
 // bigEnough reports whether b is sent before linger.ms is up: batch.size or
@@ -149,9 +214,7 @@ func (p *Producer) newBatch(ps *partition) *batch {
 		b = new(batch)
 	}
 	b.ps = ps
-	if p.linger > 0 {
-		b.created = time.Now()
-	}
+	b.created = time.Now()
 	return b
 }
 
@@ -221,7 +284,7 @@ func (p *Producer) collect(s *brokerSender, taken []*batch) ([]*batch, time.Time
 			p.sequenceLocked(b)
 			taken = append(taken, b)
 			used += b.bytes + recordBatchOverhead
-			ps.busy, ps.queued = true, false
+			ps.busy, ps.inFlight, ps.queued = true, true, false
 			continue
 		}
 		if ps.hasData() {

@@ -25,6 +25,16 @@ func (p *Producer) sequenceLocked(b *batch) {
 	b.ps.nextSeq += int32(len(b.msgs)) // wraps around at 2^31, as the protocol says
 }
 
+// unsequenceLocked gives the sequence of b, the partition's batch in flight, back to the
+// partition, when the broker refused b before writing any of it: the next batch takes it
+// and nothing else needs a new producer id. p.mu is held.
+func (p *Producer) unsequenceLocked(b *batch) {
+	if b.sequenced {
+		b.ps.nextSeq = b.rb.FirstSequence
+		b.sequenced = false
+	}
+}
+
 // initProducerID asks for a producer id and epoch: from the transaction coordinator for a
 // transactional producer (which fences the earlier producers of its transactional id and
 // aborts their open transaction), from any broker for an idempotent one. It asks as a new

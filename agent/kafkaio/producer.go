@@ -51,6 +51,10 @@ type Producer struct {
 	linger                                 time.Duration
 	flushBytes, flushMessages, maxMessages int
 	produceVersion                         int16
+	// deliveryTimeout is delivery.timeout.ms: a batch fails this long after it was
+	// created, wherever it is (expire.go); 0: never. maxBlock is max.block.ms: the longest
+	// a Send waits for buffer room, and records wait for their topic's partition count.
+	deliveryTimeout, maxBlock time.Duration
 
 	// pending counts records sent and neither acknowledged nor failed. When it drops to
 	// zero while a Flush waits (waiters > 0), idle is closed and replaced.
@@ -94,6 +98,33 @@ type Producer struct {
 
 var errProducerClosed = errors.New("producer is closed")
 
+// ErrTimeout is wrapped by the failures of records that ran out of time, as Java's
+// TimeoutException: a batch not acknowledged within delivery.timeout.ms of its creation, a
+// Send that found no buffer room within max.block.ms, a topic whose partition count was
+// not known within max.block.ms. It is retriable: the broker may be back the next time.
+var ErrTimeout = errors.New("timed out")
+
+// ProducerLimits are the producer's bounds that sarama's config has no field for.
+type ProducerLimits struct {
+	// DeliveryTimeout (delivery.timeout.ms) is how long after its batch was created a
+	// record fails if it is not acknowledged by then: waiting in the buffer, lingering,
+	// in flight or between retries; 0 means never.
+	DeliveryTimeout time.Duration
+	// MaxBlock (max.block.ms) is the longest a Send waits for buffer room, and a record
+	// waits for its topic's partition count.
+	MaxBlock time.Duration
+	// BufferMemory (buffer.memory) bounds the bytes of records sent and not yet
+	// acknowledged or failed.
+	BufferMemory int
+}
+
+// DefaultProducerLimits are Java's producer defaults.
+var DefaultProducerLimits = ProducerLimits{
+	DeliveryTimeout: 120 * time.Second,
+	MaxBlock:        60 * time.Second,
+	BufferMemory:    32 << 20,
+}
+
 // NewProducer connects to brokers with a copy of cfg, whose Producer settings it applies
 // as sarama's AsyncProducer would: Flush (Frequency is linger.ms, Bytes and Messages send
 // a batch before it, MaxMessages bounds one), MaxMessageBytes, RequiredAcks, Timeout,
@@ -106,7 +137,15 @@ var errProducerClosed = errors.New("producer is closed")
 // transactional id and aborts that producer's open transaction. Keep Flush.Frequency at 0
 // (or about a millisecond): Flush waits for it, so every at-least-once barrier would pay
 // it.
+//
+// Its delivery timeout, max.block.ms and buffer bound are DefaultProducerLimits; see
+// NewProducerWith.
 func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
+	return NewProducerWith(brokers, cfg, DefaultProducerLimits)
+}
+
+// NewProducerWith is NewProducer with the given limits.
+func NewProducerWith(brokers []string, cfg *sarama.Config, limits ProducerLimits) (*Producer, error) {
 	if cfg == nil {
 		return nil, errors.New("new producer: nil sarama config")
 	}
@@ -121,26 +160,31 @@ func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
+	if limits.DeliveryTimeout < 0 || limits.MaxBlock <= 0 || limits.BufferMemory <= 0 {
+		return nil, fmt.Errorf("%s: limits %+v: the delivery timeout must not be negative, max.block.ms and buffer.memory must be positive", what, limits)
+	}
 	if !c.Version.IsAtLeast(sarama.V0_11_0_0) {
 		return nil, fmt.Errorf("%s: not supported yet: Kafka version %s (the producer writes record batches, Kafka 0.11 and later)", what, c.Version)
 	}
 	p := &Producer{
-		cfg:            &c,
-		txnID:          txnID,
-		maxBytes:       c.Producer.MaxMessageBytes,
-		linger:         c.Producer.Flush.Frequency,
-		flushBytes:     c.Producer.Flush.Bytes,
-		flushMessages:  c.Producer.Flush.Messages,
-		maxMessages:    c.Producer.Flush.MaxMessages,
-		produceVersion: produceVersion(c.Version),
-		idle:           make(chan struct{}),
-		parts:          make(map[string][]*partition),
-		unresolved:     make(map[string][]*outMsg),
-		maxBuffered:    maxBufferedBytes,
-		senders:        make(map[int32]*brokerSender),
-		producerID:     -1,
-		producerEpoch:  -1,
-		stop:           make(chan struct{}),
+		cfg:             &c,
+		txnID:           txnID,
+		maxBytes:        c.Producer.MaxMessageBytes,
+		linger:          c.Producer.Flush.Frequency,
+		flushBytes:      c.Producer.Flush.Bytes,
+		flushMessages:   c.Producer.Flush.Messages,
+		maxMessages:     c.Producer.Flush.MaxMessages,
+		produceVersion:  produceVersion(c.Version),
+		idle:            make(chan struct{}),
+		parts:           make(map[string][]*partition),
+		unresolved:      make(map[string][]*outMsg),
+		maxBuffered:     limits.BufferMemory,
+		deliveryTimeout: limits.DeliveryTimeout,
+		maxBlock:        limits.MaxBlock,
+		senders:         make(map[int32]*brokerSender),
+		producerID:      -1,
+		producerEpoch:   -1,
+		stop:            make(chan struct{}),
 	}
 	p.space.L = &p.mu
 	p.epoch.Store(newSendEpoch())
@@ -156,6 +200,10 @@ func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 			return nil, fmt.Errorf("%s: %w", what, fencedError(txnID != "", err))
 		}
 	}
+	if p.deliveryTimeout > 0 {
+		p.wg.Add(1)
+		go p.expireBatches()
+	}
 	return p, nil
 }
 
@@ -168,16 +216,19 @@ func NewProducer(brokers []string, cfg *sarama.Config) (*Producer, error) {
 // key, value, the header values and source are not copied: they must stay unchanged until
 // the record is acknowledged (Flush returns). Send returns the first asynchronous error seen
 // since the last Flush (or AbortTxn), without queuing the record, so a failing broker
-// stops the caller early. Send blocks while the records unacknowledged take 32 MiB
-// (Java's buffer.memory), until acknowledgements or failures (a failing broker's records
-// fail after their retries) make room. A transactional producer refuses records sent
-// outside a transaction (see BeginTxn).
+// stops the caller early. Send blocks while the records unacknowledged take
+// ProducerLimits.BufferMemory (buffer.memory), until acknowledgements or failures (a
+// failing broker's records fail after their retries or their delivery timeout) make room;
+// after ProducerLimits.MaxBlock (max.block.ms) it gives up and returns a ProduceError
+// wrapping ErrTimeout, without queuing the record. A transactional producer refuses
+// records sent outside a transaction (see BeginTxn).
 //
 // A record larger than max.request.size is refused at once with a ProduceError marked
 // Unsent, before it is sent: in a transaction, a record the broker refused would make the
 // whole transaction abortable; refused here, it harms nothing. A record for a topic the
 // cluster does not know, or for a partition the topic does not have, fails as one the
-// broker refused: Send and Flush report it afterwards.
+// broker refused: Send and Flush report it afterwards. So do the records of a topic whose
+// partition count is not known within max.block.ms (ErrTimeout).
 //
 // Send is called from one goroutine at a time (the processing loop, or the demo feeder on
 // its own producer): the partitions and messages it reuses are kept unlocked on the
@@ -202,14 +253,11 @@ func (p *Producer) Send(topic string, partition int32, key, value []byte, header
 	m := p.msgs.get()
 	m.fill(key, value, headers, timestampMs, size)
 	m.topic, m.requested, m.source = topic, partition, source
-	p.pending.Add(1)
 	m.epoch = p.epoch.Load()
 	if t := p.acked.Load(); t != nil {
 		m.tracked = t.track(topic)
 	}
-	m.epoch.sent(m.tracked)
-	p.appendRecord(m)
-	return nil
+	return p.appendRecord(m)
 }
 
 // partitionLocked returns the state of the partition m goes to, or nil when its topic's
@@ -246,10 +294,30 @@ func (p *Producer) partitionLocked(m *outMsg) (*partition, error) {
 }
 
 // resolve looks up the partition count of topic and sends the records waiting for it, or
-// fails them: a topic may appear later, so the failure is retriable, not Unsent.
+// fails them: a topic may appear later, so the failure is retriable, not Unsent. A lookup
+// that takes longer than max.block.ms fails them with ErrTimeout.
 func (p *Producer) resolve(topic string) {
 	defer p.wg.Done()
-	n, err := p.PartitionsFor(topic)
+	type lookup struct {
+		n   int32
+		err error
+	}
+	// The lookup is not waited for past max.block.ms, nor by Close: sarama bounds it by
+	// its metadata retries and network timeouts, and once the client is closed it fails.
+	found := make(chan lookup, 1)
+	go func() {
+		n, err := p.PartitionsFor(topic)
+		found <- lookup{n, err}
+	}()
+	timer := time.NewTimer(p.maxBlock)
+	var r lookup
+	select {
+	case r = <-found:
+		timer.Stop()
+	case <-timer.C:
+		r.err = fmt.Errorf("%w: topic %q not in the metadata after max.block.ms (%v)", ErrTimeout, topic, p.maxBlock)
+	}
+	n, err := r.n, r.err
 	p.mu.Lock()
 	waiting := p.unresolved[topic]
 	delete(p.unresolved, topic)

@@ -17,7 +17,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/IBM/sarama"
 
@@ -173,7 +172,7 @@ func applyProducer(sc *sarama.Config, c *config.Config, cl config.Client) {
 	if p.Idempotent {
 		sc.Net.MaxOpenRequests = 1
 	}
-	p.Retry.Max = producerRetries(cl)
+	p.Retry.Max = int(config.Retries.Get(cl))
 	if p.Idempotent && p.Retry.Max < 1 {
 		p.Retry.Max = 1
 	}
@@ -187,15 +186,15 @@ var compressionCodecs = map[string]sarama.CompressionCodec{
 	"zstd":   sarama.CompressionZSTD,
 }
 
-// producerRetries bounds retries by delivery.timeout.ms, which sarama lacks:
-// retrying stops after about delivery.timeout.ms of backoff.
-func producerRetries(cl config.Client) int {
-	retries := config.Retries.Get(cl)
-	backoff := max(config.RetryBackoff.Get(cl), time.Millisecond)
-	if bound := int64(config.DeliveryTimeout.Get(cl) / backoff); bound < retries {
-		retries = bound
+// ProducerLimitsFor reads the producer's delivery.timeout.ms, max.block.ms and
+// buffer.memory, which sarama's config has no field for.
+func ProducerLimitsFor(c *config.Config) ProducerLimits {
+	cl := c.Client(config.ForProducer)
+	return ProducerLimits{
+		DeliveryTimeout: config.DeliveryTimeout.Get(cl),
+		MaxBlock:        config.MaxBlock.Get(cl),
+		BufferMemory:    int(config.BufferMemory.Get(cl)),
 	}
-	return int(min(retries, math.MaxInt32))
 }
 
 func clampInt32(n int64) int32 {

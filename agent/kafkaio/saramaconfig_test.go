@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"math"
 	"math/big"
 	"net"
 	"os"
@@ -86,7 +87,7 @@ func TestSaramaMapping(t *testing.T) {
 		{`acks = "0"`, RoleProducer, func(c *sarama.Config) any { return c.Producer.RequiredAcks }, sarama.NoResponse},
 		{`max.request.size = 2000000`, RoleProducer, func(c *sarama.Config) any { return c.Producer.MaxMessageBytes }, 2000000},
 		{`retries = 4`, RoleProducer, func(c *sarama.Config) any { return c.Producer.Retry.Max }, 4},
-		{"delivery.timeout.ms = 1000\nretry.backoff.ms = 100", RoleProducer, func(c *sarama.Config) any { return c.Producer.Retry.Max }, 10},
+		{"delivery.timeout.ms = 1000\nretry.backoff.ms = 100", RoleProducer, func(c *sarama.Config) any { return c.Producer.Retry.Max }, 2147483647},
 		{`transaction.timeout.ms = "30s"`, RoleProducer, func(c *sarama.Config) any { return c.Producer.Transaction.Timeout }, 30 * time.Second},
 		{"enable.idempotence = false\nmax.in.flight.requests.per.connection = 3", RoleProducer, func(c *sarama.Config) any { return c.Net.MaxOpenRequests }, 3},
 		{`client.id = "wc"`, RoleProducer, func(c *sarama.Config) any { return c.ClientID }, "wc-producer"},
@@ -131,7 +132,7 @@ func TestSaramaDefaults(t *testing.T) {
 		{"in flight", pro.Net.MaxOpenRequests, 1},
 		{"linger", pro.Producer.Flush.Frequency, 5 * time.Millisecond},
 		{"batch", pro.Producer.Flush.Bytes, 262144},
-		{"retries bounded by delivery timeout", pro.Producer.Retry.Max, 1200},
+		{"retries", pro.Producer.Retry.Max, 2147483647},
 		{"no TLS", pro.Net.TLS.Enable, false},
 		{"no SASL", pro.Net.SASL.Enable, false},
 	}
@@ -157,6 +158,30 @@ func TestSaramaExactlyOnce(t *testing.T) {
 	}
 	if pro.Producer.Transaction.Timeout != 10*time.Second {
 		t.Errorf("transaction timeout %v", pro.Producer.Transaction.Timeout)
+	}
+}
+
+// delivery.timeout.ms, max.block.ms and buffer.memory reach the producer's limits, with
+// Java's defaults (delivery.timeout.ms max int under exactly_once_v2, as Kafka Streams).
+func TestProducerLimitsFor(t *testing.T) {
+	cases := []struct {
+		streams string
+		want    ProducerLimits
+	}{
+		{"", DefaultProducerLimits},
+		{`processing.guarantee = "exactly_once_v2"`, ProducerLimits{DeliveryTimeout: math.MaxInt32 * time.Millisecond, MaxBlock: time.Minute, BufferMemory: 32 << 20}},
+		{"delivery.timeout.ms = 1500\nmax.block.ms = \"2s\"\nproducer.buffer.memory = 1000", ProducerLimits{DeliveryTimeout: 1500 * time.Millisecond, MaxBlock: 2 * time.Second, BufferMemory: 1000}},
+	}
+	for _, tc := range cases {
+		if got := ProducerLimitsFor(loadStreams(t, t.TempDir(), tc.streams)); got != tc.want {
+			t.Errorf("%q: limits %+v, want %+v", tc.streams, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"buffer.memory = 0", "max.block.ms = 0", "delivery.timeout.ms = 0"} {
+		data := "[agent]\nscripts = [\"p.lua\"]\n[streams]\napplication.id = \"app\"\nbootstrap.servers = \"k:9092\"\n" + bad
+		if _, err := config.Parse([]byte(data), t.TempDir(), "agent.toml"); err == nil || !strings.Contains(err.Error(), strings.Fields(bad)[0]) {
+			t.Errorf("%s: config error %v, want one naming the key", bad, err)
+		}
 	}
 }
 

@@ -86,6 +86,10 @@ type outcome struct {
 	base  int64 // the offset of its first record; -1 when the broker did not say
 	err   error // nil: acknowledged
 	retry bool
+	split bool // refused as too large: its halves are sent instead
+	// unwritten: the broker refused it before writing anything, so its sequence is free
+	// for the partition's next batch.
+	unwritten bool
 }
 
 // send produces batches as one request and settles each with the broker's answer.
@@ -120,8 +124,13 @@ func (s *brokerSender) send(batches []*batch) {
 	}
 	for i, b := range batches {
 		switch o := outcomes[i]; {
-		case o.retry:
+		case o.retry || o.split:
 		case o.err != nil:
+			if o.unwritten {
+				p.mu.Lock()
+				p.unsequenceLocked(b)
+				p.mu.Unlock()
+			}
 			p.failBatch(b, o.err)
 		default:
 			p.ackBatch(&s.done, b, o.base)
@@ -131,15 +140,21 @@ func (s *brokerSender) send(batches []*batch) {
 	defer p.mu.Unlock()
 	for i, b := range batches {
 		ps := b.ps
+		if outcomes[i].split {
+			p.splitLocked(b)
+			ps.busy, ps.inFlight = false, false
+			p.scheduleLocked(ps, false)
+			continue
+		}
 		if outcomes[i].retry {
 			// The batch stays first in its partition's queue; the partition stays busy
 			// until a reroute has found its leader again.
-			ps.sender = nil
+			ps.sender, ps.inFlight = nil, false
 			p.startReroute(ps, true)
 			continue
 		}
 		p.dequeueLocked(b)
-		ps.busy = false
+		ps.busy, ps.inFlight = false, false
 		p.scheduleLocked(ps, false)
 	}
 }
@@ -157,6 +172,12 @@ func (s *brokerSender) outcome(b *batch, resp *sarama.ProduceResponse, err error
 			err = sarama.ErrIncompleteResponse
 		case block.Err == sarama.ErrNoError:
 			return outcome{base: block.Offset}
+		case block.Err == sarama.ErrMessageSizeTooLarge && len(b.msgs) > 1:
+			// The batch is over the topic's max.message.bytes, not necessarily any of its
+			// records: as Java's producer, send it again in halves.
+			return outcome{split: true}
+		case block.Err == sarama.ErrMessageSizeTooLarge:
+			return outcome{err: block.Err, unwritten: true}
 		case block.Err == sarama.ErrDuplicateSequenceNumber:
 			// The broker wrote the batch on an earlier try whose answer was lost.
 			return outcome{base: -1}
@@ -168,6 +189,10 @@ func (s *brokerSender) outcome(b *batch, resp *sarama.ProduceResponse, err error
 	}
 	if b.retries >= p.cfg.Producer.Retry.Max {
 		return outcome{err: err}
+	}
+	b.lastErr = err
+	if p.expired(b, time.Now()) {
+		return outcome{err: p.timeoutError(b)}
 	}
 	b.retries++
 	return outcome{retry: true}
@@ -204,20 +229,28 @@ func (p *Producer) reroute(ps *partition, backoff bool) {
 			p.mu.Unlock()
 			return
 		}
-		// Without a leader every waiting batch uses up a try; those out of tries fail.
+		// Without a leader every waiting batch uses up a try; those out of tries or out of
+		// time fail.
 		if ps.open != nil {
 			ps.queue = append(ps.queue, ps.open)
 			ps.open = nil
 		}
+		cause := fmt.Errorf("no leader for %s/%d: %w", ps.topic, ps.id, err)
+		now := time.Now()
 		var failed []*batch
+		var errs []error
 		keep := ps.queue[:0]
 		for _, b := range ps.queue {
-			if b.retries >= p.cfg.Producer.Retry.Max {
-				failed = append(failed, b)
-				continue
+			b.lastErr = cause
+			switch {
+			case b.retries >= p.cfg.Producer.Retry.Max:
+				failed, errs = append(failed, b), append(errs, cause)
+			case p.expired(b, now):
+				failed, errs = append(failed, b), append(errs, p.timeoutError(b))
+			default:
+				b.retries++
+				keep = append(keep, b)
 			}
-			b.retries++
-			keep = append(keep, b)
 		}
 		clear(ps.queue[len(keep):])
 		ps.queue = keep
@@ -226,9 +259,8 @@ func (p *Producer) reroute(ps *partition, backoff bool) {
 			ps.busy = false // the next record starts a new reroute
 		}
 		p.mu.Unlock()
-		cause := fmt.Errorf("no leader for %s/%d: %w", ps.topic, ps.id, err)
-		for _, b := range failed {
-			p.failBatch(b, cause)
+		for i, b := range failed {
+			p.failBatch(b, errs[i])
 		}
 		p.mu.Lock()
 		for _, b := range failed {

@@ -141,7 +141,7 @@ func (p *Producer) addToTxn(batches []*batch) []*batch {
 	for _, b := range failed {
 		ps := b.ps
 		p.dequeueLocked(b)
-		ps.busy = false
+		ps.busy, ps.inFlight = false, false
 		p.scheduleLocked(ps, false)
 	}
 	p.mu.Unlock()
