@@ -209,18 +209,14 @@ func (l *loop) handleProductionErrors() {
 	l.k.producer.OnFailure = l.continueOnProductionError
 }
 
-// continueOnProductionError skips a record the broker refused for good. A retriable error
-// still drops the epoch, and a record that no consumed record produced (a changelog record,
-// a dead letter) or a batch refused as too large still stops the application: skipping it
-// would lose state, a letter, or the other records of the batch.
+// continueOnProductionError skips a record the broker refused for good (a record over the
+// topic's max.message.bytes included: the producer splits a larger batch, so only the
+// record itself is refused). A retriable error still drops the epoch, and a record that no
+// consumed record produced (a changelog record, a dead letter) still stops the
+// application: skipping it would lose state or a letter.
 func (l *loop) continueOnProductionError(pe *kafkaio.ProduceError) bool {
 	dlq := l.a.cfg.DeadLetterQueueTopic()
 	if pe.Source == nil || pe.Retriable() || (dlq != "" && pe.Topic == dlq) {
-		return false
-	}
-	if pe.BatchTooLarge() {
-		// The broker refused the record's whole batch: skipping would drop its innocent
-		// neighbours too, and which record is too large is not known.
 		return false
 	}
 	src := pe.Source

@@ -478,13 +478,16 @@ func TestProductionHandlerFailNamesTheRecord(t *testing.T) {
 	}
 }
 
-// An output the broker itself refuses (over the topic's max.message.bytes) fails its whole
-// batch, innocent records included, so even LogAndContinue stops the agent in ERROR, naming
-// a record and how to avoid it; under exactly-once nothing of the epoch is committed, and
-// the failure is not retried epoch after epoch.
-func TestProductionHandlerStopsOnBrokerRefusedBatch(t *testing.T) {
+// An output the broker itself refuses (over the topic's max.message.bytes, within
+// max.request.size) fails alone: the producer splits the batches it shares with the
+// epoch's other records. Under at_least_once LogAndContinue skips it like any record
+// refused for good, and every other record arrives; under exactly_once_v2 the refusal has
+// made the transaction abortable, so the agent stops in ERROR, naming the record and how
+// to avoid it, with nothing of the epoch committed and no retry epoch after epoch.
+func TestProductionHandlerBrokerRefusedRecord(t *testing.T) {
 	for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
 		t.Run(guarantee, func(t *testing.T) {
+			const n, bad = 10, 4
 			brokers := testBroker(t, 1, "in")
 			limit := "10000"
 			if err := kafkaio.EnsureTopics(brokers, saramaTestConfig(), map[string]kafkaio.TopicSpec{
@@ -495,14 +498,33 @@ func TestProductionHandlerStopsOnBrokerRefusedBatch(t *testing.T) {
 			cfg := testConfig(t, brokers, productionCase.script, fmt.Sprintf("processing.guarantee = %q\nproduction.exception.handler = \"LogAndContinue\"\n", guarantee))
 			m := metrics.New()
 			ra := startAgentWith(t, cfg, m)
-			produceWithBad(t, brokers, 10, 4, productionCase.bad)
+			produceWithBad(t, brokers, n, bad, productionCase.bad)
+			if guarantee == "at_least_once" {
+				defer ra.stop(t)
+				seen := map[string]int{}
+				for _, r := range readCommitted(t, brokers, "out", n-1) {
+					seen[string(r.Key)]++
+				}
+				for i := range n {
+					if want := map[bool]int{true: 0, false: 1}[i == bad]; seen[fmt.Sprintf("k%d", i)] != want {
+						t.Fatalf("k%d output %d times, want %d; all: %v", i, seen[fmt.Sprintf("k%d", i)], want, seen)
+					}
+				}
+				pollFor(t, 10*time.Second, "the refused record counted as dropped", func() bool {
+					return droppedCount(m, "", metrics.DropProduction) == 1
+				})
+				if st := ra.a.State(); st != StateRunning {
+					t.Fatalf("state %s, want RUNNING", st)
+				}
+				return
+			}
 			select {
 			case err := <-ra.done:
-				if err == nil || !strings.Contains(err.Error(), "from record in-0@") || !strings.Contains(err.Error(), "keep max.request.size at or below it") {
-					t.Fatalf("err = %v, want one naming a record and max.request.size", err)
+				if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("from record in-0@%d", bad)) || !strings.Contains(err.Error(), "keep max.request.size at or below it") {
+					t.Fatalf("err = %v, want one naming the record and max.request.size", err)
 				}
 			case <-time.After(30 * time.Second):
-				t.Fatal("the agent kept running after the broker refused a batch")
+				t.Fatal("the agent kept running after the broker refused a record of a transaction")
 			}
 			if st := ra.a.State(); st != StateError {
 				t.Fatalf("state %s, want ERROR", st)
@@ -510,10 +532,8 @@ func TestProductionHandlerStopsOnBrokerRefusedBatch(t *testing.T) {
 			if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got != 1 {
 				t.Fatalf("%v failed commits, want 1 (no retry)", got)
 			}
-			if guarantee == "exactly_once_v2" {
-				if got := committedSoFar(t, brokers, "out"); len(got) != 0 {
-					t.Fatalf("%d outputs committed, want none", len(got))
-				}
+			if got := committedSoFar(t, brokers, "out"); len(got) != 0 {
+				t.Fatalf("%d outputs committed, want none", len(got))
 			}
 		})
 	}

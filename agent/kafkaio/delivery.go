@@ -81,8 +81,8 @@ func (p *Producer) failBatch(b *batch, err error) {
 	}
 	err = p.fail(err)
 	if errors.Is(err, sarama.ErrMessageSizeTooLarge) {
-		err = fmt.Errorf("%w (the record alone is over the topic's max.message.bytes: the producer splits a larger batch "+
-			"and sends its halves; keep max.request.size at or below the topic's limit, so that such a record is refused before it is sent)", err)
+		err = fmt.Errorf("%w (the record alone is over the topic's max.message.bytes, a larger batch is split and sent in halves; "+
+			"keep max.request.size at or below it, so that such a record is refused before it is sent)", err)
 	}
 	for _, m := range b.msgs {
 		p.failRecord(&ProduceError{Topic: b.ps.topic, Partition: b.ps.id, Key: m.rec.Key, Value: m.rec.Value, Source: m.source, Err: err}, m.epoch, m.tracked)

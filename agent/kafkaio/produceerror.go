@@ -46,12 +46,6 @@ var fatalProduceErrors = []error{
 	sarama.ErrTransactionalIDAuthorizationFailed, sarama.ErrInvalidRequiredAcks,
 }
 
-// BatchTooLarge reports whether the broker refused the record's whole batch as too large
-// (MESSAGE_TOO_LARGE): which record of the batch is too large is not known.
-func (e *ProduceError) BatchTooLarge() bool {
-	return errors.Is(e.Err, sarama.ErrMessageSizeTooLarge)
-}
-
 // Retriable reports whether processing the epoch again may succeed: a lost connection, a
 // leader change or a broker that is away for a while, as Kafka's RetriableException.
 func (e *ProduceError) Retriable() bool {

@@ -26,18 +26,3 @@ func TestProduceErrorRetriable(t *testing.T) {
 		}
 	}
 }
-
-func TestProduceErrorBatchTooLarge(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		want bool
-	}{
-		{fmt.Errorf("flush: %w", sarama.ErrMessageSizeTooLarge), true},
-		{ErrRecordTooLarge, false},
-		{sarama.ErrOutOfBrokers, false},
-	} {
-		if got := (&ProduceError{Topic: "t", Err: c.err}).BatchTooLarge(); got != c.want {
-			t.Errorf("%v: batch too large %v, want %v", c.err, got, c.want)
-		}
-	}
-}
