@@ -17,6 +17,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -172,7 +173,7 @@ func applyProducer(sc *sarama.Config, c *config.Config, cl config.Client) {
 	if p.Idempotent {
 		sc.Net.MaxOpenRequests = 1
 	}
-	p.Retry.Max = int(config.Retries.Get(cl))
+	p.Retry.Max = producerRetries(cl)
 	if p.Idempotent && p.Retry.Max < 1 {
 		p.Retry.Max = 1
 	}
@@ -184,6 +185,20 @@ var compressionCodecs = map[string]sarama.CompressionCodec{
 	"snappy": sarama.CompressionSnappy,
 	"lz4":    sarama.CompressionLZ4,
 	"zstd":   sarama.CompressionZSTD,
+}
+
+// producerRetries is retries, at most delivery.timeout.ms / retry.backoff.ms: a retry waits
+// retry.backoff.ms at least, so kafkaio's producer, whose delivery timeout ends the retries
+// in time, never reaches that bound first; sarama's AsyncProducer (the bench's ceiling and
+// goka run on it with this config) allocates a retry state per possible retry of every
+// partition, which max int retries would make a crash.
+func producerRetries(cl config.Client) int {
+	retries := config.Retries.Get(cl)
+	backoff := max(config.RetryBackoff.Get(cl), time.Millisecond)
+	if bound := int64(config.DeliveryTimeout.Get(cl) / backoff); bound < retries {
+		retries = bound
+	}
+	return int(retries)
 }
 
 // ProducerLimitsFor reads the producer's delivery.timeout.ms, max.block.ms and

@@ -87,7 +87,7 @@ func TestSaramaMapping(t *testing.T) {
 		{`acks = "0"`, RoleProducer, func(c *sarama.Config) any { return c.Producer.RequiredAcks }, sarama.NoResponse},
 		{`max.request.size = 2000000`, RoleProducer, func(c *sarama.Config) any { return c.Producer.MaxMessageBytes }, 2000000},
 		{`retries = 4`, RoleProducer, func(c *sarama.Config) any { return c.Producer.Retry.Max }, 4},
-		{"delivery.timeout.ms = 1000\nretry.backoff.ms = 100", RoleProducer, func(c *sarama.Config) any { return c.Producer.Retry.Max }, 2147483647},
+		{"delivery.timeout.ms = 1000\nretry.backoff.ms = 100", RoleProducer, func(c *sarama.Config) any { return c.Producer.Retry.Max }, 10},
 		{`transaction.timeout.ms = "30s"`, RoleProducer, func(c *sarama.Config) any { return c.Producer.Transaction.Timeout }, 30 * time.Second},
 		{"enable.idempotence = false\nmax.in.flight.requests.per.connection = 3", RoleProducer, func(c *sarama.Config) any { return c.Net.MaxOpenRequests }, 3},
 		{`client.id = "wc"`, RoleProducer, func(c *sarama.Config) any { return c.ClientID }, "wc-producer"},
@@ -132,7 +132,7 @@ func TestSaramaDefaults(t *testing.T) {
 		{"in flight", pro.Net.MaxOpenRequests, 1},
 		{"linger", pro.Producer.Flush.Frequency, 5 * time.Millisecond},
 		{"batch", pro.Producer.Flush.Bytes, 262144},
-		{"retries", pro.Producer.Retry.Max, 2147483647},
+		{"retries bounded by delivery timeout / backoff", pro.Producer.Retry.Max, 1200},
 		{"no TLS", pro.Net.TLS.Enable, false},
 		{"no SASL", pro.Net.SASL.Enable, false},
 	}
