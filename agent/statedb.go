@@ -28,6 +28,7 @@ func (a *Agent) openState(dir string) (*state.DB, error) {
 func (a *Agent) stateOptions() state.Options {
 	o := a.opts.State
 	o.CacheBytes = state.DefaultCacheBytes
+	o.Logger = a.log
 	return o
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,10 @@ import (
 // directory and restores every store from its changelog.
 var ErrCorrupt = errors.New("state: corrupt state database")
 
+// DefaultKeyFilterMaxBytes is the key filter's memory bound unless configured otherwise:
+// room for its layers up to 22 million keys (27 MiB); the next layer alone would take 80 MiB.
+const DefaultKeyFilterMaxBytes = 64 << 20
+
 // Options tune Open.
 type Options struct {
 	// Sync makes Commit, Restore and Wipe wait until LevelDB's journal reaches stable
@@ -32,6 +37,12 @@ type Options struct {
 	// of key-value, timestamped key-value and window stores) of keys not written in the
 	// current epoch; 0 disables it. DefaultCacheBytes is a good start.
 	CacheBytes int64
+	// KeyFilterMaxBytes bounds the memory of the key filter (about 1.7 MiB per million
+	// keys, see docs/state.md); 0 is DefaultKeyFilterMaxBytes. A filter that would grow past
+	// it is turned off for the rest of the run, with a warning in Logger.
+	KeyFilterMaxBytes int64
+	// Logger receives the database's warnings; nil discards them.
+	Logger *slog.Logger
 	// WrapStorage, when set, wraps the files the database is kept in. It is for
 	// fault-injection tests (faultdisk.Disk.Wrap fills the disk); leave it nil.
 	WrapStorage func(storage.Storage) storage.Storage
@@ -88,6 +99,13 @@ func Open(dir string, opts Options) (*DB, error) {
 	if opts.CacheBytes < 0 {
 		return nil, fmt.Errorf("state: open %s: cache size %d bytes is negative", dir, opts.CacheBytes)
 	}
+	if opts.KeyFilterMaxBytes < 0 {
+		return nil, fmt.Errorf("state: open %s: key filter bound %d bytes is negative", dir, opts.KeyFilterMaxBytes)
+	}
+	filterLimit := opts.KeyFilterMaxBytes
+	if filterLimit == 0 {
+		filterLimit = DefaultKeyFilterMaxBytes
+	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("state: create %s: %w", dir, err)
 	}
@@ -134,7 +152,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	if db.keys, err = newKeyFilter(ldb, dir); err != nil {
+	if db.keys, err = newKeyFilter(ldb, dir, filterLimit, opts.Logger); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("state: open %s: %w", dir, err)
 	}

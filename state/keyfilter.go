@@ -1,6 +1,8 @@
 package state
 
 import (
+	"fmt"
+	"log/slog"
 	"math/bits"
 	"slices"
 	"sync/atomic"
@@ -38,9 +40,17 @@ import (
 // goroutine of the background commit it waits for); lookups may come from any goroutine.
 // Keys are hashed with xxhash, whose values do not change from run to run, so a saved
 // filter stays valid.
+//
+// Its memory is bounded (Options.KeyFilterMaxBytes): a layer that would take it past the
+// bound is never added, the filter is turned off instead, for the rest of the run, and
+// answers "maybe" to every read from then on; its Close saves none. Keys beyond the bound
+// cost LevelDB reads, never memory.
 type keyFilter struct {
 	ready  bool // set before the DB is handed out, never changed
 	layers atomic.Pointer[[]*filterLayer]
+	off    atomic.Bool // set once, when the filter would outgrow limit
+	limit  int64       // bytes the layers may take together
+	log    *slog.Logger
 }
 
 // filterLayer is a blocked Bloom filter: a key sets filterProbes bits of one 512-bit block.
@@ -99,13 +109,24 @@ func (l *filterLayer) set(h uint64) {
 // newKeyFilter returns the filter of the data keys of g's database in dir, which Open has
 // just opened: the one the last Close saved, else one read from a database without tables,
 // else one that is not ready.
-func newKeyFilter(g *ldbGuard, dir string) (*keyFilter, error) {
-	if f, err := loadKeyFilter(g, dir); f != nil || err != nil {
-		return f, err
+func newKeyFilter(g *ldbGuard, dir string, limit int64, log *slog.Logger) (*keyFilter, error) {
+	f, err := loadKeyFilter(g, dir)
+	if err != nil {
+		return nil, err
 	}
-	f := &keyFilter{}
+	if f != nil {
+		f.limit, f.log = limit, log
+		if n := f.bytes(); n > limit {
+			f.turnOff(fmt.Sprintf("the saved filter takes %d bytes", n))
+		}
+		return f, nil
+	}
+	f = &keyFilter{limit: limit, log: log}
 	layers := []*filterLayer{newFilterLayer(filterFirstKeys)}
 	f.layers.Store(&layers)
+	if n := f.bytes(); n > limit {
+		f.turnOff(fmt.Sprintf("its first layer takes %d bytes", n))
+	}
 	var st leveldb.DBStats
 	if err := g.db.Stats(&st); err != nil {
 		return nil, g.check(err)
@@ -127,10 +148,38 @@ func newKeyFilter(g *ldbGuard, dir string) (*keyFilter, error) {
 
 // mayHold reports whether LevelDB may hold key k; false is certain.
 func (f *keyFilter) mayHold(k []byte) bool {
-	if !f.ready {
+	if !f.inUse() {
 		return true
 	}
 	return f.holds(xxhash.Sum64(k))
+}
+
+// inUse reports whether the filter answers reads: ready and not turned off.
+func (f *keyFilter) inUse() bool { return f.ready && !f.off.Load() }
+
+// bytes is the memory of the filter's layers.
+func (f *keyFilter) bytes() int64 {
+	var n int64
+	for _, l := range *f.layers.Load() {
+		n += 8 * int64(len(l.blocks))
+	}
+	return n
+}
+
+// turnOff stops the filter for the rest of the run and frees its layers. A reader that
+// checked off before it was set may still load the layers: it finds a single layer with
+// every bit set, which says "maybe" to every key.
+func (f *keyFilter) turnOff(why string) {
+	f.off.Store(true)
+	full := &filterLayer{blocks: make([]uint64, filterBlockWords)}
+	for i := range full.blocks {
+		full.blocks[i] = ^uint64(0)
+	}
+	f.layers.Store(&[]*filterLayer{full})
+	if f.log != nil {
+		f.log.Warn("state: the key filter is turned off for the rest of the run: reads of keys the database lacks go to LevelDB",
+			"reason", why, "limit_bytes", f.limit)
+	}
 }
 
 // holds reports whether a layer may hold h. It has no branch on the bits it reads, so a
@@ -154,7 +203,12 @@ func (f *keyFilter) add(k []byte) {
 	layers := *f.layers.Load()
 	last := layers[len(layers)-1]
 	if last.n >= last.capacity {
-		last = newFilterLayer(filterGrowth * last.capacity)
+		capacity := filterGrowth * last.capacity
+		if grown := f.bytes() + 8*int64(filterWords(capacity)); grown > f.limit {
+			f.turnOff(fmt.Sprintf("its next layer would take it to %d bytes", grown))
+			return
+		}
+		last = newFilterLayer(capacity)
 		grown := append(layers[:len(layers):len(layers)], last)
 		f.layers.Store(&grown)
 	}
@@ -162,10 +216,10 @@ func (f *keyFilter) add(k []byte) {
 	last.n++
 }
 
-// addBatch adds the data keys b puts. A filter that is not ready learns nothing: it is
-// never asked, so it would only grow.
+// addBatch adds the data keys b puts. A filter that is not ready or turned off learns
+// nothing: it is never asked, so it would only grow.
 func (f *keyFilter) addBatch(b *leveldb.Batch) {
-	if !f.ready {
+	if !f.inUse() {
 		return
 	}
 	// Replay fails only on a batch it cannot decode, and Batch builds only decodable ones.
@@ -175,7 +229,7 @@ func (f *keyFilter) addBatch(b *leveldb.Batch) {
 type filterReplay struct{ f *keyFilter }
 
 func (r filterReplay) Put(k, _ []byte) {
-	if len(k) > 0 && k[0] == tagData {
+	if len(k) > 0 && k[0] == tagData && !r.f.off.Load() {
 		r.f.add(k)
 	}
 }

@@ -48,7 +48,7 @@ func filterLayerCapacity(i int) uint64 {
 // saveKeyFilter saves f for the next Open of g's database in dir. The database must not be
 // written after it: Close calls it last.
 func saveKeyFilter(g *ldbGuard, dir string, f *keyFilter) error {
-	if f == nil || !f.ready {
+	if f == nil || !f.inUse() {
 		return nil
 	}
 	token := rand.Uint64()

@@ -1,12 +1,15 @@
 package state
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/syndtr/goleveldb/leveldb"
@@ -357,5 +360,72 @@ func TestKeyFilterDamagedDatabaseAnswersNothing(t *testing.T) {
 	_ = db.ldb.fail(errors.New("a damaged table"))
 	if _, err := s.Get([]byte("never written")); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Get of an absent key from a damaged database = %v, want ErrCorrupt", err)
+	}
+}
+
+// A filter that would grow past Options.KeyFilterMaxBytes is turned off, with a warning:
+// its memory goes, every read goes to LevelDB and finds what is there, and Close saves
+// no filter. A saved filter larger than the bound of the next Open is turned off there.
+func TestKeyFilterBoundTurnsItOff(t *testing.T) {
+	firstLayer := int64(8 * filterWords(filterFirstKeys))
+	var logged bytes.Buffer
+	dir := t.TempDir()
+	opts := Options{KeyFilterMaxBytes: 2 * firstLayer, Logger: slog.New(slog.NewTextHandler(&logged, nil))}
+	db, err := Open(dir, opts)
+	noErr(t, err)
+	spec := pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}
+	s, err := db.KeyValueStore(spec, 0)
+	noErr(t, err)
+	key := func(i int) []byte { return binary.BigEndian.AppendUint32([]byte("k"), uint32(i)) }
+	const n = filterFirstKeys + 1000 // the second layer would take the filter past the bound
+	for i := range n {
+		noErr(t, s.Put(key(i), []byte("v"), 0))
+		if i%5000 == 4999 {
+			commit(t, db)
+		}
+	}
+	commit(t, db)
+	if db.keys.inUse() {
+		t.Fatalf("the filter is in use at %d bytes, bound %d", db.keys.bytes(), opts.KeyFilterMaxBytes)
+	}
+	if b := db.keys.bytes(); b > 64 {
+		t.Fatalf("the filter turned off still holds %d bytes", b)
+	}
+	if !strings.Contains(logged.String(), "key filter is turned off") {
+		t.Fatalf("no warning logged: %q", logged.String())
+	}
+	if !s.p.mayHold([]byte("never written")) {
+		t.Fatal("the filter turned off says a key is absent")
+	}
+	for i := range n {
+		if v, err := s.View(ReadCommitted).Get(key(i)); err != nil || string(v) != "v" {
+			t.Fatalf("key %d: %q %v", i, v, err)
+		}
+	}
+	noErr(t, db.Close())
+	if _, err := os.Stat(filepath.Join(dir, filterFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Close saved the filter turned off: %v", err)
+	}
+
+	// A filter saved within a larger bound is too large for a smaller one.
+	dir = t.TempDir()
+	db, err = Open(dir, Options{})
+	noErr(t, err)
+	s, err = db.KeyValueStore(spec, 0)
+	noErr(t, err)
+	for i := range n {
+		noErr(t, s.Put(key(i), []byte("v"), 0))
+	}
+	commit(t, db)
+	noErr(t, db.Close())
+	logged.Reset()
+	db, err = Open(dir, opts)
+	noErr(t, err)
+	defer db.Close()
+	if db.keys.inUse() || !strings.Contains(logged.String(), "key filter is turned off") {
+		t.Fatalf("a saved filter of %d bytes is in use under a bound of %d (log %q)", db.keys.bytes(), opts.KeyFilterMaxBytes, logged.String())
+	}
+	if _, err := Open(t.TempDir(), Options{KeyFilterMaxBytes: -1}); err == nil || !strings.Contains(err.Error(), "key filter bound -1 bytes is negative") {
+		t.Fatalf("Open with a negative bound = %v", err)
 	}
 }
