@@ -124,6 +124,13 @@ func Open(dir string, opts Options) (*DB, error) {
 		// Aggregations read keys that are not there yet (every new window, every new
 		// word): the filter answers most such reads without reading a table block.
 		Filter: filter.NewBloomFilter(10),
+		// Point reads of keys committed in earlier epochs mostly miss the block cache (with
+		// a million keys most data blocks are cold) and read a block from its table: snappy
+		// decoding it cost more than the read itself, and encoding every block again at each
+		// compaction more still, for little gain: keys share their prefixes in the block
+		// already, and counts and timestamps are short. Tables written before stay readable
+		// (each block names its compression).
+		Compression: opt.NoCompression,
 	})
 	if err != nil {
 		if ldb.db != nil {

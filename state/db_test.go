@@ -2,12 +2,14 @@ package state
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/stoatflow/stoatflow/pipeline"
 )
@@ -247,4 +249,31 @@ func rawPut(t *testing.T, db *DB, k, v []byte) {
 	b.Put(k, v)
 	db.keys.addBatch(&b)
 	noErr(t, db.ldb.db.Write(&b, nil))
+}
+
+// Tables are written uncompressed: point reads of cold keys read a block from its table,
+// and decoding snappy there (and encoding every block again at each compaction) cost more
+// than it saved. Values that snappy would shrink twentyfold take their full size on disk.
+func TestTablesAreUncompressed(t *testing.T) {
+	db, dir := openDB(t)
+	s, err := db.KeyValueStore(pipeline.StoreSpec{Name: "kv", Type: pipeline.KeyValueStoreType}, 0)
+	noErr(t, err)
+	value := make([]byte, 1000)
+	const n = 1000
+	for i := range n {
+		noErr(t, s.Put(fmt.Appendf(nil, "key-%04d", i), value, 0))
+	}
+	commit(t, db)
+	noErr(t, db.ldb.db.CompactRange(util.Range{}))
+	tables, err := filepath.Glob(filepath.Join(dir, "*.ldb"))
+	noErr(t, err)
+	var size int64
+	for _, name := range tables {
+		fi, err := os.Stat(name)
+		noErr(t, err)
+		size += fi.Size()
+	}
+	if size < n*int64(len(value)) {
+		t.Fatalf("%d tables take %d bytes, less than the %d bytes of their values: compressed", len(tables), size, n*len(value))
+	}
 }
