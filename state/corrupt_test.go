@@ -158,7 +158,7 @@ func TestDamagedFooterFoundByACompactionIsAnError(t *testing.T) {
 	// previous run's journal into a level-0 table over the damaged ones, and at the fourth
 	// goleveldb's compaction goroutine starts by itself to merge them into the damaged
 	// tables, as the agent's writes would make it. The test does not call CompactRange:
-	// goleveldb v1.0.0 closes its reply channel when the compaction error reaches it, while
+	// goleveldb closes its reply channel when the compaction error reaches it, while
 	// the failing compaction goroutine may still reply on it (syndtr/goleveldb#356), a race
 	// that -race reports under load.
 	// Every Open writes too (it deletes the saved key filter's token), so the corruption

@@ -277,3 +277,12 @@ func TestTablesAreUncompressed(t *testing.T) {
 		t.Fatalf("%d tables take %d bytes, less than the %d bytes of their values: compressed", len(tables), size, n*len(value))
 	}
 }
+
+// Compactions are by size only: with keys spread over a million words nearly every read of
+// a committed key goes past a newer table, and goleveldb's compactions by such reads then
+// compacted each table flushed from the memtable alone, rewriting all of level 1 each time.
+func TestLevelDBCompactsBySizeOnly(t *testing.T) {
+	if o := levelDBOptions(); !o.DisableSeeksCompaction {
+		t.Fatal("LevelDB compacts tables that reads went past")
+	}
+}

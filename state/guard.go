@@ -96,6 +96,11 @@ func (g *ldbGuard) Get(key []byte) (v []byte, err error) {
 	}
 	defer g.recover(&err)
 	v, err = g.db.Get(key, nil)
+	if err == nil && v == nil {
+		// goleveldb returns a present empty value as nil when it comes from the memtable;
+		// a stored value is never nil here (nil is "absent").
+		v = []byte{}
+	}
 	return v, g.check(err)
 }
 

@@ -28,6 +28,15 @@ func SplitTables(dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("split tables of %s: %w", dir, err)
 	}
+	// goleveldb deletes a table the compaction replaced only once no reader holds it, and
+	// Close drops the readers without: the next open deletes it, so that only the tables
+	// the database uses are left to damage.
+	if db, err = leveldb.OpenFile(dir, nil); err == nil {
+		err = db.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("split tables of %s: %w", dir, err)
+	}
 	return Files(dir, "*.ldb")
 }
 
@@ -65,8 +74,8 @@ func GarbleBlock(table string) error { return Garble(table, 16, 64) }
 
 // GarbleFooter damages a table's footer (its last 48 bytes) but keeps its magic number (the
 // last 8), so that goleveldb decodes the block handles: their varints then overflow, and
-// goleveldb v1.0.0 slices with a negative index (a panic in table.decodeBlockHandle) unless
-// something checks first.
+// goleveldb (v1.0.0, and the 2022 commit go.mod names) slices with a negative index (a
+// panic in table.decodeBlockHandle) unless something checks first.
 func GarbleFooter(table string) error {
 	return rewrite(table, -48, 40, func(b []byte) {
 		for i := range b {
