@@ -25,7 +25,7 @@ require (
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9 // indirect
-	github.com/syndtr/goleveldb v1.0.0 // indirect
+	github.com/syndtr/goleveldb v1.0.1-0.20220721030215-126854af5e6d // indirect
 	github.com/twmb/franz-go v1.22.3 // indirect
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
@@ -39,3 +39,7 @@ require (
 // The harness builds this module inside the product's checkout: the agent's Kafka client
 // settings come from the product's code as it is.
 replace github.com/stoatflow/stoatflow => ../..
+
+// goka runs on the goleveldb it was measured with (v1.0.0, its latest release), whatever
+// commit the product's state store requires: the baseline stays the same.
+replace github.com/syndtr/goleveldb => github.com/syndtr/goleveldb v1.0.0
