@@ -190,6 +190,9 @@ func TestMetricsScrapedTwiceArePresentAndMoving(t *testing.T) {
 		{"stoatflow_processor_records_dropped_total", []string{"node", "", "reason", pipeline.DropLate.String()}},
 		{"stoatflow_commit_commits_total", []string{"result", metrics.ResultFailure}},
 		{"stoatflow_app_state", []string{"state", StateRunning.String()}},
+		// No error and no restore yet: both exist at zero, so the first one is an increase.
+		{"stoatflow_lua_errors_total", []string{"script", ra.a.cfg.Scripts[0]}},
+		{"stoatflow_state_records_restored_total", []string{"store", "counts"}},
 	}
 	for _, s := range present {
 		if _, ok := second.value(s.name, s.labels...); !ok {

@@ -165,10 +165,20 @@ func (a *Agent) prepareReload() (*reloadCandidate, error) {
 		return nil, err
 	}
 	a.logReloadDiff(base, next)
+	a.zeroLuaErrors(rt)
 	return &reloadCandidate{cfg: cfg, rt: rt, b: b, base: next}, nil
 }
 
 func (a *Agent) onLuaError(script string) { a.metrics.LuaErrors.WithLabelValues(script).Inc() }
+
+// zeroLuaErrors starts the Lua error counter of each of rt's files at zero: a counter that
+// appears only with its first error hides that error from increase() and rate(), which need
+// a sample before it.
+func (a *Agent) zeroLuaErrors(rt *luart.Runtime) {
+	for _, f := range rt.Files() {
+		a.metrics.LuaErrors.WithLabelValues(f)
+	}
+}
 
 func (a *Agent) reloadFailed(err error) {
 	a.log.Warn("reload refused; the running topology keeps running", "reason", err)

@@ -48,6 +48,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return a.fail(err)
 	}
+	a.zeroLuaErrors(rt)
 	// A reload replaces the runtime; rt is the one running when Run returns.
 	defer func() { rt.Close() }()
 	defer a.discardStaged()

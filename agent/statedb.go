@@ -200,6 +200,8 @@ func (a *Agent) changelogReads(ctx context.Context, db *state.DB, b *pipeline.St
 			continue
 		}
 		name := spec.Name
+		// At zero from the start, so a restore shows as an increase of a series that exists.
+		a.metrics.RecordsRestored.WithLabelValues(name)
 		topic := pipeline.ChangelogTopic(a.cfg.ApplicationID, name)
 		tps := make([]pipeline.TopicPartition, partitions)
 		for p := range partitions {

@@ -126,7 +126,8 @@ func New() *Metrics {
 		prometheus.ExponentialBuckets(0.00001, 3, 14), "node") // 10µs .. ~16s
 
 	m.LuaErrors = m.counterVec("lua", "errors_total",
-		"Errors raised by Lua callbacks (time and memory budget overruns included), by the script file that raised them.", "script")
+		"Errors raised by Lua callbacks (time and memory budget overruns included), by the script file that raised them; "+
+			"every loaded file has its series from the start, at zero.", "script")
 	m.LuaTime = m.counterVec("lua", "execution_seconds_total",
 		"Time spent inside Lua callbacks, by the processor node whose callback it was (its own "+
 			"time: a callback that forwards into another node's is not charged for it; node empty "+
@@ -152,7 +153,7 @@ func New() *Metrics {
 		"Bytes of store writes buffered in the current epoch, not yet committed, by store "+
 			"(an early commit starts when the sum crosses statestore.uncommitted.max.bytes).", "store")
 	m.RecordsRestored = m.counterVec("state", "records_restored_total",
-		"Changelog records replayed into a store during restoration, by store.", "store")
+		"Changelog records replayed into a store during restoration, by store; every logged store has its series from the start, at zero.", "store")
 	m.StateRebuilds = m.counterVec("state", "rebuilds_total",
 		"State databases found corrupt, deleted and rebuilt from the changelogs, by when the "+
 			"corruption was found: start (opening and restoring) or running (the epoch was "+
