@@ -157,8 +157,30 @@ func loadTopology(cfg *config.Config, sf *schemas.Factory, logger *slog.Logger, 
 		rt.Close()
 		return nil, nil, err
 	}
+	if err := checkChangelogNames(cfg.ApplicationID, b); err != nil {
+		rt.Close()
+		return nil, nil, err
+	}
 	return rt, b, nil
 }
+
+// checkChangelogNames refuses a changelog topic name longer than Kafka allows: the embedded
+// broker would create it, a real one refuses it only when the agent first creates the topic.
+func checkChangelogNames(appID string, b *pipeline.StreamsBuilder) error {
+	for _, s := range b.Stores() {
+		if !s.Logged {
+			continue
+		}
+		if t := pipeline.ChangelogTopic(appID, s.Name); len(t) > maxTopicNameLength {
+			return fmt.Errorf("streams.application.id: the changelog topic of store %q, %q, is %d characters long, more than Kafka's %d: shorten application.id or the store name",
+				s.Name, t, len(t), maxTopicNameLength)
+		}
+	}
+	return nil
+}
+
+// maxTopicNameLength is Kafka's limit on topic names.
+const maxTopicNameLength = 249
 
 // Validate loads the scripts and builds the topology without any broker. It returns the
 // non-fatal warnings and the first error.

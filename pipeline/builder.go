@@ -44,6 +44,9 @@ func (b *StreamsBuilder) newName(prefix, userName string) string {
 }
 
 func (b *StreamsBuilder) addNode(n *Node) (*Node, error) {
+	if err := checkNodeNames(n); err != nil {
+		return nil, err
+	}
 	for _, o := range b.nodes {
 		if o.Name == n.Name {
 			return nil, fmt.Errorf("processor name %q is already used in this topology", n.Name)

@@ -141,6 +141,9 @@ func (b *StreamsBuilder) AddStateStore(spec StoreSpec) error {
 	if spec.Name == "" {
 		return fmt.Errorf("addStateStore: a store needs a name")
 	}
+	if err := checkName("store name", spec.Name); err != nil {
+		return fmt.Errorf("addStateStore: %w", err)
+	}
 	if _, dup := b.stores[spec.Name]; dup {
 		return fmt.Errorf("addStateStore: store %q is already declared", spec.Name)
 	}
