@@ -348,6 +348,18 @@ func (b *builder) checkClient(cl Client) {
 		case EnableIdempotence.IsSet(cl) && EnableIdempotence.Get(cl) && !acksAll:
 			b.fail(KindInvalid, Acks.Source(cl), `enable.idempotence = true needs acks = "all"`)
 		}
+		// Kafka's idempotent producer keeps order across at most 5 requests in flight, and
+		// Kafka Streams refuses more under exactly-once (StreamsConfig), as the Java producer
+		// does with enable.idempotence = true set, even though sarama's produce requests go
+		// one at a time per broker here.
+		if n := MaxInFlightRequestsPerConnection.Get(cl); n > 5 {
+			switch {
+			case eos:
+				b.fail(KindInvalid, MaxInFlightRequestsPerConnection.Source(cl), "invalid value %d: can't exceed 5 when exactly-once processing is enabled", n)
+			case EnableIdempotence.IsSet(cl) && EnableIdempotence.Get(cl):
+				b.fail(KindInvalid, MaxInFlightRequestsPerConnection.Source(cl), "invalid value %d: can't exceed 5 with enable.idempotence = true", n)
+			}
+		}
 	}
 
 	proto := SecurityProtocol.Get(cl)

@@ -139,7 +139,8 @@ Measured with StoatFlow's own producer (bench harness, 300,000 records, two roun
 record at about half the records per second, and the stateless pipeline 1.3–1.4× the CPU at
 two thirds of the rate: at_least_once therefore keeps 5 ms; exactly_once_v2 uses 0. ` + "`max.in.flight.requests.per.connection`" + ` no longer pipelines produce requests: one
 per broker at a time keeps a partition's order across retries, idempotent or not, and makes the
-batches of the next request big. A send waits while ` + "`buffer.memory`" + ` (32 MiB) of records are
+batches of the next request big; more than 5 is still refused under exactly_once_v2 or with
+` + "`enable.idempotence = true`" + ` set, as Kafka Streams and Kafka's producer refuse it. A send waits while ` + "`buffer.memory`" + ` (32 MiB) of records are
 unacknowledged, at most ` + "`max.block.ms`" + `: then it fails with a timeout naming the topic, and the
 epoch is processed again.
 
