@@ -14,6 +14,11 @@ import (
 const (
 	// maxQueryBody bounds a query's body (POST /v2/query): a query is a few keys and bounds.
 	maxQueryBody = 1 << 20
+	// bodiesInFlight bounds the query bodies being read or held at once, so that clients
+	// sending bodies together keep at most bodiesInFlight × maxQueryBody (64 MiB) in memory:
+	// bodies are read before a slot is taken, and without this any number of connections
+	// could each hold up to 1 MiB for the server's read timeout.
+	bodiesInFlight = 64
 	// scanChunk is how many entries a scan reads in one go (see pacer).
 	scanChunk = 256
 	// deadlineGrace is the time a query that hit its deadline has left to write the error.
@@ -41,6 +46,7 @@ const (
 // needs no token (see pacedWriter).
 type queryGate struct {
 	slots      chan struct{}
+	bodies     chan struct{}  // bodiesInFlight: a request with a body holds one until it is answered
 	cpu        chan time.Time // the tokens, each holding when its rest ends
 	timeout    time.Duration
 	writeError func(w http.ResponseWriter, status int, code, msg string)
@@ -49,7 +55,7 @@ type queryGate struct {
 // newQueryGate serves concurrency queries at once on cpus tokens (GOMAXPROCS); writeError
 // writes its refusals.
 func newQueryGate(concurrency, cpus int, timeout time.Duration, writeError func(w http.ResponseWriter, status int, code, msg string)) *queryGate {
-	g := &queryGate{slots: make(chan struct{}, concurrency), cpu: make(chan time.Time, cpus), timeout: timeout, writeError: writeError}
+	g := &queryGate{slots: make(chan struct{}, concurrency), bodies: make(chan struct{}, bodiesInFlight), cpu: make(chan time.Time, cpus), timeout: timeout, writeError: writeError}
 	for range cap(g.cpu) {
 		g.cpu <- time.Time{}
 	}
@@ -67,6 +73,13 @@ type pacerKey struct{}
 func (g *queryGate) admit(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
+			if !acquire(r.Context(), g.bodies) {
+				w.Header().Set("Retry-After", retryAfter)
+				g.writeError(w, http.StatusServiceUnavailable, "too_many_queries", fmt.Sprintf(
+					"%d query bodies are being read or served, as many as the agent holds at once: retry after %s s", cap(g.bodies), retryAfter))
+				return
+			}
+			defer func() { <-g.bodies }()
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxQueryBody))
 			if err != nil {
 				g.bodyError(w, err)
@@ -74,7 +87,7 @@ func (g *queryGate) admit(h http.Handler) http.Handler {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		if !g.acquire(r.Context()) {
+		if !acquire(r.Context(), g.slots) {
 			w.Header().Set("Retry-After", retryAfter)
 			g.writeError(w, http.StatusServiceUnavailable, "too_many_queries", fmt.Sprintf(
 				"%d queries are running, as many as agent.http.query.max.concurrency allows: retry after %s s", cap(g.slots), retryAfter))
@@ -116,18 +129,18 @@ func (w *pacedWriter) Write(b []byte) (int, error) {
 
 func (w *pacedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// acquire takes a slot, waiting up to queueWait; false when none came free or the client
-// went away.
-func (g *queryGate) acquire(ctx context.Context) bool {
+// acquire takes a place in slots, waiting up to queueWait; false when none came free or
+// the client went away.
+func acquire(ctx context.Context, slots chan struct{}) bool {
 	select {
-	case g.slots <- struct{}{}:
+	case slots <- struct{}{}:
 		return true
 	default:
 	}
 	t := time.NewTimer(queueWait)
 	defer t.Stop()
 	select {
-	case g.slots <- struct{}{}:
+	case slots <- struct{}{}:
 		return true
 	case <-t.C:
 	case <-ctx.Done():

@@ -107,6 +107,41 @@ func TestQueryGateSlowBodyHoldsNoSlot(t *testing.T) {
 	}
 }
 
+// TestQueryGateBoundsTheBodiesInFlight: bodies are read before a slot is taken, so the
+// gate bounds how many it holds at once (bodiesInFlight, here 1): with that many clients
+// sending theirs slowly, a request with a body is turned away after the queue wait instead
+// of being read into memory too, and one without a body is still served.
+func TestQueryGateBoundsTheBodiesInFlight(t *testing.T) {
+	g := newQueryGate(1, 1, time.Minute, writeError)
+	g.bodies = make(chan struct{}, 1)
+	srv := httptest.NewServer(g.admit(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "done"})
+	})))
+	defer srv.Close()
+	c := webtest.SlowClient(t, srv.Listener.Addr().String(), "POST /v2/query HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+	defer c.Close() // before srv.Close, which waits for the request
+	for deadline := time.Now().Add(10 * time.Second); len(g.bodies) < cap(g.bodies); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow body never took its place")
+		}
+	}
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(`{"store": "s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	a := answer{status: resp.StatusCode, header: resp.Header, raw: string(raw)}
+	_ = json.Unmarshal(raw, &a.body)
+	wantError(t, a, http.StatusServiceUnavailable, "too_many_queries")
+	if a.header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After = %q, want 1", a.header.Get("Retry-After"))
+	}
+	if a := get(t, srv.URL); a.status != http.StatusOK {
+		t.Errorf("a request without a body, with the bodies taken: %d %s", a.status, a.raw)
+	}
+}
+
 // TestQueriesShareTheCPU: a query's CPU token rests three times as long as it was held,
 // so queries together keep to a quarter of the CPUs.
 func TestQueriesShareTheCPU(t *testing.T) {
