@@ -40,6 +40,10 @@ const (
 	readTimeout       = 10 * time.Second
 	writeTimeout      = 30 * time.Second
 	idleTimeout       = time.Minute
+	// maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB): a client
+	// sending them slowly holds what it sent for readHeaderTimeout, so 600 such clients held
+	// about 450 MiB. The agent's requests carry a Host, a token and a browser's usual headers.
+	maxHeaderBytes = 64 << 10
 )
 
 // HTTPServer serves the operational endpoints (/healthz, /readyz, /metrics) and whatever
@@ -117,6 +121,7 @@ func NewHTTPServer(opts HTTPOptions, state *StateMachine, m *metrics.Metrics, lo
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ConnState:         s.trackConn,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}

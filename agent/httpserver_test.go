@@ -528,6 +528,33 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	t.Logf("%d slow clients cut off after %v (read timeout %v)", n, time.Since(start).Round(time.Millisecond), readTimeout)
 }
 
+// TestLargeHeadersAreRefused: headers past maxHeaderBytes get 431, so a client cannot make
+// its connection hold a megabyte of them; headers of an ordinary size are served.
+func TestLargeHeadersAreRefused(t *testing.T) {
+	s, _ := startServer(t, HTTPOptions{})
+	send := func(pad int) answer {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, "http://"+s.Addr()+"/healthz", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Pad", strings.Repeat("a", pad))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return answer{status: resp.StatusCode, raw: string(raw)}
+	}
+	if a := send(8 << 10); a.status != http.StatusOK {
+		t.Errorf("8 KiB of headers: %d %s, want 200", a.status, a.raw)
+	}
+	if a := send(2 * maxHeaderBytes); a.status != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("%d KiB of headers: %d %s, want 431", 2*maxHeaderBytes>>10, a.status, a.raw)
+	}
+}
+
 // TestShutdownIsNotHeldBySlowClients: clients in the middle of sending their headers or
 // their body are dropped when shutdown begins, instead of holding it until they time out.
 func TestShutdownIsNotHeldBySlowClients(t *testing.T) {
