@@ -80,6 +80,7 @@ func openSandbox(L *lua.LState) {
 	for _, k := range drop {
 		g.RawSet(k, lua.LNil)
 	}
+	g.RawSetString("tonumber", L.NewFunction(luaToNumber))
 	str := g.RawGetString("string").(*lua.LTable)
 	pattern.Open(L, str, allocateMore)
 	openBoundedLibs(L, str, g.RawGetString("table").(*lua.LTable))
