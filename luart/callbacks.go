@@ -224,7 +224,8 @@ func (rt *Runtime) timestampExtractor(fn *lua.LFunction) pipeline.TimestampExtra
 		}
 		ret := rt.pop()
 		n, ok := ret.(lua.LNumber)
-		if !ok || float64(n) != math.Trunc(float64(n)) {
+		// Out of the int64 range (infinities too) int64(n) is undefined: math.MinInt64 here.
+		if !ok || float64(n) != math.Trunc(float64(n)) || float64(n) < math.MinInt64 || float64(n) >= math.MaxInt64 {
 			return 0, fmt.Errorf("%s: a timestamp extractor must return milliseconds as an integer, not %s", defined(fn), ret.String())
 		}
 		return int64(n), nil

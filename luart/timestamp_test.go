@@ -1,0 +1,38 @@
+package luart
+
+import (
+	"strings"
+	"testing"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// TestTimestampExtractorRefusesWhatIsNoInt64: a whole number beyond the int64 range (or an
+// infinity) is no timestamp; converted anyway it became math.MinInt64 and the record was
+// dropped as a negative timestamp, not reported as the extractor's error.
+func TestTimestampExtractorRefusesWhatIsNoInt64(t *testing.T) {
+	rt, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	extract := func(expr string) (int64, error) {
+		t.Helper()
+		if err := rt.L.DoString("return function(k, v, r) return " + expr + " end"); err != nil {
+			t.Fatal(err)
+		}
+		return rt.timestampExtractor(rt.pop().(*lua.LFunction))(pipeline.Record{Key: "k", Value: "v"})
+	}
+	for _, expr := range []string{"1e300", "-1e300", "1/0", "-1/0", "2^63"} {
+		if ts, err := extract(expr); err == nil || !strings.Contains(err.Error(), "must return milliseconds as an integer") {
+			t.Errorf("%s: timestamp %d, error %v, want the extractor's error", expr, ts, err)
+		}
+	}
+	for expr, want := range map[string]int64{"-2^63": -1 << 63, "1700000000000": 1_700_000_000_000, "-1": -1} {
+		if ts, err := extract(expr); err != nil || ts != want {
+			t.Errorf("%s: timestamp %d, error %v, want %d", expr, ts, err, want)
+		}
+	}
+}
