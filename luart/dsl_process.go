@@ -2,6 +2,7 @@ package luart
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -368,6 +369,11 @@ func (rt *Runtime) headersFromLua(v lua.LValue) (pipeline.Headers, error) {
 func durationMs(v lua.LValue) (int64, error) {
 	switch x := v.(type) {
 	case lua.LNumber:
+		// int64 of NaN or of a number out of its range is math.MinInt64 (amd64), and a
+		// fraction would be cut off unseen.
+		if f := float64(x); f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+			return 0, fmt.Errorf("invalid duration %s: milliseconds must be a whole number of at most 63 bits", x)
+		}
 		return int64(x), nil
 	case lua.LString:
 		s := strings.TrimSpace(string(x))
@@ -377,6 +383,9 @@ func durationMs(v lua.LValue) (int64, error) {
 		}{{"ms", 1}, {"s", 1000}, {"m", 60_000}, {"h", 3_600_000}, {"d", 86_400_000}} {
 			if strings.HasSuffix(s, u.suffix) {
 				if n, err := strconv.ParseInt(strings.TrimSuffix(s, u.suffix), 10, 64); err == nil && n >= 0 {
+					if n > math.MaxInt64/u.ms {
+						return 0, fmt.Errorf("invalid duration %q: more than 63 bits of milliseconds", s)
+					}
 					return n * u.ms, nil
 				}
 				break

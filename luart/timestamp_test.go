@@ -1,6 +1,7 @@
 package luart
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -33,6 +34,24 @@ func TestTimestampExtractorRefusesWhatIsNoInt64(t *testing.T) {
 	for expr, want := range map[string]int64{"-2^63": -1 << 63, "1700000000000": 1_700_000_000_000, "-1": -1} {
 		if ts, err := extract(expr); err != nil || ts != want {
 			t.Errorf("%s: timestamp %d, error %v, want %d", expr, ts, err, want)
+		}
+	}
+}
+
+// TestDurationsRefuseWhatIsNoInt64: a duration in milliseconds is a whole int64; beyond it
+// (or past 63 bits once a unit multiplies it) it wrapped around into another duration, and a
+// fraction was cut off unseen.
+func TestDurationsRefuseWhatIsNoInt64(t *testing.T) {
+	for _, v := range []lua.LValue{lua.LNumber(1e300), lua.LNumber(math.Inf(1)), lua.LNumber(math.NaN()), lua.LNumber(1.5),
+		lua.LString("9999999999999999h"), lua.LString("5000000000000000d")} {
+		if d, err := durationMs(v); err == nil {
+			t.Errorf("%v: %d ms, want an error", v, d)
+		}
+	}
+	for v, want := range map[lua.LValue]int64{lua.LNumber(250): 250, lua.LNumber(-5): -5, lua.LString("10s"): 10_000,
+		lua.LString("106751991167d"): 106751991167 * 86_400_000} {
+		if d, err := durationMs(v); err != nil || d != want {
+			t.Errorf("%v: %d ms, error %v, want %d", v, d, err, want)
 		}
 	}
 }
