@@ -241,8 +241,17 @@ func (rt *Runtime) ctxForward(L *lua.LState) int {
 		}
 	}
 	o := options(L, optIdx, "forward", forwardOpts)
-	if ts, ok := o.RawGetString("timestamp").(lua.LNumber); ok {
+	switch ts := o.RawGetString("timestamp").(type) {
+	case *lua.LNilType:
+	case lua.LNumber:
+		// Kafka Streams' Record refuses a negative timestamp; int64 of a number out of its
+		// range is math.MinInt64, and a fraction would be cut off unseen.
+		if f := float64(ts); f != math.Trunc(f) || f < 0 || f >= math.MaxInt64 {
+			L.RaiseError("forward: timestamp must be milliseconds as a non-negative integer, not %v", ts)
+		}
 		rec.Timestamp = int64(ts)
+	default:
+		L.RaiseError("forward: timestamp must be milliseconds as an integer, not a %s", ts.Type())
 	}
 	if h := o.RawGetString("headers"); h != lua.LNil {
 		if rec.Headers, err = rt.headersFromLua(h); err != nil {

@@ -55,3 +55,26 @@ func TestDurationsRefuseWhatIsNoInt64(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardTimestampIsAKafkaTimestamp: ctx:forward's timestamp is milliseconds as a
+// non-negative whole number (Kafka Streams' Record refuses a negative one). A string was
+// ignored (the record kept its own), 1e300 and math.huge became math.MinInt64, 1.5 became 1.
+func TestForwardTimestampIsAKafkaTimestamp(t *testing.T) {
+	d := storeDriver(t, prelude+`
+local ts = {str = "abc", huge = 1e300, inf = math.huge, frac = 1.5, neg = -5, ok = 7}
+b:stream("in"):process({process = function(ctx, k, v) ctx:forward(k, v, {timestamp = ts[v]}) end}):to("out")
+return b`)
+	for _, v := range []string{"str", "huge", "inf", "frac", "neg"} {
+		err := d.Pipe("in", []byte("k"), []byte(v), 1, nil)
+		if err == nil || !strings.Contains(err.Error(), "forward: timestamp must be milliseconds") {
+			t.Errorf("timestamp %s: %v, want forward's error", v, err)
+		}
+	}
+	if err := d.Pipe("in", []byte("k"), []byte("ok"), 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	first, ok := d.ReadOutput("out")
+	if _, more := d.ReadOutput("out"); !ok || more || first.Timestamp != 7 {
+		t.Fatalf("out = %+v (%v, more %v), want the one record at 7", first, ok, more)
+	}
+}
