@@ -1,6 +1,8 @@
 package luart
 
 import (
+	"math"
+
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -59,10 +61,19 @@ func (rt *Runtime) arg(L *lua.LState, i int, what string) any {
 // writeTimestamp is the timestamp a store write gets: the current record's, as in Kafka
 // Streams, or the one given.
 func (rt *Runtime) writeTimestamp(L *lua.LState, i int) int64 {
-	if ts, ok := L.Get(i).(lua.LNumber); ok {
-		return int64(ts)
+	switch ts := L.Get(i).(type) {
+	case *lua.LNilType:
+		return rt.rctx.rec.Timestamp
+	case lua.LNumber:
+		// Kafka's producer refuses a negative timestamp, which the changelog would carry;
+		// int64 of a number out of its range is math.MinInt64, and a fraction would be cut
+		// off unseen.
+		if f := float64(ts); f == math.Trunc(f) && f >= 0 && f < math.MaxInt64 {
+			return int64(ts)
+		}
 	}
-	return rt.rctx.rec.Timestamp
+	L.RaiseError("timestamp (argument %d) must be milliseconds as a non-negative integer, not %s", i-1, L.Get(i).String())
+	return 0
 }
 
 func (rt *Runtime) storeGet(L *lua.LState) int {

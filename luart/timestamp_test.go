@@ -78,3 +78,33 @@ return b`)
 		t.Fatalf("out = %+v (%v, more %v), want the one record at 7", first, ok, more)
 	}
 }
+
+// TestStoreWriteTimestampIsAKafkaTimestamp: a store write's timestamp is milliseconds as a
+// non-negative whole number, since its changelog record carries it. A string was ignored
+// (the write took the record's timestamp), 1e300 became math.MinInt64, 1.5 became 1.
+func TestStoreWriteTimestampIsAKafkaTimestamp(t *testing.T) {
+	d := storeDriver(t, prelude+`
+b:addStateStore{name = "s", type = "timestampedKeyValue"}
+local ts = {str = "abc", huge = 1e300, inf = math.huge, frac = 1.5, neg = -5, ok = 7}
+b:stream("in"):process({
+  init = function(ctx) end,
+  process = function(ctx, k, v) ctx:getStateStore("s"):put(k, v, ts[v]) end,
+}, {stores = {"s"}})
+return b`)
+	for _, v := range []string{"str", "huge", "inf", "frac", "neg"} {
+		err := d.Pipe("in", []byte("k"), []byte(v), 1, nil)
+		if err == nil || !strings.Contains(err.Error(), "timestamp (argument 3) must be milliseconds as a non-negative integer") {
+			t.Errorf("timestamp %s: %v, want put's error", v, err)
+		}
+	}
+	if err := d.Pipe("in", []byte("k"), []byte("ok"), 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.Store("s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ts, found, err := s.Get("k"); err != nil || !found || v != "ok" || ts != 7 {
+		t.Fatalf("s[k] = %v at %d (found %v, %v), want ok at 7", v, ts, found, err)
+	}
+}
