@@ -2,6 +2,7 @@ package luart
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +104,26 @@ return b`)
 			}
 			wantMemoryError(t, d.Pipe("in", []byte("k"), []byte("next"), 1, nil), "pipeline.lua:")
 		})
+	}
+}
+
+// A gsub whose result outgrows the budget a little at a time is refused before its buffer
+// grows past the budget: what it allocated stays within about twice the budget (the
+// buffer, and the smaller ones it outgrew), where telling the result's length after each
+// write let a doubling buffer and its predecessors take four times the budget.
+func TestGrowingGsubAllocatesWithinTheBudget(t *testing.T) {
+	const limit = 8 << 20
+	d := memoryDriver(t, limit, prelude+`local s = string.rep("x", 2^18)
+b:stream("in"):mapValues(function(v)
+  return (s:gsub("x", "`+strings.Repeat("y", 64)+`"))
+end):to("out")
+return b`)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := d.Pipe("in", []byte("k"), []byte("v"), 1, nil)
+	runtime.ReadMemStats(&after)
+	wantMemoryError(t, err, "pipeline.lua:5", "string.gsub would build")
+	if got := after.TotalAlloc - before.TotalAlloc; got > 5*limit/2 {
+		t.Fatalf("the refused gsub allocated %d MiB, more than 2.5 times the %d MiB budget", got>>20, limit>>20)
 	}
 }

@@ -28,9 +28,9 @@ const (
 	// patCheckEvery is how many matching steps pass between looks at the call's context, so
 	// the time budget can stop one long find or gsub.
 	patCheckEvery = 1024
-	// gsubTellEvery is how many bytes a gsub result grows between reports to the memory
-	// budget.
-	gsubTellEvery = 64 << 10
+	// gsubSlack is how many bytes more than the rest of its subject a gsub result makes room
+	// for each time it grows (telling the memory budget first).
+	gsubSlack = 64
 	// patSpecials are the characters that make string.find use the pattern matcher.
 	patSpecials = "^$*+?.([%-"
 
@@ -697,9 +697,14 @@ func strGsub(L *lua.LState, allocateMore Allocate) int {
 	start := anchored(pat)
 	m.init(src, pat, start)
 	m.begin(L.Context())
+	// The budget is told out's capacity before out grows to it: a strings.Builder doubles
+	// as it grows, so a result told by its length after the fact could hold twice the
+	// budget, and the buffers it outgrew as much again until they are collected. So a
+	// result is refused once its next capacity would pass the budget, at between half the
+	// budget and all of it.
 	var out strings.Builder
 	copied, n := 0, 0 // src[:copied] is in out (or unchanged, while n is 0)
-	told := 0         // bytes of out told to the memory budget
+	told := 0         // bytes of out's capacity told to the memory budget
 	for s := 0; n < maxN; {
 		if start == 0 {
 			if s = m.skip(s); s > len(src) {
@@ -709,13 +714,19 @@ func strGsub(L *lua.LState, allocateMore Allocate) int {
 		e := m.attempt(s)
 		if e >= 0 {
 			n++
+			// Room for the rest of src and gsubSlack bytes more, so that results grow here,
+			// geometrically, and seldom in the writes below.
+			if need := len(src) - copied + gsubSlack; out.Cap()-out.Len() < need {
+				// What strings.Builder.Grow allocates, told before it does.
+				c := 2*out.Cap() + need
+				allocateMore(L, "string.gsub", int64(c-told), int64(c))
+				told = c
+				out.Grow(need)
+			}
 			out.WriteString(src[copied:s])
 			m.addReplacement(L, &out, repl, s, e)
 			copied = e
-			if grown := out.Len() - told; grown >= gsubTellEvery {
-				allocateMore(L, "string.gsub", int64(grown), int64(out.Len()))
-				told = out.Len()
-			}
+			told = tellGrown(L, allocateMore, &out, told)
 		}
 		if e > s {
 			s = e
@@ -732,11 +743,22 @@ func strGsub(L *lua.LState, allocateMore Allocate) int {
 		L.Push(lua.LString(src))
 	} else {
 		out.WriteString(src[copied:])
-		allocateMore(L, "string.gsub", int64(out.Len()-told), int64(out.Len()))
+		tellGrown(L, allocateMore, &out, told)
 		L.Push(lua.LString(out.String()))
 	}
 	L.Push(lua.LNumber(n))
 	return 2
+}
+
+// tellGrown tells the budget how far out grew on its own past the told capacity, as it
+// does when a replacement is longer than the room made for it, and returns the capacity
+// told now.
+func tellGrown(L *lua.LState, allocateMore Allocate, out *strings.Builder, told int) int {
+	if grown := out.Cap() - told; grown > 0 {
+		allocateMore(L, "string.gsub", int64(grown), int64(out.Cap()))
+		return out.Cap()
+	}
+	return told
 }
 
 // addReplacement writes the replacement of the match src[s:e] to out.
