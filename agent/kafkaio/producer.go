@@ -321,27 +321,32 @@ func (p *Producer) resolve(topic string) {
 	p.mu.Lock()
 	waiting := p.unresolved[topic]
 	delete(p.unresolved, topic)
-	for _, m := range waiting {
-		p.giveRoomLocked(m.size + msgOverhead) // addLocked takes it again for a batch
-	}
 	var failed []*outMsg
 	var errs []error
 	if err == nil {
 		p.parts[topic] = make([]*partition, n)
 		for _, m := range waiting {
+			p.giveRoomLocked(m.size + msgOverhead) // addLocked takes it again for a batch
 			if err := p.addLocked(m); err != nil {
 				failed, errs = append(failed, m), append(errs, err)
 			}
 		}
 	}
 	p.mu.Unlock()
+	for i, m := range failed {
+		p.failMsg(m, errs[i])
+	}
 	if err != nil {
+		// They held their room until they were reported, as a failed batch's records do: a
+		// Send that waited for room returns after the failures it waited for.
 		for _, m := range waiting {
 			p.failMsg(m, err)
 		}
-	}
-	for i, m := range failed {
-		p.failMsg(m, errs[i])
+		p.mu.Lock()
+		for _, m := range waiting {
+			p.giveRoomLocked(m.size + msgOverhead)
+		}
+		p.mu.Unlock()
 	}
 }
 
