@@ -2,6 +2,14 @@ package luart
 
 import "time"
 
+// monoEpoch anchors monoNow. A Lua call is timed twice per record; time.Now reads the wall
+// clock as well as the monotonic one, and time.Since of a Time that holds a monotonic reading
+// reads the monotonic clock alone.
+var monoEpoch = time.Now()
+
+// monoNow is the monotonic time since monoEpoch.
+func monoNow() time.Duration { return time.Since(monoEpoch) }
+
 // nodeTimes charges the time of each Lua call to the topology node that made it. A call
 // that runs other nodes' callbacks (a processor's ctx:forward) is charged only its own
 // time, so the nodes' times add up to the total.

@@ -293,14 +293,14 @@ func (rt *Runtime) pcall(nargs, nret int) error {
 	fn, _ := rt.L.Get(-(nargs + 1)).(*lua.LFunction)
 	rt.budget.begin(fn)
 	outermost := rt.budget.depth == 1
-	start := time.Now()
+	start := monoNow()
 	outer := rt.nodes.enter()
 	enclosing := rt.raised
 	rt.raised = nil
 	err := rt.L.PCall(nargs, nret, nil)
 	raised := rt.raised
 	rt.raised = enclosing
-	took := time.Since(start)
+	took := monoNow() - start
 	rt.nodes.leave(outer, took)
 	if outermost {
 		rt.luaTime += took
