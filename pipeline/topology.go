@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -77,11 +78,13 @@ type Topology struct {
 	appID         string
 	nodeStores    map[string][]string
 	subtopologyOf map[string]int
-	streamTime    map[int32]int64 // task stream time by partition
+	streamTime    map[int32]*int64 // task stream time by partition
 	punctuators   []*punctuator
 
-	partTime    map[TopicPartition]int64 // stream time of each source partition
-	assigned    map[TopicPartition]bool  // nil: every partition seen
+	partTime map[TopicPartition]*int64 // stream time of each source partition
+	// last is what the previous record's topic and partition resolved to.
+	last        lastInput
+	assigned    map[TopicPartition]bool // nil: every partition seen
 	idle        map[TopicPartition]bool
 	idleAll     bool // the test driver: no lag, every partition is idle
 	watermark   int64
@@ -157,8 +160,8 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 		appID:         opts.ApplicationID,
 		nodeStores:    map[string][]string{},
 		subtopologyOf: map[string]int{},
-		streamTime:    map[int32]int64{},
-		partTime:      map[TopicPartition]int64{},
+		streamTime:    map[int32]*int64{},
+		partTime:      map[TopicPartition]*int64{},
 		idle:          map[TopicPartition]bool{},
 		watermark:     -1,
 		cacheMaxBytes: opts.CacheMaxBytes,
@@ -281,28 +284,51 @@ func (t *Topology) Process(in *SourceRecord) error {
 	return err
 }
 
+// lastInput is the source node and time slots of the previous record's topic and partition: a
+// consumer hands out a partition's records in runs, so most records skip the map look-ups
+// (one by topic name, two by partition). The slots are nil until the partition's first kept
+// record, as the maps hold no entry until then.
+type lastInput struct {
+	topic                string
+	partition            int32
+	src                  *runtimeNode
+	streamTime, partTime *int64
+}
+
 func (t *Topology) process(in *SourceRecord) error {
-	src, ok := t.sources[in.Topic]
-	if !ok {
-		src, ok = t.matchPattern(in.Topic)
+	last := &t.last
+	if last.src == nil || last.partition != in.Partition || last.topic != in.Topic {
+		src, ok := t.sources[in.Topic]
+		if !ok {
+			src, ok = t.matchPattern(in.Topic)
+		}
+		if !ok {
+			return &RecordError{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset,
+				Err: errors.New("no source in this topology reads this topic")}
+		}
+		*last = lastInput{topic: in.Topic, partition: in.Partition, src: src,
+			streamTime: t.streamTime[in.Partition], partTime: t.partTime[TopicPartition{Topic: in.Topic, Partition: in.Partition}]}
 	}
-	if !ok {
-		return &RecordError{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset,
-			Err: errors.New("no source in this topology reads this topic")}
-	}
+	src := last.src
 	sp := src.proc.(*sourceProc)
 	rec, keep, err := sp.decode(src.ctx, *in)
 	if err == nil && keep {
-		if st, ok := t.streamTime[in.Partition]; !ok || rec.Timestamp > st {
-			t.streamTime[in.Partition] = rec.Timestamp
+		st, pt := last.streamTime, last.partTime
+		if st == nil {
+			st = t.timeSlot(in.Partition)
+			last.streamTime = st
 		}
-		tp := TopicPartition{Topic: in.Topic, Partition: in.Partition}
-		if st, ok := t.partTime[tp]; !ok || rec.Timestamp > st {
-			t.partTime[tp] = rec.Timestamp
+		if pt == nil {
+			pt = new(int64)
+			*pt = rec.Timestamp
+			t.partTime[TopicPartition{Topic: in.Topic, Partition: in.Partition}] = pt
+			last.partTime = pt
 		}
+		*st = max(*st, rec.Timestamp)
+		*pt = max(*pt, rec.Timestamp)
 		err = src.process(rec)
 		if err == nil {
-			err = t.punctuateStreamTime(in.Partition)
+			err = t.punctuateStreamTime(in.Partition, *st)
 		}
 		if err == nil && len(t.wmListeners) > 0 {
 			err = t.AdvanceWatermark()
@@ -314,15 +340,35 @@ func (t *Topology) process(in *SourceRecord) error {
 	return nil
 }
 
+// timeSlot is the stream time slot of a task partition, made on its first kept record (at
+// math.MinInt64, below every timestamp, so the record's becomes the stream time).
+func (t *Topology) timeSlot(partition int32) *int64 {
+	st := t.streamTime[partition]
+	if st == nil {
+		st = new(int64)
+		*st = math.MinInt64
+		t.streamTime[partition] = st
+	}
+	return st
+}
+
 func (t *Topology) streamTimeOf(partition int32) int64 {
-	if st, ok := t.streamTime[partition]; ok {
-		return st
+	if st := t.streamTime[partition]; st != nil {
+		return *st
 	}
 	return -1
 }
 
-func (t *Topology) punctuateStreamTime(partition int32) error {
-	now := t.streamTime[partition]
+// partitionTime is the stream time of a source partition; seen is false before its first
+// kept record.
+func (t *Topology) partitionTime(tp TopicPartition) (st int64, seen bool) {
+	if p := t.partTime[tp]; p != nil {
+		return *p, true
+	}
+	return 0, false
+}
+
+func (t *Topology) punctuateStreamTime(partition int32, now int64) error {
 	for _, p := range t.punctuators {
 		if p.typ == StreamTime && p.ctx.partition == partition {
 			if err := p.fire(now); err != nil {

@@ -69,7 +69,7 @@ func (t *Topology) computeWatermark() (int64, bool) {
 	var lowest, highest int64 = -1, -1
 	busy := false
 	for tp := range t.sourcePartitions() {
-		st, seen := t.partTime[tp]
+		st, seen := t.partitionTime(tp)
 		if seen && st > highest {
 			highest = st
 		}
@@ -131,7 +131,7 @@ func (t *Topology) Time() TimeView {
 	v := TimeView{Watermark: t.watermark, Partitions: make([]PartitionTime, 0, len(parts))}
 	candidate, ok := t.computeWatermark()
 	for tp := range parts {
-		st, seen := t.partTime[tp]
+		st, seen := t.partitionTime(tp)
 		if !seen {
 			st = -1
 		}

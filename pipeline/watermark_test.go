@@ -141,3 +141,44 @@ func equalTimeViews(a, b TimeView) bool {
 	}
 	return true
 }
+
+// Records of two topics and two partitions interleaved: each source partition keeps its own
+// stream time and the task partition the largest of its topics', whatever partition the
+// record before came from (the topology keeps the previous record's slots).
+func TestStreamTimesOfInterleavedPartitions(t *testing.T) {
+	b := newTestBuilder()
+	s, _ := b.Stream([]string{"in", "other"}, Consumed{})
+	_ = s.To("out", Produced{})
+	topo, err := b.Build(TopologyOptions{Collector: &Driver{outputs: map[string][]OutputRecord{}}, SourcePartitions: map[string]int32{"in": 2, "other": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(topic string, p int32, ts int64) {
+		t.Helper()
+		if err := topo.Process(&SourceRecord{Topic: topic, Partition: p, Key: []byte("k"), Value: []byte("v"), Timestamp: ts}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("in", 0, 10)
+	send("in", 0, 5)
+	send("in", 1, 7)
+	send("other", 0, 30)
+	send("in", 0, 12)
+	send("other", 1, 3)
+	send("in", 1, 8)
+	want := map[TopicPartition]int64{{"in", 0}: 12, {"in", 1}: 8, {"other", 0}: 30, {"other", 1}: 3}
+	for tp, st := range want {
+		if got, seen := topo.partitionTime(tp); !seen || got != st {
+			t.Errorf("stream time of %v: got %d (seen %v), want %d", tp, got, seen, st)
+		}
+	}
+	if got := topo.streamTimeOf(0); got != 30 {
+		t.Errorf("task partition 0: stream time %d, want 30", got)
+	}
+	if got := topo.streamTimeOf(1); got != 8 {
+		t.Errorf("task partition 1: stream time %d, want 8", got)
+	}
+	if got := topo.streamTimeOf(2); got != -1 {
+		t.Errorf("task partition 2 saw no record: stream time %d, want -1", got)
+	}
+}
