@@ -121,3 +121,33 @@ func TestAggregationDropsNullKeysAndCountsThem(t *testing.T) {
 		t.Fatalf("outputs %d, dropped %v: want 2 outputs and one null-key drop", d.Pending("out"), sens.dropped)
 	}
 }
+
+// An aggregation counts each task partition in that partition's store, whichever partition
+// the record before came from (the context keeps the store partition it returned last).
+func TestAggregationCountsEachPartitionInItsStore(t *testing.T) {
+	b := newTestBuilder()
+	s, _ := b.Stream([]string{"in"}, Consumed{})
+	g, _ := s.GroupByKey(Grouped{})
+	counts, _ := g.Count(Materialized{StoreName: "c", CachingDisabled: true}, longTestSerde{}, "")
+	ts, _ := counts.ToStream("")
+	_ = ts.To("out", Produced{Serdes: Serdes{Value: longTestSerde{}}})
+	d, err := NewDriver(b, DriverOptions{Stores: NewMemoryStores(), Partitions: map[string]int32{"in": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int32{0, 0, 1, 0, 1, 1, 1} {
+		if err := d.PipeTo("in", p, []byte("a"), []byte("v"), 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, want := range []int64{3, 4} {
+		store, err := d.Store("c", int32(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, found, err := store.Get("a")
+		if err != nil || !found || got != want {
+			t.Errorf("partition %d: count %v (found %v, %v), want %d", p, got, found, err, want)
+		}
+	}
+}

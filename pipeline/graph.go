@@ -60,6 +60,13 @@ type Processor interface {
 type Context struct {
 	node     *runtimeNode
 	topology *Topology
+	// lastKV is the key-value store partition store returned last: an aggregation asks for
+	// the same one for most records, and finding it takes two map look-ups by name.
+	lastKV struct {
+		name      string
+		partition int32
+		store     *KeyValueStore
+	}
 }
 
 // Name is the processor node's name.
@@ -114,11 +121,24 @@ func (c *Context) WallClock() int64 { return c.topology.clock() }
 
 // store returns a partition of a key-value store.
 func (c *Context) store(name string, partition int32) (*KeyValueStore, error) {
+	if last := &c.lastKV; last.store != nil && last.partition == partition && last.name == name {
+		return last.store, nil
+	}
+	var s *KeyValueStore
+	var err error
 	if spec, ok := c.topology.storeSpecs[name]; ok && spec.Type == VersionedKeyValueStoreType {
 		// An aggregation materialized as a versioned store (KIP-914).
-		return c.topology.versionedKeyValue(name, partition)
+		s, err = c.topology.versionedKeyValue(name, partition)
+	} else {
+		s, err = c.topology.Store(name, partition)
 	}
-	return c.topology.Store(name, partition)
+	if err != nil {
+		return nil, err
+	}
+	// The topology keeps every store partition it opened for its lifetime, so the one kept
+	// here stays the one store would find.
+	c.lastKV.name, c.lastKV.partition, c.lastKV.store = name, partition, s
+	return s, nil
 }
 
 // versionedStore returns a partition of a versioned key-value store.

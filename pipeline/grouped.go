@@ -212,7 +212,7 @@ func (p *streamAggregate) Process(rec Record) error {
 	if err != nil {
 		return err
 	}
-	old, oldTs, found, err := store.Get(rec.Key)
+	kb, old, oldTs, found, err := store.getForUpdate(rec.Key)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func (p *streamAggregate) Process(rec Record) error {
 	if err != nil {
 		return err
 	}
-	if err := store.Put(rec.Key, next, ts); err != nil {
+	if err := store.putSerialized(kb, next, ts); err != nil {
 		return err
 	}
 	c := Change{New: next}

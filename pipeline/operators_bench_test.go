@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The per-record path of the windowed operators (time, session and sliding windows,
+// The per-record path of the operators (a count, time, session and sliding windows,
 // suppress, stream-stream join) through the test driver over in-memory stores. The memory
 // stores scan their whole map on a range read, so each driver takes opBatch records and is
 // then replaced, with the timer stopped: what is measured stays the operators' own work.
@@ -104,6 +104,12 @@ func timeWindowed(onClose, suppress bool) func(b *testing.B, sb *StreamsBuilder)
 }
 
 func BenchmarkOperatorPerRecord(b *testing.B) {
+	b.Run("count", func(b *testing.B) {
+		opBench(b, false, func(b *testing.B, sb *StreamsBuilder) {
+			table, err := grouped(b, sb).Count(Materialized{CachingDisabled: true}, int64Serde{}, "")
+			countTo(b, table, err, false)
+		})
+	})
 	b.Run("hopping", func(b *testing.B) { opBench(b, false, timeWindowed(false, false)) })
 	b.Run("hopping-late", func(b *testing.B) { opBench(b, true, timeWindowed(false, false)) })
 	b.Run("hopping-onclose", func(b *testing.B) { opBench(b, false, timeWindowed(true, false)) })

@@ -178,17 +178,24 @@ func (s *KeyValueStore) Timestamped() bool { return s.spec.Type == TimestampedKe
 
 // Get returns the value of key and its timestamp (-1 for plain stores).
 func (s *KeyValueStore) Get(key any) (value any, ts int64, found bool, err error) {
+	_, value, ts, found, err = s.getForUpdate(key)
+	return value, ts, found, err
+}
+
+// getForUpdate is Get that also returns the serialised key, for a putSerialized of the same
+// key after it: an aggregation's read and write then serialise the key once.
+func (s *KeyValueStore) getForUpdate(key any) (kb []byte, value any, ts int64, found bool, err error) {
 	defer s.ops.get.stop(s.ops.get.start())
-	kb, err := s.key(key)
+	kb, err = s.key(key)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, nil, 0, false, err
 	}
 	vb, ts, found, err := s.bytes.Get(kb)
 	if err != nil || !found {
-		return nil, ts, false, err
+		return kb, nil, ts, false, err
 	}
 	v, err := s.value(vb)
-	return v, ts, err == nil, err
+	return kb, v, ts, err == nil, err
 }
 
 // Headers reports whether the store keeps record headers with its values (KIP-1271).
@@ -221,6 +228,16 @@ func (s *KeyValueStore) PutWithHeaders(key, value any, ts int64, headers Headers
 	if err != nil {
 		return err
 	}
+	return s.putBytes(kb, value, ts, headers)
+}
+
+// putSerialized is Put of a key serialised by getForUpdate.
+func (s *KeyValueStore) putSerialized(kb []byte, value any, ts int64) error {
+	defer s.ops.put.stop(s.ops.put.start())
+	return s.putBytes(kb, value, ts, nil)
+}
+
+func (s *KeyValueStore) putBytes(kb []byte, value any, ts int64, headers Headers) error {
 	vb, err := s.valueBytes(value)
 	if err != nil {
 		return err
