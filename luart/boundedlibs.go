@@ -44,6 +44,8 @@ func openBoundedLibs(L *lua.LState, str, tbl *lua.LTable) {
 	})
 	bound("format", formatSize)
 	// Upper- and lower-casing writes an invalid UTF-8 byte as a 3-byte replacement character.
+	str.RawSetString("upper", L.NewFunction(strUpper))
+	str.RawSetString("lower", L.NewFunction(strLower))
 	bound("upper", func(L *lua.LState) int64 { return product(len(L.CheckString(1)), 3) })
 	bound("lower", func(L *lua.LState) int64 { return product(len(L.CheckString(1)), 3) })
 	bound("reverse", func(L *lua.LState) int64 { return int64(len(L.CheckString(1))) })
