@@ -25,7 +25,7 @@ func (rt *Runtime) toLua(v any) lua.LValue {
 	case nil:
 		return lua.LNil
 	case string:
-		return lua.LString(x)
+		return luaStringOf(v)
 	case []byte:
 		return lua.LString(x)
 	case bool:
@@ -104,7 +104,7 @@ func (rt *Runtime) fromLuaDepth(v lua.LValue, depth int) (any, error) {
 	case *lua.LNilType:
 		return nil, nil
 	case lua.LString:
-		return string(x), nil
+		return goStringOf(v), nil
 	case lua.LBool:
 		return bool(x), nil
 	case lua.LNumber:
