@@ -67,6 +67,9 @@ type Record struct {
 // them (KIP-1321); a nil value serialises to nil bytes and nil bytes deserialise to nil.
 // Deserialize must not keep data or return values that share its memory: data is often a
 // store iterator's, valid only until its next step, while the value may be kept longer.
+// Serialize may return memory of the value (the bytes of a []byte value, or of a string,
+// as the string and bytes serdes do): callers never write into what it returns, and one
+// that appends to it first limits its capacity to its length.
 type Serde interface {
 	Name() string
 	Serialize(topic string, headers Headers, value any) ([]byte, error)

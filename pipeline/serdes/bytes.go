@@ -26,7 +26,7 @@ func (Bytes) Serialize(_ string, _ pipeline.Headers, value any) ([]byte, error) 
 	case []byte:
 		return v, nil
 	case string:
-		return []byte(v), nil
+		return stringBytes(v), nil
 	}
 	return nil, cannotSerialize("bytes", value)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/stoatflow/stoatflow/pipeline"
 )
@@ -30,7 +31,7 @@ func (String) Serialize(_ string, _ pipeline.Headers, value any) ([]byte, error)
 		if !utf8.ValidString(v) {
 			return nil, errInvalidUTF8Value
 		}
-		return []byte(v), nil
+		return stringBytes(v), nil
 	case []byte:
 		if !utf8.Valid(v) {
 			return nil, errInvalidUTF8Value
@@ -41,6 +42,16 @@ func (String) Serialize(_ string, _ pipeline.Headers, value any) ([]byte, error)
 		return nil, fmt.Errorf("string serde: cannot serialize a number (%s); convert it with tostring", describe(value))
 	}
 	return nil, cannotSerialize("string", value)
+}
+
+// stringBytes is the memory of s as a byte slice, without a copy. Callers of Serialize never
+// write into what it returns (pipeline.Serde), so the string stays as immutable as Go
+// requires. An empty string gives empty bytes, not nil: nil would be a null.
+func stringBytes(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 var errInvalidUTF8Value = errors.New("string serde: cannot serialize a string that is not valid UTF-8 (use the bytes serde)")

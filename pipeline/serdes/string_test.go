@@ -3,7 +3,10 @@ package serdes
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 func TestStringRoundTrip(t *testing.T) {
@@ -64,4 +67,19 @@ func TestStringInvalidUTF8(t *testing.T) {
 	wantError(t, err, "string", "not valid UTF-8", "bytes serde")
 	_, err = String{}.Serialize("t", nil, []byte{0xc0, 0x80})
 	wantError(t, err, "string", "not valid UTF-8")
+}
+
+// A string serialises to its own bytes, with no allocation: callers never write into them
+// (pipeline.Serde); the bytes serde does the same with a string value.
+func TestStringSerializeSharesTheString(t *testing.T) {
+	for _, serde := range []pipeline.Serde{String{}, Bytes{}} {
+		var v any = strings.Repeat("word ", 20)
+		b, err := serde.Serialize("t", nil, v)
+		if err != nil || string(b) != v || len(b) != cap(b) {
+			t.Fatalf("%s: Serialize = %q (cap %d), %v", serde.Name(), b, cap(b), err)
+		}
+		if n := testing.AllocsPerRun(100, func() { b, _ = serde.Serialize("t", nil, v) }); n != 0 {
+			t.Fatalf("%s: %v allocations per Serialize, want 0", serde.Name(), n)
+		}
+	}
 }
