@@ -56,7 +56,8 @@ func stringBytes(s string) []byte {
 
 var errInvalidUTF8Value = errors.New("string serde: cannot serialize a string that is not valid UTF-8 (use the bytes serde)")
 
-// Deserialize decodes UTF-8 bytes into a string; it allocates only the result.
+// Deserialize decodes UTF-8 bytes into a string; up to maxBoxedString bytes it allocates
+// once (boxedString).
 func (String) Deserialize(_ string, _ pipeline.Headers, data []byte) (any, error) {
 	if data == nil {
 		return nil, nil
@@ -64,7 +65,7 @@ func (String) Deserialize(_ string, _ pipeline.Headers, data []byte) (any, error
 	if !utf8.Valid(data) {
 		return nil, fmt.Errorf("string serde: data is not valid UTF-8 (first invalid byte at offset %d of %d)", firstInvalidUTF8(data), len(data))
 	}
-	return string(data), nil
+	return boxedString(data), nil
 }
 
 func firstInvalidUTF8(b []byte) int {

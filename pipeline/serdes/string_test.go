@@ -83,3 +83,18 @@ func TestStringSerializeSharesTheString(t *testing.T) {
 		}
 	}
 }
+
+// A string of up to maxBoxedString bytes deserialises in one allocation, its bytes and its
+// box together, and shares no memory with the data.
+func TestStringDeserializeAllocatesOnce(t *testing.T) {
+	data := []byte(strings.Repeat("lowebo 0000012345 ", 6))
+	var v any
+	if n := testing.AllocsPerRun(100, func() { v, _ = String{}.Deserialize("t", nil, data) }); n != 1 {
+		t.Fatalf("%v allocations per Deserialize, want 1", n)
+	}
+	want := string(data)
+	data[0] = 'X'
+	if v != want {
+		t.Fatalf("Deserialize = %q, want %q (the data was overwritten after it)", v, want)
+	}
+}
