@@ -652,15 +652,19 @@ func findAux(L *lua.LState, find bool) int {
 }
 
 // gmatchIter is the state of one string.gmatch iterator. A '^' is an ordinary character in
-// gmatch patterns, as in Lua 5.1.
+// gmatch patterns, as in Lua 5.1. It holds the iterator's Lua function too, so that a gmatch
+// call allocates the two together: a loop over a record's words makes one per record.
 type gmatchIter struct {
+	fn       lua.LFunction
 	src, pat string
 	pos      int
 }
 
 func strGmatch(L *lua.LState) int {
 	it := &gmatchIter{src: L.CheckString(1), pat: L.CheckString(2)}
-	L.Push(L.NewFunction(it.next))
+	// What L.NewFunction makes: a Go function in the state's environment, no upvalues.
+	it.fn = lua.LFunction{IsG: true, Env: L.Env, GFunction: it.next, Upvalues: []*lua.Upvalue{}}
+	L.Push(&it.fn)
 	return 1
 }
 

@@ -398,6 +398,29 @@ end`, "word 0123", "word " + strings.Repeat("0123456789-", 100)},
 	}
 }
 
+// A gmatch iterator that matches nothing costs two allocations: its state with its Lua
+// function, and the Go closure over the state.
+func TestGmatchIteratorAllocatesTwice(t *testing.T) {
+	L := newPatternState(t)
+	gmatch := L.GetField(L.GetGlobal("string"), "gmatch")
+	src, pat := lua.LValue(lua.LString("0123 4567")), lua.LValue(lua.LString("%a+"))
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := L.CallByParam(lua.P{Fn: gmatch, NRet: 1, Protect: true}, src, pat); err != nil {
+			t.Fatal(err)
+		}
+		if err := L.CallByParam(lua.P{Fn: L.Get(-1), NRet: 1, Protect: true}); err != nil {
+			t.Fatal(err)
+		}
+		if L.Get(-1) != lua.LNil {
+			t.Fatalf("the iterator matched %v", L.Get(-1))
+		}
+		L.Pop(2)
+	})
+	if allocs != 2 {
+		t.Fatalf("%v allocations, want 2", allocs)
+	}
+}
+
 // gsub tells its allocator how its result's buffer grows before it grows, in a few parts
 // (the buffer doubles), and so the whole capacity by the end; an allocator that raises
 // stops it.
