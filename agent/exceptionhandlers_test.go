@@ -431,15 +431,7 @@ func TestProductionHandlerContinue(t *testing.T) {
 			ra := startAgentWith(t, cfg, m)
 			defer ra.stop(t)
 			produceWithBad(t, brokers, n, bad, tc.bad)
-			seen := map[string]int{}
-			for _, r := range readCommitted(t, brokers, "out", n-1) {
-				seen[string(r.Key)]++
-			}
-			for i := range n {
-				if want := map[bool]int{true: 0, false: 1}[i == bad]; seen[fmt.Sprintf("k%d", i)] != want {
-					t.Fatalf("k%d output %d times, want %d; all: %v", i, seen[fmt.Sprintf("k%d", i)], want, seen)
-				}
-			}
+			wantEachOutputOnceBut(t, brokers, n, bad)
 			checkDeadLetter(t, readCommitted(t, brokers, "dlq", 1)[0], tc, bad)
 			pollFor(t, 10*time.Second, "all records consumed", func() bool {
 				return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) == n
@@ -501,15 +493,7 @@ func TestProductionHandlerBrokerRefusedRecord(t *testing.T) {
 			produceWithBad(t, brokers, n, bad, productionCase.bad)
 			if guarantee == "at_least_once" {
 				defer ra.stop(t)
-				seen := map[string]int{}
-				for _, r := range readCommitted(t, brokers, "out", n-1) {
-					seen[string(r.Key)]++
-				}
-				for i := range n {
-					if want := map[bool]int{true: 0, false: 1}[i == bad]; seen[fmt.Sprintf("k%d", i)] != want {
-						t.Fatalf("k%d output %d times, want %d; all: %v", i, seen[fmt.Sprintf("k%d", i)], want, seen)
-					}
-				}
+				wantEachOutputOnceBut(t, brokers, n, bad)
 				pollFor(t, 10*time.Second, "the refused record counted as dropped", func() bool {
 					return droppedCount(m, "", metrics.DropProduction) == 1
 				})
@@ -619,5 +603,20 @@ func TestCapErrorHeader(t *testing.T) {
 	got := capErrorHeader(long)
 	if len(got) > MaxErrorHeaderBytes || !utf8.Valid(got) || !strings.HasSuffix(string(got), fmt.Sprintf(" ... [cut from %d bytes]", len(long))) {
 		t.Fatalf("capErrorHeader: %d bytes, valid UTF-8 %v, ending %q", len(got), utf8.Valid(got), got[len(got)-30:])
+	}
+}
+
+// wantEachOutputOnceBut checks that out holds, committed, one output of each of the records
+// k0 … k(n-1) but none of k<bad>.
+func wantEachOutputOnceBut(t *testing.T, brokers []string, n, bad int) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, r := range readCommitted(t, brokers, "out", n-1) {
+		seen[string(r.Key)]++
+	}
+	for i := range n {
+		if want := map[bool]int{true: 0, false: 1}[i == bad]; seen[fmt.Sprintf("k%d", i)] != want {
+			t.Fatalf("k%d output %d times, want %d; all: %v", i, seen[fmt.Sprintf("k%d", i)], want, seen)
+		}
 	}
 }

@@ -69,6 +69,19 @@ func (r *epochRun) finish(failed *error) {
 	r.e.finishN(r.all, r.tracked, failed)
 }
 
+// failBatches fails each batch of failed with its error of errs, then gives its buffer room
+// back: a Send waiting for room returns after the failures it waited for. p.mu is not held.
+func (p *Producer) failBatches(failed []*batch, errs []error) {
+	for i, b := range failed {
+		p.failBatch(b, errs[i])
+	}
+	p.mu.Lock()
+	for _, b := range failed {
+		p.releaseLocked(b)
+	}
+	p.mu.Unlock()
+}
+
 // failBatch reports every record of b as a ProduceError for err. The messages are not
 // recycled: failures are rare, the GC takes them.
 func (p *Producer) failBatch(b *batch, err error) {

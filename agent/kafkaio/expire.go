@@ -84,13 +84,6 @@ func (p *Producer) expireDue(now time.Time) time.Time {
 		errs[i] = p.timeoutError(b)
 	}
 	p.mu.Unlock()
-	for i, b := range failed {
-		p.failBatch(b, errs[i])
-	}
-	p.mu.Lock()
-	for _, b := range failed {
-		p.releaseLocked(b)
-	}
-	p.mu.Unlock()
+	p.failBatches(failed, errs)
 	return next
 }

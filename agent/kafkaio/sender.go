@@ -259,14 +259,7 @@ func (p *Producer) reroute(ps *partition, backoff bool) {
 			ps.busy = false // the next record starts a new reroute
 		}
 		p.mu.Unlock()
-		for i, b := range failed {
-			p.failBatch(b, errs[i])
-		}
-		p.mu.Lock()
-		for _, b := range failed {
-			p.releaseLocked(b)
-		}
-		p.mu.Unlock()
+		p.failBatches(failed, errs)
 		if empty {
 			return
 		}
