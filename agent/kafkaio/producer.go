@@ -429,9 +429,10 @@ func (p *Producer) sendAll(ctx context.Context) error {
 
 // Close sends the batches still lingering, waits for the records in flight (a failing
 // broker's records fail after their retries or their delivery timeout), closes the
-// producer and returns the sticky error if one is left. Send must not be called during or after Close. A transaction
-// still open is neither committed nor aborted here: the broker aborts it when it times
-// out or when the next producer with the same transactional id starts.
+// producer and returns the sticky error if one is left. Send must not be called during or
+// after Close. A transaction still open is neither committed nor aborted here: the broker
+// aborts it when it times out or when the next producer with the same transactional id
+// starts.
 func (p *Producer) Close() error {
 	if p.closed.Swap(true) {
 		return nil

@@ -62,6 +62,13 @@ func newQueryGate(concurrency, cpus int, timeout time.Duration, writeError func(
 	return g
 }
 
+// turnAway answers a query the gate has no room for with 503 and Retry-After; why says what
+// is full.
+func (g *queryGate) turnAway(w http.ResponseWriter, why string) {
+	w.Header().Set("Retry-After", retryAfter)
+	g.writeError(w, http.StatusServiceUnavailable, "too_many_queries", fmt.Sprintf("%s: retry after %s s", why, retryAfter))
+}
+
 // pacerKey carries a query's pacer in its context.
 type pacerKey struct{}
 
@@ -74,9 +81,7 @@ func (g *queryGate) admit(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
 			if !acquire(r.Context(), g.bodies) {
-				w.Header().Set("Retry-After", retryAfter)
-				g.writeError(w, http.StatusServiceUnavailable, "too_many_queries", fmt.Sprintf(
-					"%d query bodies are being read or served, as many as the agent holds at once: retry after %s s", cap(g.bodies), retryAfter))
+				g.turnAway(w, fmt.Sprintf("%d query bodies are being read or served, as many as the agent holds at once", cap(g.bodies)))
 				return
 			}
 			defer func() { <-g.bodies }()
@@ -88,9 +93,7 @@ func (g *queryGate) admit(h http.Handler) http.Handler {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		if !acquire(r.Context(), g.slots) {
-			w.Header().Set("Retry-After", retryAfter)
-			g.writeError(w, http.StatusServiceUnavailable, "too_many_queries", fmt.Sprintf(
-				"%d queries are running, as many as agent.http.query.max.concurrency allows: retry after %s s", cap(g.slots), retryAfter))
+			g.turnAway(w, fmt.Sprintf("%d queries are running, as many as agent.http.query.max.concurrency allows", cap(g.slots)))
 			return
 		}
 		defer func() { <-g.slots }()
