@@ -9,7 +9,10 @@ import (
 )
 
 // Gen makes the bytes of a generated key or value (nil: null).
-type Gen func(r *rand.Rand) []byte
+type Gen func(r randSource) []byte
+
+// randSource is the generator's random source.
+type randSource = *rand.Rand
 
 // Topic is an input topic of a case and what the generator writes to it.
 type Topic struct {
@@ -21,7 +24,7 @@ type Topic struct {
 
 // oneOf picks one of the strings, or null with probability pNull.
 func oneOf(pNull float64, choices ...string) Gen {
-	return func(r *rand.Rand) []byte {
+	return func(r randSource) []byte {
 		if r.Float64() < pNull {
 			return nil
 		}
@@ -31,7 +34,7 @@ func oneOf(pNull float64, choices ...string) Gen {
 
 // longIn is a big-endian 8-byte long in [lo, hi], or null with probability pNull.
 func longIn(pNull float64, lo, hi int64) Gen {
-	return func(r *rand.Rand) []byte {
+	return func(r randSource) []byte {
 		if r.Float64() < pNull {
 			return nil
 		}
@@ -44,7 +47,7 @@ func longIn(pNull float64, lo, hi int64) Gen {
 func words(pNull float64) Gen {
 	vocab := []string{"the", "Fox", "jumps", "over", "LAZY", "dog", "fox", "a"}
 	seps := []string{" ", "  ", ", ", "-"}
-	return func(r *rand.Rand) []byte {
+	return func(r randSource) []byte {
 		if r.Float64() < pNull {
 			return nil
 		}
@@ -62,7 +65,7 @@ func words(pNull float64) Gen {
 // pair is "left|right", each part from its Gen (a null part is empty), or null with
 // probability pNull: the values of foreign-key join cases.
 func pair(pNull float64, left, right Gen) Gen {
-	return func(r *rand.Rand) []byte {
+	return func(r randSource) []byte {
 		if r.Float64() < pNull {
 			return nil
 		}

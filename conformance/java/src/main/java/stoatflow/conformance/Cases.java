@@ -9,6 +9,10 @@ final class Cases {
 
     static {
         Stateless.register(ALL);
+        Aggregations.register(ALL);
+        Windows.register(ALL);
+        Joins.register(ALL);
+        Processors.register(ALL);
     }
 
     private Cases() {}
