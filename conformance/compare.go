@@ -16,7 +16,7 @@ import (
 type Difference struct {
 	// Name is what docs/COMPATIBILITY.md calls it.
 	Name  string
-	Apply func(java, ours *Result) error
+	Apply func(in Input, java, ours *Result) error
 }
 
 // Compare returns nil when the two results of one run agree (after the case's documented
@@ -37,12 +37,9 @@ func compare(c *Case, in Input, java, ours *Result) error {
 		return fmt.Errorf("StoatFlow failed: %s", ours.Fatal)
 	}
 	for _, d := range c.Differences {
-		if err := d.Apply(java, ours); err != nil {
+		if err := d.Apply(in, java, ours); err != nil {
 			return fmt.Errorf("documented difference %q: %w", d.Name, err)
 		}
-	}
-	if j, o := strings.TrimSpace(java.Describe), strings.TrimSpace(ours.Describe); j != o {
-		return fmt.Errorf("describe() differs:\n--- Kafka Streams\n%s\n--- StoatFlow\n%s", j, o)
 	}
 	last := len(in.Steps) - 1
 	if java.ErrorStep >= 0 {
@@ -65,7 +62,13 @@ func compare(c *Case, in Input, java, ours *Result) error {
 		return fmt.Errorf("Kafka Streams failed at step %d (%s), StoatFlow at step %d (%s)",
 			java.ErrorStep, java.Error, ours.ErrorStep, ours.Error)
 	}
-	return compareStores(java.Stores, ours.Stores)
+	if err := compareStores(java.Stores, ours.Stores); err != nil {
+		return err
+	}
+	if j, o := strings.TrimSpace(java.Describe), strings.TrimSpace(ours.Describe); j != o {
+		return fmt.Errorf("describe() differs:\n--- Kafka Streams\n%s\n--- StoatFlow\n%s", j, o)
+	}
+	return nil
 }
 
 func compareStores(java, ours []Store) error {

@@ -13,7 +13,8 @@ import (
 // TestConformance runs every case on CONFORMANCE_SEEDS seeds (default 50) through Kafka
 // Streams' TopologyTestDriver and through StoatFlow and compares the two. make conformance
 // builds the Java side and runs it; elsewhere (go test ./...) it is skipped.
-// CONFORMANCE_CASES (a regexp) picks cases, CONFORMANCE_SEED runs one seed only.
+// CONFORMANCE_CASES (a regexp) picks cases, CONFORMANCE_SEED runs one seed only,
+// CONFORMANCE_STRICT=1 fails on the known defects too.
 func TestConformance(t *testing.T) {
 	if os.Getenv("CONFORMANCE") == "" {
 		t.Skip("make conformance runs this suite: it needs the Java side built (conformance/java)")
@@ -24,6 +25,7 @@ func TestConformance(t *testing.T) {
 		first, seeds = int64(envInt(t, "CONFORMANCE_SEED", 0)), 1
 	}
 	pick := regexp.MustCompile(os.Getenv("CONFORMANCE_CASES"))
+	strict := os.Getenv("CONFORMANCE_STRICT") != ""
 	var ins []Input
 	byName := map[string]*Case{}
 	for _, c := range Cases {
@@ -81,13 +83,27 @@ func TestConformance(t *testing.T) {
 		if err := Compare(c, in, java[i], ours[i]); err != nil {
 			// The first failing seed of a case says what differs; the others are counted.
 			if failed[c.Name]++; failed[c.Name] == 1 {
-				t.Errorf("%v\n(rerun: make conformance CONFORMANCE_CASES='^%s$' CONFORMANCE_SEED=%d)", err, c.Name, in.Seed)
+				report := t.Errorf
+				if c.Defect != "" && !strict {
+					report = t.Logf
+				}
+				report("%v\n(rerun: make conformance CONFORMANCE_CASES='^%s$' CONFORMANCE_SEED=%d)", err, c.Name, in.Seed)
 			}
 		}
 	}
-	for name, n := range failed {
-		if n > 1 {
-			t.Errorf("case %s failed on %d seeds", name, n)
+	ran := map[string]bool{}
+	for _, in := range ins {
+		ran[in.Case] = true
+	}
+	for _, c := range Cases {
+		switch n := failed[c.Name]; {
+		case !ran[c.Name]:
+		case c.Defect != "" && n == 0 && seeds >= 50:
+			t.Errorf("case %s passes: remove its known defect (%s)", c.Name, c.Defect)
+		case c.Defect != "" && !strict:
+			t.Logf("case %s: known defect on %d seeds: %s", c.Name, n, c.Defect)
+		case n > 1:
+			t.Errorf("case %s failed on %d seeds", c.Name, n)
 		}
 	}
 }
