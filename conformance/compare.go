@@ -59,7 +59,7 @@ func compare(c *Case, in Input, java, ours *Result) error {
 		}
 	}
 	if java.ErrorStep != ours.ErrorStep {
-		return fmt.Errorf("Kafka Streams failed at step %d (%s), StoatFlow at step %d (%s)",
+		return fmt.Errorf("failing step (-1: none): Kafka Streams %d (%s), StoatFlow %d (%s)",
 			java.ErrorStep, java.Error, ours.ErrorStep, ours.Error)
 	}
 	if err := compareStores(java.Stores, ours.Stores); err != nil {
