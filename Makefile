@@ -7,7 +7,7 @@ IMAGE   ?= stoatflow
 FUZZTIME ?= 200000x
 FUZZMINIMIZE ?= 1000x
 
-.PHONY: build run test soak bench lint fuzz install check-unit docker clean ui ui-check
+.PHONY: build run test conformance soak bench lint fuzz install check-unit docker clean ui ui-check
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/stoatflow
@@ -35,6 +35,17 @@ test:
 	# fault injection through sarama's transactional error paths (see agent/faults_test.go)
 	$(GO) test -timeout 10m -run '^TestFault' ./agent/
 	$(GO) run ./cmd/stoatflow test scripts deploy
+	$(MAKE) conformance
+
+# Kafka Streams 4.4 as the oracle (conformance/README.md): Maven builds the Java side (its jars
+# stay in ~/.m2), then one JVM runs every case on CONFORMANCE_SEEDS seeds in TopologyTestDriver
+# while StoatFlow runs them too, and the two are compared. CONFORMANCE_CASES (a regexp) and
+# CONFORMANCE_SEED (one seed) narrow it down.
+CONFORMANCE_SEEDS ?= 50
+
+conformance:
+	cd conformance/java && mvn -q -B package
+	CONFORMANCE=1 CONFORMANCE_SEEDS=$(CONFORMANCE_SEEDS) $(GO) test -count=1 -timeout 15m ./conformance/
 
 # Micro-benchmarks, then the harness (bench/): it writes bench/RESULTS.md from both.
 # BENCH_FLAGS adds harness flags, e.g. BENCH_FLAGS="-cpuprofile /tmp/prof" (see go run ./bench -h).

@@ -77,6 +77,33 @@ func TestDescribeNamedRepartitionAndSplit(t *testing.T) {
 	}
 }
 
+// Kafka Streams' process(supplier, Named, stores) takes the name without burning an index
+// (NamedInternal.name(), not orElseGenerateWithPrefix as the other operators): the sink after
+// it is KSTREAM-SINK-0000000001 (found by the conformance suite).
+func TestDescribeNamedProcessBurnsNoIndex(t *testing.T) {
+	for _, values := range []bool{false, true} {
+		b := newTestBuilder()
+		s, _ := b.Stream([]string{"in"}, Consumed{})
+		supplier := func() (UserProcessor, error) { return nil, nil }
+		var p *KStream
+		var err error
+		if values {
+			p, err = s.ProcessValues(supplier, nil, "counter")
+		} else {
+			p, err = s.Process(supplier, nil, "counter")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = p.To("out", Produced{})
+		got := b.Describe().String()
+		want := "    Processor: counter (stores: [])\n      --> KSTREAM-SINK-0000000001\n"
+		if !strings.Contains(got, want) {
+			t.Fatalf("processValues=%v: describe:\n%s\nmissing:\n%s", values, got, want)
+		}
+	}
+}
+
 // Kafka Streams links the nodes one by one and keeps predecessors in a TreeSet by the
 // sizes of the moment: a merge lists its parents in the order they were linked (this, then
 // other), although by their final sizes and names the other would come first.

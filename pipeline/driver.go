@@ -1,6 +1,9 @@
 package pipeline
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Driver runs a topology without Kafka, deterministically, like Kafka Streams'
 // TopologyTestDriver: input records are piped in one at a time, sink output is kept in
@@ -133,6 +136,18 @@ func (d *Driver) ReadOutput(topic string) (OutputRecord, bool) {
 	}
 	d.outputs[topic] = q[1:]
 	return q[0], true
+}
+
+// OutputTopics lists, in name order, the topics with records not read yet.
+func (d *Driver) OutputTopics() []string {
+	var ts []string
+	for t, q := range d.outputs {
+		if len(q) > 0 {
+			ts = append(ts, t)
+		}
+	}
+	slices.Sort(ts)
+	return ts
 }
 
 // Pending is the number of unread records in topic.

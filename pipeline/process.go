@@ -35,12 +35,18 @@ func (s *KStream) addProcess(prefix string, supplier ProcessorSupplier, stores [
 			return nil, fmt.Errorf("processor uses state store %q, which is not declared: add it with addStateStore first", st)
 		}
 	}
-	n, err := s.processor(prefix, name, func() Processor {
+	// Kafka's process(supplier, Named, ...) takes the name as it is (NamedInternal.name()),
+	// where other named operators still burn an index: only an unnamed one takes one here.
+	if name == "" {
+		name = s.b.newName(prefix, "")
+	}
+	n, err := s.b.addNode(&Node{Name: name, Kind: ProcessorNode, factory: func() Processor {
 		return &userProcNode{supplier: supplier, fixedKey: fixedKey, tasks: map[int32]*ProcessorContext{}}
-	})
+	}})
 	if err != nil {
 		return nil, err
 	}
+	s.node.addChild(n)
 	n.Stores = append([]string(nil), stores...)
 	if fixedKey {
 		return s.derive(n, Serdes{Key: s.serdes.Key}, s.keyChanged), nil
