@@ -398,6 +398,11 @@ func (b *builder) checkSASL(cl Client) {
 		return
 	}
 	if j.Module != module {
-		b.fail(KindInvalid, jaasKey, "sasl.mechanism %s needs the login module %s, not %s", mech, module, j.Module)
+		// The text is secret: the module it names is shown only when it is a known one.
+		other := "another one"
+		if j.Module == PlainLoginModule || j.Module == ScramLoginModule {
+			other = j.Module
+		}
+		b.fail(KindInvalid, jaasKey, "sasl.mechanism %s needs the login module %s, not %s", mech, module, other)
 	}
 }

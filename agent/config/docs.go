@@ -26,6 +26,9 @@ func defaultText(k *Key) string {
 }
 
 func typeText(k *Key) string {
+	if k.Secret {
+		return k.Type.String() + ", secret"
+	}
 	if len(k.Allowed) > 0 && (k.Type == TypeEnum || k.Type == TypeClass || k.Type == TypeList) {
 		return k.Type.String() + ": " + strings.Join(quoteEmpty(k.Allowed), " | ")
 	}

@@ -35,7 +35,6 @@ const (
 	TypeDuration      // integer milliseconds or a duration string like "250ms", "10s", "5m", "1h"
 	TypeList          // TOML array of strings or one comma-separated string
 	TypeEnum          // one of Key.Allowed (case-insensitive)
-	TypePassword      // a string never shown back
 	TypeClass         // a Kafka class name, or its short name, from Key.Allowed
 )
 
@@ -55,8 +54,6 @@ func (t Type) String() string {
 		return "list"
 	case TypeEnum:
 		return "enum"
-	case TypePassword:
-		return "password"
 	case TypeClass:
 		return "class"
 	}
@@ -152,6 +149,10 @@ type Key struct {
 	Required bool
 	// Path values are file paths, resolved relative to the config file's directory.
 	Path bool
+	// Secret values (passwords, tokens, credentials) are never shown back, nor anything
+	// derived from them: not in an error, a log line, an HTTP answer or the docs. This mark
+	// is the one place that says so; every redaction is derived from it (secret.go).
+	Secret bool
 
 	full string // FullName, once the key is declared
 }
@@ -182,7 +183,7 @@ var (
 		Doc: "Lua scripts that build the topology, resolved relative to the config file's directory; each must exist."})
 	httpListen = declare[string](&agentKeys, Key{Name: "http.listen", Type: TypeString, Default: "127.0.0.1:9464",
 		Doc: "Address of the HTTP server (health, metrics, topology, interactive queries)."})
-	httpToken = declare[string](&agentKeys, Key{Name: "http.token", Type: TypePassword,
+	httpToken = declare[string](&agentKeys, Key{Name: "http.token", Type: TypeString, Secret: true,
 		Doc: "Bearer token required on every HTTP request except /healthz and /readyz; empty means none."})
 	httpAllowedHosts = declare[[]string](&agentKeys, Key{Name: "http.allowed.hosts", Type: TypeList,
 		Doc: "Host names the HTTP server answers to besides loopback names (localhost), IP addresses, the host of http.listen and of application.server, e.g. a Kubernetes service name; other Host headers are refused (DNS rebinding). Names only, no ports."})

@@ -87,6 +87,9 @@ func flatten(data []byte) ([]entry, *Problem) {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
 			p = Problem{Kind: KindSyntax, Message: "TOML syntax error: " + pe.Message, Line: pe.Position.Line, Column: pe.Position.Col}
+			if secretLine(data, pe.Position.Line) {
+				p.Message = "TOML syntax error in the value of a secret key (what the parser found is not shown: it is part of the value)"
+			}
 		}
 		return nil, &p
 	}
