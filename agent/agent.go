@@ -101,7 +101,7 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	}
 	srv, err := NewHTTPServer(HTTPOptions{
 		Listen: cfg.HTTPListen, Token: cfg.HTTPToken, TLSCert: cfg.HTTPTLSCert, TLSKey: cfg.HTTPTLSKey,
-		AllowedHosts: hosts,
+		AllowedHosts: hosts, AllowUnauthenticated: cfg.HTTPAllowUnauthenticated, MetricsUnauthenticated: cfg.HTTPMetricsUnauthenticated,
 	}, a.state, m, a.log)
 	if err != nil {
 		return nil, err

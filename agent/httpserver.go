@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/console"
 	"github.com/stoatflow/stoatflow/metrics"
 )
@@ -30,6 +31,10 @@ type HTTPOptions struct {
 	// AllowedHosts are the host names (lower case, no port) accepted in the Host header
 	// besides loopback names, IP addresses and the host of Listen.
 	AllowedHosts []string
+	// AllowUnauthenticated lets a listener beyond loopback serve without a token
+	// (agent.http.allow.unauthenticated); MetricsUnauthenticated serves /metrics without it
+	// (agent.http.metrics.unauthenticated).
+	AllowUnauthenticated, MetricsUnauthenticated bool
 }
 
 // Connection timeouts. A request must arrive whole within readTimeout (a query body is
@@ -86,6 +91,10 @@ func NewHTTPServer(opts HTTPOptions, state *StateMachine, m *metrics.Metrics, lo
 	}
 	if state == nil || m == nil {
 		return nil, errors.New("http: a state machine and metrics are required")
+	}
+	if opts.Token == "" && !opts.AllowUnauthenticated && !config.LoopbackListen(opts.Listen) {
+		return nil, fmt.Errorf("http: %s listens beyond loopback without a token: set agent.http.token.file or agent.http.token, "+
+			"or agent.http.allow.unauthenticated = true to serve without one on purpose", opts.Listen)
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -208,6 +217,11 @@ func (s *HTTPServer) Start() error {
 		}
 	}()
 	s.logger.Info("http server listening", "addr", ln.Addr().String(), "tls", s.tls != nil, "auth", s.opts.Token != "")
+	if s.opts.Token == "" && !config.LoopbackListen(s.opts.Listen) {
+		s.logger.Warn("the HTTP server answers anyone who reaches it without a token (agent.http.allow.unauthenticated = true): "+
+			"every store, the live tap, the status and the metrics; only POST /v1/close and /-/reload stay for loopback callers. "+
+			"Set agent.http.token.file to require a token", "addr", ln.Addr().String())
+	}
 	return nil
 }
 
@@ -305,13 +319,23 @@ func (s *HTTPServer) hostAllowed(hostport string) (string, bool) {
 // authenticate requires "Authorization: Bearer <token>" (the scheme in any case, RFC 6750)
 // on every path but openPaths when a token is configured. It runs before routing, so
 // without a token even unknown paths answer 401 and the set of endpoints is not revealed.
+// Without a token configured, a request that changes state (POST /v1/close, /-/reload) is
+// served to loopback callers only: with the listener beyond loopback (an opt-out), anyone
+// who reaches the port could stop the agent.
 func (s *HTTPServer) authenticate(next http.Handler) http.Handler {
 	if s.opts.Token == "" {
-		return next
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if s.changesState(r) && !loopbackPeer(r.RemoteAddr) {
+				writeHTTPError(w, http.StatusForbidden, "token_required", fmt.Sprintf(
+					"%s %s changes the agent's state: without agent.http.token.file (or agent.http.token) set, only loopback callers may send it", r.Method, r.URL.Path))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
 	}
 	want := []byte(s.opts.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if openPaths[r.URL.Path] || console.IsAsset(r.URL.Path) {
+		if openPaths[r.URL.Path] || console.IsAsset(r.URL.Path) || (s.opts.MetricsUnauthenticated && r.URL.Path == "/metrics") {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -329,6 +353,23 @@ func (s *HTTPServer) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// changesState reports whether r may change the agent's state: a method other than GET,
+// HEAD and OPTIONS on an endpoint that is not read-only (route refuses those without a
+// JSON body for the same reason).
+func (s *HTTPServer) changesState(r *http.Request) bool {
+	if safeMethod(r.Method) {
+		return false
+	}
+	_, pattern := s.mux.Handler(r)
+	return pattern != "" && !readOnly[pattern]
+}
+
+// loopbackPeer reports whether a request's remote address (ip:port) is on this machine.
+func loopbackPeer(remote string) bool {
+	ap, err := netip.ParseAddrPort(remote)
+	return err == nil && ap.Addr().Unmap().IsLoopback()
 }
 
 // route serves through the mux, turning the mux's own plain-text 404 and 405 answers into

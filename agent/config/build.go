@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -136,6 +137,8 @@ func (b *builder) buildAgent() {
 	c.HTTPTLSCert = httpTLSCert.Get(c)
 	c.HTTPTLSKey = httpTLSKey.Get(c)
 	c.HTTPAllowedHosts = b.hostNames(httpAllowedHosts)
+	c.HTTPAllowUnauthenticated = httpAllowUnauthenticated.Get(c)
+	c.HTTPMetricsUnauthenticated = httpMetricsUnauthenticated.Get(c)
 	c.QueryMaxConcurrency = int(queryMaxConcurrency.Get(c))
 	c.QueryTimeout = queryTimeout.Get(c)
 	c.TapRecordsPerSecond = int(tapRecordsPerSecond.Get(c))
@@ -170,6 +173,59 @@ func (b *builder) buildAgent() {
 	}
 	b.checkFile(httpTLSCert.FullName(), c.HTTPTLSCert)
 	b.checkFile(httpTLSKey.FullName(), c.HTTPTLSKey)
+	b.readTokenFile()
+	if !LoopbackListen(c.HTTPListen) && c.HTTPToken == "" && !c.HTTPAllowUnauthenticated {
+		b.fail(KindInvalid, httpListen.FullName(), "%q listens beyond loopback without a token, so every store, the live tap and the status "+
+			"would answer anyone who reaches the port: set agent.http.token.file (a file holding the token, such as a mounted secret) "+
+			"or agent.http.token, or write agent.http.allow.unauthenticated = true to serve without one on purpose", c.HTTPListen)
+	}
+}
+
+// maxTokenFileBytes bounds agent.http.token.file: a token is a line, and a path naming a
+// device or a large file by mistake must not be read whole.
+const maxTokenFileBytes = 4 << 10
+
+// readTokenFile reads agent.http.token.file into HTTPToken.
+func (b *builder) readTokenFile() {
+	c, key := b.cfg, httpTokenFile.FullName()
+	path := httpTokenFile.Get(c)
+	if path == "" {
+		return
+	}
+	if httpToken.IsSet(c) {
+		b.fail(KindInvalid, key, "set together with agent.http.token: set one")
+		return
+	}
+	data, err := ReadFile(path, maxTokenFileBytes)
+	if err != nil {
+		b.fail(KindInvalid, key, "cannot use %s: %v", path, err)
+		return
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		b.fail(KindInvalid, key, "%s is empty: it must hold the token", path)
+		return
+	}
+	if strings.ContainsAny(token, "\r\n") {
+		b.fail(KindInvalid, key, "%s holds more than one line: it must hold the token alone", path)
+		return
+	}
+	c.HTTPToken = token
+}
+
+// LoopbackListen reports whether a listen address (host:port) takes connections from this
+// machine only: a loopback IP address or the name localhost. An empty host, an unspecified
+// address (0.0.0.0, ::) and any other name listen beyond it.
+func LoopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // validID matches what may prefix Kafka topic names: application.id becomes

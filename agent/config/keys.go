@@ -184,7 +184,13 @@ var (
 	httpListen = declare[string](&agentKeys, Key{Name: "http.listen", Type: TypeString, Default: "127.0.0.1:9464",
 		Doc: "Address of the HTTP server (health, metrics, topology, interactive queries)."})
 	httpToken = declare[string](&agentKeys, Key{Name: "http.token", Type: TypeString, Secret: true,
-		Doc: "Bearer token required on every HTTP request except /healthz and /readyz; empty means none."})
+		Doc: "Bearer token required on every HTTP request except /healthz, /readyz (and /metrics with http.metrics.unauthenticated); empty means none. Prefer http.token.file, which keeps the token out of the config file."})
+	httpTokenFile = declare[string](&agentKeys, Key{Name: "http.token.file", Type: TypeString, Path: true,
+		Doc: "File holding the bearer token (a Kubernetes Secret or a Docker secret mounted as a file): a regular file of at most 4 KiB, read when the config is loaded; surrounding white space and line ends are dropped. Set this or http.token, not both."})
+	httpAllowUnauthenticated = declare[bool](&agentKeys, Key{Name: "http.allow.unauthenticated", Type: TypeBool, Default: "false",
+		Doc: "Serve without a token on a listener beyond loopback (http.listen not 127.0.0.1, ::1 or localhost): every store, the tap, the status and the metrics then answer anyone who reaches the port. Without it, such a listener needs http.token.file or http.token. Either way, POST /v1/close and POST /-/reload without a token answer loopback callers only."})
+	httpMetricsUnauthenticated = declare[bool](&agentKeys, Key{Name: "http.metrics.unauthenticated", Type: TypeBool, Default: "false",
+		Doc: "Serve /metrics without the token, as /healthz and /readyz are, for scrapers that cannot send one (Prometheus' pod annotations); the metrics name topics, stores and nodes, never a record."})
 	httpAllowedHosts = declare[[]string](&agentKeys, Key{Name: "http.allowed.hosts", Type: TypeList,
 		Doc: "Host names the HTTP server answers to besides loopback names (localhost), IP addresses, the host of http.listen and of application.server, e.g. a Kubernetes service name; other Host headers are refused (DNS rebinding). Names only, no ports."})
 	queryMaxConcurrency = declare[int64](&agentKeys, Key{Name: "http.query.max.concurrency", Type: TypeInt, Default: "4", Min: 1,

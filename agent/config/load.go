@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,7 +13,7 @@ import (
 // Load reads and checks a config file. Problems come back together as one
 // *Errors; notices about ignored keys are in the Config's Notices.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path, MaxConfigBytes)
 	if err != nil {
 		return nil, &Errors{Source: path, Problems: []Problem{{Kind: KindUnreadable, Message: fmt.Sprintf("cannot read config: %v", err)}}}
 	}
