@@ -329,7 +329,7 @@ var (
 		Doc:        "Deprecated name (since Kafka 4.0) of deserialization.exception.handler, used when that key is not set."})
 	processingHandler = declare[string](&streamsKeys, Key{Name: "processing.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: processingAliases,
-		Doc: "What a processing error (a failing Lua callback) does: LogAndFail stops the agent, LogAndContinue logs, counts and skips the record (KIP-1033). An error the callback got from the agent (a send refused below ctx:forward, a store's error) keeps its own kind: a refused send is the production handler's, a fenced producer or damaged state is never skipped."})
+		Doc: "What a processing error (a failing Lua callback, a store write whose changelog record would be larger than producer.max.request.size) does: LogAndFail stops the agent, LogAndContinue logs, counts and skips the record (KIP-1033). An error the callback got from the agent (a send refused below ctx:forward, a store's error) keeps its own kind: a refused send is the production handler's, a fenced producer or damaged state is never skipped."})
 	productionHandler = declare[string](&streamsKeys, Key{Name: "production.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: productionFail,
 		Doc: "What an output record refused for good does: LogAndFail (Kafka's DefaultProductionExceptionHandler) stops the agent, LogAndContinue logs, counts and skips it. Under exactly_once_v2 LogAndContinue skips only records refused before they are sent (larger than max.request.size): a record the broker refuses has made the transaction abortable, so the agent stops. Retriable errors are retried."})
@@ -338,7 +338,7 @@ var (
 		Deprecated: "since Kafka 4.0; use production.exception.handler",
 		Doc:        "Deprecated name (since Kafka 4.0) of production.exception.handler."})
 	deadLetterQueueTopic = declare[string](&streamsKeys, Key{Name: "errors.dead.letter.queue.topic.name", Type: TypeString,
-		Doc: "KIP-1034: topic that receives every record the deserialization or processing handler skips or fails on, and the consumed record behind each output the production handler skips, with its original key and value bytes, its headers and then the __streams.errors.* headers (Kafka 4.2's format; message and stacktrace cut to 8192 bytes each); empty means none. A dead letter larger than producer.max.request.size is dropped and counted (reason dead-letter). Created by the agent with the embedded broker only."})
+		Doc: "KIP-1034: topic that receives every record the deserialization or processing handler skips or fails on, and the consumed record behind each output the production handler skips, with its original key and value bytes, its headers and then the __streams.errors.* headers (Kafka 4.2's format; message and stacktrace cut to 8192 bytes each); empty means none. A dead letter larger than producer.max.request.size has its key and value cut to fit and a __stoatflow.errors.truncated header with their sizes; one that cannot fit even then is dropped and counted (reason dead-letter). Created by the agent with the embedded broker only."})
 
 	_ = streamsKeys.add(Key{Name: "num.stream.threads", Type: TypeInt, Default: "1", Disposition: Ignored,
 		Reason: "StoatFlow processes on one thread", Doc: "Kafka Streams' processing threads."})
