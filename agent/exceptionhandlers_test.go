@@ -40,10 +40,6 @@ var handlerCases = []handlerCase{
 local b = s.builder()
 b:stream("in", {valueSerde = "json"}):to("out", {valueSerde = "json"})
 return b`, []byte(`{"half":`), "deserialization.exception.handler", metrics.DropDeserialization, ExceptionDeserialization, "cannot deserialize value", ""},
-	{"deserialization string", `local s = require("stoat")
-local b = s.builder()
-b:stream("in"):to("out")
-return b`, []byte{'v', 0xff, 0xfe}, "deserialization.exception.handler", metrics.DropDeserialization, ExceptionDeserialization, "not valid UTF-8", ""},
 	{"processing lua", `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):mapValues(function(v)
