@@ -61,6 +61,9 @@ type Agent struct {
 	schemas *schemas.Factory
 	// registryURL is the embedded schema registry's URL, once it runs.
 	registryURL string
+	// registryWait is the start of the oldest Schema Registry call in progress (Unix
+	// nanoseconds; 0: none).
+	registryWait atomic.Int64
 	// progress is the processing loop's heartbeat, which the systemd watchdog follows.
 	progress loopProgress
 
@@ -108,6 +111,7 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	}
 	srv.ReportRestore(a.restores)
 	srv.ReportActive(a.activeMember)
+	srv.ReportStall(a.registryStall)
 	a.http = srv
 	return a, nil
 }

@@ -75,7 +75,13 @@ type HTTPServer struct {
 	restores *console.RestoreProgress
 	// active, when set, names the application's active agent in /readyz's body.
 	active func() (instance, host string)
+	// stall, when set, gives what processing waits on and since when (zero: nothing), for
+	// /readyz's body.
+	stall func() (on string, since time.Time)
 }
+
+// stallShown is how long processing must have waited on something for /readyz to say so.
+const stallShown = time.Second
 
 // openPaths answer without a token: probes (kubelet, load balancers, systemd helpers)
 // rarely can carry one, and all they reveal is that the process is up and its state name.
@@ -183,6 +189,16 @@ func (s *HTTPServer) ReportRestore(p *console.RestoreProgress) { s.restores = p 
 // ReportActive makes /readyz's body name the application's active agent.
 func (s *HTTPServer) ReportActive(f func() (instance, host string)) { s.active = f }
 
+// ReportStall makes /readyz's body say what processing has waited on for more than a
+// second, and how long.
+func (s *HTTPServer) ReportStall(f func() (on string, since time.Time)) { s.stall = f }
+
+// stalled is what /readyz says of a wait.
+type stalled struct {
+	On      string  `json:"on"`
+	Seconds float64 `json:"seconds"`
+}
+
 // OnShutdown registers f to run when Shutdown starts, for handlers that stream until told
 // to stop (Shutdown waits for handlers to return).
 func (s *HTTPServer) OnShutdown(f func()) { s.srv.RegisterOnShutdown(f) }
@@ -263,9 +279,15 @@ func (s *HTTPServer) readyz(w http.ResponseWriter, _ *http.Request) {
 		ActiveHost string                 `json:"activeHost,omitempty"`
 		Reason     string                 `json:"reason,omitempty"`
 		Restore    *console.RestoreStatus `json:"restore,omitempty"`
+		Stalled    *stalled               `json:"stalled,omitempty"`
 	}{State: cur.String(), Reason: reason}
 	if s.active != nil {
 		body.Active, body.ActiveHost = s.active()
+	}
+	if s.stall != nil {
+		if on, since := s.stall(); !since.IsZero() && time.Since(since) >= stallShown {
+			body.Stalled = &stalled{On: on, Seconds: time.Since(since).Round(time.Millisecond).Seconds()}
+		}
 	}
 	if s.restores != nil {
 		body.Restore = s.restores.Status()

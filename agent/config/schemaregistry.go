@@ -31,6 +31,8 @@ type SchemaRegistry struct {
 	MaxRetries                  int
 	RetryWait, RetryMaxWait     time.Duration
 	ConnectTimeout, ReadTimeout time.Duration
+	// MaxResponseBytes is agent.schema.registry.max.response.bytes.
+	MaxResponseBytes int64
 }
 
 var strategyAliases = map[string]string{
@@ -95,13 +97,18 @@ var (
 // agentKeys.
 var registryAgentKeys = keyTable{section: SectionAgent}
 
-var embeddedRegistryListen = declare[string](&registryAgentKeys, Key{Name: "embedded.schema.registry.listen", Type: TypeString, Default: "127.0.0.1:0",
-	Doc: `Address of the in-process Schema Registry used when schema.registry.url = "embedded" (port 0 picks a free port).`})
+var (
+	embeddedRegistryListen = declare[string](&registryAgentKeys, Key{Name: "embedded.schema.registry.listen", Type: TypeString, Default: "127.0.0.1:0",
+		Doc: `Address of the in-process Schema Registry used when schema.registry.url = "embedded" (port 0 picks a free port).`})
+	registryMaxResponseBytes = declare[int64](&registryAgentKeys, Key{Name: "schema.registry.max.response.bytes", Type: TypeLong, Default: "8388608", Min: 1024,
+		Doc: "Largest answer read from the Schema Registry (a schema with its references); a larger one fails the call unread, as a broken or hostile registry's would fill the agent's memory."})
+)
 
 func (b *builder) buildSchemaRegistry() {
 	c, r := b.cfg, &b.cfg.SchemaRegistry
 	r.URLs = registryURL.Get(c)
 	r.EmbeddedListen = embeddedRegistryListen.Get(c)
+	r.MaxResponseBytes = registryMaxResponseBytes.Get(c)
 	r.AutoRegister = autoRegisterSchemas.Get(c)
 	r.UseLatestVersion = useLatestVersion.Get(c)
 	r.KeyStrategy = keySubjectNameStrategy.Get(c)

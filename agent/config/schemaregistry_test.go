@@ -13,7 +13,7 @@ func TestSchemaRegistryDefaults(t *testing.T) {
 		URLs: []string{"http://sr:8081"}, EmbeddedListen: "127.0.0.1:0", AutoRegister: true,
 		KeyStrategy: "TopicNameStrategy", ValueStrategy: "TopicNameStrategy",
 		MaxRetries: 3, RetryWait: time.Second, RetryMaxWait: 20 * time.Second,
-		ConnectTimeout: time.Minute, ReadTimeout: time.Minute,
+		ConnectTimeout: time.Minute, ReadTimeout: time.Minute, MaxResponseBytes: 8 << 20,
 	}
 	if !reflect.DeepEqual(r, want) {
 		t.Fatalf("got  %+v\nwant %+v", r, want)
