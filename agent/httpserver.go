@@ -114,9 +114,9 @@ func NewHTTPServer(opts HTTPOptions, state *StateMachine, m *metrics.Metrics, lo
 
 	switch {
 	case opts.TLSCert != "" && opts.TLSKey != "":
-		pair, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
+		pair, err := config.LoadKeyPair(opts.TLSCert, opts.TLSKey)
 		if err != nil {
-			return nil, fmt.Errorf("http: TLS key pair (agent.http.tls.cert=%s, agent.http.tls.key=%s): %w", opts.TLSCert, opts.TLSKey, err)
+			return nil, fmt.Errorf("http: %w", err)
 		}
 		s.tls = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	case opts.TLSCert != "" || opts.TLSKey != "":

@@ -169,10 +169,16 @@ func (b *builder) buildAgent() {
 		b.fail(KindMissing, scripts.FullName(), `required: the Lua scripts that build the topology, e.g. scripts = ["wordcount.lua"]`)
 	}
 	for _, s := range c.Scripts {
-		b.checkFile(scripts.FullName(), s)
+		b.checkFile(scripts.FullName(), s, 0) // the Lua runtime bounds the size it reads
 	}
-	b.checkFile(httpTLSCert.FullName(), c.HTTPTLSCert)
-	b.checkFile(httpTLSKey.FullName(), c.HTTPTLSKey)
+	b.checkFile(httpTLSCert.FullName(), c.HTTPTLSCert, MaxPEMBytes)
+	b.checkFile(httpTLSKey.FullName(), c.HTTPTLSKey, MaxPEMBytes)
+	if c.HTTPTLSCert != "" && c.HTTPTLSKey != "" {
+		// Loaded as the agent loads them, so that validate fails where run would.
+		if _, err := LoadKeyPair(c.HTTPTLSCert, c.HTTPTLSKey); err != nil {
+			b.fail(KindInvalid, httpTLSCert.FullName(), "%v", err)
+		}
+	}
 	b.readTokenFile()
 	if !LoopbackListen(c.HTTPListen) && c.HTTPToken == "" && !c.HTTPAllowUnauthenticated {
 		b.fail(KindInvalid, httpListen.FullName(), "%q listens beyond loopback without a token, so every store, the live tap and the status "+
@@ -353,16 +359,22 @@ func (b *builder) hostNames(key Setting[[]string]) []string {
 	return out
 }
 
-func (b *builder) checkFile(key, path string) {
+// checkFile checks that path names a regular file (of at most max bytes when max > 0): a
+// directory, a FIFO or a device named by mistake would hang or stream when read.
+func (b *builder) checkFile(key, path string, max int64) {
 	if path == "" {
 		return
 	}
 	st, err := os.Stat(path)
-	switch {
-	case err != nil:
+	if err != nil {
 		b.fail(KindInvalid, key, "cannot use %s: %v", path, unwrapPathError(err))
-	case st.IsDir():
-		b.fail(KindInvalid, key, "cannot use %s: it is a directory", path)
+		return
+	}
+	if max <= 0 {
+		max = st.Size()
+	}
+	if err := regular(st, max); err != nil {
+		b.fail(KindInvalid, key, "cannot use %s: %v", path, err)
 	}
 }
 
@@ -424,8 +436,8 @@ func (b *builder) checkClient(cl Client) {
 	}
 	if proto == "SSL" || proto == "SASL_SSL" {
 		if !b.partial {
-			b.checkFile(SSLTruststoreLocation.Source(cl), SSLTruststoreLocation.Get(cl))
-			b.checkFile(SSLKeystoreLocation.Source(cl), SSLKeystoreLocation.Get(cl))
+			b.checkFile(SSLTruststoreLocation.Source(cl), SSLTruststoreLocation.Get(cl), MaxPEMBytes)
+			b.checkFile(SSLKeystoreLocation.Source(cl), SSLKeystoreLocation.Get(cl), MaxPEMBytes)
 		}
 	}
 }

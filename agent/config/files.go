@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -73,4 +74,22 @@ func fileKind(m os.FileMode) string {
 		return "a socket"
 	}
 	return m.Type().String()
+}
+
+// LoadKeyPair reads the HTTP listener's PEM certificate chain and key (agent.http.tls.cert
+// and agent.http.tls.key), each a regular file under MaxPEMBytes.
+func LoadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	cert, err := ReadFile(certFile, MaxPEMBytes)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("TLS certificate %s: %w", certFile, err)
+	}
+	key, err := ReadFile(keyFile, MaxPEMBytes)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("TLS key %s: %w", keyFile, err)
+	}
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("TLS key pair (agent.http.tls.cert=%s, agent.http.tls.key=%s): %w", certFile, keyFile, err)
+	}
+	return pair, nil
 }

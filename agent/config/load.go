@@ -79,6 +79,9 @@ type lineProbe struct{}
 func (lineProbe) UnmarshalTOML(any) error { return errors.New("position probe") }
 
 func flatten(data []byte) ([]entry, *Problem) {
+	if line, err := checkNesting(data); err != nil {
+		return nil, &Problem{Kind: KindSyntax, Message: "TOML: " + err.Error(), Line: line}
+	}
 	var top map[string]toml.Primitive
 	md, err := toml.Decode(string(data), &top)
 	if err != nil {

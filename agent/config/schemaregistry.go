@@ -177,7 +177,7 @@ func (b *builder) buildSchemaRegistry() {
 		}
 	}
 	if !b.partial {
-		b.checkFile(registryTrustStore.FullName(), r.TrustStore)
-		b.checkFile(registryKeyStore.FullName(), r.KeyStore)
+		b.checkFile(registryTrustStore.FullName(), r.TrustStore, MaxPEMBytes)
+		b.checkFile(registryKeyStore.FullName(), r.KeyStore, MaxPEMBytes)
 	}
 }
