@@ -128,6 +128,7 @@ func NewHTTPServer(opts HTTPOptions, state *StateMachine, m *metrics.Metrics, lo
 	})
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.Handle("GET /metrics", m.Handler())
+	s.mux.HandleFunc(invalidTargetPath, serveInvalidTarget)
 
 	s.srv = &http.Server{
 		Handler:           s.guard(s.authenticate(http.HandlerFunc(s.route))),
@@ -220,6 +221,9 @@ func (s *HTTPServer) Start() error {
 	if err != nil {
 		return fmt.Errorf("http: listen on %s (agent.http.listen): %w", s.opts.Listen, err)
 	}
+	if s.tls == nil {
+		ln = targetListener{ln}
+	}
 	s.listener = ln
 	go func() {
 		var err error
@@ -301,6 +305,9 @@ func (s *HTTPServer) readyz(w http.ResponseWriter, _ *http.Request) {
 // posted from another site). The probes (openPaths) are exempt, as they are from the token.
 func (s *HTTPServer) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// No answer is to be read as another type than it says (a JSON error holding a
+		// key that looks like HTML, a tap's text).
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if openPaths[r.URL.Path] {
 			next.ServeHTTP(w, r)
 			return
@@ -417,8 +424,9 @@ func (s *HTTPServer) route(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// readOnly lists the POST endpoints that only read.
-var readOnly = map[string]bool{"POST /v2/query": true}
+// readOnly lists the POST endpoints that only read (the answer to an invalid request
+// target, whatever its method, is only a 400).
+var readOnly = map[string]bool{"POST /v2/query": true, invalidTargetPath: true}
 
 func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions

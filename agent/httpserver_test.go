@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -10,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
@@ -745,4 +747,56 @@ func TestStateChangesNeedTheTokenOffLoopback(t *testing.T) {
 			t.Errorf("%s %s from %s (token %q, opts %+v) = %d %s, want %d %s", c.method, c.path, c.peer, c.token, c.opts, rec.Code, rec.Body, c.status, c.code)
 		}
 	}
+}
+
+// A request target that is not a valid URI (a key with a bad escape) is answered as JSON like
+// every other error, on a fresh connection and on one that carried requests with bodies
+// before; answers carry X-Content-Type-Options: nosniff.
+func TestInvalidRequestTargetIsJSON(t *testing.T) {
+	s, _ := startServer(t, HTTPOptions{})
+	s.Handle("POST /v2/query", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		writeJSON(w, http.StatusOK, map[string]string{"body": string(body)})
+	}))
+	conn, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rd := bufio.NewReader(conn)
+	body := "{\"a\":\n\"GET /x%zz HTTP/1.1\"}"
+	requests := "GET /v1/stores/cnt/keys/%zz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
+		"POST /v2/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + fmt.Sprint(len(body)) + "\r\n\r\n" + body +
+		"GET /v1/stores/cnt/keys/a%2 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
+		"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+	if _, err := io.WriteString(conn, requests); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		status int
+		body   string
+	}{
+		{400, `{"code":"bad_request","error":"the request target \"/v1/stores/cnt/keys/%zz\" is not a valid URI: invalid URL escape \"%zz\" (escape % as %25 in a key)"}`},
+		{200, `{"body":` + strconvQuote(body) + `}`},
+		{400, `"code":"bad_request"`},
+		{200, `{"status":"UP"}`},
+	}
+	for i, w := range want {
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(rd, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != w.status || !strings.Contains(string(got), w.body) || resp.Header.Get("Content-Type") != "application/json" ||
+			resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("answer %d: %d %s %v, want %d %s", i, resp.StatusCode, got, resp.Header, w.status, w.body)
+		}
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
