@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
 
+	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -121,6 +123,40 @@ func newDeadLetter(msg *pipeline.SourceRecord, exception string, err error) *dea
 		record: fmt.Sprintf("%s-%d@%d", msg.Topic, msg.Partition, msg.Offset)}
 }
 
+// HeaderTruncated marks a dead letter whose key and value were cut to fit max.request.size;
+// its value is the original sizes, "key=N,value=M" (-1 for a null). Kafka Streams has no
+// such case: its producer would fail the letter.
+const HeaderTruncated = "__stoatflow.errors.truncated"
+
+// truncated is d with its key and value cut so that the letter fits maxBytes: each keeps
+// at least half of the room its headers leave, and a short one leaves the rest to the
+// other. The coordinates of the record are in the headers already.
+func (d *deadLetter) truncated(maxBytes int) *deadLetter {
+	headers := append(slices.Clip(d.headers), pipeline.Header{Key: HeaderTruncated,
+		Value: fmt.Appendf(nil, "key=%d,value=%d", nullableLen(d.key), nullableLen(d.value))})
+	room := max(maxBytes-kafkaio.RecordSize(0, 0, headers), 0)
+	keyBytes := min(len(d.key), max(room/2, room-len(d.value)))
+	valueBytes := min(len(d.value), room-keyBytes)
+	out := *d
+	out.key, out.value, out.headers = cutBytes(d.key, keyBytes), cutBytes(d.value, valueBytes), headers
+	return &out
+}
+
+func nullableLen(b []byte) int {
+	if b == nil {
+		return -1
+	}
+	return len(b)
+}
+
+// cutBytes is the first n bytes of b; a null stays null.
+func cutBytes(b []byte, n int) []byte {
+	if b == nil {
+		return nil
+	}
+	return b[:n:n]
+}
+
 // capErrorHeader returns s as a header value of at most MaxErrorHeaderBytes.
 func capErrorHeader(s string) []byte {
 	if len(s) <= MaxErrorHeaderBytes {
@@ -152,10 +188,18 @@ func (l *loop) sendDeadLetter(d *deadLetter, source *pipeline.SourceRecord) erro
 	}
 	err := l.k.producer.Send(topic, -1, d.key, d.value, d.headers, d.timestamp, source)
 	var pe *kafkaio.ProduceError
+	if errors.As(err, &pe) && pe.Unsent && errors.Is(err, kafkaio.ErrRecordTooLarge) {
+		// Larger than max.request.size even with its error headers capped: the record
+		// itself is. Its key and value are cut to fit, and the letter says so; it names the
+		// record (topic, partition, offset) in its headers, so the whole can be read there.
+		cut := d.truncated(int(config.MaxRequestSize.Get(l.a.cfg.Client(config.ForProducer))))
+		l.a.log.Warn("the dead letter is larger than max.request.size: its key and value are cut", "record", d.record, "topic", topic,
+			"key bytes", len(d.key), "value bytes", len(d.value))
+		err = l.k.producer.Send(topic, -1, cut.key, cut.value, cut.headers, cut.timestamp, source)
+	}
 	if errors.As(err, &pe) && pe.Unsent {
-		// Larger than max.request.size even with its error headers capped (the record
-		// itself is): it would fail the same way after every restart. Refused before it
-		// was sent, it harms nothing else, so it is dropped and counted like the record.
+		// Refused before it was sent, even cut: it would fail the same way after every
+		// restart, and it harms nothing else, so it is dropped and counted like the record.
 		l.a.log.Error("dropping a dead letter that cannot be sent", "record", d.record, "topic", topic, "err", pe.Err)
 		l.a.metrics.RecordsDropped.WithLabelValues("", metrics.DropDeadLetter).Inc()
 		return nil

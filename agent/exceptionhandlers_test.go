@@ -40,10 +40,6 @@ var handlerCases = []handlerCase{
 local b = s.builder()
 b:stream("in", {valueSerde = "json"}):to("out", {valueSerde = "json"})
 return b`, []byte(`{"half":`), "deserialization.exception.handler", metrics.DropDeserialization, ExceptionDeserialization, "cannot deserialize value", ""},
-	{"deserialization string", `local s = require("stoat")
-local b = s.builder()
-b:stream("in"):to("out")
-return b`, []byte{'v', 0xff, 0xfe}, "deserialization.exception.handler", metrics.DropDeserialization, ExceptionDeserialization, "not valid UTF-8", ""},
 	{"processing lua", `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):mapValues(function(v)
@@ -115,6 +111,12 @@ func droppedCount(m *metrics.Metrics, node, reason string) float64 {
 // trace=t<i> and empty (no value); record bad has the bad value.
 func produceWithBad(t *testing.T, brokers []string, n, bad int, badValue []byte) {
 	t.Helper()
+	produceWithBadHeaders(t, brokers, n, bad, badValue, nil)
+}
+
+// produceWithBadHeaders is produceWithBad with one more header on the bad record, when given.
+func produceWithBadHeaders(t *testing.T, brokers []string, n, bad int, badValue, badHeader []byte) {
+	t.Helper()
 	p, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -126,8 +128,12 @@ func produceWithBad(t *testing.T, brokers []string, n, bad int, badValue []byte)
 		if i == bad {
 			v = sarama.ByteEncoder(badValue)
 		}
-		msgs = append(msgs, &sarama.ProducerMessage{Topic: "in", Key: sarama.StringEncoder(fmt.Sprintf("k%d", i)), Value: v,
-			Headers: []sarama.RecordHeader{{Key: []byte("trace"), Value: []byte(fmt.Sprintf("t%d", i))}, {Key: []byte("empty")}}})
+		msg := &sarama.ProducerMessage{Topic: "in", Key: sarama.StringEncoder(fmt.Sprintf("k%d", i)), Value: v,
+			Headers: []sarama.RecordHeader{{Key: []byte("trace"), Value: []byte(fmt.Sprintf("t%d", i))}, {Key: []byte("empty")}}}
+		if i == bad && badHeader != nil {
+			msg.Headers = append(msg.Headers, sarama.RecordHeader{Key: []byte("big"), Value: badHeader})
+		}
+		msgs = append(msgs, msg)
 	}
 	if err := p.SendMessages(msgs); err != nil {
 		t.Fatal(err)
@@ -531,7 +537,8 @@ var deadLetterTooLarge = []struct {
 	name, script, config string
 	bad                  []byte
 	reason               string
-	written              bool // whether the dead letter, its error headers capped, fits
+	written              bool // whether the dead letter, its error headers capped and its record cut, fits
+	cut                  bool // whether its key and value are cut (HeaderTruncated)
 }{
 	{"huge error message", `local s = require("stoat")
 local b = s.builder()
@@ -539,17 +546,24 @@ b:stream("in"):mapValues(function(v)
   if v == "bad" then error(string.rep("x", 400000)) end
   return v
 end):to("out")
-return b`, "processing.exception.handler = \"LogAndContinue\"\n", []byte("bad"), metrics.DropProcessing, true},
+return b`, "processing.exception.handler = \"LogAndContinue\"\n", []byte("bad"), metrics.DropProcessing, true, false},
 	{"huge record", `local s = require("stoat")
 local b = s.builder()
 b:stream("in", {valueSerde = "json"}):to("out", {valueSerde = "json"})
 return b`, "deserialization.exception.handler = \"LogAndContinue\"\nproducer.max.request.size = 10000\n",
-		append([]byte("{"), bytes.Repeat([]byte("x"), 20000)...), metrics.DropDeserialization, false},
+		append([]byte("{"), bytes.Repeat([]byte("x"), 20000)...), metrics.DropDeserialization, true, true},
+	{"huge headers", `local s = require("stoat")
+local b = s.builder()
+b:stream("in", {valueSerde = "json"}):to("out", {valueSerde = "json"})
+return b`, "deserialization.exception.handler = \"LogAndContinue\"\nproducer.max.request.size = 10000\n",
+		[]byte("{"), metrics.DropDeserialization, false, false},
 }
 
 // A dead letter too large to send never stops the agent: its error headers are capped at
-// MaxErrorHeaderBytes, and one still too large (the record itself is) is dropped and
-// counted with reason dead-letter while the agent goes on, under either guarantee.
+// MaxErrorHeaderBytes, one still too large (the record itself is) has its key and value cut
+// to fit and says so (HeaderTruncated), and one that does not fit even then (the record's
+// own headers are too large) is dropped and counted with reason dead-letter while the agent
+// goes on, under either guarantee.
 func TestDeadLetterTooLargeDoesNotStopTheAgent(t *testing.T) {
 	for _, tc := range deadLetterTooLarge {
 		for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
@@ -560,7 +574,11 @@ func TestDeadLetterTooLargeDoesNotStopTheAgent(t *testing.T) {
 				m := metrics.New()
 				ra := startAgentWith(t, cfg, m)
 				defer ra.stop(t)
-				produceWithBad(t, brokers, n, bad, tc.bad)
+				if tc.name == "huge headers" {
+					produceWithBadHeaders(t, brokers, n, bad, tc.bad, bytes.Repeat([]byte("h"), 20000))
+				} else {
+					produceWithBad(t, brokers, n, bad, tc.bad)
+				}
 				readCommitted(t, brokers, "out", n-1)
 				pollFor(t, 10*time.Second, "all records consumed", func() bool {
 					return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) == n
@@ -582,6 +600,18 @@ func TestDeadLetterTooLargeDoesNotStopTheAgent(t *testing.T) {
 				}
 				if len(letters) != 1 || dropped != 0 {
 					t.Fatalf("%d dead letters written, dropped{reason=dead-letter} = %v; want 1 written, none dropped", len(letters), dropped)
+				}
+				var truncated string
+				for _, x := range letters[0].Headers {
+					if string(x.Key) == HeaderTruncated {
+						truncated = string(x.Value)
+					}
+				}
+				if want := fmt.Sprintf("key=2,value=%d", len(tc.bad)); tc.cut && (truncated != want || len(letters[0].Value) >= len(tc.bad) || string(letters[0].Key) != "k2") {
+					t.Errorf("dead letter %s = %q (want %q), key %q, value of %d bytes (the record's: %d)", HeaderTruncated, truncated, want, letters[0].Key, len(letters[0].Value), len(tc.bad))
+				}
+				if !tc.cut && truncated != "" {
+					t.Errorf("dead letter %s = %q, want none", HeaderTruncated, truncated)
 				}
 				for _, x := range letters[0].Headers {
 					// The Lua runtime cuts the message first; the header cap bounds it anyway.

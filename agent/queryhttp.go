@@ -1,6 +1,11 @@
 package agent
 
-import "github.com/stoatflow/stoatflow/agent/query"
+import (
+	"net"
+	"net/netip"
+
+	"github.com/stoatflow/stoatflow/agent/query"
+)
 
 // serveQueries adds the interactive-query endpoints (agent/query).
 func (a *Agent) serveQueries() {
@@ -25,7 +30,25 @@ func (v queryView) ActiveHost() string {
 	if h := v.a.cfg.ApplicationServer; h != "" {
 		return h
 	}
-	return v.a.http.Addr()
+	addr := v.a.http.Addr()
+	if wildcardListen(addr) {
+		return query.UnavailableHost
+	}
+	return addr
+}
+
+// wildcardListen reports whether a listen address (host:port) names every interface (0.0.0.0,
+// [::], an empty host): no client can reach the agent at it.
+func wildcardListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsUnspecified()
 }
 
 func (v queryView) Standby() (instance, host string, ok bool) {

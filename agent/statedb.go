@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
@@ -29,6 +30,14 @@ func (a *Agent) stateOptions() state.Options {
 	o := a.opts.State
 	o.CacheBytes = state.DefaultCacheBytes
 	o.Logger = a.log
+	// A store write whose changelog record the producer would refuse fails the record that
+	// made it, as a processing error its handler and the dead-letter queue see, instead of
+	// failing the epoch when the record is sent: that would stop the agent after every
+	// restart, whatever the handlers say.
+	maxBytes := int(config.MaxRequestSize.Get(a.cfg.Client(config.ForProducer)))
+	o.CheckChange = func(keyLen, valueLen int, headers pipeline.Headers) error {
+		return kafkaio.RecordTooLarge(keyLen, valueLen, headers, maxBytes)
+	}
 	return o
 }
 

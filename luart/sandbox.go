@@ -81,6 +81,7 @@ func openSandbox(L *lua.LState) {
 		g.RawSet(k, lua.LNil)
 	}
 	g.RawSetString("tonumber", L.NewFunction(luaToNumber))
+	g.RawGetString("math").(*lua.LTable).RawSetString("random", L.NewFunction(mathRandom))
 	str := g.RawGetString("string").(*lua.LTable)
 	pattern.Open(L, str, allocateMore)
 	openBoundedLibs(L, str, g.RawGetString("table").(*lua.LTable))

@@ -67,6 +67,9 @@ type Metrics struct {
 	WatermarkLag prometheus.Gauge     // seconds behind wall clock
 
 	BrokerReachable *prometheus.GaugeVec // label broker (a bootstrap server)
+	// RegistryCallStart is the start (Unix seconds) of the oldest Schema Registry call in
+	// progress; 0 when none is.
+	RegistryCallStart prometheus.Gauge
 
 	AppState *prometheus.GaugeVec   // label state; 1 for the current state, 0 for the others
 	Reloads  *prometheus.CounterVec // label result
@@ -184,6 +187,11 @@ func New() *Metrics {
 		"1 when the last check of a bootstrap server got an answer to a metadata request within "+
 			"request.timeout.ms, 0 when it did not; checked at start-up, every second until one answers, "+
 			"then every 30 s.", "broker")
+
+	m.RegistryCallStart = m.gauge("schema_registry", "call_start_time_seconds",
+		"Start of the oldest Schema Registry call in progress, in seconds since the Unix epoch; 0 when "+
+			"none is. Processing waits for such a call (a record's schema), so time() minus it is how long "+
+			"it has been held: a call is bounded below transaction.timeout.ms (max.poll.interval.ms under at_least_once).")
 
 	m.AppState = m.gaugeVec("app", "state",
 		"Application state as in Kafka Streams (CREATED, REBALANCING, RUNNING, ...): "+

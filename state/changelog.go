@@ -37,6 +37,26 @@ func (db *DB) TakeChangelog() []ChangelogRecord {
 // changelogChunk is the size of the blocks changelog keys and values are copied into.
 const changelogChunk = 64 << 10
 
+// Changelog key suffixes: what a window and a session store's changelog key adds to the
+// record key (formats in format.go).
+const (
+	windowChangelogSuffix  = 8 + 4 // start, seq
+	sessionChangelogSuffix = 8 + 8 // end, start
+)
+
+// refuseChange says why a write of a logged store must not happen: its changelog record
+// (the key with keySuffix bytes more, the value, the headers) could never be sent
+// (Options.CheckChange). A value nil is a tombstone.
+func (p *partition) refuseChange(key []byte, keySuffix int, value []byte, headers pipeline.Headers) error {
+	if !p.spec.Logged || p.db.checkChange == nil {
+		return nil
+	}
+	if err := p.db.checkChange(len(key)+keySuffix, len(value), headers); err != nil {
+		return p.errorf("a write of a %d-byte key and a %d-byte value is refused, its changelog record could never be sent: %w", len(key), len(value), err)
+	}
+	return nil
+}
+
 // logChange records a write of a logged store. Key and value are copied because callers
 // reuse their buffers.
 func (p *partition) logChange(key, value []byte, ts int64, headers pipeline.Headers) {

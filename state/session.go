@@ -148,6 +148,9 @@ func (s *SessionStore) Put(key []byte, start, end int64, value []byte, ts int64)
 	if end < retentionCutoff(p.streamTime.Load(), p.spec.Retention) {
 		return false, nil
 	}
+	if err := p.refuseChange(key, sessionChangelogSuffix, value, nil); err != nil {
+		return false, err
+	}
 	p.kbuf = appendSessionKey(p.kbuf[:0], key, start, end)
 	if value == nil {
 		p.write(p.kbuf, deleteEntry)

@@ -256,6 +256,12 @@ func (s *WindowStore) PutWithHeaders(key []byte, windowStart int64, value []byte
 	if windowStart < retentionCutoff(p.streamTime.Load(), p.spec.Retention) {
 		return false, nil
 	}
+	if !p.spec.Headers {
+		headers = nil
+	}
+	if err := p.refuseChange(key, windowChangelogSuffix, value, headers); err != nil {
+		return false, err
+	}
 	var seq int32
 	if p.spec.RetainDuplicates {
 		p.seq = (p.seq + 1) & math.MaxInt32
@@ -267,9 +273,6 @@ func (s *WindowStore) PutWithHeaders(key []byte, windowStart int64, value []byte
 	if value == nil {
 		p.write(k, deleteEntry)
 	} else {
-		if !p.spec.Headers {
-			headers = nil
-		}
 		p.write(k, p.appendTimestampedValue(p.newValue(), value, ts, headers))
 		p.indexExpiry(k, windowStart)
 	}

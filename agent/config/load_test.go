@@ -165,7 +165,7 @@ func TestErrorClasses(t *testing.T) {
 			`sasl.jaas.config = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";'`,
 			`sasl.mechanism SCRAM-SHA-256 needs the login module org.apache.kafka.common.security.scram.ScramLoginModule`, KindInvalid},
 		{"bad jaas", "", "security.protocol = \"SASL_SSL\"\nsasl.mechanism = \"PLAIN\"\nsasl.jaas.config = 'PlainLoginModule username=\"u\";'",
-			`streams.sasl.jaas.config: invalid value: invalid control flag "username"`, KindInvalid},
+			`streams.sasl.jaas.config: invalid value: invalid control flag after the login module`, KindInvalid},
 		{"offset reset", "", `consumer.auto.offset.reset = "by_duration:1h"`,
 			`streams.consumer.auto.offset.reset: invalid value "by_duration:1h": "1h" is not an ISO-8601 duration`, KindInvalid},
 		{"negative offset reset", "", `auto.offset.reset = "by_duration:-PT1S"`,

@@ -22,7 +22,8 @@ type Agent interface {
 	// REBALANCING, ...).
 	State() string
 	// ActiveHost is the host:port answered as the one serving a key: application.server,
-	// else the HTTP server's address.
+	// else the HTTP server's address, else (a wildcard address, which names no host)
+	// UnavailableHost.
 	ActiveHost() string
 	// Standby, while this agent is a standby of its application (state STANDBY), names the
 	// active agent: its group.instance.id and its application.server ("" when it has none).
@@ -102,3 +103,8 @@ func (sv *server) activeOnly(h http.Handler) http.Handler {
 			"this agent is a standby of application %s; query the active agent %s (%s): GET /v1/metadata/{store}/{key} names it", sv.opts.ApplicationID, instance, where))
 	})
 }
+
+// UnavailableHost is the activeHost of a key whose agent cannot be named: Kafka Streams'
+// HostInfo.unavailable() (host "unavailable", port -1), which it answers when
+// application.server is unset.
+const UnavailableHost = "unavailable:-1"

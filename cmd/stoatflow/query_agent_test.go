@@ -41,6 +41,7 @@ func TestQueryCommandAgainstARunningAgent(t *testing.T) {
 [agent]
 scripts = [%q]
 http.listen = "%s:0"
+http.token = "t0ken"
 embedded.partitions = 3
 embedded.demo = "lines"
 [streams]
@@ -52,7 +53,7 @@ state.dir = %q
 	addr := startAgentTOML(t, dir, toml, agent.Options{Stdout: io.Discard})
 	query := func(args ...string) string {
 		t.Helper()
-		code, out, errOut := runCLI(append([]string{"query", "-addr", addr}, args...)...)
+		code, out, errOut := runCLI(append([]string{"query", "-addr", addr, "-token", "t0ken"}, args...)...)
 		if code != 0 {
 			t.Fatalf("stoatflow query %v: exit %d: %s", args, code, errOut)
 		}
