@@ -72,6 +72,8 @@ type Cluster struct {
 	// tied: the nodes this process starts die with it (a test's own cluster); the nodes of
 	// a shared cluster outlive the process that started them.
 	tied bool
+	// brokerJVM are more options of the brokers' JVMs (not of the storage tool's).
+	brokerJVM []string
 	// control: the test may kill, pause and restart nodes (its own cluster, or a shared one
 	// it has exclusively).
 	control bool
@@ -95,6 +97,9 @@ const (
 func Up(dir string, spec Spec) (*Cluster, error) {
 	spec, err := spec.normalized()
 	if err != nil {
+		return nil, err
+	}
+	if err := Resolve(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -48,9 +48,13 @@ func (s procState) String() string {
 	return [...]string{"gone", "running", "stopped"}[s]
 }
 
-// java runs a JVM of Kafka's with args, as in cmd.
-func (c *Cluster) java(dir string, args ...string) *exec.Cmd {
-	cmdArgs := append(append([]string{}, jvmOptions...),
+// java runs a JVM of Kafka's with options opts and args.
+func (c *Cluster) java(dir string, opts []string, args ...string) *exec.Cmd {
+	cmdArgs := append(append([]string{}, jvmOptions...), opts...)
+	if c.rt.archive != "" {
+		cmdArgs = append(cmdArgs, "-XX:SharedArchiveFile="+c.rt.archive)
+	}
+	cmdArgs = append(cmdArgs,
 		"-Dlog4j2.configurationFile="+filepath.Join(c.dir, "log4j2.properties"),
 		"-cp", c.rt.classpath)
 	cmd := exec.Command(c.rt.java, append(cmdArgs, args...)...)
@@ -60,7 +64,7 @@ func (c *Cluster) java(dir string, args ...string) *exec.Cmd {
 
 // format formats node id's storage with the cluster's ID and transaction.version.
 func (c *Cluster) format(id int) error {
-	cmd := c.java(c.nodeDir(id), "kafka.tools.StorageTool", "format",
+	cmd := c.java(c.nodeDir(id), nil, "kafka.tools.StorageTool", "format",
 		"--config", c.propertiesFile(id), "--cluster-id", c.info.ClusterID,
 		"--feature", fmt.Sprintf("transaction.version=%d", c.info.Spec.TransactionVersion))
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -76,7 +80,7 @@ func (c *Cluster) startNode(id int) error {
 		return fmt.Errorf("kafkatest: %w", err)
 	}
 	fmt.Fprintf(log, "==== kafkatest: starting node %d at %s\n", id, time.Now().Format(time.RFC3339Nano))
-	cmd := c.java(c.nodeDir(id), "kafka.Kafka", c.propertiesFile(id))
+	cmd := c.java(c.nodeDir(id), c.brokerJVM, "kafka.Kafka", c.propertiesFile(id))
 	cmd.Stdout, cmd.Stderr = log, log
 	if c.tied {
 		err = startTied(cmd)

@@ -27,6 +27,9 @@ var ErrMissingTool = errors.New("missing tool")
 type runtime struct {
 	java      string
 	classpath string
+	// archive is the class-data sharing archive of a broker's classes ("" while there is
+	// none): the JVMs map the classes in instead of loading and verifying them again.
+	archive string
 }
 
 // CacheDir is where the resolved classpath is kept, keyed by the pom's hash (the jars
@@ -60,12 +63,40 @@ func javaPath() (string, error) {
 }
 
 // Resolve finds Java and the classpath of Apache Kafka 4.4.0, resolving the jars with Maven
-// the first time (or after pom.xml changed). Several processes may call it at once.
+// the first time (or after pom.xml changed), and makes the class-data sharing archive of the
+// broker if this Java and classpath have none yet (by starting and stopping a broker once,
+// some seconds). Several processes may call it at once.
 func Resolve() error {
-	_, err := loadRuntime()
-	return err
+	rt, err := loadRuntime()
+	if err != nil || rt.archive != "" {
+		return err
+	}
+	file, err := archiveFile(rt)
+	if err != nil {
+		return err
+	}
+	unlock, err := lockFile(file+".lock", true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := os.Stat(file); err == nil {
+		return nil // another process made it while this one waited
+	}
+	if b, err := os.ReadFile(file + ".failed"); err == nil {
+		fmt.Fprintf(os.Stderr, "kafkatest: no class-data sharing archive, the JVMs start slower (%s):\n%s\n", file+".failed", b)
+		return nil
+	}
+	if err := makeArchive(rt, file); err != nil {
+		// The archive only speeds the start up: without it, the JVMs load the classes from
+		// the jars. The failure is kept so that every test does not try again.
+		_ = os.WriteFile(file+".failed", []byte(err.Error()+"\n"), 0o644)
+		fmt.Fprintf(os.Stderr, "kafkatest: no class-data sharing archive, the JVMs start slower: %v\n", err)
+	}
+	return nil
 }
 
+// loadRuntime finds Java, the classpath (resolved if needed) and the archive if made.
 func loadRuntime() (*runtime, error) {
 	java, err := javaPath()
 	if err != nil {
@@ -75,7 +106,67 @@ func loadRuntime() (*runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runtime{java: java, classpath: cp}, nil
+	rt := &runtime{java: java, classpath: cp}
+	file, err := archiveFile(rt)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(file); err == nil {
+		rt.archive = file
+	}
+	return rt, nil
+}
+
+// archiveFile is where the archive of rt's Java, classpath and JVM options is kept. An
+// archive only serves the JVM build that wrote it: its key has the JVM library's size and
+// time, so that an upgraded JDK makes a new one.
+func archiveFile(rt *runtime) (string, error) {
+	dir, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	java, err := filepath.EvalSymlinks(rt.java)
+	if err != nil {
+		return "", fmt.Errorf("kafkatest: %w", err)
+	}
+	h := sha256.New()
+	fmt.Fprintln(h, java, rt.classpath, strings.Join(jvmOptions, " "))
+	for _, f := range []string{java, filepath.Join(filepath.Dir(java), "..", "lib", "server", "libjvm.so")} {
+		if st, err := os.Stat(f); err == nil {
+			fmt.Fprintln(h, f, st.Size(), st.ModTime().UnixNano())
+		}
+	}
+	return filepath.Join(dir, "broker-"+hex.EncodeToString(h.Sum(nil)[:8])+".jsa"), nil
+}
+
+// makeArchive has the JVM write file at its exit (-XX:ArchiveClassesAtExit) with the classes
+// a broker loaded: one starts in a 1-node cluster of its own, serves (the coordinators
+// too), and stops.
+func makeArchive(rt *runtime, file string) error {
+	dir, err := os.MkdirTemp("", "stoatflow-kafka-archive-")
+	if err != nil {
+		return fmt.Errorf("kafkatest: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "broker.jsa")
+	c := &Cluster{
+		dir: filepath.Join(dir, "cluster"), rt: rt, tied: true,
+		info:      clusterInfo{Spec: Spec{Nodes: 1, TransactionVersion: 2}},
+		brokerJVM: []string{"-XX:ArchiveClassesAtExit=" + tmp},
+	}
+	err = c.create()
+	if err == nil {
+		err = c.shutdownNode(1) // the archive is written as the JVM exits
+	}
+	if err != nil {
+		_ = c.Stop()
+		return err
+	}
+	c.closeClients()
+	if st, err := os.Stat(tmp); err != nil || st.Size() == 0 {
+		return fmt.Errorf("kafkatest: the broker wrote no archive (log: %s)\n%s", c.LogFile(1), c.logTail(1))
+	}
+	return os.Rename(tmp, file)
 }
 
 // classpath returns the cached classpath of pom.xml's dependencies, or resolves it with

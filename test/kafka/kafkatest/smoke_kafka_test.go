@@ -156,12 +156,15 @@ func roundTrip(t *testing.T, c *kafkatest.Cluster, topic, value string) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	pr := c.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// Short timeouts: a request to a paused node is given up soon and sent again to the
+	// partition's next leader (franz-go waits 10 s beyond the produce timeout by default).
+	timeouts := []kgo.Opt{kgo.RequestTimeoutOverhead(time.Second), kgo.ProduceRequestTimeout(2 * time.Second), kgo.DialTimeout(time.Second)}
+	pr := c.Client(t, append(timeouts, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	r, err := pr.ProduceSync(ctx, &kgo.Record{Value: []byte(value)}).First()
 	if err != nil {
 		t.Fatalf("producing %q: %v", value, err)
 	}
-	cl := c.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(r.Offset)}}))
+	cl := c.Client(t, append(timeouts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(r.Offset)}}))...)
 	for {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
