@@ -182,6 +182,29 @@ func roundTrip(t *testing.T, c *kafkatest.Cluster, topic, value string) {
 	}
 }
 
+// TestKafkaEcho is docs/testing.md's example (TestDocExample keeps the two the same).
+func TestKafkaEcho(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{Nodes: 3}) // TransactionVersion: 1 for the protocol before KIP-890
+	topic := kafkatest.Name(t, "echo")                   // so are groups, application.ids, transactional IDs
+	c.CreateTopic(t, topic, 3, nil)
+
+	cl := c.Client(t, kgo.DefaultProduceTopic(topic), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err := cl.ProduceSync(t.Context(), &kgo.Record{Value: []byte("hello")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for n := 0; n == 0; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("nothing read back: %v", err)
+		}
+		n = fs.NumRecords()
+	}
+	// an agent under test is given bootstrap.servers = c.BootstrapServers()
+}
+
 // TestKafkaNodeFaults: the 3-node cluster serves again after its partition's leader is
 // killed, after the leader is paused, and after the active controller restarts; the
 // helper finds the leader, the controller and the coordinators throughout.
