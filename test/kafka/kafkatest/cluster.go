@@ -105,7 +105,7 @@ func Up(dir string, spec Spec) (*Cluster, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("kafkatest: %w", err)
 	}
-	unlock, err := lockFile(filepath.Join(dir, spec.Name()+".use"), false)
+	unlock, err := lockUse(dir, spec.Name(), false, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -113,8 +113,8 @@ func Up(dir string, spec Spec) (*Cluster, error) {
 	return up(dir, spec)
 }
 
-// up is Up for a caller holding the cluster's use lock (dir/<name>.use): no test is killing
-// its nodes, so a dead node is one to start again.
+// up is Up for a caller holding the cluster's use lock (lockUse): no test is killing its
+// nodes, so a dead node is one to start again.
 func up(dir string, spec Spec) (*Cluster, error) {
 	unlock, err := lockFile(filepath.Join(dir, spec.Name()+".lock"), true)
 	if err != nil {

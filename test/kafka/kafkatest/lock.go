@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -52,4 +53,18 @@ func flock(f *os.File, how int) error {
 			return err
 		}
 	}
+}
+
+// lockUse takes the use lock of the shared cluster name in dir: shared by the tests that
+// only use the cluster, exclusive for one that kills or pauses its nodes. An exclusive
+// taker first announces itself on a second lock (name.intent) that the shared takers pass
+// through on their way in, so that tests arriving after it wait behind it instead of
+// keeping the cluster busy for ever (flock itself has no queue).
+func lockUse(dir, name string, exclusive bool, wait time.Duration) (unlock func(), err error) {
+	intent, err := lockFileWithin(filepath.Join(dir, name+".intent"), exclusive, wait)
+	if err != nil {
+		return nil, err
+	}
+	defer intent()
+	return lockFileWithin(filepath.Join(dir, name+".use"), exclusive, wait)
 }

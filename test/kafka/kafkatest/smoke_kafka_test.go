@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -238,6 +239,29 @@ func TestKafkaNodeFaults(t *testing.T) {
 	c.Restart(t, restarted)
 	roundTrip(t, c, topic, "controller restarted")
 	c.WaitHealthy(t)
+}
+
+// TestKafkaExclusiveHeals: a test that leaves the shared cluster with a node killed and
+// another paused hands it on whole: the next test finds every node answering.
+func TestKafkaExclusiveHeals(t *testing.T) {
+	if os.Getenv(kafkatest.EnvDir) == "" {
+		t.Skip("the healing of the shared cluster: run it under make test-kafka")
+	}
+	var killed, paused int
+	t.Run("leaves it broken", func(t *testing.T) {
+		c := kafkatest.Start(t, kafkatest.Options{Nodes: 3, Exclusive: true})
+		killed = c.Controller(t)
+		paused = killed%3 + 1
+		c.Kill(t, killed)
+		c.Pause(t, paused)
+	})
+	c := kafkatest.Start(t, kafkatest.Options{Nodes: 3})
+	for _, id := range []int{killed, paused} {
+		req := kmsg.NewPtrMetadataRequest()
+		if n := len(c.Request(t, id, req).(*kmsg.MetadataResponse).Brokers); n != 3 {
+			t.Errorf("node %d lists %d live brokers, want 3", id, n)
+		}
+	}
 }
 
 // newUUID is a random UUID in Kafka's text form, as member and process IDs are.

@@ -116,8 +116,7 @@ func useShared(t testing.TB, dir string, spec Spec, exclusive bool) *Cluster {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	use := filepath.Join(dir, spec.Name()+".use")
-	unlock, err := lockFileWithin(use, exclusive, lockWait)
+	unlock, err := lockUse(dir, spec.Name(), exclusive, lockWait)
 	if err != nil {
 		t.Fatalf("%v\n(another test held the shared cluster %s for %v; an exclusive test must not run inside one that holds the same cluster)", err, spec.Name(), lockWait)
 	}
