@@ -87,9 +87,10 @@ type Producer struct {
 	producerID    int64
 	producerEpoch int16
 	initializing  bool  // reinit is asking for a new producer id: nothing is sent
-	seqBroken     bool  // a sequenced batch failed for good: take a new producer id
+	seqBroken     bool  // a sequenced batch failed for good, or an abort was abandoned: take a new producer id
 	txnGen        int64 // the open transaction's number
 	txnAdded      bool  // partitions or offsets were added to the open transaction
+	txnCommitting bool  // a commit of the open transaction was sent (EndTxn)
 
 	txnMu sync.Mutex // one AddPartitionsToTxn at a time
 	stop  chan struct{}

@@ -100,7 +100,7 @@ func (p *Producer) BeginTxn() error {
 	}
 	p.mu.Lock()
 	p.txnGen++
-	p.txnAdded = false
+	p.txnAdded, p.txnCommitting = false, false
 	p.mu.Unlock()
 	p.inTxn.Store(true)
 	return nil
@@ -109,8 +109,11 @@ func (p *Producer) BeginTxn() error {
 // CommitTxn waits until every record sent in the transaction is acknowledged, adds
 // offsets (the next offset to read, per partition) of consumer group groupID to the
 // transaction and commits it: the records and the offsets become visible together.
-// ctx bounds the wait for acknowledgements only; the commit requests themselves follow
-// sarama's Producer.Transaction.Retry settings.
+// ctx bounds the wait for acknowledgements; the requests adding the offsets follow
+// sarama's Producer.Transaction.Retry settings. The commit request itself (EndTxn) is
+// sent again until the coordinator answers it or ctx ends, as Kafka Streams retries a
+// commit that timed out: once sent, it may have reached the coordinator, and only the
+// coordinator's answer says whether the transaction commits.
 //
 // On an error the transaction is not committed and the caller calls AbortTxn, unless the
 // error wraps ErrFenced: then the producer is finished.
@@ -152,7 +155,14 @@ func (p *Producer) CommitTxnInGroup(ctx context.Context, offsets map[pipeline.To
 			return fmt.Errorf("commit transaction of %q: add offsets of group %q (generation %d): %w", p.txnID, groupID, group.GenerationID, p.fail(err))
 		}
 	}
-	if err := p.endTxn(true); err != nil {
+	p.mu.Lock()
+	p.txnCommitting = true
+	p.mu.Unlock()
+	err := p.endTxn(true)
+	for errors.Is(err, ErrTimeout) && ctx.Err() == nil {
+		err = p.endTxn(true)
+	}
+	if err != nil {
 		return fmt.Errorf("commit transaction of %q: %w", p.txnID, p.fail(err))
 	}
 	return nil
@@ -178,6 +188,9 @@ func txnOffsets(offsets map[pipeline.TopicPartition]int64) (map[string][]*sarama
 // the asynchronous error they left (they belonged to the aborted transaction) and forgets
 // the offsets TrackOffsets collected since the last AckedOffsets, which point at aborted
 // records. A fenced producer returns an error wrapping ErrFenced.
+//
+// When the abort does not reach the coordinator (the cluster is down or electing), the
+// error wraps ErrTxnAbandoned unless a commit of the transaction was sent: see there.
 func (p *Producer) AbortTxn() error {
 	if err := p.txnUsable("abort"); err != nil {
 		return err
@@ -195,12 +208,42 @@ func (p *Producer) AbortTxn() error {
 		return nil
 	}
 	if err := p.endTxn(false); err != nil {
-		return fmt.Errorf("abort transaction of %q: %w", p.txnID, p.fail(err))
+		return fmt.Errorf("abort transaction of %q: %w", p.txnID, p.abandon(err))
 	}
 	if p.sequenceBroken() {
 		if err := p.reinit(); err != nil {
-			return fmt.Errorf("abort transaction of %q: new producer epoch: %w", p.txnID, p.fail(err))
+			return fmt.Errorf("abort transaction of %q: new producer epoch: %w", p.txnID, p.abandon(err))
 		}
 	}
 	return nil
+}
+
+// ErrTxnAbandoned is wrapped by AbortTxn's error when the abort did not reach the
+// coordinator and no commit of the transaction was sent: the transaction can never commit
+// (only this producer could ask for that), so it is over for the caller as if aborted. Its
+// records stay invisible to read_committed readers until the coordinator aborts it: when
+// the producer takes its next epoch, before its next transaction (BeginTxn), or once it is
+// older than transaction.timeout.ms. Kafka Streams goes on the same way after an abort
+// that timed out. When a commit was sent, its outcome is unknown and AbortTxn's error does
+// not wrap ErrTxnAbandoned: the caller cannot tell whether the transaction committed.
+var ErrTxnAbandoned = errors.New("transaction abandoned: the coordinator ends it")
+
+// abandon handles an abort that failed: unless the producer was fenced or had sent a
+// commit, the transaction is given up, and the next one starts with a new epoch.
+func (p *Producer) abandon(err error) error {
+	err = p.fail(err)
+	if errors.Is(err, ErrFenced) {
+		return err
+	}
+	p.mu.Lock()
+	committing := p.txnCommitting
+	if !committing {
+		p.seqBroken, p.txnAdded = true, false
+	}
+	p.mu.Unlock()
+	if committing {
+		return fmt.Errorf("its commit was sent, and whether it committed is unknown: %w", err)
+	}
+	p.inTxn.Store(false)
+	return fmt.Errorf("%w: %w", ErrTxnAbandoned, err)
 }

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stoatflow/stoatflow/pipeline"
 )
@@ -479,5 +482,104 @@ func TestCommitTxnInGroupRefusesAStaleGeneration(t *testing.T) {
 	}
 	if err := commit(first.GroupMetadata()); err != nil {
 		t.Fatalf("offsets of the current generation: %v", err)
+	}
+}
+
+// committedValues reads the values read_committed readers see in partition p of topic.
+func committedValues(t *testing.T, e *Embedded, topic string, p int32) []string {
+	t.Helper()
+	values, _ := readValues(t, e, topic, p, 0)
+	for i, v := range values {
+		values[i] = v[strings.Index(v, ":")+1:]
+	}
+	return values
+}
+
+// An abort that cannot reach the coordinator (the cluster is down) abandons the
+// transaction: the producer goes on, its next transaction starts with a new epoch once the
+// coordinator is back, and nothing of the abandoned one is ever committed.
+func TestTxnAbortAbandonedWhileTheCoordinatorIsAway(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "abandon-out", 1)
+	p := newTxnProducer(t, e, "abandon")
+	if err := p.BeginTxn(); err != nil {
+		t.Fatal(err)
+	}
+	sendValues(t, p, "abandon-out", 0, "abandoned-1")
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	away := e.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn, kmsg.InitProducerID}, Err: kerr.CoordinatorNotAvailable, Count: -1})
+	err := p.AbortTxn()
+	if !errors.Is(err, ErrTxnAbandoned) || !errors.Is(err, ErrTimeout) {
+		t.Fatalf("AbortTxn with the coordinator away = %v, want ErrTxnAbandoned and ErrTimeout", err)
+	}
+	if err := p.BeginTxn(); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("BeginTxn with the coordinator still away = %v, want ErrTimeout (it needs a new epoch)", err)
+	}
+	away.Remove()
+	if err := p.BeginTxn(); err != nil {
+		t.Fatalf("BeginTxn once the coordinator is back: %v", err)
+	}
+	sendValues(t, p, "abandon-out", 0, "after-1")
+	if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
+		t.Fatalf("CommitTxn once the coordinator is back: %v", err)
+	}
+	if got := committedValues(t, e, "abandon-out", 0); !reflect.DeepEqual(got, []string{"after-1"}) {
+		t.Fatalf("committed records %v, want only after-1", got)
+	}
+}
+
+// A commit request the coordinator does not answer in one round of retries is sent again
+// until it does: it may have reached the coordinator, so only its answer says whether the
+// transaction committed.
+func TestTxnCommitRetriedUntilTheCoordinatorAnswers(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "retried-out", 1)
+	cfg := txnConfig("retried")
+	p, err := NewProducer(e.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	if err := p.BeginTxn(); err != nil {
+		t.Fatal(err)
+	}
+	sendValues(t, p, "retried-out", 0, "committed-1")
+	tries := 2 * (cfg.Producer.Transaction.Retry.Max + 1)
+	busy := e.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.CoordinatorNotAvailable, Count: tries})
+	if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
+		t.Fatalf("CommitTxn: %v", err)
+	}
+	if busy.Hits() != tries {
+		t.Fatalf("the coordinator refused %d commit requests, want %d", busy.Hits(), tries)
+	}
+	if got := committedValues(t, e, "retried-out", 0); !reflect.DeepEqual(got, []string{"committed-1"}) {
+		t.Fatalf("committed records %v, want committed-1", got)
+	}
+}
+
+// Once a commit was sent and went unanswered, a failed abort cannot tell whether the
+// transaction committed: AbortTxn says so and does not abandon it.
+func TestTxnAbortAfterAnUnansweredCommitIsNotAbandoned(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "doubt-out", 1)
+	p := newTxnProducer(t, e, "doubt")
+	if err := p.BeginTxn(); err != nil {
+		t.Fatal(err)
+	}
+	sendValues(t, p, "doubt-out", 0, "doubt-1")
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	e.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.CoordinatorNotAvailable, Count: -1})
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if err := p.CommitTxn(ctx, nil, ""); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("CommitTxn with the coordinator away = %v, want ErrTimeout", err)
+	}
+	err := p.AbortTxn()
+	if err == nil || errors.Is(err, ErrTxnAbandoned) || !strings.Contains(err.Error(), "whether it committed is unknown") {
+		t.Fatalf("AbortTxn after an unanswered commit = %v, want an error saying the outcome is unknown, not ErrTxnAbandoned", err)
 	}
 }

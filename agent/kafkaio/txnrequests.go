@@ -1,6 +1,7 @@
 package kafkaio
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -21,9 +22,12 @@ var retriableTxnErrors = map[sarama.KError]bool{
 	sarama.ErrRequestTimedOut:                 true,
 }
 
-// retryTxn calls call on the coordinator until it answers without a retriable error.
+// retryTxn calls call on the coordinator until it answers without a retriable error. When
+// the tries run out on retriable errors (the coordinator unreachable, moving or loading),
+// the error wraps ErrTimeout, as Java's TimeoutException: the same call may pass later.
 func (p *Producer) retryTxn(coordinator func() (*sarama.Broker, error), refresh func() error, call func(*sarama.Broker) (sarama.KError, error)) error {
 	retry := &p.cfg.Producer.Transaction.Retry
+	start := time.Now()
 	var last error
 	for attempt := 0; attempt <= retry.Max; attempt++ {
 		if attempt > 0 {
@@ -51,7 +55,8 @@ func (p *Producer) retryTxn(coordinator func() (*sarama.Broker, error), refresh 
 		}
 		last = kerr
 	}
-	return last
+	return fmt.Errorf("%w: no answer without a retriable error in %d tries over %v: %w",
+		ErrTimeout, retry.Max+1, time.Since(start).Round(time.Millisecond), last)
 }
 
 func (p *Producer) txnCoordinator() (*sarama.Broker, error) {
