@@ -478,7 +478,9 @@ func (e *epoch) fail(cause error) (rejoined bool, err error) {
 	// transaction (a lost broker, a timed-out commit) may pass when the epoch is redone.
 	fenced := errors.Is(cause, kafkaio.ErrFenced)
 	var pe *kafkaio.ProduceError
-	retriable := fenced || e.eos && e.inTxn && !errors.As(cause, new(*pipeline.RecordError))
+	// A transaction that could not begin because its coordinator was away (a new epoch
+	// could not be had in time) is retried as a failed one is.
+	retriable := fenced || e.eos && (e.inTxn || errors.Is(cause, kafkaio.ErrTimeout)) && !errors.As(cause, new(*pipeline.RecordError))
 	if !fenced && errors.As(cause, &pe) {
 		retriable = pe.Retriable()
 	}
@@ -519,6 +521,12 @@ func (e *epoch) abort() error {
 	if e.inTxn {
 		err = e.k.producer.AbortTxn()
 		e.inTxn = false
+		if errors.Is(err, kafkaio.ErrTxnAbandoned) {
+			// It never commits; the coordinator aborts it, at the latest with the next
+			// transaction's new producer epoch.
+			e.log.Warn("the abort did not reach the transaction coordinator; the transaction is abandoned and the coordinator aborts it", "err", err)
+			err = nil
+		}
 	}
 	if !e.eos {
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.KafkaWait())

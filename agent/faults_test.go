@@ -21,6 +21,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -159,4 +162,51 @@ state.dir = %q
 		t.Fatalf("store counts %v, want %v", got, want)
 	}
 	t.Logf("%d kills survived, %d records checked", kills, total)
+}
+
+// TestFaultTxnCoordinatorAwayIsRiddenOut: the transaction coordinator away for longer than
+// one round of the producer's retries, as while the whole cluster restarts. Epochs fail,
+// their aborts cannot reach the coordinator and are abandoned, the next transactions cannot
+// get their new producer epoch; the agent goes on trying, and once the coordinator is back
+// the output is exact.
+func TestFaultTxnCoordinatorAwayIsRiddenOut(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in", "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	brokers := cluster.ListenAddrs()
+	// A short backoff: a round of the producer's transaction retries takes half a second.
+	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\nretry.backoff.ms = 10\n")
+	m := metrics.New()
+	ra := startAgentWith(t, cfg, m)
+	defer ra.stop(t)
+	produceKeys(t, brokers, 2, 100, 5, 0, "v")
+	checkExactCounts(t, brokers, wantCounts(100, 5))
+
+	away := cluster.Fault(kfake.Fault{
+		Keys:  []kmsg.Key{kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.EndTxn, kmsg.InitProducerID},
+		TxnID: cfg.ApplicationID + "-" + cfg.GroupInstanceID, // the agent's (kafkaio.MakeTransactional)
+		Err:   kerr.CoordinatorNotAvailable, Count: -1,
+	})
+	produceKeys(t, brokers, 2, 100, 5, 100, "v")
+	failed := m.Commits.WithLabelValues(metrics.ResultFailure)
+	stopped := func() error {
+		select {
+		case err := <-ra.done:
+			ra.done <- err
+			return fmt.Errorf("the agent stopped: %v", err)
+		default:
+			return nil
+		}
+	}
+	pollFor(t, time.Minute, "three failed epochs", func() bool { return stopped() != nil || testutil.ToFloat64(failed) >= 3 })
+	away.Remove()
+	if err := stopped(); err != nil {
+		t.Fatalf("while the transaction coordinator was away: %v", err)
+	}
+	checkExactCounts(t, brokers, wantCounts(200, 5))
+	if err := stopped(); err != nil {
+		t.Fatal(err)
+	}
 }
