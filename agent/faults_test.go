@@ -176,8 +176,8 @@ func TestFaultTxnCoordinatorAwayIsRiddenOut(t *testing.T) {
 	}
 	t.Cleanup(cluster.Close)
 	brokers := cluster.ListenAddrs()
-	// A short backoff: a round of the producer's transaction retries takes half a second.
-	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\nretry.backoff.ms = 10\n")
+	// A short transaction timeout: a round of the producer's transaction retries lasts as long.
+	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\ntransaction.timeout.ms = 2000\n")
 	m := metrics.New()
 	ra := startAgentWith(t, cfg, m)
 	defer ra.stop(t)

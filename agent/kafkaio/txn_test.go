@@ -485,6 +485,20 @@ func TestCommitTxnInGroupRefusesAStaleGeneration(t *testing.T) {
 	}
 }
 
+// newShortTxnProducer is a transactional producer whose transactions time out after a
+// second: its requests to an unreachable coordinator give up after that.
+func newShortTxnProducer(t *testing.T, e *Embedded, id string) *Producer {
+	t.Helper()
+	cfg := txnConfig(id)
+	cfg.Producer.Transaction.Timeout = time.Second
+	p, err := NewProducer(e.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
 // committedValues reads the values read_committed readers see in partition p of topic.
 func committedValues(t *testing.T, e *Embedded, topic string, p int32) []string {
 	t.Helper()
@@ -501,7 +515,7 @@ func committedValues(t *testing.T, e *Embedded, topic string, p int32) []string 
 func TestTxnAbortAbandonedWhileTheCoordinatorIsAway(t *testing.T) {
 	e := startBroker(t)
 	createTopic(t, e, "abandon-out", 1)
-	p := newTxnProducer(t, e, "abandon")
+	p := newShortTxnProducer(t, e, "abandon")
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
@@ -532,30 +546,27 @@ func TestTxnAbortAbandonedWhileTheCoordinatorIsAway(t *testing.T) {
 
 // A commit request the coordinator does not answer in one round of retries is sent again
 // until it does: it may have reached the coordinator, so only its answer says whether the
-// transaction committed.
+// transaction committed. Here the refusals outlast the transaction's timeout, so the
+// answer is that the coordinator aborted it: the producer is fenced, the records invisible.
 func TestTxnCommitRetriedUntilTheCoordinatorAnswers(t *testing.T) {
 	e := startBroker(t)
 	createTopic(t, e, "retried-out", 1)
-	cfg := txnConfig("retried")
-	p, err := NewProducer(e.Addrs(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	p := newShortTxnProducer(t, e, "retried")
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
-	sendValues(t, p, "retried-out", 0, "committed-1")
-	tries := 2 * (cfg.Producer.Transaction.Retry.Max + 1)
+	sendValues(t, p, "retried-out", 0, "aborted-1")
+	// Twice the tries of one round of retries.
+	tries := 2 * int(p.cfg.Producer.Transaction.Timeout/p.cfg.Producer.Transaction.Retry.Backoff)
 	busy := e.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.CoordinatorNotAvailable, Count: tries})
-	if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
-		t.Fatalf("CommitTxn: %v", err)
+	if err := p.CommitTxn(t.Context(), nil, ""); !errors.Is(err, ErrFenced) {
+		t.Fatalf("CommitTxn = %v, want ErrFenced: the coordinator aborted the transaction meanwhile", err)
 	}
 	if busy.Hits() != tries {
 		t.Fatalf("the coordinator refused %d commit requests, want %d", busy.Hits(), tries)
 	}
-	if got := committedValues(t, e, "retried-out", 0); !reflect.DeepEqual(got, []string{"committed-1"}) {
-		t.Fatalf("committed records %v, want committed-1", got)
+	if got := committedValues(t, e, "retried-out", 0); len(got) != 0 {
+		t.Fatalf("committed records %v, want none", got)
 	}
 }
 
@@ -564,7 +575,7 @@ func TestTxnCommitRetriedUntilTheCoordinatorAnswers(t *testing.T) {
 func TestTxnAbortAfterAnUnansweredCommitIsNotAbandoned(t *testing.T) {
 	e := startBroker(t)
 	createTopic(t, e, "doubt-out", 1)
-	p := newTxnProducer(t, e, "doubt")
+	p := newShortTxnProducer(t, e, "doubt")
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
@@ -581,5 +592,35 @@ func TestTxnAbortAfterAnUnansweredCommitIsNotAbandoned(t *testing.T) {
 	err := p.AbortTxn()
 	if err == nil || errors.Is(err, ErrTxnAbandoned) || !strings.Contains(err.Error(), "whether it committed is unknown") {
 		t.Fatalf("AbortTxn after an unanswered commit = %v, want an error saying the outcome is unknown, not ErrTxnAbandoned", err)
+	}
+}
+
+// The transaction requests are retried for as long as a transaction may live, not for a
+// count of tries: a coordinator whose broker died comes back elsewhere after the cluster
+// noticed (9 s by default), longer than sarama's 50 tries at retry.backoff.ms.
+func TestTxnRequestsOutlastACoordinatorMove(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "moved-out", 1)
+	cfg := txnConfig("moved")
+	cfg.Producer.Transaction.Timeout = 20 * time.Second
+	p, err := NewProducer(e.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	if err := p.BeginTxn(); err != nil {
+		t.Fatal(err)
+	}
+	tries := 2 * (cfg.Producer.Transaction.Retry.Max + 1)
+	moving := e.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.AddPartitionsToTxn}, Err: kerr.CoordinatorNotAvailable, Count: tries})
+	sendValues(t, p, "moved-out", 0, "committed-1")
+	if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
+		t.Fatalf("CommitTxn: %v", err)
+	}
+	if moving.Hits() != tries {
+		t.Fatalf("the coordinator refused %d requests, want %d", moving.Hits(), tries)
+	}
+	if got := committedValues(t, e, "moved-out", 0); !reflect.DeepEqual(got, []string{"committed-1"}) {
+		t.Fatalf("committed records %v, want committed-1", got)
 	}
 }

@@ -7,9 +7,12 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// The transaction requests to the coordinators, retried as sarama's transaction manager
-// does: Producer.Transaction.Retry.Max times, Backoff apart, while the coordinator moves,
-// loads or finishes the previous transaction.
+// The transaction requests to the coordinators, retried Producer.Transaction.Retry.Backoff
+// apart while the coordinator moves, loads or finishes the previous transaction, for up to
+// the transaction timeout (Producer.Transaction.Timeout, transaction.timeout.ms): long
+// enough to outlast a coordinator's move when its broker dies (the cluster notices after
+// broker.session.timeout.ms, 9 s by default), and no longer than a transaction can live:
+// the coordinator aborts one older than that by itself.
 
 // retriableTxnErrors are the coordinator answers that a later try, after a refreshed
 // coordinator for the first two, can cure.
@@ -23,15 +26,16 @@ var retriableTxnErrors = map[sarama.KError]bool{
 }
 
 // retryTxn calls call on the coordinator until it answers without a retriable error. When
-// the tries run out on retriable errors (the coordinator unreachable, moving or loading),
+// the time runs out on retriable errors (the coordinator unreachable, moving or loading),
 // the error wraps ErrTimeout, as Java's TimeoutException: the same call may pass later.
 func (p *Producer) retryTxn(coordinator func() (*sarama.Broker, error), refresh func() error, call func(*sarama.Broker) (sarama.KError, error)) error {
-	retry := &p.cfg.Producer.Transaction.Retry
+	backoff, within := p.cfg.Producer.Transaction.Retry.Backoff, p.cfg.Producer.Transaction.Timeout
 	start := time.Now()
 	var last error
-	for attempt := 0; attempt <= retry.Max; attempt++ {
-		if attempt > 0 {
-			time.Sleep(retry.Backoff)
+	tries := 0
+	for ; tries == 0 || time.Since(start)+backoff < within; tries++ {
+		if tries > 0 {
+			time.Sleep(backoff)
 		}
 		b, err := coordinator()
 		if err != nil {
@@ -56,7 +60,7 @@ func (p *Producer) retryTxn(coordinator func() (*sarama.Broker, error), refresh 
 		last = kerr
 	}
 	return fmt.Errorf("%w: no answer without a retriable error in %d tries over %v: %w",
-		ErrTimeout, retry.Max+1, time.Since(start).Round(time.Millisecond), last)
+		ErrTimeout, tries, time.Since(start).Round(time.Millisecond), last)
 }
 
 func (p *Producer) txnCoordinator() (*sarama.Broker, error) {
