@@ -207,18 +207,22 @@ func listOffsets(ctx context.Context, client sarama.Client, tps []pipeline.Topic
 	return out, err
 }
 
-// withRetries runs op until it succeeds, fails with an error a retry cannot cure, or
-// Metadata.Retry.Max retries are spent; before each retry it refreshes the metadata of
-// the topics in tps and waits Metadata.Retry.Backoff.
+// withRetries runs op until it succeeds, fails with an error a retry cannot cure, or both
+// Metadata.Retry.Max retries and request.timeout.ms (Net.ReadTimeout) are spent; before
+// each retry it refreshes the metadata of the topics in tps and waits
+// Metadata.Retry.Backoff. A few retries are not enough for a leader just elected: it
+// answers OFFSET_NOT_AVAILABLE until its high-water mark has caught up, seconds after a
+// broker died or the whole cluster restarted.
 func withRetries(ctx context.Context, client sarama.Client, tps []pipeline.TopicPartition, op func() error) error {
 	conf := client.Config()
 	topics := make([]string, 0, len(tps))
 	for _, tp := range tps {
 		topics = append(topics, tp.Topic)
 	}
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		err := op()
-		if err == nil || !retriable(err) || attempt >= conf.Metadata.Retry.Max {
+		if err == nil || !retriable(err) || attempt >= conf.Metadata.Retry.Max && time.Since(start) >= conf.Net.ReadTimeout {
 			return err
 		}
 		t := time.NewTimer(conf.Metadata.Retry.Backoff)

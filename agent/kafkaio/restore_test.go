@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stoatflow/stoatflow/pipeline"
 )
@@ -181,5 +185,27 @@ func TestCommittedReaderEdgeCases(t *testing.T) {
 	}}
 	if _, _, err := r.read(badMarker); err == nil {
 		t.Error("control batch with a short key: want an error")
+	}
+}
+
+// A leader just elected answers OFFSET_NOT_AVAILABLE until its high-water mark caught up,
+// for seconds after a broker died: the end offsets a restore starts from are asked again
+// for longer than a few metadata retries.
+func TestEndOffsetsWaitForANewLeadersHighWaterMark(t *testing.T) {
+	e := startBroker(t)
+	createTopic(t, e, "elected", 1)
+	produceN(t, e, "elected", 0, 0, 3)
+	cfg := testConfig()
+	cfg.Net.ReadTimeout = 5 * time.Second
+	// Twice the tries the metadata retries give.
+	tries := 2 * (cfg.Metadata.Retry.Max + 1)
+	catchingUp := e.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.ListOffsets}, Err: kerr.OffsetNotAvailable, Count: tries})
+	tp := pipeline.TopicPartition{Topic: "elected", Partition: 0}
+	ends, err := newTopicReader(t, e.Addrs(), cfg).EndOffsets(t.Context(), []pipeline.TopicPartition{tp})
+	if err != nil {
+		t.Fatalf("EndOffsets: %v", err)
+	}
+	if ends[tp] != 3 || catchingUp.Hits() != tries {
+		t.Fatalf("end offset %d after %d refusals, want 3 after %d", ends[tp], catchingUp.Hits(), tries)
 	}
 }
