@@ -210,3 +210,47 @@ func TestFaultTxnCoordinatorAwayIsRiddenOut(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFaultRestoreAfterAnAbortedEpochWaitsForTheCluster: an epoch fails because the cluster
+// went away, and the wipe and restore of the stores that follows (non-transactional stores
+// under exactly-once) finds the changelogs' leaders not serving offsets yet: the restore is
+// tried again until they do, instead of stopping the application with empty stores.
+func TestFaultRestoreAfterAnAbortedEpochWaitsForTheCluster(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in", "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	brokers := cluster.ListenAddrs()
+	// A short request timeout: the restore reader gives up a round of retries after it.
+	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\nrequest.timeout.ms = 1000\n")
+	m := metrics.New()
+	ra := startAgentWith(t, cfg, m)
+	defer ra.stop(t)
+	produceKeys(t, brokers, 2, 100, 5, 0, "v")
+	checkExactCounts(t, brokers, wantCounts(100, 5))
+
+	// The output refuses the epoch's records beyond its retries, and the leaders answer no
+	// offsets, as just after an election.
+	refused := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: kerr.NotEnoughReplicas, Count: -1})
+	electing := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.ListOffsets}, Err: kerr.OffsetNotAvailable, Count: -1})
+	produceKeys(t, brokers, 2, 100, 5, 100, "v")
+	pollFor(t, time.Minute, "the restore tried again, or the agent stopped", func() bool {
+		select {
+		case err := <-ra.done:
+			ra.done <- err
+			t.Fatalf("the agent stopped: %v", err)
+		default:
+		}
+		return strings.Contains(ra.logs.String(), "restoring the stores after the aborted epoch failed; trying again")
+	})
+	refused.Remove()
+	electing.Remove()
+	checkExactCounts(t, brokers, wantCounts(200, 5))
+	select {
+	case err := <-ra.done:
+		ra.done <- err
+		t.Fatalf("the agent stopped: %v", err)
+	default:
+	}
+}

@@ -579,7 +579,11 @@ func (l *loop) rebuildTopology() error {
 
 // wipeAndRestore is Kafka Streams' behaviour for non-transactional stores under
 // exactly-once: after an aborted transaction the local state may hold uncommitted writes,
-// so every store partition is wiped and restored from its changelog.
+// so every store partition is wiped and restored from its changelog. A restore that fails
+// for want of the cluster (kafkaio.ErrTimeout: no broker answers, a leader just elected
+// not serving offsets yet) goes on from where it stopped, for up to request.timeout.ms
+// plus task.timeout.ms, as Kafka Streams bounds retriable failures with task.timeout.ms:
+// the epoch was most likely aborted because the cluster went away.
 func (l *loop) wipeAndRestore() error {
 	var errs []error
 	for _, s := range l.b.Stores() {
@@ -590,5 +594,17 @@ func (l *loop) wipeAndRestore() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return l.a.restore(context.Background(), l.db, l.b, l.k, l.k.maxPartitions())
+	deadline := time.Now().Add(l.a.cfg.KafkaWait())
+	for {
+		err := l.a.restore(context.Background(), l.db, l.b, l.k, l.k.maxPartitions())
+		if err == nil || !errors.Is(err, kafkaio.ErrTimeout) || time.Now().Add(restoreRetryBackoff).After(deadline) {
+			return err
+		}
+		l.a.log.Warn("restoring the stores after the aborted epoch failed; trying again", "err", err)
+		time.Sleep(restoreRetryBackoff)
+	}
 }
+
+// restoreRetryBackoff is the wait before a restore is tried again: Java's
+// retry.backoff.max.ms.
+const restoreRetryBackoff = time.Second

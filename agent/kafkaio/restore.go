@@ -121,6 +121,10 @@ func readCommittedClient(brokers []string, cfg *sarama.Config) (sarama.Client, e
 	c := *cfg
 	c.Consumer.IsolationLevel = sarama.ReadCommitted
 	client, err := sarama.NewClient(brokers, &c)
+	if errors.Is(err, sarama.ErrOutOfBrokers) {
+		// No broker answered: the cluster may be back later.
+		err = fmt.Errorf("%w: %w", ErrTimeout, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("connect to %v: %w", brokers, err)
 	}
@@ -212,7 +216,8 @@ func listOffsets(ctx context.Context, client sarama.Client, tps []pipeline.Topic
 // each retry it refreshes the metadata of the topics in tps and waits
 // Metadata.Retry.Backoff. A few retries are not enough for a leader just elected: it
 // answers OFFSET_NOT_AVAILABLE until its high-water mark has caught up, seconds after a
-// broker died or the whole cluster restarted.
+// broker died or the whole cluster restarted. A retriable error it gives up on wraps
+// ErrTimeout: the caller may try again later.
 func withRetries(ctx context.Context, client sarama.Client, tps []pipeline.TopicPartition, op func() error) error {
 	conf := client.Config()
 	topics := make([]string, 0, len(tps))
@@ -222,8 +227,11 @@ func withRetries(ctx context.Context, client sarama.Client, tps []pipeline.Topic
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		err := op()
-		if err == nil || !retriable(err) || attempt >= conf.Metadata.Retry.Max && time.Since(start) >= conf.Net.ReadTimeout {
+		if err == nil || !retriable(err) {
 			return err
+		}
+		if attempt >= conf.Metadata.Retry.Max && time.Since(start) >= conf.Net.ReadTimeout {
+			return fmt.Errorf("%w: %d tries over %v: %w", ErrTimeout, attempt+1, time.Since(start).Round(time.Millisecond), err)
 		}
 		t := time.NewTimer(conf.Metadata.Retry.Backoff)
 		select {
