@@ -126,7 +126,7 @@ func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.
 		failed:   make(chan struct{}),
 	}
 	cons.forwards.Add(1)
-	go cons.forwardErrors()
+	go cons.forwardErrors(group)
 	return cons, nil
 }
 
@@ -168,6 +168,7 @@ func (c *Consumer) Start(ctx context.Context) {
 func (c *Consumer) loop(ctx context.Context) {
 	defer close(c.loopDone)
 	h := &sessionHandler{c: c}
+	var fenced time.Time // when the group.instance.id was last fenced
 	for ctx.Err() == nil {
 		session, endSession := context.WithCancel(ctx)
 		c.mu.Lock()
@@ -185,10 +186,26 @@ func (c *Consumer) loop(ctx context.Context) {
 		if errors.Is(err, sarama.ErrClosedConsumerGroup) {
 			return
 		}
+		if errors.Is(err, sarama.ErrFencedInstancedId) && time.Since(fenced) > c.cfg.Consumer.Group.Session.Timeout {
+			// The coordinator holds this member's group.instance.id under another member
+			// id. After a coordinator moved or the cluster restarted, that can be an id of
+			// this very member (a join whose answer was lost, a group reloaded from before
+			// the last join): join again once as a new member, which takes the id back.
+			fenced = time.Now()
+			c.report(fmt.Errorf("consumer group %q: group.instance.id %q fenced; joining again as a new member "+
+				"(a second fencing within session.timeout.ms means another member took the id): %w", c.groupID, c.cfg.Consumer.Group.InstanceId, err))
+			if err := c.renewGroup(); err != nil {
+				c.failedErr = fmt.Errorf("consumer group %q: join again as a new member: %w", c.groupID, err)
+				close(c.failed)
+				return
+			}
+			continue
+		}
 		if errors.Is(err, sarama.ErrFencedInstancedId) {
 			// Another member joined with this member's group.instance.id and took its
-			// place: joining again would take it back and fence that member in turn.
-			// The Java consumer stops the same way (FencedInstanceIdException).
+			// place: it fenced this one again after it joined anew, and joining again
+			// would take it back and fence that member in turn. The Java consumer stops
+			// the same way (FencedInstanceIdException).
 			c.replacedErr = fmt.Errorf("consumer group %q: another member joined with group.instance.id %q and replaced this one: %w",
 				c.groupID, c.cfg.Consumer.Group.InstanceId, err)
 			close(c.replaced)
@@ -294,11 +311,28 @@ func (c *Consumer) report(err error) {
 	}
 }
 
-func (c *Consumer) forwardErrors() {
+func (c *Consumer) forwardErrors(group sarama.ConsumerGroup) {
 	defer c.forwards.Done()
-	for err := range c.group.Errors() {
+	for err := range group.Errors() {
 		c.report(err)
 	}
+}
+
+// renewGroup replaces the sarama group, which keeps its member id across joins, by a new
+// one on the same client: its next join is a new member's. The group loop calls it between
+// sessions; a static member leaves nothing behind (sarama sends no LeaveGroup for it).
+func (c *Consumer) renewGroup() error {
+	_ = c.group.Close()
+	group, err := sarama.NewConsumerGroupFromClient(c.groupID, c.client)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.group = group
+	c.mu.Unlock()
+	c.forwards.Add(1)
+	go c.forwardErrors(group)
+	return nil
 }
 
 // Close stops the group loop, which ends the running generation (Revoking is called),

@@ -477,3 +477,48 @@ func TestCommitAfterNotCoordinator(t *testing.T) {
 		t.Fatalf("Committed = %v, %v; want %v:1", got, err, tp)
 	}
 }
+
+// A static member fenced once joins again as a new member and goes on: after a coordinator
+// moved or the cluster restarted, the coordinator may hold the group.instance.id under an
+// older or unanswered member id of this very member. Fenced again right after, another
+// member holds the id: the member stops (Replaced).
+func TestStaticMemberFencedOnceJoinsAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		fences   int
+		replaced bool
+	}{
+		{"once", 1, false},
+		{"twice", 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := startBroker(t)
+			createTopic(t, e, "fenced", 1)
+			produceN(t, e, "fenced", 0, 0, 1)
+			cfg := testConfig()
+			cfg.Consumer.Group.InstanceId = "node-1"
+			r := &recorder{}
+			c := newTestConsumer(t, e, "fenced-group", []string{"fenced"}, cfg, r)
+			c.Start(t.Context())
+			receive(t, c, 1)
+			e.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.JoinGroup}, Err: kerr.FencedInstanceID, Count: tc.fences})
+			if err := c.Rewind(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.replaced {
+				select {
+				case <-c.Replaced():
+				case <-time.After(30 * time.Second):
+					t.Fatal("fenced twice in a row, the member did not stop")
+				}
+				return
+			}
+			eventually(t, 30*time.Second, "the member back in the group", func() bool { return r.generation.Load() >= 2 })
+			produceN(t, e, "fenced", 0, 1, 1)
+			receive(t, c, 2) // the rewound record again, and the new one
+			if err := c.ReplacedErr(); err != nil {
+				t.Fatalf("fenced once, the member stopped: %v", err)
+			}
+		})
+	}
+}
