@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
@@ -242,7 +243,7 @@ func TestFaultRestoreAfterAnAbortedEpochWaitsForTheCluster(t *testing.T) {
 			t.Fatalf("the agent stopped: %v", err)
 		default:
 		}
-		return strings.Contains(ra.logs.String(), "restoring the stores after the aborted epoch failed; trying again")
+		return strings.Contains(ra.logs.String(), "failed; trying again")
 	})
 	refused.Remove()
 	electing.Remove()
@@ -253,4 +254,59 @@ func TestFaultRestoreAfterAnAbortedEpochWaitsForTheCluster(t *testing.T) {
 		t.Fatalf("the agent stopped: %v", err)
 	default:
 	}
+}
+
+// TestFaultRestoreWaitsForTheLastCommitToBeStable: the last committed epoch's changelog
+// records are not stable yet (here another transaction, left open on the changelog, holds
+// the last stable offset below them; on Kafka, the commit markers of a transaction whose
+// coordinator moves), and the next epoch is aborted: the wipe and restore of the stores
+// waits until the changelogs are stable past what the stores hold, instead of restoring
+// without the committed epoch while the consumer's committed offsets already count it.
+func TestFaultRestoreWaitsForTheLastCommitToBeStable(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in", "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	brokers := cluster.ListenAddrs()
+	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
+	ra := startAgentWith(t, cfg, metrics.New())
+	defer ra.stop(t)
+	produceKeys(t, brokers, 2, 100, 5, 0, "v")
+	checkExactCounts(t, brokers, wantCounts(100, 5))
+
+	// A transaction of another producer, open on every changelog partition.
+	pc := saramaTestConfig()
+	pc.Producer.Transaction.ID = "open-" + cfg.ApplicationID
+	open, err := kafkaio.NewProducer(brokers, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	if err := open.BeginTxn(); err != nil {
+		t.Fatal(err)
+	}
+	changelog := pipeline.ChangelogTopic(cfg.ApplicationID, "counts")
+	for p := range int32(2) {
+		if err := open.Send(changelog, p, []byte("open"), nil, nil, -1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := open.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Committed epochs whose changelog records are beyond the last stable offset.
+	produceKeys(t, brokers, 2, 100, 5, 100, "v")
+	checkExactCounts(t, brokers, wantCounts(200, 5))
+
+	refused := cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: kerr.NotEnoughReplicas, Count: -1})
+	produceKeys(t, brokers, 2, 100, 5, 200, "v")
+	pollFor(t, time.Minute, "the aborted epoch's restore waiting for the changelogs", func() bool {
+		return strings.Contains(ra.logs.String(), "waiting for the changelogs to be stable failed; trying again")
+	})
+	refused.Remove()
+	if err := open.AbortTxn(); err != nil {
+		t.Fatal(err)
+	}
+	checkExactCounts(t, brokers, wantCounts(300, 5))
 }

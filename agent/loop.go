@@ -579,32 +579,26 @@ func (l *loop) rebuildTopology() error {
 
 // wipeAndRestore is Kafka Streams' behaviour for non-transactional stores under
 // exactly-once: after an aborted transaction the local state may hold uncommitted writes,
-// so every store partition is wiped and restored from its changelog. A restore that fails
-// for want of the cluster (kafkaio.ErrTimeout: no broker answers, a leader just elected
-// not serving offsets yet) goes on from where it stopped, for up to request.timeout.ms
-// plus task.timeout.ms, as Kafka Streams bounds retriable failures with task.timeout.ms:
-// the epoch was most likely aborted because the cluster went away.
+// so every store partition is wiped and restored from its changelog. The stores hold the
+// committed epochs, and the transaction of the last one may still be completing (its
+// coordinator moving, the cluster restarting): a restore reads only what is stable, so the
+// wipe waits until the changelogs are stable past what the stores hold.
 func (l *loop) wipeAndRestore() error {
+	ctx := context.Background()
+	partitions := l.k.maxPartitions()
+	if err := l.a.retryKafka(ctx, "waiting for the changelogs to be stable", func() error {
+		return l.a.changelogsStable(ctx, l.db, l.b, l.k, partitions)
+	}); err != nil {
+		return err
+	}
 	var errs []error
 	for _, s := range l.b.Stores() {
-		for p := int32(0); p < l.k.maxPartitions(); p++ {
+		for p := int32(0); p < partitions; p++ {
 			errs = append(errs, l.db.Wipe(s.Name, p))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(l.a.cfg.KafkaWait())
-	for {
-		err := l.a.restore(context.Background(), l.db, l.b, l.k, l.k.maxPartitions())
-		if err == nil || !errors.Is(err, kafkaio.ErrTimeout) || time.Now().Add(restoreRetryBackoff).After(deadline) {
-			return err
-		}
-		l.a.log.Warn("restoring the stores after the aborted epoch failed; trying again", "err", err)
-		time.Sleep(restoreRetryBackoff)
-	}
+	return l.a.restore(ctx, l.db, l.b, l.k, partitions)
 }
-
-// restoreRetryBackoff is the wait before a restore is tried again: Java's
-// retry.backoff.max.ms.
-const restoreRetryBackoff = time.Second

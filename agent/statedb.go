@@ -131,14 +131,68 @@ type changelogRead struct {
 // restore brings every logged store partition up to the end of its changelog, replaying only
 // the records after the offset the store has applied (KIP-1035). Its progress is logged
 // every few seconds and shown in /readyz's body and the console.
+//
+// A restore that fails for want of the cluster (kafkaio.ErrTimeout: no broker answers, a
+// leader just elected serves no offsets yet, a changelog's last committed transaction is
+// still being completed) goes on from where it stopped, for up to request.timeout.ms plus
+// task.timeout.ms, as Kafka Streams bounds retriable failures by task.timeout.ms.
 func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, partitions int32) error {
-	cfg, err := kafkaio.SaramaConfig(a.cfg, kafkaio.RoleConsumer)
+	return a.retryKafka(ctx, "restoring the stores", func() error { return a.restoreOnce(ctx, db, b, k, partitions) })
+}
+
+// kafkaRetryBackoff is the wait before a step that failed for want of the cluster is tried
+// again: Java's retry.backoff.max.ms.
+const kafkaRetryBackoff = time.Second
+
+// retryKafka runs step until it succeeds or fails with an error other than
+// kafkaio.ErrTimeout, for up to request.timeout.ms plus task.timeout.ms (KafkaWait), logging
+// each failure it tries again after.
+func (a *Agent) retryKafka(ctx context.Context, what string, step func() error) error {
+	deadline := time.Now().Add(a.cfg.KafkaWait())
+	for {
+		err := step()
+		if err == nil || !errors.Is(err, kafkaio.ErrTimeout) || time.Now().Add(kafkaRetryBackoff).After(deadline) {
+			return err
+		}
+		a.log.Warn(what+" failed; trying again", "err", err)
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(kafkaRetryBackoff):
+		}
+	}
+}
+
+// changelogsStable fails with kafkaio.ErrTimeout while a changelog is stable (its last
+// stable offset, what a read_committed restore reads up to) only below records the store
+// has applied: the transaction that committed them is still being completed.
+func (a *Agent) changelogsStable(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, partitions int32) error {
+	tr, err := a.changelogReader(k)
 	if err != nil {
 		return err
 	}
+	defer tr.Close()
+	_, err = a.changelogReads(ctx, db, b, tr, partitions)
+	return err
+}
+
+func (a *Agent) changelogReader(k *kafkaClients) (*kafkaio.TopicReader, error) {
+	cfg, err := kafkaio.SaramaConfig(a.cfg, kafkaio.RoleConsumer)
+	if err != nil {
+		return nil, err
+	}
 	tr, err := kafkaio.NewTopicReader(k.brokers, cfg)
 	if err != nil {
-		return fmt.Errorf("restore: %w", err)
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	return tr, nil
+}
+
+// restoreOnce is one try of restore.
+func (a *Agent) restoreOnce(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, partitions int32) error {
+	tr, err := a.changelogReader(k)
+	if err != nil {
+		return err
 	}
 	defer tr.Close()
 	reads, err := a.changelogReads(ctx, db, b, tr, partitions)
@@ -201,7 +255,12 @@ func (a *Agent) replay(ctx context.Context, db *state.DB, tr *kafkaio.TopicReade
 }
 
 // changelogReads finds, for every logged store partition, what of its changelog to replay.
-// A store partition ahead of its changelog is wiped and replayed whole.
+// A store partition ahead of its changelog is wiped and replayed whole. One that has
+// applied records below the changelog's high-water mark but beyond its last stable offset
+// is an error wrapping kafkaio.ErrTimeout: the transaction that committed them has not
+// written its commit markers yet (its coordinator is moving), and a restore to the last
+// stable offset would leave them out while the consumer's committed offsets, stable only
+// once the markers are written, already count them.
 func (a *Agent) changelogReads(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, tr *kafkaio.TopicReader, partitions int32) ([]changelogRead, error) {
 	var reads []changelogRead
 	for _, spec := range b.Stores() {
@@ -220,6 +279,7 @@ func (a *Agent) changelogReads(ctx context.Context, db *state.DB, b *pipeline.St
 		if err != nil {
 			return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
 		}
+		var hwms map[pipeline.TopicPartition]int64
 		for p := int32(0); p < partitions; p++ {
 			applied, ok, err := db.ChangelogOffset(name, p)
 			if err != nil {
@@ -230,6 +290,15 @@ func (a *Agent) changelogReads(ctx context.Context, db *state.DB, b *pipeline.St
 				from = applied + 1
 			}
 			if end := ends[tps[p]]; from > end {
+				if hwms == nil {
+					if hwms, err = tr.HighWaterMarks(ctx, tps); err != nil {
+						return nil, fmt.Errorf("high-water marks of %s: %w", topic, err)
+					}
+				}
+				if from <= hwms[tps[p]] {
+					return nil, fmt.Errorf("%w: store %s partition %d has applied %s-%d up to offset %d, committed, but it is stable only up to offset %d: the transaction that committed it is still being completed",
+						kafkaio.ErrTimeout, name, p, topic, p, applied, end)
+				}
 				// The store has applied changelog records the topic no longer has (the topic
 				// was deleted or recreated): its contents cannot be trusted, so it is rebuilt.
 				a.log.Warn("store partition is ahead of its changelog; wiping it and restoring from the changelog",

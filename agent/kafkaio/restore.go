@@ -109,6 +109,20 @@ func (tr *TopicReader) EndOffsets(ctx context.Context, tps []pipeline.TopicParti
 	return ends, nil
 }
 
+// HighWaterMarks returns the end of each partition as a read_uncommitted consumer sees it:
+// past the records of transactions still open or being completed, which EndOffsets stops
+// before.
+func (tr *TopicReader) HighWaterMarks(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+	if len(tps) == 0 {
+		return map[pipeline.TopicPartition]int64{}, nil
+	}
+	hwms, err := listOffsetsAt(ctx, tr.client, tps, sarama.OffsetNewest, sarama.ReadUncommitted)
+	if err != nil {
+		return nil, fmt.Errorf("high-water marks: %w", err)
+	}
+	return hwms, nil
+}
+
 // readCommittedClient connects with a copy of cfg set to read_committed, which needs
 // Kafka 0.11 (transactions) or later.
 func readCommittedClient(brokers []string, cfg *sarama.Config) (sarama.Client, error) {
@@ -172,6 +186,11 @@ func fetchBlock(ctx context.Context, client sarama.Client, offset int64, tp pipe
 // listOffsets asks each partition's leader for its read_committed offset at time
 // (sarama.OffsetNewest: the last stable offset; sarama.OffsetOldest: the log start).
 func listOffsets(ctx context.Context, client sarama.Client, tps []pipeline.TopicPartition, at int64) (map[pipeline.TopicPartition]int64, error) {
+	return listOffsetsAt(ctx, client, tps, at, sarama.ReadCommitted)
+}
+
+// listOffsetsAt is listOffsets at an isolation level.
+func listOffsetsAt(ctx context.Context, client sarama.Client, tps []pipeline.TopicPartition, at int64, isolation sarama.IsolationLevel) (map[pipeline.TopicPartition]int64, error) {
 	out := make(map[pipeline.TopicPartition]int64, len(tps))
 	err := withRetries(ctx, client, tps, func() error {
 		byLeader := make(map[*sarama.Broker][]pipeline.TopicPartition)
@@ -187,7 +206,7 @@ func listOffsets(ctx context.Context, client sarama.Client, tps []pipeline.Topic
 		}
 		for leader, parts := range byLeader {
 			req := sarama.NewOffsetRequest(client.Config().Version)
-			req.IsolationLevel = sarama.ReadCommitted
+			req.IsolationLevel = isolation
 			for _, tp := range parts {
 				req.AddBlock(tp.Topic, tp.Partition, at, 1)
 			}
