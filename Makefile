@@ -80,9 +80,12 @@ kafka-down:
 BENCH_MICRO := $(or $(TMPDIR),/tmp)/stoatflow-bench-micro.txt
 BENCH_FLAGS ?=
 # The long fault-injection run: 50 SIGKILLs at random points (make test runs 6), and 50
-# cycles of killing or freezing the active of three agents (make test runs 3).
+# cycles of killing or freezing the active of three agents (make test runs 3); then each
+# fault of the 3-node Apache Kafka cluster (docs/reliability.md) 5 times into one running
+# agent (make test runs each once).
 soak:
 	STOATFLOW_SOAK_KILLS=50 $(GO) test -timeout 60m -count=1 -v -run '^TestFault' ./agent/
+	STOATFLOW_KAFKA_FAULT_ROUNDS=5 $(MAKE) test-kafka KAFKA_PKGS=./agent/ KAFKA_RUN='^TestKafkaFault' KAFKA_FLAGS='-v -timeout 90m'
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/... ./luart/... ./state/... ./agent/console/ > $(BENCH_MICRO) || (cat $(BENCH_MICRO); exit 1)

@@ -8,8 +8,10 @@
 package agent
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -25,8 +27,9 @@ import (
 
 // replicaProcess is one agent process of a three-agent application.
 type replicaProcess struct {
-	config string // path of its agent.toml
-	addr   string // its HTTP listener and application.server
+	config string    // path of its agent.toml
+	addr   string    // its HTTP listener and application.server
+	stderr io.Writer // its log; nil: the test's stderr
 	cmd    *exec.Cmd
 }
 
@@ -34,7 +37,7 @@ func (p *replicaProcess) start(t *testing.T) {
 	t.Helper()
 	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	p.cmd.Env = append(os.Environ(), "STOATFLOW_TEST_AGENT_CONFIG="+p.config)
-	p.cmd.Stderr = os.Stderr
+	p.cmd.Stderr = cmp.Or(p.stderr, io.Writer(os.Stderr))
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
