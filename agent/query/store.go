@@ -1,6 +1,7 @@
 package query
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -157,7 +158,7 @@ func (k kvPartition) get(key []byte) (kvEntry, bool, error) {
 }
 
 // rng iterates [from, to] (nil = open) of a plain or timestamped store; versioned stores
-// range through VersionedView.Range, which only IQv2's RangeQuery uses so far.
+// range through VersionedView.Range (queryStore.versionedOpener).
 func (k kvPartition) rng(from, to []byte, reverse bool) (*state.KeyValueIterator, error) {
 	switch {
 	case k.plain != nil:
@@ -165,7 +166,7 @@ func (k kvPartition) rng(from, to []byte, reverse bool) (*state.KeyValueIterator
 	case k.ts != nil:
 		return k.ts.Range(from, to, reverse), nil
 	}
-	return nil, notSupported("range reads of versioned stores under /v1 (POST /v2/query with a RangeQuery answers them)")
+	return nil, errors.New("a versioned store ranges over its latest versions (queryStore.versionedOpener)")
 }
 
 // position is the changelog offset the store partition has applied, in Kafka Streams'

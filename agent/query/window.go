@@ -44,6 +44,25 @@ func (s *queryStore) fetchKey(p int32, level state.IsolationLevel, key []byte, f
 	return nil, fmt.Errorf("store %s is a %s store, not a window or session store", s.name, s.typeName)
 }
 
+// allWindows iterates every window (or session) of partition p.
+func (s *queryStore) allWindows(p int32, level state.IsolationLevel) (windowCursor, error) {
+	switch {
+	case isWindow(s.spec):
+		st, err := s.db.WindowStore(s.spec, p)
+		if err != nil {
+			return nil, err
+		}
+		return st.View(level).All(false), nil
+	case s.spec.Type == pipeline.SessionStoreType:
+		st, err := s.db.SessionStore(s.spec, p)
+		if err != nil {
+			return nil, err
+		}
+		return st.View(level).FetchRange(nil, nil, false), nil
+	}
+	return nil, fmt.Errorf("store %s is a %s store, not a window or session store", s.name, s.typeName)
+}
+
 func (s *queryStore) windowItem(it windowCursor) (WindowItem, error) {
 	k, err := s.key.jsonValue(it.Key())
 	if err != nil {
