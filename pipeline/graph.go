@@ -25,6 +25,9 @@ type Node struct {
 	Pattern string
 	Topic   string // sinks: fixed topic ("" with a topic extractor)
 	Stores  []string
+	// ReadsGlobal are the global stores a processor reads (a join with a global table): not
+	// in Stores, since Kafka Streams connects no processor to a global store.
+	ReadsGlobal []string
 	// Internal marks the nodes of a repartition topic, which StoatFlow keeps in memory.
 	Internal bool
 	Parents  []*Node
