@@ -46,7 +46,8 @@ func (sv *server) api(params []string, h apiHandler) http.Handler {
 	})
 }
 
-// storeAt resolves a request's {store} and its ?isolation level.
+// storeAt resolves a request's {store}, its ?isolation level and whether it allows stale
+// stores (StaleParam).
 func (sv *server) storeAt(r *http.Request) (*queryStore, state.IsolationLevel, *apiError) {
 	s, e := sv.lookupStore(r.PathValue("store"))
 	if e != nil {
@@ -55,6 +56,13 @@ func (sv *server) storeAt(r *http.Request) (*queryStore, state.IsolationLevel, *
 	level, e := sv.isolation(r.URL.Query().Get("isolation"))
 	if e != nil {
 		return nil, 0, e
+	}
+	if v := r.URL.Query().Get(StaleParam); v != "" {
+		stale, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, 0, badParam(StaleParam, "%q is not true or false", v)
+		}
+		s.replicas.stale = stale
 	}
 	return s, level, nil
 }
@@ -148,6 +156,9 @@ func (sv *server) getKey(w http.ResponseWriter, r *http.Request) *apiError {
 		return badParam("key", "%v", err)
 	}
 	for _, p := range s.searchOrder(key) {
+		if e := s.replicas.check(p); e != nil {
+			return e
+		}
 		kp, err := s.kv(p, level)
 		if err != nil {
 			return storeError(err)
@@ -161,6 +172,7 @@ func (sv *server) getKey(w http.ResponseWriter, r *http.Request) *apiError {
 			if err != nil {
 				return storeError(err)
 			}
+			item.Lags = s.replicas.lags
 			sv.opts.WriteJSON(w, http.StatusOK, item)
 			return nil
 		}
@@ -173,6 +185,9 @@ func (sv *server) getKey(w http.ResponseWriter, r *http.Request) *apiError {
 // with a live latest version, a window store's windows, a session store's sessions.
 func (sv *server) countKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	s, level, e := sv.storeAt(r)
+	if e == nil {
+		e = s.replicas.checkAll(s.partitions)
+	}
 	if e != nil {
 		return e
 	}
@@ -190,7 +205,7 @@ func (sv *server) countKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return asAPIError(err)
 	}
-	sv.opts.WriteJSON(w, http.StatusOK, Count{Count: n})
+	sv.opts.WriteJSON(w, http.StatusOK, Count{Count: n, Lags: s.replicas.lags})
 	return nil
 }
 
@@ -309,6 +324,9 @@ func (sv *server) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	q := r.URL.Query()
 	rp, e := s.parseRange(q)
+	if e == nil {
+		e = s.replicas.checkAll(s.partitions)
+	}
 	if e != nil {
 		return e
 	}
@@ -346,7 +364,7 @@ func (sv *server) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 			return e, nil
 		})
 	}
-	var end PageEnd
+	end := PageEnd{Lags: s.replicas.lags}
 	switch {
 	case err != nil:
 		// The status line is gone: the error follows the items that were read.

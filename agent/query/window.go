@@ -119,6 +119,9 @@ func (sv *server) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError
 		}
 	}
 	for _, p := range s.searchOrder(key) {
+		if e := s.replicas.check(p); e != nil {
+			return e
+		}
 		it, err := s.fetchKey(p, level, key, from, to, backward)
 		if err != nil {
 			return storeError(err)
@@ -135,7 +138,7 @@ func (sv *server) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError
 		out := startItems(w)
 		err = s.streamWindows(out, it, pacerOf(r.Context()))
 		it.Close()
-		var end PageEnd
+		end := PageEnd{Lags: s.replicas.lags}
 		if err != nil {
 			e := asAPIError(err)
 			end.Error, end.Code = e.msg, e.code
@@ -144,7 +147,7 @@ func (sv *server) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError
 		_ = out.end(end)
 		return nil
 	}
-	_ = startItems(w).end(PageEnd{})
+	_ = startItems(w).end(PageEnd{Lags: s.replicas.lags})
 	return nil
 }
 
