@@ -164,6 +164,13 @@ func readInStoreBrowser(t *testing.T, ctx context.Context, ra *runningAgent, spe
 	case pipeline.KeyValueStoreType, pipeline.TimestampedKeyValueStoreType:
 		read("get", key, "=== 1", key)
 		read("range", "", ">= 1", "")
+		// A value the tap showed and one the store holds agree on the JSON type of the
+		// fields they share (a long is a number in both, as the store's serde has it).
+		checkJS(t, ctx, "the tap and store "+spec.Name+" showing shared fields alike", `(() => {
+		  const objects = (sel, col) => [...document.querySelectorAll(sel)].map((r) => {
+		    try { const v = JSON.parse(r.children[col].textContent); return v && typeof v === "object" ? v : null; } catch { return null; } }).filter((v) => v);
+		  const tapped = objects("#tap-records tr", 2), stored = objects("#query-result tr", 1);
+		  return tapped.every((a) => stored.every((b) => Object.keys(a).every((k) => !(k in b) || typeof a[k] === typeof b[k]))); })()`)
 	case pipeline.VersionedKeyValueStoreType:
 		read("get", key, "=== 1", key)
 		read("range", "", ">= 1", "")
