@@ -588,14 +588,24 @@ async function loadTopology() {
 }
 
 async function loadStores() {
+  let ready = true;
   try {
     stores = await get("/v1/stores");
   } catch (err) {
     if (err.code !== "not_ready") throw err;
     stores = [];
+    ready = false;
   }
   fillSelect($("query-store"), stores.map((s) => s.name));
   showReads();
+  // A topology without stores (a stateless one) has nothing to browse.
+  const none = ready && !stores.length;
+  $("query-form").hidden = none;
+  $("query-table").hidden = none;
+  $("count-refresh").hidden = none;
+  $("store-table").hidden = none;
+  if (none) $("query-note").textContent = "The topology has no state stores.";
+  $("state-none").hidden = !none;
 }
 
 let polling = null;
