@@ -27,10 +27,6 @@ func storeError(err error) *apiError {
 	return &apiError{http.StatusInternalServerError, "store_error", err.Error()}
 }
 
-func notSupported(format string, args ...any) *apiError {
-	return &apiError{http.StatusNotImplemented, "not_supported", "not supported yet: " + fmt.Sprintf(format, args...)}
-}
-
 // unknownStore is Kafka Streams' UnknownStateStoreException.
 func unknownStore(name string) *apiError {
 	return &apiError{http.StatusNotFound, "unknown_store",
