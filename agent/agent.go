@@ -76,6 +76,9 @@ type Agent struct {
 	taps     *console.Taps
 	// group is the agent's role in its latest generation (standby.go); nil before the first.
 	group atomic.Pointer[kafkaio.GroupRole]
+	// copies are, while a warm standby follows the changelogs, the store partitions it
+	// follows and how far each trails, as of its latest round (standby.go); nil otherwise.
+	copies atomic.Pointer[map[state.ChangelogPartition]query.LagInfo]
 }
 
 // New prepares an agent; nothing is started until Run.

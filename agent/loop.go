@@ -355,15 +355,20 @@ func (l *loop) publishTime() {
 		_ = l.topo.AdvanceWatermark()
 	}
 	view := l.topo.Time()
-	lags := l.k.consumer.Lag()
+	lags, positions := l.k.consumer.Lag(), l.k.consumer.Positions()
 	out := &console.TimeStatus{Watermark: view.Watermark, Partitions: make([]console.PartitionStatus, len(view.Partitions))}
 	for i, p := range view.Partitions {
-		lag, ok := lags[pipeline.TopicPartition{Topic: p.Topic, Partition: p.Partition}]
+		tp := pipeline.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+		lag, ok := lags[tp]
 		if !ok {
 			lag = -1
 		}
+		pos, ok := positions[tp]
+		if !ok {
+			pos = -1
+		}
 		out.Partitions[i] = console.PartitionStatus{Topic: p.Topic, Partition: p.Partition, StreamTime: p.StreamTime,
-			Idle: p.Idle, HoldsBack: p.HoldsBack, Lag: lag}
+			Idle: p.Idle, HoldsBack: p.HoldsBack, Lag: lag, Position: pos}
 	}
 	l.a.time.Store(out)
 	m := l.a.metrics

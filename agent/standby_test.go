@@ -349,6 +349,128 @@ num.standby.replicas = 0`)
 	}
 }
 
+// A warm standby answers store queries that allow stale stores (enableStaleStores) from
+// its copy, which once caught up holds the active's counts, with each partition's lag as
+// it knows it; without the opt-in it still points at the active. Both agents name the
+// standby's host in key metadata. A cold standby keeps no copy to answer from.
+func TestStandbyAnswersStaleReads(t *testing.T) {
+	brokers := testBroker(t, 3, "in", "out")
+	cfgs := replicaConfigs(t, brokers, countScript, 3, `processing.guarantee = "exactly_once_v2"`)
+	const keys = 12
+	active := startAgentUntil(t, cfgs[0], metrics.New(), StateRunning)
+	defer active.stop(t)
+	warm := startAgentUntil(t, cfgs[1], metrics.New(), StateStandby)
+	defer warm.stop(t)
+	produceKeys(t, brokers, 3, 60, keys, 0, "v")
+	checkExactCounts(t, brokers, wantCounts(60, keys))
+	pollFor(t, 30*time.Second, "the warm standby at the changelogs' end", func() bool {
+		r := warm.a.group.Load()
+		return r != nil && r.Warm && warm.a.statePosition() == active.a.statePosition()
+	})
+	base, activeBase := agentBase(t, warm), agentBase(t, active)
+
+	// The changelogs' end offsets, read by another client: a caught-up copy stands there.
+	client, err := sarama.NewClient(brokers, saramaTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	changelog := cfgs[0].ApplicationID + "-counts-changelog"
+	ends := map[string]int64{}
+	for p := range int32(3) {
+		end, err := client.GetOffset(changelog, p, sarama.OffsetNewest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends[strconv.Itoa(int(p))] = end
+	}
+	checkLags := func(what string, lags any, partitions int) {
+		t.Helper()
+		m, _ := lags.(map[string]any)
+		if len(m) != partitions {
+			t.Fatalf("%s: lags %v, want %d partitions", what, lags, partitions)
+		}
+		for p, l := range m {
+			l, _ := l.(map[string]any)
+			cur, end, lag := l["currentOffsetPosition"], l["endOffsetPosition"], l["offsetLag"]
+			if cur != float64(ends[p]) || end != float64(ends[p]) || lag != float64(0) {
+				t.Fatalf("%s: partition %s lag %v, want caught up at the changelog's end %d", what, p, l, ends[p])
+			}
+		}
+	}
+
+	for k := range keys {
+		key := fmt.Sprintf("k%d", k)
+		if st, o := getJSON(t, base+"/v1/stores/counts/keys/"+key); st != http.StatusServiceUnavailable || o["code"] != "standby" ||
+			!strings.Contains(fmt.Sprint(o["error"]), "staleStores=true") {
+			t.Fatalf("%s without stale stores: %d %v, want 503 standby suggesting them", key, st, o)
+		}
+		_, want := getJSON(t, activeBase+"/v1/stores/counts/keys/"+key)
+		st, o := getJSON(t, base+"/v1/stores/counts/keys/"+key+"?staleStores=true")
+		if st != http.StatusOK || o["value"] != want["value"] || o["value"] != float64(5) || o["partition"] != want["partition"] {
+			t.Fatalf("stale read of %s: %d %v, want the active's %v", key, st, o, want)
+		}
+		checkLags("stale read of "+key, o["lags"], 1)
+	}
+	st, o := getJSON(t, base+"/v1/stores/counts/keys?staleStores=true")
+	if items, _ := o["items"].([]any); st != http.StatusOK || len(items) != keys {
+		t.Fatalf("stale range: %d %v", st, o)
+	}
+	checkLags("stale range", o["lags"], 3)
+	st, o = getJSON(t, base+"/v1/stores/counts/count?staleStores=true")
+	if st != http.StatusOK || o["count"] != float64(keys) {
+		t.Fatalf("stale count: %d %v", st, o)
+	}
+	checkLags("stale count", o["lags"], 3)
+
+	// IQv2: "staleStores": true in the body; each partition's result has its lag.
+	resp, err := http.Post(base+"/v2/query", "application/json", strings.NewReader(`{"store":"counts","query":{"type":"KeyQuery","key":"k1"},"staleStores":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v2 struct {
+		PartitionResults []map[string]any `json:"partitionResults"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&v2)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || len(v2.PartitionResults) != 3 {
+		t.Fatalf("stale IQv2: %d %v %v", resp.StatusCode, v2, err)
+	}
+	found := 0
+	for _, r := range v2.PartitionResults {
+		if r["success"] != true {
+			t.Fatalf("stale IQv2 partition: %v", r)
+		}
+		if r["result"] == float64(5) {
+			found++
+		}
+		checkLags("stale IQv2", map[string]any{fmt.Sprint(r["partition"]): r["lag"]}, 1)
+	}
+	if found != 1 {
+		t.Fatalf("stale IQv2 found k1 in %d partitions: %v", found, v2)
+	}
+
+	// Key metadata on either agent: the active's host, and the warm standby's.
+	for _, b := range []string{base, activeBase} {
+		st, o := getJSON(t, b+"/v1/metadata/counts/k1")
+		if st != http.StatusOK || o["activeHost"] != cfgs[0].ApplicationServer || fmt.Sprint(o["standbyHosts"]) != "["+cfgs[1].ApplicationServer+"]" {
+			t.Fatalf("metadata at %s: %d %v, want active %s and standby %s", b, st, o, cfgs[0].ApplicationServer, cfgs[1].ApplicationServer)
+		}
+	}
+
+	// A third agent is a cold standby (num.standby.replicas = 1): it keeps no copy.
+	cold := startAgentUntil(t, cfgs[2], metrics.New(), StateStandby)
+	defer cold.stop(t)
+	pollFor(t, 30*time.Second, "the third agent cold", func() bool {
+		r := cold.a.group.Load()
+		return r != nil && !r.Warm && len(r.StandbyHosts) == 1
+	})
+	if st, o := getJSON(t, agentBase(t, cold)+"/v1/stores/counts/keys/k1?staleStores=true"); st != http.StatusServiceUnavailable ||
+		o["code"] != "standby" || !strings.Contains(fmt.Sprint(o["error"]), "this standby is cold") {
+		t.Fatalf("stale read of a cold standby: %d %v, want 503 standby saying it is cold", st, o)
+	}
+}
+
 // Without an application.server the active cannot be named as a host: a standby's metadata
 // query says so instead of naming itself, and /readyz names the active by instance only.
 func TestStandbyMetadataWithoutActiveHost(t *testing.T) {

@@ -262,6 +262,7 @@ func (s *KStream) joinGlobal(g *GlobalKTable, mapper ValueMapper, joiner ValueJo
 	if err != nil {
 		return nil, err
 	}
+	n.ReadsGlobal = []string{store}
 	return s.derive(n, Serdes{Key: s.serdes.Key}, s.keyChanged), nil
 }
 

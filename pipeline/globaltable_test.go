@@ -223,6 +223,15 @@ func TestDescribeGlobalStoreInterleavedByID(t *testing.T) {
 	if got := b.Describe().String(); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
+	// The printed description leaves the global store out of the join, as Kafka Streams'
+	// does; the JSON one and the drawings show that the join reads it.
+	join := b.Describe().Subtopologies[0].Nodes[1]
+	if join.Name != "KSTREAM-JOIN-0000000004" || fmt.Sprint(join.Stores, join.ReadsGlobal) != "[] [products-STATE-STORE-0000000001]" {
+		t.Fatalf("join %+v", join)
+	}
+	if dot := b.Describe().DOT(); !strings.Contains(dot, `"KSTREAM-JOIN-0000000004" -> "store:products-STATE-STORE-0000000001" [arrowhead=none, style=dotted];`) {
+		t.Fatalf("the drawing has no edge from the join to the global store:\n%s", dot)
+	}
 
 	// Declared first, the global store takes id 0 and is printed before sub-topology 1.
 	b = newTestBuilder()

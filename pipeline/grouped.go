@@ -178,6 +178,7 @@ func (g *KGroupedStream) aggregateWith(prefix string, m Materialized, name strin
 		return nil, err
 	}
 	b.stores[storeName] = st
+	n.valueSerde = serdes.Value
 	return &KTable{b: b, node: n, serdes: serdes, store: storeName, oldValues: &ov, versioned: m.Versioned}, nil
 }
 

@@ -163,6 +163,7 @@ func (g *KGroupedTable) aggregate(prefix string, m Materialized, name string, in
 	source.addChild(n)
 	serdes := b.orDefaults(Serdes{Key: keySerde, Value: m.Serdes.Value})
 	b.stores[storeName] = m.kvStoreSpec(storeName, serdes)
+	n.valueSerde = serdes.Value
 	return &KTable{b: b, node: n, serdes: serdes, store: storeName, oldValues: &ov, versioned: m.Versioned}, nil
 }
 

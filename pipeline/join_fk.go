@@ -114,6 +114,7 @@ func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner Va
 	proc.addChild(outNode)
 
 	serdes := Serdes{Key: orSerde(m.Serdes.Key, t.serdes.Key), Value: m.Serdes.Value}
+	outNode.valueSerde = serdes.Value
 	result := &KTable{b: b, node: outNode, serdes: serdes, oldValues: &ov, versioned: m.Versioned}
 	materialize := func(n string) {
 		out.store = n

@@ -115,6 +115,7 @@ func (t *KTable) JoinTable(other *KTable, joiner ValueJoinerWithKey, kind TableJ
 	otherNode.addChild(merge)
 
 	serdes := Serdes{Key: orSerde(m.Serdes.Key, t.serdes.Key), Value: m.Serdes.Value}
+	merge.valueSerde = serdes.Value
 	out := &KTable{b: b, node: merge, serdes: serdes, store: storeName, oldValues: &ov, versioned: m.Versioned}
 	if storeName != "" {
 		st := m.kvStoreSpec(storeName, b.orDefaults(serdes))

@@ -84,6 +84,7 @@ func (b *StreamsBuilder) Table(topic string, c Consumed, m Materialized) (*KTabl
 	if err != nil {
 		return nil, err
 	}
+	n.valueSerde = serdes.Value
 	t := &KTable{b: b, node: n, serdes: serdes, oldValues: &oldValues}
 	if err := t.materializeWith(spec, storeName, b.orDefaults(serdes), m); err != nil {
 		return nil, err
@@ -205,6 +206,7 @@ func (p *tableSource) processVersioned(rec Record) error {
 
 func (t *KTable) derive(n *Node, serdes Serdes) *KTable {
 	ov := false
+	n.valueSerde = serdes.Value
 	return &KTable{b: t.b, node: n, serdes: serdes, oldValues: &ov, parent: t, versioned: t.versioned}
 }
 
@@ -228,6 +230,7 @@ func (t *KTable) ToStream(name string) (*KStream, error) {
 		return nil, err
 	}
 	t.node.addChild(n)
+	n.valueSerde = t.serdes.Value
 	return &KStream{b: t.b, node: n, serdes: t.serdes}, nil
 }
 
@@ -310,6 +313,7 @@ func (t *KTable) MapValues(fn ValueMapper, name string) (*KTable, error) {
 		return nil, err
 	}
 	out.serdes = Serdes{Key: t.serdes.Key}
+	out.node.valueSerde = nil
 	out.derivedGetter = mappedGetter(t, fn)
 	return out, nil
 }
@@ -373,6 +377,7 @@ func (s *KStream) ToTable(name string, m Materialized) (*KTable, error) {
 		return nil, err
 	}
 	parent.addChild(n)
+	n.valueSerde = serdes.Value
 	t := &KTable{b: s.b, node: n, serdes: serdes, oldValues: &oldValues}
 	if err := t.materializeWith(spec, storeName, serdes, m); err != nil {
 		return nil, err

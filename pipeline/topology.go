@@ -114,6 +114,8 @@ type runtimeNode struct {
 	processed Counter
 	ctx       *Context
 	tap       TapFunc // nil unless someone watches what the node emits
+	// valueSerde is the serde the node's values are known to be written with (ValueSerde).
+	valueSerde Serde
 	// drops are the node's dropped-records counters, each fetched at its first drop.
 	drops [numDropReasons]Counter
 }
@@ -198,7 +200,7 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 	relaxed := map[*Node]bool{}
 	byNode := map[*Node]*runtimeNode{}
 	for _, n := range b.nodes {
-		rn := &runtimeNode{name: n.Name, processed: t.sensors.Processed(n.Name)}
+		rn := &runtimeNode{name: n.Name, processed: t.sensors.Processed(n.Name), valueSerde: n.valueSerde}
 		switch n.Kind {
 		case SourceNode:
 			if n.Internal {
@@ -207,6 +209,7 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 				rn.proc = &sourceProc{spec: n.source}
 			}
 		case SinkNode:
+			rn.valueSerde = n.sink.serdes.Value
 			if n.sink.repartitionTo != nil {
 				rn.proc = &repartitionSink{spec: n.sink}
 			} else {

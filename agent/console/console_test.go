@@ -110,6 +110,9 @@ func (f *fakeTopology) SetTap(node string, fn pipeline.TapFunc) error {
 	return nil
 }
 
+// ValueSerde: the fake's nodes have no serde known, their values show as they are.
+func (f *fakeTopology) ValueSerde(string) pipeline.Serde { return nil }
+
 func (f *fakeTopology) hook(node string) pipeline.TapFunc {
 	f.mu.Lock()
 	defer f.mu.Unlock()

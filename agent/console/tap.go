@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/pipeline/serdes"
+	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
 )
 
 // Taps lets clients watch the records leaving a node. While nobody watches a node, the
@@ -131,6 +133,7 @@ func (t *Taps) Changed() <-chan struct{} { return t.changed }
 // Tappable is the part of pipeline.Topology that Apply uses.
 type Tappable interface {
 	SetTap(node string, fn pipeline.TapFunc) error
+	ValueSerde(node string) pipeline.Serde
 }
 
 // Apply installs the hooks of the watched nodes in topo and removes the others. The
@@ -155,6 +158,7 @@ func (t *Taps) Apply(topo Tappable) {
 			nt = &nodeTap{taps: t, node: node, burst: max(float64(t.rate)/10, 1)}
 			t.installed[node] = nt
 		}
+		nt.serde = topo.ValueSerde(node)
 		// A node the running topology does not have (its watchers connected before a
 		// reload removed it) shows nothing.
 		_ = topo.SetTap(node, nt.see)
@@ -166,6 +170,7 @@ func (t *Taps) Apply(topo Tappable) {
 type nodeTap struct {
 	taps    *Taps
 	node    string
+	serde   pipeline.Serde // what the node's values are written with, nil when unknown
 	burst   float64
 	tokens  float64
 	last    int64 // the clock when tokens were last counted, 0 before the first record
@@ -185,6 +190,7 @@ func (n *nodeTap) see(rec pipeline.Record) {
 		return
 	}
 	n.tokens--
+	rec.Value = asWritten(n.serde, rec.Value)
 	ev, err := json.Marshal(newTapEvent(n.node, rec, n.skipped))
 	if err != nil {
 		ev = fmt.Appendf(nil, `{"node":%q,"error":%q}`, n.node, err.Error())
@@ -239,6 +245,41 @@ func newTapEvent(node string, rec pipeline.Record, skipped int64) TapEvent {
 		}
 	}
 	return ev
+}
+
+// asWritten is v as serde writes it and reads it back, where that can differ from v and
+// costs nothing but time: through a number serde or a Schema Registry serde's local schema
+// (never the registry). So a tap shows what a store or topic will hold, as the store browser
+// does: a long beyond 2^53, which Lua holds as a decimal string (docs/lua.md), is a number.
+// A value the serde cannot write is shown as it is; the node's sink or store reports it.
+func asWritten(serde pipeline.Serde, v any) any {
+	if c, ok := v.(pipeline.Change); ok {
+		c.New, c.Old = asWritten(serde, c.New), asWritten(serde, c.Old)
+		return c
+	}
+	if v == nil || serde == nil {
+		return v
+	}
+	switch s := serde.(type) {
+	case *schemas.Serde:
+		if out, err := s.Typed(v); err == nil {
+			return out
+		}
+	case serdes.Long, serdes.Integer, serdes.Double:
+		in := v
+		if g, ok := v.(interface{ Value() (any, error) }); ok {
+			var err error
+			if in, err = g.Value(); err != nil {
+				return v
+			}
+		}
+		if b, err := s.Serialize("", nil, in); err == nil {
+			if out, err := s.Deserialize("", nil, b); err == nil {
+				return out
+			}
+		}
+	}
+	return v
 }
 
 // tapValue turns a value flowing between nodes (what the serdes decoded, what callbacks
