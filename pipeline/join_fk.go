@@ -114,7 +114,7 @@ func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner Va
 	proc.addChild(outNode)
 
 	serdes := Serdes{Key: orSerde(m.Serdes.Key, t.serdes.Key), Value: m.Serdes.Value}
-	result := &KTable{b: b, node: outNode, serdes: serdes, oldValues: &ov, versioned: m.Versioned}
+	result := &KTable{b: b, node: outNode, serdes: serdes, oldValues: &ov, versioned: m.Versioned, source: true}
 	materialize := func(n string) {
 		out.store = n
 		result.store = n
