@@ -279,42 +279,38 @@ func (p *fkJoinThis) Process(rec Record) error {
 		ins   fkInstruction
 	}
 	var sends []send
-	changed := !bytes.Equal(oldBytes, newBytes)
+	// A nil foreign key serialises to nothing, which Kafka Streams compares as unlike an
+	// empty one.
+	changed := (oldFK == nil) != (newFK == nil) || !bytes.Equal(oldBytes, newBytes)
 	switch {
 	case p.spec.left:
-		// KIP-962: a left join answers every row, even one without a foreign key.
-		if c.Old != nil && oldFK != nil && changed {
-			sends = append(sends, send{oldFK, oldBytes, deleteAndPropagate})
+		// KIP-962: a left join answers every update, even of a row without a foreign key;
+		// the answer about the new foreign key replaces the result, so the old key's
+		// subscription goes without an answer of its own.
+		if c.Old == nil && c.New == nil {
+			return nil
 		}
-		if c.Old != nil || c.New != nil {
-			sends = append(sends, send{newFK, newBytes, propagateNullIfNoValue})
+		if oldFK != nil && changed {
+			sends = append(sends, send{oldFK, oldBytes, deleteNoPropagate})
 		}
-	case c.Old != nil && c.New != nil:
-		switch {
-		case oldFK == nil && newFK == nil:
-			p.ctx.Drop(DropNullForeignKey)
-		case oldFK == nil:
-			sends = append(sends, send{newFK, newBytes, propagateNullIfNoValue})
-		case newFK == nil:
-			sends = append(sends, send{oldFK, oldBytes, deleteAndPropagate})
-		default:
-			if changed {
-				sends = append(sends, send{oldFK, oldBytes, deleteNoPropagate})
-			}
-			sends = append(sends, send{newFK, newBytes, propagateNullIfNoValue})
-		}
-	case c.Old != nil:
-		if oldFK == nil {
-			p.ctx.Drop(DropNullForeignKey)
-		} else {
-			sends = append(sends, send{oldFK, oldBytes, deleteAndPropagate})
-		}
+		sends = append(sends, send{newFK, newBytes, propagateNullIfNoValue})
 	case c.New != nil:
-		if newFK == nil {
+		switch {
+		case newFK == nil:
 			p.ctx.Drop(DropNullForeignKey)
-		} else {
+			if oldFK != nil {
+				sends = append(sends, send{oldFK, oldBytes, deleteAndPropagate})
+			}
+		case oldFK != nil && changed:
+			// The old key's result goes unless the new key has a row.
+			sends = append(sends, send{oldFK, oldBytes, deleteNoPropagate}, send{newFK, newBytes, propagateNullIfNoValue})
+		default:
+			// The same foreign key (or a first one): without a right row there was no result
+			// to take back.
 			sends = append(sends, send{newFK, newBytes, propagateOnlyIfValue})
 		}
+	case oldFK != nil:
+		sends = append(sends, send{oldFK, oldBytes, deleteAndPropagate})
 	}
 	for _, s := range sends {
 		if err := p.apply(rec, c.New, s.fk, s.bytes, s.ins); err != nil {
@@ -354,21 +350,24 @@ func (p *fkJoinThis) apply(rec Record, current, fk any, fkBytes []byte, ins fkIn
 			if err := subs.bytes.Put(sk, nil, rec.Timestamp, nil); err != nil {
 				return err
 			}
-		} else {
-			if err := subs.bytes.Put(sk, binary.BigEndian.AppendUint32(nil, uint32(respPart)), rec.Timestamp, nil); err != nil {
-				return err
-			}
-			other, err := p.ctx.store(p.spec.other, part)
-			if err != nil {
-				return err
-			}
-			v, vts, found, err := other.Get(fk)
-			if err != nil {
-				return err
-			}
-			if found && v != nil {
-				foreign, ts = v, max(ts, vts)
-			}
+		} else if err := subs.bytes.Put(sk, binary.BigEndian.AppendUint32(nil, uint32(respPart)), rec.Timestamp, nil); err != nil {
+			return err
+		}
+		if ins == deleteNoPropagate {
+			return nil
+		}
+		// Every answer, a removal's too, is timed max(left, right) when the right row
+		// exists (SubscriptionJoinProcessorSupplier).
+		other, err := p.ctx.store(p.spec.other, part)
+		if err != nil {
+			return err
+		}
+		v, vts, found, err := other.Get(fk)
+		if err != nil {
+			return err
+		}
+		if found && v != nil {
+			foreign, ts = v, max(ts, vts)
 		}
 	}
 	switch ins {
