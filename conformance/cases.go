@@ -88,6 +88,6 @@ var Cases = []*Case{
 	// The Processor API, punctuation, headers.
 	{Name: "punctuate_stream_time", Inputs: one("in", vals), Defect: "punctuation not on Kafka's PunctuationSchedule grid: issue 33 item 3, being fixed on another branch"},
 	{Name: "punctuate_wall_clock", Inputs: one("in", vals), Wall: true, Defect: "punctuation not on Kafka's PunctuationSchedule grid: issue 33 item 3, being fixed on another branch"},
-	{Name: "headers_store", Inputs: one("in", vals), Defect: "ctx:forward with the headers a headers-aware store's get returned loses repeated header names and their order"},
+	{Name: "headers_store", Inputs: one("in", vals)},
 	{Name: "headers_partitioner", Inputs: one("in", vals)},
 }
