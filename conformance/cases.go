@@ -43,7 +43,7 @@ var Cases = []*Case{
 
 	// Aggregations of streams and tables, cogroups.
 	{Name: "reduce_concat", Inputs: one("in", vals)},
-	{Name: "aggregate_groupby", Inputs: one("in", vals), Defect: "describe(): groupBy's Grouped name does not name the key-selecting processor (Kafka: by-first; StoatFlow: KSTREAM-KEY-SELECT-0000000001)"},
+	{Name: "aggregate_groupby", Inputs: one("in", vals)},
 	{Name: "table_groupby_count", Inputs: one("in", tableVal)},
 	{Name: "table_groupby_reduce", Inputs: one("nums", longIn(0.2, -20, 20))},
 	{Name: "table_groupby_aggregate", Inputs: one("in", tableVal)},
