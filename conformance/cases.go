@@ -36,7 +36,7 @@ var Cases = []*Case{
 	{Name: "merge", Inputs: two("left", "right", vals, vals)},
 	{Name: "topic_extractor", Inputs: one("in", vals), Differences: []Difference{lambdaExtractor}},
 	{Name: "invalid_utf8", Inputs: one("in", utf8Val), Defect: "the string serde refuses invalid UTF-8 (a deserialization error) where Java decodes it to U+FFFD: being fixed on another branch"},
-	{Name: "repartition", Inputs: one("in", vals), Defect: "describe(): after a named repartition, groupByKey's aggregation is numbered one higher than Kafka's (KSTREAM-AGGREGATE-0000000006, Kafka 5)"},
+	{Name: "repartition", Inputs: one("in", vals)},
 	{Name: "long_values", Inputs: one("in", longIn(0.1, -50, 50))},
 	{Name: "processing_error", Inputs: one("in", boomVal)},
 	{Name: "deserialization_error", Inputs: one("in", badLong)},

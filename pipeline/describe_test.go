@@ -69,7 +69,9 @@ func TestDescribeNamedRepartitionAndSplit(t *testing.T) {
 		"Source: KSTREAM-SOURCE-0000000000 (topics: [in, in2])\n      --> by-user-repartition-filter\n",
 		"Sink: by-user-repartition-sink (topic: by-user-repartition)\n",
 		"  Sub-topology: 1\n    Source: by-user-repartition-source (topics: [by-user-repartition])\n      --> route-\n",
-		"    Processor: route- (stores: [])\n      --> route-0, route-a\n",
+		"    Processor: route- (stores: [])\n      --> route-a, route-0\n",
+		// A named repartition takes no index (KStreamImpl#doRepartition): the sinks are 7 and 8.
+		"Sink: KSTREAM-SINK-0000000007 (topic: out-a)\n      <-- route-a\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Fatalf("describe:\n%s\nmissing:\n%s", got, want)
