@@ -197,6 +197,8 @@ func TestGlobalTableErrors(t *testing.T) {
 	}
 }
 
+// The text is Kafka Streams 4.4's describe() of the same topology, which names an inner
+// GlobalKTable join KSTREAM-LEFTJOIN- too.
 func TestDescribeGlobalStoreInterleavedByID(t *testing.T) {
 	b := newTestBuilder()
 	s, _ := b.Stream([]string{"orders"}, Consumed{})
@@ -206,12 +208,12 @@ func TestDescribeGlobalStoreInterleavedByID(t *testing.T) {
 	want := `Topologies:
    Sub-topology: 0
     Source: KSTREAM-SOURCE-0000000000 (topics: [orders])
-      --> KSTREAM-JOIN-0000000004
-    Processor: KSTREAM-JOIN-0000000004 (stores: [])
+      --> KSTREAM-LEFTJOIN-0000000004
+    Processor: KSTREAM-LEFTJOIN-0000000004 (stores: [])
       --> KSTREAM-SINK-0000000005
       <-- KSTREAM-SOURCE-0000000000
     Sink: KSTREAM-SINK-0000000005 (topic: out)
-      <-- KSTREAM-JOIN-0000000004
+      <-- KSTREAM-LEFTJOIN-0000000004
 
   Sub-topology: 1 for global store (will not generate tasks)
     Source: KSTREAM-SOURCE-0000000002 (topics: [products])
