@@ -20,6 +20,12 @@ var (
 	}()
 )
 
+// nonNullKeys are keys without null, for cases whose windows close on the watermark: a
+// null-key record, which a windowed aggregation drops, advances StoatFlow's watermark but not
+// Kafka's observed stream time of the operators after the aggregation, so the two close
+// windows at different records (the global watermark, a documented difference: DESIGN §5).
+var nonNullKeys = oneOf(0, "a", "b", "c", "d", "e")
+
 func one(name string, value Gen) []Topic { return []Topic{{Name: name, Key: keys, Value: value}} }
 
 func two(a, b string, va, vb Gen) []Topic {
@@ -62,7 +68,7 @@ var Cases = []*Case{
 	{Name: "session_reduce", Inputs: one("in", vals), Defect: "session-window results carry the input record's headers; Kafka 4.4's carry none"},
 	{Name: "session_count", Inputs: one("in", vals), Defect: "session-window results carry the input record's headers; Kafka 4.4's carry none"},
 	{Name: "session_aggregate", Inputs: one("in", vals), Defect: "session-window results carry the input record's headers; Kafka 4.4's carry none"},
-	{Name: "suppress_window_close", Inputs: one("in", vals), Defect: "the Java twin fails with a ClassCastException in its windowed count (the case's Java side needs fixing, not StoatFlow)"},
+	{Name: "suppress_window_close", Inputs: []Topic{{Name: "in", Key: nonNullKeys, Value: vals}}},
 	{Name: "suppress_time_limit", Inputs: one("in", vals)},
 	{Name: "emit_on_window_close", Inputs: one("in", vals), Differences: []Difference{emitNoHeaders}, Defect: "the window store no longer holds an emitted window that Kafka's still holds within its retention"},
 	{Name: "sliding_emit_on_close", Inputs: one("in", vals), Defect: "final results come out earlier than in Kafka 4.4 (not analysed yet; Kafka's wall-clock emit throttle is the first suspect)"},
