@@ -1,5 +1,7 @@
 package conformance
 
+import "github.com/stoatflow/stoatflow/pipeline"
+
 // Values of the cases: short words (some of three letters, which several filters single
 // out), a value that makes processing_error's mapper throw, strings with invalid UTF-8.
 var (
@@ -46,6 +48,10 @@ var Cases = []*Case{
 	{Name: "long_values", Inputs: one("in", longIn(0.1, -50, 50))},
 	{Name: "processing_error", Inputs: one("in", boomVal)},
 	{Name: "deserialization_error", Inputs: one("in", badLong)},
+	{Name: "processing_error_continue", Inputs: one("in", boomVal), Differences: []Difference{deadLetterErrors},
+		Handlers: pipeline.ExceptionHandlers{ContinueOnProcessingError: true, DeadLetterQueueTopic: dlqTopic}},
+	{Name: "deserialization_error_continue", Inputs: one("in", badLong), Differences: []Difference{deadLetterErrors},
+		Handlers: pipeline.ExceptionHandlers{ContinueOnDeserializationError: true, DeadLetterQueueTopic: dlqTopic}},
 
 	// Aggregations of streams and tables, cogroups.
 	{Name: "reduce_concat", Inputs: one("in", vals)},
