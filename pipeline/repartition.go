@@ -148,6 +148,14 @@ func (p *repartitionSink) Init(ctx *Context) error {
 }
 
 func (p *repartitionSink) Process(rec Record) error {
+	if p.spec.route != nil {
+		part, err := p.spec.route(p.ctx, rec)
+		if err != nil {
+			return err
+		}
+		rec.Partition = part
+		return p.target.process(rec)
+	}
 	if p.spec.partitioner != nil {
 		parts, ok, err := p.spec.partitioner(p.spec.topic, rec, p.partitions)
 		if err != nil {
