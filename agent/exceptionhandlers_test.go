@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,35 +38,35 @@ var handlerCases = []handlerCase{
 	{"deserialization json", `local s = require("stoat")
 local b = s.builder()
 b:stream("in", {valueSerde = "json"}):to("out", {valueSerde = "json"})
-return b`, []byte(`{"half":`), "deserialization.exception.handler", metrics.DropDeserialization, ExceptionDeserialization, "cannot deserialize value", ""},
+return b`, []byte(`{"half":`), "deserialization.exception.handler", metrics.DropDeserialization, pipeline.ExceptionDeserialization, "cannot deserialize value", ""},
 	{"processing lua", `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):mapValues(function(v)
   if v == "bad" then error("bad value") end
   return v
 end):to("out")
-return b`, []byte("bad"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "p.lua:4: bad value", ""},
+return b`, []byte("bad"), "processing.exception.handler", metrics.DropProcessing, pipeline.ExceptionProcessing, "p.lua:4: bad value", ""},
 	{"processing timeout", `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):mapValues(function(v)
   if v == "hang" then while true do end end
   return v
 end):to("out")
-return b`, []byte("hang"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "time budget", ""},
+return b`, []byte("hang"), "processing.exception.handler", metrics.DropProcessing, pipeline.ExceptionProcessing, "time budget", ""},
 	// The budget covers what a callback forwards into, so a forward loop is stopped too.
 	{"processing forward loop", `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):process({process = function(ctx, k, v)
   repeat ctx:forward(k, v) until v ~= "loop"
 end}):filter(function(k, v) return v ~= "loop" end):to("out")
-return b`, []byte("loop"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "p.lua:4: Lua call exceeded its time budget", ""},
+return b`, []byte("loop"), "processing.exception.handler", metrics.DropProcessing, pipeline.ExceptionProcessing, "p.lua:4: Lua call exceeded its time budget", ""},
 	{"processing memory", `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):mapValues(function(v)
   if v == "big" then return string.rep("x", 2^40) end
   return v
 end):to("out")
-return b`, []byte("big"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "p.lua:4: string.rep would build 1.0 TiB, more than the Lua memory budget", ""},
+return b`, []byte("big"), "processing.exception.handler", metrics.DropProcessing, pipeline.ExceptionProcessing, "p.lua:4: string.rep would build 1.0 TiB, more than the Lua memory budget", ""},
 }
 
 // node is the node the case's drops are counted at: the source that could not read the
@@ -236,21 +235,21 @@ func checkDeadLetter(t *testing.T, m *sarama.ConsumerMessage, tc handlerCase, ba
 		names = append(names, string(x.Key))
 		h[string(x.Key)] = string(x.Value)
 	}
-	wantNames := []string{"trace", "empty", HeaderErrorsException, HeaderErrorsMessage, HeaderErrorsStacktrace,
-		HeaderErrorsTopic, HeaderErrorsPartition, HeaderErrorsOffset}
+	wantNames := []string{"trace", "empty", pipeline.HeaderErrorsException, pipeline.HeaderErrorsMessage, pipeline.HeaderErrorsStacktrace,
+		pipeline.HeaderErrorsTopic, pipeline.HeaderErrorsPartition, pipeline.HeaderErrorsOffset}
 	if !slices.Equal(names, wantNames) {
 		t.Fatalf("dead-letter headers %q, want %q", names, wantNames)
 	}
-	want := map[string]string{"trace": fmt.Sprintf("t%d", bad), "empty": "", HeaderErrorsException: tc.exception,
-		HeaderErrorsTopic: "in", HeaderErrorsPartition: "0", HeaderErrorsOffset: fmt.Sprint(bad)}
+	want := map[string]string{"trace": fmt.Sprintf("t%d", bad), "empty": "", pipeline.HeaderErrorsException: tc.exception,
+		pipeline.HeaderErrorsTopic: "in", pipeline.HeaderErrorsPartition: "0", pipeline.HeaderErrorsOffset: fmt.Sprint(bad)}
 	for k, v := range want {
 		if h[k] != v {
 			t.Errorf("header %s = %q, want %q", k, h[k], v)
 		}
 	}
-	if !strings.Contains(h[HeaderErrorsMessage], tc.message) || !strings.Contains(h[HeaderErrorsStacktrace], tc.message) {
-		t.Errorf("headers %s = %q, %s = %q, want both to contain %q", HeaderErrorsMessage, h[HeaderErrorsMessage],
-			HeaderErrorsStacktrace, h[HeaderErrorsStacktrace], tc.message)
+	if !strings.Contains(h[pipeline.HeaderErrorsMessage], tc.message) || !strings.Contains(h[pipeline.HeaderErrorsStacktrace], tc.message) {
+		t.Errorf("headers %s = %q, %s = %q, want both to contain %q", pipeline.HeaderErrorsMessage, h[pipeline.HeaderErrorsMessage],
+			pipeline.HeaderErrorsStacktrace, h[pipeline.HeaderErrorsStacktrace], tc.message)
 	}
 }
 
@@ -373,7 +372,7 @@ func TestDeadLetterTopicCreatedOnEmbeddedBroker(t *testing.T) {
 	l := &loop{a: &Agent{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: metrics.New()},
 		k: &kafkaClients{brokers: emb.Addrs(), embedded: emb, producer: p}}
 	msg := &pipeline.SourceRecord{Topic: "in", Offset: 7, Key: []byte("k"), Value: []byte("{")}
-	if err := l.sendDeadLetter(newDeadLetter(msg, ExceptionDeserialization, errors.New("boom")), nil); err != nil {
+	if err := l.sendDeadLetter(newDeadLetter(msg, pipeline.ExceptionDeserialization, errors.New("boom")), nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -397,7 +396,7 @@ b:stream("in"):mapValues(function(v)
 end):to("out")
 return b`,
 	bad: []byte("big"), handler: "production.exception.handler", reason: metrics.DropProduction,
-	exception: ExceptionProduction, message: "max.request.size", config: "producer.max.request.size = 10000\n",
+	exception: pipeline.ExceptionProduction, message: "max.request.size", config: "producer.max.request.size = 10000\n",
 }
 
 // productionViaForwardCase is productionCase with the output forwarded by a Lua processor:
@@ -415,7 +414,7 @@ b:stream("in"):process(function()
 end):to("out")
 return b`,
 	bad: []byte("big"), handler: "production.exception.handler", reason: metrics.DropProduction,
-	exception: ExceptionProduction, message: "max.request.size", config: "producer.max.request.size = 10000\n",
+	exception: pipeline.ExceptionProduction, message: "max.request.size", config: "producer.max.request.size = 10000\n",
 }
 
 // LogAndContinue skips an output refused for good (here: over max.request.size, refused
@@ -560,7 +559,7 @@ return b`, "deserialization.exception.handler = \"LogAndContinue\"\nproducer.max
 }
 
 // A dead letter too large to send never stops the agent: its error headers are capped at
-// MaxErrorHeaderBytes, one still too large (the record itself is) has its key and value cut
+// pipeline.MaxErrorHeaderBytes, one still too large (the record itself is) has its key and value cut
 // to fit and says so (HeaderTruncated), and one that does not fit even then (the record's
 // own headers are too large) is dropped and counted with reason dead-letter while the agent
 // goes on, under either guarantee.
@@ -615,24 +614,12 @@ func TestDeadLetterTooLargeDoesNotStopTheAgent(t *testing.T) {
 				}
 				for _, x := range letters[0].Headers {
 					// The Lua runtime cuts the message first; the header cap bounds it anyway.
-					if k := string(x.Key); (k == HeaderErrorsMessage || k == HeaderErrorsStacktrace) && len(x.Value) > MaxErrorHeaderBytes {
-						t.Errorf("header %s: %d bytes, want at most %d", k, len(x.Value), MaxErrorHeaderBytes)
+					if k := string(x.Key); (k == pipeline.HeaderErrorsMessage || k == pipeline.HeaderErrorsStacktrace) && len(x.Value) > pipeline.MaxErrorHeaderBytes {
+						t.Errorf("header %s: %d bytes, want at most %d", k, len(x.Value), pipeline.MaxErrorHeaderBytes)
 					}
 				}
 			})
 		}
-	}
-}
-
-func TestCapErrorHeader(t *testing.T) {
-	short := "p.lua:3: short"
-	if got := string(capErrorHeader(short)); got != short {
-		t.Fatalf("capErrorHeader(%q) = %q", short, got)
-	}
-	long := strings.Repeat("é", MaxErrorHeaderBytes) // 2 bytes each
-	got := capErrorHeader(long)
-	if len(got) > MaxErrorHeaderBytes || !utf8.Valid(got) || !strings.HasSuffix(string(got), fmt.Sprintf(" ... [cut from %d bytes]", len(long))) {
-		t.Fatalf("capErrorHeader: %d bytes, valid UTF-8 %v, ending %q", len(got), utf8.Valid(got), got[len(got)-30:])
 	}
 }
 

@@ -1,5 +1,7 @@
 package conformance
 
+import "github.com/stoatflow/stoatflow/pipeline"
+
 // Case is one topology written twice (conformance/java's Cases and
 // conformance/cases/NAME.lua) and the input it runs on.
 type Case struct {
@@ -14,6 +16,9 @@ type Case struct {
 	Fixed []Step
 	// ProbeKeys are keys read from versioned stores besides the input's keys.
 	ProbeKeys []string
+	// Handlers are StoatFlow's exception handlers and dead-letter topic: the twin of the
+	// properties the Java case sets (default: LogAndFail, no dead-letter topic).
+	Handlers pipeline.ExceptionHandlers
 	// Differences are the documented differences (docs/COMPATIBILITY.md) the case shows:
 	// each one says how the sides may differ, and the comparison checks just that.
 	Differences []Difference

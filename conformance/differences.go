@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // The documented differences (docs/COMPATIBILITY.md) the cases show.
@@ -34,6 +36,66 @@ var emitNoHeaders = Difference{Name: "emit-on-window-close results carry no head
 	for _, rs := range java.Outputs {
 		for i := range rs {
 			rs[i].Headers = nil
+		}
+	}
+	return nil
+}}
+
+// dlqTopic is the dead-letter topic of the cases that have one (Errors.DLQ in Java).
+const dlqTopic = "dlq"
+
+// deadLetterErrors: of a dead letter's headers, __streams.errors.exception names the kind of
+// error (stoatflow.DeserializationError or stoatflow.ProcessingError) where Kafka Streams puts
+// the Java exception's class, and __streams.errors.message and __streams.errors.stacktrace
+// hold the Go error chain (a Lua error with its file:line) where Java puts the exception's
+// message and stack trace (errors.dead.letter.queue.topic.name in docs/COMPATIBILITY.md).
+// The check: every dead letter on either side has the three; StoatFlow's exception is one of
+// its two names and its message and stacktrace are not empty. Their values are then blanked
+// on both sides, and everything else (the record, the other headers, the headers' names and
+// order) is compared as it is.
+var deadLetterErrors = Difference{Name: "dead letters' exception, message and stacktrace headers", Apply: func(_ Input, java, ours *Result) error {
+	jvmSpecific := map[string]bool{pipeline.HeaderErrorsException: true, pipeline.HeaderErrorsMessage: true, pipeline.HeaderErrorsStacktrace: true}
+	blank := func(side string, r Record, check func(h pipeline.Header) error) error {
+		seen := 0
+		for i, h := range r.Headers {
+			if !jvmSpecific[h.Key] {
+				continue
+			}
+			seen++
+			if err := check(h); err != nil {
+				return fmt.Errorf("%s's dead letter %s: %w", side, fmtRecordAt([]Record{r}, 0), err)
+			}
+			r.Headers[i].Value = []byte("(normalised)")
+		}
+		if seen != len(jvmSpecific) {
+			return fmt.Errorf("%s's dead letter %s lacks an error header", side, fmtRecordAt([]Record{r}, 0))
+		}
+		return nil
+	}
+	ourCheck := func(h pipeline.Header) error {
+		v := string(h.Value)
+		switch {
+		case h.Key == pipeline.HeaderErrorsException && v != pipeline.ExceptionDeserialization && v != pipeline.ExceptionProcessing:
+			return fmt.Errorf("exception %q is not one of StoatFlow's names", v)
+		case v == "":
+			return fmt.Errorf("header %s is empty", h.Key)
+		}
+		return nil
+	}
+	for side, res := range map[string]*Result{"Kafka Streams": java, "StoatFlow": ours} {
+		check := func(pipeline.Header) error { return nil }
+		if res == ours {
+			check = ourCheck
+		}
+		for _, rs := range res.Outputs {
+			for _, r := range rs {
+				if r.Topic != dlqTopic {
+					continue
+				}
+				if err := blank(side, r, check); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil

@@ -50,7 +50,7 @@ func (e Engine) Run(c *Case, in Input) *Result {
 	}
 	res.Describe = b.Describe().String()
 	stores := pipeline.NewMemoryStores()
-	d, err := pipeline.NewDriver(b, pipeline.DriverOptions{Stores: stores, ApplicationID: ApplicationID})
+	d, err := pipeline.NewDriver(b, pipeline.DriverOptions{Stores: stores, ApplicationID: ApplicationID, ExceptionHandlers: c.Handlers})
 	if err != nil {
 		res.Fatal = "build: " + err.Error()
 		return res

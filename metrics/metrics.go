@@ -112,6 +112,7 @@ func New() *Metrics {
 			"null-key, null-value, null-foreign-key (a foreign-key join's extractor returned nil), "+
 			"negative-timestamp (from the timestamp extractor), partitioner (it chose no partition), "+
 			"out-of-order (a table join skipped an update of a versioned table older than its latest version, KIP-914), "+
+			"stale (a foreign-key join's answer about a value its row no longer has, which the answer about the current value follows), "+
 			"and as the exception handlers decide: deserialization (node: the source), processing "+
 			"(a script error), production (send to Kafka failed; node empty), dead-letter (the dead "+
 			"letter of a skipped record was larger than max.request.size and was not written; node "+

@@ -16,7 +16,8 @@ type Driver struct {
 	clock      int64
 	// in is the record Pipe runs, kept here so that piping allocates nothing: the
 	// topology keeps a pointer to it while it runs (Topology.Process).
-	in SourceRecord
+	in       SourceRecord
+	handlers ExceptionHandlers
 }
 
 // OutputRecord is a record a sink wrote.
@@ -39,6 +40,9 @@ type DriverOptions struct {
 	// Stores backs the topology's state stores; ApplicationID names their changelogs.
 	Stores        StoreProvider
 	ApplicationID string
+	// ExceptionHandlers say what a record the topology fails on does; by default it fails
+	// the Pipe call.
+	ExceptionHandlers ExceptionHandlers
 }
 
 // NewDriver builds the topology from b and wires its sinks to in-memory topics.
@@ -48,6 +52,7 @@ func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
 		partitions: map[string]int32{},
 		offsets:    map[string]int64{},
 		clock:      opts.WallClockMs,
+		handlers:   opts.ExceptionHandlers,
 	}
 	for t, n := range opts.Partitions {
 		d.partitions[t] = n
@@ -122,7 +127,9 @@ func (d *Driver) PipeTo(topic string, partition int32, key, value []byte, timest
 		return d.topo.ProcessGlobal(d.in)
 	}
 	if err := d.topo.Process(&d.in); err != nil {
-		return err
+		if err := d.handlers.handle(d, &d.in, err); err != nil {
+			return err
+		}
 	}
 	// TopologyTestDriver commits after every record.
 	return d.topo.FlushCaches()

@@ -14,10 +14,11 @@ type KGroupedTable struct {
 	serdes  Serdes
 }
 
-// GroupBy re-keys a table (KTable#groupBy): a KTABLE-SELECT node maps new and old values,
-// so that the aggregation downstream can subtract what a key no longer holds.
+// GroupBy re-keys a table (KTable#groupBy): a KTABLE-SELECT node (named by the Grouped
+// name, as in Kafka Streams) maps new and old values, so that the aggregation downstream
+// can subtract what a key no longer holds.
 func (t *KTable) GroupBy(fn KeyValueMapper, g Grouped) (*KGroupedTable, error) {
-	n, err := t.b.addNode(&Node{Name: t.b.newName("KTABLE-SELECT-", ""), Kind: ProcessorNode, factory: func() Processor { return &tableSelect{fn: fn} }})
+	n, err := t.b.addNode(&Node{Name: t.b.newName("KTABLE-SELECT-", g.Name), Kind: ProcessorNode, factory: func() Processor { return &tableSelect{fn: fn} }})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.WindowStore;
 
 /** Windowed aggregations, suppression, emit on window close. */
 final class Windows {
@@ -110,7 +111,10 @@ final class Windows {
             b.<String, String>stream("in")
                 .groupByKey()
                 .windowedBy(TimeWindows.ofSizeAndGrace(ms(100), ms(20)))
-                .count(Materialized.as("counted"))
+                // Without a key serde here the windowed table has none, and the suppression's
+                // buffer falls back on the default String serde for Windowed keys
+                // (ClassCastException); StoatFlow windows the default key serde itself.
+                .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("counted").withKeySerde(Serdes.String()))
                 .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
                 .toStream((wk, v) -> wk.key() + "@" + wk.window().start())
                 .to("out", Produced.with(Serdes.String(), Serdes.Long()));
