@@ -115,7 +115,8 @@ const tapWriteTimeout = 10 * time.Second
 const tapKeepAlive = 15 * time.Second
 
 // tap streams the records leaving a node as server-sent events (text/event-stream): an
-// event "record" per record shown, an event "lost" when the client fell behind.
+// event "record" per record shown, "skipped" for records skipped while none was shown, an
+// event "lost" when the client fell behind.
 func (s *Server) tap(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
 	if !slices.Contains(s.src.Nodes(), node) {
@@ -165,7 +166,7 @@ func (s *Server) tap(w http.ResponseWriter, r *http.Request) {
 				lostEv, _ := json.Marshal(map[string]int64{"lost": lost})
 				msg = fmt.Appendf(msg, "event: lost\ndata: %s\n\n", lostEv)
 			}
-			msg = fmt.Appendf(msg, "event: record\ndata: %s\n\n", ev)
+			msg = fmt.Appendf(msg, "event: %s\ndata: %s\n\n", ev.Event, ev.Data)
 		}
 		if !send(msg) {
 			return
