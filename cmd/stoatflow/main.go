@@ -20,6 +20,7 @@ import (
 	"github.com/stoatflow/stoatflow/agent"
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/watch"
+	"github.com/stoatflow/stoatflow/luart"
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
@@ -158,6 +159,7 @@ type commonFlags struct {
 	logFormat string
 	strict    bool
 	against   string
+	tests     bool
 	watch     bool
 	format    string
 }
@@ -170,6 +172,7 @@ func parseFlags(name string, args []string, stderr io.Writer, withLog bool) (*co
 	if name == "validate" {
 		fs.BoolVar(&f.strict, "strict", false, "fail on warnings too (ignored keys, deprecated forms)")
 		fs.StringVar(&f.against, "against", "", "also check the change is reload-compatible with the agent at this URL (http://host:port), or, given \"listen\", at the config's agent.http.listen")
+		fs.BoolVar(&f.tests, "tests", false, "also run the scripts' tests: NAME_test.lua and NAME_*_test.lua beside each script NAME.lua (stoatflow test)")
 	}
 	if name == "run" {
 		fs.BoolVar(&f.watch, "watch", false, fmt.Sprintf("reload whenever the config file or a .lua file below a script's directory changes (polled every %s)", watch.Interval))
@@ -290,12 +293,31 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	scriptWarnings, err := agent.Validate(cfg)
 	warnings = append(warnings, scriptWarnings...)
+	var testFiles []string
+	if f.tests && err == nil {
+		var untested []string
+		if testFiles, untested, err = luart.TestFilesOf(cfg.Scripts); err != nil {
+			err = fmt.Errorf("%s: finding the scripts' tests: %w", f.config, err)
+		}
+		for _, s := range untested {
+			warnings = append(warnings, fmt.Sprintf("%s: no tests (NAME_test.lua beside it) for --tests to run", s))
+		}
+	}
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	if len(testFiles) > 0 {
+		if _, failed, err := luart.RunTests(testFiles, luart.TestOptions{Out: stdout}); err != nil || failed > 0 {
+			if err != nil {
+				fmt.Fprintln(stderr, err)
+			}
+			fmt.Fprintf(stderr, "%s: the scripts' tests failed\n", f.config)
+			return 1
+		}
 	}
 	if f.strict && len(warnings) > 0 {
 		fmt.Fprintf(stderr, "%s: %d warning(s), failing because of --strict\n", f.config, len(warnings))
