@@ -68,8 +68,9 @@ type Metrics struct {
 
 	BrokerReachable *prometheus.GaugeVec // label broker (a bootstrap server)
 
-	AppState *prometheus.GaugeVec   // label state; 1 for the current state, 0 for the others
-	Reloads  *prometheus.CounterVec // label result
+	AppState        *prometheus.GaugeVec   // label state; 1 for the current state, 0 for the others
+	Reloads         *prometheus.CounterVec // label result
+	ReloadRollbacks prometheus.Counter     // reloaded topologies that failed on probation
 
 	GroupRole  *prometheus.GaugeVec // label role (active, standby); 1 for this agent's role
 	Takeovers  prometheus.Counter   // standby → active
@@ -190,6 +191,10 @@ func New() *Metrics {
 			"1 for the current state, 0 for the others.", "state")
 	m.Reloads = m.counterVec("app", "reloads_total",
 		"Configuration reloads (SIGHUP or POST /-/reload), by result; a failed reload keeps the running configuration.", "result")
+	m.ReloadRollbacks = m.counter("app", "reload_rollbacks_total",
+		"Reloaded topologies that failed on records, a punctuation or a commit while on probation "+
+			"(their first minute and first committed epoch of records) and were replaced by the "+
+			"topology they had replaced; the failed epoch was dropped and its records processed again.")
 
 	m.GroupRole = m.gaugeVec("group", "role",
 		"This agent's role among the agents of its application (one consumer group): 1 for "+

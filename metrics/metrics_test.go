@@ -48,6 +48,7 @@ var touch = map[string]func(m *Metrics){
 	"BrokerReachable": func(m *Metrics) { m.BrokerReachable.WithLabelValues("kafka-1:9092").Set(1) },
 	"AppState":        func(m *Metrics) { m.AppState.WithLabelValues("RUNNING").Set(1) },
 	"Reloads":         func(m *Metrics) { m.Reloads.WithLabelValues(ResultFailure).Inc() },
+	"ReloadRollbacks": func(m *Metrics) { m.ReloadRollbacks.Inc() },
 	"GroupRole":       func(m *Metrics) { m.GroupRole.WithLabelValues(RoleActive).Set(1) },
 	"Takeovers":       func(m *Metrics) { m.Takeovers.Inc() },
 	"StandbyLag":      func(m *Metrics) { m.StandbyLag.WithLabelValues("counts", "0").Set(3) },
