@@ -183,7 +183,7 @@ func New() *Metrics {
 
 	m.BrokerReachable = m.gaugeVec("kafka", "broker_reachable",
 		"1 when the last check of a bootstrap server got an answer to a metadata request within "+
-			"request.timeout.ms, 0 when it did not; checked at start-up, every second until one answers, "+
+			"request.timeout.ms, 0 when it did not; checked at start-up, at waits doubling from 1 s to 30 s until one answers, "+
 			"then every 30 s.", "broker")
 
 	m.AppState = m.gaugeVec("app", "state",
