@@ -229,6 +229,9 @@ func (b *builder) buildStreams() {
 			}
 			b.checkHostPort(bootstrapServers.FullName(), s, true)
 		}
+		if c.EmbeddedDemo != "" {
+			b.fail(KindInvalid, embeddedDemo.FullName(), `a demo feeder writes into the embedded broker only (streams.bootstrap.servers = "embedded")`)
+		}
 	}
 
 	consumer := c.Client(ForConsumer)
