@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stoatflow/stoatflow/luart/suggest"
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
@@ -307,10 +310,32 @@ func (b *builder) checkFile(key, path string) {
 	st, err := os.Stat(path)
 	switch {
 	case err != nil:
+		if near, ok := closestFile(path); ok && errors.Is(err, fs.ErrNotExist) {
+			b.fail(KindInvalid, key, "cannot use %s: %v; did you mean %s?", path, unwrapPathError(err), near)
+			return
+		}
 		b.fail(KindInvalid, key, "cannot use %s: %v", path, unwrapPathError(err))
 	case st.IsDir():
 		b.fail(KindInvalid, key, "cannot use %s: it is a directory", path)
 	}
+}
+
+// closestFile is the file beside path whose name is closest to path's, when it looks like a
+// typo of it.
+func closestFile(path string) (string, bool) {
+	dir := filepath.Dir(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	best, ok := suggest.Closest(filepath.Base(path), names)
+	return filepath.Join(dir, best), ok
 }
 
 // unwrapPathError drops the path that os.Stat repeats in its error.

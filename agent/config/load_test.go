@@ -627,3 +627,18 @@ func TestDefaultSerdesComeFromTheRegistry(t *testing.T) {
 		}
 	}
 }
+
+// A file that is not there names the closest file beside it, when one looks meant.
+func TestMissingFileNamesTheClosest(t *testing.T) {
+	dir := tempDir(t)
+	_, err := Parse([]byte("[agent]\nscripts = [\"wx.lua\"]\n"+baseStreams), dir, "agent.toml")
+	want := fmt.Sprintf("agent.toml:2: agent.scripts: cannot use %s: no such file or directory; did you mean %s?",
+		filepath.Join(dir, "wx.lua"), filepath.Join(dir, "wc.lua"))
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v\nwant %s", err, want)
+	}
+	_, err = Parse([]byte("[agent]\nscripts = [\"pipeline.lua\"]\n"+baseStreams), dir, "agent.toml")
+	if err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Fatalf("error %v, want no suggestion", err)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/watch"
 	"github.com/stoatflow/stoatflow/luart"
+	"github.com/stoatflow/stoatflow/luart/suggest"
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
@@ -37,7 +38,7 @@ type command struct {
 // commands are the sub-commands, in the order `stoatflow --help` lists them.
 var commands = []command{
 	{"run", "[-c agent.toml] [--watch]", "run the agent (the default command)", cmdRun},
-	{"validate", "[-c agent.toml] [--strict] [--against URL]", "load config and scripts, build the topology; exit 0, or 1 with the errors", cmdValidate},
+	{"validate", "[-c agent.toml] [--strict] [--against URL] [--tests]", "load config and scripts, build the topology (--tests: and run the scripts' tests); exit 0, or 1 with the errors", cmdValidate},
 	{"describe", "[-c agent.toml] [-format text|dot|mermaid]", "print the Kafka Streams TopologyDescription text, or draw it", cmdDescribe},
 	{"test", "[-run RE] [-v] [-w] [paths]", "run the *_test.lua pipeline tests (default scripts/)", cmdTest},
 	{"query", "[-addr host:port] COMMAND ...", "read a running agent's state stores", cmdQuery},
@@ -73,6 +74,19 @@ func lookup(name string) *command {
 	return nil
 }
 
+// unknownCommand is the error for a command that is not one, with the closest when the name
+// looks misspelled.
+func unknownCommand(prefix, name string) string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	if best, ok := suggest.Closest(name, names); ok {
+		return fmt.Sprintf("%s: unknown command %q; did you mean %q?\n\n%s", prefix, name, best, usage())
+	}
+	return fmt.Sprintf("%s: unknown command %q\n\n%s", prefix, name, usage())
+}
+
 // Exit codes: 0 success, 1 failure or problems found, 2 usage or not supported yet.
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -97,7 +111,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	c := lookup(args[0])
 	if c == nil || c.run == nil {
-		fmt.Fprintf(stderr, "stoatflow: unknown command %q\n\n%s", args[0], usage())
+		fmt.Fprint(stderr, unknownCommand("stoatflow", args[0]))
 		return 2
 	}
 	return c.run(args[1:], stdout, stderr)
@@ -119,7 +133,7 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 	}
 	c := lookup(args[0])
 	if c == nil || c.run == nil {
-		fmt.Fprintf(stderr, "stoatflow help: unknown command %q\n\n%s", args[0], usage())
+		fmt.Fprint(stderr, unknownCommand("stoatflow help", args[0]))
 		return 2
 	}
 	return c.run([]string{"-h"}, stdout, stdout)

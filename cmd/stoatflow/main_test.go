@@ -79,6 +79,18 @@ func TestCommandsNotThereYetExitTwo(t *testing.T) {
 	}
 }
 
+// A misspelled command names the one meant.
+func TestUnknownCommandSuggestsTheClosest(t *testing.T) {
+	for _, args := range [][]string{{"rn"}, {"help", "rn"}} {
+		if code, _, errOut := runCLI(args...); code != 2 || !strings.Contains(errOut, `unknown command "rn"; did you mean "run"?`) {
+			t.Errorf("%v: exit %d, %s", args, code, errOut)
+		}
+	}
+	if _, _, errOut := runCLI("frobnicate"); strings.Contains(errOut, "did you mean") {
+		t.Errorf("a suggestion for nothing close: %s", errOut)
+	}
+}
+
 func TestResetDeletesStateDir(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state", "app")
