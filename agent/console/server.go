@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stoatflow/stoatflow/luart/suggest"
 	"github.com/stoatflow/stoatflow/metrics"
 )
 
@@ -119,8 +120,12 @@ const tapKeepAlive = 15 * time.Second
 // event "lost" when the client fell behind.
 func (s *Server) tap(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
-	if !slices.Contains(s.src.Nodes(), node) {
-		s.src.WriteError(w, http.StatusNotFound, "unknown_node", fmt.Sprintf("no node named %q in the running topology (GET /topology lists them)", node))
+	if nodes := s.src.Nodes(); !slices.Contains(nodes, node) {
+		msg := fmt.Sprintf("no node named %q in the running topology (GET /topology lists them)", node)
+		if best, ok := suggest.Closest(node, nodes); ok {
+			msg += fmt.Sprintf("; did you mean %q?", best)
+		}
+		s.src.WriteError(w, http.StatusNotFound, "unknown_node", msg)
 		return
 	}
 	sub, err := s.src.Taps.Subscribe(node)

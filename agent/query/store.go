@@ -3,9 +3,12 @@ package query
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
+	"github.com/stoatflow/stoatflow/luart/suggest"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
 )
@@ -30,10 +33,19 @@ func notSupported(format string, args ...any) *apiError {
 	return &apiError{http.StatusNotImplemented, "not_supported", "not supported yet: " + fmt.Sprintf(format, args...)}
 }
 
-// unknownStore is Kafka Streams' UnknownStateStoreException.
-func unknownStore(name string) *apiError {
-	return &apiError{http.StatusNotFound, "unknown_store",
-		fmt.Sprintf("Cannot get state store %s because no such store is registered in the topology.", name)}
+// unknownStore is Kafka Streams' UnknownStateStoreException, with the store meant when the
+// name looks misspelled, and the stores there are.
+func unknownStore(name string, stores []string) *apiError {
+	msg := fmt.Sprintf("Cannot get state store %s because no such store is registered in the topology.", name)
+	if best, ok := suggest.Closest(name, stores); ok {
+		msg += fmt.Sprintf(" Did you mean %q?", best)
+	}
+	if len(stores) == 0 {
+		msg += " The topology has no stores."
+	} else {
+		msg += " Its stores: " + strings.Join(stores, ", ") + "."
+	}
+	return &apiError{http.StatusNotFound, "unknown_store", msg}
 }
 
 // queryStore is one store as interactive queries see it.
@@ -58,8 +70,10 @@ func (sv *server) lookupStore(name string) (*queryStore, *apiError) {
 	if c.Partitions < 1 {
 		return nil, storeError(fmt.Errorf("the store catalogue has %d partitions", c.Partitions))
 	}
+	var names []string
 	for _, spec := range c.Specs {
 		if spec.Name != name {
+			names = append(names, spec.Name)
 			continue
 		}
 		topic := pipeline.ChangelogTopic(sv.opts.ApplicationID, name)
@@ -69,7 +83,8 @@ func (sv *server) lookupStore(name string) (*queryStore, *apiError) {
 			partitions: c.PartitionsOf(name), global: c.Global[name], changelog: topic, db: c.DB,
 		}, nil
 	}
-	return nil, unknownStore(name)
+	slices.Sort(names)
+	return nil, unknownStore(name, names)
 }
 
 func notReady(state string) *apiError {
