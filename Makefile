@@ -62,7 +62,8 @@ test-faults:
 test-scripts:
 	$(GO) run ./cmd/stoatflow test scripts deploy
 
-# Micro-benchmarks, then the harness (bench/): it writes bench/RESULTS.md from both.
+# Micro-benchmarks, then the harness (bench/): it writes the whole of bench/RESULTS.md from
+# both, one run (machine, commit, date, load); analyses by hand go in bench/NOTES.md.
 # BENCH_FLAGS adds harness flags, e.g. BENCH_FLAGS="-cpuprofile /tmp/prof" (see go run ./bench -h).
 BENCH_MICRO := $(or $(TMPDIR),/tmp)/stoatflow-bench-micro.txt
 BENCH_FLAGS ?=
@@ -74,7 +75,7 @@ soak:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/... ./luart/... ./state/... ./agent/console/ > $(BENCH_MICRO) || (cat $(BENCH_MICRO); exit 1)
 	cat $(BENCH_MICRO)
-	$(GO) run ./bench -micro $(BENCH_MICRO) $(BENCH_FLAGS)
+	$(GO) run ./bench -micro $(BENCH_MICRO) -out bench/RESULTS.md $(BENCH_FLAGS)
 
 # staticcheck at a pinned version (it needs go 1.26.0 or later), fetched and built by go run
 # on first use and cached after. Its default checks; a finding that stands has a lint:ignore
