@@ -48,7 +48,7 @@ var ErrTooManyTaps = errors.New("too many taps")
 // each node.
 func NewTaps(rate, maxClients int) *Taps {
 	return &Taps{rate: max(rate, 1), maxClients: max(maxClients, 1), subs: map[string]map[*Subscription]bool{},
-		changed: make(chan struct{}, 1), installed: map[string]*nodeTap{}, hooks: map[string]*nodeTap{}}
+		changed: make(chan struct{}, 1), installed: map[string]*nodeTap{}}
 }
 
 // Rate is the most records per second a tap shows of one node.
