@@ -22,21 +22,45 @@ run: build
 	@test -f $(EXAMPLE_CONFIG) || { echo "make run: no example $(EXAMPLE) (there are: $(EXAMPLES))"; exit 2; }
 	./$(BIN) run -c $(EXAMPLE_CONFIG)
 
+# make test runs every suite below, also after one fails, lists the ones that failed and
+# then fails: a red line early must not hide the state of the suites after it. Each suite
+# runs alone too (make test-race).
+TEST_SUITES := test-vet test-gofmt test-race test-iterpoison test-iterpoison-agent test-faults test-scripts conformance test-kafka
+.PHONY: $(TEST_SUITES)
+
 test:
+	@failed=; for suite in $(TEST_SUITES); do \
+	  echo "== make $$suite"; \
+	  $(MAKE) --no-print-directory $$suite || failed="$$failed $$suite"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
+	echo "make test: all $(words $(TEST_SUITES)) suites passed"
+
+test-vet:
 	$(GO) vet -tags kafka ./...
+
+test-gofmt:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
-	# also runs every fuzz target on its seed corpus (f.Add and testdata/fuzz/)
+
+# also runs every fuzz target on its seed corpus (f.Add and testdata/fuzz/)
+test-race:
 	$(GO) test -race -timeout 15m ./...
-	# iterators overwrite what they handed out at the next step (state/iterator.go): a slice
-	# kept past Next or Close fails loudly. The engine and store tests, and the agent's
-	# store, query and join tests on LevelDB.
+
+# iterators overwrite what they handed out at the next step (state/iterator.go): a slice
+# kept past Next or Close fails loudly. The engine and store tests, and the agent's store,
+# query and join tests on LevelDB.
+test-iterpoison:
 	$(GO) test -tags iterpoison -timeout 5m ./state/... ./pipeline/... ./luart/...
+
+test-iterpoison-agent:
 	$(GO) test -tags iterpoison -timeout 5m -run 'Query|Store|Window|Join|Global|RecordCache|Restore' ./agent/
-	# fault injection through sarama's transactional error paths (see agent/faults_test.go)
+
+# fault injection through sarama's transactional error paths (see agent/faults_test.go)
+test-faults:
 	$(GO) test -timeout 10m -run '^TestFault' ./agent/
+
+test-scripts:
 	$(GO) run ./cmd/stoatflow test scripts deploy
-	$(MAKE) conformance
-	$(MAKE) test-kafka
 
 # Kafka Streams 4.4 as the oracle (conformance/README.md): Maven builds the Java side (its jars
 # stay in ~/.m2), then one JVM runs every case on CONFORMANCE_SEEDS seeds in TopologyTestDriver
@@ -75,7 +99,8 @@ kafka-up:
 kafka-down:
 	$(KAFKACLUSTER) down -dir $(KAFKA_DIR)
 
-# Micro-benchmarks, then the harness (bench/): it writes bench/RESULTS.md from both.
+# Micro-benchmarks, then the harness (bench/): it writes the whole of bench/RESULTS.md from
+# both, one run (machine, commit, date, load); analyses by hand go in bench/NOTES.md.
 # BENCH_FLAGS adds harness flags, e.g. BENCH_FLAGS="-cpuprofile /tmp/prof" (see go run ./bench -h).
 BENCH_MICRO := $(or $(TMPDIR),/tmp)/stoatflow-bench-micro.txt
 BENCH_FLAGS ?=
@@ -87,7 +112,7 @@ soak:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/... ./luart/... ./state/... ./agent/console/ > $(BENCH_MICRO) || (cat $(BENCH_MICRO); exit 1)
 	cat $(BENCH_MICRO)
-	$(GO) run ./bench -micro $(BENCH_MICRO) $(BENCH_FLAGS)
+	$(GO) run ./bench -micro $(BENCH_MICRO) -out bench/RESULTS.md $(BENCH_FLAGS)
 
 # staticcheck at a pinned version (it needs go 1.26.0 or later), fetched and built by go run
 # on first use and cached after. Its default checks; a finding that stands has a lint:ignore

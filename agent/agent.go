@@ -224,9 +224,6 @@ func demoFeeder(cfg *config.Config, b *pipeline.StreamsBuilder) (*demo.Feeder, e
 	if cfg.EmbeddedDemo == "" {
 		return nil, nil
 	}
-	if !cfg.Embedded {
-		return nil, errors.New(`agent.embedded.demo: a demo feeder writes into the embedded broker only (bootstrap.servers = "embedded")`)
-	}
 	read := b.SourceTopics()
 	for _, g := range b.GlobalStores() {
 		read = append(read, g.Topic)

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/metrics"
@@ -39,7 +40,8 @@ func loadExample(t *testing.T, path, stateDir string) *config.Config {
 	return cfg
 }
 
-// Every example runs with its demo feeder: records reach each of its output topics, twice
+// Every example runs with its demo feeder: records reach each of its output topics and are
+// printed (make run shows them), twice
 // in a row on the same state directory, and the second run warns of nothing but that the
 // embedded broker (and registry) are for trying only: the broker forgot the changelogs, so
 // the agent starts the stores empty and says so once.
@@ -66,6 +68,10 @@ func TestExamplesRunWithTheirDemoFeeders(t *testing.T) {
 				for _, topic := range b.SinkTopics() {
 					waitProduced(t, ra, m, topic, 1)
 				}
+				// What make run shows: the records the example prints (KStream#print).
+				pollFor(t, 30*time.Second, "the example printed no record", func() bool {
+					return strings.Contains(ra.out.String(), "]: ")
+				})
 				if err := ra.stop(t); err != nil {
 					t.Fatalf("run %d: %v", run, err)
 				}

@@ -52,6 +52,8 @@ type loop struct {
 	lastLua map[string]time.Duration
 	// staged is a reloaded topology waiting for a commit barrier.
 	staged *reloadCandidate
+	// probation is the trial of a reloaded topology, with the one it replaced (rollback.go).
+	probation *probation
 
 	// stateDir holds db; a corrupt database is rebuilt there and bootGlobals bootstraps
 	// the global stores of the topology built on it (staterebuild.go).
@@ -105,6 +107,7 @@ func (l *loop) run(ctx context.Context) error {
 			l.staged.rt.Close()
 			l.a.reloadFailed(errors.New("the agent stopped before the next commit barrier"))
 		}
+		l.endProbation()
 	}()
 	ticker := time.NewTicker(l.commitTick())
 	defer ticker.Stop()
@@ -271,13 +274,11 @@ func (l *loop) swapStaged() {
 	if l.assignment != nil {
 		topo.SetAssignment(l.assignment)
 	}
-	old := l.rt
+	base := l.a.reload.base.Load()
+	l.startProbation(&reloadCandidate{cfg: base.cfg, rt: l.rt, b: l.b, base: base})
 	l.topo, l.b, l.rt = topo, c.b, c.rt
 	l.chargeLua()
 	l.a.taps.Apply(l.topo)
-	if old != nil {
-		old.Close()
-	}
 	l.a.reloaded(c)
 }
 
@@ -518,6 +519,7 @@ func (l *loop) commit(wait bool) error {
 	if committed {
 		l.reportUncommitted()
 		l.reportProgress()
+		l.probationCommitted()
 	}
 	return nil
 }
@@ -541,6 +543,9 @@ func (l *loop) retry(cause error) error {
 		if err := l.epoch.settle(); err != nil {
 			return l.retry(err)
 		}
+	}
+	if l.rollsBack(cause) {
+		return l.rollBack(cause)
 	}
 	rejoined, err := l.epoch.fail(cause)
 	if err != nil {

@@ -1,6 +1,8 @@
 // Command bench measures StoatFlow against a raw sarama pipe on the same machine and
-// in-process broker (issue 8) and writes bench/RESULTS.md. `make bench` runs it after the
-// Go micro-benchmarks; `go run ./bench -records 100000 -runs 1` is a quick check.
+// in-process broker (issue 8) and prints the results as Markdown. `make bench` runs it after
+// the Go micro-benchmarks with -out bench/RESULTS.md, which it writes whole from that one run;
+// `go run ./bench -records 100000 -runs 1` is a quick check that writes no file. Figures of
+// other runs, and analyses, go by hand in bench/NOTES.md.
 package main
 
 import (
@@ -33,7 +35,7 @@ func run(argv []string, stdout io.Writer) error {
 	fs.IntVar(&o.records, "records", 1_000_000, "input records per run")
 	fs.IntVar(&o.runs, "runs", 3, "runs per scenario (the table shows the median and the spread)")
 	list := fs.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
-	out := fs.String("out", "bench/RESULTS.md", "where to write the results (empty: stdout only)")
+	out := fs.String("out", "", "also write the results to this file (make bench: bench/RESULTS.md, written whole from its one run)")
 	micro := fs.String("micro", "", "output of `go test -bench -benchmem` to check and include")
 	loads := fs.String("latency-loads", "0.2,0.5", "loads of the latency phases, as shares of the run's measured records/s (empty: none)")
 	fs.DurationVar(&o.latencyFor, "latency-time", 2*time.Second, "length of each latency phase")
@@ -92,6 +94,7 @@ func run(argv []string, stdout io.Writer) error {
 	if err := measure(rep, selected); err != nil {
 		return err
 	}
+	rep.loadEnd = loadAverage()
 
 	md := rep.markdown()
 	fmt.Fprint(stdout, md)

@@ -41,7 +41,8 @@ type report struct {
 	idle    *childproc.Stats
 	idleErr error
 	micro   []microResult
-	budget  int64 // statestore.uncommitted.max.bytes of the word count agent
+	budget  int64  // statestore.uncommitted.max.bytes of the word count agent
+	loadEnd string // the load average when the run ended (loadAverage)
 	// gokaVersion is the goka module bench/goka was built with; "" when it was not built.
 	gokaVersion string
 }
@@ -318,12 +319,14 @@ func (rep *report) markdown() string {
 	var b strings.Builder
 	o := rep.opts
 	b.WriteString("# StoatFlow benchmark results\n\n")
-	b.WriteString("<!-- Written by `make bench` (go run ./bench); do not edit by hand. -->\n\n")
+	b.WriteString("<!-- Written whole by `make bench` (go run ./bench) from one run; do not edit by hand: analyses go in NOTES.md. -->\n\n")
 	m := rep.machine
 	fmt.Fprintf(&b, "- machine: %d cores (%s), %s, Linux %s\n", m.cores, m.cpu, m.memory, m.kernel)
 	fmt.Fprintf(&b, "- Go: %s\n- commit: %s\n- date: %s\n", m.goVersion, m.commit, m.date)
+	fmt.Fprintf(&b, "- load average (1, 5, 15 min; other work on the machine counts too): %s at the start, %s at the end\n", m.load, rep.loadEnd)
 	fmt.Fprintf(&b, "- input: %s records of %d B values, %d partitions, keys from a %s-word vocabulary; %d run(s) per scenario: median (min – max)\n\n",
 		thousands(int64(o.records)), lineBytes, partitions, thousands(vocabSize), o.runs)
+	b.WriteString("Every figure below comes from this one run. Analyses written by hand, and runs of other commits or\nsubsets of the scenarios, are in [NOTES.md](NOTES.md), each with its date and commit.\n\n")
 	b.WriteString(rep.table())
 	b.WriteString("\n## Targets (issue 8)\n\n| target | measured | met |\n| --- | --- | --- |\n")
 	for _, t := range rep.targets() {
@@ -403,6 +406,7 @@ type machineInfo struct {
 	cores                   int
 	cpu, memory, kernel     string
 	goVersion, commit, date string
+	load                    string // the load average when the run began (loadAverage)
 }
 
 func describeMachine() machineInfo {
@@ -413,6 +417,7 @@ func describeMachine() machineInfo {
 		goVersion: runtime.Version(),
 		commit:    gitCommit(),
 		date:      time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		load:      loadAverage(),
 	}
 	if k, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.kernel = strings.TrimSpace(string(k))
@@ -421,6 +426,16 @@ func describeMachine() machineInfo {
 		m.memory = fmt.Sprintf("%.1f GiB RAM", float64(kb)/(1<<20))
 	}
 	return m
+}
+
+// loadAverage is the machine's 1, 5 and 15-minute load averages, "0.42, 0.31, 0.20": with two
+// cores, anything much above the harness's own share says other work shared the run.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], ", ")
+	}
+	return "unknown"
 }
 
 // procField returns the value of the first "name: value" line of a /proc file.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +149,38 @@ func TestGokaTargetsCompareRoundByRound(t *testing.T) {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
+	}
+}
+
+// RESULTS.md is written whole from one run: it names the machine, the commit, the date and the
+// load the run shared the machine with, and sends analyses to NOTES.md.
+func TestMarkdownNamesItsOneRun(t *testing.T) {
+	rep := testReport(t)
+	rep.machine = machineInfo{cores: 2, cpu: "Intel Xeon", memory: "23.5 GiB RAM", kernel: "6.18", goVersion: "go1.26.8",
+		commit: "aa91552", date: "2026-12-05 08:00 UTC", load: "0.42, 0.31, 0.20"}
+	rep.loadEnd = "1.93, 0.80, 0.35"
+	md := rep.markdown()
+	for _, want := range []string{
+		"# StoatFlow benchmark results\n\n<!-- Written whole by `make bench` (go run ./bench) from one run; do not edit by hand: analyses go in NOTES.md. -->\n\n",
+		"- machine: 2 cores (Intel Xeon), 23.5 GiB RAM, Linux 6.18\n- Go: go1.26.8\n- commit: aa91552\n- date: 2026-12-05 08:00 UTC\n",
+		"- load average (1, 5, 15 min; other work on the machine counts too): 0.42, 0.31, 0.20 at the start, 1.93, 0.80, 0.35 at the end\n",
+		"[NOTES.md](NOTES.md)",
+		"## Targets (issue 8)", "## How it is measured",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("RESULTS.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Count(md, "- commit: ") != 1 || strings.Count(md, "- date: ") != 1 {
+		t.Errorf("RESULTS.md names more than one run:\n%s", md)
+	}
+}
+
+func TestLoadAverageReadsProc(t *testing.T) {
+	if _, err := os.Stat("/proc/loadavg"); err != nil {
+		t.Skip("no /proc/loadavg on this system")
+	}
+	if got := loadAverage(); !regexp.MustCompile(`^\d+\.\d+, \d+\.\d+, \d+\.\d+$`).MatchString(got) {
+		t.Fatalf("loadAverage() = %q", got)
 	}
 }

@@ -98,8 +98,8 @@ var Cases = []*Case{
 	{Name: "versioned_table_ops", Inputs: one("prices", tableVal)},
 
 	// The Processor API, punctuation, headers.
-	{Name: "punctuate_stream_time", Inputs: one("in", vals), Defect: "punctuation not on Kafka's PunctuationSchedule grid: issue 33 item 3, being fixed on another branch"},
-	{Name: "punctuate_wall_clock", Inputs: one("in", vals), Wall: true, Defect: "punctuation not on Kafka's PunctuationSchedule grid: issue 33 item 3, being fixed on another branch"},
+	{Name: "punctuate_stream_time", Inputs: one("in", vals)},
+	{Name: "punctuate_wall_clock", Inputs: one("in", vals), Wall: true, Defect: "a wall-clock punctuation fires on a step where Kafka's does not (seed 11, step 28: wall clock +43 ms), after the grid fix of issue 33 item 3; not analysed yet"},
 	{Name: "headers_store", Inputs: one("in", vals)},
 	{Name: "headers_partitioner", Inputs: one("in", vals)},
 }

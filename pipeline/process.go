@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -215,12 +216,19 @@ type Punctuator func(timestamp int64) error
 type Cancellable struct{ p *punctuator }
 
 // Cancel stops the punctuator; it is not called again.
-func (c *Cancellable) Cancel() { c.p.cancelled = true }
+func (c *Cancellable) Cancel() {
+	if !c.p.cancelled {
+		c.p.cancelled = true
+		c.p.ctx.t.cancelledPunctuators++
+	}
+}
 
 type punctuator struct {
-	ctx       *ProcessorContext
-	typ       PunctuationType
-	interval  int64
+	ctx      *ProcessorContext
+	typ      PunctuationType
+	interval int64
+	// next is the schedule's next time; its times stay on one grid, the first time plus
+	// whole intervals (Kafka Streams' PunctuationSchedule).
 	next      int64
 	fn        Punctuator
 	cancelled bool
@@ -228,8 +236,10 @@ type punctuator struct {
 }
 
 // Schedule calls fn every interval ms of stream time or wall-clock time, as Kafka Streams'
-// ProcessorContext#schedule: a stream-time punctuator first fires on the task's next record,
-// a wall-clock one interval ms from now; missed intervals are skipped, not replayed.
+// ProcessorContext#schedule: a stream-time schedule's grid starts at 0, so it first fires
+// on the task's next record; a wall-clock one's grid starts interval ms from now. After a
+// jump over several intervals it fires once, and its next time is the first time of its
+// grid after the jump (docs/time.md, Punctuation).
 func (c *ProcessorContext) Schedule(interval int64, typ PunctuationType, fn Punctuator) (*Cancellable, error) {
 	if c.global {
 		return nil, c.globalRefuses("schedule")
@@ -239,21 +249,26 @@ func (c *ProcessorContext) Schedule(interval int64, typ PunctuationType, fn Punc
 	}
 	p := &punctuator{ctx: c, typ: typ, interval: interval, fn: fn, latency: c.t.sensors.Punctuation(c.node.name)}
 	if typ == WallClockTime {
-		p.next = c.t.clock() + interval
+		p.next = addUpTo(c.t.clock(), interval)
 	}
 	c.t.punctuators = append(c.t.punctuators, p)
 	return &Cancellable{p: p}, nil
 }
 
-// fire runs p if its time has come.
+// addUpTo is a + b for b ≥ 0, or math.MaxInt64 when that overflows: a schedule whose next
+// time is past int64 never fires again.
+func addUpTo(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// fire runs p, which is due at now (p.next ≤ now), and moves its next time to the first
+// time of its grid after now, as Kafka Streams' PunctuationSchedule#next: the intervals
+// missed are skipped, not replayed, and the grid stays.
 func (p *punctuator) fire(now int64) error {
-	if p.cancelled || now < p.next {
-		return nil
-	}
-	p.next += p.interval
-	if now >= p.next {
-		p.next = now + p.interval
-	}
+	p.next = addUpTo(p.next+(now-p.next)/p.interval*p.interval, p.interval)
 	start := time.Now()
 	err := p.fn(now)
 	p.latency.Observe(time.Since(start).Seconds())

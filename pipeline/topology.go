@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -80,6 +81,8 @@ type Topology struct {
 	subtopologyOf map[string]int
 	streamTime    map[int32]*int64 // task stream time by partition
 	punctuators   []*punctuator
+	// cancelledPunctuators counts the cancelled punctuators still in punctuators.
+	cancelledPunctuators int
 
 	partTime map[TopicPartition]*int64 // stream time of each source partition
 	// last is what the previous record's topic and partition resolved to.
@@ -372,14 +375,7 @@ func (t *Topology) partitionTime(tp TopicPartition) (st int64, seen bool) {
 }
 
 func (t *Topology) punctuateStreamTime(partition int32, now int64) error {
-	for _, p := range t.punctuators {
-		if p.typ == StreamTime && p.ctx.partition == partition {
-			if err := p.fire(now); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return t.punctuate(StreamTime, partition, now)
 }
 
 // HasWallClockPunctuators reports whether any processor scheduled a wall-clock punctuator.
@@ -397,15 +393,39 @@ func (t *Topology) PunctuateWallClock() error {
 	if len(t.punctuators) == 0 {
 		return nil
 	}
-	now := t.clock()
-	for _, p := range t.punctuators {
-		if p.typ == WallClockTime {
-			if err := p.fire(now); err != nil {
-				return err
+	return t.punctuate(WallClockTime, -1, t.clock())
+}
+
+// punctuate fires the punctuators of typ due at now (stream-time ones of the task
+// partition only) as Kafka Streams' PunctuationQueue does: the earliest due first, ties in
+// the order they were scheduled; each once, after which its next time is past now; one
+// that a punctuator cancels before its turn does not fire. One that a punctuator schedules
+// waits for the next round, where Kafka Streams fires a due one in the same round: a
+// punctuator that schedules another each time would never end the round.
+func (t *Topology) punctuate(typ PunctuationType, partition int32, now int64) error {
+	if t.cancelledPunctuators > 0 {
+		t.punctuators = slices.DeleteFunc(t.punctuators, func(p *punctuator) bool { return p.cancelled })
+		t.cancelledPunctuators = 0
+	}
+	// Punctuators only join the end of the list during the round.
+	round := t.punctuators
+	for {
+		var first *punctuator
+		for _, p := range round {
+			if p.typ != typ || p.cancelled || p.next > now || (typ == StreamTime && p.ctx.partition != partition) {
+				continue
+			}
+			if first == nil || p.next < first.next {
+				first = p
 			}
 		}
+		if first == nil {
+			return nil
+		}
+		if err := first.fire(now); err != nil {
+			return err
+		}
 	}
-	return nil
 }
 
 // ChangelogTopic is the changelog topic of a store: <application.id>-<store>-changelog.

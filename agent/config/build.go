@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -11,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stoatflow/stoatflow/luart/suggest"
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
@@ -291,6 +294,9 @@ func (b *builder) buildStreams() {
 			}
 			b.checkHostPort(bootstrapServers.FullName(), s, true)
 		}
+		if c.EmbeddedDemo != "" {
+			b.fail(KindInvalid, embeddedDemo.FullName(), `a demo feeder writes into the embedded broker only (streams.bootstrap.servers = "embedded")`)
+		}
 	}
 
 	consumer := c.Client(ForConsumer)
@@ -367,6 +373,10 @@ func (b *builder) checkFile(key, path string, max int64) {
 	}
 	st, err := os.Stat(path)
 	if err != nil {
+		if near, ok := closestFile(path); ok && errors.Is(err, fs.ErrNotExist) {
+			b.fail(KindInvalid, key, "cannot use %s: %v; did you mean %s?", path, unwrapPathError(err), near)
+			return
+		}
 		b.fail(KindInvalid, key, "cannot use %s: %v", path, unwrapPathError(err))
 		return
 	}
@@ -376,6 +386,24 @@ func (b *builder) checkFile(key, path string, max int64) {
 	if err := regular(st, max); err != nil {
 		b.fail(KindInvalid, key, "cannot use %s: %v", path, err)
 	}
+}
+
+// closestFile is the file beside path whose name is closest to path's, when it looks like a
+// typo of it.
+func closestFile(path string) (string, bool) {
+	dir := filepath.Dir(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	best, ok := suggest.Closest(filepath.Base(path), names)
+	return filepath.Join(dir, best), ok
 }
 
 // unwrapPathError drops the path that os.Stat repeats in its error.

@@ -131,6 +131,8 @@ func TestErrorClasses(t *testing.T) {
 		{"no queries at once", "http.query.max.concurrency = 0", "",
 			`agent.http.query.max.concurrency: invalid value 0: must be at least 1`, KindInvalid},
 		{"no time for a query", "http.query.timeout = 0", "", `agent.http.query.timeout: invalid value 0`, KindInvalid},
+		{"demo feeder with a real broker", `embedded.demo = "lines"`, "",
+			`agent.toml:3: agent.embedded.demo: a demo feeder writes into the embedded broker only (streams.bootstrap.servers = "embedded")`, KindInvalid},
 		{"tls cert without key", `http.tls.cert = "cert.pem"`, "",
 			`agent.http.tls.cert: set without agent.http.tls.key: HTTPS needs both`, KindInvalid},
 		{"tls key without cert", `http.tls.key = "key.pem"`, "",
@@ -456,6 +458,13 @@ func TestDefaults(t *testing.T) {
 	if cfg.GroupInstanceID != "wordcount-"+host {
 		t.Errorf("group.instance.id = %q", cfg.GroupInstanceID)
 	}
+	// A demo feeder needs the embedded broker.
+	demo, err := Parse([]byte(baseAgent+"embedded.demo = \"lines\"\n[streams]\napplication.id = \"wc\"\nbootstrap.servers = \"embedded\"\n"), tempDir(t), "agent.toml")
+	if err != nil {
+		t.Errorf("embedded.demo with the embedded broker: %v", err)
+	} else if demo.EmbeddedDemo != "lines" {
+		t.Errorf("embedded.demo = %q", demo.EmbeddedDemo)
+	}
 }
 
 func TestExactlyOnceDefaults(t *testing.T) {
@@ -487,7 +496,6 @@ http.query.timeout = "5s"
 log.level = "DEBUG"
 log.format = "json"
 embedded.partitions = 4
-embedded.demo = "lines"
 lua.call.timeout = "250ms"
 shutdown.timeout = 5000
 leave.group.on.close = true`, `state.dir = "state"
@@ -516,7 +524,6 @@ default.timestamp.extractor = "org.apache.kafka.streams.processor.WallclockTimes
 		{"level", cfg.LogLevel, slog.LevelDebug},
 		{"format", cfg.LogFormat, "json"},
 		{"partitions", cfg.EmbeddedPartitions, int32(4)},
-		{"demo", cfg.EmbeddedDemo, "lines"},
 		{"lua", cfg.LuaCallTimeout, 250 * time.Millisecond},
 		{"shutdown", cfg.ShutdownTimeout, 5 * time.Second},
 		{"leave", cfg.LeaveGroupOnClose, true},
@@ -618,5 +625,20 @@ func TestDefaultSerdesComeFromTheRegistry(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %s", name, err, want)
 		}
+	}
+}
+
+// A file that is not there names the closest file beside it, when one looks meant.
+func TestMissingFileNamesTheClosest(t *testing.T) {
+	dir := tempDir(t)
+	_, err := Parse([]byte("[agent]\nscripts = [\"wx.lua\"]\n"+baseStreams), dir, "agent.toml")
+	want := fmt.Sprintf("agent.toml:2: agent.scripts: cannot use %s: no such file or directory; did you mean %s?",
+		filepath.Join(dir, "wx.lua"), filepath.Join(dir, "wc.lua"))
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v\nwant %s", err, want)
+	}
+	_, err = Parse([]byte("[agent]\nscripts = [\"pipeline.lua\"]\n"+baseStreams), dir, "agent.toml")
+	if err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Fatalf("error %v, want no suggestion", err)
 	}
 }

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
+	"github.com/stoatflow/stoatflow/luart/suggest"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
 )
@@ -27,10 +30,19 @@ func storeError(err error) *apiError {
 	return &apiError{http.StatusInternalServerError, "store_error", err.Error()}
 }
 
-// unknownStore is Kafka Streams' UnknownStateStoreException.
-func unknownStore(name string) *apiError {
-	return &apiError{http.StatusNotFound, "unknown_store",
-		fmt.Sprintf("Cannot get state store %s because no such store is registered in the topology.", name)}
+// unknownStore is Kafka Streams' UnknownStateStoreException, with the store meant when the
+// name looks misspelled, and the stores there are.
+func unknownStore(name string, stores []string) *apiError {
+	msg := fmt.Sprintf("Cannot get state store %s because no such store is registered in the topology.", name)
+	if best, ok := suggest.Closest(name, stores); ok {
+		msg += fmt.Sprintf(" Did you mean %q?", best)
+	}
+	if len(stores) == 0 {
+		msg += " The topology has no stores."
+	} else {
+		msg += " Its stores: " + strings.Join(stores, ", ") + "."
+	}
+	return &apiError{http.StatusNotFound, "unknown_store", msg}
 }
 
 // queryStore is one store as interactive queries see it.
@@ -57,8 +69,10 @@ func (sv *server) lookupStore(name string) (*queryStore, *apiError) {
 	if c.Partitions < 1 {
 		return nil, storeError(fmt.Errorf("the store catalogue has %d partitions", c.Partitions))
 	}
+	var names []string
 	for _, spec := range c.Specs {
 		if spec.Name != name {
+			names = append(names, spec.Name)
 			continue
 		}
 		topic := pipeline.ChangelogTopic(sv.opts.ApplicationID, name)
@@ -69,7 +83,8 @@ func (sv *server) lookupStore(name string) (*queryStore, *apiError) {
 			replicas: &replicas{sv: sv, store: name},
 		}, nil
 	}
-	return nil, unknownStore(name)
+	slices.Sort(names)
+	return nil, unknownStore(name, names)
 }
 
 // replicas decides, per store partition, whether this agent answers from it: when it

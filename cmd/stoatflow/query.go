@@ -133,7 +133,23 @@ func parseSub(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	return nil
 }
 
+// dispatch runs a query command. A store of the wrong type for it is named with the
+// command that reads it, where the agent's answer names the HTTP path.
 func (c *queryClient) dispatch(cmd string, args []string, stderr io.Writer) error {
+	err := c.run(cmd, args, stderr)
+	var f *apiFailure
+	if errors.As(err, &f) && f.code == "wrong_store_type" && len(args) > 0 {
+		store, _, _ := strings.Cut(f.msg, ": ")
+		if cmd == "windows" {
+			f.msg = fmt.Sprintf("%s: windows reads window and session stores; read it with stoatflow query get %s KEY (or range %s)", store, args[0], args[0])
+		} else {
+			f.msg = fmt.Sprintf("%s: %s reads key-value stores; read it with stoatflow query windows %s KEY", store, cmd, args[0])
+		}
+	}
+	return err
+}
+
+func (c *queryClient) run(cmd string, args []string, stderr io.Writer) error {
 	switch cmd {
 	case "stores":
 		if err := parseSub(subFlags(cmd, stderr), args, stderr); err != nil {

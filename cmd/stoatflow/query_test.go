@@ -108,6 +108,7 @@ func TestQueryCommandErrors(t *testing.T) {
 	_, addr := startFake(t, map[string]string{
 		"GET /v1/stores/nope/keys/k": `404 {"error":"Cannot get state store nope because no such store is registered in the topology.","code":"unknown_store"}`,
 		"GET /v1/stores":             `503 {"error":"the state stores are not ready","code":"not_ready"}`,
+		"GET /v1/stores/wins/keys/k": `400 {"error":"store wins is a timestampedWindow store: key reads need a key-value store; read it with /v1/stores/wins/windows/{key}","code":"wrong_store_type"}`,
 	})
 	for _, c := range []struct {
 		args []string
@@ -116,6 +117,7 @@ func TestQueryCommandErrors(t *testing.T) {
 	}{
 		{[]string{"get", "nope", "k"}, 1, "stoatflow query: Cannot get state store nope because no such store is registered in the topology. (unknown_store, HTTP 404)"},
 		{[]string{"stores"}, 1, "not ready (not_ready, HTTP 503)"},
+		{[]string{"get", "wins", "k"}, 1, "stoatflow query: store wins is a timestampedWindow store: get reads key-value stores; read it with stoatflow query windows wins KEY (wrong_store_type, HTTP 400)"},
 		{[]string{}, 2, "Usage: stoatflow query"},
 		{[]string{"get", "counts"}, 2, "needs STORE KEY"},
 		{[]string{"stores", "extra"}, 2, `unexpected argument "extra"`},

@@ -536,15 +536,17 @@ async function startTap() {
         if (!data) continue;
         const ev = parseJSON(data);
         if (event === "lost") lost += ev.lost;
-        if (event !== "record") continue;
-        shown++;
-        skipped += ev.skipped;
-        const hdrs = ev.headers.map((h) => `${h.key}=${h.value ?? h.base64}`).join(" ");
-        const tr = row([when(ev.timestamp), json(ev.key), json(ev.value), hdrs, `${ev.topic}-${ev.partition}@${ev.offset}`]);
-        tr.dataset.node = ev.node;
-        const body = $("tap-records");
-        body.prepend(tr);
-        while (body.children.length > MAX_TAP_ROWS) body.lastChild.remove();
+        // "skipped" counts records skipped while none was shown (the node went quiet).
+        if (event === "record" || event === "skipped") skipped += ev.skipped;
+        if (event === "record") {
+          shown++;
+          const hdrs = ev.headers.map((h) => `${h.key}=${h.value ?? h.base64}`).join(" ");
+          const tr = row([when(ev.timestamp), json(ev.key), json(ev.value), hdrs, `${ev.topic}-${ev.partition}@${ev.offset}`]);
+          tr.dataset.node = ev.node;
+          const body = $("tap-records");
+          body.prepend(tr);
+          while (body.children.length > MAX_TAP_ROWS) body.lastChild.remove();
+        }
         $("tap-note").textContent = `${node}: ${fmt(shown)} shown, ${fmt(skipped)} skipped by sampling${lost ? `, ${fmt(lost)} lost (the page fell behind)` : ""}`;
       }
     }
