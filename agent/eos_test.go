@@ -53,9 +53,15 @@ func readCommittedConfig() *sarama.Config {
 	return c
 }
 
-// produceKeys writes n records spread over keys k0..k(keys-1), each to the partition (of
-// partitions) the default partitioner gives its key.
+// produceKeys writes n records spread over keys k0..k(keys-1) to "in", each to the
+// partition (of partitions) the default partitioner gives its key.
 func produceKeys(t *testing.T, brokers []string, partitions int32, n, keys, from int, value string) {
+	t.Helper()
+	produceKeysTo(t, brokers, "in", partitions, n, keys, from, value)
+}
+
+// produceKeysTo is produceKeys to topic.
+func produceKeysTo(t *testing.T, brokers []string, topic string, partitions int32, n, keys, from int, value string) {
 	t.Helper()
 	prod, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
 	if err != nil {
@@ -66,7 +72,7 @@ func produceKeys(t *testing.T, brokers []string, partitions int32, n, keys, from
 	for i := from; i < from+n; i++ {
 		key := fmt.Sprintf("k%d", i%keys)
 		msgs = append(msgs, &sarama.ProducerMessage{
-			Topic: "in", Partition: pipeline.DefaultPartition([]byte(key), partitions),
+			Topic: topic, Partition: pipeline.DefaultPartition([]byte(key), partitions),
 			Key:   sarama.StringEncoder(key),
 			Value: sarama.StringEncoder(value),
 		})
@@ -123,7 +129,13 @@ func wantCounts(total, keys int) map[string]int64 {
 // checks that each key's counts are exactly 1..want, each once.
 func checkExactCounts(t *testing.T, brokers []string, want map[string]int64) {
 	t.Helper()
-	ch := consumeAll(t, brokers, "out", readCommittedConfig())
+	checkExactCountsOf(t, brokers, "out", want)
+}
+
+// checkExactCountsOf is checkExactCounts of topic.
+func checkExactCountsOf(t *testing.T, brokers []string, topic string, want map[string]int64) {
+	t.Helper()
+	ch := consumeAll(t, brokers, topic, readCommittedConfig())
 	seen := map[string]map[int64]int{}
 	done := func() bool {
 		for k, n := range want {
