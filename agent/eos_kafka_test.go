@@ -1,8 +1,7 @@
-//go:build kafka && !race
+//go:build kafka
 
-// The twins of the exactly-once tests on Apache Kafka 4.4, on both transaction protocols.
-// Like their kfake originals, they drive sarama's transactional producer through its error
-// paths, so they build without the race detector (IBM/sarama#2913, faults_test.go).
+// The twins of eos_test.go, alos_test.go and agent_test.go on Apache Kafka 4.4; the
+// transactional ones on both transaction protocols.
 
 package agent
 
@@ -12,30 +11,47 @@ import (
 	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
 
-func TestKafkaEOSReadByTwoClients(t *testing.T) {
+func TestKafkaUncommittedBudgetForcesEarlyCommits(t *testing.T) {
 	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 2, "in", "out")
-		eosReadByTwoClients(t, b)
+		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 1, "in", "out")
+		uncommittedBudgetForcesEarlyCommits(t, b)
 	})
 }
 
-func TestKafkaInjectedFailureExactlyOnce(t *testing.T) {
+func TestKafkaRestoreAfterDeletingStateGivesSameStore(t *testing.T) {
 	bothTransactionVersions(t, func(t *testing.T, tv int) {
 		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 2, "in", "out")
-		injectedFailure(t, b, true)
+		restoreAfterDeletingState(t, b)
 	})
 }
 
-func TestKafkaInjectedFailureNonTransactionalStores(t *testing.T) {
+func TestKafkaChangelogRecordsSentBeforeTheCommitUnderExactlyOnce(t *testing.T) {
+	bothTransactionVersions(t, func(t *testing.T, tv int) {
+		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 1, "in", "out")
+		changelogSentBeforeTheCommitUnderExactlyOnce(t, b)
+	})
+}
+
+func TestKafkaChangelogRecordsSentBeforeTheCommitUnderAtLeastOnce(t *testing.T) {
+	t.Parallel()
+	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	changelogSentBeforeTheCommitUnderAtLeastOnce(t, b)
+}
+
+func TestKafkaAgentEndToEndWithHeaders(t *testing.T) {
 	t.Parallel()
 	b, _ := onKafka(t, kafkatest.Options{}, 2, "in", "out")
-	injectedFailure(t, b, false)
+	endToEndWithHeaders(t, b)
 }
 
-// Three kills (make test's kfake original: six) prove the same on the real broker.
-func TestKafkaSIGKILLLoopExactlyOnce(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 2, "in", "out")
-		sigkillLoop(t, b, 3)
-	})
+func TestKafkaStopMidStreamThenRestartLosesNothing(t *testing.T) {
+	t.Parallel()
+	b, _ := onKafka(t, kafkatest.Options{}, 3, "in", "out")
+	stopMidStreamThenRestart(t, b)
+}
+
+func TestKafkaDebugLogs(t *testing.T) {
+	t.Parallel()
+	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	debugLogs(t, b)
 }

@@ -1,7 +1,6 @@
-//go:build kafka && !race
+//go:build kafka
 
-// The twins of the standby tests on Apache Kafka 4.4 (without the race detector where the
-// originals run without it: IBM/sarama#2913).
+// The twins of standby_test.go on Apache Kafka 4.4, on both transaction protocols.
 
 package agent
 
@@ -11,9 +10,29 @@ import (
 	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
 
-func TestKafkaKillTheActiveCycles(t *testing.T) {
+func TestKafkaSeveralAgentsOneActiveExactCounts(t *testing.T) {
 	bothTransactionVersions(t, func(t *testing.T, tv int) {
 		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 3, "in", "out")
-		killTheActiveCycles(t, b, 3)
+		severalAgentsOneActive(t, b)
+	})
+}
+
+func TestKafkaAgentRefusedByGroupOfAnotherProtocol(t *testing.T) {
+	t.Parallel()
+	b, _ := onKafka(t, kafkatest.Options{}, 2, "in", "out")
+	refusedByGroupOfAnotherProtocol(t, b)
+}
+
+func TestKafkaTakeoverWhenTheActiveDies(t *testing.T) {
+	bothTransactionVersions(t, func(t *testing.T, tv int) {
+		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 3, "in", "out")
+		takeoverWhenTheActiveDies(t, b)
+	})
+}
+
+func TestKafkaStoppingActiveHandsOverAtOnce(t *testing.T) {
+	bothTransactionVersions(t, func(t *testing.T, tv int) {
+		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 2, "in", "out")
+		stoppingActiveHandsOverAtOnce(t, b)
 	})
 }
