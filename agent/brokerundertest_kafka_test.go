@@ -46,3 +46,12 @@ func bothTransactionVersions(t *testing.T, body func(t *testing.T, tv int)) {
 		})
 	}
 }
+
+// onKafkaCluster is a brokerFor of subtests on the cluster of o, run in parallel.
+func onKafkaCluster(o kafkatest.Options) brokerFor {
+	return func(t *testing.T, partitions int32, topics ...string) *brokerUnderTest {
+		t.Parallel()
+		b, _ := onKafka(t, o, partitions, topics...)
+		return b
+	}
+}

@@ -32,6 +32,11 @@ type brokerUnderTest struct {
 	create func(t testing.TB, topic string, partitions int32, configs map[string]string)
 }
 
+// brokerFor makes the broker of a test (or subtest) of a body that runs several, each on a
+// broker of its own (onKfake) or a shared cluster (onKafkaCluster), with topics of
+// partitions each.
+type brokerFor func(t *testing.T, partitions int32, topics ...string) *brokerUnderTest
+
 // onKfake is an in-process kfake broker of the test's own with topics of partitions each.
 func onKfake(t *testing.T, partitions int32, topics ...string) *brokerUnderTest {
 	t.Helper()
