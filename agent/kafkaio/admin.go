@@ -3,6 +3,8 @@ package kafkaio
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/IBM/sarama"
@@ -17,21 +19,47 @@ type TopicSpec struct {
 }
 
 // EnsureTopics creates the topics that do not exist yet. An existing topic is left alone,
-// whatever its partition count or configs, as Kafka Streams does for its internal topics.
+// whatever its partition count or configs.
 func EnsureTopics(brokers []string, cfg *sarama.Config, topics map[string]TopicSpec) error {
+	_, err := ensureTopics(brokers, cfg, topics)
+	return err
+}
+
+// EnsureInternalTopics creates the application's internal topics (changelogs) that do not
+// exist yet and refuses, with Kafka Streams' error (InternalTopicManager), one that exists
+// with another partition count than its spec's: its partitions would not be the tasks'.
+// Its configs are left as they are, as Kafka Streams leaves them.
+func EnsureInternalTopics(brokers []string, cfg *sarama.Config, topics map[string]TopicSpec) error {
+	existing, err := ensureTopics(brokers, cfg, topics)
+	if err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(existing)) {
+		if want, got := topics[name].Partitions, existing[name]; want > 0 && got != want {
+			//lint:ignore ST1005 Kafka Streams' error, word for word
+			return fmt.Errorf("Existing internal topic %s has invalid partitions: expected: %d; actual: %d. "+
+				"Use 'org.apache.kafka.tools.StreamsResetter' tool to clean up invalid topics before processing.", name, want, got)
+		}
+	}
+	return nil
+}
+
+// ensureTopics creates the topics that do not exist yet and returns the partition counts
+// of those that did.
+func ensureTopics(brokers []string, cfg *sarama.Config, topics map[string]TopicSpec) (map[string]int32, error) {
 	if len(topics) == 0 {
-		return nil
+		return nil, nil
 	}
 	names := make([]string, 0, len(topics))
 	for name, spec := range topics {
 		if name == "" {
-			return errors.New("ensure topics: empty topic name")
+			return nil, errors.New("ensure topics: empty topic name")
 		}
 		if spec.Partitions == 0 || spec.Partitions < -1 {
-			return fmt.Errorf("ensure topics: topic %q: partitions %d, want >= 1 or -1 (broker default)", name, spec.Partitions)
+			return nil, fmt.Errorf("ensure topics: topic %q: partitions %d, want >= 1 or -1 (broker default)", name, spec.Partitions)
 		}
 		if spec.ReplicationFactor == 0 || spec.ReplicationFactor < -1 {
-			return fmt.Errorf("ensure topics: topic %q: replication factor %d, want >= 1 or -1 (broker default)", name, spec.ReplicationFactor)
+			return nil, fmt.Errorf("ensure topics: topic %q: replication factor %d, want >= 1 or -1 (broker default)", name, spec.ReplicationFactor)
 		}
 		names = append(names, name)
 	}
@@ -39,13 +67,13 @@ func EnsureTopics(brokers []string, cfg *sarama.Config, topics map[string]TopicS
 
 	admin, err := sarama.NewClusterAdmin(brokers, cfg)
 	if err != nil {
-		return fmt.Errorf("ensure topics: connect to %v: %w", brokers, err)
+		return nil, fmt.Errorf("ensure topics: connect to %v: %w", brokers, err)
 	}
 	defer admin.Close()
 
-	missing, err := missingTopics(admin, names)
+	missing, existing, err := missingTopics(admin, names)
 	if err != nil {
-		return fmt.Errorf("ensure topics: %w", err)
+		return nil, fmt.Errorf("ensure topics: %w", err)
 	}
 	for _, name := range missing {
 		spec := topics[name]
@@ -57,36 +85,37 @@ func EnsureTopics(brokers []string, cfg *sarama.Config, topics map[string]TopicS
 		err := admin.CreateTopic(name, detail, false)
 		// Another instance may have created it since we looked: that is what we wanted.
 		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-			return fmt.Errorf("ensure topics: create %q (partitions %d, replication factor %d): %w",
+			return nil, fmt.Errorf("ensure topics: create %q (partitions %d, replication factor %d): %w",
 				name, spec.Partitions, spec.ReplicationFactor, err)
 		}
 	}
-	return nil
+	return existing, nil
 }
 
-// missingTopics returns, in the order given, the topics the cluster does not know.
-func missingTopics(admin sarama.ClusterAdmin, names []string) ([]string, error) {
+// missingTopics returns, in the order given, the topics the cluster does not know, and the
+// partition counts of those it knows.
+func missingTopics(admin sarama.ClusterAdmin, names []string) ([]string, map[string]int32, error) {
 	metas, err := admin.DescribeTopics(names)
 	if err != nil {
-		return nil, fmt.Errorf("describe topics %v: %w", names, err)
+		return nil, nil, fmt.Errorf("describe topics %v: %w", names, err)
 	}
-	exists := make(map[string]bool, len(metas))
+	exists := make(map[string]int32, len(metas))
 	for _, m := range metas {
 		switch m.Err {
 		case sarama.ErrNoError:
-			exists[m.Name] = true
+			exists[m.Name] = int32(len(m.Partitions))
 		case sarama.ErrUnknownTopicOrPartition:
 		default:
-			return nil, fmt.Errorf("describe topic %q: %w", m.Name, m.Err)
+			return nil, nil, fmt.Errorf("describe topic %q: %w", m.Name, m.Err)
 		}
 	}
 	var missing []string
 	for _, name := range names {
-		if !exists[name] {
+		if _, ok := exists[name]; !ok {
 			missing = append(missing, name)
 		}
 	}
-	return missing, nil
+	return missing, exists, nil
 }
 
 // PartitionCounts returns the number of partitions of each topic. A topic that does not

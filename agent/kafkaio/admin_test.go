@@ -43,6 +43,16 @@ func TestEnsureTopicsCreatesMissingAndLeavesExisting(t *testing.T) {
 	if got["in"] != 4 || got["out"] != 3 {
 		t.Errorf("PartitionCounts = %v, want in:4 (unchanged) out:3", got)
 	}
+
+	// As internal topics, the same are refused with Kafka Streams' error.
+	err = EnsureInternalTopics(e.Addrs(), testConfig(), specs)
+	if want := "Existing internal topic in has invalid partitions: expected: 8; actual: 4."; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("EnsureInternalTopics = %v, want %q", err, want)
+	}
+	delete(specs, "in")
+	if err := EnsureInternalTopics(e.Addrs(), testConfig(), specs); err != nil {
+		t.Fatalf("EnsureInternalTopics of topics as they are: %v", err)
+	}
 }
 
 func TestEnsureTopicsErrors(t *testing.T) {
