@@ -1,7 +1,8 @@
 //go:build kafka
 
-// The twins of internaltopics_test.go on Apache Kafka 4.4; on the three-node cluster the
-// changelogs take replication.factor, or the broker's default without it.
+// The twins of internaltopics_test.go and stores_test.go on Apache Kafka 4.4: changelog
+// topics as created, and as restored from. On the three-node cluster the changelogs take
+// replication.factor, or the broker's default without it.
 
 package agent
 
@@ -25,4 +26,12 @@ func TestKafkaExistingChangelogOfOtherPartitionsIsRefused(t *testing.T) {
 	t.Parallel()
 	b, _ := onKafka(t, kafkatest.Options{}, 2, "in", "out")
 	existingChangelogOfOtherPartitionsIsRefused(t, b)
+}
+
+// Every store kind's changelog records, as Apache Kafka keeps them, restore the stores.
+func TestKafkaStoreKindsChangelogBytesAndRestore(t *testing.T) {
+	bothTransactionVersions(t, func(t *testing.T, tv int) {
+		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 1, "in", "out")
+		storeKindsChangelogBytesAndRestore(t, b)
+	})
 }
