@@ -13,7 +13,7 @@ import (
 
 // changelogWithAbort writes three transactions to rc/0: committed, aborted, committed.
 // Offsets: c0 c1 c2 (0-2), marker 3, a0 a1 a2 (4-6), marker 7, c3 c4 (8-9), marker 10.
-func changelogWithAbort(t *testing.T, e *Embedded, p *Producer) {
+func changelogWithAbort(t *testing.T, e testCluster, p *Producer) {
 	t.Helper()
 	for _, txn := range []struct {
 		values []string
@@ -113,7 +113,11 @@ func TestReadToEndManyFetches(t *testing.T) {
 	e := startBroker(t)
 	createTopic(t, e, "many", 1)
 	const n = 2000
-	produceN(t, e, "many", 0, 0, n)
+	// Batches of at most 20 records: a batch is never split across fetches, and records
+	// sent faster than they are acknowledged would otherwise share a few large ones.
+	small := testConfig()
+	small.Producer.Flush.MaxMessages = 20
+	produceNWith(t, e, small, "many", 0, 0, n)
 	cfg := testConfig()
 	cfg.Consumer.Fetch.Default = 1024
 	var got []pipeline.SourceRecord
