@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/IBM/sarama"
 )
@@ -65,8 +66,13 @@ func ensureTopics(brokers []string, cfg *sarama.Config, topics map[string]TopicS
 	}
 	sort.Strings(names)
 
-	admin, err := sarama.NewClusterAdmin(brokers, cfg)
+	client, err := sarama.NewClient(brokers, cfg)
 	if err != nil {
+		return nil, fmt.Errorf("ensure topics: connect to %v: %w", brokers, err)
+	}
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		client.Close()
 		return nil, fmt.Errorf("ensure topics: connect to %v: %w", brokers, err)
 	}
 	defer admin.Close()
@@ -89,7 +95,61 @@ func ensureTopics(brokers []string, cfg *sarama.Config, topics map[string]TopicS
 				name, spec.Partitions, spec.ReplicationFactor, err)
 		}
 	}
+	if err := waitUntilKnown(client, missing); err != nil {
+		return nil, fmt.Errorf("ensure topics: %w", err)
+	}
 	return existing, nil
+}
+
+// createdTopicsWait bounds how long ensureTopics waits for the brokers to know the topics
+// it created.
+const createdTopicsWait = 30 * time.Second
+
+// waitUntilKnown waits until every broker of the cluster lists each of topics with a leader
+// for each partition. A KRaft controller answers CreateTopics once the topic is in its
+// metadata log; the brokers learn of it from there a moment later, and until then answer
+// UNKNOWN_TOPIC_OR_PARTITION to a client that would use it, as Kafka Streams' internal
+// topic manager waits for too.
+func waitUntilKnown(client sarama.Client, topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(createdTopicsWait)
+	for {
+		err := allBrokersKnow(client, topics)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("created topics %v, which the brokers did not all know after %v: %w", topics, createdTopicsWait, err)
+		}
+		time.Sleep(client.Config().Metadata.Retry.Backoff)
+	}
+}
+
+// allBrokersKnow asks each broker the client knows for the metadata of topics.
+func allBrokersKnow(client sarama.Client, topics []string) error {
+	req := sarama.NewMetadataRequest(client.Config().Version, topics)
+	for _, b := range client.Brokers() {
+		if err := b.Open(client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
+			return fmt.Errorf("broker %d: %w", b.ID(), err)
+		}
+		resp, err := b.GetMetadata(req)
+		if err != nil {
+			return fmt.Errorf("broker %d: %w", b.ID(), err)
+		}
+		for _, tm := range resp.Topics {
+			if tm.Err != sarama.ErrNoError {
+				return fmt.Errorf("broker %d: topic %q: %w", b.ID(), tm.Name, tm.Err)
+			}
+			for _, pm := range tm.Partitions {
+				if pm.Leader < 0 {
+					return fmt.Errorf("broker %d: %s-%d has no leader yet", b.ID(), tm.Name, pm.ID)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // missingTopics returns, in the order given, the topics the cluster does not know, and the

@@ -1,8 +1,13 @@
 package kafkaio
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/IBM/sarama"
+
+	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
 
 func TestEnsureTopicsCreatesMissingAndLeavesExisting(t *testing.T) {
@@ -52,6 +57,41 @@ func TestEnsureTopicsCreatesMissingAndLeavesExisting(t *testing.T) {
 	delete(specs, "in")
 	if err := EnsureInternalTopics(e.Addrs(), testConfig(), specs); err != nil {
 		t.Fatalf("EnsureInternalTopics of topics as they are: %v", err)
+	}
+}
+
+// The topics EnsureTopics created are usable when it returns: a client asking any broker
+// for their metadata at once, with no retry, finds every partition's leader. Apache Kafka
+// creates a topic in its controller and tells the brokers after it answers; kfake at once.
+func TestEnsureTopicsReturnsOnceTheTopicsAreUsable(t *testing.T) {
+	ensureTopicsReturnsOnceTheTopicsAreUsable(t, startBroker(t))
+}
+
+func ensureTopicsReturnsOnceTheTopicsAreUsable(t *testing.T, e testCluster) {
+	cfg := testConfig()
+	cfg.Metadata.Retry.Max = 0
+	for round := range 5 {
+		specs := map[string]TopicSpec{}
+		for i := range 4 {
+			specs[kafkatest.Name(t, fmt.Sprintf("t%d-%d", round, i))] = TopicSpec{Partitions: 3, ReplicationFactor: -1}
+		}
+		if err := EnsureTopics(e.Addrs(), testConfig(), specs); err != nil {
+			t.Fatal(err)
+		}
+		for _, addr := range e.Addrs() {
+			client, err := sarama.NewClient([]string{addr}, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for topic := range specs {
+				parts, err := client.Partitions(topic)
+				if err != nil || len(parts) != 3 {
+					client.Close()
+					t.Fatalf("%s right after EnsureTopics, asking %s: partitions %v, %v", topic, addr, parts, err)
+				}
+			}
+			client.Close()
+		}
 	}
 }
 
