@@ -12,7 +12,7 @@ import (
 )
 
 // sendAt sends records value-<from>.. to partition 0 of topic with the given timestamps.
-func sendAt(t *testing.T, e *Embedded, topic string, from int, timestamps ...int64) {
+func sendAt(t *testing.T, e testCluster, topic string, from int, timestamps ...int64) {
 	t.Helper()
 	prod, err := NewProducer(e.Addrs(), testConfig())
 	if err != nil {

@@ -12,14 +12,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // highWatermarks returns the high-water mark of each partition of topic.
-func highWatermarks(e *Embedded, topic string) []int64 {
-	var hw []int64
-	for _, pi := range e.cluster.PartitionInfos(topic) {
-		hw = append(hw, pi.HighWatermark)
+func highWatermarks(t *testing.T, e testCluster, topic string) []int64 {
+	t.Helper()
+	client, err := sarama.NewClient(e.Addrs(), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	parts, err := client.Partitions(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := make([]int64, len(parts))
+	for _, p := range parts {
+		if hw[p], err = client.GetOffset(topic, p, sarama.OffsetNewest); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return hw
 }
@@ -44,7 +58,7 @@ func TestProducerExplicitPartition(t *testing.T) {
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if hw := highWatermarks(e, "explicit"); fmt.Sprint(hw) != "[1 0 5]" {
+	if hw := highWatermarks(t, e, "explicit"); fmt.Sprint(hw) != "[1 0 5]" {
 		t.Errorf("high watermarks = %v, want [1 0 5]", hw)
 	}
 }
@@ -74,7 +88,7 @@ func TestProducerKeyHashIsMurmur2(t *testing.T) {
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	got := highWatermarks(e, "hashed")
+	got := highWatermarks(t, e, "hashed")
 	var total int64
 	for i := range got {
 		total += got[i]
@@ -87,7 +101,7 @@ func TestProducerKeyHashIsMurmur2(t *testing.T) {
 	}
 
 	// A record on its own shows the exact placement.
-	hw := highWatermarks(e, "hashed")
+	hw := highWatermarks(t, e, "hashed")
 	key := []byte("lone-key")
 	if err := p.Send("hashed", -1, key, nil, nil, 1, nil); err != nil {
 		t.Fatal(err)
@@ -95,7 +109,7 @@ func TestProducerKeyHashIsMurmur2(t *testing.T) {
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	after := highWatermarks(e, "hashed")
+	after := highWatermarks(t, e, "hashed")
 	part := pipeline.DefaultPartition(key, 5)
 	if after[part] != hw[part]+1 {
 		t.Errorf("lone-key: high watermarks %v → %v, want partition %d to grow by one", hw, after, part)
@@ -132,7 +146,7 @@ func TestProducerFlushWaitsForAcks(t *testing.T) {
 	if got := acks.Load(); got != n {
 		t.Fatalf("Flush returned with %d of %d records acknowledged", got, n)
 	}
-	if hw := highWatermarks(e, "acked"); hw[0]+hw[1] != n {
+	if hw := highWatermarks(t, e, "acked"); hw[0]+hw[1] != n {
 		t.Fatalf("broker holds %v records, want %d", hw, n)
 	}
 	// Nothing pending: Flush returns at once.
@@ -164,7 +178,7 @@ func TestProducerFlushHonoursContext(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if hw := highWatermarks(e, "held"); hw[0] != 1 {
+	if hw := highWatermarks(t, e, "held"); hw[0] != 1 {
 		t.Fatalf("after Close the broker holds %v records, want 1", hw)
 	}
 	if err := p.Send("held", 0, nil, nil, nil, 1, nil); err == nil {
@@ -296,7 +310,7 @@ func TestProducerOnFailure(t *testing.T) {
 		}
 		_ = p.Close()
 	}
-	if hw := highWatermarks(e, "small"); hw[0] != 2 {
+	if hw := highWatermarks(t, e, "small"); hw[0] != 2 {
 		t.Fatalf("high watermark %v, want the two small records", hw)
 	}
 }

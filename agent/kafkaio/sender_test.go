@@ -43,7 +43,7 @@ func sendNumbered(t *testing.T, prod *Producer, topic string, p int32, from, n i
 }
 
 // numbers reads back the values of partition p of topic as numbers, in offset order.
-func numbers(t *testing.T, e *Embedded, topic string, p int32) []int {
+func numbers(t *testing.T, e testCluster, topic string, p int32) []int {
 	t.Helper()
 	values, _ := readValues(t, e, topic, p, 0)
 	out := make([]int, len(values))
@@ -86,7 +86,7 @@ func TestProducerBatchesRecordsSentWhileARequestIsInFlight(t *testing.T) {
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if hw := highWatermarks(e, "batched"); hw[0]+hw[1]+hw[2]+hw[3] != n {
+	if hw := highWatermarks(t, e, "batched"); hw[0]+hw[1]+hw[2]+hw[3] != n {
 		t.Fatalf("broker holds %v records, want %d", hw, n)
 	}
 	// sarama's AsyncProducer took 54 to 224 requests here.
@@ -245,7 +245,7 @@ func TestProducerWithoutAcks(t *testing.T) {
 	if err := sendNumbered(t, p, "unacked", 0, 0, 100); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the records in the partition", func() bool { return highWatermarks(e, "unacked")[0] == 100 })
+	eventually(t, 10*time.Second, "the records in the partition", func() bool { return highWatermarks(t, e, "unacked")[0] == 100 })
 }
 
 // Every codec's batches read back, with headers, timestamps, null keys and tombstones.
@@ -331,7 +331,7 @@ func TestProducerSendWaitsForBufferRoom(t *testing.T) {
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if hw := highWatermarks(e, "bounded"); hw[0] != 11 {
+	if hw := highWatermarks(t, e, "bounded"); hw[0] != 11 {
 		t.Fatalf("broker holds %v records, want 11", hw)
 	}
 }
@@ -383,7 +383,7 @@ func TestTxnRecordsVisibleOnlyOnceCommitted(t *testing.T) {
 }
 
 // stableOffsets returns the last stable offset and the high-water mark of a partition.
-func stableOffsets(t *testing.T, e *Embedded, topic string, p int32) (committed, all int64) {
+func stableOffsets(t *testing.T, e testCluster, topic string, p int32) (committed, all int64) {
 	t.Helper()
 	client, err := sarama.NewClient(e.Addrs(), testConfig())
 	if err != nil {

@@ -127,7 +127,7 @@ func TestProducerDeliveryTimeoutBehindAHeldRequest(t *testing.T) {
 	if err := p.Flush(t.Context()); !isTimeout(err) {
 		t.Fatalf("Flush = %v, want the waiting record's timeout", err)
 	}
-	if hw := highWatermarks(e, "held"); hw[0] != 1 {
+	if hw := highWatermarks(t, e, "held"); hw[0] != 1 {
 		t.Fatalf("broker holds %v records, want the one in flight", hw)
 	}
 }
@@ -209,7 +209,7 @@ func TestProducerSendGivesUpAfterMaxBlock(t *testing.T) {
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatalf("Flush = %v: the refused record must not count", err)
 	}
-	if hw := highWatermarks(e, "bounded"); hw[0] != 10 {
+	if hw := highWatermarks(t, e, "bounded"); hw[0] != 10 {
 		t.Fatalf("broker holds %v records, want the 10 taken", hw)
 	}
 }
