@@ -90,7 +90,7 @@ func readToEndSkipsAbortedTransactions(t *testing.T, e testCluster) {
 	if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
 		t.Fatal(err)
 	}
-	got, last := readValues(t, e, rc, 0, 10)
+	got, last := valuesAfterTheCommit(t, e, rc, 0, 10)
 	if want := []string{"11:open0", "12:open1"}; !reflect.DeepEqual(got, want) || last != 12 {
 		t.Errorf("after the commit ReadToEnd from 10 = %v, last %d; want %v, last 12", got, last, want)
 	}
