@@ -19,11 +19,14 @@ import (
 // A state database LevelDB finds corrupt is not used: the agent deletes it and rebuilds
 // every store from its changelog, and the store ends up as it was.
 func TestCorruptStateIsRebuiltFromChangelog(t *testing.T) {
-	brokers := testBroker(t, 2, "in", "out")
-	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
+	corruptStateIsRebuiltFromChangelog(t, onKfake(t, 2, "in", "out"))
+}
+
+func corruptStateIsRebuiltFromChangelog(t *testing.T, b *brokerUnderTest) {
+	cfg := b.config(t, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
 	ra := startAgentWith(t, cfg, metrics.New())
-	produceKeys(t, brokers, 2, 120, 6, 0, "v")
-	readAll(t, brokers, "out", 120)
+	b.produceKeys(t, 120, 6, 0, "v")
+	readAll(t, b.brokers, b.topic(t, "out"), 120)
 	if err := ra.stop(t); err != nil {
 		t.Fatal(err)
 	}
