@@ -95,7 +95,7 @@ func ensureTopics(brokers []string, cfg *sarama.Config, topics map[string]TopicS
 				name, spec.Partitions, spec.ReplicationFactor, err)
 		}
 	}
-	if err := waitUntilKnown(client, missing); err != nil {
+	if err := waitUntilUsable(client, missing); err != nil {
 		return nil, fmt.Errorf("ensure topics: %w", err)
 	}
 	return existing, nil
@@ -105,33 +105,39 @@ func ensureTopics(brokers []string, cfg *sarama.Config, topics map[string]TopicS
 // it created.
 const createdTopicsWait = 30 * time.Second
 
-// waitUntilKnown waits until every broker of the cluster lists each of topics with a leader
-// for each partition. A KRaft controller answers CreateTopics once the topic is in its
-// metadata log; the brokers learn of it from there a moment later, and until then answer
-// UNKNOWN_TOPIC_OR_PARTITION to a client that would use it, as Kafka Streams' internal
-// topic manager waits for too.
-func waitUntilKnown(client sarama.Client, topics []string) error {
+// waitUntilUsable waits until every broker of the cluster lists each of topics with a leader
+// for each partition, and each leader answers for its partitions. A KRaft controller
+// answers CreateTopics once the topic is in its metadata log; the brokers learn of it from
+// there a moment later, and a leader takes its partition on a moment after that. Until
+// then a client that would use the topic gets UNKNOWN_TOPIC_OR_PARTITION or
+// NOT_LEADER_OR_FOLLOWER (Kafka Streams' internal topic manager waits for the first too).
+func waitUntilUsable(client sarama.Client, topics []string) error {
 	if len(topics) == 0 {
 		return nil
 	}
 	deadline := time.Now().Add(createdTopicsWait)
 	for {
-		err := allBrokersKnow(client, topics)
+		err := usable(client, topics)
 		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("created topics %v, which the brokers did not all know after %v: %w", topics, createdTopicsWait, err)
+			return fmt.Errorf("created topics %v, which the brokers were not all ready for after %v: %w", topics, createdTopicsWait, err)
 		}
 		time.Sleep(client.Config().Metadata.Retry.Backoff)
 	}
 }
 
-// allBrokersKnow asks each broker the client knows for the metadata of topics.
-func allBrokersKnow(client sarama.Client, topics []string) error {
-	req := sarama.NewMetadataRequest(client.Config().Version, topics)
+// usable asks each broker the client knows for the metadata of topics, then each
+// partition's leader for the partition's end offset.
+func usable(client sarama.Client, topics []string) error {
+	cfg := client.Config()
+	req := sarama.NewMetadataRequest(cfg.Version, topics)
+	brokers := map[int32]*sarama.Broker{}
+	ends := map[int32]*sarama.OffsetRequest{}
 	for _, b := range client.Brokers() {
-		if err := b.Open(client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
+		brokers[b.ID()] = b
+		if err := b.Open(cfg); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
 			return fmt.Errorf("broker %d: %w", b.ID(), err)
 		}
 		resp, err := b.GetMetadata(req)
@@ -145,6 +151,27 @@ func allBrokersKnow(client sarama.Client, topics []string) error {
 			for _, pm := range tm.Partitions {
 				if pm.Leader < 0 {
 					return fmt.Errorf("broker %d: %s-%d has no leader yet", b.ID(), tm.Name, pm.ID)
+				}
+				if ends[pm.Leader] == nil {
+					ends[pm.Leader] = sarama.NewOffsetRequest(cfg.Version)
+				}
+				ends[pm.Leader].AddBlock(tm.Name, pm.ID, sarama.OffsetNewest, 1)
+			}
+		}
+	}
+	for id, req := range ends {
+		leader := brokers[id]
+		if leader == nil {
+			return fmt.Errorf("leader %d is not among the brokers %v", id, slices.Sorted(maps.Keys(brokers)))
+		}
+		resp, err := leader.GetAvailableOffsets(req)
+		if err != nil {
+			return fmt.Errorf("broker %d: %w", id, err)
+		}
+		for topic, parts := range resp.Blocks {
+			for p, block := range parts {
+				if block.Err != sarama.ErrNoError {
+					return fmt.Errorf("broker %d: %s-%d: %w", id, topic, p, block.Err)
 				}
 			}
 		}

@@ -1,6 +1,6 @@
 //go:build kafka
 
-// The twin of admin_test.go's EnsureTopics test on Apache Kafka 4.4's three nodes.
+// The twins of admin_test.go on Apache Kafka 4.4 (EnsureTopics' wait on its three nodes).
 
 package kafkaio
 
@@ -13,4 +13,14 @@ import (
 func TestKafkaEnsureTopicsReturnsOnceTheTopicsAreUsable(t *testing.T) {
 	t.Parallel()
 	ensureTopicsReturnsOnceTheTopicsAreUsable(t, onKafka(t, kafkatest.Options{Nodes: 3}))
+}
+
+func TestKafkaEnsureTopicsErrors(t *testing.T) {
+	t.Parallel()
+	ensureTopicsErrors(t, onKafka(t, kafkatest.Options{}))
+}
+
+func TestKafkaPartitionCountsMissingTopic(t *testing.T) {
+	t.Parallel()
+	partitionCountsMissingTopic(t, onKafka(t, kafkatest.Options{}))
 }

@@ -61,8 +61,9 @@ func TestEnsureTopicsCreatesMissingAndLeavesExisting(t *testing.T) {
 }
 
 // The topics EnsureTopics created are usable when it returns: a client asking any broker
-// for their metadata at once, with no retry, finds every partition's leader. Apache Kafka
-// creates a topic in its controller and tells the brokers after it answers; kfake at once.
+// for their metadata at once, with no retry, finds every partition, and its leader answers
+// for it. Apache Kafka creates a topic in its controller and tells the brokers after it
+// answers, and a leader takes its partition on after that; kfake does it all at once.
 func TestEnsureTopicsReturnsOnceTheTopicsAreUsable(t *testing.T) {
 	ensureTopicsReturnsOnceTheTopicsAreUsable(t, startBroker(t))
 }
@@ -89,6 +90,12 @@ func ensureTopicsReturnsOnceTheTopicsAreUsable(t *testing.T, e testCluster) {
 					client.Close()
 					t.Fatalf("%s right after EnsureTopics, asking %s: partitions %v, %v", topic, addr, parts, err)
 				}
+				for _, p := range parts {
+					if _, err := client.GetOffset(topic, p, sarama.OffsetNewest); err != nil {
+						client.Close()
+						t.Fatalf("%s-%d right after EnsureTopics, its leader asked through %s: %v", topic, p, addr, err)
+					}
+				}
 			}
 			client.Close()
 		}
@@ -96,13 +103,17 @@ func ensureTopicsReturnsOnceTheTopicsAreUsable(t *testing.T, e testCluster) {
 }
 
 func TestEnsureTopicsErrors(t *testing.T) {
-	e := startBroker(t)
+	ensureTopicsErrors(t, startBroker(t))
+}
+
+func ensureTopicsErrors(t *testing.T, e testCluster) {
+	a := kafkatest.Name(t, "a")
 	cases := map[string]map[string]TopicSpec{
-		"partitions 0":          {"a": {Partitions: 0, ReplicationFactor: 1}},
-		"replication factor -2": {"a": {Partitions: 1, ReplicationFactor: -2}},
+		"partitions 0":          {a: {Partitions: 0, ReplicationFactor: 1}},
+		"replication factor -2": {a: {Partitions: 1, ReplicationFactor: -2}},
 		"empty name":            {"": {Partitions: 1, ReplicationFactor: 1}},
 		// One broker cannot hold three replicas.
-		"replication factor 3": {"a": {Partitions: 1, ReplicationFactor: 3}},
+		"replication factor 3": {a: {Partitions: 1, ReplicationFactor: 3}},
 	}
 	for name, specs := range cases {
 		if err := EnsureTopics(e.Addrs(), testConfig(), specs); err == nil {
@@ -112,10 +123,14 @@ func TestEnsureTopicsErrors(t *testing.T) {
 }
 
 func TestPartitionCountsMissingTopic(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "here", 2)
-	_, err := PartitionCounts(e.Addrs(), testConfig(), []string{"here", "gone"})
-	if err == nil || !strings.Contains(err.Error(), `"gone"`) {
+	partitionCountsMissingTopic(t, startBroker(t))
+}
+
+func partitionCountsMissingTopic(t *testing.T, e testCluster) {
+	here, gone := kafkatest.Name(t, "here"), kafkatest.Name(t, "gone")
+	createTopic(t, e, here, 2)
+	_, err := PartitionCounts(e.Addrs(), testConfig(), []string{here, gone})
+	if err == nil || !strings.Contains(err.Error(), `gone`) {
 		t.Fatalf("PartitionCounts with a missing topic: err = %v, want one naming \"gone\"", err)
 	}
 }

@@ -35,3 +35,8 @@ func TestKafkaSubscribeToATopicCreatedLater(t *testing.T) {
 	t.Parallel()
 	subscribeToATopicCreatedLater(t, onKafka(t, kafkatest.Options{}))
 }
+
+func TestKafkaRewindWithoutGeneration(t *testing.T) {
+	t.Parallel()
+	rewindWithoutGeneration(t, onKafka(t, kafkatest.Options{}))
+}

@@ -70,3 +70,29 @@ func TestKafkaProducerUnknownTopicFailsTheRecord(t *testing.T) {
 	t.Parallel()
 	producerUnknownTopicFailsTheRecord(t, onKafka(t, kafkatest.Options{}))
 }
+
+func TestKafkaProducerReusesAcknowledgedMessagesAcrossGC(t *testing.T) {
+	t.Parallel()
+	producerReusesAcknowledgedMessagesAcrossGC(t, onKafka(t, kafkatest.Options{}))
+}
+
+func TestKafkaTrackOffsetsAsksTrackOncePerSend(t *testing.T) {
+	t.Parallel()
+	trackOffsetsAsksTrackOncePerSend(t, onKafka(t, kafkatest.Options{}))
+}
+
+func TestKafkaProducerRecordsOfAnUnknownTopicHoldBufferRoom(t *testing.T) {
+	t.Parallel()
+	producerRecordsOfAnUnknownTopicHoldBufferRoom(t, onKafka(t, kafkatest.Options{}))
+}
+
+func TestKafkaProducerTopicLookupGivesUpAfterMaxBlock(t *testing.T) {
+	t.Parallel()
+	producerTopicLookupGivesUpAfterMaxBlock(t, onKafka(t, kafkatest.Options{}))
+}
+
+// Apache Kafka's own MESSAGE_TOO_LARGE for a batch over the topic's max.message.bytes.
+func TestKafkaProducerSplitsBatchTooLarge(t *testing.T) {
+	t.Parallel()
+	producerSplitsBatchTooLarge(t, onKafka(t, kafkatest.Options{}))
+}

@@ -375,8 +375,12 @@ func producerRefusesTooLargeRecordBeforeSending(t *testing.T, e testCluster) {
 // Acknowledged messages come back to the sender for its next records, across garbage
 // collections too: a warm producer allocates no message per record.
 func TestProducerReusesAcknowledgedMessagesAcrossGC(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "reused", 1)
+	producerReusesAcknowledgedMessagesAcrossGC(t, startBroker(t))
+}
+
+func producerReusesAcknowledgedMessagesAcrossGC(t *testing.T, e testCluster) {
+	reused := kafkatest.Name(t, "reused")
+	createTopic(t, e, reused, 1)
 	p, err := NewProducer(e.Addrs(), testConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -385,7 +389,7 @@ func TestProducerReusesAcknowledgedMessagesAcrossGC(t *testing.T) {
 	// sendBatch sends one recycled batch and returns the messages handed back.
 	sendBatch := func() map[*outMsg]bool {
 		for range recycleBatch {
-			if err := p.Send("reused", 0, []byte("k"), []byte("v"), nil, 1, nil); err != nil {
+			if err := p.Send(reused, 0, []byte("k"), []byte("v"), nil, 1, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -414,17 +418,21 @@ func TestProducerReusesAcknowledgedMessagesAcrossGC(t *testing.T) {
 // TrackOffsets' track is asked once per Send, on the sending goroutine only (a plain
 // counter in it is race-free), and its answer decides which acknowledgements are offsets.
 func TestTrackOffsetsAsksTrackOncePerSend(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "tracked", 1)
-	createTopic(t, e, "untracked", 1)
+	trackOffsetsAsksTrackOncePerSend(t, startBroker(t))
+}
+
+func trackOffsetsAsksTrackOncePerSend(t *testing.T, e testCluster) {
+	tracked, untracked := kafkatest.Name(t, "tracked"), kafkatest.Name(t, "untracked")
+	createTopic(t, e, tracked, 1)
+	createTopic(t, e, untracked, 1)
 	p, err := NewProducer(e.Addrs(), testConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	asked := 0
-	p.TrackOffsets(func(topic string) bool { asked++; return topic == "tracked" })
-	for i, topic := range []string{"tracked", "untracked", "tracked", "untracked", "tracked"} {
+	p.TrackOffsets(func(topic string) bool { asked++; return topic == tracked })
+	for i, topic := range []string{tracked, untracked, tracked, untracked, tracked} {
 		if err := p.Send(topic, 0, []byte("k"), []byte("v"), nil, 1, nil); err != nil {
 			t.Fatalf("Send %d: %v", i, err)
 		}
@@ -436,7 +444,7 @@ func TestTrackOffsetsAsksTrackOncePerSend(t *testing.T) {
 		t.Fatalf("track asked %d times for 5 sends", asked)
 	}
 	got := p.AckedOffsets()
-	if want := map[pipeline.TopicPartition]int64{{Topic: "tracked"}: 2}; !maps.Equal(got, want) {
+	if want := map[pipeline.TopicPartition]int64{{Topic: tracked}: 2}; !maps.Equal(got, want) {
 		t.Fatalf("AckedOffsets = %v, want %v", got, want)
 	}
 }

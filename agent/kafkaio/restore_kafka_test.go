@@ -24,3 +24,8 @@ func TestKafkaReadToEndManyFetches(t *testing.T) {
 	t.Parallel()
 	readToEndManyFetches(t, onKafka(t, kafkatest.Options{}))
 }
+
+func TestKafkaReadToEndErrors(t *testing.T) {
+	t.Parallel()
+	readToEndErrors(t, onKafka(t, kafkatest.Options{}))
+}

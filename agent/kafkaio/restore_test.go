@@ -158,18 +158,22 @@ func readToEndManyFetches(t *testing.T, e testCluster) {
 }
 
 func TestReadToEndErrors(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "fail", 1)
-	produceN(t, e, "fail", 0, 0, 3)
+	readToEndErrors(t, startBroker(t))
+}
+
+func readToEndErrors(t *testing.T, e testCluster) {
+	fail, absent := kafkatest.Name(t, "fail"), kafkatest.Name(t, "absent")
+	createTopic(t, e, fail, 1)
+	produceN(t, e, fail, 0, 0, 3)
 	boom := errors.New("boom")
-	last, err := newTopicReader(t, e.Addrs(), testConfig()).ReadToEnd(t.Context(), "fail", 0, 0, func([]pipeline.SourceRecord) error { return boom })
+	last, err := newTopicReader(t, e.Addrs(), testConfig()).ReadToEnd(t.Context(), fail, 0, 0, func([]pipeline.SourceRecord) error { return boom })
 	if !errors.Is(err, boom) || last != -1 {
 		t.Errorf("ReadToEnd with a failing fn = %d, %v; want -1 and the fn's error", last, err)
 	}
-	if _, err := newTopicReader(t, e.Addrs(), testConfig()).ReadToEnd(t.Context(), "absent", 0, 0, func([]pipeline.SourceRecord) error { return nil }); err == nil {
+	if _, err := newTopicReader(t, e.Addrs(), testConfig()).ReadToEnd(t.Context(), absent, 0, 0, func([]pipeline.SourceRecord) error { return nil }); err == nil {
 		t.Error("ReadToEnd of a missing topic: want an error")
 	}
-	if _, err := newTopicReader(t, e.Addrs(), testConfig()).ReadToEnd(t.Context(), "fail", 0, 0, nil); err == nil {
+	if _, err := newTopicReader(t, e.Addrs(), testConfig()).ReadToEnd(t.Context(), fail, 0, 0, nil); err == nil {
 		t.Error("ReadToEnd with a nil fn: want an error")
 	}
 	old := testConfig()
@@ -177,7 +181,7 @@ func TestReadToEndErrors(t *testing.T) {
 	if _, err := NewTopicReader(e.Addrs(), old); err == nil {
 		t.Error("a topic reader before Kafka 0.11: want an error")
 	}
-	if _, err := newTopicReader(t, e.Addrs(), testConfig()).EndOffsets(t.Context(), []pipeline.TopicPartition{{Topic: "absent", Partition: 0}}); err == nil {
+	if _, err := newTopicReader(t, e.Addrs(), testConfig()).EndOffsets(t.Context(), []pipeline.TopicPartition{{Topic: absent, Partition: 0}}); err == nil {
 		t.Error("EndOffsets of a missing topic: want an error")
 	}
 }

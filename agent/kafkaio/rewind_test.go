@@ -116,9 +116,13 @@ func rewindResumesFromCommittedOffsets(t *testing.T, broker func(t *testing.T) t
 }
 
 func TestRewindWithoutGeneration(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "idle", 1)
-	c := newTestConsumer(t, e, "idle-group", []string{"idle"}, testConfig(), &recorder{})
+	rewindWithoutGeneration(t, startBroker(t))
+}
+
+func rewindWithoutGeneration(t *testing.T, e testCluster) {
+	idle, idleGroup := kafkatest.Name(t, "idle"), kafkatest.Name(t, "idle-group")
+	createTopic(t, e, idle, 1)
+	c := newTestConsumer(t, e, idleGroup, []string{idle}, testConfig(), &recorder{})
 	// Not started: nothing fetched, nothing to drop.
 	if err := c.Rewind(); err != nil {
 		t.Fatalf("Rewind before Start: %v", err)

@@ -82,3 +82,13 @@ func describeEpoch(t *testing.T, c kafkaCluster, id string) int16 {
 	}
 	return resp.TransactionStates[0].ProducerEpoch
 }
+
+func TestKafkaTxnCommitRefusesBadOffsets(t *testing.T) {
+	t.Parallel()
+	txnCommitRefusesBadOffsets(t, onKafka(t, kafkatest.Options{}))
+}
+
+func TestKafkaTxnCallsOnPlainProducer(t *testing.T) {
+	t.Parallel()
+	txnCallsOnPlainProducer(t, onKafka(t, kafkatest.Options{}))
+}

@@ -181,16 +181,20 @@ func txnCommittedOffsetsReadRightAfterTheCommit(t *testing.T, e testCluster) {
 }
 
 func TestTxnCommitRefusesBadOffsets(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "bad-out", 1)
-	p := newTxnProducer(t, e, "bad")
+	txnCommitRefusesBadOffsets(t, startBroker(t))
+}
+
+func txnCommitRefusesBadOffsets(t *testing.T, e testCluster) {
+	badOut, bad := kafkatest.Name(t, "bad-out"), kafkatest.Name(t, "bad")
+	createTopic(t, e, badOut, 1)
+	p := newTxnProducer(t, e, bad)
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.CommitTxn(t.Context(), map[pipeline.TopicPartition]int64{{Topic: "bad-out", Partition: 0}: -1}, "g"); err == nil {
+	if err := p.CommitTxn(t.Context(), map[pipeline.TopicPartition]int64{{Topic: badOut, Partition: 0}: -1}, "g"); err == nil {
 		t.Error("CommitTxn with a negative offset: want an error")
 	}
-	if err := p.CommitTxn(t.Context(), map[pipeline.TopicPartition]int64{{Topic: "bad-out", Partition: 0}: 1}, ""); err == nil {
+	if err := p.CommitTxn(t.Context(), map[pipeline.TopicPartition]int64{{Topic: badOut, Partition: 0}: 1}, ""); err == nil {
 		t.Error("CommitTxn with offsets and no group: want an error")
 	}
 	if err := p.AbortTxn(); err != nil {
@@ -199,7 +203,10 @@ func TestTxnCommitRefusesBadOffsets(t *testing.T) {
 }
 
 func TestTxnCallsOnPlainProducer(t *testing.T) {
-	e := startBroker(t)
+	txnCallsOnPlainProducer(t, startBroker(t))
+}
+
+func txnCallsOnPlainProducer(t *testing.T, e testCluster) {
 	p, err := NewProducer(e.Addrs(), testConfig())
 	if err != nil {
 		t.Fatal(err)
