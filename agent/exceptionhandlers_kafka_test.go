@@ -29,3 +29,20 @@ func TestKafkaProductionHandlerBrokerRefusedRecord(t *testing.T) {
 		productionHandlerBrokerRefusedRecord(t, onKafkaCluster(kafkatest.Options{TransactionVersion: tv}))
 	})
 }
+
+func TestKafkaHandlerContinueWithoutDeadLetterTopic(t *testing.T) {
+	t.Parallel()
+	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	handlerContinueWithoutDeadLetterTopic(t, b)
+}
+
+func TestKafkaProductionHandlerContinue(t *testing.T) {
+	t.Parallel()
+	productionHandlerContinue(t, onKafkaCluster(kafkatest.Options{}))
+}
+
+func TestKafkaProductionHandlerFailNamesTheRecord(t *testing.T) {
+	t.Parallel()
+	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	productionHandlerFailNamesTheRecord(t, b)
+}

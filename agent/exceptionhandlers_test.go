@@ -301,14 +301,17 @@ func handlerContinueExactlyOnce(t *testing.T, broker brokerFor) {
 
 // Without a dead-letter topic LogAndContinue only skips and counts (at-least-once here).
 func TestHandlerContinueWithoutDeadLetterTopic(t *testing.T) {
+	handlerContinueWithoutDeadLetterTopic(t, onKfake(t, 1, "in", "out"))
+}
+
+func handlerContinueWithoutDeadLetterTopic(t *testing.T, b *brokerUnderTest) {
 	tc := handlerCases[2]
-	b := onKfake(t, 1, "in", "out")
 	cfg := b.config(t, tc.script, tc.handler+" = \"org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler\"\n")
 	m := metrics.New()
 	ra := startAgentWith(t, cfg, m)
 	defer ra.stop(t)
 	b.produceWithBad(t, 6, 2, tc.bad)
-	readAll(t, b.brokers, "out", 5)
+	readAll(t, b.brokers, b.topic(t, "out"), 5)
 	if got := droppedCount(m, tc.node(), tc.reason); got != 1 {
 		t.Fatalf("dropped{node=%q, reason=%q} = %v, want 1", tc.node(), tc.reason, got)
 	}
@@ -433,6 +436,10 @@ return b`,
 // once and the agent keeps running. The processing handler stays LogAndFail: a refused send
 // is not a processing error, even when a script's ctx:forward made it.
 func TestProductionHandlerContinue(t *testing.T) {
+	productionHandlerContinue(t, onKfake)
+}
+
+func productionHandlerContinue(t *testing.T, broker brokerFor) {
 	for _, run := range []struct {
 		guarantee string
 		tc        handlerCase
@@ -440,17 +447,17 @@ func TestProductionHandlerContinue(t *testing.T) {
 		t.Run(run.guarantee+"/"+run.tc.name, func(t *testing.T) {
 			guarantee, tc := run.guarantee, run.tc
 			const n, bad = 10, 4
-			b := onKfake(t, 1, "in", "out", "dlq")
+			b := broker(t, 1, "in", "out", "dlq")
 			brokers := b.brokers
 			cfg := b.config(t, tc.script, fmt.Sprintf("processing.guarantee = %q\n%sproduction.exception.handler = \"LogAndContinue\"\nerrors.dead.letter.queue.topic.name = \"dlq\"\n", guarantee, tc.config))
 			m := metrics.New()
 			ra := startAgentWith(t, cfg, m)
 			defer ra.stop(t)
 			b.produceWithBad(t, n, bad, tc.bad)
-			wantEachOutputOnceBut(t, brokers, "out", n, bad)
-			checkDeadLetter(t, readCommitted(t, brokers, "dlq", 1)[0], tc, "in", bad)
+			wantEachOutputOnceBut(t, brokers, b.topic(t, "out"), n, bad)
+			checkDeadLetter(t, readCommitted(t, brokers, b.topic(t, "dlq"), 1)[0], tc, b.topic(t, "in"), bad)
 			pollFor(t, 10*time.Second, "all records consumed", func() bool {
-				return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) == n
+				return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues(b.topic(t, "in"))) == n
 			})
 			if got := droppedCount(m, tc.node(), tc.reason); got != 1 {
 				t.Fatalf("dropped{node=%q, reason=%q} = %v, want 1", tc.node(), tc.reason, got)
@@ -467,15 +474,18 @@ func TestProductionHandlerContinue(t *testing.T) {
 
 // With the default LogAndFail the same record stops the agent in ERROR, naming it.
 func TestProductionHandlerFailNamesTheRecord(t *testing.T) {
+	productionHandlerFailNamesTheRecord(t, onKfake(t, 1, "in", "out"))
+}
+
+func productionHandlerFailNamesTheRecord(t *testing.T, b *brokerUnderTest) {
 	tc := productionCase
 	const bad = 2
-	b := onKfake(t, 1, "in", "out")
 	cfg := b.config(t, tc.script, tc.config)
 	ra := startAgent(t, cfg)
 	b.produceWithBad(t, 5, bad, tc.bad)
 	select {
 	case err := <-ra.done:
-		if want := fmt.Sprintf("in-0@%d", bad); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tc.message) {
+		if want := fmt.Sprintf("%s-0@%d", b.topic(t, "in"), bad); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tc.message) {
 			t.Fatalf("err = %v, want one naming %s and %s", err, want, tc.message)
 		}
 	case <-time.After(30 * time.Second):
