@@ -365,7 +365,10 @@ func stopMidStreamThenRestart(t *testing.T, b *brokerUnderTest) {
 }
 
 func TestLuaErrorStopsTheAgentNamingLineAndRecord(t *testing.T) {
-	brokers := testBroker(t, 1, "in", "out")
+	luaErrorStopsTheAgentNamingLineAndRecord(t, onKfake(t, 1, "in", "out"))
+}
+
+func luaErrorStopsTheAgentNamingLineAndRecord(t *testing.T, b *brokerUnderTest) {
 	script := `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):mapValues(function(v)
@@ -373,11 +376,11 @@ b:stream("in"):mapValues(function(v)
   return v
 end):to("out")
 return b`
-	ra := startAgent(t, testConfig(t, brokers, script, ""))
-	produce(t, brokers, "in", 0, 4, nil, 0)
+	ra := startAgent(t, b.config(t, script, ""))
+	produce(t, b.brokers, b.topic(t, "in"), 0, 4, nil, 0)
 	select {
 	case err := <-ra.done:
-		if err == nil || !strings.Contains(err.Error(), "in-0@2") || !strings.Contains(err.Error(), "p.lua:4: bad record") {
+		if err == nil || !strings.Contains(err.Error(), b.topic(t, "in")+"-0@2") || !strings.Contains(err.Error(), "p.lua:4: bad record") {
 			t.Fatalf("err = %v", err)
 		}
 	case <-time.After(30 * time.Second):
@@ -421,8 +424,11 @@ func failStopped(t *testing.T, ra *runningAgent, st AppState, err error) {
 // "StoatFlow is running" is logged once the application is RUNNING, not while it is still
 // REBALANCING.
 func TestRunningIsLoggedInRunning(t *testing.T) {
-	brokers := testBroker(t, 1, "in", "out")
-	ra := startAgent(t, testConfig(t, brokers, upperScript, ""))
+	runningIsLoggedInRunning(t, onKfake(t, 1, "in", "out"))
+}
+
+func runningIsLoggedInRunning(t *testing.T, b *brokerUnderTest) {
+	ra := startAgent(t, b.config(t, upperScript, ""))
 	defer ra.stop(t)
 	logs := ra.waitLog(t, "StoatFlow is running")
 	running := strings.Index(logs, "to=RUNNING")

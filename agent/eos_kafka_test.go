@@ -1,7 +1,8 @@
 //go:build kafka
 
-// The twins of eos_test.go, alos_test.go and agent_test.go on Apache Kafka 4.4; the
-// transactional ones on both transaction protocols.
+// The twins of eos_test.go, alos_test.go, agent_test.go, cache_test.go and
+// configbounds_test.go on Apache Kafka 4.4; the transactional ones on both transaction
+// protocols.
 
 package agent
 
@@ -54,4 +55,29 @@ func TestKafkaDebugLogs(t *testing.T) {
 	t.Parallel()
 	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
 	debugLogs(t, b)
+}
+
+func TestKafkaRecordCacheCollapsesUpdatesPerEpoch(t *testing.T) {
+	t.Parallel()
+	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	recordCacheCollapsesUpdatesPerEpoch(t, b)
+}
+
+func TestKafkaCommitIntervalZeroCommitsEveryBatch(t *testing.T) {
+	bothTransactionVersions(t, func(t *testing.T, tv int) {
+		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 1, "in", "out")
+		commitIntervalZeroCommitsEveryBatch(t, b)
+	})
+}
+
+func TestKafkaLuaErrorStopsTheAgentNamingLineAndRecord(t *testing.T) {
+	t.Parallel()
+	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	luaErrorStopsTheAgentNamingLineAndRecord(t, b)
+}
+
+func TestKafkaRunningIsLoggedInRunning(t *testing.T) {
+	t.Parallel()
+	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	runningIsLoggedInRunning(t, b)
 }
