@@ -55,10 +55,11 @@ func changelogTopicsAsKafkaStreams(t *testing.T, b *brokerUnderTest, replication
 	}
 	for store, settings := range want {
 		topic := pipeline.ChangelogTopic(cfg.ApplicationID, store)
-		entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
-		if err != nil {
-			t.Fatal(err)
+		described, err := admin.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.TopicResource, Name: topic}}, sarama.DescribeConfigsOptions{})
+		if err != nil || len(described) != 1 || described[0].ErrorCode != sarama.ErrNoError {
+			t.Fatalf("describe the configs of %s: %v %v", topic, described, err)
 		}
+		entries := described[0].Configs
 		// Set on the topic, not the broker's defaults: a broker whose
 		// log.message.timestamp.type is LogAppendTime must not give it to a changelog.
 		got := map[string]string{}
