@@ -13,29 +13,29 @@ import (
 )
 
 func TestKafkaEOSReadByTwoClients(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 2, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 2, "in", "out")
 		eosReadByTwoClients(t, b)
 	})
 }
 
 func TestKafkaInjectedFailureExactlyOnce(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 2, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 2, "in", "out")
 		injectedFailure(t, b, true)
 	})
 }
 
 func TestKafkaInjectedFailureNonTransactionalStores(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 2, "in", "out")
+	b := onKafka(t, kafkatest.Options{}, 2, "in", "out")
 	injectedFailure(t, b, false)
 }
 
 // Three kills (make test's kfake original: six) prove the same on the real broker.
 func TestKafkaSIGKILLLoopExactlyOnce(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 2, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 2, "in", "out")
 		sigkillLoop(t, b, 3)
 	})
 }

@@ -19,7 +19,7 @@ import (
 // cluster. Scripts and configs of the body go through script and config, which put those
 // names in.
 type brokerUnderTest struct {
-	// kind is "kfake" or the Apache Kafka cluster's shape ("n1-tv2").
+	// kind is "kfake" or "kafka".
 	kind    string
 	brokers []string
 	// nodes is the number of brokers (kfake: 1).

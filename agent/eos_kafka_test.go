@@ -13,71 +13,71 @@ import (
 )
 
 func TestKafkaUncommittedBudgetForcesEarlyCommits(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 1, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 1, "in", "out")
 		uncommittedBudgetForcesEarlyCommits(t, b)
 	})
 }
 
 func TestKafkaRestoreAfterDeletingStateGivesSameStore(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 2, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 2, "in", "out")
 		restoreAfterDeletingState(t, b)
 	})
 }
 
 func TestKafkaChangelogRecordsSentBeforeTheCommitUnderExactlyOnce(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 1, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 1, "in", "out")
 		changelogSentBeforeTheCommitUnderExactlyOnce(t, b)
 	})
 }
 
 func TestKafkaChangelogRecordsSentBeforeTheCommitUnderAtLeastOnce(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
 	changelogSentBeforeTheCommitUnderAtLeastOnce(t, b)
 }
 
 func TestKafkaAgentEndToEndWithHeaders(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 2, "in", "out")
+	b := onKafka(t, kafkatest.Options{}, 2, "in", "out")
 	endToEndWithHeaders(t, b)
 }
 
 func TestKafkaStopMidStreamThenRestartLosesNothing(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 3, "in", "out")
+	b := onKafka(t, kafkatest.Options{}, 3, "in", "out")
 	stopMidStreamThenRestart(t, b)
 }
 
 func TestKafkaDebugLogs(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
 	debugLogs(t, b)
 }
 
 func TestKafkaRecordCacheCollapsesUpdatesPerEpoch(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
 	recordCacheCollapsesUpdatesPerEpoch(t, b)
 }
 
 func TestKafkaCommitIntervalZeroCommitsEveryBatch(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 1, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 1, "in", "out")
 		commitIntervalZeroCommitsEveryBatch(t, b)
 	})
 }
 
 func TestKafkaLuaErrorStopsTheAgentNamingLineAndRecord(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
 	luaErrorStopsTheAgentNamingLineAndRecord(t, b)
 }
 
 func TestKafkaRunningIsLoggedInRunning(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
 	runningIsLoggedInRunning(t, b)
 }

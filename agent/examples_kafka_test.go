@@ -14,7 +14,7 @@ func TestKafkaExamplesRunWithTheirDemoFeeders(t *testing.T) {
 	t.Parallel()
 	examplesRunWithTheirDemoFeeders(t, func(t *testing.T) *brokerUnderTest {
 		t.Parallel()
-		b, _ := onKafka(t, kafkatest.Options{}, 1)
+		b := onKafka(t, kafkatest.Options{}, 1)
 		return b
 	})
 }

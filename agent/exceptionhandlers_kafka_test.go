@@ -12,8 +12,8 @@ import (
 )
 
 func TestKafkaHandlerContinueExactlyOnce(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		handlerContinueExactlyOnce(t, onKafkaCluster(kafkatest.Options{TransactionVersion: tv}))
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		handlerContinueExactlyOnce(t, onKafkaCluster(o))
 	})
 }
 
@@ -25,14 +25,14 @@ func TestKafkaHandlerFailWritesDeadLetter(t *testing.T) {
 // The broker's own refusal (over the topic's max.message.bytes) is Apache Kafka's answer
 // here, not kfake's imitation of it.
 func TestKafkaProductionHandlerBrokerRefusedRecord(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		productionHandlerBrokerRefusedRecord(t, onKafkaCluster(kafkatest.Options{TransactionVersion: tv}))
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		productionHandlerBrokerRefusedRecord(t, onKafkaCluster(o))
 	})
 }
 
 func TestKafkaHandlerContinueWithoutDeadLetterTopic(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
 	handlerContinueWithoutDeadLetterTopic(t, b)
 }
 
@@ -43,6 +43,6 @@ func TestKafkaProductionHandlerContinue(t *testing.T) {
 
 func TestKafkaProductionHandlerFailNamesTheRecord(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
 	productionHandlerFailNamesTheRecord(t, b)
 }

@@ -12,22 +12,22 @@ import (
 )
 
 func TestKafkaFencedProducerRejoins(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 2, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 2, "in", "out")
 		fencedProducerRejoins(t, b)
 	})
 }
 
 func TestKafkaTakenOverByAnotherAgentStops(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 2, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 2, "in", "out")
 		takenOverByAnotherAgentStops(t, b)
 	})
 }
 
 func TestKafkaPausedLongerThanTheTransactionTimeout(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 2, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 2, "in", "out")
 		pausedLongerThanTheTransactionTimeout(t, b)
 	})
 }

@@ -16,7 +16,7 @@ func TestKafkaChangelogTopicsAsKafkaStreamsCreatesThem(t *testing.T) {
 	for name, replication := range map[string]int{"broker default": -1, "replication.factor 2": 2} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b, _ := onKafka(t, kafkatest.Options{Nodes: 3}, 1, "in", "out")
+			b := onKafka(t, kafkatest.Options{Nodes: 3}, 1, "in", "out")
 			changelogTopicsAsKafkaStreams(t, b, replication)
 		})
 	}
@@ -24,14 +24,14 @@ func TestKafkaChangelogTopicsAsKafkaStreamsCreatesThem(t *testing.T) {
 
 func TestKafkaExistingChangelogOfOtherPartitionsIsRefused(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 2, "in", "out")
+	b := onKafka(t, kafkatest.Options{}, 2, "in", "out")
 	existingChangelogOfOtherPartitionsIsRefused(t, b)
 }
 
 // Every store kind's changelog records, as Apache Kafka keeps them, restore the stores.
 func TestKafkaStoreKindsChangelogBytesAndRestore(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 1, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 1, "in", "out")
 		storeKindsChangelogBytesAndRestore(t, b)
 	})
 }

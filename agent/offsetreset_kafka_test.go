@@ -12,12 +12,12 @@ import (
 
 func TestKafkaAutoOffsetResetLatestAndASourcePolicy(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 1, "old", "keep", "out")
+	b := onKafka(t, kafkatest.Options{}, 1, "old", "keep", "out")
 	autoOffsetResetLatestAndASourcePolicy(t, b)
 }
 
 func TestKafkaOffsetResetNoneStopsTheAgent(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
 	offsetResetNoneStopsTheAgent(t, b)
 }

@@ -14,25 +14,25 @@ import (
 
 func TestKafkaGlobalTableBootstrapUpdatesAndRestart(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 2, "orders", "products", "out")
+	b := onKafka(t, kafkatest.Options{}, 2, "orders", "products", "out")
 	globalTableBootstrapUpdatesAndRestart(t, b)
 }
 
 func TestKafkaPatternSourcePicksUpANewTopic(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 1, "other", "out")
+	b := onKafka(t, kafkatest.Options{}, 1, "other", "out")
 	patternSourcePicksUpANewTopic(t, b)
 }
 
 func TestKafkaCloseOverHTTPWithGroupMembershipOperation(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 1, "in", "out")
+	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
 	closeOverHTTPWithGroupMembershipOperation(t, b)
 }
 
 func TestKafkaCorruptStateIsRebuiltFromChangelog(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 2, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 2, "in", "out")
 		corruptStateIsRebuiltFromChangelog(t, b)
 	})
 }

@@ -11,28 +11,28 @@ import (
 )
 
 func TestKafkaSeveralAgentsOneActiveExactCounts(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 3, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 3, "in", "out")
 		severalAgentsOneActive(t, b)
 	})
 }
 
 func TestKafkaAgentRefusedByGroupOfAnotherProtocol(t *testing.T) {
 	t.Parallel()
-	b, _ := onKafka(t, kafkatest.Options{}, 2, "in", "out")
+	b := onKafka(t, kafkatest.Options{}, 2, "in", "out")
 	refusedByGroupOfAnotherProtocol(t, b)
 }
 
 func TestKafkaTakeoverWhenTheActiveDies(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 3, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 3, "in", "out")
 		takeoverWhenTheActiveDies(t, b)
 	})
 }
 
 func TestKafkaStoppingActiveHandsOverAtOnce(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 2, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 2, "in", "out")
 		stoppingActiveHandsOverAtOnce(t, b)
 	})
 }

@@ -12,8 +12,8 @@ import (
 )
 
 func TestKafkaKillTheActiveCycles(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, tv int) {
-		b, _ := onKafka(t, kafkatest.Options{TransactionVersion: tv}, 3, "in", "out")
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		b := onKafka(t, o, 3, "in", "out")
 		killTheActiveCycles(t, b, 3)
 	})
 }

@@ -3,7 +3,6 @@
 package kafkaio
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
@@ -26,17 +25,5 @@ func onKafkaInParallel(o kafkatest.Options) func(t *testing.T) testCluster {
 	return func(t *testing.T) testCluster {
 		t.Parallel()
 		return onKafka(t, o)
-	}
-}
-
-// bothTransactionVersions runs body on the single-node cluster formatted with
-// transaction.version 2 (Kafka 4.4's default) and on the one with 1, in parallel subtests
-// named tv2 and tv1.
-func bothTransactionVersions(t *testing.T, body func(t *testing.T, o kafkatest.Options)) {
-	for _, tv := range []int{2, 1} {
-		t.Run(fmt.Sprintf("tv%d", tv), func(t *testing.T) {
-			t.Parallel()
-			body(t, kafkatest.Options{TransactionVersion: tv})
-		})
 	}
 }

@@ -40,7 +40,7 @@ func TestKafkaProducerOnFailure(t *testing.T) {
 }
 
 func TestKafkaProducerRefusesTooLargeRecordBeforeSending(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, o kafkatest.Options) { producerRefusesTooLargeRecordBeforeSending(t, onKafka(t, o)) })
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { producerRefusesTooLargeRecordBeforeSending(t, onKafka(t, o)) })
 }
 
 func TestKafkaProducerWithoutAcks(t *testing.T) {
@@ -54,7 +54,7 @@ func TestKafkaProducerCompressionCodecs(t *testing.T) {
 }
 
 func TestKafkaTxnRecordsVisibleOnlyOnceCommitted(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, o kafkatest.Options) { txnRecordsVisibleOnlyOnceCommitted(t, onKafka(t, o)) })
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { txnRecordsVisibleOnlyOnceCommitted(t, onKafka(t, o)) })
 }
 
 func TestKafkaTxnRefusesRecordOutsideTransaction(t *testing.T) {
@@ -63,7 +63,7 @@ func TestKafkaTxnRefusesRecordOutsideTransaction(t *testing.T) {
 }
 
 func TestKafkaProducerLingerAndBatchSize(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, o kafkatest.Options) { producerLingerAndBatchSize(t, onKafka(t, o)) })
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { producerLingerAndBatchSize(t, onKafka(t, o)) })
 }
 
 func TestKafkaProducerUnknownTopicFailsTheRecord(t *testing.T) {

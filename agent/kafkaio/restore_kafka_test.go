@@ -12,7 +12,7 @@ import (
 )
 
 func TestKafkaReadToEndSkipsAbortedTransactions(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, o kafkatest.Options) { readToEndSkipsAbortedTransactions(t, onKafka(t, o)) })
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { readToEndSkipsAbortedTransactions(t, onKafka(t, o)) })
 }
 
 func TestKafkaReadToEndEmptyPartition(t *testing.T) {

@@ -13,27 +13,27 @@ import (
 )
 
 func TestKafkaTxnCommitAndAbort(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, o kafkatest.Options) { txnCommitAndAbort(t, onKafka(t, o)) })
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { txnCommitAndAbort(t, onKafka(t, o)) })
 }
 
 func TestKafkaTxnFenced(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, o kafkatest.Options) { txnFenced(t, onKafkaInParallel(o)) })
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { txnFenced(t, onKafkaInParallel(o)) })
 }
 
 func TestKafkaTxnRenewAfterFencing(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, o kafkatest.Options) { txnRenewAfterFencing(t, onKafkaInParallel(o)) })
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { txnRenewAfterFencing(t, onKafkaInParallel(o)) })
 }
 
 func TestKafkaAckedOffsetsTracksChosenTopics(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, o kafkatest.Options) { ackedOffsetsTracksChosenTopics(t, onKafka(t, o)) })
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { ackedOffsetsTracksChosenTopics(t, onKafka(t, o)) })
 }
 
 func TestKafkaCommitTxnInGroupRefusesAStaleGeneration(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, o kafkatest.Options) { commitTxnInGroupRefusesAStaleGeneration(t, onKafka(t, o)) })
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { commitTxnInGroupRefusesAStaleGeneration(t, onKafka(t, o)) })
 }
 
 func TestKafkaTxnCommittedOffsetsAreReadRightAfterTheCommit(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, o kafkatest.Options) { txnCommittedOffsetsReadRightAfterTheCommit(t, onKafka(t, o)) })
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { txnCommittedOffsetsReadRightAfterTheCommit(t, onKafka(t, o)) })
 }
 
 // The producer speaks the transaction protocol before KIP-890 part 2 (sarama's request
@@ -42,7 +42,7 @@ func TestKafkaTxnCommittedOffsetsAreReadRightAfterTheCommit(t *testing.T) {
 // finalized: the producer epoch stays the same from commit to commit (a version 2
 // transaction bumps it at every EndTxn). docs/COMPATIBILITY.md, Brokers, says so.
 func TestKafkaTransactionsKeepTheirEpochOnBothProtocols(t *testing.T) {
-	bothTransactionVersions(t, func(t *testing.T, o kafkatest.Options) {
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
 		c := onKafka(t, o)
 		out, id := kafkatest.Name(t, "epoch-out"), kafkatest.Name(t, "epoch")
 		createTopic(t, c, out, 1)
