@@ -13,10 +13,7 @@ import (
 )
 
 func TestKafkaEOSReadByTwoClients(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
-		b := onKafka(t, o, 2, "in", "out")
-		eosReadByTwoClients(t, b)
-	})
+	transactionalTwin(t, eosReadByTwoClients, 2, "in", "out")
 }
 
 func TestKafkaInjectedFailureExactlyOnce(t *testing.T) {

@@ -32,3 +32,18 @@ func onKafkaCluster(o kafkatest.Options) brokerFor {
 		return onKafka(t, o, partitions, topics...)
 	}
 }
+
+// twin runs body, in parallel with the other twins, on the cluster of o with topics of the
+// test's own, partitions each.
+func twin(t *testing.T, o kafkatest.Options, body func(*testing.T, *brokerUnderTest), partitions int32, topics ...string) {
+	t.Parallel()
+	body(t, onKafka(t, o, partitions, topics...))
+}
+
+// transactionalTwin runs body as twin does, on the single-node cluster of each transaction
+// protocol (kafkatest.EachTransactionVersion).
+func transactionalTwin(t *testing.T, body func(*testing.T, *brokerUnderTest), partitions int32, topics ...string) {
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
+		body(t, onKafka(t, o, partitions, topics...))
+	})
+}

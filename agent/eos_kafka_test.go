@@ -13,71 +13,43 @@ import (
 )
 
 func TestKafkaUncommittedBudgetForcesEarlyCommits(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
-		b := onKafka(t, o, 1, "in", "out")
-		uncommittedBudgetForcesEarlyCommits(t, b)
-	})
+	transactionalTwin(t, uncommittedBudgetForcesEarlyCommits, 1, "in", "out")
 }
 
 func TestKafkaRestoreAfterDeletingStateGivesSameStore(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
-		b := onKafka(t, o, 2, "in", "out")
-		restoreAfterDeletingState(t, b)
-	})
+	transactionalTwin(t, restoreAfterDeletingState, 2, "in", "out")
 }
 
 func TestKafkaChangelogRecordsSentBeforeTheCommitUnderExactlyOnce(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
-		b := onKafka(t, o, 1, "in", "out")
-		changelogSentBeforeTheCommitUnderExactlyOnce(t, b)
-	})
+	transactionalTwin(t, changelogSentBeforeTheCommitUnderExactlyOnce, 1, "in", "out")
 }
 
 func TestKafkaChangelogRecordsSentBeforeTheCommitUnderAtLeastOnce(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
-	changelogSentBeforeTheCommitUnderAtLeastOnce(t, b)
+	twin(t, kafkatest.Options{}, changelogSentBeforeTheCommitUnderAtLeastOnce, 1, "in", "out")
 }
 
 func TestKafkaAgentEndToEndWithHeaders(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 2, "in", "out")
-	endToEndWithHeaders(t, b)
+	twin(t, kafkatest.Options{}, endToEndWithHeaders, 2, "in", "out")
 }
 
 func TestKafkaStopMidStreamThenRestartLosesNothing(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 3, "in", "out")
-	stopMidStreamThenRestart(t, b)
+	twin(t, kafkatest.Options{}, stopMidStreamThenRestart, 3, "in", "out")
 }
 
-func TestKafkaDebugLogs(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
-	debugLogs(t, b)
-}
+func TestKafkaDebugLogs(t *testing.T) { twin(t, kafkatest.Options{}, debugLogs, 1, "in", "out") }
 
 func TestKafkaRecordCacheCollapsesUpdatesPerEpoch(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
-	recordCacheCollapsesUpdatesPerEpoch(t, b)
+	twin(t, kafkatest.Options{}, recordCacheCollapsesUpdatesPerEpoch, 1, "in", "out")
 }
 
 func TestKafkaCommitIntervalZeroCommitsEveryBatch(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
-		b := onKafka(t, o, 1, "in", "out")
-		commitIntervalZeroCommitsEveryBatch(t, b)
-	})
+	transactionalTwin(t, commitIntervalZeroCommitsEveryBatch, 1, "in", "out")
 }
 
 func TestKafkaLuaErrorStopsTheAgentNamingLineAndRecord(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
-	luaErrorStopsTheAgentNamingLineAndRecord(t, b)
+	twin(t, kafkatest.Options{}, luaErrorStopsTheAgentNamingLineAndRecord, 1, "in", "out")
 }
 
 func TestKafkaRunningIsLoggedInRunning(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
-	runningIsLoggedInRunning(t, b)
+	twin(t, kafkatest.Options{}, runningIsLoggedInRunning, 1, "in", "out")
 }

@@ -31,9 +31,7 @@ func TestKafkaProductionHandlerBrokerRefusedRecord(t *testing.T) {
 }
 
 func TestKafkaHandlerContinueWithoutDeadLetterTopic(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
-	handlerContinueWithoutDeadLetterTopic(t, b)
+	twin(t, kafkatest.Options{}, handlerContinueWithoutDeadLetterTopic, 1, "in", "out")
 }
 
 func TestKafkaProductionHandlerContinue(t *testing.T) {
@@ -42,7 +40,5 @@ func TestKafkaProductionHandlerContinue(t *testing.T) {
 }
 
 func TestKafkaProductionHandlerFailNamesTheRecord(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
-	productionHandlerFailNamesTheRecord(t, b)
+	twin(t, kafkatest.Options{}, productionHandlerFailNamesTheRecord, 1, "in", "out")
 }

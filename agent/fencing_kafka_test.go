@@ -5,29 +5,16 @@
 
 package agent
 
-import (
-	"testing"
-
-	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
-)
+import "testing"
 
 func TestKafkaFencedProducerRejoins(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
-		b := onKafka(t, o, 2, "in", "out")
-		fencedProducerRejoins(t, b)
-	})
+	transactionalTwin(t, fencedProducerRejoins, 2, "in", "out")
 }
 
 func TestKafkaTakenOverByAnotherAgentStops(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
-		b := onKafka(t, o, 2, "in", "out")
-		takenOverByAnotherAgentStops(t, b)
-	})
+	transactionalTwin(t, takenOverByAnotherAgentStops, 2, "in", "out")
 }
 
 func TestKafkaPausedLongerThanTheTransactionTimeout(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
-		b := onKafka(t, o, 2, "in", "out")
-		pausedLongerThanTheTransactionTimeout(t, b)
-	})
+	transactionalTwin(t, pausedLongerThanTheTransactionTimeout, 2, "in", "out")
 }

@@ -23,15 +23,10 @@ func TestKafkaChangelogTopicsAsKafkaStreamsCreatesThem(t *testing.T) {
 }
 
 func TestKafkaExistingChangelogOfOtherPartitionsIsRefused(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 2, "in", "out")
-	existingChangelogOfOtherPartitionsIsRefused(t, b)
+	twin(t, kafkatest.Options{}, existingChangelogOfOtherPartitionsIsRefused, 2, "in", "out")
 }
 
 // Every store kind's changelog records, as Apache Kafka keeps them, restore the stores.
 func TestKafkaStoreKindsChangelogBytesAndRestore(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
-		b := onKafka(t, o, 1, "in", "out")
-		storeKindsChangelogBytesAndRestore(t, b)
-	})
+	transactionalTwin(t, storeKindsChangelogBytesAndRestore, 1, "in", "out")
 }

@@ -11,13 +11,9 @@ import (
 )
 
 func TestKafkaAutoOffsetResetLatestAndASourcePolicy(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 1, "old", "keep", "out")
-	autoOffsetResetLatestAndASourcePolicy(t, b)
+	twin(t, kafkatest.Options{}, autoOffsetResetLatestAndASourcePolicy, 1, "old", "keep", "out")
 }
 
 func TestKafkaOffsetResetNoneStopsTheAgent(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
-	offsetResetNoneStopsTheAgent(t, b)
+	twin(t, kafkatest.Options{}, offsetResetNoneStopsTheAgent, 1, "in", "out")
 }

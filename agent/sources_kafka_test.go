@@ -13,26 +13,17 @@ import (
 )
 
 func TestKafkaGlobalTableBootstrapUpdatesAndRestart(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 2, "orders", "products", "out")
-	globalTableBootstrapUpdatesAndRestart(t, b)
+	twin(t, kafkatest.Options{}, globalTableBootstrapUpdatesAndRestart, 2, "orders", "products", "out")
 }
 
 func TestKafkaPatternSourcePicksUpANewTopic(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 1, "other", "out")
-	patternSourcePicksUpANewTopic(t, b)
+	twin(t, kafkatest.Options{}, patternSourcePicksUpANewTopic, 1, "other", "out")
 }
 
 func TestKafkaCloseOverHTTPWithGroupMembershipOperation(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 1, "in", "out")
-	closeOverHTTPWithGroupMembershipOperation(t, b)
+	twin(t, kafkatest.Options{}, closeOverHTTPWithGroupMembershipOperation, 1, "in", "out")
 }
 
 func TestKafkaCorruptStateIsRebuiltFromChangelog(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
-		b := onKafka(t, o, 2, "in", "out")
-		corruptStateIsRebuiltFromChangelog(t, b)
-	})
+	transactionalTwin(t, corruptStateIsRebuiltFromChangelog, 2, "in", "out")
 }

@@ -11,28 +11,17 @@ import (
 )
 
 func TestKafkaSeveralAgentsOneActiveExactCounts(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
-		b := onKafka(t, o, 3, "in", "out")
-		severalAgentsOneActive(t, b)
-	})
+	transactionalTwin(t, severalAgentsOneActive, 3, "in", "out")
 }
 
 func TestKafkaAgentRefusedByGroupOfAnotherProtocol(t *testing.T) {
-	t.Parallel()
-	b := onKafka(t, kafkatest.Options{}, 2, "in", "out")
-	refusedByGroupOfAnotherProtocol(t, b)
+	twin(t, kafkatest.Options{}, refusedByGroupOfAnotherProtocol, 2, "in", "out")
 }
 
 func TestKafkaTakeoverWhenTheActiveDies(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
-		b := onKafka(t, o, 3, "in", "out")
-		takeoverWhenTheActiveDies(t, b)
-	})
+	transactionalTwin(t, takeoverWhenTheActiveDies, 3, "in", "out")
 }
 
 func TestKafkaStoppingActiveHandsOverAtOnce(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) {
-		b := onKafka(t, o, 2, "in", "out")
-		stoppingActiveHandsOverAtOnce(t, b)
-	})
+	transactionalTwin(t, stoppingActiveHandsOverAtOnce, 2, "in", "out")
 }

@@ -11,16 +11,11 @@ import (
 )
 
 func TestKafkaEnsureTopicsReturnsOnceTheTopicsAreUsable(t *testing.T) {
-	t.Parallel()
-	ensureTopicsReturnsOnceTheTopicsAreUsable(t, onKafka(t, kafkatest.Options{Nodes: 3}))
+	twin(t, kafkatest.Options{Nodes: 3}, ensureTopicsReturnsOnceTheTopicsAreUsable)
 }
 
-func TestKafkaEnsureTopicsErrors(t *testing.T) {
-	t.Parallel()
-	ensureTopicsErrors(t, onKafka(t, kafkatest.Options{}))
-}
+func TestKafkaEnsureTopicsErrors(t *testing.T) { twin(t, kafkatest.Options{}, ensureTopicsErrors) }
 
 func TestKafkaPartitionCountsMissingTopic(t *testing.T) {
-	t.Parallel()
-	partitionCountsMissingTopic(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, partitionCountsMissingTopic)
 }

@@ -11,42 +11,28 @@ import (
 	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
 
-func TestKafkaConsumeRoundTrip(t *testing.T) {
-	t.Parallel()
-	consumeRoundTrip(t, onKafka(t, kafkatest.Options{}))
-}
+func TestKafkaConsumeRoundTrip(t *testing.T) { twin(t, kafkatest.Options{}, consumeRoundTrip) }
 
-func TestKafkaCommitThenResume(t *testing.T) {
-	t.Parallel()
-	commitThenResume(t, onKafka(t, kafkatest.Options{}))
-}
+func TestKafkaCommitThenResume(t *testing.T) { twin(t, kafkatest.Options{}, commitThenResume) }
 
 func TestKafkaBatchesKeepToMaxPollRecords(t *testing.T) {
-	t.Parallel()
-	batchesKeepToMaxPollRecords(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, batchesKeepToMaxPollRecords)
 }
 
 func TestKafkaRevokingOnCloseDropsBufferedBatches(t *testing.T) {
-	t.Parallel()
-	revokingOnCloseDropsBufferedBatches(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, revokingOnCloseDropsBufferedBatches)
 }
 
 func TestKafkaRebalanceBetweenTwoMembers(t *testing.T) {
-	t.Parallel()
-	rebalanceBetweenTwoMembers(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, rebalanceBetweenTwoMembers)
 }
 
-func TestKafkaStaticMembership(t *testing.T) {
-	t.Parallel()
-	staticMembership(t, onKafka(t, kafkatest.Options{}))
-}
+func TestKafkaStaticMembership(t *testing.T) { twin(t, kafkatest.Options{}, staticMembership) }
 
 func TestKafkaConsumerReportsJoinErrors(t *testing.T) {
-	t.Parallel()
-	consumerReportsJoinErrors(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, consumerReportsJoinErrors)
 }
 
 func TestKafkaCommitDoesNotWaitForAFetchLongPoll(t *testing.T) {
-	t.Parallel()
-	commitDoesNotWaitForAFetchLongPoll(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, commitDoesNotWaitForAFetchLongPoll)
 }

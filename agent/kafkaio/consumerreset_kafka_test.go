@@ -11,15 +11,9 @@ import (
 	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
 
-func TestKafkaOffsetResetPolicies(t *testing.T) {
-	t.Parallel()
-	offsetResetPolicies(t, onKafka(t, kafkatest.Options{}))
-}
+func TestKafkaOffsetResetPolicies(t *testing.T) { twin(t, kafkatest.Options{}, offsetResetPolicies) }
 
-func TestKafkaOffsetResetNoneFails(t *testing.T) {
-	t.Parallel()
-	offsetResetNoneFails(t, onKafka(t, kafkatest.Options{}))
-}
+func TestKafkaOffsetResetNoneFails(t *testing.T) { twin(t, kafkatest.Options{}, offsetResetNoneFails) }
 
 func TestKafkaRewindResumesFromCommittedOffsets(t *testing.T) {
 	t.Parallel()
@@ -27,16 +21,13 @@ func TestKafkaRewindResumesFromCommittedOffsets(t *testing.T) {
 }
 
 func TestKafkaRewindDropsBufferedBatches(t *testing.T) {
-	t.Parallel()
-	rewindDropsBufferedBatches(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, rewindDropsBufferedBatches)
 }
 
 func TestKafkaSubscribeToATopicCreatedLater(t *testing.T) {
-	t.Parallel()
-	subscribeToATopicCreatedLater(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, subscribeToATopicCreatedLater)
 }
 
 func TestKafkaRewindWithoutGeneration(t *testing.T) {
-	t.Parallel()
-	rewindWithoutGeneration(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, rewindWithoutGeneration)
 }

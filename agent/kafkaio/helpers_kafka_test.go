@@ -27,3 +27,15 @@ func onKafkaInParallel(o kafkatest.Options) func(t *testing.T) testCluster {
 		return onKafka(t, o)
 	}
 }
+
+// twin runs body, in parallel with the other twins, on the cluster of o.
+func twin(t *testing.T, o kafkatest.Options, body func(*testing.T, testCluster)) {
+	t.Parallel()
+	body(t, onKafka(t, o))
+}
+
+// transactionalTwin runs body on the single-node cluster of each transaction protocol
+// (kafkatest.EachTransactionVersion).
+func transactionalTwin(t *testing.T, body func(*testing.T, testCluster)) {
+	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { body(t, onKafka(t, o)) })
+}

@@ -15,84 +15,66 @@ import (
 )
 
 func TestKafkaProducerExplicitPartition(t *testing.T) {
-	t.Parallel()
-	producerExplicitPartition(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, producerExplicitPartition)
 }
 
 func TestKafkaProducerKeyHashIsMurmur2(t *testing.T) {
-	t.Parallel()
-	producerKeyHashIsMurmur2(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, producerKeyHashIsMurmur2)
 }
 
 func TestKafkaProducerFlushWaitsForAcks(t *testing.T) {
-	t.Parallel()
-	producerFlushWaitsForAcks(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, producerFlushWaitsForAcks)
 }
 
 func TestKafkaProducerPartitionsFor(t *testing.T) {
-	t.Parallel()
-	producerPartitionsFor(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, producerPartitionsFor)
 }
 
-func TestKafkaProducerOnFailure(t *testing.T) {
-	t.Parallel()
-	producerOnFailure(t, onKafka(t, kafkatest.Options{}))
-}
+func TestKafkaProducerOnFailure(t *testing.T) { twin(t, kafkatest.Options{}, producerOnFailure) }
 
 func TestKafkaProducerRefusesTooLargeRecordBeforeSending(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { producerRefusesTooLargeRecordBeforeSending(t, onKafka(t, o)) })
+	transactionalTwin(t, producerRefusesTooLargeRecordBeforeSending)
 }
 
-func TestKafkaProducerWithoutAcks(t *testing.T) {
-	t.Parallel()
-	producerWithoutAcks(t, onKafka(t, kafkatest.Options{}))
-}
+func TestKafkaProducerWithoutAcks(t *testing.T) { twin(t, kafkatest.Options{}, producerWithoutAcks) }
 
 func TestKafkaProducerCompressionCodecs(t *testing.T) {
-	t.Parallel()
-	producerCompressionCodecs(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, producerCompressionCodecs)
 }
 
 func TestKafkaTxnRecordsVisibleOnlyOnceCommitted(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { txnRecordsVisibleOnlyOnceCommitted(t, onKafka(t, o)) })
+	transactionalTwin(t, txnRecordsVisibleOnlyOnceCommitted)
 }
 
 func TestKafkaTxnRefusesRecordOutsideTransaction(t *testing.T) {
-	t.Parallel()
-	txnRefusesRecordOutsideTransaction(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, txnRefusesRecordOutsideTransaction)
 }
 
 func TestKafkaProducerLingerAndBatchSize(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { producerLingerAndBatchSize(t, onKafka(t, o)) })
+	transactionalTwin(t, producerLingerAndBatchSize)
 }
 
 func TestKafkaProducerUnknownTopicFailsTheRecord(t *testing.T) {
-	t.Parallel()
-	producerUnknownTopicFailsTheRecord(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, producerUnknownTopicFailsTheRecord)
 }
 
 func TestKafkaProducerReusesAcknowledgedMessagesAcrossGC(t *testing.T) {
-	t.Parallel()
-	producerReusesAcknowledgedMessagesAcrossGC(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, producerReusesAcknowledgedMessagesAcrossGC)
 }
 
 func TestKafkaTrackOffsetsAsksTrackOncePerSend(t *testing.T) {
-	t.Parallel()
-	trackOffsetsAsksTrackOncePerSend(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, trackOffsetsAsksTrackOncePerSend)
 }
 
 func TestKafkaProducerRecordsOfAnUnknownTopicHoldBufferRoom(t *testing.T) {
-	t.Parallel()
-	producerRecordsOfAnUnknownTopicHoldBufferRoom(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, producerRecordsOfAnUnknownTopicHoldBufferRoom)
 }
 
 func TestKafkaProducerTopicLookupGivesUpAfterMaxBlock(t *testing.T) {
-	t.Parallel()
-	producerTopicLookupGivesUpAfterMaxBlock(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, producerTopicLookupGivesUpAfterMaxBlock)
 }
 
 // Apache Kafka's own MESSAGE_TOO_LARGE for a batch over the topic's max.message.bytes.
 func TestKafkaProducerSplitsBatchTooLarge(t *testing.T) {
-	t.Parallel()
-	producerSplitsBatchTooLarge(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, producerSplitsBatchTooLarge)
 }

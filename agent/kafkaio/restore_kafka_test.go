@@ -12,20 +12,13 @@ import (
 )
 
 func TestKafkaReadToEndSkipsAbortedTransactions(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { readToEndSkipsAbortedTransactions(t, onKafka(t, o)) })
+	transactionalTwin(t, readToEndSkipsAbortedTransactions)
 }
 
 func TestKafkaReadToEndEmptyPartition(t *testing.T) {
-	t.Parallel()
-	readToEndEmptyPartition(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, readToEndEmptyPartition)
 }
 
-func TestKafkaReadToEndManyFetches(t *testing.T) {
-	t.Parallel()
-	readToEndManyFetches(t, onKafka(t, kafkatest.Options{}))
-}
+func TestKafkaReadToEndManyFetches(t *testing.T) { twin(t, kafkatest.Options{}, readToEndManyFetches) }
 
-func TestKafkaReadToEndErrors(t *testing.T) {
-	t.Parallel()
-	readToEndErrors(t, onKafka(t, kafkatest.Options{}))
-}
+func TestKafkaReadToEndErrors(t *testing.T) { twin(t, kafkatest.Options{}, readToEndErrors) }

@@ -12,9 +12,7 @@ import (
 	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
 
-func TestKafkaTxnCommitAndAbort(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { txnCommitAndAbort(t, onKafka(t, o)) })
-}
+func TestKafkaTxnCommitAndAbort(t *testing.T) { transactionalTwin(t, txnCommitAndAbort) }
 
 func TestKafkaTxnFenced(t *testing.T) {
 	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { txnFenced(t, onKafkaInParallel(o)) })
@@ -25,15 +23,15 @@ func TestKafkaTxnRenewAfterFencing(t *testing.T) {
 }
 
 func TestKafkaAckedOffsetsTracksChosenTopics(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { ackedOffsetsTracksChosenTopics(t, onKafka(t, o)) })
+	transactionalTwin(t, ackedOffsetsTracksChosenTopics)
 }
 
 func TestKafkaCommitTxnInGroupRefusesAStaleGeneration(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { commitTxnInGroupRefusesAStaleGeneration(t, onKafka(t, o)) })
+	transactionalTwin(t, commitTxnInGroupRefusesAStaleGeneration)
 }
 
 func TestKafkaTxnCommittedOffsetsAreReadRightAfterTheCommit(t *testing.T) {
-	kafkatest.EachTransactionVersion(t, func(t *testing.T, o kafkatest.Options) { txnCommittedOffsetsReadRightAfterTheCommit(t, onKafka(t, o)) })
+	transactionalTwin(t, txnCommittedOffsetsReadRightAfterTheCommit)
 }
 
 // The producer speaks the transaction protocol before KIP-890 part 2 (sarama's request
@@ -84,11 +82,9 @@ func describeEpoch(t *testing.T, c kafkaCluster, id string) int16 {
 }
 
 func TestKafkaTxnCommitRefusesBadOffsets(t *testing.T) {
-	t.Parallel()
-	txnCommitRefusesBadOffsets(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, txnCommitRefusesBadOffsets)
 }
 
 func TestKafkaTxnCallsOnPlainProducer(t *testing.T) {
-	t.Parallel()
-	txnCallsOnPlainProducer(t, onKafka(t, kafkatest.Options{}))
+	twin(t, kafkatest.Options{}, txnCallsOnPlainProducer)
 }
