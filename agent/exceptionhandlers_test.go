@@ -106,17 +106,17 @@ func droppedCount(m *metrics.Metrics, node, reason string) float64 {
 	return sum
 }
 
-// produceWithBad writes n records k0..k(n-1) to in (partition 0), each with the headers
-// trace=t<i> and empty (no value); record bad has the bad value.
-func produceWithBad(t *testing.T, brokers []string, n, bad int, badValue []byte) {
+// produceWithBad writes n records k0..k(n-1) to the test's topic "in" (partition 0), each
+// with the headers trace=t<i> and empty (no value); record bad has the bad value.
+func (b *brokerUnderTest) produceWithBad(t *testing.T, n, bad int, badValue []byte) {
 	t.Helper()
-	produceWithBadHeaders(t, brokers, n, bad, badValue, nil)
+	b.produceWithBadHeaders(t, n, bad, badValue, nil)
 }
 
 // produceWithBadHeaders is produceWithBad with one more header on the bad record, when given.
-func produceWithBadHeaders(t *testing.T, brokers []string, n, bad int, badValue, badHeader []byte) {
+func (b *brokerUnderTest) produceWithBadHeaders(t *testing.T, n, bad int, badValue, badHeader []byte) {
 	t.Helper()
-	p, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
+	p, err := sarama.NewSyncProducer(b.brokers, saramaTestConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func produceWithBadHeaders(t *testing.T, brokers []string, n, bad int, badValue,
 		if i == bad {
 			v = sarama.ByteEncoder(badValue)
 		}
-		msg := &sarama.ProducerMessage{Topic: "in", Key: sarama.StringEncoder(fmt.Sprintf("k%d", i)), Value: v,
+		msg := &sarama.ProducerMessage{Topic: b.topic(t, "in"), Key: sarama.StringEncoder(fmt.Sprintf("k%d", i)), Value: v,
 			Headers: []sarama.RecordHeader{{Key: []byte("trace"), Value: []byte(fmt.Sprintf("t%d", i))}, {Key: []byte("empty")}}}
 		if i == bad && badHeader != nil {
 			msg.Headers = append(msg.Headers, sarama.RecordHeader{Key: []byte("big"), Value: badHeader})
@@ -222,9 +222,9 @@ func committedSoFar(t *testing.T, brokers []string, topic string) []*sarama.Cons
 	}
 }
 
-// checkDeadLetter checks the dead letter is record k<bad> as it was read, with its own
-// headers first and then Kafka Streams' error headers, in Kafka Streams' order.
-func checkDeadLetter(t *testing.T, m *sarama.ConsumerMessage, tc handlerCase, bad int) {
+// checkDeadLetter checks the dead letter is record k<bad> of topic in as it was read, with
+// its own headers first and then Kafka Streams' error headers, in Kafka Streams' order.
+func checkDeadLetter(t *testing.T, m *sarama.ConsumerMessage, tc handlerCase, in string, bad int) {
 	t.Helper()
 	if string(m.Key) != fmt.Sprintf("k%d", bad) || string(m.Value) != string(tc.bad) {
 		t.Fatalf("dead letter %q=%q, want k%d=%q", m.Key, m.Value, bad, tc.bad)
@@ -241,7 +241,7 @@ func checkDeadLetter(t *testing.T, m *sarama.ConsumerMessage, tc handlerCase, ba
 		t.Fatalf("dead-letter headers %q, want %q", names, wantNames)
 	}
 	want := map[string]string{"trace": fmt.Sprintf("t%d", bad), "empty": "", pipeline.HeaderErrorsException: tc.exception,
-		pipeline.HeaderErrorsTopic: "in", pipeline.HeaderErrorsPartition: "0", pipeline.HeaderErrorsOffset: fmt.Sprint(bad)}
+		pipeline.HeaderErrorsTopic: in, pipeline.HeaderErrorsPartition: "0", pipeline.HeaderErrorsOffset: fmt.Sprint(bad)}
 	for k, v := range want {
 		if h[k] != v {
 			t.Errorf("header %s = %q, want %q", k, h[k], v)
@@ -256,16 +256,21 @@ func checkDeadLetter(t *testing.T, m *sarama.ConsumerMessage, tc handlerCase, ba
 // With LogAndContinue every good record is processed exactly once, the bad one is counted,
 // and its dead letter is committed with the epoch.
 func TestHandlerContinueExactlyOnce(t *testing.T) {
+	handlerContinueExactlyOnce(t, onKfake)
+}
+
+func handlerContinueExactlyOnce(t *testing.T, broker brokerFor) {
 	for _, tc := range handlerCases {
 		t.Run(tc.name, func(t *testing.T) {
 			const n, bad = 10, 4
-			brokers := testBroker(t, 1, "in", "out", "dlq")
-			cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = \"exactly_once_v2\"\n%s = \"LogAndContinue\"\nerrors.dead.letter.queue.topic.name = \"dlq\"\n", tc.handler))
+			b := broker(t, 1, "in", "out", "dlq")
+			brokers := b.brokers
+			cfg := b.config(t, tc.script, fmt.Sprintf("processing.guarantee = \"exactly_once_v2\"\n%s = \"LogAndContinue\"\nerrors.dead.letter.queue.topic.name = \"dlq\"\n", tc.handler))
 			m := metrics.New()
 			ra := startAgentWith(t, cfg, m)
 			defer ra.stop(t)
-			produceWithBad(t, brokers, n, bad, tc.bad)
-			out := readCommitted(t, brokers, "out", n-1)
+			b.produceWithBad(t, n, bad, tc.bad)
+			out := readCommitted(t, brokers, b.topic(t, "out"), n-1)
 			seen := map[string]int{}
 			for _, r := range out {
 				seen[string(r.Key)]++
@@ -275,13 +280,13 @@ func TestHandlerContinueExactlyOnce(t *testing.T) {
 					t.Fatalf("k%d output %d times, want %d; all: %v", i, seen[fmt.Sprintf("k%d", i)], want, seen)
 				}
 			}
-			checkDeadLetter(t, readCommitted(t, brokers, "dlq", 1)[0], tc, bad)
+			checkDeadLetter(t, readCommitted(t, brokers, b.topic(t, "dlq"), 1)[0], tc, b.topic(t, "in"), bad)
 			if st := ra.a.State(); st != StateRunning {
 				t.Fatalf("state %s, want RUNNING", st)
 			}
 			// No epoch was dropped and replayed, so nothing was processed twice.
 			pollFor(t, 10*time.Second, "all records consumed", func() bool {
-				return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) == n
+				return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues(b.topic(t, "in"))) == n
 			})
 			if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got != 0 {
 				t.Fatalf("%v failed commits, want none", got)
@@ -295,14 +300,17 @@ func TestHandlerContinueExactlyOnce(t *testing.T) {
 
 // Without a dead-letter topic LogAndContinue only skips and counts (at-least-once here).
 func TestHandlerContinueWithoutDeadLetterTopic(t *testing.T) {
+	handlerContinueWithoutDeadLetterTopic(t, onKfake(t, 1, "in", "out"))
+}
+
+func handlerContinueWithoutDeadLetterTopic(t *testing.T, b *brokerUnderTest) {
 	tc := handlerCases[2]
-	brokers := testBroker(t, 1, "in", "out")
-	cfg := testConfig(t, brokers, tc.script, tc.handler+" = \"org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler\"\n")
+	cfg := b.config(t, tc.script, tc.handler+" = \"org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler\"\n")
 	m := metrics.New()
 	ra := startAgentWith(t, cfg, m)
 	defer ra.stop(t)
-	produceWithBad(t, brokers, 6, 2, tc.bad)
-	readAll(t, brokers, "out", 5)
+	b.produceWithBad(t, 6, 2, tc.bad)
+	readAll(t, b.brokers, b.topic(t, "out"), 5)
 	if got := droppedCount(m, tc.node(), tc.reason); got != 1 {
 		t.Fatalf("dropped{node=%q, reason=%q} = %v, want 1", tc.node(), tc.reason, got)
 	}
@@ -312,17 +320,21 @@ func TestHandlerContinueWithoutDeadLetterTopic(t *testing.T) {
 // topic, committed, under either guarantee (for a production error: a record refused
 // before it was sent).
 func TestHandlerFailWritesDeadLetter(t *testing.T) {
+	handlerFailWritesDeadLetter(t, onKfake)
+}
+
+func handlerFailWritesDeadLetter(t *testing.T, broker brokerFor) {
 	for _, tc := range append(slices.Clone(handlerCases), productionCase) {
 		for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
 			t.Run(tc.name+" "+guarantee, func(t *testing.T) {
 				const bad = 2
-				brokers := testBroker(t, 1, "in", "out", "dlq")
-				cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = %q\nerrors.dead.letter.queue.topic.name = \"dlq\"\n%s", guarantee, tc.config))
+				b := broker(t, 1, "in", "out", "dlq")
+				cfg := b.config(t, tc.script, fmt.Sprintf("processing.guarantee = %q\nerrors.dead.letter.queue.topic.name = \"dlq\"\n%s", guarantee, tc.config))
 				ra := startAgent(t, cfg)
-				produceWithBad(t, brokers, 5, bad, tc.bad)
+				b.produceWithBad(t, 5, bad, tc.bad)
 				select {
 				case err := <-ra.done:
-					if want := fmt.Sprintf("in-0@%d", bad); err == nil || !strings.Contains(err.Error(), want) {
+					if want := fmt.Sprintf("%s-0@%d", b.topic(t, "in"), bad); err == nil || !strings.Contains(err.Error(), want) {
 						t.Fatalf("err = %v, want one naming %s", err, want)
 					}
 				case <-time.After(30 * time.Second):
@@ -331,7 +343,7 @@ func TestHandlerFailWritesDeadLetter(t *testing.T) {
 				if st := ra.a.State(); st != StateError {
 					t.Fatalf("state %s, want ERROR", st)
 				}
-				checkDeadLetter(t, readCommitted(t, brokers, "dlq", 1)[0], tc, bad)
+				checkDeadLetter(t, readCommitted(t, b.brokers, b.topic(t, "dlq"), 1)[0], tc, b.topic(t, "in"), bad)
 			})
 		}
 	}
@@ -423,6 +435,10 @@ return b`,
 // once and the agent keeps running. The processing handler stays LogAndFail: a refused send
 // is not a processing error, even when a script's ctx:forward made it.
 func TestProductionHandlerContinue(t *testing.T) {
+	productionHandlerContinue(t, onKfake)
+}
+
+func productionHandlerContinue(t *testing.T, broker brokerFor) {
 	for _, run := range []struct {
 		guarantee string
 		tc        handlerCase
@@ -430,16 +446,17 @@ func TestProductionHandlerContinue(t *testing.T) {
 		t.Run(run.guarantee+"/"+run.tc.name, func(t *testing.T) {
 			guarantee, tc := run.guarantee, run.tc
 			const n, bad = 10, 4
-			brokers := testBroker(t, 1, "in", "out", "dlq")
-			cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = %q\n%sproduction.exception.handler = \"LogAndContinue\"\nerrors.dead.letter.queue.topic.name = \"dlq\"\n", guarantee, tc.config))
+			b := broker(t, 1, "in", "out", "dlq")
+			brokers := b.brokers
+			cfg := b.config(t, tc.script, fmt.Sprintf("processing.guarantee = %q\n%sproduction.exception.handler = \"LogAndContinue\"\nerrors.dead.letter.queue.topic.name = \"dlq\"\n", guarantee, tc.config))
 			m := metrics.New()
 			ra := startAgentWith(t, cfg, m)
 			defer ra.stop(t)
-			produceWithBad(t, brokers, n, bad, tc.bad)
-			wantEachOutputOnceBut(t, brokers, n, bad)
-			checkDeadLetter(t, readCommitted(t, brokers, "dlq", 1)[0], tc, bad)
+			b.produceWithBad(t, n, bad, tc.bad)
+			wantEachOutputOnceBut(t, brokers, b.topic(t, "out"), n, bad)
+			checkDeadLetter(t, readCommitted(t, brokers, b.topic(t, "dlq"), 1)[0], tc, b.topic(t, "in"), bad)
 			pollFor(t, 10*time.Second, "all records consumed", func() bool {
-				return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) == n
+				return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues(b.topic(t, "in"))) == n
 			})
 			if got := droppedCount(m, tc.node(), tc.reason); got != 1 {
 				t.Fatalf("dropped{node=%q, reason=%q} = %v, want 1", tc.node(), tc.reason, got)
@@ -456,15 +473,18 @@ func TestProductionHandlerContinue(t *testing.T) {
 
 // With the default LogAndFail the same record stops the agent in ERROR, naming it.
 func TestProductionHandlerFailNamesTheRecord(t *testing.T) {
+	productionHandlerFailNamesTheRecord(t, onKfake(t, 1, "in", "out"))
+}
+
+func productionHandlerFailNamesTheRecord(t *testing.T, b *brokerUnderTest) {
 	tc := productionCase
 	const bad = 2
-	brokers := testBroker(t, 1, "in", "out")
-	cfg := testConfig(t, brokers, tc.script, tc.config)
+	cfg := b.config(t, tc.script, tc.config)
 	ra := startAgent(t, cfg)
-	produceWithBad(t, brokers, 5, bad, tc.bad)
+	b.produceWithBad(t, 5, bad, tc.bad)
 	select {
 	case err := <-ra.done:
-		if want := fmt.Sprintf("in-0@%d", bad); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tc.message) {
+		if want := fmt.Sprintf("%s-0@%d", b.topic(t, "in"), bad); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tc.message) {
 			t.Fatalf("err = %v, want one naming %s and %s", err, want, tc.message)
 		}
 	case <-time.After(30 * time.Second):
@@ -482,23 +502,22 @@ func TestProductionHandlerFailNamesTheRecord(t *testing.T) {
 // made the transaction abortable, so the agent stops in ERROR, naming the record and how
 // to avoid it, with nothing of the epoch committed and no retry epoch after epoch.
 func TestProductionHandlerBrokerRefusedRecord(t *testing.T) {
+	productionHandlerBrokerRefusedRecord(t, onKfake)
+}
+
+func productionHandlerBrokerRefusedRecord(t *testing.T, broker brokerFor) {
 	for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
 		t.Run(guarantee, func(t *testing.T) {
 			const n, bad = 10, 4
-			brokers := testBroker(t, 1, "in")
-			limit := "10000"
-			if err := kafkaio.EnsureTopics(brokers, saramaTestConfig(), map[string]kafkaio.TopicSpec{
-				"out": {Partitions: 1, ReplicationFactor: -1, Configs: map[string]*string{"max.message.bytes": &limit}},
-			}); err != nil {
-				t.Fatal(err)
-			}
-			cfg := testConfig(t, brokers, productionCase.script, fmt.Sprintf("processing.guarantee = %q\nproduction.exception.handler = \"LogAndContinue\"\n", guarantee))
+			b := broker(t, 1, "in")
+			brokers, out := b.brokers, b.newTopic(t, "out", 1, map[string]string{"max.message.bytes": "10000"})
+			cfg := b.config(t, productionCase.script, fmt.Sprintf("processing.guarantee = %q\nproduction.exception.handler = \"LogAndContinue\"\n", guarantee))
 			m := metrics.New()
 			ra := startAgentWith(t, cfg, m)
-			produceWithBad(t, brokers, n, bad, productionCase.bad)
+			b.produceWithBad(t, n, bad, productionCase.bad)
 			if guarantee == "at_least_once" {
 				defer ra.stop(t)
-				wantEachOutputOnceBut(t, brokers, n, bad)
+				wantEachOutputOnceBut(t, brokers, out, n, bad)
 				pollFor(t, 10*time.Second, "the refused record counted as dropped", func() bool {
 					return droppedCount(m, "", metrics.DropProduction) == 1
 				})
@@ -509,7 +528,7 @@ func TestProductionHandlerBrokerRefusedRecord(t *testing.T) {
 			}
 			select {
 			case err := <-ra.done:
-				if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("from record in-0@%d", bad)) || !strings.Contains(err.Error(), "keep max.request.size at or below it") {
+				if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("from record %s-0@%d", b.topic(t, "in"), bad)) || !strings.Contains(err.Error(), "keep max.request.size at or below it") {
 					t.Fatalf("err = %v, want one naming the record and max.request.size", err)
 				}
 			case <-time.After(30 * time.Second):
@@ -521,7 +540,7 @@ func TestProductionHandlerBrokerRefusedRecord(t *testing.T) {
 			if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got != 1 {
 				t.Fatalf("%v failed commits, want 1 (no retry)", got)
 			}
-			if got := committedSoFar(t, brokers, "out"); len(got) != 0 {
+			if got := committedSoFar(t, brokers, out); len(got) != 0 {
 				t.Fatalf("%d outputs committed, want none", len(got))
 			}
 		})
@@ -568,15 +587,16 @@ func TestDeadLetterTooLargeDoesNotStopTheAgent(t *testing.T) {
 		for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
 			t.Run(tc.name+" "+guarantee, func(t *testing.T) {
 				const n, bad = 6, 2
-				brokers := testBroker(t, 1, "in", "out", "dlq")
-				cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = %q\nerrors.dead.letter.queue.topic.name = \"dlq\"\n%s", guarantee, tc.config))
+				b := onKfake(t, 1, "in", "out", "dlq")
+				brokers := b.brokers
+				cfg := b.config(t, tc.script, fmt.Sprintf("processing.guarantee = %q\nerrors.dead.letter.queue.topic.name = \"dlq\"\n%s", guarantee, tc.config))
 				m := metrics.New()
 				ra := startAgentWith(t, cfg, m)
 				defer ra.stop(t)
 				if tc.name == "huge headers" {
-					produceWithBadHeaders(t, brokers, n, bad, tc.bad, bytes.Repeat([]byte("h"), 20000))
+					b.produceWithBadHeaders(t, n, bad, tc.bad, bytes.Repeat([]byte("h"), 20000))
 				} else {
-					produceWithBad(t, brokers, n, bad, tc.bad)
+					b.produceWithBad(t, n, bad, tc.bad)
 				}
 				readCommitted(t, brokers, "out", n-1)
 				pollFor(t, 10*time.Second, "all records consumed", func() bool {
@@ -630,12 +650,12 @@ func TestDeadLetterTooLargeDoesNotStopTheAgent(t *testing.T) {
 	}
 }
 
-// wantEachOutputOnceBut checks that out holds, committed, one output of each of the records
-// k0 … k(n-1) but none of k<bad>.
-func wantEachOutputOnceBut(t *testing.T, brokers []string, n, bad int) {
+// wantEachOutputOnceBut checks that topic out holds, committed, one output of each of the
+// records k0 … k(n-1) but none of k<bad>.
+func wantEachOutputOnceBut(t *testing.T, brokers []string, out string, n, bad int) {
 	t.Helper()
 	seen := map[string]int{}
-	for _, r := range readCommitted(t, brokers, "out", n-1) {
+	for _, r := range readCommitted(t, brokers, out, n-1) {
 		seen[string(r.Key)]++
 	}
 	for i := range n {

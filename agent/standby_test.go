@@ -59,6 +59,12 @@ commit.interval.ms = 50
 	return cfgs
 }
 
+// replicaConfigs is replicaConfigs on this broker.
+func (b *brokerUnderTest) replicaConfigs(t *testing.T, script string, n int, extra string) []*config.Config {
+	t.Helper()
+	return replicaConfigs(t, b.brokers, b.script(script), n, b.script(extra))
+}
+
 func agentBase(t *testing.T, ra *runningAgent) string {
 	t.Helper()
 	addr, err := ra.a.HTTPAddr(context.Background())
@@ -93,20 +99,23 @@ func readyzOf(t *testing.T, ra *runningAgent) (int, map[string]any) {
 // are standbys that process and produce nothing, and every count is exact. Before the
 // active strategy the joiners took partitions and both sides counted part of every key.
 func TestSeveralAgentsOneActiveExactCounts(t *testing.T) {
-	brokers := testBroker(t, 3, "in", "out")
-	cfgs := replicaConfigs(t, brokers, countScript, 3, `processing.guarantee = "exactly_once_v2"`)
+	severalAgentsOneActive(t, onKfake(t, 3, "in", "out"))
+}
+
+func severalAgentsOneActive(t *testing.T, bt *brokerUnderTest) {
+	cfgs := bt.replicaConfigs(t, countScript, 3, `processing.guarantee = "exactly_once_v2"`)
 	const keys = 30
 	ms := []*metrics.Metrics{metrics.New(), metrics.New(), metrics.New()}
 	active := startAgentUntil(t, cfgs[0], ms[0], StateRunning)
 	defer active.stop(t)
-	produceKeys(t, brokers, 3, 300, keys, 0, "v")
+	bt.produceKeys(t, 300, keys, 0, "v")
 	b := startAgentUntil(t, cfgs[1], ms[1], StateStandby)
 	defer b.stop(t)
-	produceKeys(t, brokers, 3, 300, keys, 300, "v")
+	bt.produceKeys(t, 300, keys, 300, "v")
 	c := startAgentUntil(t, cfgs[2], ms[2], StateStandby)
 	defer c.stop(t)
-	produceKeys(t, brokers, 3, 300, keys, 600, "v")
-	checkExactCounts(t, brokers, wantCounts(900, keys))
+	bt.produceKeys(t, 300, keys, 600, "v")
+	bt.checkExactCounts(t, wantCounts(900, keys))
 
 	if st := active.a.State(); st != StateRunning {
 		t.Fatalf("first agent is %s, want RUNNING", st)
@@ -115,7 +124,7 @@ func TestSeveralAgentsOneActiveExactCounts(t *testing.T) {
 		if st := ra.a.State(); st != StateStandby {
 			t.Fatalf("agent %d is %s, want STANDBY", i+1, st)
 		}
-		if got := testutil.ToFloat64(ms[i+1].RecordsProduced.WithLabelValues("out")); got != 0 {
+		if got := testutil.ToFloat64(ms[i+1].RecordsProduced.WithLabelValues(bt.topic(t, "out"))); got != 0 {
 			t.Fatalf("standby %d produced %v records to out", i+1, got)
 		}
 		if got := testutil.ToFloat64(ms[i+1].GroupRole.WithLabelValues(metrics.RoleStandby)); got != 1 {
@@ -147,8 +156,12 @@ func TestSeveralAgentsOneActiveExactCounts(t *testing.T) {
 // with the range strategy, as an older agent would) keeps the group; the agent that cannot
 // join stops with an error saying what happened, instead of retrying forever or sharing.
 func TestAgentRefusedByGroupOfAnotherProtocol(t *testing.T) {
-	brokers := testBroker(t, 2, "in", "out")
-	cfgs := replicaConfigs(t, brokers, countScript, 1, "")
+	refusedByGroupOfAnotherProtocol(t, onKfake(t, 2, "in", "out"))
+}
+
+func refusedByGroupOfAnotherProtocol(t *testing.T, b *brokerUnderTest) {
+	brokers := b.brokers
+	cfgs := b.replicaConfigs(t, countScript, 1, "")
 	sc := saramaTestConfig()
 	sc.Consumer.Group.InstanceId = ""
 	group, err := sarama.NewConsumerGroup(brokers, cfgs[0].ApplicationID, sc)
@@ -161,7 +174,7 @@ func TestAgentRefusedByGroupOfAnotherProtocol(t *testing.T) {
 	joined := make(chan struct{})
 	go func() {
 		for ctx.Err() == nil {
-			_ = group.Consume(ctx, []string{"in"}, idleHandler{joined: joined})
+			_ = group.Consume(ctx, []string{b.topic(t, "in")}, idleHandler{joined: joined})
 		}
 	}()
 	select {
@@ -221,9 +234,12 @@ func takeoverKeys() int {
 // does not leave): once its session times out, the warm standby takes over, replays only
 // the changelog tail and goes on from the committed offsets. Every count exactly once.
 func TestTakeoverWhenTheActiveDies(t *testing.T) {
-	brokers := testBroker(t, 3, "in", "out")
+	takeoverWhenTheActiveDies(t, onKfake(t, 3, "in", "out"))
+}
+
+func takeoverWhenTheActiveDies(t *testing.T, b *brokerUnderTest) {
 	const session = 6 * time.Second // kfake's group.min.session.timeout.ms
-	cfgs := replicaConfigs(t, brokers, countScript, 3, `processing.guarantee = "exactly_once_v2"
+	cfgs := b.replicaConfigs(t, countScript, 3, `processing.guarantee = "exactly_once_v2"
 session.timeout.ms = 6000
 heartbeat.interval.ms = 500
 transaction.timeout.ms = 5000`)
@@ -236,8 +252,8 @@ transaction.timeout.ms = 5000`)
 	for _, ra := range agents[1:] {
 		defer ra.stop(t)
 	}
-	produceKeys(t, brokers, 3, 2*keys, keys, 0, "v")
-	checkExactCounts(t, brokers, wantCounts(2*keys, keys))
+	b.produceKeys(t, 2*keys, keys, 0, "v")
+	b.checkExactCounts(t, wantCounts(2*keys, keys))
 	// The warm standby follows the changelogs: wait until it is at their end, so the
 	// takeover replays only what the active commits from now on.
 	warm := -1
@@ -271,8 +287,8 @@ transaction.timeout.ms = 5000`)
 		t.Fatal(err)
 	}
 	died := time.Now()
-	produceKeys(t, brokers, 3, keys, keys, 2*keys, "v")
-	ch := consumeAll(t, brokers, "out", readCommittedConfig())
+	b.produceKeys(t, keys, keys, 2*keys, "v")
+	ch := consumeAll(t, b.brokers, b.topic(t, "out"), readCommittedConfig())
 	var firstOutput time.Duration
 	for firstOutput == 0 {
 		select {
@@ -284,7 +300,7 @@ transaction.timeout.ms = 5000`)
 			t.Fatal("no output from a new active within 60 s of the active's death")
 		}
 	}
-	checkExactCounts(t, brokers, wantCounts(3*keys, keys))
+	b.checkExactCounts(t, wantCounts(3*keys, keys))
 	if st := agents[warm].a.State(); st != StateRunning {
 		t.Fatalf("the warm standby is %s after the takeover, want RUNNING", st)
 	}
@@ -295,7 +311,7 @@ transaction.timeout.ms = 5000`)
 	if st := agents[cold].a.State(); st != StateStandby {
 		t.Fatalf("the cold standby is %s, want STANDBY", st)
 	}
-	if got := testutil.ToFloat64(ms[cold].RecordsProduced.WithLabelValues("out")); got != 0 {
+	if got := testutil.ToFloat64(ms[cold].RecordsProduced.WithLabelValues(b.topic(t, "out"))); got != 0 {
 		t.Fatalf("the cold standby produced %v records", got)
 	}
 	if firstOutput > session+10*time.Second {
@@ -311,8 +327,11 @@ transaction.timeout.ms = 5000`)
 // standby is cold (num.standby.replicas = 0): it holds the state of its start only, and
 // replays the rest of the changelog before it processes.
 func TestStoppingActiveHandsOverAtOnce(t *testing.T) {
-	brokers := testBroker(t, 2, "in", "out")
-	cfgs := replicaConfigs(t, brokers, countScript, 2, `processing.guarantee = "exactly_once_v2"
+	stoppingActiveHandsOverAtOnce(t, onKfake(t, 2, "in", "out"))
+}
+
+func stoppingActiveHandsOverAtOnce(t *testing.T, b *brokerUnderTest) {
+	cfgs := b.replicaConfigs(t, countScript, 2, `processing.guarantee = "exactly_once_v2"
 session.timeout.ms = 120000
 heartbeat.interval.ms = 500
 num.standby.replicas = 0`)
@@ -323,8 +342,8 @@ num.standby.replicas = 0`)
 	active := startAgentUntil(t, cfgs[0], metrics.New(), StateRunning)
 	standby := startAgentUntil(t, cfgs[1], m, StateStandby)
 	defer standby.stop(t)
-	produceKeys(t, brokers, 2, 200, 10, 0, "v")
-	checkExactCounts(t, brokers, wantCounts(200, 10))
+	b.produceKeys(t, 200, 10, 0, "v")
+	b.checkExactCounts(t, wantCounts(200, 10))
 	if err := active.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -336,8 +355,8 @@ num.standby.replicas = 0`)
 	}
 	t.Logf("the standby was RUNNING %v after the active left the group", time.Since(stopped).Round(10*time.Millisecond))
 	standby.waitLog(t, "StoatFlow is running")
-	produceKeys(t, brokers, 2, 200, 10, 200, "v")
-	checkExactCounts(t, brokers, wantCounts(400, 10))
+	b.produceKeys(t, 200, 10, 200, "v")
+	b.checkExactCounts(t, wantCounts(400, 10))
 	if got := testutil.ToFloat64(m.Takeovers); got != 1 {
 		t.Fatalf("takeovers = %v, want 1", got)
 	}

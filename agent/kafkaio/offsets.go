@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -71,8 +72,17 @@ func (c *Consumer) Commit(offsets map[pipeline.TopicPartition]int64) error {
 	return nil
 }
 
+// stableOffsetsWait bounds how long Committed waits for stable offsets: the Java consumer's
+// bound for committed(), default.api.timeout.ms.
+const stableOffsetsWait = 60 * time.Second
+
 // Committed returns the committed offset of each partition, -1 where the group has none.
-// It needs no generation: it reads what the group coordinator stores.
+// It needs no generation: it reads what the group coordinator stores. A read_committed
+// consumer asks for stable offsets (KIP-447, as the Java consumer does): while a
+// transaction that commits offsets of these partitions is completing (committed, its
+// markers not all written), the coordinator answers UNSTABLE_OFFSET_COMMIT instead of the
+// offsets before it, which would have the member read again records whose outputs that
+// transaction committed; Committed then asks again, for up to stableOffsetsWait.
 func (c *Consumer) Committed(tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
 	out := make(map[pipeline.TopicPartition]int64, len(tps))
 	if len(tps) == 0 {
@@ -86,7 +96,43 @@ func (c *Consumer) Committed(tps []pipeline.TopicPartition) (map[pipeline.TopicP
 		slices.Sort(ps)
 	}
 	req := sarama.NewOffsetFetchRequest(c.cfg.Version, c.groupID, parts)
+	stable := c.cfg.Consumer.IsolationLevel == sarama.ReadCommitted
+	if stable && req.Version < 7 {
+		return nil, fmt.Errorf("committed offsets of group %q: a read_committed consumer needs stable offsets (OffsetFetch v7, Kafka 2.5); Kafka version %s is configured", c.groupID, c.cfg.Version)
+	}
+	req.RequireStable = stable
+	deadline := time.Now().Add(stableOffsetsWait)
+	for {
+		resp, err := c.fetchOffsets(req)
+		if err != nil {
+			return nil, err
+		}
+		unstable := false
+		for _, tp := range tps {
+			block := resp.GetBlock(tp.Topic, tp.Partition)
+			switch {
+			case block == nil:
+				out[tp] = -1
+			case block.Err == sarama.ErrUnstableOffsetCommit:
+				unstable = true
+			case block.Err != sarama.ErrNoError:
+				return nil, fmt.Errorf("committed offsets of group %q: %s/%d: %w", c.groupID, tp.Topic, tp.Partition, block.Err)
+			default:
+				out[tp] = block.Offset
+			}
+		}
+		if !unstable {
+			return out, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("committed offsets of group %q: a transaction committing them did not complete within %v: %w", c.groupID, stableOffsetsWait, sarama.ErrUnstableOffsetCommit)
+		}
+		time.Sleep(c.cfg.Metadata.Retry.Backoff)
+	}
+}
 
+// fetchOffsets sends req to the group's coordinator.
+func (c *Consumer) fetchOffsets(req *sarama.OffsetFetchRequest) (*sarama.OffsetFetchResponse, error) {
 	coordinator, err := c.commits.Coordinator(c.groupID)
 	if err != nil {
 		return nil, fmt.Errorf("committed offsets of group %q: find coordinator: %w", c.groupID, err)
@@ -99,18 +145,7 @@ func (c *Consumer) Committed(tps []pipeline.TopicPartition) (map[pipeline.TopicP
 	if kerr := resp.GroupError(); kerr != sarama.ErrNoError {
 		return nil, fmt.Errorf("committed offsets of group %q: %w", c.groupID, kerr)
 	}
-	for _, tp := range tps {
-		block := resp.GetBlock(tp.Topic, tp.Partition)
-		switch {
-		case block == nil:
-			out[tp] = -1
-		case block.Err != sarama.ErrNoError:
-			return nil, fmt.Errorf("committed offsets of group %q: %s/%d: %w", c.groupID, tp.Topic, tp.Partition, block.Err)
-		default:
-			out[tp] = block.Offset
-		}
-	}
-	return out, nil
+	return resp, nil
 }
 
 // leaveStatic removes this static member from the group. sarama never sends LeaveGroup
