@@ -258,8 +258,10 @@ func (p *sessionAggregate) overlapping(store *SessionStore, key any, earliestEnd
 	return out, it.Err()
 }
 
+// forward sends a session's update or tombstone. Kafka Streams 4.4 builds it as a new record
+// (key, change, session end), so it carries none of the input record's headers.
 func (p *sessionAggregate) forward(rec Record, start, end int64, c Change) error {
-	rec.Key, rec.Value, rec.Timestamp = Windowed{Key: rec.Key, Start: start, End: end}, c, end
+	rec.Key, rec.Value, rec.Timestamp, rec.Headers = Windowed{Key: rec.Key, Start: start, End: end}, c, end, nil
 	return p.ctx.Forward(rec)
 }
 

@@ -174,3 +174,51 @@ func TestWindowedSerdesDoNotWriteIntoTheKey(t *testing.T) {
 		}
 	}
 }
+
+// Session updates and the tombstones of merged-away sessions carry none of the input
+// record's headers: KStreamSessionWindowAggregate forwards a new Record(key, change, end).
+func TestSessionResultsCarryNoHeaders(t *testing.T) {
+	b := newTestBuilder()
+	s, err := b.Stream([]string{"in"}, Consumed{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.GroupByKey(Grouped{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := g.WindowedBySession(SessionWindows{Gap: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := w.Count(Materialized{}, int64Serde{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := table.ToStream("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.To("out", Produced{}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDriver(b, DriverOptions{Stores: NewMemoryStores()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range []int64{0, 5} { // the second merges the first session away
+		if err := d.Pipe("in", []byte("k"), []byte("v"), ts, Headers{{Key: "h", Value: []byte("x")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for r, ok := d.ReadOutput("out"); ok; r, ok = d.ReadOutput("out") {
+		n++
+		if len(r.Headers) != 0 {
+			t.Errorf("result %d (value %x at %d) has headers %v", n, r.Value, r.Timestamp, r.Headers)
+		}
+	}
+	if n != 3 { // [0,0]=1, the tombstone of [0,0], [0,5]=2
+		t.Fatalf("%d results, want 3", n)
+	}
+}
