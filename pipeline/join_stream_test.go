@@ -130,6 +130,16 @@ func TestInnerStreamJoinBounds(t *testing.T) {
 	}
 }
 
+// A null value is not put into its side's window store, so it does not advance the store's
+// retention either, as in Kafka's RocksDB window store (its in-memory one advances it and
+// would no longer find L215): R245 finds both partners, in timestamp order (Kafka Streams
+// 4.4 gives these results).
+func TestStreamJoinNullValuesLeaveTheWindowStoreAlone(t *testing.T) {
+	d, _, _ := streamJoinDriver(t, InnerStreamJoin, JoinWindows{Before: 50, After: 50, Grace: 20}, StreamJoined{})
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "e", "L215", 215}, joinInput{"left", "e", "L267", 267}, joinInput{"left", "b", nil, 362}))
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", "e", "R245", 245}), "e:L215+R245@245", "e:L267+R245@267")
+}
+
 // Records older than the stores' retention (before + after + grace) are neither kept nor
 // found.
 func TestStreamJoinDropsExpiredRecords(t *testing.T) {

@@ -30,6 +30,7 @@ final class Joins {
 
     static void register(Map<String, Case> cases) {
         cases.put("stream_stream_join", p -> {
+            Main.rocksDB(p);
             StreamsBuilder b = new StreamsBuilder();
             KStream<String, String> l = b.stream("left");
             KStream<String, String> r = b.stream("right");
