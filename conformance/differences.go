@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"regexp"
@@ -176,6 +177,39 @@ func startAfterAt(r Record) (int64, error) {
 // filteredOut picks the records filtered_emit_on_close's filter drops (values of three
 // letters) and those its aggregation drops (null keys).
 func filteredOut(s Step) bool { return s.Key == nil || len(s.Value) == 3 }
+
+// joinBuffer: the outer-join buffer of a left or outer stream-stream join keeps, under
+// Kafka's key layout ([ts][side][key]), one entry per key with its values as a list of
+// length-prefixed values, where Kafka's ListValueStore lists each value as an entry of its
+// own, [side][value] (LeftOrRightValue). StoatFlow's entries are rewritten to Kafka's shape
+// before the stores are compared.
+func joinBuffer(store string) Difference {
+	return Difference{Name: "the outer-join buffer's value layout", Apply: func(_ Input, _, ours *Result) error {
+		for i, s := range ours.Stores {
+			if s.Name != store {
+				continue
+			}
+			var entries []Entry
+			for _, e := range s.Entries {
+				if len(e.Key) < 9 {
+					return fmt.Errorf("store %s: key %s is shorter than [ts][side]", store, fmtBytes(e.Key))
+				}
+				for rest := e.Value; len(rest) > 0; {
+					if len(rest) < 4 || int(binary.BigEndian.Uint32(rest)) > len(rest)-4 {
+						return fmt.Errorf("store %s: key %s: %s is no list of length-prefixed values", store, fmtBytes(e.Key), fmtBytes(e.Value))
+					}
+					n := int(binary.BigEndian.Uint32(rest))
+					v := append([]byte{e.Key[8]}, rest[4:4+n]...)
+					entries = append(entries, Entry{Key: e.Key, Start: e.Start, End: e.End, Value: v, TS: e.TS, Headers: e.Headers})
+					rest = rest[4+n:]
+				}
+			}
+			ours.Stores[i].Entries = entries
+			return nil
+		}
+		return fmt.Errorf("StoatFlow has no store %s", store)
+	}}
+}
 
 // emittedDeleted: StoatFlow deletes a window from the store once its final result is out
 // (the deletion, in the changelog, keeps a store restored from it from emitting the window
