@@ -76,6 +76,17 @@ type Result struct {
 	Error     string
 	Stores    []Store
 	Fatal     string
+	// WindowClosed counts the records StoatFlow dropped with reason window-closed.
+	WindowClosed int
+	// StoreTimes are, after each step, the stream time of StoatFlow's window and session
+	// stores (the largest window start or session end put), by store name.
+	StoreTimes map[int]map[string]int64
+	// Unseen is StoatFlow's run of the input without the records a difference's Unseen
+	// picks, its steps numbered as in the whole input.
+	Unseen *Result
+	// Flushed is the same run with a last record appended that every operator sees, far
+	// in the future, so that every window closes (differences with Unseen).
+	Flushed *Result
 }
 
 func encBytes(b []byte) string {

@@ -493,7 +493,7 @@ func (p *finalSuppress) loadWindows(part *finalPart, fused bool) error {
 	}
 	var it WindowBytesIterator
 	if fused {
-		it = part.windows.bytes.FetchHeld(from)
+		it = part.windows.bytes.FetchHeld(from, math.MaxInt64)
 	} else {
 		it = part.windows.bytes.FetchRange(nil, nil, from, math.MaxInt64, false)
 	}

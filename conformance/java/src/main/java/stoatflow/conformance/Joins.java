@@ -30,6 +30,7 @@ final class Joins {
 
     static void register(Map<String, Case> cases) {
         cases.put("stream_stream_join", p -> {
+            Main.rocksDB(p);
             StreamsBuilder b = new StreamsBuilder();
             KStream<String, String> l = b.stream("left");
             KStream<String, String> r = b.stream("right");
@@ -37,6 +38,7 @@ final class Joins {
             return b.build();
         });
         cases.put("stream_stream_left_join", p -> {
+            Main.rocksDB(p);
             StreamsBuilder b = new StreamsBuilder();
             KStream<String, String> l = b.stream("left");
             KStream<String, String> r = b.stream("right");
@@ -44,6 +46,7 @@ final class Joins {
             return b.build();
         });
         cases.put("stream_stream_outer_join", p -> {
+            Main.rocksDB(p);
             StreamsBuilder b = new StreamsBuilder();
             KStream<String, String> l = b.stream("left");
             KStream<String, String> r = b.stream("right");

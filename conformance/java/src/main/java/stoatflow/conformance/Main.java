@@ -119,6 +119,18 @@ public final class Main {
         return p;
     }
 
+    /**
+     * Makes a case keep its DSL stores in RocksDB, Kafka Streams' default, instead of the
+     * runner's in-memory stores, where the two behave differently and StoatFlow follows
+     * the default: Kafka's in-memory session store expires a session exactly when emit on
+     * window close would emit it, so it emits none; its in-memory window store advances its
+     * retention on the null-value puts of a stream-stream join's window, where RocksDB
+     * ignores them, so it misses partners.
+     */
+    static void rocksDB(Properties p) {
+        p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers.class);
+    }
+
     static String run(Run run, Path stateDir) {
         StringWriter sw = new StringWriter();
         PrintWriter out = new PrintWriter(sw);

@@ -153,6 +153,7 @@ final class Windows {
             return b.build();
         });
         cases.put("session_emit_on_close", p -> {
+            Main.rocksDB(p);
             StreamsBuilder b = new StreamsBuilder();
             b.<String, String>stream("in")
                 .groupByKey()
@@ -160,6 +161,18 @@ final class Windows {
                 .emitStrategy(EmitStrategy.onWindowClose())
                 .count(Materialized.as("sfinal"))
                 .toStream((wk, v) -> wk.key() + "@" + wk.window().start() + "-" + wk.window().end())
+                .to("out", Produced.with(Serdes.String(), Serdes.Long()));
+            return b.build();
+        });
+        cases.put("filtered_emit_on_close", p -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.<String, String>stream(java.util.List.of("a", "b"))
+                .filter((k, v) -> v == null || v.length() != 3)
+                .groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(ms(100), ms(20)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .count(Materialized.as("filtered"))
+                .toStream((wk, v) -> wk.key() + "@" + wk.window().start())
                 .to("out", Produced.with(Serdes.String(), Serdes.Long()));
             return b.build();
         });
