@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/stoatflow/stoatflow/agent/config"
@@ -248,7 +250,8 @@ func (a *Agent) changelogReads(ctx context.Context, db *state.DB, b *pipeline.St
 // ensureChangelogs creates the changelog topic of every logged store: compacted, one
 // partition per task (the largest source partition count).
 func (a *Agent) ensureChangelogs(k *kafkaClients, b *pipeline.StreamsBuilder) error {
-	topics := changelogTopics(a.cfg.ApplicationID, b.Stores(), k.maxPartitions(), a.cfg.ReplicationFactor)
+	topics := changelogTopics(a.cfg.ApplicationID, b.Stores(), k.maxPartitions(), a.cfg.ReplicationFactor,
+		a.cfg.WindowStoreChangelogAdditionalRetention.Milliseconds())
 	if len(topics) == 0 {
 		return nil
 	}
@@ -259,20 +262,49 @@ func (a *Agent) ensureChangelogs(k *kafkaClients, b *pipeline.StreamsBuilder) er
 	return kafkaio.EnsureTopics(k.brokers, adminCfg, topics)
 }
 
-// changelogTopics are the changelog topics of the logged stores: compacted, with the
-// store's own topic settings (withLoggingEnabled(Map)) over that.
-func changelogTopics(appID string, stores []pipeline.StoreSpec, partitions int32, replication int16) map[string]kafkaio.TopicSpec {
+// versionedCompactionLagMs is what Kafka Streams adds to a versioned store's history
+// retention for its changelog's min.compaction.lag.ms (a day).
+const versionedCompactionLagMs = 24 * 60 * 60 * 1000
+
+// changelogTopics are the changelog topics of the logged stores, with the settings Kafka
+// Streams gives them, so that either makes them as the other would: compacted; window and
+// session stores also deleted after their retention plus additionalRetentionMs
+// (windowstore.changelog.additional.retention.ms), only deleted for the stores of
+// stream-stream joins (they retain duplicates); versioned stores compacted no sooner than
+// their history retention plus a day. The store's own topic settings
+// (withLoggingEnabled(Map)) go over those.
+func changelogTopics(appID string, stores []pipeline.StoreSpec, partitions int32, replication int16, additionalRetentionMs int64) map[string]kafkaio.TopicSpec {
 	topics := map[string]kafkaio.TopicSpec{}
 	for _, s := range stores {
 		if !s.Logged {
 			continue
 		}
-		compact := "compact"
-		configs := map[string]*string{"cleanup.policy": &compact}
+		configs := map[string]*string{}
+		set := func(name, v string) { configs[name] = &v }
+		set("cleanup.policy", "compact")
+		switch s.Type {
+		case pipeline.WindowStoreType, pipeline.TimestampedWindowStoreType, pipeline.SessionStoreType:
+			set("cleanup.policy", "compact,delete")
+			if s.RetainDuplicates {
+				set("cleanup.policy", "delete")
+			}
+			set("retention.ms", strconv.FormatInt(saturatedAdd(s.Retention, additionalRetentionMs), 10))
+		case pipeline.VersionedKeyValueStoreType:
+			set("min.compaction.lag.ms", strconv.FormatInt(saturatedAdd(s.HistoryRetention, versionedCompactionLagMs), 10))
+		}
 		for name, v := range s.TopicConfig {
-			configs[name] = &v
+			set(name, v)
 		}
 		topics[pipeline.ChangelogTopic(appID, s.Name)] = kafkaio.TopicSpec{Partitions: partitions, ReplicationFactor: replication, Configs: configs}
 	}
 	return topics
+}
+
+// saturatedAdd is a + b, or math.MaxInt64 where that overflows (Kafka's Math.addExact
+// fallback).
+func saturatedAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

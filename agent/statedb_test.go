@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -87,14 +88,23 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
-// A changelog topic is compacted unless the store's withLoggingEnabled(Map) settings say
-// otherwise; stores with logging disabled have none.
+// A changelog topic has Kafka Streams' settings for its store's kind (InternalTopologyBuilder's
+// UnwindowedUnversioned-, Windowed- and VersionedChangelogTopicConfig, WindowStoreBuilder
+// for duplicates) unless the store's withLoggingEnabled(Map) settings say otherwise; stores
+// with logging disabled have none.
 func TestChangelogTopicsTakeTheStoresTopicSettings(t *testing.T) {
 	topics := changelogTopics("app", []pipeline.StoreSpec{
 		{Name: "plain", Logged: true},
 		{Name: "tuned", Logged: true, TopicConfig: map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "1000"}},
 		{Name: "unlogged"},
-	}, 4, 3)
+		{Name: "windows", Type: pipeline.TimestampedWindowStoreType, Logged: true, Retention: 120, WindowSize: 100},
+		{Name: "sessions", Type: pipeline.SessionStoreType, Logged: true, Retention: 50},
+		{Name: "join", Type: pipeline.WindowStoreType, Logged: true, Retention: 70, WindowSize: 70, RetainDuplicates: true},
+		{Name: "forever", Type: pipeline.TimestampedWindowStoreType, Logged: true, Retention: math.MaxInt64 - 5, WindowSize: 100},
+		{Name: "tunedWindows", Type: pipeline.TimestampedWindowStoreType, Logged: true, Retention: 120, WindowSize: 100,
+			TopicConfig: map[string]string{"retention.ms": "5"}},
+		{Name: "versions", Type: pipeline.VersionedKeyValueStoreType, Logged: true, HistoryRetention: 1000},
+	}, 4, 3, 86400000)
 	got := map[string]map[string]string{}
 	for name, spec := range topics {
 		if spec.Partitions != 4 || spec.ReplicationFactor != 3 {
@@ -106,8 +116,14 @@ func TestChangelogTopicsTakeTheStoresTopicSettings(t *testing.T) {
 		}
 	}
 	want := map[string]map[string]string{
-		"app-plain-changelog": {"cleanup.policy": "compact"},
-		"app-tuned-changelog": {"cleanup.policy": "compact,delete", "retention.ms": "1000"},
+		"app-plain-changelog":        {"cleanup.policy": "compact"},
+		"app-tuned-changelog":        {"cleanup.policy": "compact,delete", "retention.ms": "1000"},
+		"app-windows-changelog":      {"cleanup.policy": "compact,delete", "retention.ms": "86400120"},
+		"app-sessions-changelog":     {"cleanup.policy": "compact,delete", "retention.ms": "86400050"},
+		"app-join-changelog":         {"cleanup.policy": "delete", "retention.ms": "86400070"},
+		"app-forever-changelog":      {"cleanup.policy": "compact,delete", "retention.ms": "9223372036854775807"},
+		"app-tunedWindows-changelog": {"cleanup.policy": "compact,delete", "retention.ms": "5"},
+		"app-versions-changelog":     {"cleanup.policy": "compact", "min.compaction.lag.ms": "86401000"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("changelog topics %v, want %v", got, want)
