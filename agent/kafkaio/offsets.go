@@ -1,9 +1,11 @@
 package kafkaio
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -12,14 +14,16 @@ import (
 
 // Commit commits next offsets (last processed + 1) synchronously, in the current
 // generation; it is valid from inside Revoking too. It fails when no generation is
-// running, when a partition is not assigned to this member, or when the coordinator
-// refuses the commit (e.g. a rebalance is completing or the generation is gone).
+// running, when a partition of the subscription is not assigned to this member, or when
+// the coordinator refuses the commit (e.g. a rebalance is completing or the generation is
+// gone). Partitions of other topics (Kafka Streams' internal topics the agent took over)
+// are committed as given.
 func (c *Consumer) Commit(offsets map[pipeline.TopicPartition]int64) error {
 	if len(offsets) == 0 {
 		return nil
 	}
 	c.mu.Lock()
-	g, closed := c.gen, c.closed
+	g, closed, topics := c.gen, c.closed, c.topics
 	c.mu.Unlock()
 	if g == nil {
 		if closed {
@@ -35,7 +39,7 @@ func (c *Consumer) Commit(offsets map[pipeline.TopicPartition]int64) error {
 		req.GroupInstanceId = &id
 	}
 	for tp, off := range offsets {
-		if _, ok := g.claims[tp]; !ok {
+		if _, ok := g.claims[tp]; !ok && slices.Contains(topics, tp.Topic) {
 			return fmt.Errorf("commit offsets of group %q: %s/%d is not assigned in generation %d", c.groupID, tp.Topic, tp.Partition, g.id)
 		}
 		if off < 0 {
@@ -74,7 +78,46 @@ func (c *Consumer) Commit(offsets map[pipeline.TopicPartition]int64) error {
 // Committed returns the committed offset of each partition, -1 where the group has none.
 // It needs no generation: it reads what the group coordinator stores.
 func (c *Consumer) Committed(tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
-	out := make(map[pipeline.TopicPartition]int64, len(tps))
+	committed, err := c.committed(tps, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[pipeline.TopicPartition]int64, len(committed))
+	for tp, o := range committed {
+		out[tp] = o.Offset
+	}
+	return out, nil
+}
+
+// CommittedOffset is a committed offset (-1: none) and the metadata committed with it (Kafka
+// Streams writes each partition's stream time there; StoatFlow writes none).
+type CommittedOffset struct {
+	Offset   int64
+	Metadata string
+}
+
+// CommittedStable is Committed once no transaction that commits offsets of the partitions
+// is open (KIP-447's require_stable): a transaction of another producer, such as a Kafka
+// Streams instance killed in the middle of one, may still commit or abort its offsets. It
+// waits, asking again, until the transaction is over or ctx is done.
+func (c *Consumer) CommittedStable(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]CommittedOffset, error) {
+	wait := 100 * time.Millisecond
+	for {
+		out, err := c.committed(tps, true)
+		if !errors.Is(err, sarama.ErrUnstableOffsetCommit) {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (waited for an open transaction to end: %w)", err, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+func (c *Consumer) committed(tps []pipeline.TopicPartition, stable bool) (map[pipeline.TopicPartition]CommittedOffset, error) {
+	out := make(map[pipeline.TopicPartition]CommittedOffset, len(tps))
 	if len(tps) == 0 {
 		return out, nil
 	}
@@ -86,6 +129,12 @@ func (c *Consumer) Committed(tps []pipeline.TopicPartition) (map[pipeline.TopicP
 		slices.Sort(ps)
 	}
 	req := sarama.NewOffsetFetchRequest(c.cfg.Version, c.groupID, parts)
+	if stable {
+		if req.Version < 7 {
+			return nil, fmt.Errorf("committed offsets of group %q: waiting for open transactions needs Kafka version >= 2.5.0, have %s", c.groupID, c.cfg.Version)
+		}
+		req.RequireStable = true
+	}
 
 	coordinator, err := c.commits.Coordinator(c.groupID)
 	if err != nil {
@@ -103,11 +152,11 @@ func (c *Consumer) Committed(tps []pipeline.TopicPartition) (map[pipeline.TopicP
 		block := resp.GetBlock(tp.Topic, tp.Partition)
 		switch {
 		case block == nil:
-			out[tp] = -1
+			out[tp] = CommittedOffset{Offset: -1}
 		case block.Err != sarama.ErrNoError:
 			return nil, fmt.Errorf("committed offsets of group %q: %s/%d: %w", c.groupID, tp.Topic, tp.Partition, block.Err)
 		default:
-			out[tp] = block.Offset
+			out[tp] = CommittedOffset{Offset: block.Offset, Metadata: block.Metadata}
 		}
 	}
 	return out, nil
