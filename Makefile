@@ -78,7 +78,9 @@ conformance:
 # (KAFKA_PKGS) against them, stops them, and keeps their logs if a test failed. Without Java
 # or Maven it skips, saying so, unless CI is set: then it fails. No race detector: the
 # transactional paths meet sarama's known race (IBM/sarama#2913, see agent/faults_test.go);
-# KAFKA_FLAGS=-race adds it.
+# KAFKA_FLAGS=-race adds it. The handover tests (conformance/) run the Java side's Kafka Streams
+# application: Maven builds it first, where Java and Maven are installed (without them the
+# real-broker tests skip, or fail under CI).
 KAFKACLUSTER := $(GO) run ./test/kafka/cmd/kafkacluster
 KAFKA_PKGS ?= $(addprefix ./,$(sort $(dir $(shell git ls-files -co --exclude-standard '*_test.go' | xargs grep -l '^//go:build.*\bkafka\b'))))
 KAFKA_RUN ?= ^TestKafka
@@ -89,6 +91,7 @@ NODES ?= 1
 TV ?= 2
 
 test-kafka:
+	@if command -v mvn >/dev/null && command -v java >/dev/null; then cd conformance/java && mvn -q -B package; fi
 	$(KAFKACLUSTER) exec -up 1,3 -- $(GO) test -tags kafka -count=1 -timeout 30m $(KAFKA_FLAGS) -run '$(KAFKA_RUN)' $(KAFKA_PKGS)
 
 # A cluster to point an agent (bootstrap.servers) or a test run by hand at; kafka-down stops

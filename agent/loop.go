@@ -209,6 +209,9 @@ func (l *loop) run(ctx context.Context) error {
 			l.topo.SetAssignment(tps)
 			l.assignment = tps
 			clear(l.caughtUpSince)
+			if err := l.takeOverFromKafkaStreams(ctx); err != nil {
+				return err
+			}
 			if l.a.state.Current() != StateRunning {
 				_ = l.a.state.Transition(StateRunning)
 			}

@@ -271,7 +271,8 @@ const versionedChangelogCompactionLag = 24 * time.Hour
 // Streams gives them (InternalTopicConfig and its subclasses): message.timestamp.type
 // CreateTime, so that a restore sees the records' own timestamps whatever the broker's
 // default; compacted, and for window and session stores deleted too after their retention
-// plus additional (windowstore.changelog.additional.retention.ms); for versioned stores a
+// plus additional (windowstore.changelog.additional.retention.ms), only deleted for the
+// stores of stream-stream joins (they retain duplicates); for versioned stores a
 // min.compaction.lag.ms of their history retention plus a day; the store's own topic
 // settings (withLoggingEnabled(Map)) over all that, and a retention.ms or
 // min.compaction.lag.ms among them taken as it is.
@@ -285,6 +286,9 @@ func changelogTopics(appID string, stores []pipeline.StoreSpec, partitions int32
 		switch s.Type {
 		case pipeline.WindowStoreType, pipeline.TimestampedWindowStoreType, pipeline.SessionStoreType:
 			configs["cleanup.policy"] = "compact,delete"
+			if s.RetainDuplicates {
+				configs["cleanup.policy"] = "delete"
+			}
 			configs["retention.ms"] = strconv.FormatInt(saturatingAdd(s.Retention, additional.Milliseconds()), 10)
 		case pipeline.VersionedKeyValueStoreType:
 			configs["min.compaction.lag.ms"] = strconv.FormatInt(saturatingAdd(s.HistoryRetention, versionedChangelogCompactionLag.Milliseconds()), 10)

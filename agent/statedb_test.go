@@ -92,9 +92,9 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
-// A changelog topic has Kafka Streams' settings for its store's kind (changelogTopics), the
-// store's withLoggingEnabled(Map) settings over them; stores with logging disabled have
-// none.
+// A changelog topic has Kafka Streams' settings for its store's kind (changelogTopics; the
+// stores of a stream-stream join retain duplicates, so they are only deleted), the store's
+// withLoggingEnabled(Map) settings over them; stores with logging disabled have none.
 func TestChangelogTopicsTakeTheStoresTopicSettings(t *testing.T) {
 	topics := changelogTopics("app", []pipeline.StoreSpec{
 		{Name: "plain", Logged: true},
@@ -103,6 +103,7 @@ func TestChangelogTopicsTakeTheStoresTopicSettings(t *testing.T) {
 		{Name: "win", Type: pipeline.TimestampedWindowStoreType, Logged: true, Retention: 5000},
 		{Name: "ses", Type: pipeline.SessionStoreType, Logged: true, Retention: math.MaxInt64 - 10},
 		{Name: "win-kept", Type: pipeline.WindowStoreType, Logged: true, Retention: 5000, TopicConfig: map[string]string{"retention.ms": "7"}},
+		{Name: "join", Type: pipeline.WindowStoreType, Logged: true, Retention: 70, RetainDuplicates: true},
 		{Name: "ver", Type: pipeline.VersionedKeyValueStoreType, Logged: true, HistoryRetention: 60000},
 		{Name: "ver-lag", Type: pipeline.VersionedKeyValueStoreType, Logged: true, HistoryRetention: 60000, TopicConfig: map[string]string{"min.compaction.lag.ms": "9"}},
 	}, 4, 3, 100*time.Millisecond)
@@ -123,6 +124,7 @@ func TestChangelogTopicsTakeTheStoresTopicSettings(t *testing.T) {
 		"app-win-changelog":      {"cleanup.policy": "compact,delete", "retention.ms": "5100", "message.timestamp.type": create},
 		"app-ses-changelog":      {"cleanup.policy": "compact,delete", "retention.ms": "9223372036854775807", "message.timestamp.type": create},
 		"app-win-kept-changelog": {"cleanup.policy": "compact,delete", "retention.ms": "7", "message.timestamp.type": create},
+		"app-join-changelog":     {"cleanup.policy": "delete", "retention.ms": "170", "message.timestamp.type": create},
 		"app-ver-changelog":      {"cleanup.policy": "compact", "min.compaction.lag.ms": "86460000", "message.timestamp.type": create},
 		"app-ver-lag-changelog":  {"cleanup.policy": "compact", "min.compaction.lag.ms": "9", "message.timestamp.type": create},
 	}

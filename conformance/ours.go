@@ -153,8 +153,8 @@ func (e Engine) run(c *Case, in Input) *Result {
 }
 
 // dumpStore lists partition 0 of a store (TopologyTestDriver has one partition per topic,
-// so one task).
-func dumpStore(m *pipeline.MemoryStores, spec pipeline.StoreSpec, in Input) (Store, error) {
+// so one task) from the engine's in-memory stores or an agent's state database.
+func dumpStore(m pipeline.StoreProvider, spec pipeline.StoreSpec, in Input) (Store, error) {
 	st := Store{Name: spec.Name}
 	switch spec.Type {
 	case pipeline.KeyValueStoreType, pipeline.TimestampedKeyValueStoreType:
@@ -176,7 +176,7 @@ func dumpStore(m *pipeline.MemoryStores, spec pipeline.StoreSpec, in Input) (Sto
 			if err != nil {
 				return st, err
 			}
-			st.Entries = append(st.Entries, Entry{Key: clone(it.Key()), Value: clone(it.Value()), TS: it.Timestamp(), Headers: hs})
+			st.Entries = append(st.Entries, Entry{Key: clone(it.Key()), Value: clone(it.Value()), TS: it.Timestamp(), Headers: cloneHeaders(hs)})
 		}
 		return st, it.Err()
 	case pipeline.WindowStoreType, pipeline.TimestampedWindowStoreType:
@@ -203,7 +203,7 @@ func dumpStore(m *pipeline.MemoryStores, spec pipeline.StoreSpec, in Input) (Sto
 				ts = -1
 			}
 			st.Entries = append(st.Entries, Entry{Key: clone(it.Key()), Start: it.Start(), End: it.Start() + spec.WindowSize,
-				Value: clone(it.Value()), TS: ts, Headers: hs})
+				Value: clone(it.Value()), TS: ts, Headers: cloneHeaders(hs)})
 		}
 		return st, it.Err()
 	case pipeline.SessionStoreType:
@@ -245,6 +245,18 @@ func dumpStore(m *pipeline.MemoryStores, spec pipeline.StoreSpec, in Input) (Sto
 		return st, nil
 	}
 	return st, fmt.Errorf("unknown store type %v", spec.Type)
+}
+
+// cloneHeaders copies headers an iterator hands out, valid only until its next step.
+func cloneHeaders(hs pipeline.Headers) pipeline.Headers {
+	if hs == nil {
+		return nil
+	}
+	out := make(pipeline.Headers, len(hs))
+	for i, h := range hs {
+		out[i] = pipeline.Header{Key: h.Key, Value: clone(h.Value)}
+	}
+	return out
 }
 
 func clone(b []byte) []byte {

@@ -28,13 +28,15 @@ type Step struct {
 }
 
 // Input is one run: a case on one seed's input. ProbeKeys and ProbeTimes are the keys and
-// times versioned stores are read at (they cannot be listed).
+// times versioned stores are read at (they cannot be listed). TopicPrefix prefixes the names
+// of the case's topics (a run on a shared broker); the steps name them whole.
 type Input struct {
-	Case       string
-	Seed       int64
-	Steps      []Step
-	ProbeKeys  [][]byte
-	ProbeTimes []int64
+	Case        string
+	Seed        int64
+	TopicPrefix string
+	Steps       []Step
+	ProbeKeys   [][]byte
+	ProbeTimes  []int64
 }
 
 // Record is an output record.
@@ -156,6 +158,9 @@ func WriteInputs(w io.Writer, ins []Input) error {
 	bw := bufio.NewWriter(w)
 	for _, in := range ins {
 		fmt.Fprintf(bw, "case %s %d\n", in.Case, in.Seed)
+		if in.TopicPrefix != "" {
+			fmt.Fprintf(bw, "prefix %s\n", in.TopicPrefix)
+		}
 		for _, s := range in.Steps {
 			if s.Topic == "" {
 				fmt.Fprintf(bw, "wall %d\n", s.WallMs)

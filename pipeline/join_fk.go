@@ -81,6 +81,7 @@ func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner Va
 	)
 	spec := &fkJoinSpec{fk: fk, joiner: joiner, left: left, this: thisRows, other: otherRows,
 		thisKeys: b.orDefaults(t.serdes).Key, thisValues: b.orDefaults(t.serdes).Value, otherKeys: b.orDefaults(other.serdes).Key,
+		otherValues: b.orDefaults(other.serdes).Value,
 		partitioner: tj.Partitioner, otherPartitioner: tj.OtherPartitioner}
 	spec.registration = named(registration, "-subscription-registration") + "-topic"
 	sendName := named(registration, "-subscription-registration-processor")
@@ -120,7 +121,7 @@ func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner Va
 	if err != nil {
 		return nil, err
 	}
-	regSink := &sinkSpec{topic: spec.registration, route: spec.routeSubscription}
+	regSink := &sinkSpec{topic: spec.registration, route: spec.routeSubscription, decodeInternal: spec.decodeSubscription}
 	if _, err := add(&Node{Name: regSinkName, Kind: SinkNode, Topic: spec.registration, Internal: true, sink: regSink}, send); err != nil {
 		return nil, err
 	}
@@ -146,7 +147,7 @@ func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner Va
 	if err != nil {
 		return nil, err
 	}
-	respSinkSpec := &sinkSpec{topic: spec.response, route: spec.routeResponse}
+	respSinkSpec := &sinkSpec{topic: spec.response, route: spec.routeResponse, decodeInternal: spec.decodeResponse}
 	respSink, err := add(&Node{Name: respSinkName, Kind: SinkNode, Topic: spec.response, Internal: true, sink: respSinkSpec}, joinForeign)
 	if err != nil {
 		return nil, err
@@ -211,9 +212,9 @@ type fkJoinSpec struct {
 	this, other *tableGetter
 	// thisKeys, thisValues and otherKeys are the tables' serdes; registration and response
 	// are the names of the registration and response topics, without the application id.
-	thisKeys, thisValues, otherKeys Serde
-	registration, response          string
-	partitioner, otherPartitioner   StreamPartitioner
+	thisKeys, thisValues, otherKeys, otherValues Serde
+	registration, response                       string
+	partitioner, otherPartitioner                StreamPartitioner
 }
 
 // partition is where a key goes in one of the join's topics: the partitioner's single

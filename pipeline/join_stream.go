@@ -204,7 +204,7 @@ func (s *KStream) JoinStream(other *KStream, kind StreamJoinKind, joiner StreamV
 	if kind != InnerStreamJoin && !w.SpuriousResultFixOff {
 		sh.buffer = bufferStore
 		if err := b.AddStateStore(StoreSpec{Name: bufferStore, Type: KeyValueStoreType, Logged: !opts.LoggingDisabled, TopicConfig: opts.TopicConfig,
-			Serdes: Serdes{Key: rawBytesSerde{}, Value: rawBytesSerde{}}}); err != nil {
+			Serdes: Serdes{Key: rawBytesSerde{}, Value: rawBytesSerde{}}, OwnLayout: "the outer-join buffer's values (a list of length-prefixed values, not Kafka's ListSerde)"}); err != nil {
 			return nil, fmt.Errorf("join: %w", err)
 		}
 	}

@@ -72,6 +72,10 @@ type Topology struct {
 	maxSourcePartitions int32
 	// repartitionPartitions is the partition count of each repartition topic.
 	repartitionPartitions map[string]int32
+	// internal are the internal topics by name (without the application id), in the order
+	// of internalOrder (internal.go).
+	internal      map[string]*internalSource
+	internalOrder []string
 
 	storeSpecs    map[string]*StoreSpec
 	storeProvider StoreProvider
@@ -235,6 +239,7 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 		}
 		if rs, ok := rn.proc.(*repartitionSink); ok {
 			rs.target = byNode[n.sink.repartitionTo]
+			t.addInternal(n.sink, rs.target)
 		}
 		if n.Kind == SourceNode && !n.Internal {
 			for _, topic := range n.Topics {

@@ -208,6 +208,21 @@ func missingTopics(admin sarama.ClusterAdmin, names []string) ([]string, map[str
 // PartitionCounts returns the number of partitions of each topic. A topic that does not
 // exist is an error naming it; the topic is not created.
 func PartitionCounts(brokers []string, cfg *sarama.Config, topics []string) (map[string]int32, error) {
+	counts, err := ExistingPartitionCounts(brokers, cfg, topics)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range topics {
+		if _, ok := counts[t]; !ok {
+			return nil, fmt.Errorf("partition counts: topic %q does not exist", t)
+		}
+	}
+	return counts, nil
+}
+
+// ExistingPartitionCounts returns the number of partitions of each of the topics that
+// exist; the others are left out.
+func ExistingPartitionCounts(brokers []string, cfg *sarama.Config, topics []string) (map[string]int32, error) {
 	counts := make(map[string]int32, len(topics))
 	if len(topics) == 0 {
 		return counts, nil
@@ -227,14 +242,8 @@ func PartitionCounts(brokers []string, cfg *sarama.Config, topics []string) (map
 		case sarama.ErrNoError:
 			counts[m.Name] = int32(len(m.Partitions))
 		case sarama.ErrUnknownTopicOrPartition:
-			return nil, fmt.Errorf("partition counts: topic %q does not exist", m.Name)
 		default:
 			return nil, fmt.Errorf("partition counts: describe topic %q: %w", m.Name, m.Err)
-		}
-	}
-	for _, t := range topics {
-		if _, ok := counts[t]; !ok {
-			return nil, fmt.Errorf("partition counts: broker did not describe topic %q", t)
 		}
 	}
 	return counts, nil

@@ -159,7 +159,9 @@ func TestCommitThenResume(t *testing.T) {
 
 func commitThenResume(t *testing.T, e testCluster) {
 	resume, group := kafkatest.Name(t, "resume"), kafkatest.Name(t, "resume-group")
+	internalTopic := kafkatest.Name(t, "internal")
 	createTopic(t, e, resume, 2)
+	createTopic(t, e, internalTopic, 1)
 	produceN(t, e, resume, 0, 0, 10)
 	tp0, tp1 := pipeline.TopicPartition{Topic: resume, Partition: 0}, pipeline.TopicPartition{Topic: resume, Partition: 1}
 
@@ -174,15 +176,20 @@ func commitThenResume(t *testing.T, e testCluster) {
 	if err := c.Commit(map[pipeline.TopicPartition]int64{tp0: 6}); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
-	if err := c.Commit(map[pipeline.TopicPartition]int64{{Topic: "other", Partition: 0}: 1}); err == nil {
-		t.Error("Commit of a partition not assigned: want an error")
+	if err := c.Commit(map[pipeline.TopicPartition]int64{{Topic: resume, Partition: 2}: 1}); err == nil {
+		t.Error("Commit of a partition of the subscription not assigned: want an error")
 	}
-	committed, err := c.Committed([]pipeline.TopicPartition{tp0, tp1})
+	// A topic beside the subscription (an internal topic of Kafka Streams taken over).
+	internal := pipeline.TopicPartition{Topic: internalTopic, Partition: 0}
+	if err := c.Commit(map[pipeline.TopicPartition]int64{internal: 3}); err != nil {
+		t.Errorf("Commit of a partition beside the subscription: %v", err)
+	}
+	committed, err := c.Committed([]pipeline.TopicPartition{tp0, tp1, internal})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if committed[tp0] != 6 || committed[tp1] != -1 {
-		t.Fatalf("Committed = %v, want %v:6 and %v:-1", committed, tp0, tp1)
+	if committed[tp0] != 6 || committed[tp1] != -1 || committed[internal] != 3 {
+		t.Fatalf("Committed = %v, want %v:6, %v:-1 and %v:3", committed, tp0, tp1, internal)
 	}
 	if err := c.Close(true); err != nil {
 		t.Fatalf("Close: %v", err)

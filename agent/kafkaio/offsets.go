@@ -1,6 +1,7 @@
 package kafkaio
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,14 +14,16 @@ import (
 
 // Commit commits next offsets (last processed + 1) synchronously, in the current
 // generation; it is valid from inside Revoking too. It fails when no generation is
-// running, when a partition is not assigned to this member, or when the coordinator
-// refuses the commit (e.g. a rebalance is completing or the generation is gone).
+// running, when a partition of the subscription is not assigned to this member, or when
+// the coordinator refuses the commit (e.g. a rebalance is completing or the generation is
+// gone). Partitions of other topics (Kafka Streams' internal topics the agent took over)
+// are committed as given.
 func (c *Consumer) Commit(offsets map[pipeline.TopicPartition]int64) error {
 	if len(offsets) == 0 {
 		return nil
 	}
 	c.mu.Lock()
-	g, closed := c.gen, c.closed
+	g, closed, topics := c.gen, c.closed, c.topics
 	c.mu.Unlock()
 	if g == nil {
 		if closed {
@@ -36,7 +39,7 @@ func (c *Consumer) Commit(offsets map[pipeline.TopicPartition]int64) error {
 		req.GroupInstanceId = &id
 	}
 	for tp, off := range offsets {
-		if _, ok := g.claims[tp]; !ok {
+		if _, ok := g.claims[tp]; !ok && slices.Contains(topics, tp.Topic) {
 			return fmt.Errorf("commit offsets of group %q: %s/%d is not assigned in generation %d", c.groupID, tp.Topic, tp.Partition, g.id)
 		}
 		if off < 0 {
@@ -84,7 +87,56 @@ const stableOffsetsWait = 60 * time.Second
 // offsets before it, which would have the member read again records whose outputs that
 // transaction committed; Committed then asks again, for up to stableOffsetsWait.
 func (c *Consumer) Committed(tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
-	out := make(map[pipeline.TopicPartition]int64, len(tps))
+	var committed map[pipeline.TopicPartition]CommittedOffset
+	var err error
+	if c.cfg.Consumer.IsolationLevel == sarama.ReadCommitted {
+		ctx, cancel := context.WithTimeout(context.Background(), stableOffsetsWait)
+		defer cancel()
+		committed, err = c.CommittedStable(ctx, tps)
+	} else {
+		committed, err = c.committed(tps, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[pipeline.TopicPartition]int64, len(committed))
+	for tp, o := range committed {
+		out[tp] = o.Offset
+	}
+	return out, nil
+}
+
+// CommittedOffset is a committed offset (-1: none) and the metadata committed with it (Kafka
+// Streams writes each partition's stream time there; StoatFlow writes none).
+type CommittedOffset struct {
+	Offset   int64
+	Metadata string
+}
+
+// CommittedStable is Committed once no transaction that commits offsets of the partitions
+// is open (KIP-447's require_stable): a transaction of another producer, such as a Kafka
+// Streams instance killed in the middle of one, may still commit or abort its offsets. It
+// waits, asking again, until the transaction is over or ctx is done.
+func (c *Consumer) CommittedStable(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]CommittedOffset, error) {
+	wait := c.cfg.Metadata.Retry.Backoff
+	for {
+		out, err := c.committed(tps, true)
+		if !errors.Is(err, sarama.ErrUnstableOffsetCommit) {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (waited for an open transaction to end: %w)", err, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// committed reads the committed offsets once; with stable, a partition whose offsets a
+// transaction is still completing fails it with sarama.ErrUnstableOffsetCommit.
+func (c *Consumer) committed(tps []pipeline.TopicPartition, stable bool) (map[pipeline.TopicPartition]CommittedOffset, error) {
+	out := make(map[pipeline.TopicPartition]CommittedOffset, len(tps))
 	if len(tps) == 0 {
 		return out, nil
 	}
@@ -96,43 +148,12 @@ func (c *Consumer) Committed(tps []pipeline.TopicPartition) (map[pipeline.TopicP
 		slices.Sort(ps)
 	}
 	req := sarama.NewOffsetFetchRequest(c.cfg.Version, c.groupID, parts)
-	stable := c.cfg.Consumer.IsolationLevel == sarama.ReadCommitted
-	if stable && req.Version < 7 {
-		return nil, fmt.Errorf("committed offsets of group %q: a read_committed consumer needs stable offsets (OffsetFetch v7, Kafka 2.5); Kafka version %s is configured", c.groupID, c.cfg.Version)
+	if stable {
+		if req.Version < 7 {
+			return nil, fmt.Errorf("committed offsets of group %q: stable offsets (a read_committed consumer, or waiting for open transactions) need OffsetFetch v7, Kafka 2.5; Kafka version %s is configured", c.groupID, c.cfg.Version)
+		}
+		req.RequireStable = true
 	}
-	req.RequireStable = stable
-	deadline := time.Now().Add(stableOffsetsWait)
-	for {
-		resp, err := c.fetchOffsets(req)
-		if err != nil {
-			return nil, err
-		}
-		unstable := false
-		for _, tp := range tps {
-			block := resp.GetBlock(tp.Topic, tp.Partition)
-			switch {
-			case block == nil:
-				out[tp] = -1
-			case block.Err == sarama.ErrUnstableOffsetCommit:
-				unstable = true
-			case block.Err != sarama.ErrNoError:
-				return nil, fmt.Errorf("committed offsets of group %q: %s/%d: %w", c.groupID, tp.Topic, tp.Partition, block.Err)
-			default:
-				out[tp] = block.Offset
-			}
-		}
-		if !unstable {
-			return out, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("committed offsets of group %q: a transaction committing them did not complete within %v: %w", c.groupID, stableOffsetsWait, sarama.ErrUnstableOffsetCommit)
-		}
-		time.Sleep(c.cfg.Metadata.Retry.Backoff)
-	}
-}
-
-// fetchOffsets sends req to the group's coordinator.
-func (c *Consumer) fetchOffsets(req *sarama.OffsetFetchRequest) (*sarama.OffsetFetchResponse, error) {
 	coordinator, err := c.commits.Coordinator(c.groupID)
 	if err != nil {
 		return nil, fmt.Errorf("committed offsets of group %q: find coordinator: %w", c.groupID, err)
@@ -145,7 +166,18 @@ func (c *Consumer) fetchOffsets(req *sarama.OffsetFetchRequest) (*sarama.OffsetF
 	if kerr := resp.GroupError(); kerr != sarama.ErrNoError {
 		return nil, fmt.Errorf("committed offsets of group %q: %w", c.groupID, kerr)
 	}
-	return resp, nil
+	for _, tp := range tps {
+		block := resp.GetBlock(tp.Topic, tp.Partition)
+		switch {
+		case block == nil:
+			out[tp] = CommittedOffset{Offset: -1}
+		case block.Err != sarama.ErrNoError:
+			return nil, fmt.Errorf("committed offsets of group %q: %s/%d: %w", c.groupID, tp.Topic, tp.Partition, block.Err)
+		default:
+			out[tp] = CommittedOffset{Offset: block.Offset, Metadata: block.Metadata}
+		}
+	}
+	return out, nil
 }
 
 // leaveStatic removes this static member from the group. sarama never sends LeaveGroup

@@ -92,6 +92,7 @@ public final class Main {
                         s.wallMs = Long.parseLong(f[1]);
                         cur.steps.add(s);
                     }
+                    case "prefix" -> cur.topicPrefix = f[1];
                     case "probekey" -> cur.probeKeys.add(Wire.bytes(f[1]));
                     case "probetime" -> cur.probeTimes.add(Long.parseLong(f[1]));
                     case "end" -> runs.add(cur);
@@ -143,9 +144,11 @@ public final class Main {
             return sw.toString();
         }
         Properties p = props(stateDir);
+        p.put(Case.TOPIC_PREFIX, run.topicPrefix);
         Topology topology;
         try {
             topology = c.build(p);
+            p.remove(Case.TOPIC_PREFIX);
         } catch (RuntimeException e) {
             out.println("fatal " + Wire.text("build: " + e));
             out.println("end");

@@ -108,7 +108,7 @@ final class Windows {
         });
         cases.put("suppress_window_close", p -> {
             StreamsBuilder b = new StreamsBuilder();
-            b.<String, String>stream("in")
+            b.<String, String>stream(Case.topic(p, "in"))
                 .groupByKey()
                 .windowedBy(TimeWindows.ofSizeAndGrace(ms(100), ms(20)))
                 // Without a key serde here the windowed table has none, and the suppression's
@@ -117,7 +117,7 @@ final class Windows {
                 .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("counted").withKeySerde(Serdes.String()))
                 .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
                 .toStream((wk, v) -> wk.key() + "@" + wk.window().start())
-                .to("out", Produced.with(Serdes.String(), Serdes.Long()));
+                .to(Case.topic(p, "out"), Produced.with(Serdes.String(), Serdes.Long()));
             return b.build();
         });
         cases.put("suppress_time_limit", p -> {
