@@ -104,8 +104,12 @@ kafka-down:
 
 # Micro-benchmarks, then the harness (bench/): it writes the whole of bench/RESULTS.md from
 # both, one run (machine, commit, date, load); analyses by hand go in bench/NOTES.md.
-# BENCH_FLAGS adds harness flags, e.g. BENCH_FLAGS="-cpuprofile /tmp/prof" (see go run ./bench -h).
+# BENCH_BROKERS are the brokers every scenario runs on, side by side: kfake (in process) and
+# kafka (Apache Kafka 4.4, one node started by test/kafka, where Kafka Streams 4.4 runs too;
+# needs Java and Maven). BENCH_FLAGS adds harness flags, e.g. BENCH_FLAGS="-cpuprofile
+# /tmp/prof" (see go run ./bench -h).
 BENCH_MICRO := $(or $(TMPDIR),/tmp)/stoatflow-bench-micro.txt
+BENCH_BROKERS ?= kfake,kafka
 BENCH_FLAGS ?=
 # The long fault-injection run: 50 SIGKILLs at random points (make test runs 6), and 50
 # cycles of killing or freezing the active of three agents (make test runs 3).
@@ -115,7 +119,7 @@ soak:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/... ./luart/... ./state/... ./agent/console/ > $(BENCH_MICRO) || (cat $(BENCH_MICRO); exit 1)
 	cat $(BENCH_MICRO)
-	$(GO) run ./bench -micro $(BENCH_MICRO) -out bench/RESULTS.md $(BENCH_FLAGS)
+	$(GO) run ./bench -micro $(BENCH_MICRO) -brokers $(BENCH_BROKERS) -out bench/RESULTS.md $(BENCH_FLAGS)
 
 # staticcheck at a pinned version (it needs go 1.26.0 or later), fetched and built by go run
 # on first use and cached after. Its default checks; a finding that stands has a lint:ignore

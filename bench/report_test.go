@@ -37,7 +37,7 @@ func testReport(t *testing.T) *report {
 		return runResult{elapsed: elapsed, stats: childproc.Stats{PeakRSSBytes: peak, CPUSeconds: 2},
 			latency: []latencyResult{{load: 0.2, offered: 1000, p50: p99 / 2, p99: p99}}}
 	}
-	return &report{
+	rep := &report{
 		opts:   options{records: 1_000_000, runs: 1, latencyLoads: []float64{0.2}, latencyFor: time.Second},
 		budget: 64 * mib,
 		idle:   &childproc.Stats{RSSBytes: 30 * mib},
@@ -53,7 +53,13 @@ func testReport(t *testing.T) *report {
 			{name: "BenchmarkTap/nobody", nsPerOp: 800, allocsPerOp: 7},
 			{name: "BenchmarkTap/one-tap", nsPerOp: 840, allocsPerOp: 7},
 		},
+		brokers: []string{brokerKfake},
+		idles:   map[string]idleResult{brokerKfake: {stats: childproc.Stats{RSSBytes: 30 * mib}}},
 	}
+	for i := range rep.results {
+		rep.results[i].broker = brokerKfake
+	}
+	return rep
 }
 
 func TestTargets(t *testing.T) {
