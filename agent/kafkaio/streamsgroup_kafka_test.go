@@ -448,3 +448,49 @@ func TestKafkaStreamsGroupStaticMemberAfterACrash(t *testing.T) {
 		t.Errorf("joined after %v: the previous incarnation's session (3 s) cannot have expired", waited)
 	}
 }
+
+// TestKafkaStreamsGroupOffsetCommitNamesTheMember: offsets are committed to the streams
+// group (application.id) naming the member and its epoch, as Kafka Streams' consumer does
+// (and a transactional commit's group metadata): the broker takes the member's, and refuses
+// a commit with an older epoch or from a member it no longer knows, which is what keeps a
+// fenced agent from committing.
+func TestKafkaStreamsGroupOffsetCommitNamesTheMember(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{Nodes: 1})
+	a := newApp(t, c, 4, "in", "out")
+	fastGroup(t, c, a.id, nil)
+	topo, _ := twinTopology(t, "wordcount", a.id, a.topics)
+	m := join(t, memberConfig(t, c, a.id, topo))
+	reconcileUntil(t, m, time.Minute, "every task", func(as kafkaio.Assignment) bool { return len(as.Active) == 8 })
+	meta := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(a.topics["in"])
+	meta.Topics = append(meta.Topics, mt)
+	mresp, err := meta.RequestWith(t.Context(), c.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(member string, epoch int32) error {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.MemberID, req.Generation = a.id, member, epoch
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = a.topics["in"], mresp.Topics[0].TopicID // v10 names topics by id
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 42
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(t.Context(), c.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	if err := commit(m.MemberID(), m.Epoch()); err != nil {
+		t.Fatalf("the member's commit: %v", err)
+	}
+	if err := commit(m.MemberID(), m.Epoch()-1); !errors.Is(err, kerr.StaleMemberEpoch) {
+		t.Errorf("a commit with an older epoch: %v, want STALE_MEMBER_EPOCH", err)
+	}
+	if err := commit("not-a-member", m.Epoch()); !errors.Is(err, kerr.UnknownMemberID) {
+		t.Errorf("a commit from an unknown member: %v, want UNKNOWN_MEMBER_ID", err)
+	}
+}
