@@ -129,3 +129,16 @@ func mapsEqual(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// A pattern source cannot be declared: Apache Kafka 4.4 refuses regular expressions in a
+// streams group's topology (and Kafka Streams 4.4 pattern subscriptions with the streams
+// protocol), so the member says so before joining.
+func TestPatternSourcesAreNotDeclared(t *testing.T) {
+	_, err := DeclareTopology([]pipeline.SubtopologyTopics{{ID: 0, SourcePatterns: []string{"orders-.*"}}}, TopologyOptions{ReplicationFactor: -1})
+	if err == nil || !strings.Contains(err.Error(), "not supported yet: pattern sources (orders-.*)") {
+		t.Fatalf("got %v, want a not-supported-yet error naming the pattern", err)
+	}
+	if _, err := DeclareTopology(nil, TopologyOptions{}); err == nil {
+		t.Fatal("a topology without tasks (only global tables) was declared")
+	}
+}

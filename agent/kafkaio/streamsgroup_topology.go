@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -55,10 +56,17 @@ func DeclareTopology(subs []pipeline.SubtopologyTopics, o TopologyOptions) (*Str
 	t.wire.Epoch = o.Epoch
 	extra := o.WindowStoreChangelogAdditionalRetention.Milliseconds()
 	for _, s := range subs {
+		if len(s.SourcePatterns) > 0 {
+			// The field exists (SourceTopicRegex), but Apache Kafka 4.4 answers "Regular
+			// expressions for source topics are not supported yet", and Kafka Streams 4.4
+			// refuses pattern subscriptions with the streams protocol.
+			return nil, fmt.Errorf("not supported yet: pattern sources (%s) with group.protocol = \"streams\": "+
+				"Apache Kafka 4.4 refuses regular expressions in a streams group's topology; name the topics", strings.Join(s.SourcePatterns, ", "))
+		}
 		w := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
 		w.SubtopologyID = strconv.Itoa(s.ID)
 		w.SourceTopics = append([]string{}, s.SourceTopics...)
-		w.SourceTopicRegex = append([]string{}, s.SourcePatterns...)
+		w.SourceTopicRegex = []string{}
 		w.RepartitionSinkTopics = append([]string{}, s.RepartitionSinks...)
 		for _, r := range s.RepartitionSources {
 			ti := kmsg.NewTopicInfo()
