@@ -393,7 +393,12 @@ func (m *StreamsMember) Err() error {
 func (m *StreamsMember) Close(ctx context.Context, mode LeaveMode) error {
 	m.closing.Do(func() {
 		m.mu.Lock()
-		if m.state != stateFatal && m.state != stateLeft {
+		switch m.state {
+		case stateFatal, stateLeft:
+		case stateFenced:
+			// The broker no longer knows the member: there is nothing to leave.
+			m.state = stateLeft
+		default:
 			m.state = stateLeaving
 			m.epoch = leaveEpoch
 			if m.cfg.InstanceID != "" && mode == LeaveDefault {
@@ -435,8 +440,11 @@ func (m *StreamsMember) run() {
 		m.mu.Lock()
 		st, wait := m.state, m.waitLocked(retryAt)
 		m.mu.Unlock()
-		if st == stateLeaving {
+		switch st {
+		case stateLeaving:
 			m.leave()
+			return
+		case stateLeft:
 			return
 		}
 		if wait > 0 {

@@ -275,6 +275,18 @@ func TestKafkaStreamsGroupFencedMemberRejoins(t *testing.T) {
 		t.Errorf("member epoch %d after rejoining, was %d", m.Epoch(), epoch)
 	}
 	t.Logf("rejoined with %v at epoch %d", got, m.Epoch())
+
+	// Fenced again, and closed before its application let go: nothing to leave, it stops.
+	resp = c.Request(t, c.GroupCoordinator(t, a.id), leave).(*kmsg.StreamsGroupHeartbeatResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		t.Fatalf("removing the member: %v", err)
+	}
+	waitFor(t, time.Minute, "fenced again", func() (bool, string) { return m.State() == "FENCED", m.State() })
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := m.Close(ctx, kafkaio.LeaveGroup); err != nil || m.State() != "LEFT" {
+		t.Fatalf("closing a fenced member: %v, state %s", err, m.State())
+	}
 }
 
 // TestKafkaStreamsGroupReportsLag: the task offsets and end offsets a member reports reach
