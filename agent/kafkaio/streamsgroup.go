@@ -355,7 +355,7 @@ func (m *StreamsMember) Ready() bool {
 func (m *StreamsMember) Statuses() []GroupStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.statuses
+	return slices.Clone(m.statuses)
 }
 
 // State is the member's state, as Kafka Streams names it (JOINING, RECONCILING,
@@ -779,7 +779,8 @@ func (m *StreamsMember) reconcileLocked() {
 // stops on: SHUTDOWN_APPLICATION, INCORRECTLY_PARTITIONED_TOPICS, and
 // MISSING_SOURCE_TOPICS lasting more than two heartbeat intervals.
 func (m *StreamsMember) statusesLocked(list []kmsg.StreamsGroupHeartbeatResponseStatus) error {
-	m.statuses = m.statuses[:0]
+	// A new slice: Statuses handed the old one out.
+	m.statuses = nil
 	missing := ""
 	for _, s := range list {
 		gs := GroupStatus{Code: s.StatusCode, Detail: s.StatusDetail}
