@@ -96,7 +96,8 @@ type StreamsMemberConfig struct {
 	RackID     string
 	ClientTags map[string]string
 	// RebalanceTimeout is how long the broker waits for the member to give tasks back
-	// (Kafka Streams sends max.poll.interval.ms).
+	// (Kafka Streams sends max.poll.interval.ms; 0 means its default, 5 minutes). A member
+	// that takes longer is fenced.
 	RebalanceTimeout time.Duration
 	// RequestTimeout bounds each request (request.timeout.ms); RetryBackoff and
 	// RetryBackoffMax space the retries after a failed heartbeat (retry.backoff.ms,
@@ -238,6 +239,9 @@ func JoinStreamsGroup(cfg StreamsMemberConfig) (*StreamsMember, error) {
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 30 * time.Second
+	}
+	if cfg.RebalanceTimeout <= 0 {
+		cfg.RebalanceTimeout = 5 * time.Minute // max.poll.interval.ms's default
 	}
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = 100 * time.Millisecond

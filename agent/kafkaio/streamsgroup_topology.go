@@ -204,9 +204,6 @@ func indexOf(n int, match func(int) bool) int {
 	return -1
 }
 
-// Subtopologies are the declared sub-topologies.
-func (t *StreamsTopology) Subtopologies() []pipeline.SubtopologyTopics { return t.subs }
-
 // Partitions are the topic partitions the tasks read: each task's sub-topology's source and
 // repartition topics at the task's partition (pattern sources' topics are not known here).
 // A task of a sub-topology the topology does not have is an error.
