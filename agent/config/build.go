@@ -267,6 +267,12 @@ func (b *builder) buildStreams() {
 	c.WindowStoreChangelogAdditionalRetention = windowStoreChangelogAdditionalRetention.Get(c)
 	c.DSLStoreFormat = dslStoreFormat.Get(c)
 	c.NumStandbyReplicas = int(numStandbyReplicas.Get(c))
+	c.GroupProtocol = groupProtocol.Get(c)
+	if c.GroupProtocol == "streams" {
+		// agent/kafkaio has the streams-group member; the agent does not run tasks spread
+		// over several agents yet, and must not fall back to classic behind the user's back.
+		b.fail(KindUnsupported, groupProtocol.FullName(), `not supported yet: group.protocol = "streams" (issue 31: the agent cannot run tasks spread over several agents yet); use "classic"`)
+	}
 	b.checkDeadLetterQueue()
 
 	rf := replicationFactor.Get(c)
