@@ -99,7 +99,7 @@ var Cases = []*Case{
 
 	// The Processor API, punctuation, headers.
 	{Name: "punctuate_stream_time", Inputs: one("in", vals)},
-	{Name: "punctuate_wall_clock", Inputs: one("in", vals), Wall: true, Defect: "a wall-clock punctuation fires on a step where Kafka's does not (seed 11, step 28: wall clock +43 ms), after the grid fix of issue 33 item 3; not analysed yet"},
+	{Name: "punctuate_wall_clock", Inputs: one("in", vals), Wall: true},
 	{Name: "headers_store", Inputs: one("in", vals)},
 	{Name: "headers_partitioner", Inputs: one("in", vals)},
 }

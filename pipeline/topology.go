@@ -72,6 +72,8 @@ type Topology struct {
 	maxSourcePartitions int32
 	// repartitionPartitions is the partition count of each repartition topic.
 	repartitionPartitions map[string]int32
+	// internalTasks is the task count of each sub-topology that reads repartition topics.
+	internalTasks map[int]int32
 
 	storeSpecs    map[string]*StoreSpec
 	storeProvider StoreProvider
@@ -86,8 +88,10 @@ type Topology struct {
 
 	partTime map[TopicPartition]*int64 // stream time of each source partition
 	// last is what the previous record's topic and partition resolved to.
-	last        lastInput
-	assigned    map[TopicPartition]bool // nil: every partition seen
+	last     lastInput
+	assigned map[TopicPartition]bool // nil: every partition seen
+	// unstarted are the partitions SetAssignment named whose tasks have not started yet.
+	unstarted   []TopicPartition
 	idle        map[TopicPartition]bool
 	idleAll     bool // the test driver: no lag, every partition is idle
 	watermark   int64
@@ -200,6 +204,13 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 	if t.repartitionPartitions, err = b.repartitionCounts(opts.SourcePartitions, t.maxSourcePartitions); err != nil {
 		return nil, err
 	}
+	t.internalTasks = map[int]int32{}
+	for _, n := range b.nodes {
+		if n.Kind == SourceNode && n.Internal {
+			s := t.subtopologyOf[n.Name]
+			t.internalTasks[s] = max(t.internalTasks[s], t.repartitionPartitions[n.Topics[0]])
+		}
+	}
 	relaxed := map[*Node]bool{}
 	byNode := map[*Node]*runtimeNode{}
 	for _, n := range b.nodes {
@@ -284,6 +295,11 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // as their source (RecordCollector.Send), so in must stay unchanged until the collector is
 // done with those records.
 func (t *Topology) Process(in *SourceRecord) error {
+	if t.unstarted != nil {
+		if err := t.startAssigned(); err != nil {
+			return &RecordError{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset, Err: err}
+		}
+	}
 	t.input = in
 	err := t.process(in)
 	t.input = nil
@@ -378,8 +394,13 @@ func (t *Topology) punctuateStreamTime(partition int32, now int64) error {
 	return t.punctuate(StreamTime, partition, now)
 }
 
-// HasWallClockPunctuators reports whether any processor scheduled a wall-clock punctuator.
+// HasWallClockPunctuators reports whether any processor scheduled a wall-clock punctuator,
+// or assigned tasks have not started yet (their processors may schedule one when they do:
+// PunctuateWallClock starts them).
 func (t *Topology) HasWallClockPunctuators() bool {
+	if t.unstarted != nil {
+		return true
+	}
 	for _, p := range t.punctuators {
 		if p.typ == WallClockTime && !p.cancelled {
 			return true
@@ -388,8 +409,14 @@ func (t *Topology) HasWallClockPunctuators() bool {
 	return false
 }
 
-// PunctuateWallClock runs the wall-clock punctuators that are due.
+// PunctuateWallClock starts the assigned tasks not started yet, then runs the wall-clock
+// punctuators that are due.
 func (t *Topology) PunctuateWallClock() error {
+	if t.unstarted != nil {
+		if err := t.startAssigned(); err != nil {
+			return err
+		}
+	}
 	if len(t.punctuators) == 0 {
 		return nil
 	}
