@@ -87,14 +87,14 @@ var Cases = []*Case{
 	{Name: "table_groupby_reduce", Inputs: one("nums", longIn(0.2, -20, 20))},
 	{Name: "table_groupby_aggregate", Inputs: one("in", tableVal)},
 	{Name: "cogroup", Inputs: two("a", "b", vals, vals)},
-	{Name: "cogroup_windowed", Inputs: two("a", "b", vals, oneOf(0.1, "a", "b", "c")), Defect: "time-windowed aggregations drop null values; Kafka's KStreamWindowAggregate drops only null keys and hands null values to the aggregator"},
+	{Name: "cogroup_windowed", Inputs: two("a", "b", vals, oneOf(0.1, "a", "b", "c"))},
 	{Name: "to_table", Inputs: one("in", vals)},
 	{Name: "table_filter_mapvalues", Inputs: one("in", tableVal)},
 	{Name: "versioned_count", Inputs: one("in", vals)},
 
 	// Windows, suppression, emit on window close.
 	{Name: "tumbling_count", Inputs: one("in", vals)},
-	{Name: "hopping_aggregate", Inputs: one("in", vals), Defect: "time-windowed aggregations drop null values; Kafka's KStreamWindowAggregate drops only null keys and hands null values to the aggregator"},
+	{Name: "hopping_aggregate", Inputs: one("in", vals)},
 	{Name: "tumbling_nograce_reduce", Inputs: one("in", vals)},
 	{Name: "sliding_count", Inputs: one("in", vals)},
 	{Name: "sliding_aggregate", Inputs: one("in", vals)},
