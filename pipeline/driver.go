@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -76,6 +77,16 @@ func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
 	// idle and the watermark is the largest stream time, as an operator's stream time is.
 	topo.idleAll = true
 	d.topo = topo
+	// TopologyTestDriver starts its task when it is made, at the initial wall-clock time.
+	var tps []TopicPartition
+	for _, topic := range slices.Sorted(maps.Keys(src)) {
+		for p := range src[topic] {
+			tps = append(tps, TopicPartition{Topic: topic, Partition: p})
+		}
+	}
+	if err := topo.startTasks(tps); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

@@ -2,14 +2,16 @@ package pipeline
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 )
 
 // UserProcessor is a processor written against the Processor API (process/processValues).
-// Like Kafka Streams, the engine makes one instance per task (input partition), on the
-// first record of that partition.
+// Like Kafka Streams, the engine makes one instance per task (input partition) and
+// initialises it when the task starts, before the task's first record (startTasks).
 type UserProcessor interface {
 	Init(ctx *ProcessorContext) error
 	Process(rec Record) error
@@ -73,22 +75,77 @@ func (p *userProcNode) Process(rec Record) error {
 	if p.global != "" {
 		task = 0
 	}
-	pc, ok := p.tasks[task]
-	if !ok {
-		proc, err := p.supplier()
-		if err != nil {
-			return err
-		}
-		pc = p.ctx.processorContext(task, p.fixedKey, proc)
-		pc.global = p.global != ""
-		p.tasks[task] = pc
-		if err := proc.Init(pc); err != nil {
-			return fmt.Errorf("init: %w", err)
-		}
+	pc, err := p.task(task)
+	if err != nil {
+		return err
 	}
 	pc.current = &rec
 	defer func() { pc.current = nil }()
 	return pc.proc.Process(rec)
+}
+
+// task is the processor of a task, made and initialised first if the task has none yet: a
+// task the topology was not told of (a topic a pattern source matched in the test driver)
+// starts on its first record.
+func (p *userProcNode) task(task int32) (*ProcessorContext, error) {
+	if pc, ok := p.tasks[task]; ok {
+		return pc, nil
+	}
+	proc, err := p.supplier()
+	if err != nil {
+		return nil, err
+	}
+	pc := p.ctx.processorContext(task, p.fixedKey, proc)
+	pc.global = p.global != ""
+	p.tasks[task] = pc
+	if err := proc.Init(pc); err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	return pc, nil
+}
+
+// startTasks makes and initialises the user processors of the tasks that read tps, and of
+// the tasks of sub-topologies that read repartition topics (the one active agent runs them
+// all), as Kafka Streams initialises a task's processors when the task starts, before its
+// first record: a wall-clock schedule made in init has its grid from the time the task
+// started, and fires whether records come or not (docs/time.md, Punctuation). Tasks start
+// one after the other, by sub-topology and partition, each with its processors in
+// topology order. The processors of global stores start on their first record.
+func (t *Topology) startTasks(tps []TopicPartition) error {
+	if len(tps) == 0 {
+		return nil
+	}
+	partitions := map[int][]int32{} // by sub-topology
+	for _, tp := range tps {
+		src, ok := t.sources[tp.Topic]
+		if !ok {
+			src, ok = t.matchPattern(tp.Topic)
+		}
+		if ok {
+			s := t.subtopologyOf[src.name]
+			partitions[s] = append(partitions[s], tp.Partition)
+		}
+	}
+	for s, n := range t.internalTasks {
+		for p := range n {
+			partitions[s] = append(partitions[s], p)
+		}
+	}
+	for _, s := range slices.Sorted(maps.Keys(partitions)) {
+		ps := partitions[s]
+		slices.Sort(ps)
+		for _, p := range slices.Compact(ps) {
+			for _, rn := range t.nodes {
+				if !isTaskProcessor(rn) || t.subtopologyOf[rn.name] != s {
+					continue
+				}
+				if _, err := rn.proc.(*userProcNode).task(p); err != nil {
+					return &NodeError{Node: rn.name, Err: err}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // ProcessorContext is what a UserProcessor sees for its task: forwarding, punctuation,

@@ -76,6 +76,8 @@ type Topology struct {
 	// of internalOrder (internal.go).
 	internal      map[string]*internalSource
 	internalOrder []string
+	// internalTasks is the task count of each sub-topology that reads repartition topics.
+	internalTasks map[int]int32
 
 	storeSpecs    map[string]*StoreSpec
 	storeProvider StoreProvider
@@ -90,8 +92,10 @@ type Topology struct {
 
 	partTime map[TopicPartition]*int64 // stream time of each source partition
 	// last is what the previous record's topic and partition resolved to.
-	last        lastInput
-	assigned    map[TopicPartition]bool // nil: every partition seen
+	last     lastInput
+	assigned map[TopicPartition]bool // nil: every partition seen
+	// unstarted are the partitions SetAssignment named whose tasks have not started yet.
+	unstarted   []TopicPartition
 	idle        map[TopicPartition]bool
 	idleAll     bool // the test driver: no lag, every partition is idle
 	watermark   int64
@@ -204,6 +208,13 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 	if t.repartitionPartitions, err = b.repartitionCounts(opts.SourcePartitions, t.maxSourcePartitions); err != nil {
 		return nil, err
 	}
+	t.internalTasks = map[int]int32{}
+	for _, n := range b.nodes {
+		if n.Kind == SourceNode && n.Internal {
+			s := t.subtopologyOf[n.Name]
+			t.internalTasks[s] = max(t.internalTasks[s], t.repartitionPartitions[n.Topics[0]])
+		}
+	}
 	relaxed := map[*Node]bool{}
 	byNode := map[*Node]*runtimeNode{}
 	for _, n := range b.nodes {
@@ -289,6 +300,11 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // as their source (RecordCollector.Send), so in must stay unchanged until the collector is
 // done with those records.
 func (t *Topology) Process(in *SourceRecord) error {
+	if t.unstarted != nil {
+		if err := t.startAssigned(); err != nil {
+			return &RecordError{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset, Err: err}
+		}
+	}
 	t.input = in
 	err := t.process(in)
 	t.input = nil
@@ -383,8 +399,13 @@ func (t *Topology) punctuateStreamTime(partition int32, now int64) error {
 	return t.punctuate(StreamTime, partition, now)
 }
 
-// HasWallClockPunctuators reports whether any processor scheduled a wall-clock punctuator.
+// HasWallClockPunctuators reports whether any processor scheduled a wall-clock punctuator,
+// or assigned tasks have not started yet (their processors may schedule one when they do:
+// PunctuateWallClock starts them).
 func (t *Topology) HasWallClockPunctuators() bool {
+	if t.unstarted != nil {
+		return true
+	}
 	for _, p := range t.punctuators {
 		if p.typ == WallClockTime && !p.cancelled {
 			return true
@@ -393,8 +414,14 @@ func (t *Topology) HasWallClockPunctuators() bool {
 	return false
 }
 
-// PunctuateWallClock runs the wall-clock punctuators that are due.
+// PunctuateWallClock starts the assigned tasks not started yet, then runs the wall-clock
+// punctuators that are due.
 func (t *Topology) PunctuateWallClock() error {
+	if t.unstarted != nil {
+		if err := t.startAssigned(); err != nil {
+			return err
+		}
+	}
 	if len(t.punctuators) == 0 {
 		return nil
 	}
