@@ -76,6 +76,9 @@ type Agent struct {
 	taps     *console.Taps
 	// group is the agent's role in its latest generation (standby.go); nil before the first.
 	group atomic.Pointer[kafkaio.GroupRole]
+	// copies are, while a warm standby follows the changelogs, the store partitions it
+	// follows and how far each trails, as of its latest round (standby.go); nil otherwise.
+	copies atomic.Pointer[map[state.ChangelogPartition]query.LagInfo]
 }
 
 // New prepares an agent; nothing is started until Run.
@@ -220,9 +223,6 @@ func Validate(cfg *config.Config) ([]string, error) {
 func demoFeeder(cfg *config.Config, b *pipeline.StreamsBuilder) (*demo.Feeder, error) {
 	if cfg.EmbeddedDemo == "" {
 		return nil, nil
-	}
-	if !cfg.Embedded {
-		return nil, errors.New(`agent.embedded.demo: a demo feeder writes into the embedded broker only (bootstrap.servers = "embedded")`)
 	}
 	read := b.SourceTopics()
 	for _, g := range b.GlobalStores() {

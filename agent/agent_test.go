@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -159,6 +160,15 @@ func (ra *runningAgent) stop(t *testing.T) error {
 	}
 }
 
+// producedAt is the timestamp produce gives its first record: an hour ago, on a whole hour
+// (so on every window grid the tests use). Not a fixed date: the changelogs of window stores
+// are deleted after their retention, as Kafka Streams creates them, so a broker would
+// delete a fixed date's records of long ago while a test reads them.
+var producedAt = time.Now().Add(-time.Hour).Truncate(time.Hour).UnixMilli()
+
+// promFloat is ms as the Prometheus text format writes a gauge's value.
+func promFloat(ms int64) string { return strconv.FormatFloat(float64(ms), 'g', -1, 64) }
+
 func produce(t *testing.T, brokers []string, topic string, partition int32, n int, headers []sarama.RecordHeader, from int) {
 	t.Helper()
 	p, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
@@ -173,7 +183,7 @@ func produce(t *testing.T, brokers []string, topic string, partition int32, n in
 			Key:       sarama.StringEncoder(fmt.Sprintf("k%d", i)),
 			Value:     sarama.StringEncoder(fmt.Sprintf("v%d", i)),
 			Headers:   headers,
-			Timestamp: time.UnixMilli(int64(1_700_000_000_000 + i)),
+			Timestamp: time.UnixMilli(producedAt + int64(i)),
 		})
 	}
 	if err := p.SendMessages(msgs); err != nil {
@@ -268,13 +278,17 @@ return b
 `
 
 func TestAgentEndToEndWithHeaders(t *testing.T) {
-	brokers := testBroker(t, 2, "in", "out")
-	cfg := testConfig(t, brokers, upperScript, "")
+	endToEndWithHeaders(t, onKfake(t, 2, "in", "out"))
+}
+
+func endToEndWithHeaders(t *testing.T, b *brokerUnderTest) {
+	brokers, in, out := b.brokers, b.topic(t, "in"), b.topic(t, "out")
+	cfg := b.config(t, upperScript, "")
 	ra := startAgent(t, cfg)
 	hdrs := []sarama.RecordHeader{{Key: []byte("trace"), Value: []byte("t-1")}, {Key: []byte("other"), Value: []byte("x")}}
-	produce(t, brokers, "in", 0, 5, hdrs, 0)
-	produce(t, brokers, "in", 1, 5, hdrs, 5)
-	got := readAll(t, brokers, "out", 10)
+	produce(t, brokers, in, 0, 5, hdrs, 0)
+	produce(t, brokers, in, 1, 5, hdrs, 5)
+	got := readAll(t, brokers, out, 10)
 	seen := map[string]bool{}
 	for _, m := range got {
 		seen[string(m.Value)] = true
@@ -285,7 +299,7 @@ func TestAgentEndToEndWithHeaders(t *testing.T) {
 		if want := fmt.Sprintf("V%s@T-1", k[1:]); string(m.Value) != strings.ToUpper(want) && string(m.Value) != fmt.Sprintf("V%s@t-1", k[1:]) {
 			t.Fatalf("value %q for key %s", m.Value, k)
 		}
-		if m.Timestamp.UnixMilli() < 1_700_000_000_000 {
+		if m.Timestamp.UnixMilli() < producedAt {
 			t.Fatalf("timestamp not carried: %v", m.Timestamp)
 		}
 	}
@@ -295,7 +309,7 @@ func TestAgentEndToEndWithHeaders(t *testing.T) {
 	addr, _ := ra.a.HTTPAddr(context.Background())
 	for path, want := range map[string]string{
 		"/readyz":      `{"state":"RUNNING","active":"` + cfg.GroupInstanceID + `"}`,
-		"/topology/ks": "Topologies:\n   Sub-topology: 0\n    Source: KSTREAM-SOURCE-0000000000 (topics: [in])\n",
+		"/topology/ks": "Topologies:\n   Sub-topology: 0\n    Source: KSTREAM-SOURCE-0000000000 (topics: [" + in + "])\n",
 		"/topology":    `"name":"KSTREAM-MAPVALUES-0000000001"`,
 	} {
 		body := httpGet(t, "http://"+addr+path)
@@ -309,12 +323,12 @@ func TestAgentEndToEndWithHeaders(t *testing.T) {
 	// are counted once their batch is through the topology, which can be after its outputs
 	// reached the broker.
 	for _, want := range []string{
-		`stoatflow_consumer_records_consumed_total{topic="in"} 10`,
+		`stoatflow_consumer_records_consumed_total{topic="` + in + `"} 10`,
 		`stoatflow_processor_record_e2e_latency_seconds_count{node="KSTREAM-SINK-0000000002"} 10`,
-		`stoatflow_consumer_lag_records{partition="1",topic="in"} 0`,
-		`stoatflow_time_stream_time_milliseconds{partition="0",topic="in"} 1.700000000004e+12`,
-		`stoatflow_time_stream_time_milliseconds{partition="1",topic="in"} 1.700000000009e+12`,
-		`stoatflow_time_watermark_milliseconds 1.700000000009e+12`,
+		`stoatflow_consumer_lag_records{partition="1",topic="` + in + `"} 0`,
+		`stoatflow_time_stream_time_milliseconds{partition="0",topic="` + in + `"} ` + promFloat(producedAt+4),
+		`stoatflow_time_stream_time_milliseconds{partition="1",topic="` + in + `"} ` + promFloat(producedAt+9),
+		`stoatflow_time_watermark_milliseconds ` + promFloat(producedAt+9),
 	} {
 		deadline := time.Now().Add(10 * time.Second)
 		for body := ""; !strings.Contains(body, want); body = httpGet(t, "http://"+addr+"/metrics") {
@@ -334,21 +348,25 @@ func TestAgentEndToEndWithHeaders(t *testing.T) {
 // TestStopMidStreamThenRestartLosesNothing stops the agent (as SIGTERM does) while input is
 // still arriving, restarts it, and checks every input appears in the output at least once.
 func TestStopMidStreamThenRestartLosesNothing(t *testing.T) {
-	brokers := testBroker(t, 3, "in", "out")
-	cfg := testConfig(t, brokers, upperScript, "")
+	stopMidStreamThenRestart(t, onKfake(t, 3, "in", "out"))
+}
+
+func stopMidStreamThenRestart(t *testing.T, b *brokerUnderTest) {
+	brokers, in := b.brokers, b.topic(t, "in")
+	cfg := b.config(t, upperScript, "")
 	hdrs := []sarama.RecordHeader{{Key: []byte("trace"), Value: []byte("t")}}
 	const perRound = 300
 	ra := startAgent(t, cfg)
-	produce(t, brokers, "in", 0, perRound, hdrs, 0)
-	produce(t, brokers, "in", 1, perRound, hdrs, perRound)
+	produce(t, brokers, in, 0, perRound, hdrs, 0)
+	produce(t, brokers, in, 1, perRound, hdrs, perRound)
 	if err := ra.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	produce(t, brokers, "in", 2, perRound, hdrs, 2*perRound)
+	produce(t, brokers, in, 2, perRound, hdrs, 2*perRound)
 	ra = startAgent(t, cfg)
 	defer ra.stop(t)
 	seen := map[string]bool{}
-	readUntil(t, brokers, "out", func(got []*sarama.ConsumerMessage) bool {
+	readUntil(t, brokers, b.topic(t, "out"), func(got []*sarama.ConsumerMessage) bool {
 		for _, m := range got[len(got)-min(len(got), 1):] {
 			seen[string(m.Key)] = true
 		}
@@ -357,7 +375,10 @@ func TestStopMidStreamThenRestartLosesNothing(t *testing.T) {
 }
 
 func TestLuaErrorStopsTheAgentNamingLineAndRecord(t *testing.T) {
-	brokers := testBroker(t, 1, "in", "out")
+	luaErrorStopsTheAgentNamingLineAndRecord(t, onKfake(t, 1, "in", "out"))
+}
+
+func luaErrorStopsTheAgentNamingLineAndRecord(t *testing.T, b *brokerUnderTest) {
 	script := `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):mapValues(function(v)
@@ -365,11 +386,11 @@ b:stream("in"):mapValues(function(v)
   return v
 end):to("out")
 return b`
-	ra := startAgent(t, testConfig(t, brokers, script, ""))
-	produce(t, brokers, "in", 0, 4, nil, 0)
+	ra := startAgent(t, b.config(t, script, ""))
+	produce(t, b.brokers, b.topic(t, "in"), 0, 4, nil, 0)
 	select {
 	case err := <-ra.done:
-		if err == nil || !strings.Contains(err.Error(), "in-0@2") || !strings.Contains(err.Error(), "p.lua:4: bad record") {
+		if err == nil || !strings.Contains(err.Error(), b.topic(t, "in")+"-0@2") || !strings.Contains(err.Error(), "p.lua:4: bad record") {
 			t.Fatalf("err = %v", err)
 		}
 	case <-time.After(30 * time.Second):
@@ -413,8 +434,11 @@ func failStopped(t *testing.T, ra *runningAgent, st AppState, err error) {
 // "StoatFlow is running" is logged once the application is RUNNING, not while it is still
 // REBALANCING.
 func TestRunningIsLoggedInRunning(t *testing.T) {
-	brokers := testBroker(t, 1, "in", "out")
-	ra := startAgent(t, testConfig(t, brokers, upperScript, ""))
+	runningIsLoggedInRunning(t, onKfake(t, 1, "in", "out"))
+}
+
+func runningIsLoggedInRunning(t *testing.T, b *brokerUnderTest) {
+	ra := startAgent(t, b.config(t, upperScript, ""))
 	defer ra.stop(t)
 	logs := ra.waitLog(t, "StoatFlow is running")
 	running := strings.Index(logs, "to=RUNNING")
@@ -429,16 +453,20 @@ func TestRunningIsLoggedInRunning(t *testing.T) {
 // At debug level the agent logs its assignment, every epoch it commits with its size, and
 // per store partition whether a restore replays the changelog.
 func TestDebugLogs(t *testing.T) {
-	brokers := testBroker(t, 1, "in", "out")
-	cfg := testConfig(t, brokers, countScript, "")
+	debugLogs(t, onKfake(t, 1, "in", "out"))
+}
+
+func debugLogs(t *testing.T, b *brokerUnderTest) {
+	in := b.topic(t, "in")
+	cfg := b.config(t, countScript, "")
 	ra := startAgent(t, cfg)
-	produce(t, brokers, "in", 0, 3, nil, 0)
+	produce(t, b.brokers, in, 0, 3, nil, 0)
 	logs := ra.waitLog(t, `msg="epoch committed" records=`)
 	if err := ra.stop(t); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		`msg=assignment partitions=[in-0]`,
+		`msg=assignment partitions=[` + in + `-0]`,
 		`msg="restore: store partition is up to date with its changelog" store=counts partition=0 "changelog end"=0`,
 		`"store bytes"=`,
 	} {

@@ -5,39 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
 )
-
-// The headers Kafka Streams puts on a dead letter (KIP-1034, ExceptionHandlerUtils).
-const (
-	HeaderErrorsException  = "__streams.errors.exception"
-	HeaderErrorsMessage    = "__streams.errors.message"
-	HeaderErrorsStacktrace = "__streams.errors.stacktrace"
-	HeaderErrorsTopic      = "__streams.errors.topic"
-	HeaderErrorsPartition  = "__streams.errors.partition"
-	HeaderErrorsOffset     = "__streams.errors.offset"
-)
-
-// The exception class names a dead letter carries in __streams.errors.exception, where
-// Kafka Streams puts the Java class of the exception (e.getClass().getName()).
-const (
-	ExceptionDeserialization = "stoatflow.DeserializationError"
-	ExceptionProcessing      = "stoatflow.ProcessingError"
-	ExceptionProduction      = "stoatflow.ProductionError"
-)
-
-// MaxErrorHeaderBytes bounds __streams.errors.message and __streams.errors.stacktrace of a
-// dead letter: an error message can be as large as a script makes it (error(string.rep(...)))
-// and would make the dead letter larger than max.request.size. A longer value is cut at a
-// UTF-8 boundary and ends with a note of its full length.
-const MaxErrorHeaderBytes = 8192
 
 // deadLetter is a failed input record on its way to the dead-letter topic.
 type deadLetter struct {
@@ -72,13 +46,13 @@ func (l *loop) handleRecordError(msg *pipeline.SourceRecord, err error) error {
 	case errors.As(err, &pe) && pe.Unsent:
 		// Refused before it was sent: under exactly-once the transaction is unharmed, so
 		// the production handler may skip it under either guarantee.
-		reason, exception, cont = metrics.DropProduction, ExceptionProduction, l.a.cfg.ContinueOnProductionError()
+		reason, exception, cont = metrics.DropProduction, pipeline.ExceptionProduction, l.a.cfg.ContinueOnProductionError()
 	case pe != nil || errors.Is(err, kafkaio.ErrFenced):
 		return err
 	case errors.As(err, &de):
-		reason, exception, node, cont = metrics.DropDeserialization, ExceptionDeserialization, l.b.SourceNode(msg.Topic), l.a.cfg.ContinueOnDeserializationError()
+		reason, exception, node, cont = metrics.DropDeserialization, pipeline.ExceptionDeserialization, l.b.SourceNode(msg.Topic), l.a.cfg.ContinueOnDeserializationError()
 	case errors.As(err, &ne):
-		reason, exception, node, cont = metrics.DropProcessing, ExceptionProcessing, ne.Node, l.a.cfg.ContinueOnProcessingError()
+		reason, exception, node, cont = metrics.DropProcessing, pipeline.ExceptionProcessing, ne.Node, l.a.cfg.ContinueOnProcessingError()
 	default:
 		return err
 	}
@@ -100,26 +74,10 @@ func (l *loop) handleRecordError(msg *pipeline.SourceRecord, err error) error {
 
 // newDeadLetter builds the dead letter of msg as Kafka Streams 4.2+ does
 // (ExceptionHandlerUtils.buildDeadLetterQueueRecord): its key and value bytes as read, at its
-// timestamp, with its own headers first and then the __streams.errors.* headers.
+// timestamp, with the engine's dead-letter headers (pipeline.DeadLetterHeaders, which
+// `stoatflow test` writes too).
 func newDeadLetter(msg *pipeline.SourceRecord, exception string, err error) *deadLetter {
-	message := err.Error()
-	var re *pipeline.RecordError
-	if errors.As(err, &re) {
-		message = re.Err.Error() // without the topic-partition@offset the headers carry
-	}
-	headers := make(pipeline.Headers, 0, len(msg.Headers)+6)
-	headers = append(headers, msg.Headers...)
-	headers = append(headers,
-		pipeline.Header{Key: HeaderErrorsException, Value: []byte(exception)},
-		pipeline.Header{Key: HeaderErrorsMessage, Value: capErrorHeader(message)},
-		// Go errors carry no stack; the whole chain (with the Lua traceback, when the
-		// runtime gives one) is the closest thing.
-		pipeline.Header{Key: HeaderErrorsStacktrace, Value: capErrorHeader(err.Error())},
-		pipeline.Header{Key: HeaderErrorsTopic, Value: []byte(msg.Topic)},
-		pipeline.Header{Key: HeaderErrorsPartition, Value: []byte(strconv.Itoa(int(msg.Partition)))},
-		pipeline.Header{Key: HeaderErrorsOffset, Value: []byte(strconv.FormatInt(msg.Offset, 10))},
-	)
-	return &deadLetter{key: msg.Key, value: msg.Value, timestamp: msg.Timestamp, headers: headers,
+	return &deadLetter{key: msg.Key, value: msg.Value, timestamp: msg.Timestamp, headers: pipeline.DeadLetterHeaders(msg, exception, err),
 		record: fmt.Sprintf("%s-%d@%d", msg.Topic, msg.Partition, msg.Offset)}
 }
 
@@ -155,19 +113,6 @@ func cutBytes(b []byte, n int) []byte {
 		return nil
 	}
 	return b[:n:n]
-}
-
-// capErrorHeader returns s as a header value of at most MaxErrorHeaderBytes.
-func capErrorHeader(s string) []byte {
-	if len(s) <= MaxErrorHeaderBytes {
-		return []byte(s)
-	}
-	note := fmt.Sprintf(" ... [cut from %d bytes]", len(s))
-	cut := MaxErrorHeaderBytes - len(note)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return []byte(s[:cut] + note)
 }
 
 // sendDeadLetter queues a dead letter in the current epoch; source is the record being
@@ -270,7 +215,7 @@ func (l *loop) continueOnProductionError(pe *kafkaio.ProduceError) bool {
 	l.a.metrics.RecordsDropped.WithLabelValues("", metrics.DropProduction).Inc()
 	if dlq != "" {
 		// As in Kafka Streams, the dead letter is the consumed record that produced it.
-		letter := newDeadLetter(src, ExceptionProduction, pe)
+		letter := newDeadLetter(src, pipeline.ExceptionProduction, pe)
 		l.epoch.skipped.mu.Lock()
 		l.epoch.skipped.letters = append(l.epoch.skipped.letters, letter)
 		l.epoch.skipped.mu.Unlock()

@@ -52,6 +52,8 @@ type loop struct {
 	lastLua map[string]time.Duration
 	// staged is a reloaded topology waiting for a commit barrier.
 	staged *reloadCandidate
+	// probation is the trial of a reloaded topology, with the one it replaced (rollback.go).
+	probation *probation
 
 	// stateDir holds db; a corrupt database is rebuilt there and bootGlobals bootstraps
 	// the global stores of the topology built on it (staterebuild.go).
@@ -105,6 +107,7 @@ func (l *loop) run(ctx context.Context) error {
 			l.staged.rt.Close()
 			l.a.reloadFailed(errors.New("the agent stopped before the next commit barrier"))
 		}
+		l.endProbation()
 	}()
 	ticker := time.NewTicker(l.commitTick())
 	defer ticker.Stop()
@@ -206,6 +209,9 @@ func (l *loop) run(ctx context.Context) error {
 			l.topo.SetAssignment(tps)
 			l.assignment = tps
 			clear(l.caughtUpSince)
+			if err := l.takeOverFromKafkaStreams(ctx); err != nil {
+				return err
+			}
 			if l.a.state.Current() != StateRunning {
 				_ = l.a.state.Transition(StateRunning)
 			}
@@ -271,13 +277,11 @@ func (l *loop) swapStaged() {
 	if l.assignment != nil {
 		topo.SetAssignment(l.assignment)
 	}
-	old := l.rt
+	base := l.a.reload.base.Load()
+	l.startProbation(&reloadCandidate{cfg: base.cfg, rt: l.rt, b: l.b, base: base})
 	l.topo, l.b, l.rt = topo, c.b, c.rt
 	l.chargeLua()
 	l.a.taps.Apply(l.topo)
-	if old != nil {
-		old.Close()
-	}
 	l.a.reloaded(c)
 }
 
@@ -355,15 +359,20 @@ func (l *loop) publishTime() {
 		_ = l.topo.AdvanceWatermark()
 	}
 	view := l.topo.Time()
-	lags := l.k.consumer.Lag()
+	lags, positions := l.k.consumer.Lag(), l.k.consumer.Positions()
 	out := &console.TimeStatus{Watermark: view.Watermark, Partitions: make([]console.PartitionStatus, len(view.Partitions))}
 	for i, p := range view.Partitions {
-		lag, ok := lags[pipeline.TopicPartition{Topic: p.Topic, Partition: p.Partition}]
+		tp := pipeline.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+		lag, ok := lags[tp]
 		if !ok {
 			lag = -1
 		}
+		pos, ok := positions[tp]
+		if !ok {
+			pos = -1
+		}
 		out.Partitions[i] = console.PartitionStatus{Topic: p.Topic, Partition: p.Partition, StreamTime: p.StreamTime,
-			Idle: p.Idle, HoldsBack: p.HoldsBack, Lag: lag}
+			Idle: p.Idle, HoldsBack: p.HoldsBack, Lag: lag, Position: pos}
 	}
 	l.a.time.Store(out)
 	m := l.a.metrics
@@ -513,6 +522,7 @@ func (l *loop) commit(wait bool) error {
 	if committed {
 		l.reportUncommitted()
 		l.reportProgress()
+		l.probationCommitted()
 	}
 	return nil
 }
@@ -536,6 +546,9 @@ func (l *loop) retry(cause error) error {
 		if err := l.epoch.settle(); err != nil {
 			return l.retry(err)
 		}
+	}
+	if l.rollsBack(cause) {
+		return l.rollBack(cause)
 	}
 	rejoined, err := l.epoch.fail(cause)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // TestOversizeStoreWriteDoesNotCrashLoop: a record whose key is larger than
@@ -60,9 +61,9 @@ producer.max.request.size = %d
 			for _, x := range letters[0].Headers {
 				h[string(x.Key)] = string(x.Value)
 			}
-			if h[HeaderErrorsException] != ExceptionProcessing || h[HeaderErrorsTopic] != "in" || h[HeaderErrorsPartition] != "0" ||
-				h[HeaderErrorsOffset] != "1" || !strings.Contains(h[HeaderErrorsMessage], "changelog record could never be sent") ||
-				!strings.Contains(h[HeaderErrorsMessage], "max.request.size is 20000") {
+			if h[pipeline.HeaderErrorsException] != pipeline.ExceptionProcessing || h[pipeline.HeaderErrorsTopic] != "in" || h[pipeline.HeaderErrorsPartition] != "0" ||
+				h[pipeline.HeaderErrorsOffset] != "1" || !strings.Contains(h[pipeline.HeaderErrorsMessage], "changelog record could never be sent") ||
+				!strings.Contains(h[pipeline.HeaderErrorsMessage], "max.request.size is 20000") {
 				t.Fatalf("dead-letter headers %v", h)
 			}
 			if h[HeaderTruncated] != fmt.Sprintf("key=%d,value=1", len(big)) || len(letters[0].Key) >= len(big) ||

@@ -153,7 +153,7 @@ func (a *Agent) prepareReload() (*reloadCandidate, error) {
 		return nil, err
 	}
 	if err := base.cfg.CheckReload(cfg); err != nil {
-		return nil, err
+		return nil, &needsRestart{err}
 	}
 	rt, b, err := loadTopology(cfg, a.schemas, a.log, a.opts.Stdout, a.onLuaError)
 	if err != nil {
@@ -162,7 +162,7 @@ func (a *Agent) prepareReload() (*reloadCandidate, error) {
 	next := newReloadBase(cfg, b)
 	if err := base.shape.compatible(next.shape); err != nil {
 		rt.Close()
-		return nil, err
+		return nil, &needsRestart{err}
 	}
 	a.logReloadDiff(base, next)
 	a.zeroLuaErrors(rt)
@@ -180,8 +180,21 @@ func (a *Agent) zeroLuaErrors(rt *luart.Runtime) {
 	}
 }
 
+// needsRestart is a change a reload refuses that a restart applies: a config key other than
+// agent.scripts and agent.log.level, or a topology of other sources, global tables or
+// stores. (A script that does not load is refused too, but a restart would not load it
+// either.)
+type needsRestart struct{ err error }
+
+func (e *needsRestart) Error() string { return e.err.Error() }
+func (e *needsRestart) Unwrap() error { return e.err }
+
 func (a *Agent) reloadFailed(err error) {
-	a.log.Warn("reload refused; the running topology keeps running", "reason", err)
+	if errors.As(err, new(*needsRestart)) {
+		a.log.Warn("reload refused; the running topology keeps running, and a restart applies the change (a reload keeps the config keys, sources, global tables and stores)", "reason", err)
+	} else {
+		a.log.Warn("reload refused; the running topology keeps running", "reason", err)
+	}
 	a.metrics.Reloads.WithLabelValues(metrics.ResultFailure).Inc()
 	a.reload.pending.Store(false)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // purchasesConfig runs scripts/purchases.lua with its schemas.
@@ -154,7 +155,7 @@ errors.dead.letter.queue.topic.name = "dlq"`, down)
 	}
 	var msg string
 	for _, h := range letter.Headers {
-		if string(h.Key) == HeaderErrorsMessage {
+		if string(h.Key) == pipeline.HeaderErrorsMessage {
 			msg = string(h.Value)
 		}
 	}

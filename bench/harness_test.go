@@ -41,6 +41,7 @@ func TestHarnessMeasuresEveryRunnableScenario(t *testing.T) {
 		t.Error("stdout and the results file differ")
 	}
 	for _, want := range []string{
+		"- load average (1, 5, 15 min; other work on the machine counts too): ",
 		"| ceiling: raw sarama consume → produce | ", "| stateless: Lua filter + mapValues", "| stateless with Avro values in and out", "| word count: ",
 		"| word count at-least-once ", "| goka stateless: ", "| goka word count: ",
 		"| RSS ≤ 64 MiB idle (word count agent, RUNNING, no input) | ",

@@ -17,6 +17,9 @@ type Difference struct {
 	// Name is what docs/COMPATIBILITY.md calls it.
 	Name  string
 	Apply func(in Input, java, ours *Result) error
+	// Unseen, when set, picks the input records that the case's windowed operator never
+	// sees: StoatFlow's side also runs the input without them (Result.Unseen), for Apply.
+	Unseen func(Step) bool
 }
 
 // Compare returns nil when the two results of one run agree (after the case's documented

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"slices"
 
 	"github.com/stoatflow/stoatflow/luart"
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -26,8 +27,67 @@ type Engine struct {
 
 // Run runs one case on one input through StoatFlow's engine, the way `stoatflow test`
 // does: the script loaded by luart, the topology run by pipeline.Driver on in-memory stores.
+// A documented difference that needs it also gets the run without the records it picks.
 func (e Engine) Run(c *Case, in Input) *Result {
-	res := &Result{Case: in.Case, Seed: in.Seed, Outputs: map[int][]Record{}, ErrorStep: -1}
+	res := e.run(c, in)
+	for _, d := range c.Differences {
+		if d.Unseen == nil {
+			continue
+		}
+		res.Unseen = e.runWithout(c, in, d.Unseen)
+		flushed := in
+		flushed.Steps = append(slices.Clip(in.Steps), flushStep(in))
+		res.Flushed = e.run(c, flushed)
+		res.Unseen.Flushed = e.runWithout(c, flushed, d.Unseen)
+	}
+	return res
+}
+
+// runWithout runs the input without the records unseen picks; the result numbers its steps
+// as in the whole input.
+func (e Engine) runWithout(c *Case, in Input, unseen func(Step) bool) *Result {
+	var kept []int // the whole input's step of each step kept
+	seen := in
+	seen.Steps = nil
+	for i, s := range in.Steps {
+		if s.Topic == "" || !unseen(s) {
+			seen.Steps = append(seen.Steps, s)
+			kept = append(kept, i)
+		}
+	}
+	res := e.run(c, seen)
+	outputs := map[int][]Record{}
+	for step, rs := range res.Outputs {
+		outputs[kept[step]] = rs
+	}
+	res.Outputs = outputs
+	times := map[int]map[string]int64{}
+	for step, st := range res.StoreTimes {
+		times[kept[step]] = st
+	}
+	res.StoreTimes = times
+	if res.ErrorStep >= 0 {
+		res.ErrorStep = kept[res.ErrorStep]
+	}
+	return res
+}
+
+// flushStep is a record every operator of the cases with an Unseen difference sees (a key
+// and a value of six letters), a second after the input's last timestamp, in the topic of
+// its last record: it closes every window.
+func flushStep(in Input) Step {
+	last := Step{}
+	var ts int64
+	for _, s := range in.Steps {
+		if s.Topic != "" {
+			last, ts = s, max(ts, s.Timestamp)
+		}
+	}
+	return Step{Topic: last.Topic, Partition: last.Partition, Key: []byte("~flush"), Value: []byte("~flush"), Timestamp: ts + 1000}
+}
+
+func (e Engine) run(c *Case, in Input) *Result {
+	res := &Result{Case: in.Case, Seed: in.Seed, Outputs: map[int][]Record{}, ErrorStep: -1, StoreTimes: map[int]map[string]int64{}}
 	if e.Threads > 1 {
 		res.Fatal = fmt.Sprintf("num.stream.threads = %d: not supported yet by the conformance driver (issue 30)", e.Threads)
 		return res
@@ -50,7 +110,8 @@ func (e Engine) Run(c *Case, in Input) *Result {
 	}
 	res.Describe = b.Describe().String()
 	stores := pipeline.NewMemoryStores()
-	d, err := pipeline.NewDriver(b, pipeline.DriverOptions{Stores: stores, ApplicationID: ApplicationID})
+	d, err := pipeline.NewDriver(b, pipeline.DriverOptions{Stores: stores, ApplicationID: ApplicationID,
+		ExceptionHandlers: c.Handlers, Sensors: dropCounter{&res.WindowClosed}})
 	if err != nil {
 		res.Fatal = "build: " + err.Error()
 		return res
@@ -65,6 +126,14 @@ func (e Engine) Run(c *Case, in Input) *Result {
 		for _, t := range d.OutputTopics() {
 			for r, ok := d.ReadOutput(t); ok; r, ok = d.ReadOutput(t) {
 				res.Outputs[i] = append(res.Outputs[i], Record{Topic: t, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Headers: r.Headers})
+			}
+		}
+		for _, spec := range b.Stores() {
+			if st, ok := stores.StreamTime(spec.Name, 0); ok {
+				if res.StoreTimes[i] == nil {
+					res.StoreTimes[i] = map[string]int64{}
+				}
+				res.StoreTimes[i][spec.Name] = st
 			}
 		}
 		if err != nil {
@@ -84,8 +153,8 @@ func (e Engine) Run(c *Case, in Input) *Result {
 }
 
 // dumpStore lists partition 0 of a store (TopologyTestDriver has one partition per topic,
-// so one task).
-func dumpStore(m *pipeline.MemoryStores, spec pipeline.StoreSpec, in Input) (Store, error) {
+// so one task) from the engine's in-memory stores or an agent's state database.
+func dumpStore(m pipeline.StoreProvider, spec pipeline.StoreSpec, in Input) (Store, error) {
 	st := Store{Name: spec.Name}
 	switch spec.Type {
 	case pipeline.KeyValueStoreType, pipeline.TimestampedKeyValueStoreType:
@@ -107,7 +176,7 @@ func dumpStore(m *pipeline.MemoryStores, spec pipeline.StoreSpec, in Input) (Sto
 			if err != nil {
 				return st, err
 			}
-			st.Entries = append(st.Entries, Entry{Key: clone(it.Key()), Value: clone(it.Value()), TS: it.Timestamp(), Headers: hs})
+			st.Entries = append(st.Entries, Entry{Key: clone(it.Key()), Value: clone(it.Value()), TS: it.Timestamp(), Headers: cloneHeaders(hs)})
 		}
 		return st, it.Err()
 	case pipeline.WindowStoreType, pipeline.TimestampedWindowStoreType:
@@ -134,7 +203,7 @@ func dumpStore(m *pipeline.MemoryStores, spec pipeline.StoreSpec, in Input) (Sto
 				ts = -1
 			}
 			st.Entries = append(st.Entries, Entry{Key: clone(it.Key()), Start: it.Start(), End: it.Start() + spec.WindowSize,
-				Value: clone(it.Value()), TS: ts, Headers: hs})
+				Value: clone(it.Value()), TS: ts, Headers: cloneHeaders(hs)})
 		}
 		return st, it.Err()
 	case pipeline.SessionStoreType:
@@ -178,9 +247,46 @@ func dumpStore(m *pipeline.MemoryStores, spec pipeline.StoreSpec, in Input) (Sto
 	return st, fmt.Errorf("unknown store type %v", spec.Type)
 }
 
+// cloneHeaders copies headers an iterator hands out, valid only until its next step.
+func cloneHeaders(hs pipeline.Headers) pipeline.Headers {
+	if hs == nil {
+		return nil
+	}
+	out := make(pipeline.Headers, len(hs))
+	for i, h := range hs {
+		out[i] = pipeline.Header{Key: h.Key, Value: clone(h.Value)}
+	}
+	return out
+}
+
 func clone(b []byte) []byte {
 	if b == nil {
 		return nil
 	}
 	return append([]byte{}, b...)
 }
+
+// dropCounter counts the records dropped with reason window-closed; it measures nothing
+// else.
+type dropCounter struct{ windowClosed *int }
+
+type counter func()
+
+func (c counter) Inc() { c() }
+
+type noObserver struct{}
+
+func (noObserver) Observe(float64) {}
+
+func (dropCounter) Processed(string) pipeline.Counter { return counter(func() {}) }
+
+func (d dropCounter) Dropped(_ string, reason pipeline.DropReason) pipeline.Counter {
+	if reason != pipeline.DropWindowClosed {
+		return counter(func() {})
+	}
+	return counter(func() { *d.windowClosed++ })
+}
+
+func (dropCounter) EndToEnd(string) pipeline.Observer             { return noObserver{} }
+func (dropCounter) Punctuation(string) pipeline.Observer          { return noObserver{} }
+func (dropCounter) StoreLatency(string, string) pipeline.Observer { return noObserver{} }

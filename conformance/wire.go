@@ -28,13 +28,15 @@ type Step struct {
 }
 
 // Input is one run: a case on one seed's input. ProbeKeys and ProbeTimes are the keys and
-// times versioned stores are read at (they cannot be listed).
+// times versioned stores are read at (they cannot be listed). TopicPrefix prefixes the names
+// of the case's topics (a run on a shared broker); the steps name them whole.
 type Input struct {
-	Case       string
-	Seed       int64
-	Steps      []Step
-	ProbeKeys  [][]byte
-	ProbeTimes []int64
+	Case        string
+	Seed        int64
+	TopicPrefix string
+	Steps       []Step
+	ProbeKeys   [][]byte
+	ProbeTimes  []int64
 }
 
 // Record is an output record.
@@ -76,6 +78,17 @@ type Result struct {
 	Error     string
 	Stores    []Store
 	Fatal     string
+	// WindowClosed counts the records StoatFlow dropped with reason window-closed.
+	WindowClosed int
+	// StoreTimes are, after each step, the stream time of StoatFlow's window and session
+	// stores (the largest window start or session end put), by store name.
+	StoreTimes map[int]map[string]int64
+	// Unseen is StoatFlow's run of the input without the records a difference's Unseen
+	// picks, its steps numbered as in the whole input.
+	Unseen *Result
+	// Flushed is the same run with a last record appended that every operator sees, far
+	// in the future, so that every window closes (differences with Unseen).
+	Flushed *Result
 }
 
 func encBytes(b []byte) string {
@@ -145,6 +158,9 @@ func WriteInputs(w io.Writer, ins []Input) error {
 	bw := bufio.NewWriter(w)
 	for _, in := range ins {
 		fmt.Fprintf(bw, "case %s %d\n", in.Case, in.Seed)
+		if in.TopicPrefix != "" {
+			fmt.Fprintf(bw, "prefix %s\n", in.TopicPrefix)
+		}
 		for _, s := range in.Steps {
 			if s.Topic == "" {
 				fmt.Fprintf(bw, "wall %d\n", s.WallMs)

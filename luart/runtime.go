@@ -116,6 +116,7 @@ func New(opts Options) (*Runtime, error) {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true})
 	openSandbox(L)
 	markUnavailable(L)
+	markNilCalls(L)
 	rt := &Runtime{
 		L:            L,
 		opts:         opts,

@@ -49,6 +49,7 @@ var touch = map[string]func(m *Metrics){
 	"RegistryCallStart": func(m *Metrics) { m.RegistryCallStart.Set(1.7e9) },
 	"AppState":          func(m *Metrics) { m.AppState.WithLabelValues("RUNNING").Set(1) },
 	"Reloads":           func(m *Metrics) { m.Reloads.WithLabelValues(ResultFailure).Inc() },
+	"ReloadRollbacks":   func(m *Metrics) { m.ReloadRollbacks.Inc() },
 	"GroupRole":         func(m *Metrics) { m.GroupRole.WithLabelValues(RoleActive).Set(1) },
 	"Takeovers":         func(m *Metrics) { m.Takeovers.Inc() },
 	"StandbyLag":        func(m *Metrics) { m.StandbyLag.WithLabelValues("counts", "0").Set(3) },

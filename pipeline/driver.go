@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -16,7 +17,8 @@ type Driver struct {
 	clock      int64
 	// in is the record Pipe runs, kept here so that piping allocates nothing: the
 	// topology keeps a pointer to it while it runs (Topology.Process).
-	in SourceRecord
+	in       SourceRecord
+	handlers ExceptionHandlers
 }
 
 // OutputRecord is a record a sink wrote.
@@ -39,6 +41,9 @@ type DriverOptions struct {
 	// Stores backs the topology's state stores; ApplicationID names their changelogs.
 	Stores        StoreProvider
 	ApplicationID string
+	// ExceptionHandlers say what a record the topology fails on does; by default it fails
+	// the Pipe call.
+	ExceptionHandlers ExceptionHandlers
 }
 
 // NewDriver builds the topology from b and wires its sinks to in-memory topics.
@@ -48,6 +53,7 @@ func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
 		partitions: map[string]int32{},
 		offsets:    map[string]int64{},
 		clock:      opts.WallClockMs,
+		handlers:   opts.ExceptionHandlers,
 	}
 	for t, n := range opts.Partitions {
 		d.partitions[t] = n
@@ -71,6 +77,16 @@ func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
 	// idle and the watermark is the largest stream time, as an operator's stream time is.
 	topo.idleAll = true
 	d.topo = topo
+	// TopologyTestDriver starts its task when it is made, at the initial wall-clock time.
+	var tps []TopicPartition
+	for _, topic := range slices.Sorted(maps.Keys(src)) {
+		for p := range src[topic] {
+			tps = append(tps, TopicPartition{Topic: topic, Partition: p})
+		}
+	}
+	if err := topo.startTasks(tps); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -122,7 +138,9 @@ func (d *Driver) PipeTo(topic string, partition int32, key, value []byte, timest
 		return d.topo.ProcessGlobal(d.in)
 	}
 	if err := d.topo.Process(&d.in); err != nil {
-		return err
+		if err := d.handlers.handle(d, &d.in, err); err != nil {
+			return err
+		}
 	}
 	// TopologyTestDriver commits after every record.
 	return d.topo.FlushCaches()

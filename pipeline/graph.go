@@ -25,6 +25,12 @@ type Node struct {
 	Pattern string
 	Topic   string // sinks: fixed topic ("" with a topic extractor)
 	Stores  []string
+	// ReadsGlobal are the global stores a processor reads (a join with a global table): not
+	// in Stores, since Kafka Streams connects no processor to a global store.
+	ReadsGlobal []string
+	// valueSerde is the serde the DSL knows the node's values to be written with (its
+	// stream's or table's), nil when unknown: a tap shows values as it writes them.
+	valueSerde Serde
 	// Internal marks the nodes of a repartition topic, which StoatFlow keeps in memory.
 	Internal bool
 	Parents  []*Node

@@ -2,13 +2,16 @@ package pipeline
 
 import (
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strconv"
 	"time"
 )
 
 // UserProcessor is a processor written against the Processor API (process/processValues).
-// Like Kafka Streams, the engine makes one instance per task (input partition), on the
-// first record of that partition.
+// Like Kafka Streams, the engine makes one instance per task (input partition) and
+// initialises it when the task starts, before the task's first record (startTasks).
 type UserProcessor interface {
 	Init(ctx *ProcessorContext) error
 	Process(rec Record) error
@@ -72,22 +75,77 @@ func (p *userProcNode) Process(rec Record) error {
 	if p.global != "" {
 		task = 0
 	}
-	pc, ok := p.tasks[task]
-	if !ok {
-		proc, err := p.supplier()
-		if err != nil {
-			return err
-		}
-		pc = p.ctx.processorContext(task, p.fixedKey, proc)
-		pc.global = p.global != ""
-		p.tasks[task] = pc
-		if err := proc.Init(pc); err != nil {
-			return fmt.Errorf("init: %w", err)
-		}
+	pc, err := p.task(task)
+	if err != nil {
+		return err
 	}
 	pc.current = &rec
 	defer func() { pc.current = nil }()
 	return pc.proc.Process(rec)
+}
+
+// task is the processor of a task, made and initialised first if the task has none yet: a
+// task the topology was not told of (a topic a pattern source matched in the test driver)
+// starts on its first record.
+func (p *userProcNode) task(task int32) (*ProcessorContext, error) {
+	if pc, ok := p.tasks[task]; ok {
+		return pc, nil
+	}
+	proc, err := p.supplier()
+	if err != nil {
+		return nil, err
+	}
+	pc := p.ctx.processorContext(task, p.fixedKey, proc)
+	pc.global = p.global != ""
+	p.tasks[task] = pc
+	if err := proc.Init(pc); err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	return pc, nil
+}
+
+// startTasks makes and initialises the user processors of the tasks that read tps, and of
+// the tasks of sub-topologies that read repartition topics (the one active agent runs them
+// all), as Kafka Streams initialises a task's processors when the task starts, before its
+// first record: a wall-clock schedule made in init has its grid from the time the task
+// started, and fires whether records come or not (docs/time.md, Punctuation). Tasks start
+// one after the other, by sub-topology and partition, each with its processors in
+// topology order. The processors of global stores start on their first record.
+func (t *Topology) startTasks(tps []TopicPartition) error {
+	if len(tps) == 0 {
+		return nil
+	}
+	partitions := map[int][]int32{} // by sub-topology
+	for _, tp := range tps {
+		src, ok := t.sources[tp.Topic]
+		if !ok {
+			src, ok = t.matchPattern(tp.Topic)
+		}
+		if ok {
+			s := t.subtopologyOf[src.name]
+			partitions[s] = append(partitions[s], tp.Partition)
+		}
+	}
+	for s, n := range t.internalTasks {
+		for p := range n {
+			partitions[s] = append(partitions[s], p)
+		}
+	}
+	for _, s := range slices.Sorted(maps.Keys(partitions)) {
+		ps := partitions[s]
+		slices.Sort(ps)
+		for _, p := range slices.Compact(ps) {
+			for _, rn := range t.nodes {
+				if !isTaskProcessor(rn) || t.subtopologyOf[rn.name] != s {
+					continue
+				}
+				if _, err := rn.proc.(*userProcNode).task(p); err != nil {
+					return &NodeError{Node: rn.name, Err: err}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // ProcessorContext is what a UserProcessor sees for its task: forwarding, punctuation,
@@ -215,12 +273,19 @@ type Punctuator func(timestamp int64) error
 type Cancellable struct{ p *punctuator }
 
 // Cancel stops the punctuator; it is not called again.
-func (c *Cancellable) Cancel() { c.p.cancelled = true }
+func (c *Cancellable) Cancel() {
+	if !c.p.cancelled {
+		c.p.cancelled = true
+		c.p.ctx.t.cancelledPunctuators++
+	}
+}
 
 type punctuator struct {
-	ctx       *ProcessorContext
-	typ       PunctuationType
-	interval  int64
+	ctx      *ProcessorContext
+	typ      PunctuationType
+	interval int64
+	// next is the schedule's next time; its times stay on one grid, the first time plus
+	// whole intervals (Kafka Streams' PunctuationSchedule).
 	next      int64
 	fn        Punctuator
 	cancelled bool
@@ -228,8 +293,10 @@ type punctuator struct {
 }
 
 // Schedule calls fn every interval ms of stream time or wall-clock time, as Kafka Streams'
-// ProcessorContext#schedule: a stream-time punctuator first fires on the task's next record,
-// a wall-clock one interval ms from now; missed intervals are skipped, not replayed.
+// ProcessorContext#schedule: a stream-time schedule's grid starts at 0, so it first fires
+// on the task's next record; a wall-clock one's grid starts interval ms from now. After a
+// jump over several intervals it fires once, and its next time is the first time of its
+// grid after the jump (docs/time.md, Punctuation).
 func (c *ProcessorContext) Schedule(interval int64, typ PunctuationType, fn Punctuator) (*Cancellable, error) {
 	if c.global {
 		return nil, c.globalRefuses("schedule")
@@ -239,21 +306,26 @@ func (c *ProcessorContext) Schedule(interval int64, typ PunctuationType, fn Punc
 	}
 	p := &punctuator{ctx: c, typ: typ, interval: interval, fn: fn, latency: c.t.sensors.Punctuation(c.node.name)}
 	if typ == WallClockTime {
-		p.next = c.t.clock() + interval
+		p.next = addUpTo(c.t.clock(), interval)
 	}
 	c.t.punctuators = append(c.t.punctuators, p)
 	return &Cancellable{p: p}, nil
 }
 
-// fire runs p if its time has come.
+// addUpTo is a + b for b ≥ 0, or math.MaxInt64 when that overflows: a schedule whose next
+// time is past int64 never fires again.
+func addUpTo(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// fire runs p, which is due at now (p.next ≤ now), and moves its next time to the first
+// time of its grid after now, as Kafka Streams' PunctuationSchedule#next: the intervals
+// missed are skipped, not replayed, and the grid stays.
 func (p *punctuator) fire(now int64) error {
-	if p.cancelled || now < p.next {
-		return nil
-	}
-	p.next += p.interval
-	if now >= p.next {
-		p.next = now + p.interval
-	}
+	p.next = addUpTo(p.next+(now-p.next)/p.interval*p.interval, p.interval)
 	start := time.Now()
 	err := p.fn(now)
 	p.latency.Observe(time.Since(start).Seconds())

@@ -20,6 +20,19 @@ func (t *Topology) SetTap(node string, fn TapFunc) error {
 	return fmt.Errorf("no node named %q in this topology", node)
 }
 
+// ValueSerde is the serde node's values are written with as far as the topology knows: a
+// source's, a sink's, a store's (an aggregation, a materialized table) and what passes them
+// on unchanged; nil when unknown (after a mapValues, say). A tap shows values as it writes
+// them: a long that Lua holds as a decimal string (docs/lua.md) is a number there.
+func (t *Topology) ValueSerde(node string) Serde {
+	for _, n := range t.nodes {
+		if n.name == node {
+			return n.valueSerde
+		}
+	}
+	return nil
+}
+
 // CurrentNode is the name of the node whose processing runs, "" between records. A
 // runtime that calls into user code (Lua) reads it to say which node the time it spends
 // belongs to.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -71,6 +72,12 @@ type Topology struct {
 	maxSourcePartitions int32
 	// repartitionPartitions is the partition count of each repartition topic.
 	repartitionPartitions map[string]int32
+	// internal are the internal topics by name (without the application id), in the order
+	// of internalOrder (internal.go).
+	internal      map[string]*internalSource
+	internalOrder []string
+	// internalTasks is the task count of each sub-topology that reads repartition topics.
+	internalTasks map[int]int32
 
 	storeSpecs    map[string]*StoreSpec
 	storeProvider StoreProvider
@@ -80,11 +87,15 @@ type Topology struct {
 	subtopologyOf map[string]int
 	streamTime    map[int32]*int64 // task stream time by partition
 	punctuators   []*punctuator
+	// cancelledPunctuators counts the cancelled punctuators still in punctuators.
+	cancelledPunctuators int
 
 	partTime map[TopicPartition]*int64 // stream time of each source partition
 	// last is what the previous record's topic and partition resolved to.
-	last        lastInput
-	assigned    map[TopicPartition]bool // nil: every partition seen
+	last     lastInput
+	assigned map[TopicPartition]bool // nil: every partition seen
+	// unstarted are the partitions SetAssignment named whose tasks have not started yet.
+	unstarted   []TopicPartition
 	idle        map[TopicPartition]bool
 	idleAll     bool // the test driver: no lag, every partition is idle
 	watermark   int64
@@ -114,6 +125,8 @@ type runtimeNode struct {
 	processed Counter
 	ctx       *Context
 	tap       TapFunc // nil unless someone watches what the node emits
+	// valueSerde is the serde the node's values are known to be written with (ValueSerde).
+	valueSerde Serde
 	// drops are the node's dropped-records counters, each fetched at its first drop.
 	drops [numDropReasons]Counter
 }
@@ -195,10 +208,17 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 	if t.repartitionPartitions, err = b.repartitionCounts(opts.SourcePartitions, t.maxSourcePartitions); err != nil {
 		return nil, err
 	}
+	t.internalTasks = map[int]int32{}
+	for _, n := range b.nodes {
+		if n.Kind == SourceNode && n.Internal {
+			s := t.subtopologyOf[n.Name]
+			t.internalTasks[s] = max(t.internalTasks[s], t.repartitionPartitions[n.Topics[0]])
+		}
+	}
 	relaxed := map[*Node]bool{}
 	byNode := map[*Node]*runtimeNode{}
 	for _, n := range b.nodes {
-		rn := &runtimeNode{name: n.Name, processed: t.sensors.Processed(n.Name)}
+		rn := &runtimeNode{name: n.Name, processed: t.sensors.Processed(n.Name), valueSerde: n.valueSerde}
 		switch n.Kind {
 		case SourceNode:
 			if n.Internal {
@@ -207,6 +227,7 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 				rn.proc = &sourceProc{spec: n.source}
 			}
 		case SinkNode:
+			rn.valueSerde = n.sink.serdes.Value
 			if n.sink.repartitionTo != nil {
 				rn.proc = &repartitionSink{spec: n.sink}
 			} else {
@@ -229,6 +250,7 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 		}
 		if rs, ok := rn.proc.(*repartitionSink); ok {
 			rs.target = byNode[n.sink.repartitionTo]
+			t.addInternal(n.sink, rs.target)
 		}
 		if n.Kind == SourceNode && !n.Internal {
 			for _, topic := range n.Topics {
@@ -278,6 +300,11 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // as their source (RecordCollector.Send), so in must stay unchanged until the collector is
 // done with those records.
 func (t *Topology) Process(in *SourceRecord) error {
+	if t.unstarted != nil {
+		if err := t.startAssigned(); err != nil {
+			return &RecordError{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset, Err: err}
+		}
+	}
 	t.input = in
 	err := t.process(in)
 	t.input = nil
@@ -369,18 +396,16 @@ func (t *Topology) partitionTime(tp TopicPartition) (st int64, seen bool) {
 }
 
 func (t *Topology) punctuateStreamTime(partition int32, now int64) error {
-	for _, p := range t.punctuators {
-		if p.typ == StreamTime && p.ctx.partition == partition {
-			if err := p.fire(now); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return t.punctuate(StreamTime, partition, now)
 }
 
-// HasWallClockPunctuators reports whether any processor scheduled a wall-clock punctuator.
+// HasWallClockPunctuators reports whether any processor scheduled a wall-clock punctuator,
+// or assigned tasks have not started yet (their processors may schedule one when they do:
+// PunctuateWallClock starts them).
 func (t *Topology) HasWallClockPunctuators() bool {
+	if t.unstarted != nil {
+		return true
+	}
 	for _, p := range t.punctuators {
 		if p.typ == WallClockTime && !p.cancelled {
 			return true
@@ -389,20 +414,50 @@ func (t *Topology) HasWallClockPunctuators() bool {
 	return false
 }
 
-// PunctuateWallClock runs the wall-clock punctuators that are due.
+// PunctuateWallClock starts the assigned tasks not started yet, then runs the wall-clock
+// punctuators that are due.
 func (t *Topology) PunctuateWallClock() error {
+	if t.unstarted != nil {
+		if err := t.startAssigned(); err != nil {
+			return err
+		}
+	}
 	if len(t.punctuators) == 0 {
 		return nil
 	}
-	now := t.clock()
-	for _, p := range t.punctuators {
-		if p.typ == WallClockTime {
-			if err := p.fire(now); err != nil {
-				return err
+	return t.punctuate(WallClockTime, -1, t.clock())
+}
+
+// punctuate fires the punctuators of typ due at now (stream-time ones of the task
+// partition only) as Kafka Streams' PunctuationQueue does: the earliest due first, ties in
+// the order they were scheduled; each once, after which its next time is past now; one
+// that a punctuator cancels before its turn does not fire. One that a punctuator schedules
+// waits for the next round, where Kafka Streams fires a due one in the same round: a
+// punctuator that schedules another each time would never end the round.
+func (t *Topology) punctuate(typ PunctuationType, partition int32, now int64) error {
+	if t.cancelledPunctuators > 0 {
+		t.punctuators = slices.DeleteFunc(t.punctuators, func(p *punctuator) bool { return p.cancelled })
+		t.cancelledPunctuators = 0
+	}
+	// Punctuators only join the end of the list during the round.
+	round := t.punctuators
+	for {
+		var first *punctuator
+		for _, p := range round {
+			if p.typ != typ || p.cancelled || p.next > now || (typ == StreamTime && p.ctx.partition != partition) {
+				continue
+			}
+			if first == nil || p.next < first.next {
+				first = p
 			}
 		}
+		if first == nil {
+			return nil
+		}
+		if err := first.fire(now); err != nil {
+			return err
+		}
 	}
-	return nil
 }
 
 // ChangelogTopic is the changelog topic of a store: <application.id>-<store>-changelog.

@@ -13,12 +13,32 @@ import (
 // results (emit on window close) wait for the watermark.
 
 // SetAssignment tells the topology which source partitions it reads. Partitions not seen yet
-// hold the watermark back until they deliver a record or become idle.
+// hold the watermark back until they deliver a record or become idle. Their tasks' user
+// processors start (startTasks) on the next Process or PunctuateWallClock, which the agent
+// calls inside an epoch, as what a processor's init writes or forwards belongs to one.
 func (t *Topology) SetAssignment(tps []TopicPartition) {
 	t.assigned = map[TopicPartition]bool{}
 	for _, tp := range tps {
 		t.assigned[tp] = true
 	}
+	t.unstarted = nil
+	if len(tps) > 0 && slices.ContainsFunc(t.nodes, isTaskProcessor) {
+		t.unstarted = slices.Clone(tps)
+	}
+}
+
+// isTaskProcessor reports whether n runs a user processor per task (not a global store's),
+// which a task starts.
+func isTaskProcessor(n *runtimeNode) bool {
+	up, ok := n.proc.(*userProcNode)
+	return ok && up.global == ""
+}
+
+// startAssigned starts the tasks SetAssignment named.
+func (t *Topology) startAssigned() error {
+	tps := t.unstarted
+	t.unstarted = nil
+	return t.startTasks(tps)
 }
 
 // SetIdle marks a source partition idle (nothing buffered, consumer at the log end for

@@ -70,11 +70,24 @@ func (p *partition) logChange(key, value []byte, ts int64, headers pipeline.Head
 	if value != nil {
 		rec.Value = kv[len(key):]
 	}
-	if len(headers) > 0 {
+	switch {
+	case value != nil && p.spec.ChangelogVersion != 0:
+		rec.Headers = versionHeaders[p.spec.ChangelogVersion]
+	case len(headers) > 0:
 		rec.Headers = cloneHeaders(headers)
 	}
 	p.db.changelog = append(p.db.changelog, rec)
 }
+
+// versionHeaders are the changelog headers of each StoreSpec.ChangelogVersion, shared by
+// every record (nothing downstream changes a record's headers).
+var versionHeaders = func() [256]pipeline.Headers {
+	var hs [256]pipeline.Headers
+	for v := range hs {
+		hs[v] = pipeline.Headers{{Key: "v", Value: []byte{byte(v)}}}
+	}
+	return hs
+}()
 
 // changelogBytes returns n bytes for a changelog record's key and value. They are cut from
 // a block that is only ever appended to, one allocation for many records: the producer

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -11,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stoatflow/stoatflow/luart/suggest"
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
@@ -264,6 +267,12 @@ func (b *builder) buildStreams() {
 	c.WindowStoreChangelogAdditionalRetention = windowStoreChangelogAdditionalRetention.Get(c)
 	c.DSLStoreFormat = dslStoreFormat.Get(c)
 	c.NumStandbyReplicas = int(numStandbyReplicas.Get(c))
+	c.GroupProtocol = groupProtocol.Get(c)
+	if c.GroupProtocol == "streams" {
+		// agent/kafkaio has the streams-group member; the agent does not run tasks spread
+		// over several agents yet, and must not fall back to classic behind the user's back.
+		b.fail(KindUnsupported, groupProtocol.FullName(), `not supported yet: group.protocol = "streams" (issue 31: the agent cannot run tasks spread over several agents yet); use "classic"`)
+	}
 	b.checkDeadLetterQueue()
 
 	rf := replicationFactor.Get(c)
@@ -290,6 +299,9 @@ func (b *builder) buildStreams() {
 				continue
 			}
 			b.checkHostPort(bootstrapServers.FullName(), s, true)
+		}
+		if c.EmbeddedDemo != "" {
+			b.fail(KindInvalid, embeddedDemo.FullName(), `a demo feeder writes into the embedded broker only (streams.bootstrap.servers = "embedded")`)
 		}
 	}
 
@@ -367,6 +379,10 @@ func (b *builder) checkFile(key, path string, max int64) {
 	}
 	st, err := os.Stat(path)
 	if err != nil {
+		if near, ok := closestFile(path); ok && errors.Is(err, fs.ErrNotExist) {
+			b.fail(KindInvalid, key, "cannot use %s: %v; did you mean %s?", path, unwrapPathError(err), near)
+			return
+		}
 		b.fail(KindInvalid, key, "cannot use %s: %v", path, unwrapPathError(err))
 		return
 	}
@@ -376,6 +392,24 @@ func (b *builder) checkFile(key, path string, max int64) {
 	if err := regular(st, max); err != nil {
 		b.fail(KindInvalid, key, "cannot use %s: %v", path, err)
 	}
+}
+
+// closestFile is the file beside path whose name is closest to path's, when it looks like a
+// typo of it.
+func closestFile(path string) (string, bool) {
+	dir := filepath.Dir(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	best, ok := suggest.Closest(filepath.Base(path), names)
+	return filepath.Join(dir, best), ok
 }
 
 // unwrapPathError drops the path that os.Stat repeats in its error.

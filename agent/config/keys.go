@@ -314,12 +314,11 @@ var (
 		Doc:       "How many standby agents of the application keep warm state (follow the changelogs into their state.dir) so that a takeover replays only the tail; the other standbys stay cold and restore when they take over. Kafka Streams' default is 0; StoatFlow's is 1 (docs/scaling.md says why)."})
 	dslStoreFormat = declare[string](&streamsKeys, Key{Name: "dsl.store.format", Type: TypeEnum, Default: "DEFAULT", Allowed: []string{"DEFAULT", "HEADERS"},
 		Doc: "KIP-1285: HEADERS makes DSL stores headers-aware (record headers kept with the value)."})
-	_ = streamsKeys.add(Key{Name: "group.protocol", Type: TypeEnum, Default: "classic", Allowed: []string{"classic"},
+	groupProtocol = declare[string](&streamsKeys, Key{Name: "group.protocol", Type: TypeEnum, Default: "classic", Allowed: []string{"classic", "streams"},
 		Refuse: map[string]string{
-			"streams":  "StoatFlow is one instance in a classic consumer group; the streams rebalance protocol (KIP-1071) is not supported",
 			"consumer": "Kafka Streams' consumer uses the classic group protocol; the consumer protocol (KIP-848) is not supported",
 		},
-		Doc: "Consumer group protocol: classic."})
+		Doc: "How the agents of an application share it (docs/scaling.md): classic, a consumer group where one agent is active and the others are standbys (the default, and the only mode the embedded broker has), or streams, a Kafka streams group (KIP-1071, Apache Kafka 4.1 or later) where the broker spreads the tasks over the agents; streams is not supported yet (issue 31)."})
 	deserializationHandler = declare[string](&streamsKeys, Key{Name: "deserialization.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: handlerAliases,
 		Doc: "What a record that cannot be deserialized does: LogAndFail stops the agent, LogAndContinue logs, counts and skips it."})

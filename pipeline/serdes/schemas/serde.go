@@ -288,6 +288,29 @@ func (s *Serde) Serialize(topic string, _ pipeline.Headers, value any) ([]byte, 
 	return out, nil
 }
 
+// ErrNoLocalSchema is Typed's answer for a serde without a local schema.
+var ErrNoLocalSchema = errors.New("no local schema")
+
+// Typed returns value as the serde's local schema reads it back once written: encoded and
+// decoded with it, the registry left alone (a tap shows values so: a long a Lua script holds
+// as a decimal string is a number). Without a local schema it answers ErrNoLocalSchema.
+func (s *Serde) Typed(value any) (any, error) {
+	if s.local == nil {
+		return nil, ErrNoLocalSchema
+	}
+	if g, ok := value.(interface{ Value() (any, error) }); ok {
+		var err error
+		if value, err = g.Value(); err != nil {
+			return nil, err
+		}
+	}
+	b, err := s.local.codec.encode(nil, value)
+	if err != nil {
+		return nil, err
+	}
+	return s.local.codec.decode(b)
+}
+
 // IsKey reports whether the serde serves keys (the "-key" subjects).
 func (s *Serde) IsKey() bool { return s.isKey }
 

@@ -234,3 +234,28 @@ func TestCutText(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// Typed gives a value as the local schema reads it back, registering nothing: a long held as
+// a decimal string (a Lua script's) comes back a number.
+func TestTypedByTheLocalSchema(t *testing.T) {
+	reg := NewMemoryRegistry()
+	f := NewFactory(Config{Registry: reg, AutoRegister: true})
+	s, err := f.New("avro", false, Spec{Schema: `{"type": "record", "name": "Spend", "fields": [{"name": "id", "type": "long"}, {"name": "who", "type": "string"}]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.(*Serde).Typed(map[string]any{"id": "9007199254741017", "who": "ann"})
+	if err != nil || !reflect.DeepEqual(got, map[string]any{"id": int64(9007199254741017), "who": "ann"}) {
+		t.Fatalf("typed: %#v, %v", got, err)
+	}
+	if _, err := reg.SchemaByID(t.Context(), 1); err == nil {
+		t.Fatal("Typed registered the schema")
+	}
+	generic, err := f.New("avro", false, Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := generic.(*Serde).Typed(map[string]any{}); !errors.Is(err, ErrNoLocalSchema) {
+		t.Fatalf("without a local schema: %v", err)
+	}
+}

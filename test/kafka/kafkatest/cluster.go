@@ -25,6 +25,10 @@ type Spec struct {
 	// TransactionVersion is the transaction.version feature the storage is formatted with:
 	// 2, Kafka 4.4's default (KIP-890), or 1 (0 means 2).
 	TransactionVersion int `json:"transactionVersion"`
+	// Server runs each node's JVM as kafka-server-start.sh runs a broker (serverJVMOptions:
+	// a 1 GiB heap, G1, both JIT compilers) instead of the small JVM that starts tests
+	// quickly: for benchmarks, where the broker's speed counts.
+	Server bool `json:"server,omitempty"`
 }
 
 func (s Spec) normalized() (Spec, error) {
@@ -43,10 +47,15 @@ func (s Spec) normalized() (Spec, error) {
 	return s, nil
 }
 
-// Name names the cluster's directory inside a shared directory: n1-tv2, n3-tv1, ...
+// Name names the cluster's directory inside a shared directory: n1-tv2, n3-tv1,
+// n1-tv2-server, ...
 func (s Spec) Name() string {
 	s, _ = s.normalized()
-	return fmt.Sprintf("n%d-tv%d", s.Nodes, s.TransactionVersion)
+	name := fmt.Sprintf("n%d-tv%d", s.Nodes, s.TransactionVersion)
+	if s.Server {
+		name += "-server"
+	}
+	return name
 }
 
 type nodeInfo struct {
@@ -134,6 +143,20 @@ func up(dir string, spec Spec) (*Cluster, error) {
 		return c, nil
 	}
 	return launch(cdir, spec, false)
+}
+
+// Own starts a new cluster of spec in dir/<spec.Name()> for this process alone, as a test's
+// own cluster is: its nodes are killed when this process dies, if Stop was not called first.
+// For programs that are not tests (the benchmark harness); tests call Start.
+func Own(dir string, spec Spec) (*Cluster, error) {
+	spec, err := spec.normalized()
+	if err != nil {
+		return nil, err
+	}
+	if err := Resolve(); err != nil {
+		return nil, err
+	}
+	return launch(filepath.Join(dir, spec.Name()), spec, true)
 }
 
 // open reads the cluster in directory cdir, whichever process started it.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,16 @@ var jvmOptions = []string{
 	"-Xms64m", "-Xmx384m",
 	"-XX:+UseSerialGC",
 	"-XX:TieredStopAtLevel=1",
+	"-Djava.awt.headless=true",
+}
+
+// serverJVMOptions replace jvmOptions for the brokers of a Spec.Server cluster: the heap and
+// the performance options Apache Kafka's kafka-server-start.sh and kafka-run-class.sh give a
+// broker (KAFKA_HEAP_OPTS, KAFKA_JVM_PERFORMANCE_OPTS), both JIT compilers left on.
+var serverJVMOptions = []string{
+	"-Xms1g", "-Xmx1g",
+	"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+	"-XX:+ExplicitGCInvokesConcurrent",
 	"-Djava.awt.headless=true",
 }
 
@@ -48,9 +59,12 @@ func (s procState) String() string {
 	return [...]string{"gone", "running", "stopped"}[s]
 }
 
-// java runs a JVM of Kafka's with options opts and args.
-func (c *Cluster) java(dir string, opts []string, args ...string) *exec.Cmd {
-	cmdArgs := append(append([]string{}, jvmOptions...), opts...)
+// ServerJVMOptions are the options of a Spec.Server cluster's brokers, for a report to name.
+func ServerJVMOptions() []string { return slices.Clone(serverJVMOptions) }
+
+// java runs a JVM of Kafka's with the options base and opts, and args.
+func (c *Cluster) java(dir string, base, opts []string, args ...string) *exec.Cmd {
+	cmdArgs := append(append([]string{}, base...), opts...)
 	if c.rt.archive != "" {
 		cmdArgs = append(cmdArgs, "-XX:SharedArchiveFile="+c.rt.archive)
 	}
@@ -64,7 +78,7 @@ func (c *Cluster) java(dir string, opts []string, args ...string) *exec.Cmd {
 
 // format formats node id's storage with the cluster's ID and transaction.version.
 func (c *Cluster) format(id int) error {
-	cmd := c.java(c.nodeDir(id), nil, "kafka.tools.StorageTool", "format",
+	cmd := c.java(c.nodeDir(id), jvmOptions, nil, "kafka.tools.StorageTool", "format",
 		"--config", c.propertiesFile(id), "--cluster-id", c.info.ClusterID,
 		"--feature", fmt.Sprintf("transaction.version=%d", c.info.Spec.TransactionVersion))
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -80,7 +94,11 @@ func (c *Cluster) startNode(id int) error {
 		return fmt.Errorf("kafkatest: %w", err)
 	}
 	fmt.Fprintf(log, "==== kafkatest: starting node %d at %s\n", id, time.Now().Format(time.RFC3339Nano))
-	cmd := c.java(c.nodeDir(id), c.brokerJVM, "kafka.Kafka", c.propertiesFile(id))
+	base := jvmOptions
+	if c.info.Spec.Server {
+		base = serverJVMOptions
+	}
+	cmd := c.java(c.nodeDir(id), base, c.brokerJVM, "kafka.Kafka", c.propertiesFile(id))
 	cmd.Stdout, cmd.Stderr = log, log
 	if c.tied {
 		err = startTied(cmd)

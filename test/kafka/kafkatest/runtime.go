@@ -46,8 +46,9 @@ func CacheDir() (string, error) {
 	return filepath.Join(d, "stoatflow", "kafka"), nil
 }
 
-// javaPath finds java: $JAVA_HOME/bin/java, else the PATH's.
-func javaPath() (string, error) {
+// Java finds the java that runs Kafka's JVMs: $JAVA_HOME/bin/java, else the PATH's. Other
+// JVMs beside the brokers (a Kafka Streams application) run on the same one.
+func Java() (string, error) {
 	if home := os.Getenv("JAVA_HOME"); home != "" {
 		p := filepath.Join(home, "bin", "java")
 		if _, err := os.Stat(p); err != nil {
@@ -98,7 +99,7 @@ func Resolve() error {
 
 // loadRuntime finds Java, the classpath (resolved if needed) and the archive if made.
 func loadRuntime() (*runtime, error) {
-	java, err := javaPath()
+	java, err := Java()
 	if err != nil {
 		return nil, err
 	}

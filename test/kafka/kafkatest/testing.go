@@ -54,20 +54,9 @@ type Options struct {
 // set. The test's name must start with TestPrefix.
 func Start(t testing.TB, o Options) *Cluster {
 	t.Helper()
-	if !strings.HasPrefix(t.Name(), TestPrefix) {
-		t.Fatalf("kafkatest: %s: a real-broker test's name starts with %s (so that make test-kafka runs it)", t.Name(), TestPrefix)
-	}
+	Require(t)
 	spec, err := Spec{Nodes: o.Nodes, TransactionVersion: o.TransactionVersion}.normalized()
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Resolve(); err != nil {
-		if errors.Is(err, ErrMissingTool) && os.Getenv("CI") == "" {
-			t.Skipf("real-broker test skipped: %v", err)
-		}
-		if errors.Is(err, ErrMissingTool) {
-			t.Fatalf("%v (CI is set: the real-broker tests must run; .ci/run installs openjdk-17-jdk-headless and maven)", err)
-		}
 		t.Fatal(err)
 	}
 	var c *Cluster
@@ -82,6 +71,26 @@ func Start(t testing.TB, o Options) *Cluster {
 		}
 	})
 	return c
+}
+
+// Require checks what every real-broker test needs, for one whose clusters are started by
+// the program it runs (with Own) rather than by Start: its name starts with TestPrefix, and
+// Apache Kafka's jars resolve (Resolve). Without Java or Maven the test is skipped, or failed
+// when the environment variable CI is set.
+func Require(t testing.TB) {
+	t.Helper()
+	if !strings.HasPrefix(t.Name(), TestPrefix) {
+		t.Fatalf("kafkatest: %s: a real-broker test's name starts with %s (so that make test-kafka runs it)", t.Name(), TestPrefix)
+	}
+	if err := Resolve(); err != nil {
+		if errors.Is(err, ErrMissingTool) && os.Getenv("CI") == "" {
+			t.Skipf("real-broker test skipped: %v", err)
+		}
+		if errors.Is(err, ErrMissingTool) {
+			t.Fatalf("%v (CI is set: the real-broker tests must run; .ci/run installs openjdk-17-jdk-headless and maven)", err)
+		}
+		t.Fatal(err)
+	}
 }
 
 // startOwn starts a cluster for this test alone, its nodes tied to the test process.

@@ -13,6 +13,7 @@ final class Cases {
         Windows.register(ALL);
         Joins.register(ALL);
         Processors.register(ALL);
+        Errors.register(ALL);
     }
 
     private Cases() {}

@@ -20,6 +20,7 @@ import org.apache.kafka.streams.state.ValueTimestampHeaders;
 import org.apache.kafka.streams.state.VersionedBytesStore;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.internals.ConformanceAccess;
+import org.apache.kafka.streams.state.internals.PlainToHeadersWindowStoreAdapter;
 import org.apache.kafka.streams.state.internals.WrappedStateStore;
 
 /**
@@ -74,10 +75,18 @@ final class Dump {
         } else if (store instanceof WindowStore) {
             kind = headers ? "hwin" : timestamped ? "twin" : "win";
             WindowStore<Bytes, byte[]> inner = (WindowStore<Bytes, byte[]>) inner(store);
+            // A plain RocksDB window store (a stream-stream join's) is read through an
+            // adapter that hands its values out in the headers-aware layout, with no
+            // timestamp and no headers.
+            boolean adapted = inner instanceof WrappedStateStore<?, ?, ?> w && w.wrapped() instanceof PlainToHeadersWindowStoreAdapter;
             try (KeyValueIterator<Windowed<Bytes>, byte[]> it = inner.all()) {
                 while (it.hasNext()) {
                     KeyValue<Windowed<Bytes>, byte[]> kv = it.next();
-                    Entry en = value(kv.value, timestamped, headers);
+                    Entry en = adapted ? value(kv.value, true, true) : value(kv.value, timestamped, headers);
+                    if (adapted) {
+                        en.ts = -1;
+                        en.headers = null;
+                    }
                     en.key = kv.key.key().get();
                     en.start = kv.key.window().start();
                     en.end = kv.key.window().end();

@@ -30,6 +30,7 @@ final class Joins {
 
     static void register(Map<String, Case> cases) {
         cases.put("stream_stream_join", p -> {
+            Main.rocksDB(p);
             StreamsBuilder b = new StreamsBuilder();
             KStream<String, String> l = b.stream("left");
             KStream<String, String> r = b.stream("right");
@@ -37,13 +38,15 @@ final class Joins {
             return b.build();
         });
         cases.put("stream_stream_left_join", p -> {
+            Main.rocksDB(p);
             StreamsBuilder b = new StreamsBuilder();
-            KStream<String, String> l = b.stream("left");
-            KStream<String, String> r = b.stream("right");
-            l.leftJoin(r, (k, lv, rv) -> n(k) + ":" + lv + "+" + n(rv), JoinWindows.ofTimeDifferenceAndGrace(ms(40), ms(30))).to("out");
+            KStream<String, String> l = b.stream(Case.topic(p, "left"));
+            KStream<String, String> r = b.stream(Case.topic(p, "right"));
+            l.leftJoin(r, (k, lv, rv) -> n(k) + ":" + lv + "+" + n(rv), JoinWindows.ofTimeDifferenceAndGrace(ms(40), ms(30))).to(Case.topic(p, "out"));
             return b.build();
         });
         cases.put("stream_stream_outer_join", p -> {
+            Main.rocksDB(p);
             StreamsBuilder b = new StreamsBuilder();
             KStream<String, String> l = b.stream("left");
             KStream<String, String> r = b.stream("right");
@@ -53,8 +56,8 @@ final class Joins {
         });
         cases.put("stream_table_join", p -> {
             StreamsBuilder b = new StreamsBuilder();
-            KTable<String, String> t = b.table("users", Materialized.as("users"));
-            b.<String, String>stream("orders").join(t, (o, u) -> o + "/" + u).to("out");
+            KTable<String, String> t = b.table(Case.topic(p, "users"), Materialized.as("users"));
+            b.<String, String>stream(Case.topic(p, "orders")).join(t, (o, u) -> o + "/" + u).to(Case.topic(p, "out"));
             return b.build();
         });
         cases.put("stream_table_left_join", p -> {
@@ -89,9 +92,9 @@ final class Joins {
         });
         cases.put("fk_join", p -> {
             StreamsBuilder b = new StreamsBuilder();
-            KTable<String, String> orders = b.table("orders");
-            KTable<String, String> customers = b.table("customers");
-            orders.join(customers, Joins::fk, (o, c) -> o + "/" + c).toStream().to("out");
+            KTable<String, String> orders = b.table(Case.topic(p, "orders"));
+            KTable<String, String> customers = b.table(Case.topic(p, "customers"));
+            orders.join(customers, Joins::fk, (o, c) -> o + "/" + c).toStream().to(Case.topic(p, "out"));
             return b.build();
         });
         cases.put("fk_left_join", p -> {

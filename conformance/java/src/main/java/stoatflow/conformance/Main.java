@@ -92,6 +92,7 @@ public final class Main {
                         s.wallMs = Long.parseLong(f[1]);
                         cur.steps.add(s);
                     }
+                    case "prefix" -> cur.topicPrefix = f[1];
                     case "probekey" -> cur.probeKeys.add(Wire.bytes(f[1]));
                     case "probetime" -> cur.probeTimes.add(Long.parseLong(f[1]));
                     case "end" -> runs.add(cur);
@@ -119,6 +120,18 @@ public final class Main {
         return p;
     }
 
+    /**
+     * Makes a case keep its DSL stores in RocksDB, Kafka Streams' default, instead of the
+     * runner's in-memory stores, where the two behave differently and StoatFlow follows
+     * the default: Kafka's in-memory session store expires a session exactly when emit on
+     * window close would emit it, so it emits none; its in-memory window store advances its
+     * retention on the null-value puts of a stream-stream join's window, where RocksDB
+     * ignores them, so it misses partners.
+     */
+    static void rocksDB(Properties p) {
+        p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers.class);
+    }
+
     static String run(Run run, Path stateDir) {
         StringWriter sw = new StringWriter();
         PrintWriter out = new PrintWriter(sw);
@@ -131,9 +144,11 @@ public final class Main {
             return sw.toString();
         }
         Properties p = props(stateDir);
+        p.put(Case.TOPIC_PREFIX, run.topicPrefix);
         Topology topology;
         try {
             topology = c.build(p);
+            p.remove(Case.TOPIC_PREFIX);
         } catch (RuntimeException e) {
             out.println("fatal " + Wire.text("build: " + e));
             out.println("end");

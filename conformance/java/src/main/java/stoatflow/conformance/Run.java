@@ -9,6 +9,8 @@ import org.apache.kafka.common.header.Headers;
 final class Run {
     final String name;
     final long seed;
+    /** Prefixes the case's topic names (Case.TOPIC_PREFIX); the input steps name them whole. */
+    String topicPrefix = "";
     final List<Step> steps = new ArrayList<>();
     final List<byte[]> probeKeys = new ArrayList<>();
     final List<Long> probeTimes = new ArrayList<>();

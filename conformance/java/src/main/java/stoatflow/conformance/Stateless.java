@@ -26,13 +26,13 @@ final class Stateless {
     static void register(Map<String, Case> cases) {
         cases.put("wordcount", p -> {
             StreamsBuilder b = new StreamsBuilder();
-            b.<String, String>stream("text-lines")
+            b.<String, String>stream(Case.topic(p, "text-lines"))
                 .flatMapValues(v -> v == null ? List.<String>of() : List.of(v.toLowerCase().split("[^a-z]+")))
                 .filter((k, w) -> !w.isEmpty())
                 .groupBy((k, w) -> w)
                 .count()
                 .toStream()
-                .to("word-counts", Produced.with(Serdes.String(), Serdes.Long()));
+                .to(Case.topic(p, "word-counts"), Produced.with(Serdes.String(), Serdes.Long()));
             return b.build();
         });
         cases.put("stateless_chain", p -> {

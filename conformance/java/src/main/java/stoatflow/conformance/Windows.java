@@ -15,6 +15,7 @@ import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.WindowStore;
 
 /** Windowed aggregations, suppression, emit on window close. */
 final class Windows {
@@ -107,13 +108,16 @@ final class Windows {
         });
         cases.put("suppress_window_close", p -> {
             StreamsBuilder b = new StreamsBuilder();
-            b.<String, String>stream("in")
+            b.<String, String>stream(Case.topic(p, "in"))
                 .groupByKey()
                 .windowedBy(TimeWindows.ofSizeAndGrace(ms(100), ms(20)))
-                .count(Materialized.as("counted"))
+                // Without a key serde here the windowed table has none, and the suppression's
+                // buffer falls back on the default String serde for Windowed keys
+                // (ClassCastException); StoatFlow windows the default key serde itself.
+                .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("counted").withKeySerde(Serdes.String()))
                 .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
                 .toStream((wk, v) -> wk.key() + "@" + wk.window().start())
-                .to("out", Produced.with(Serdes.String(), Serdes.Long()));
+                .to(Case.topic(p, "out"), Produced.with(Serdes.String(), Serdes.Long()));
             return b.build();
         });
         cases.put("suppress_time_limit", p -> {
@@ -149,6 +153,7 @@ final class Windows {
             return b.build();
         });
         cases.put("session_emit_on_close", p -> {
+            Main.rocksDB(p);
             StreamsBuilder b = new StreamsBuilder();
             b.<String, String>stream("in")
                 .groupByKey()
@@ -156,6 +161,18 @@ final class Windows {
                 .emitStrategy(EmitStrategy.onWindowClose())
                 .count(Materialized.as("sfinal"))
                 .toStream((wk, v) -> wk.key() + "@" + wk.window().start() + "-" + wk.window().end())
+                .to("out", Produced.with(Serdes.String(), Serdes.Long()));
+            return b.build();
+        });
+        cases.put("filtered_emit_on_close", p -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.<String, String>stream(java.util.List.of("a", "b"))
+                .filter((k, v) -> v == null || v.length() != 3)
+                .groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(ms(100), ms(20)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .count(Materialized.as("filtered"))
+                .toStream((wk, v) -> wk.key() + "@" + wk.window().start())
                 .to("out", Produced.with(Serdes.String(), Serdes.Long()));
             return b.build();
         });
