@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -170,18 +169,6 @@ state.dir = %q
 		want[fmt.Sprintf("k%d", i%keys)]++
 	}
 	checkExactCounts(t, brokers, want)
-}
-
-// freeAddr is a loopback address with a port free a moment ago, for an agent process
-// whose bound address the test cannot ask.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // flood is clients querying an agent back to back until stopped.

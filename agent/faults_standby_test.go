@@ -8,14 +8,9 @@
 package agent
 
 import (
-	"cmp"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -24,39 +19,6 @@ import (
 	"testing"
 	"time"
 )
-
-// replicaProcess is one agent process of a three-agent application.
-type replicaProcess struct {
-	config string    // path of its agent.toml
-	addr   string    // its HTTP listener and application.server
-	stderr io.Writer // its log; nil: the test's stderr
-	cmd    *exec.Cmd
-}
-
-func (p *replicaProcess) start(t *testing.T) {
-	t.Helper()
-	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	p.cmd.Env = append(os.Environ(), "STOATFLOW_TEST_AGENT_CONFIG="+p.config)
-	p.cmd.Stderr = cmp.Or(p.stderr, io.Writer(os.Stderr))
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// state is the application state the process's /readyz names, "" while it does not answer.
-func (p *replicaProcess) state() string {
-	c := http.Client{Timeout: time.Second}
-	resp, err := c.Get("http://" + p.addr + "/readyz")
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	var body struct{ State string }
-	if json.NewDecoder(resp.Body).Decode(&body) != nil {
-		return ""
-	}
-	return body.State
-}
 
 // TestFaultKillTheActiveCycles runs three agent processes of one application. Each cycle
 // kills the active with SIGKILL at a random moment while it processes (its transaction may

@@ -1,0 +1,62 @@
+// An agent run as a process of its own (the test binary run again, crash_test.go's
+// TestMain), for tests that kill, freeze or stop it, or the brokers under it.
+
+package agent
+
+import (
+	"cmp"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// replicaProcess is an agent process: one of a three-agent application, or one running
+// while the brokers fail under it.
+type replicaProcess struct {
+	config string    // path of its agent.toml
+	addr   string    // its HTTP listener and application.server
+	stderr io.Writer // its log; nil: the test's stderr
+	cmd    *exec.Cmd
+}
+
+func (p *replicaProcess) start(t *testing.T) {
+	t.Helper()
+	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	p.cmd.Env = append(os.Environ(), "STOATFLOW_TEST_AGENT_CONFIG="+p.config)
+	p.cmd.Stderr = cmp.Or(p.stderr, io.Writer(os.Stderr))
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// state is the application state the process's /readyz names, "" while it does not answer.
+func (p *replicaProcess) state() string {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get("http://" + p.addr + "/readyz")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var body struct{ State string }
+	if json.NewDecoder(resp.Body).Decode(&body) != nil {
+		return ""
+	}
+	return body.State
+}
+
+// freeAddr is a loopback address with a port free a moment ago, for an agent process
+// whose bound address the test cannot ask.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
