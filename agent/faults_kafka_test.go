@@ -215,10 +215,15 @@ func (r *faultRig) round(fault string, inject func() (killed []int)) faultOutcom
 	flowing := r.waitFlowing(end)
 	o := faultOutcome{took: end.Sub(start), stall: r.read.stall(start, flowing), flowed: flowing.Sub(end)}
 	o.failures = r.failedCommits() - failuresBefore
-	o.agent = summarizeLog(r.logs.String()[logsBefore:])
+	warnings := r.logs.String()[logsBefore:]
+	o.agent = summarizeLog(warnings)
 	ms := func(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
 	r.t.Logf("%s: the fault took %v; output stalled %v at most, flowed again %v after the fault; %v failed commit barriers; agent: %s",
 		fault, ms(o.took), ms(o.stall), ms(o.flowed), o.failures, o.agent)
+	if testing.Verbose() && warnings != "" {
+		// Whole, with their errors: what the agent did, for docs/reliability.md and make soak.
+		r.t.Logf("the agent's warnings during the fault:\n%s", warnings)
+	}
 	if len(killed) > 0 {
 		r.c.Restart(r.t, killed...)
 	}
@@ -294,15 +299,16 @@ func (r *faultRig) metric(series string) float64 {
 	return math.NaN()
 }
 
-var logMsg = regexp.MustCompile(`level=(\w+) msg="((?:[^"\\]|\\.)*)"`)
+// logMsg matches a slog text line's level and message, quoted or (one word) not.
+var logMsg = regexp.MustCompile(`level=(\w+) msg=(?:"((?:[^"\\]|\\.)*)"|(\S+))`)
 
 // summarizeLog names the distinct messages of a stretch of the agent's log, with how many
-// times each came: "none" when it logged nothing.
+// times each came: "no warning" when it logged nothing.
 func summarizeLog(log string) string {
 	count := map[string]int{}
 	var order []string
 	for _, m := range logMsg.FindAllStringSubmatch(log, -1) {
-		k := m[1] + " " + m[2]
+		k := m[1] + " " + m[2] + m[3]
 		if count[k] == 0 {
 			order = append(order, k)
 		}
