@@ -120,7 +120,10 @@ func (p *partition) nextVersion(key []byte, ts int64, level IsolationLevel) (int
 }
 
 // VersionedStore is a versioned key-value store partition. Its reads are READ_UNCOMMITTED.
-type VersionedStore struct{ VersionedView }
+type VersionedStore struct {
+	VersionedView
+	w *Writer
+}
 
 // View returns a read-only view at level.
 func (s *VersionedStore) View(level IsolationLevel) VersionedView {
@@ -138,14 +141,14 @@ func (s *VersionedStore) Put(key, value []byte, ts int64) (int64, error) {
 	if ts < p.graceCutoff(ReadUncommitted) {
 		return pipeline.NotPut, nil
 	}
-	p.observe(ts)
+	p.observe(s.w, ts)
 	validTo, err := p.nextVersion(key, ts, ReadUncommitted)
 	if err != nil {
 		return pipeline.NotPut, err
 	}
 	p.kbuf = appendVersionKey(p.kbuf[:0], key, ts)
-	p.write(p.kbuf, appendVersionValue(p.newValue(), value))
-	p.logChange(key, value, ts, nil)
+	p.write(s.w, p.kbuf, appendVersionValue(p.newValue(), value))
+	p.logChange(s.w, key, value, ts, nil)
 	return validTo, nil
 }
 
