@@ -45,6 +45,7 @@ type Metrics struct {
 	RecordsProduced    *prometheus.CounterVec   // label topic
 	RecordsProcessed   *prometheus.CounterVec   // label node
 	RecordsDropped     *prometheus.CounterVec   // labels node, reason
+	TaskProcessed      *prometheus.CounterVec   // label task
 	ProcessLatency     prometheus.Histogram     // per consumed record, whole topology
 	RecordE2ELatency   *prometheus.HistogramVec // label node (source and terminal nodes)
 	PunctuationLatency *prometheus.HistogramVec // label node
@@ -113,6 +114,10 @@ func New() *Metrics {
 			"(a script error), production (send to Kafka failed; node empty), dead-letter (the dead "+
 			"letter of a skipped record was larger than max.request.size and was not written; node "+
 			"empty). Sum by reason for the application's drops.", "node", "reason")
+	m.TaskProcessed = m.counterVec("task", "records_processed_total",
+		"Records a task processed (consumed from its source partitions, or re-keyed to it by "+
+			"another task), by task id <sub-topology>_<partition> (Kafka Streams' task-level "+
+			"process-total; its rate is process-rate).", "task")
 	m.ProcessLatency = m.histogram("processor", "process_latency_seconds",
 		"Time to run one consumed record through the whole topology, Lua included.",
 		prometheus.ExponentialBuckets(0.00001, 3, 14)) // 10µs .. ~16s

@@ -26,6 +26,7 @@ var touch = map[string]func(m *Metrics){
 	"RecordsDropped": func(m *Metrics) {
 		m.RecordsDropped.WithLabelValues("KSTREAM-MAPVALUES-0000000001", DropProcessing).Inc()
 	},
+	"TaskProcessed":    func(m *Metrics) { m.TaskProcessed.WithLabelValues("1_0").Inc() },
 	"ProcessLatency":   func(m *Metrics) { m.ProcessLatency.Observe(0.0001) },
 	"RecordE2ELatency": func(m *Metrics) { m.RecordE2ELatency.WithLabelValues("KSTREAM-SINK-0000000001").Observe(0.5) },
 	"PunctuationLatency": func(m *Metrics) {
@@ -60,6 +61,7 @@ var allowedLabels = map[string]bool{
 	"result": true, "state": true, "store": true, "script": true, "operation": true, "when": true,
 	"broker": true, // the bootstrap servers of the config
 	"role":   true, // active or standby
+	"task":   true, // <sub-topology>_<partition>: the topology's sub-topologies times their partitions
 }
 
 var (

@@ -66,7 +66,13 @@ func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
 	}
 	// Piped records are processed at once: no partition ever has a backlog, so every one is
 	// idle and the watermark is the largest stream time, as an operator's stream time is.
-	topo.idleAll = true
+	topo.time.idleAll = true
+	// Every task from the start, as an application's are once they are assigned.
+	for _, id := range topo.TaskIDs() {
+		if err := topo.AddTask(id); err != nil {
+			return nil, err
+		}
+	}
 	d.topo = topo
 	return d, nil
 }
@@ -97,11 +103,7 @@ func (d *Driver) Pipe(topic string, key, value []byte, timestamp int64, headers 
 
 // PipeTo feeds one record into a partition of a source topic, at its next offset.
 func (d *Driver) PipeTo(topic string, partition int32, key, value []byte, timestamp int64, headers Headers) error {
-	_, ok := d.topo.sources[topic]
-	if !ok {
-		_, ok = d.topo.matchPattern(topic)
-	}
-	if !ok {
+	if _, ok := d.topo.sourceSubtopology(topic); !ok || d.topo.internal[topic] {
 		return fmt.Errorf("topic %q is not a source of this topology", topic)
 	}
 	if n, _ := d.PartitionsFor(topic); partition < 0 || partition >= n {
@@ -114,7 +116,7 @@ func (d *Driver) PipeTo(topic string, partition int32, key, value []byte, timest
 		Topic: topic, Partition: partition, Offset: off, Timestamp: timestamp,
 		Key: key, Value: value, Headers: headers,
 	}
-	if _, _, err := d.topo.globalSource(topic); err == nil {
+	if _, _, _, err := d.topo.globalSource(topic); err == nil {
 		// A global table's topic updates its store only: it moves no stream time.
 		return d.topo.ProcessGlobal(d.in)
 	}

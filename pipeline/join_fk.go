@@ -91,12 +91,12 @@ func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner Va
 	if name != "" {
 		spec.response = name + "-subscription-response-topic"
 	}
-	reg, err := b.addNode(&Node{Name: regName, Kind: ProcessorNode, Stores: []string{subStore, otherStore},
+	reg, err := b.addNode(&Node{Name: regName, Kind: ProcessorNode, Stores: []string{subStore, otherStore}, crossPartition: true,
 		factory: func() Processor { return &fkJoinThis{spec: spec} }})
 	if err != nil {
 		return nil, err
 	}
-	proc, err := b.addNode(&Node{Name: procName, Kind: ProcessorNode, Stores: []string{subStore, thisStore},
+	proc, err := b.addNode(&Node{Name: procName, Kind: ProcessorNode, Stores: []string{subStore, thisStore}, crossPartition: true,
 		factory: func() Processor { return &fkJoinOther{spec: spec} }})
 	if err != nil {
 		return nil, err
@@ -400,7 +400,7 @@ func resolveFK(ctx *Context, spec *fkJoinSpec, rec Record, current, foreign any,
 		out = v
 	}
 	rec.Value, rec.Timestamp = Change{New: out}, ts
-	return ctx.Forward(rec)
+	return ctx.ForwardAt(rec.Partition, rec)
 }
 
 // fkJoinOther handles updates of the other table: it re-joins every row subscribed to the

@@ -2,13 +2,11 @@ package pipeline
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 )
 
 // UserProcessor is a processor written against the Processor API (process/processValues).
-// Like Kafka Streams, the engine makes one instance per task (input partition), on the
-// first record of that partition.
+// Like Kafka Streams, the engine makes one instance per task, on the task's first record.
 type UserProcessor interface {
 	Init(ctx *ProcessorContext) error
 	Process(rec Record) error
@@ -88,7 +86,7 @@ func (p *userProcNode) Process(rec Record) error {
 // state stores and the task's time.
 type ProcessorContext struct {
 	node      *runtimeNode
-	t         *Topology
+	task      *Task
 	partition int32
 	fixedKey  bool
 	// global marks the processor of a global store, whose output is Void: it neither
@@ -100,7 +98,7 @@ type ProcessorContext struct {
 
 // processorContext is the ProcessorContext of one task of the node.
 func (c *Context) processorContext(partition int32, fixedKey bool, proc UserProcessor) *ProcessorContext {
-	return &ProcessorContext{node: c.node, t: c.topology, partition: partition, fixedKey: fixedKey, proc: proc}
+	return &ProcessorContext{node: c.node, task: c.task, partition: partition, fixedKey: fixedKey, proc: proc}
 }
 
 // Name is the processor node's name.
@@ -111,14 +109,14 @@ func (c *ProcessorContext) Partition() int32 { return c.partition }
 
 // TaskID is Kafka Streams' task id, <sub-topology>_<partition>.
 func (c *ProcessorContext) TaskID() string {
-	return strconv.Itoa(c.t.subtopologyOf[c.node.name]) + "_" + strconv.Itoa(int(c.partition))
+	return TaskID{Subtopology: c.task.t.subtopologyOf[c.node.name], Partition: c.partition}.String()
 }
 
 // StreamTime is the task's stream time (largest record timestamp seen), -1 before any.
-func (c *ProcessorContext) StreamTime() int64 { return c.t.streamTimeOf(c.partition) }
+func (c *ProcessorContext) StreamTime() int64 { return c.task.StreamTime() }
 
 // WallClock is the current wall-clock time in milliseconds.
-func (c *ProcessorContext) WallClock() int64 { return c.t.clock() }
+func (c *ProcessorContext) WallClock() int64 { return c.task.t.clock() }
 
 // Current is the record being processed, or nil in a punctuation.
 func (c *ProcessorContext) Current() *Record { return c.current }
@@ -160,7 +158,7 @@ func (c *ProcessorContext) StateStore(name string) (*KeyValueStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.t.Store(name, partition)
+	return c.task.t.kvStore(name, partition, c.task)
 }
 
 // StoreType is the type of a store connected to this processor.
@@ -168,13 +166,13 @@ func (c *ProcessorContext) StoreType(name string) (StoreType, error) {
 	if _, err := c.storePartition(name); err != nil {
 		return 0, err
 	}
-	return c.t.StoreType(name)
+	return c.task.t.StoreType(name)
 }
 
 // storePartition is the partition of a store this processor reads: its task's, or 0 for
 // a global store, which every processor may read unconnected, as in Kafka Streams.
 func (c *ProcessorContext) storePartition(name string) (int32, error) {
-	if c.t.globalStores[name] {
+	if c.task.t.globalStores[name] {
 		return 0, nil
 	}
 	return c.partition, c.connected(name)
@@ -182,7 +180,7 @@ func (c *ProcessorContext) storePartition(name string) (int32, error) {
 
 // connected checks that the processor listed the store, as Kafka Streams requires.
 func (c *ProcessorContext) connected(name string) error {
-	for _, s := range c.t.nodeStores[c.node.name] {
+	for _, s := range c.task.t.nodeStores[c.node.name] {
 		if s == name {
 			return nil
 		}
@@ -231,11 +229,11 @@ func (c *ProcessorContext) Schedule(interval int64, typ PunctuationType, fn Punc
 	if interval < 1 {
 		return nil, fmt.Errorf("schedule: the interval must be at least 1 ms, not %d", interval)
 	}
-	p := &punctuator{ctx: c, typ: typ, interval: interval, fn: fn, latency: c.t.sensors.Punctuation(c.node.name)}
+	p := &punctuator{ctx: c, typ: typ, interval: interval, fn: fn, latency: c.task.t.sensors.Punctuation(c.node.name)}
 	if typ == WallClockTime {
-		p.next = c.t.clock() + interval
+		p.next = c.task.t.clock() + interval
 	}
-	c.t.punctuators = append(c.t.punctuators, p)
+	c.task.punctuators = append(c.task.punctuators, p)
 	return &Cancellable{p: p}, nil
 }
 

@@ -261,8 +261,8 @@ func (part *finalPart) saveEmitted(end int64) error {
 // watermark), in the order of suppress's buffers: by window end, then serialised key, then
 // partition.
 func (p *finalSuppress) emitClosed(wm int64) error {
-	if len(p.parts) < int(max(p.ctx.maxSourcePartitions(), 1)) {
-		// Every task's, not only those that saw a record since the start: after a
+	if len(p.parts) == 0 {
+		// The task's partition whether or not it saw a record since the start: after a
 		// restart, the stored windows of a partition that has not delivered yet close too.
 		err := p.ctx.forEachTask(func(partition int32) error {
 			_, err := p.partition(partition)

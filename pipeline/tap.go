@@ -8,16 +8,23 @@ import "fmt"
 // valid during the call.
 type TapFunc func(rec Record)
 
-// SetTap makes fn see the records node emits; nil removes the tap. An untapped node pays
-// one nil check per record.
+// SetTap makes fn see the records node emits, in every task this topology runs and will
+// run; nil removes the tap. An untapped node pays one nil check per record.
 func (t *Topology) SetTap(node string, fn TapFunc) error {
-	for _, n := range t.nodes {
-		if n.name == node {
+	if _, ok := t.subtopologyOf[node]; !ok {
+		return fmt.Errorf("no node named %q in this topology", node)
+	}
+	if fn == nil {
+		delete(t.taps, node)
+	} else {
+		t.taps[node] = fn
+	}
+	for _, k := range t.order {
+		if n, ok := k.byName[node]; ok {
 			n.tap = fn
-			return nil
 		}
 	}
-	return fmt.Errorf("no node named %q in this topology", node)
+	return nil
 }
 
 // CurrentNode is the name of the node whose processing runs, "" between records. A

@@ -1,0 +1,282 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// repartitionedLog is in → flatMap (two records per input, keyed by their values) → peek
+// logging "0:<key>" → repartition → peek logging "1:<key>@<partition>" on 2 partitions.
+func repartitionedLog(t *testing.T) (*StreamsBuilder, *[]string) {
+	t.Helper()
+	b := newTestBuilder()
+	s, _ := b.Stream([]string{"in"}, Consumed{})
+	var log []string
+	fm, _ := s.FlatMap(func(r Record) ([]KeyValue, error) {
+		var out []KeyValue
+		for _, w := range strings.Fields(r.Value.(string)) {
+			out = append(out, KeyValue{Key: w, Value: w})
+		}
+		return out, nil
+	}, "")
+	p0, _ := fm.Peek(func(r Record) error { log = append(log, "0:"+r.Key.(string)); return nil }, "")
+	rp, err := p0.Repartition(Repartitioned{NumPartitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.Foreach(func(r Record) error {
+		log = append(log, fmt.Sprintf("1:%s@%d", r.Key, r.Partition))
+		return nil
+	}, ""); err != nil {
+		t.Fatal(err)
+	}
+	return b, &log
+}
+
+// The tasks of a topology are its sub-topologies times their partitions, named as Kafka
+// Streams names them.
+func TestTaskIDsAreSubtopologiesTimesPartitions(t *testing.T) {
+	b, _ := repartitionedLog(t)
+	topo, err := b.Build(TopologyOptions{Collector: &Driver{}, SourcePartitions: map[string]int32{"in": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, id := range topo.TaskIDs() {
+		got = append(got, id.String())
+	}
+	if want := []string{"0_0", "0_1", "0_2", "1_0", "1_1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("tasks %v, want %v", got, want)
+	}
+	id, err := ParseTaskID("1_12")
+	if err != nil || id != (TaskID{Subtopology: 1, Partition: 12}) {
+		t.Fatalf("ParseTaskID(1_12) = %v, %v", id, err)
+	}
+	for _, bad := range []string{"1", "a_1", "1_b", "-1_0", "0_-2", "1_2_3"} {
+		if _, err := ParseTaskID(bad); err == nil {
+			t.Errorf("ParseTaskID(%q) took it", bad)
+		}
+	}
+}
+
+// A record re-keyed for another task waits until the record that produced it is done in
+// its own task, as a repartition topic's records do (and as TopologyTestDriver processes
+// them): the input's second output passes the first sub-topology before the first output
+// reaches the second.
+func TestRekeyedRecordsRunAfterTheInputRecord(t *testing.T) {
+	b, log := repartitionedLog(t)
+	d, err := NewDriver(b, DriverOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Pipe("in", nil, []byte("a b"), 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"0:a", "0:b", "1:a@" + fmt.Sprint(DefaultPartition([]byte("a"), 2)), "1:b@" + fmt.Sprint(DefaultPartition([]byte("b"), 2))}
+	if !reflect.DeepEqual(*log, want) {
+		t.Fatalf("processing order %v, want %v", *log, want)
+	}
+}
+
+// Each task keeps its own stream time: a task of the repartitioned sub-topology has the
+// largest timestamp of the records routed to it, not its partition's in the source topic.
+func TestEachTaskKeepsItsStreamTime(t *testing.T) {
+	b, _ := repartitionedLog(t)
+	d, err := NewDriver(b, DriverOptions{Partitions: map[string]int32{"in": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := DefaultPartition([]byte("a"), 2)
+	if err := d.PipeTo("in", 1-a, nil, []byte("a"), 50, nil); err != nil {
+		t.Fatal(err)
+	}
+	topo := d.Topology()
+	for id, want := range map[TaskID]int64{
+		{0, 1 - a}: 50, {0, a}: -1,
+		{1, a}: 50, {1, 1 - a}: -1,
+	} {
+		if got := topo.TaskTime(id); got != want {
+			t.Errorf("task %s: stream time %d, want %d", id, got, want)
+		}
+	}
+}
+
+// countSerde reads and writes counts as decimal text.
+type countSerde struct{}
+
+func (countSerde) Name() string { return "count" }
+func (countSerde) Serialize(_ string, _ Headers, v any) ([]byte, error) {
+	return []byte(fmt.Sprint(v)), nil
+}
+func (countSerde) Deserialize(_ string, _ Headers, b []byte) (any, error) {
+	var n int64
+	_, err := fmt.Sscan(string(b), &n)
+	return n, err
+}
+
+// routerTo hands what it takes straight to another topology, as the agent's exchange does
+// between workers.
+type routerTo struct {
+	to      *Topology
+	taken   []Rekeyed
+	flushes int
+}
+
+func (r *routerTo) Route(rk Rekeyed) error { r.taken = append(r.taken, rk); return nil }
+func (r *routerTo) Flush() {
+	r.flushes++
+	for i := range r.taken {
+		if err := r.to.ProcessRekeyed(&r.taken[i]); err != nil {
+			panic(err)
+		}
+	}
+	r.taken = r.taken[:0]
+}
+
+// Two topologies share an application's tasks: one runs the source tasks, the other the
+// counting ones; the re-keyed records reach the count through the router, and the first
+// topology runs no counting task.
+func TestTopologiesShareTasksThroughARouter(t *testing.T) {
+	b := newTestBuilder()
+	s, _ := b.Stream([]string{"in"}, Consumed{})
+	g, _ := s.GroupBy(func(r Record) (any, error) { return r.Value, nil }, Grouped{})
+	if _, err := g.Count(Materialized{StoreName: "counts"}, countSerde{}, ""); err != nil {
+		t.Fatal(err)
+	}
+	stores := NewMemoryStores()
+	gt := NewGlobalTime()
+	parts := map[string]int32{"in": 2}
+	counter, err := b.Build(TopologyOptions{Collector: &Driver{}, Stores: stores, SourcePartitions: parts, ExplicitTasks: true, Time: gt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := &routerTo{to: counter}
+	reader, err := b.Build(TopologyOptions{Collector: &Driver{}, Stores: stores, SourcePartitions: parts, ExplicitTasks: true, Time: gt, Router: router})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range reader.TaskIDs() {
+		target := counter
+		if id.Subtopology == 0 {
+			target = reader
+		}
+		if err := target.AddTask(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, w := range []string{"x", "y", "x", "x"} {
+		if err := reader.Process(&SourceRecord{Topic: "in", Partition: int32(i % 2), Offset: int64(i), Timestamp: int64(10 + i), Value: []byte(w)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if router.flushes == 0 {
+		t.Fatal("the router was never flushed")
+	}
+	x := DefaultPartition([]byte("x"), 2)
+	store, err := counter.Store("counts", x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _, err := store.Get("x"); err != nil || v != int64(3) {
+		t.Fatalf("count of x = %v, %v; want 3", v, err)
+	}
+	if _, err := reader.Store("counts", x); err == nil || !strings.Contains(err.Error(), "does not run on this topology") {
+		t.Fatalf("the source topology reached the counting task's store: %v", err)
+	}
+	if got, want := reader.Tasks(), []TaskID{{0, 0}, {0, 1}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("source topology runs %v, want %v", got, want)
+	}
+	if err := reader.Process(&SourceRecord{Topic: "in", Partition: 5, Value: []byte("x")}); err == nil || !strings.Contains(err.Error(), "task 0_5 does not run") {
+		t.Fatalf("a record of a task the topology does not run: %v", err)
+	}
+}
+
+// A closed task is made afresh by the next AddTask: its processors start again from the
+// stores, which keep what it wrote.
+func TestClosedTaskStartsAgainFromItsStores(t *testing.T) {
+	b := newTestBuilder()
+	s, _ := b.Stream([]string{"in"}, Consumed{})
+	g, _ := s.GroupByKey(Grouped{})
+	if _, err := g.Count(Materialized{StoreName: "counts"}, countSerde{}, ""); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := b.Build(TopologyOptions{Collector: &Driver{}, Stores: NewMemoryStores(), SourcePartitions: map[string]int32{"in": 1}, ExplicitTasks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := TaskID{}
+	if err := topo.AddTask(id); err != nil {
+		t.Fatal(err)
+	}
+	send := func() {
+		t.Helper()
+		if err := topo.Process(&SourceRecord{Topic: "in", Key: []byte("k"), Value: []byte("v"), Timestamp: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send()
+	before := topo.tasks[id]
+	topo.CloseTask(id)
+	if err := topo.Process(&SourceRecord{Topic: "in", Key: []byte("k"), Value: []byte("v")}); err == nil {
+		t.Fatal("a closed task still processes")
+	}
+	if err := topo.AddTask(id); err != nil {
+		t.Fatal(err)
+	}
+	if topo.tasks[id] == before || topo.TaskTime(id) != -1 {
+		t.Fatalf("the task was not made afresh (stream time %d)", topo.TaskTime(id))
+	}
+	send()
+	store, _ := topo.Store("counts", 0)
+	if v, _, _, err := store.Get("k"); err != nil || v != int64(2) {
+		t.Fatalf("count %v, %v after the task came back; want 2", v, err)
+	}
+	if err := topo.AddTask(TaskID{Subtopology: 0, Partition: 1}); err == nil {
+		t.Fatal("AddTask took a task beyond the source's partitions")
+	}
+}
+
+// A hold keeps the watermark one millisecond below it, whatever the partitions say, and it
+// never goes back.
+func TestHoldsKeepTheWatermarkBelowThem(t *testing.T) {
+	g := NewGlobalTime()
+	tp := TopicPartition{Topic: "in"}
+	g.SetAssignment([]TopicPartition{tp})
+	g.slot(tp).time.Store(100)
+	h := g.NewHold()
+	h.Set(40)
+	if wm := g.advance(); wm != 39 {
+		t.Fatalf("watermark %d under a hold at 40, want 39", wm)
+	}
+	h.Set(math.MaxInt64)
+	if wm := g.advance(); wm != 100 {
+		t.Fatalf("watermark %d with the hold gone, want 100", wm)
+	}
+	h.Set(10)
+	if wm := g.advance(); wm != 100 {
+		t.Fatalf("watermark went back to %d", wm)
+	}
+}
+
+// A foreign-key join reads and writes other partitions' stores, so its sub-topology's tasks
+// are pinned to one topology.
+func TestForeignKeyJoinSubtopologyIsPinned(t *testing.T) {
+	b := newTestBuilder()
+	left, _ := b.Table("left", Consumed{}, Materialized{StoreName: "l"})
+	right, _ := b.Table("right", Consumed{}, Materialized{StoreName: "r"})
+	_, err := left.JoinForeignKey(right, func(r Record) (any, error) { return r.Value, nil },
+		func(r Record, other any) (any, error) { return fmt.Sprint(r.Value, other), nil }, false, TableJoined{}, Materialized{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := b.Build(TopologyOptions{Collector: &Driver{}, Stores: NewMemoryStores(), SourcePartitions: map[string]int32{"left": 2, "right": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := topo.Pinned(); !reflect.DeepEqual(got, []int{0}) {
+		t.Fatalf("pinned sub-topologies %v, want [0]", got)
+	}
+}
