@@ -229,3 +229,46 @@ func (k *Task) close() {
 	}
 	k.nodes, k.byName, k.sources = nil, nil, nil
 }
+
+// SourceTasks says which task reads each partition of the source topics (those a pattern
+// matches included), from the graph alone: what whoever hands consumed records to the
+// topologies that run their tasks needs. It is not safe for concurrent use.
+type SourceTasks struct {
+	subs     map[string]int
+	patterns []patternSub
+}
+
+// SourceTasks maps the source topics of the graph to the sub-topologies that read them.
+func (b *StreamsBuilder) SourceTasks() *SourceTasks {
+	s := &SourceTasks{subs: map[string]int{}}
+	for id, group := range b.subtopologies() {
+		for _, n := range group {
+			if n.Kind != SourceNode || n.Internal || n.source == nil {
+				continue
+			}
+			for _, topic := range n.Topics {
+				s.subs[topic] = id
+			}
+			if n.source.pattern != nil {
+				s.patterns = append(s.patterns, patternSub{n, id})
+			}
+		}
+	}
+	return s
+}
+
+// Of is the task that reads a partition of a source topic; false for a topic no source of
+// the graph reads.
+func (s *SourceTasks) Of(tp TopicPartition) (TaskID, bool) {
+	sub, ok := s.subs[tp.Topic]
+	if !ok {
+		for _, p := range s.patterns {
+			if p.node.source.pattern.MatchString(tp.Topic) {
+				sub, ok = p.sub, true
+				s.subs[tp.Topic] = sub
+				break
+			}
+		}
+	}
+	return TaskID{Subtopology: sub, Partition: tp.Partition}, ok
+}

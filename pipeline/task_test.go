@@ -280,3 +280,26 @@ func TestForeignKeyJoinSubtopologyIsPinned(t *testing.T) {
 		t.Fatalf("pinned sub-topologies %v, want [0]", got)
 	}
 }
+
+// SourceTasks finds the task that reads a partition from the graph alone: named sources,
+// topics a pattern matches, and nothing for repartition topics and unknown ones.
+func TestSourceTasksFromTheGraph(t *testing.T) {
+	b, _ := repartitionedLog(t)
+	if _, err := b.StreamPattern("logs-.*", Consumed{}); err != nil {
+		t.Fatal(err)
+	}
+	st := b.SourceTasks()
+	for tp, want := range map[TopicPartition]TaskID{
+		{"in", 2}:     {0, 2},
+		{"logs-a", 1}: {2, 1},
+	} {
+		if got, ok := st.Of(tp); !ok || got != want {
+			t.Errorf("%v: task %v (%t), want %v", tp, got, ok, want)
+		}
+	}
+	for _, topic := range []string{"other", "KSTREAM-REPARTITION-0000000003-repartition"} {
+		if id, ok := st.Of(TopicPartition{Topic: topic}); ok {
+			t.Errorf("%s: task %v", topic, id)
+		}
+	}
+}

@@ -209,6 +209,11 @@ func (g *GlobalTime) advance() int64 {
 // Watermark is the global watermark, -1 before there is one.
 func (g *GlobalTime) Watermark() int64 { return g.wm.Load() }
 
+// Advance moves the watermark to what the partitions' published times and the holds make
+// now, if that is later, and returns it: for whoever runs topologies whose processors do
+// not wait for the watermark, so that Time reports a current one.
+func (g *GlobalTime) Advance() int64 { return g.advance() }
+
 // PartitionTime is the time of one source partition.
 type PartitionTime struct {
 	TopicPartition
