@@ -61,8 +61,10 @@ type Agent struct {
 	schemas *schemas.Factory
 	// registryURL is the embedded schema registry's URL, once it runs.
 	registryURL string
-	// progress is the processing loop's heartbeat, which the systemd watchdog follows.
-	progress loopProgress
+	// progress is the processing loop's heartbeat, workerProgress its workers', which the
+	// systemd watchdog follows.
+	progress       loopProgress
+	workerProgress workerProgresses
 
 	// What the console shows (agent/console): the last warnings and errors, the restore in
 	// progress, the engine's time as the loop last published it, and the live taps.

@@ -81,10 +81,17 @@ func (l *loop) buildOnState(ctx context.Context) error {
 	if err := l.rebuildTopology(); err != nil {
 		return err
 	}
-	if l.db == nil {
+	return l.bootGlobalStores(ctx)
+}
+
+// bootGlobalStores bootstraps the global stores on the topology of worker 0, which keeps
+// them.
+func (l *loop) bootGlobalStores(ctx context.Context) error {
+	if l.db == nil || l.bootGlobals == nil {
 		return nil
 	}
-	return l.bootGlobals(ctx, l.topo, l.db)
+	w := l.workers[0]
+	return w.do(func() error { return l.bootGlobals(ctx, w.topo, l.db) })
 }
 
 // replaceDB rebuilds l.db from the changelogs. Interactive queries answer 503 meanwhile.

@@ -202,6 +202,7 @@ func (b *builder) buildStreams() {
 	c.WindowStoreChangelogAdditionalRetention = windowStoreChangelogAdditionalRetention.Get(c)
 	c.DSLStoreFormat = dslStoreFormat.Get(c)
 	c.NumStandbyReplicas = int(numStandbyReplicas.Get(c))
+	c.NumStreamThreads = int(numStreamThreads.Get(c))
 	b.checkDeadLetterQueue()
 
 	rf := replicationFactor.Get(c)

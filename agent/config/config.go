@@ -60,6 +60,8 @@ type Config struct {
 	ReplicationFactor int16  // -1 = broker default
 	// NumStandbyReplicas is how many standby agents keep warm state.
 	NumStandbyReplicas int
+	// NumStreamThreads is how many workers run the tasks (num.stream.threads).
+	NumStreamThreads int
 
 	BufferedRecordsPerPartition int
 	PollTime                    time.Duration // poll.ms

@@ -133,8 +133,9 @@ type Tappable interface {
 	SetTap(node string, fn pipeline.TapFunc) error
 }
 
-// Apply installs the hooks of the watched nodes in topo and removes the others. The
-// processing goroutine calls it when Changed says so and after it replaces its topology.
+// Apply installs the hooks of the watched nodes in topo (every worker's topology, through
+// it) and removes the others. The processing loop calls it when Changed says so and after it
+// replaces its topologies.
 func (t *Taps) Apply(topo Tappable) {
 	t.mu.Lock()
 	watched := make(map[string]bool, len(t.subs))
@@ -162,17 +163,21 @@ func (t *Taps) Apply(topo Tappable) {
 }
 
 // nodeTap is the hook of one watched node: a token bucket of rate per second, at most a
-// tenth of a second of them at once, so the records shown are spread over each second.
+// tenth of a second of them at once, so the records shown are spread over each second. The
+// node runs in every task of it, on every worker: mu serialises the hook's calls.
 type nodeTap struct {
 	taps    *Taps
 	node    string
 	burst   float64
+	mu      sync.Mutex
 	tokens  float64
 	last    int64 // the clock when tokens were last counted, 0 before the first record
 	skipped int64
 }
 
 func (n *nodeTap) see(rec pipeline.Record) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	now := n.taps.now.Load()
 	if n.last == 0 {
 		n.tokens = n.burst

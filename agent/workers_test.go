@@ -1,0 +1,137 @@
+package agent
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stoatflow/stoatflow/metrics"
+)
+
+// wordCountScript counts the words of each line (every update out, no record cache), so
+// that most words are counted on another worker than the one that read their line.
+const wordCountScript = `
+local s = require("stoat")
+local b = s.builder()
+b:stream("in")
+  :flatMapValues(function(v) local t = {} for w in v:gmatch("%S+") do t[#t+1] = w end return t end)
+  :groupBy(function(k, v) return v end)
+  :count({materialized = "counts"})
+  :toStream()
+  :to("out", {valueSerde = "long"})
+return b
+`
+
+// produceLines writes n lines of three words each, round robin over partitions, and
+// returns how often each word occurs.
+func produceLines(t *testing.T, brokers []string, partitions int32, n, from int) map[string]int64 {
+	t.Helper()
+	prod, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	words := map[string]int64{}
+	var msgs []*sarama.ProducerMessage
+	for i := from; i < from+n; i++ {
+		line := fmt.Sprintf("a%d b%d c%d", i%7, i%11, i%13)
+		for _, w := range []string{fmt.Sprintf("a%d", i%7), fmt.Sprintf("b%d", i%11), fmt.Sprintf("c%d", i%13)} {
+			words[w]++
+		}
+		msgs = append(msgs, &sarama.ProducerMessage{Topic: "in", Partition: int32(i) % partitions, Value: sarama.StringEncoder(line)})
+	}
+	if err := prod.SendMessages(msgs); err != nil {
+		t.Fatal(err)
+	}
+	return words
+}
+
+func sumLabels(m *metrics.Metrics, vec func(string) float64, n int) float64 {
+	var sum float64
+	for i := range n {
+		sum += vec(strconv.Itoa(i))
+	}
+	return sum
+}
+
+// Two workers whose inboxes hold one re-keyed record each: nearly every line's words fill
+// the other worker's inbox, both workers push back on each other all the time, and the
+// commit barrier still comes every 50 ms. Every word is counted exactly once, under
+// exactly-once, and the tasks are spread evenly.
+func TestWorkersFillTheirInboxesWithoutDeadlock(t *testing.T) {
+	defer func(c int) { exchangeCapacity = c }(exchangeCapacity)
+	exchangeCapacity = 1
+	brokers := testBroker(t, 4, "in", "out")
+	cfg := testConfig(t, brokers, wordCountScript, `processing.guarantee = "exactly_once_v2"
+num.stream.threads = 2
+statestore.cache.max.bytes = 0`)
+	m := metrics.New()
+	ra := startAgentWith(t, cfg, m)
+	defer ra.stop(t)
+	want := produceLines(t, brokers, 4, 1500, 0)
+	checkExactCounts(t, brokers, want)
+	blocked := sumLabels(m, func(th string) float64 { return testutil.ToFloat64(m.ThreadBlocked.WithLabelValues(th)) }, 2)
+	if blocked == 0 {
+		t.Fatal("no worker ever waited for room in the other's inbox")
+	}
+	for th := range 2 {
+		// Two sub-topologies of four tasks each, two of each per worker.
+		if got := testutil.ToFloat64(m.ThreadTasks.WithLabelValues(strconv.Itoa(th))); got != 4 {
+			t.Errorf("worker %d runs %v tasks, want 4", th, got)
+		}
+	}
+	for _, task := range []string{"0_0", "0_3", "1_0", "1_3"} {
+		if testutil.ToFloat64(m.TaskProcessed.WithLabelValues(task)) == 0 {
+			t.Errorf("task %s processed nothing", task)
+		}
+	}
+	if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got != 0 {
+		t.Fatalf("%v epochs failed", got)
+	}
+}
+
+// A reload changes the number of workers at a commit barrier: the tasks spread over the
+// new workers, and every record is processed exactly once across the change.
+func TestReloadChangesTheWorkers(t *testing.T) {
+	brokers := testBroker(t, 4, "in", "out")
+	extra := "processing.guarantee = \"exactly_once_v2\"\ncommit.interval.ms = 50\nstatestore.cache.max.bytes = 0\n"
+	f := startReloadable(t, brokers, wordCountScript, "num.stream.threads = 1\n"+extra)
+	defer f.stop(t)
+	want := produceLines(t, brokers, 4, 300, 0)
+	total := func(more map[string]int64) {
+		for w, n := range more {
+			want[w] += n
+		}
+	}
+	for round, threads := range []int{3, 2} {
+		f.writeConfig(t, strings.Replace(f.toml, "num.stream.threads = 1\n", fmt.Sprintf("num.stream.threads = %d\n", threads), 1))
+		produced := make(chan map[string]int64)
+		go func() { produced <- produceLines(t, brokers, 4, 300, 300*(2*round+1)) }()
+		if code := f.postReload(t); code != http.StatusAccepted {
+			t.Fatalf("POST /-/reload: %d, want 202", code)
+		}
+		f.waitReloads(t, metrics.ResultSuccess, float64(round+1))
+		total(<-produced)
+		total(produceLines(t, brokers, 4, 300, 300*(2*round+2)))
+		deadline := time.Now().Add(30 * time.Second)
+		for th := range threads {
+			for testutil.ToFloat64(f.m.ThreadTasks.WithLabelValues(strconv.Itoa(th))) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("round %d: worker %d of %d runs no task", round, th, threads)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		sum := sumLabels(f.m, func(th string) float64 { return testutil.ToFloat64(f.m.ThreadTasks.WithLabelValues(th)) }, threads)
+		if sum != 8 {
+			t.Fatalf("round %d: the workers run %v tasks, want 8", round, sum)
+		}
+	}
+	checkExactCounts(t, brokers, want)
+}
