@@ -71,7 +71,9 @@ type Agent struct {
 	recent   *console.RecentLog
 	restores *console.RestoreProgress
 	time     atomic.Pointer[console.TimeStatus]
-	taps     *console.Taps
+	// tasks says which worker runs each task (by task id), as the loop last assigned them.
+	tasks atomic.Pointer[map[string]int]
+	taps  *console.Taps
 	// group is the agent's role in its latest generation (standby.go); nil before the first.
 	group atomic.Pointer[kafkaio.GroupRole]
 }

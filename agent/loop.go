@@ -452,12 +452,14 @@ func (l *loop) swapStaged() {
 	l.workers = workers
 	if l.owners != nil {
 		l.owners = assignTasks(taskIDsOf(l.owners), l.pinned, len(workers), l.owners)
+		l.publishTasks()
 	}
 	if err := l.rebuildTopology(); err != nil {
 		for _, w := range workers {
 			w.stop()
 		}
 		l.workers, l.owners = old, oldOwners
+		l.publishTasks()
 		if rerr := l.rebuildTopology(); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
@@ -472,6 +474,15 @@ func (l *loop) swapStaged() {
 	}
 	l.b = c.b
 	l.a.reloaded(c)
+}
+
+// publishTasks shares which worker runs each task with the HTTP handlers (GET /v1/status).
+func (l *loop) publishTasks() {
+	byID := make(map[string]int, len(l.owners))
+	for id, w := range l.owners {
+		byID[id.String()] = w
+	}
+	l.a.tasks.Store(&byID)
 }
 
 // taskIDsOf lists the tasks of an assignment.
@@ -498,6 +509,7 @@ func (l *loop) assignTasks() error {
 	owners := assignTasks(ids, l.pinned, len(l.workers), l.owners)
 	l.owners = owners
 	l.ex.SetOwners(owners)
+	l.publishTasks()
 	return l.all(func(w *worker) error { return w.moveTasks(tasksOf(owners, w.id)) })
 }
 

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/stoatflow/stoatflow/agent/console"
 	"github.com/stoatflow/stoatflow/metrics"
 )
 
@@ -93,6 +95,25 @@ statestore.cache.max.bytes = 0`)
 	}
 	if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got != 0 {
 		t.Fatalf("%v epochs failed", got)
+	}
+	// GET /v1/status (what `stoatflow top` shows) names each task's worker.
+	addr, err := ra.a.HTTPAddr(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st console.Status
+	if err := json.Unmarshal([]byte(httpGet(t, "http://"+addr+"/v1/status")), &st); err != nil {
+		t.Fatal(err)
+	}
+	threads := map[int]int{}
+	for id, task := range st.Tasks {
+		threads[task.Thread]++
+		if task.Processed == 0 || task.StreamTime < 0 {
+			t.Errorf("task %s: %+v", id, task)
+		}
+	}
+	if len(st.Tasks) != 8 || threads[0] != 4 || threads[1] != 4 {
+		t.Errorf("status tasks %v: %d per thread", st.Tasks, threads)
 	}
 }
 
