@@ -9,6 +9,12 @@ FUZZMINIMIZE ?= 1000x
 
 .PHONY: build run test soak bench lint fuzz install check-unit docker clean ui ui-check
 
+# The agent tests that run again with 2 and 4 workers (num.stream.threads, through
+# STOATFLOW_TEST_THREADS: agent/agent_test.go's testThreads): the end-to-end runs, the
+# examples, the fault loops, and what workers change the most (windows and suppression,
+# standbys and takeovers, global stores, queries, reloads, exception handlers, corrupt state).
+THREADS_TESTS := '^(TestAgent|TestStopMidStream|TestExamples|TestPurchasesExampleRuns|TestFault|TestWindow|TestSuppressed|TestSeveralAgents|TestTakeover|TestStoppingActive|TestGlobal|TestAddGlobalStore|TestQuery|TestReload|TestCorruptState|TestHandler|TestProductionHandler|TestUncommittedBudget|TestCommitIntervalZero|TestRecordCache|TestPatternSource|TestWorkers)'
+
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/stoatflow
 
@@ -34,6 +40,9 @@ test:
 	$(GO) test -tags iterpoison -timeout 5m -run 'Query|Store|Window|Join|Global|RecordCache|Restore' ./agent/
 	# fault injection through sarama's transactional error paths (see agent/faults_test.go)
 	$(GO) test -timeout 10m -run '^TestFault' ./agent/
+	# the same agents with 2 workers (under the race detector) and with 4
+	STOATFLOW_TEST_THREADS=2 $(GO) test -race -timeout 15m -run $(THREADS_TESTS) ./agent/
+	STOATFLOW_TEST_THREADS=4 $(GO) test -timeout 15m -run $(THREADS_TESTS) ./agent/
 	$(GO) run ./cmd/stoatflow test scripts deploy
 
 # Micro-benchmarks, then the harness (bench/): it writes bench/RESULTS.md from both.
@@ -41,9 +50,11 @@ test:
 BENCH_MICRO := $(or $(TMPDIR),/tmp)/stoatflow-bench-micro.txt
 BENCH_FLAGS ?=
 # The long fault-injection run: 50 SIGKILLs at random points (make test runs 6), and 50
-# cycles of killing or freezing the active of three agents (make test runs 3).
+# cycles of killing or freezing the active of three agents (make test runs 3); then the
+# kill loops again with 2 workers per agent.
 soak:
 	STOATFLOW_SOAK_KILLS=50 $(GO) test -timeout 60m -count=1 -v -run '^TestFault' ./agent/
+	STOATFLOW_SOAK_KILLS=50 STOATFLOW_TEST_THREADS=2 $(GO) test -timeout 60m -count=1 -v -run '^TestFault(SIGKILL|KillTheActive)' ./agent/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/... ./luart/... ./state/... ./agent/console/ > $(BENCH_MICRO) || (cat $(BENCH_MICRO); exit 1)
