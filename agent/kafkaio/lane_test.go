@@ -1,6 +1,7 @@
 package kafkaio
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -45,5 +46,49 @@ func TestLanesSendIntoOneTransaction(t *testing.T) {
 				t.Fatalf("partition %d record %d is %s, want %s", part, i, v, want)
 			}
 		}
+	}
+}
+
+// BenchmarkLanesSend measures the per-record cost of Send and its acknowledgement with one
+// producer shared by 1 and 2 goroutines, each through its own lane, as the agent's
+// workers share one (docs/architecture.md says why).
+func BenchmarkLanesSend(b *testing.B) {
+	e, err := StartEmbedded("127.0.0.1:0", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	if err := EnsureTopics(e.Addrs(), testConfig(), map[string]TopicSpec{"bench": {Partitions: 4, ReplicationFactor: 1}}); err != nil {
+		b.Fatal(err)
+	}
+	for _, lanes := range []int{1, 2} {
+		b.Run(fmt.Sprintf("lanes=%d", lanes), func(b *testing.B) {
+			p, err := NewProducer(e.Addrs(), testConfig())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			key, value := make([]byte, 16), make([]byte, 100)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for l := range lanes {
+				wg.Add(1)
+				lane := p.NewLane()
+				go func() {
+					defer wg.Done()
+					for i := l; i < b.N; i += lanes {
+						if err := lane.Send("bench", int32(i%4), key, value, nil, 1, nil); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if err := p.Flush(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 }
