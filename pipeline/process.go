@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -80,6 +81,18 @@ func (p *userProcNode) Process(rec Record) error {
 	pc.current = &rec
 	defer func() { pc.current = nil }()
 	return pc.proc.Process(rec)
+}
+
+// closeTask closes the task's processor, if its first record made one.
+func (p *userProcNode) closeTask() error {
+	var errs []error
+	for _, pc := range p.tasks {
+		if err := pc.proc.Close(); err != nil {
+			errs = append(errs, &NodeError{Node: pc.node.name, Err: fmt.Errorf("close: %w", err)})
+		}
+	}
+	clear(p.tasks)
+	return errors.Join(errs...)
 }
 
 // ProcessorContext is what a UserProcessor sees for its task: forwarding, punctuation,

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -221,13 +222,22 @@ func (k *Task) punctuateStreamTime() error {
 	return nil
 }
 
-// close drops the task's processors and its store partitions' handles: the stores belong
-// to whoever creates the task next.
-func (k *Task) close() {
-	for key := range k.stores {
-		delete(k.stores, key)
+// taskCloser is a processor with something to close when its task closes (a Processor
+// API processor's close).
+type taskCloser interface{ closeTask() error }
+
+// close closes the task's processors and drops them, and its store partitions' handles:
+// the stores belong to whoever creates the task next.
+func (k *Task) close() error {
+	var errs []error
+	for _, rn := range k.nodes {
+		if c, ok := rn.proc.(taskCloser); ok {
+			errs = append(errs, c.closeTask())
+		}
 	}
+	clear(k.stores)
 	k.nodes, k.byName, k.sources = nil, nil, nil
+	return errors.Join(errs...)
 }
 
 // SourceTasks says which task reads each partition of the source topics (those a pattern

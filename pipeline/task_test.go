@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -301,5 +302,56 @@ func TestSourceTasksFromTheGraph(t *testing.T) {
 		if id, ok := st.Of(TopicPartition{Topic: topic}); ok {
 			t.Errorf("%s: task %v", topic, id)
 		}
+	}
+}
+
+// closingProcessor counts its closes.
+type closingProcessor struct {
+	funcProcessor
+	closed *[]string
+}
+
+func (p *closingProcessor) Close() error {
+	*p.closed = append(*p.closed, p.ctx.TaskID())
+	if p.ctx.TaskID() == "0_1" {
+		return errors.New("close failed")
+	}
+	return nil
+}
+
+// A closing task closes its Processor API processors (those its records made), as Kafka
+// Streams closes a task's processors; a close that fails is reported, the task closed anyway.
+func TestClosingATaskClosesItsProcessors(t *testing.T) {
+	b := newTestBuilder()
+	s, _ := b.Stream([]string{"in"}, Consumed{})
+	var closed []string
+	if _, err := s.Process(func() (UserProcessor, error) {
+		return &closingProcessor{funcProcessor: funcProcessor{process: func(*ProcessorContext, Record) error { return nil }}, closed: &closed}, nil
+	}, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := b.Build(TopologyOptions{Collector: &Driver{}, SourcePartitions: map[string]int32{"in": 3}, ExplicitTasks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		if err := topo.AddTask(TaskID{Partition: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []int32{0, 1} {
+		if err := topo.Process(&SourceRecord{Topic: "in", Partition: p, Value: []byte("v")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := topo.CloseTask(TaskID{Partition: 0}); err != nil || !reflect.DeepEqual(closed, []string{"0_0"}) {
+		t.Fatalf("closing 0_0: %v; closed %v", err, closed)
+	}
+	if err := topo.Close(); err == nil || !strings.Contains(err.Error(), "close failed") {
+		t.Fatalf("Close = %v, want 0_1's error", err)
+	}
+	// 0_2 saw no record: it made no processor.
+	if !reflect.DeepEqual(closed, []string{"0_0", "0_1"}) || len(topo.Tasks()) != 0 {
+		t.Fatalf("closed %v, tasks left %v", closed, topo.Tasks())
 	}
 }

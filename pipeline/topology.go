@@ -394,20 +394,38 @@ func (t *Topology) addTask(id TaskID, nodes []*Node, global bool) (*Task, error)
 	return k, nil
 }
 
-// CloseTask stops running a task here, after a commit barrier: its processors and their
-// in-memory state are dropped (what a restart would lose; its stores keep what was
-// committed), and re-keyed records for it go to the router from now on.
-func (t *Topology) CloseTask(id TaskID) {
+// CloseTask stops running a task here, after a commit barrier: its processors are closed
+// (a Processor API processor's close runs) and dropped with their in-memory state (what a
+// restart would lose; its stores keep what was committed), and re-keyed records for it go
+// to the router from now on. An error is a processor's close failing; the task is closed
+// anyway.
+func (t *Topology) CloseTask(id TaskID) error {
 	k, ok := t.tasks[id]
 	if !ok || k.global {
-		return
+		return nil
 	}
 	t.listening -= len(k.wmListeners)
-	k.close()
+	err := k.close()
 	delete(t.tasks, id)
 	t.order = slices.DeleteFunc(t.order, func(x *Task) bool { return x == k })
 	t.last = lastInput{}
 	t.shareCaches()
+	if t.cacheHold != nil {
+		t.holdCaches()
+	}
+	return err
+}
+
+// Close closes every task the topology runs, the global stores' too, as CloseTask does: the
+// topology runs nothing afterwards.
+func (t *Topology) Close() error {
+	var errs []error
+	for _, k := range t.order {
+		errs = append(errs, k.close())
+	}
+	clear(t.tasks)
+	t.order, t.listening, t.last = nil, 0, lastInput{}
+	return errors.Join(errs...)
 }
 
 // Tasks are the ids of the tasks this topology runs, in order (the global task aside).
