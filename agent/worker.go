@@ -106,9 +106,13 @@ func (w *worker) run() {
 	}
 }
 
-// stop ends the worker's goroutine once it has run what it was given, and closes its
-// runtime.
+// stop ends the worker's goroutine once it has run what it was given, closes its tasks and
+// its runtime.
 func (w *worker) stop() {
+	_ = w.do(func() error {
+		w.closeTopology()
+		return nil
+	})
 	close(w.cmds)
 	<-w.done
 	w.l.a.workerProgress.unwatch(&w.progress)
@@ -355,6 +359,7 @@ func (w *worker) build(tasks []pipeline.TaskID) error {
 	if w.w != nil {
 		opts.Stores = w.w.StoreProvider()
 	}
+	w.closeTopology()
 	topo, err := w.b.Build(opts)
 	if err != nil {
 		return fmt.Errorf("build the topology: %w", err)
@@ -379,6 +384,19 @@ func (w *worker) build(tasks []pipeline.TaskID) error {
 	return nil
 }
 
+// closeTopology closes the tasks of the worker's topology, if it has one, before it is
+// replaced or the worker stops: their processors' close runs (errors are logged, as Kafka
+// Streams logs them when it closes a task).
+func (w *worker) closeTopology() {
+	if w.topo == nil {
+		return
+	}
+	if err := w.topo.Close(); err != nil {
+		w.l.a.log.Warn("closing the tasks of a worker", "worker", w.id, "err", err)
+	}
+	w.topo = nil
+}
+
 // moveTasks closes the tasks the worker no longer runs and adds those it runs now, after
 // a barrier.
 func (w *worker) moveTasks(tasks []pipeline.TaskID) error {
@@ -390,7 +408,9 @@ func (w *worker) moveTasks(tasks []pipeline.TaskID) error {
 	thread := strconv.Itoa(w.id)
 	for _, id := range w.tasks {
 		if !keep[id] {
-			w.topo.CloseTask(id)
+			if err := w.topo.CloseTask(id); err != nil {
+				w.l.a.log.Warn("closing a task that moves to another worker", "task", id.String(), "err", err)
+			}
 			m.ThreadTasksClosed.WithLabelValues(thread).Inc()
 		}
 	}

@@ -156,3 +156,32 @@ func TestReloadChangesTheWorkers(t *testing.T) {
 	}
 	checkExactCounts(t, brokers, want)
 }
+
+// A Lua processor's close runs when its task closes: here when the agent stops.
+func TestLuaProcessorsCloseWithTheirTasks(t *testing.T) {
+	brokers := testBroker(t, 2, "in", "out")
+	cfg := testConfig(t, brokers, `
+local s = require("stoat")
+local b = s.builder()
+b:stream("in"):process(function()
+  return {
+    process = function(ctx, k, v) ctx:forward(k, v) end,
+    close = function(ctx) print("closing task " .. ctx:taskId()) end,
+  }
+end):to("out")
+return b
+`, "")
+	ra := startAgent(t, cfg)
+	produce(t, brokers, "in", 0, 3, nil, 0)
+	produce(t, brokers, "in", 1, 3, nil, 3)
+	readAll(t, brokers, "out", 6)
+	if err := ra.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	logs := ra.logs.String()
+	for _, task := range []string{"0_0", "0_1"} {
+		if strings.Count(logs, "closing task "+task) != 1 {
+			t.Errorf("task %s closed %d times; logs:\n%s", task, strings.Count(logs, "closing task "+task), logs)
+		}
+	}
+}
