@@ -82,6 +82,7 @@ func runScenario(sc scenario, run int, o options) (runResult, error) {
 	defer emb.Close()
 	brokers := emb.Addrs()
 	gen := newGenerator(sc.vocabulary)
+	gen.json = sc.json
 	var registry string
 	if sc.avro {
 		if gen.avro, err = newAvroInput(); err != nil {
