@@ -41,10 +41,10 @@ func newRecordCache(forward func(Record) error) *recordCache {
 // put caches an update of rec.Key; rec.Value is a Change.
 func (c *recordCache) put(rec Record) error {
 	k := cacheKey(rec.Partition, rec.Key)
-	if w, ok := rec.Key.(Windowed); ok && w.End < c.minEnd {
-		c.minEnd = w.End
+	if w, ok := rec.Key.(Windowed); ok {
+		c.minEnd = min(c.minEnd, w.End)
 		if c.t != nil {
-			c.t.lowerCacheHold(w.End)
+			c.t.lowerCacheHold(c.minEnd)
 		}
 	}
 	if el, ok := c.index[k]; ok {
@@ -171,6 +171,10 @@ func (t *Topology) shareCaches() {
 // handed to the router (drainAndFlush).
 func (t *Topology) holdCaches() {
 	earliest := int64(math.MaxInt64)
+	if t.time.listening.Load() == 0 {
+		t.cacheHold.Set(earliest)
+		return
+	}
 	for _, k := range t.order {
 		for _, c := range k.caches {
 			earliest = min(earliest, c.minEnd)
@@ -179,8 +183,11 @@ func (t *Topology) holdCaches() {
 	t.cacheHold.Set(earliest)
 }
 
+// lowerCacheHold holds the watermark below a window end a cache now holds an update of,
+// while some processor of the application waits for the watermark (otherwise the caches
+// need not hold it, and are only flushed at the barrier).
 func (t *Topology) lowerCacheHold(end int64) {
-	if end < t.cacheHold.at.Load() {
+	if end < t.cacheHold.at.Load() && t.time.listening.Load() > 0 {
 		t.cacheHold.Set(end)
 	}
 }

@@ -222,3 +222,69 @@ func TestExchangedRecordsHoldTheWatermark(t *testing.T) {
 		t.Fatal("a record for a task no lane runs was routed")
 	}
 }
+
+// tumblingCount builds a tumbling 10 ms windowed count of "in" by key, cached, emitting on
+// window close or not.
+func tumblingCount(t *testing.T, onClose bool) *StreamsBuilder {
+	t.Helper()
+	b := newTestBuilder()
+	s, _ := b.Stream([]string{"in"}, Consumed{})
+	g, _ := s.GroupByKey(Grouped{})
+	w, err := g.WindowedBy(TimeWindows{Size: 10, Advance: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.EmitOnWindowClose(onClose)
+	if _, err := w.Count(Materialized{StoreName: "counts"}, countSerde{}, ""); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// An update waiting in a record cache holds the watermark below its window's end while a
+// processor of some topology waits for the watermark, until its own topology flushes it
+// (AdvanceWatermark, even with no processor of its own waiting); while none waits, caches
+// hold nothing.
+func TestCachedUpdatesHoldTheWatermarkOnlyForWhoWaits(t *testing.T) {
+	for _, someoneWaits := range []bool{false, true} {
+		gt := NewGlobalTime()
+		gt.SetAssignment([]TopicPartition{{Topic: "in"}})
+		cached, err := tumblingCount(t, false).Build(TopologyOptions{Collector: &Driver{}, Stores: NewMemoryStores(),
+			SourcePartitions: map[string]int32{"in": 2}, ExplicitTasks: true, Time: gt, CacheMaxBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cached.AddTask(TaskID{}); err != nil {
+			t.Fatal(err)
+		}
+		if someoneWaits {
+			waiting, err := tumblingCount(t, true).Build(TopologyOptions{Collector: &Driver{}, Stores: NewMemoryStores(),
+				SourcePartitions: map[string]int32{"in": 2}, ExplicitTasks: true, Time: gt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := waiting.AddTask(TaskID{Partition: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, ts := range []int64{5, 25} {
+			if err := cached.Process(&SourceRecord{Topic: "in", Key: []byte("k"), Value: []byte("v"), Timestamp: ts}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := int64(25)
+		if someoneWaits {
+			// [0, 10) is cached: the watermark stays below 10.
+			want = 9
+		}
+		if wm := gt.advance(); wm != want {
+			t.Fatalf("someone waits: %t: the watermark is %d, want %d", someoneWaits, wm, want)
+		}
+		if err := cached.AdvanceWatermark(); err != nil {
+			t.Fatal(err)
+		}
+		if wm := gt.advance(); wm != 25 {
+			t.Fatalf("someone waits: %t: after the cache flushed, the watermark is %d, want 25", someoneWaits, wm)
+		}
+	}
+}

@@ -389,7 +389,7 @@ func (t *Topology) addTask(id TaskID, nodes []*Node, global bool) (*Task, error)
 	t.tasks[id] = k
 	i, _ := slices.BinarySearchFunc(t.order, id, func(x *Task, id TaskID) int { return x.id.Compare(id) })
 	t.order = slices.Insert(t.order, i, k)
-	t.listening += len(k.wmListeners)
+	t.listen(len(k.wmListeners))
 	t.shareCaches()
 	return k, nil
 }
@@ -404,7 +404,7 @@ func (t *Topology) CloseTask(id TaskID) error {
 	if !ok || k.global {
 		return nil
 	}
-	t.listening -= len(k.wmListeners)
+	t.listen(-len(k.wmListeners))
 	err := k.close()
 	delete(t.tasks, id)
 	t.order = slices.DeleteFunc(t.order, func(x *Task) bool { return x == k })
@@ -424,7 +424,8 @@ func (t *Topology) Close() error {
 		errs = append(errs, k.close())
 	}
 	clear(t.tasks)
-	t.order, t.listening, t.last = nil, 0, lastInput{}
+	t.listen(-t.listening)
+	t.order, t.last = nil, lastInput{}
 	return errors.Join(errs...)
 }
 

@@ -34,6 +34,9 @@ type GlobalTime struct {
 	view    atomic.Pointer[timeView]
 	idleAll bool
 	wm      atomic.Int64
+	// listening counts the processors of every topology that wait for the watermark: while
+	// none does, nothing on its way needs to hold it back.
+	listening atomic.Int64
 }
 
 // timeSlot is one source partition's published stream time (math.MinInt64 until its first
@@ -275,6 +278,13 @@ func (t *Topology) Watermark() int64 { return t.watermark }
 // the watermark.
 func (t *Topology) HasWatermarkListeners() bool { return t.listening > 0 }
 
+// listen counts n more (or fewer) processors waiting for the watermark, here and in the
+// application's time.
+func (t *Topology) listen(n int) {
+	t.listening += n
+	t.time.listening.Add(int64(n))
+}
+
 // Time is GlobalTime.Time of the topology's time.
 func (t *Topology) Time() TimeView { return t.time.Time() }
 
@@ -292,12 +302,14 @@ func (t *Topology) publish() {
 
 // AdvanceWatermark recomputes the global watermark and, when it moved past what this
 // topology's processors have seen, runs those waiting for it. Process calls it per record
-// only when some processor waits; otherwise whoever runs the topology calls it from time to
-// time, so that Time reports a current watermark. The record caches that may hold an update
-// of a window the new watermark closes are flushed first, and what they forward is
-// processed (or handed to the router) before the watermark moves.
+// only when some processor of the topology waits; otherwise whoever runs the topology calls
+// it from time to time, so that Time reports a current watermark. While a processor of any
+// topology of the application waits, the record caches that may hold an update of a window
+// the new watermark closes are flushed first, and what they forward is processed (or handed
+// to the router) before the watermark moves: a topology whose own processors do not wait
+// still lets the others' watermark pass its caches.
 func (t *Topology) AdvanceWatermark() error {
-	if t.listening == 0 {
+	if t.time.listening.Load() == 0 {
 		t.watermark = max(t.watermark, t.time.advance())
 		return nil
 	}
