@@ -63,7 +63,7 @@ type worker struct {
 }
 
 // workerQueue is how many commands (batches of records, mostly) a worker holds before the
-// loop waits: a couple, so that the worker never waits for the loop while the consumer has
+// loop waits: a few, so that the worker never waits for the loop while the consumer has
 // records, and the loop takes no more from the consumer than the workers can take.
 const workerQueue = 4
 
@@ -179,6 +179,10 @@ func (w *worker) processBatch(batch []pipeline.SourceRecord) {
 		m.ProcessLatency.Observe(end.Sub(start).Seconds())
 		start = end
 		if w.waitRoom() {
+			if w.failed.Load() {
+				// A record of the inbox it took meanwhile failed.
+				return
+			}
 			start = time.Now()
 		}
 	}
