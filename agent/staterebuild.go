@@ -38,10 +38,11 @@ func (l *loop) recoverState(err error) error {
 	return l.rebuildCorruptState(err)
 }
 
-// rebuildCorruptState drops the epoch, rebuilds the corrupt state database and resumes
-// from the committed offsets (Rewind rejoins the group; its assignment makes the
-// application RUNNING again).
+// rebuildCorruptState halts the workers, drops the epoch, rebuilds the corrupt state
+// database and resumes from the committed offsets (Rewind rejoins the group; its assignment
+// makes the application RUNNING again).
 func (l *loop) rebuildCorruptState(cause error) error {
+	l.halt()
 	l.a.metrics.Commits.WithLabelValues(metrics.ResultFailure).Inc()
 	if l.a.state.Current() == StateRunning {
 		_ = l.a.state.Transition(StateRebalancing)
