@@ -51,9 +51,10 @@ type loop struct {
 	time    *pipeline.GlobalTime
 	ex      *pipeline.Exchange
 	sources *pipeline.SourceTasks
-	// held is a batch whose worker had no room for it: the loop takes no other from the
-	// consumer until it has.
-	held *heldBatch
+	// queued counts the records given to the workers and not processed yet: the loop takes
+	// no more from the consumer while it is at queueMax (queue.go).
+	queued   atomic.Int64
+	queueMax int64
 	// failure is a worker's first failure since the loop last handled one; failures
 	// receives when one is set.
 	failMu   sync.Mutex
@@ -78,11 +79,6 @@ type loop struct {
 	stateDir    string
 	bootGlobals func(context.Context, *pipeline.Topology, *state.DB) error
 	roleState   // active or standby (standby.go)
-}
-
-type heldBatch struct {
-	w  *worker
-	fn func()
 }
 
 // exchangeCapacity is the bound of each worker's inbox of re-keyed records; a test that
@@ -117,7 +113,16 @@ func (l *loop) startWorkers(cfg *config.Config, rt *luart.Runtime, b *pipeline.S
 		return err
 	}
 	l.workers, l.b = workers, b
+	l.queueMax = queueRecords(cfg, len(workers))
 	return nil
+}
+
+// queueRecords is how many consumed records the workers may hold before the loop takes no
+// more from the consumer: four batches of max.poll.records per worker, so that no worker
+// waits for the loop while the consumer has records, and a worker whose tasks' partitions
+// bring more than its share keeps the others fed until it holds all of that.
+func queueRecords(cfg *config.Config, workers int) int64 {
+	return int64(4 * workers * int(config.MaxPollRecords.Get(cfg.Client(config.ForConsumer))))
 }
 
 // newWorkers makes cfg.NumStreamThreads workers on rt and b and runtimes of their own; on
@@ -157,7 +162,7 @@ func (l *loop) all(fn func(w *worker) error) error {
 	for i, w := range l.workers {
 		reply := make(chan error, 1)
 		replies[i] = reply
-		w.cmds <- func() { reply <- fn(w) }
+		w.cmds.push(func() { reply <- fn(w) })
 	}
 	var errs []error
 	for _, reply := range replies {
@@ -241,13 +246,11 @@ func (l *loop) run(ctx context.Context) error {
 	defer progress.wait()
 	for {
 		progress.wait()
-		// A batch a worker had no room for goes first; until it has, nothing more is
-		// taken from the consumer, which then stops fetching: the workers push back.
+		// While the workers hold as many records as they may, nothing more is taken from
+		// the consumer, which then stops fetching: the workers push back.
 		msgs := l.k.consumer.Messages()
-		var held chan<- func()
-		var heldFn func()
-		if l.held != nil {
-			msgs, held, heldFn = nil, l.held.w.cmds, l.held.fn
+		if l.queued.Load() >= l.queueMax {
+			msgs = nil
 		}
 		select {
 		case <-ctx.Done():
@@ -260,8 +263,6 @@ func (l *loop) run(ctx context.Context) error {
 					return err
 				}
 			}
-		case held <- heldFn:
-			l.held = nil
 		case <-l.failures:
 			progress.step(time.Now())
 			if err := l.handleFailure(); err != nil {
@@ -369,12 +370,8 @@ func (l *loop) dispatch(batch []pipeline.SourceRecord) error {
 	id, _ := l.sources.Of(pipeline.TopicPartition{Topic: batch[0].Topic, Partition: batch[0].Partition})
 	// A partition no task reads goes to worker 0, whose topology says so.
 	w := l.workers[l.owners[id]]
-	fn := func() { w.processBatch(batch) }
-	select {
-	case w.cmds <- fn:
-	default:
-		l.held = &heldBatch{w: w, fn: fn}
-	}
+	l.queued.Add(int64(len(batch)))
+	w.cmds.push(func() { w.processBatch(batch) })
 	return nil
 }
 
@@ -401,7 +398,6 @@ func (l *loop) handle(f *failure) error {
 // halt stops the workers' processing before an epoch is dropped: each drops what it was
 // given and what reaches its inbox, until its topology is built again.
 func (l *loop) halt() {
-	l.held = nil
 	for _, w := range l.workers {
 		w.failed.Store(true)
 	}
@@ -450,6 +446,7 @@ func (l *loop) swapStaged() {
 	}
 	old, oldOwners := l.workers, l.owners
 	l.workers = workers
+	l.queueMax = queueRecords(c.cfg, len(workers))
 	if l.owners != nil {
 		l.owners = assignTasks(taskIDsOf(l.owners), l.pinned, len(workers), l.owners)
 		l.publishTasks()
@@ -459,6 +456,7 @@ func (l *loop) swapStaged() {
 			w.stop()
 		}
 		l.workers, l.owners = old, oldOwners
+		l.queueMax = queueRecords(l.a.cfg, len(old))
 		l.publishTasks()
 		if rerr := l.rebuildTopology(); rerr != nil {
 			err = errors.Join(err, rerr)
@@ -535,9 +533,9 @@ func (l *loop) punctuate() error {
 		return err
 	}
 	for _, w := range l.workers {
-		select {
-		case w.cmds <- w.punctuate:
-		default:
+		// A worker busy with its records punctuates at the next tick.
+		if w.cmds.len() == 0 {
+			w.cmds.push(w.punctuate)
 		}
 	}
 	return nil
@@ -551,10 +549,7 @@ func (l *loop) punctuate() error {
 func (l *loop) markIdle() {
 	need := max(l.a.cfg.MaxTaskIdle, config.FetchMaxWait.Get(l.a.cfg.Client(config.ForConsumer)))
 	now := time.Now()
-	buffered := len(l.k.consumer.Messages()) > 0 || l.held != nil
-	for _, w := range l.workers {
-		buffered = buffered || len(w.cmds) > 0
-	}
+	buffered := len(l.k.consumer.Messages()) > 0 || l.queued.Load() > 0
 	for tp, lag := range l.k.consumer.Lag() {
 		if lag > 0 || buffered {
 			delete(l.caughtUpSince, tp)
@@ -699,10 +694,6 @@ func (l *loop) commit(wait bool) error {
 // processors that keep state in memory have written it. It adds the workers' consumed
 // offsets to the epoch and exports their Lua time and their tasks' stream times.
 func (l *loop) quiesce() error {
-	if l.held != nil {
-		l.held.w.cmds <- l.held.fn
-		l.held = nil
-	}
 	if len(l.workers) == 0 {
 		return nil
 	}

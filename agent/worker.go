@@ -42,7 +42,9 @@ type worker struct {
 	w  *state.Writer
 	db *state.DB
 
-	cmds chan func()
+	// cmds are what the loop gave the worker to run, in order (queue.go): batches of
+	// records, punctuations, the barrier's steps.
+	cmds commands
 	done chan struct{}
 	// failed is set once the worker failed (or the loop halts it): from then on it drops
 	// what it is given, until the loop builds it afresh.
@@ -62,15 +64,10 @@ type worker struct {
 	blocked  prometheus.Counter
 }
 
-// workerQueue is how many commands (batches of records, mostly) a worker holds before the
-// loop waits: a few, so that the worker never waits for the loop while the consumer has
-// records, and the loop takes no more from the consumer than the workers can take.
-const workerQueue = 4
-
 func newWorker(l *loop, id int, rt *luart.Runtime, b *pipeline.StreamsBuilder) *worker {
 	w := &worker{
 		id: id, l: l, rt: rt, b: b,
-		cmds:     make(chan func(), workerQueue),
+		cmds:     newCommands(),
 		done:     make(chan struct{}),
 		next:     map[pipeline.TopicPartition]int64{},
 		consumed: map[string]prometheus.Counter{},
@@ -96,12 +93,19 @@ func (w *worker) run() {
 		case <-wake:
 			w.progress.step(time.Now())
 			w.takeInbox()
-		case fn, ok := <-w.cmds:
+		case <-w.cmds.ready:
+			// One command at a time, so the inbox is taken between batches too.
+			fn, more, ok := w.cmds.next()
 			if !ok {
 				return
 			}
-			w.progress.step(time.Now())
-			fn()
+			if more {
+				w.cmds.signal()
+			}
+			if fn != nil {
+				w.progress.step(time.Now())
+				fn()
+			}
 		}
 	}
 }
@@ -113,7 +117,7 @@ func (w *worker) stop() {
 		w.closeTopology()
 		return nil
 	})
-	close(w.cmds)
+	w.cmds.close()
 	<-w.done
 	w.l.a.workerProgress.unwatch(&w.progress)
 	if w.w != nil && w.db == w.l.db {
@@ -126,7 +130,7 @@ func (w *worker) stop() {
 // for it.
 func (w *worker) do(fn func() error) error {
 	reply := make(chan error, 1)
-	w.cmds <- func() { reply <- fn() }
+	w.cmds.push(func() { reply <- fn() })
 	return <-reply
 }
 
@@ -150,6 +154,8 @@ func (w *worker) fail(err error, retry bool) {
 // the worker wait for room, taking its own inbox meanwhile.
 func (w *worker) processBatch(batch []pipeline.SourceRecord) {
 	if w.failed.Load() || len(batch) == 0 {
+		w.l.queued.Add(-int64(len(batch)))
+		w.l.batchProcessed()
 		return
 	}
 	m := w.l.a.metrics
@@ -172,6 +178,7 @@ func (w *worker) processBatch(batch []pipeline.SourceRecord) {
 		msg := &batch[i]
 		if err := w.settleRecord(msg, w.topo.Process(msg)); err != nil {
 			consumed(i)
+			w.l.queued.Add(-int64(len(batch)))
 			w.fail(err, true)
 			return
 		}
@@ -181,12 +188,14 @@ func (w *worker) processBatch(batch []pipeline.SourceRecord) {
 		if w.waitRoom() {
 			if w.failed.Load() {
 				// A record of the inbox it took meanwhile failed.
+				w.l.queued.Add(-int64(len(batch)))
 				return
 			}
 			start = time.Now()
 		}
 	}
 	consumed(len(batch))
+	w.l.queued.Add(-int64(len(batch)))
 	if err := w.sendChangelog(); err != nil {
 		w.fail(err, true)
 		return
