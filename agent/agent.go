@@ -21,6 +21,7 @@ import (
 	"github.com/stoatflow/stoatflow/agent/demo"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/agent/query"
+	"github.com/stoatflow/stoatflow/agent/schemaregistry"
 	"github.com/stoatflow/stoatflow/luart"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -61,6 +62,9 @@ type Agent struct {
 	schemas *schemas.Factory
 	// registryURL is the embedded schema registry's URL, once it runs.
 	registryURL string
+	// registryWait is the start of the oldest Schema Registry call in progress (Unix
+	// nanoseconds; 0: none).
+	registryWait atomic.Int64
 	// progress is the processing loop's heartbeat, workerProgress its workers', which the
 	// systemd watchdog follows.
 	progress       loopProgress
@@ -76,6 +80,9 @@ type Agent struct {
 	taps  *console.Taps
 	// group is the agent's role in its latest generation (standby.go); nil before the first.
 	group atomic.Pointer[kafkaio.GroupRole]
+	// copies are, while a warm standby follows the changelogs, the store partitions it
+	// follows and how far each trails, as of its latest round (standby.go); nil otherwise.
+	copies atomic.Pointer[map[state.ChangelogPartition]query.LagInfo]
 }
 
 // New prepares an agent; nothing is started until Run.
@@ -105,13 +112,14 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	}
 	srv, err := NewHTTPServer(HTTPOptions{
 		Listen: cfg.HTTPListen, Token: cfg.HTTPToken, TLSCert: cfg.HTTPTLSCert, TLSKey: cfg.HTTPTLSKey,
-		AllowedHosts: hosts,
+		AllowedHosts: hosts, AllowUnauthenticated: cfg.HTTPAllowUnauthenticated, MetricsUnauthenticated: cfg.HTTPMetricsUnauthenticated,
 	}, a.state, m, a.log)
 	if err != nil {
 		return nil, err
 	}
 	srv.ReportRestore(a.restores)
 	srv.ReportActive(a.activeMember)
+	srv.ReportStall(a.registryStall)
 	a.http = srv
 	return a, nil
 }
@@ -189,6 +197,18 @@ const maxTopicNameLength = 249
 // Validate loads the scripts and builds the topology without any broker. It returns the
 // non-fatal warnings and the first error.
 func Validate(cfg *config.Config) ([]string, error) {
+	// The Kafka clients' TLS files and credentials are loaded as run loads them, so that
+	// validate fails where run would (the HTTP key pair is loaded with the config).
+	for _, role := range []kafkaio.Role{kafkaio.RoleConsumer, kafkaio.RoleProducer, kafkaio.RoleAdmin} {
+		if _, err := kafkaio.SaramaConfig(cfg, role); err != nil {
+			return nil, err
+		}
+	}
+	if r := cfg.SchemaRegistry; r.TrustStore != "" || r.KeyStore != "" {
+		if _, err := schemaregistry.TLSConfig(r.TrustStore, r.KeyStore); err != nil {
+			return nil, err
+		}
+	}
 	rt, b, err := loadTopology(cfg, offlineSchemas(cfg), nil, io.Discard, nil)
 	if err != nil {
 		return nil, err
@@ -207,9 +227,6 @@ func Validate(cfg *config.Config) ([]string, error) {
 func demoFeeder(cfg *config.Config, b *pipeline.StreamsBuilder) (*demo.Feeder, error) {
 	if cfg.EmbeddedDemo == "" {
 		return nil, nil
-	}
-	if !cfg.Embedded {
-		return nil, errors.New(`agent.embedded.demo: a demo feeder writes into the embedded broker only (bootstrap.servers = "embedded")`)
 	}
 	read := b.SourceTopics()
 	for _, g := range b.GlobalStores() {

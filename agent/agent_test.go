@@ -283,13 +283,17 @@ return b
 `
 
 func TestAgentEndToEndWithHeaders(t *testing.T) {
-	brokers := testBroker(t, 2, "in", "out")
-	cfg := testConfig(t, brokers, upperScript, "")
+	endToEndWithHeaders(t, onKfake(t, 2, "in", "out"))
+}
+
+func endToEndWithHeaders(t *testing.T, b *brokerUnderTest) {
+	brokers, in, out := b.brokers, b.topic(t, "in"), b.topic(t, "out")
+	cfg := b.config(t, upperScript, "")
 	ra := startAgent(t, cfg)
 	hdrs := []sarama.RecordHeader{{Key: []byte("trace"), Value: []byte("t-1")}, {Key: []byte("other"), Value: []byte("x")}}
-	produce(t, brokers, "in", 0, 5, hdrs, 0)
-	produce(t, brokers, "in", 1, 5, hdrs, 5)
-	got := readAll(t, brokers, "out", 10)
+	produce(t, brokers, in, 0, 5, hdrs, 0)
+	produce(t, brokers, in, 1, 5, hdrs, 5)
+	got := readAll(t, brokers, out, 10)
 	seen := map[string]bool{}
 	for _, m := range got {
 		seen[string(m.Value)] = true
@@ -310,7 +314,7 @@ func TestAgentEndToEndWithHeaders(t *testing.T) {
 	addr, _ := ra.a.HTTPAddr(context.Background())
 	for path, want := range map[string]string{
 		"/readyz":      `{"state":"RUNNING","active":"` + cfg.GroupInstanceID + `"}`,
-		"/topology/ks": "Topologies:\n   Sub-topology: 0\n    Source: KSTREAM-SOURCE-0000000000 (topics: [in])\n",
+		"/topology/ks": "Topologies:\n   Sub-topology: 0\n    Source: KSTREAM-SOURCE-0000000000 (topics: [" + in + "])\n",
 		"/topology":    `"name":"KSTREAM-MAPVALUES-0000000001"`,
 	} {
 		body := httpGet(t, "http://"+addr+path)
@@ -324,11 +328,11 @@ func TestAgentEndToEndWithHeaders(t *testing.T) {
 	// are counted once their batch is through the topology, which can be after its outputs
 	// reached the broker.
 	for _, want := range []string{
-		`stoatflow_consumer_records_consumed_total{topic="in"} 10`,
+		`stoatflow_consumer_records_consumed_total{topic="` + in + `"} 10`,
 		`stoatflow_processor_record_e2e_latency_seconds_count{node="KSTREAM-SINK-0000000002"} 10`,
-		`stoatflow_consumer_lag_records{partition="1",topic="in"} 0`,
-		`stoatflow_time_stream_time_milliseconds{partition="0",topic="in"} 1.700000000004e+12`,
-		`stoatflow_time_stream_time_milliseconds{partition="1",topic="in"} 1.700000000009e+12`,
+		`stoatflow_consumer_lag_records{partition="1",topic="` + in + `"} 0`,
+		`stoatflow_time_stream_time_milliseconds{partition="0",topic="` + in + `"} 1.700000000004e+12`,
+		`stoatflow_time_stream_time_milliseconds{partition="1",topic="` + in + `"} 1.700000000009e+12`,
 		`stoatflow_time_watermark_milliseconds 1.700000000009e+12`,
 	} {
 		deadline := time.Now().Add(10 * time.Second)
@@ -349,21 +353,25 @@ func TestAgentEndToEndWithHeaders(t *testing.T) {
 // TestStopMidStreamThenRestartLosesNothing stops the agent (as SIGTERM does) while input is
 // still arriving, restarts it, and checks every input appears in the output at least once.
 func TestStopMidStreamThenRestartLosesNothing(t *testing.T) {
-	brokers := testBroker(t, 3, "in", "out")
-	cfg := testConfig(t, brokers, upperScript, "")
+	stopMidStreamThenRestart(t, onKfake(t, 3, "in", "out"))
+}
+
+func stopMidStreamThenRestart(t *testing.T, b *brokerUnderTest) {
+	brokers, in := b.brokers, b.topic(t, "in")
+	cfg := b.config(t, upperScript, "")
 	hdrs := []sarama.RecordHeader{{Key: []byte("trace"), Value: []byte("t")}}
 	const perRound = 300
 	ra := startAgent(t, cfg)
-	produce(t, brokers, "in", 0, perRound, hdrs, 0)
-	produce(t, brokers, "in", 1, perRound, hdrs, perRound)
+	produce(t, brokers, in, 0, perRound, hdrs, 0)
+	produce(t, brokers, in, 1, perRound, hdrs, perRound)
 	if err := ra.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	produce(t, brokers, "in", 2, perRound, hdrs, 2*perRound)
+	produce(t, brokers, in, 2, perRound, hdrs, 2*perRound)
 	ra = startAgent(t, cfg)
 	defer ra.stop(t)
 	seen := map[string]bool{}
-	readUntil(t, brokers, "out", func(got []*sarama.ConsumerMessage) bool {
+	readUntil(t, brokers, b.topic(t, "out"), func(got []*sarama.ConsumerMessage) bool {
 		for _, m := range got[len(got)-min(len(got), 1):] {
 			seen[string(m.Key)] = true
 		}
@@ -372,7 +380,10 @@ func TestStopMidStreamThenRestartLosesNothing(t *testing.T) {
 }
 
 func TestLuaErrorStopsTheAgentNamingLineAndRecord(t *testing.T) {
-	brokers := testBroker(t, 1, "in", "out")
+	luaErrorStopsTheAgentNamingLineAndRecord(t, onKfake(t, 1, "in", "out"))
+}
+
+func luaErrorStopsTheAgentNamingLineAndRecord(t *testing.T, b *brokerUnderTest) {
 	script := `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):mapValues(function(v)
@@ -380,11 +391,11 @@ b:stream("in"):mapValues(function(v)
   return v
 end):to("out")
 return b`
-	ra := startAgent(t, testConfig(t, brokers, script, ""))
-	produce(t, brokers, "in", 0, 4, nil, 0)
+	ra := startAgent(t, b.config(t, script, ""))
+	produce(t, b.brokers, b.topic(t, "in"), 0, 4, nil, 0)
 	select {
 	case err := <-ra.done:
-		if err == nil || !strings.Contains(err.Error(), "in-0@2") || !strings.Contains(err.Error(), "p.lua:4: bad record") {
+		if err == nil || !strings.Contains(err.Error(), b.topic(t, "in")+"-0@2") || !strings.Contains(err.Error(), "p.lua:4: bad record") {
 			t.Fatalf("err = %v", err)
 		}
 	case <-time.After(30 * time.Second):
@@ -428,8 +439,11 @@ func failStopped(t *testing.T, ra *runningAgent, st AppState, err error) {
 // "StoatFlow is running" is logged once the application is RUNNING, not while it is still
 // REBALANCING.
 func TestRunningIsLoggedInRunning(t *testing.T) {
-	brokers := testBroker(t, 1, "in", "out")
-	ra := startAgent(t, testConfig(t, brokers, upperScript, ""))
+	runningIsLoggedInRunning(t, onKfake(t, 1, "in", "out"))
+}
+
+func runningIsLoggedInRunning(t *testing.T, b *brokerUnderTest) {
+	ra := startAgent(t, b.config(t, upperScript, ""))
 	defer ra.stop(t)
 	logs := ra.waitLog(t, "StoatFlow is running")
 	running := strings.Index(logs, "to=RUNNING")
@@ -444,16 +458,20 @@ func TestRunningIsLoggedInRunning(t *testing.T) {
 // At debug level the agent logs its assignment, every epoch it commits with its size, and
 // per store partition whether a restore replays the changelog.
 func TestDebugLogs(t *testing.T) {
-	brokers := testBroker(t, 1, "in", "out")
-	cfg := testConfig(t, brokers, countScript, "")
+	debugLogs(t, onKfake(t, 1, "in", "out"))
+}
+
+func debugLogs(t *testing.T, b *brokerUnderTest) {
+	in := b.topic(t, "in")
+	cfg := b.config(t, countScript, "")
 	ra := startAgent(t, cfg)
-	produce(t, brokers, "in", 0, 3, nil, 0)
+	produce(t, b.brokers, in, 0, 3, nil, 0)
 	logs := ra.waitLog(t, `msg="epoch committed" records=`)
 	if err := ra.stop(t); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		`msg=assignment partitions=[in-0]`,
+		`msg=assignment partitions=[` + in + `-0]`,
 		`msg="restore: store partition is up to date with its changelog" store=counts partition=0 "changelog end"=0`,
 		`"store bytes"=`,
 	} {

@@ -19,8 +19,12 @@ import (
 // at the commit barrier: with a commit a minute away the changelog already holds them, and
 // no offset is committed.
 func TestChangelogRecordsSentBeforeTheCommitUnderAtLeastOnce(t *testing.T) {
-	brokers, cfg := changelogSentBeforeTheCommit(t, "at_least_once")
-	if off := groupOffset(t, brokers, cfg.ApplicationID, pipeline.TopicPartition{Topic: "in"}); off != -1 {
+	changelogSentBeforeTheCommitUnderAtLeastOnce(t, onKfake(t, 1, "in", "out"))
+}
+
+func changelogSentBeforeTheCommitUnderAtLeastOnce(t *testing.T, b *brokerUnderTest) {
+	cfg := changelogSentBeforeTheCommit(t, b, "at_least_once")
+	if off := groupOffset(t, b.brokers, cfg.ApplicationID, pipeline.TopicPartition{Topic: b.topic(t, "in")}); off != -1 {
 		t.Fatalf("offset %d committed a minute before the commit", off)
 	}
 }

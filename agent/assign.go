@@ -11,10 +11,8 @@ import (
 // assignor spreads the tasks of each sub-topology over the stream threads: each
 // sub-topology's tasks are spread over the workers (n tasks of it: one each), the workers
 // that get one more of a sub-topology whose tasks do not divide evenly being the least
-// loaded so far; a task stays on the worker prev gave it while that worker has room. The
-// tasks of a pinned sub-topology (whose tasks reach into each other's stores) all go to
-// one worker, the one its first task had if it still exists, else the least loaded.
-func assignTasks(tasks []pipeline.TaskID, pinned []int, n int, prev map[pipeline.TaskID]int) map[pipeline.TaskID]int {
+// loaded so far; a task stays on the worker prev gave it while that worker has room.
+func assignTasks(tasks []pipeline.TaskID, n int, prev map[pipeline.TaskID]int) map[pipeline.TaskID]int {
 	out := make(map[pipeline.TaskID]int, len(tasks))
 	load := make([]int, n)
 	bySub := map[int][]pipeline.TaskID{}
@@ -41,17 +39,6 @@ func assignTasks(tasks []pipeline.TaskID, pinned []int, n int, prev map[pipeline
 	for _, sub := range subs {
 		ids := bySub[sub]
 		slices.SortFunc(ids, pipeline.TaskID.Compare)
-		if slices.Contains(pinned, sub) {
-			w, ok := valid(ids[0])
-			if !ok {
-				w = least()[0]
-			}
-			for _, id := range ids {
-				out[id] = w
-			}
-			load[w] += len(ids)
-			continue
-		}
 		room := make([]int, n)
 		for i, w := range least() {
 			room[w] = len(ids) / n

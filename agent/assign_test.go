@@ -39,7 +39,7 @@ func TestAssignTasksEvenly(t *testing.T) {
 		n     int
 	}{{2, 4, 2}, {2, 3, 2}, {3, 5, 4}, {1, 1, 4}, {2, 8, 3}} {
 		tasks := taskGrid(c.subs, c.parts)
-		owners := assignTasks(tasks, nil, c.n, nil)
+		owners := assignTasks(tasks, c.n, nil)
 		if len(owners) != len(tasks) {
 			t.Fatalf("%+v: %d of %d tasks assigned", c, len(owners), len(tasks))
 		}
@@ -63,11 +63,11 @@ func TestAssignTasksEvenly(t *testing.T) {
 // tasks the new one needs move; with one fewer, only the tasks of the one that left move.
 func TestAssignTasksStickily(t *testing.T) {
 	tasks := taskGrid(2, 6)
-	first := assignTasks(tasks, nil, 2, nil)
-	if again := assignTasks(tasks, nil, 2, first); !maps.Equal(again, first) {
+	first := assignTasks(tasks, 2, nil)
+	if again := assignTasks(tasks, 2, first); !maps.Equal(again, first) {
 		t.Fatalf("the same assignment moved tasks: %v then %v", first, again)
 	}
-	three := assignTasks(tasks, nil, 3, first)
+	three := assignTasks(tasks, 3, first)
 	moved := 0
 	for id, w := range three {
 		if w != first[id] {
@@ -80,29 +80,10 @@ func TestAssignTasksStickily(t *testing.T) {
 	if moved != 4 {
 		t.Errorf("%d tasks moved to the third worker, want 4", moved)
 	}
-	two := assignTasks(tasks, nil, 2, three)
+	two := assignTasks(tasks, 2, three)
 	for id, w := range two {
 		if three[id] != 2 && w != three[id] {
 			t.Errorf("task %s moved from worker %d to %d though its worker stayed", id, three[id], w)
 		}
-	}
-}
-
-// A pinned sub-topology's tasks all go to one worker, and stay there.
-func TestAssignPinnedSubtopologyToOneWorker(t *testing.T) {
-	tasks := taskGrid(3, 4)
-	owners := assignTasks(tasks, []int{1}, 2, nil)
-	w := owners[pipeline.TaskID{Subtopology: 1}]
-	for p := range int32(4) {
-		if got := owners[pipeline.TaskID{Subtopology: 1, Partition: p}]; got != w {
-			t.Fatalf("task 1_%d on worker %d, 1_0 on %d", p, got, w)
-		}
-	}
-	prev := maps.Clone(owners)
-	for p := range int32(4) {
-		prev[pipeline.TaskID{Subtopology: 1, Partition: p}] = 1 - w
-	}
-	if again := assignTasks(tasks, []int{1}, 2, prev); again[pipeline.TaskID{Subtopology: 1, Partition: 3}] != 1-w {
-		t.Fatal("a pinned sub-topology left the worker it had")
 	}
 }

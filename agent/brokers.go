@@ -13,14 +13,16 @@ import (
 const brokerCheckEvery = 30 * time.Second
 
 // waitForBrokers returns once a bootstrap server answers a metadata request. Until then
-// it checks them every second, each check bounded by request.timeout.ms, and logs every
-// failed round with each broker, its error and how long the agent has been waiting, as
-// /readyz's reason too: a broker that accepts connections and never answers would
-// otherwise keep the sarama clients retrying in silence. Like Kafka Streams, the agent
-// waits for as long as it takes (until it is stopped).
+// it checks them at doubling waits from a second up to brokerCheckEvery, each check bounded
+// by request.timeout.ms, and logs every failed round with each broker, its error, how long
+// the agent has been waiting and the config key that names the brokers, as /readyz's reason
+// too: a broker that accepts connections and never answers would otherwise keep the sarama
+// clients retrying in silence, and a mistyped address would log every second forever. Like
+// Kafka Streams, the agent waits for as long as it takes (until it is stopped).
 func (a *Agent) waitForBrokers(ctx context.Context, brokers []string, cfg *kafkaio.Config) error {
 	start := time.Now()
-	for attempt := 1; ; attempt++ {
+	wait := time.Second
+	for attempt := 1; ; attempt, wait = attempt+1, min(2*wait, brokerCheckEvery) {
 		checks := kafkaio.CheckBrokers(ctx, brokers, cfg)
 		if a.reportBrokers(checks) {
 			if attempt > 1 {
@@ -35,15 +37,16 @@ func (a *Agent) waitForBrokers(ctx context.Context, brokers []string, cfg *kafka
 		elapsed := time.Since(start).Round(time.Millisecond)
 		var reasons []string
 		for _, c := range checks {
-			a.log.Warn("broker does not answer; retrying", "broker", c.Addr, "attempt", attempt,
-				"elapsed", elapsed, "took", c.Took.Round(time.Millisecond), "err", c.Err)
+			a.log.Warn("broker does not answer; retrying (is streams.bootstrap.servers right?)", "broker", c.Addr,
+				"key", "streams.bootstrap.servers", "config", a.cfg.Path, "attempt", attempt,
+				"elapsed", elapsed, "took", c.Took.Round(time.Millisecond), "retry in", wait, "err", c.Err)
 			reasons = append(reasons, fmt.Sprintf("%s: %v", c.Addr, c.Err))
 		}
-		a.state.SetReason(fmt.Sprintf("no broker answers (waiting for %v): %s", elapsed, strings.Join(reasons, "; ")))
+		a.state.SetReason(fmt.Sprintf("no broker of streams.bootstrap.servers answers (waiting for %v): %s", elapsed, strings.Join(reasons, "; ")))
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("stopped while waiting for a broker to answer: %w", ctx.Err())
-		case <-time.After(time.Second):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -81,7 +84,7 @@ func (a *Agent) monitorBrokers(ctx context.Context, brokers []string, cfg *kafka
 		up := a.reportBrokers(checks)
 		if !up && !down {
 			for _, c := range checks {
-				a.log.Warn("broker does not answer", "broker", c.Addr, "took", c.Took.Round(time.Millisecond), "err", c.Err)
+				a.log.Warn("broker does not answer", "broker", c.Addr, "key", "streams.bootstrap.servers", "took", c.Took.Round(time.Millisecond), "err", c.Err)
 			}
 		}
 		if up && down {

@@ -3,10 +3,12 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -51,9 +53,9 @@ func silentBroker(t *testing.T) string {
 }
 
 // A broker that accepts connections and never answers is reported at once and on every
-// retry: a log line naming the broker and how long the agent has waited, the
-// broker-reachable gauge at 0, and the reason in /readyz's body. The agent keeps waiting
-// until it is stopped.
+// retry, at doubling waits: a log line naming the broker, the config key that lists it, how
+// long the agent has waited and when it tries again, the broker-reachable gauge at 0, and
+// the reason in /readyz's body. The agent keeps waiting until it is stopped.
 func TestSilentBrokerIsReported(t *testing.T) {
 	addr := silentBroker(t)
 	cfg := testConfig(t, []string{addr}, countScript, "request.timeout.ms = 300\n")
@@ -67,13 +69,19 @@ func TestSilentBrokerIsReported(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	pollFor(t, 20*time.Second, "two logged retries", func() bool {
-		return strings.Contains(logs.String(), "attempt=2")
+	pollFor(t, 20*time.Second, "three logged retries", func() bool {
+		return strings.Contains(logs.String(), "attempt=3")
 	})
 	for _, line := range strings.Split(logs.String(), "\n") {
-		if strings.Contains(line, "broker does not answer; retrying") &&
-			(!strings.Contains(line, "broker="+addr) || !strings.Contains(line, "elapsed=")) {
-			t.Fatalf("retry logged without the broker or the time waited: %s", line)
+		if strings.Contains(line, "broker does not answer; retrying (is streams.bootstrap.servers right?)") &&
+			(!strings.Contains(line, "broker="+addr) || !strings.Contains(line, "elapsed=") ||
+				!strings.Contains(line, "key=streams.bootstrap.servers") || !strings.Contains(line, "config="+cfg.Path)) {
+			t.Fatalf("retry logged without the broker, the time waited or the config key: %s", line)
+		}
+	}
+	for attempt, wait := range map[int]string{1: "1s", 2: "2s", 3: "4s"} {
+		if !regexp.MustCompile(fmt.Sprintf(`attempt=%d elapsed=\S+ took=\S+ "retry in"=%s `, attempt, wait)).MatchString(logs.String()) {
+			t.Fatalf("attempt %d does not wait %s before the next:\n%s", attempt, wait, logs.String())
 		}
 	}
 	if got := testutil.ToFloat64(m.BrokerReachable.WithLabelValues(addr)); got != 0 {
@@ -93,7 +101,7 @@ func TestSilentBrokerIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	if resp.StatusCode != http.StatusServiceUnavailable || body["state"] != "CREATED" ||
-		!strings.Contains(body["reason"], "no broker answers") || !strings.Contains(body["reason"], addr) {
+		!strings.Contains(body["reason"], "no broker of streams.bootstrap.servers answers") || !strings.Contains(body["reason"], addr) {
 		t.Fatalf("/readyz = %d %v, want 503 with the state and the reason naming %s", resp.StatusCode, body, addr)
 	}
 	cancel()

@@ -50,8 +50,12 @@ func waitStopped(t *testing.T, ra *runningAgent) {
 // A close over HTTP shuts the agent down; LEAVE_GROUP makes the static member leave at once,
 // REMAIN_IN_GROUP (Kafka Streams' classic default) keeps it until its session times out.
 func TestCloseOverHTTPWithGroupMembershipOperation(t *testing.T) {
-	brokers := testBroker(t, 1, "in", "out")
-	cfg := testConfig(t, brokers, upperScript, "")
+	closeOverHTTPWithGroupMembershipOperation(t, onKfake(t, 1, "in", "out"))
+}
+
+func closeOverHTTPWithGroupMembershipOperation(t *testing.T, b *brokerUnderTest) {
+	brokers := b.brokers
+	cfg := b.config(t, upperScript, "")
 	ra := startAgent(t, cfg)
 	if code := postClose(t, ra, `{"operation": "SOMETIMES"}`); code != http.StatusBadRequest {
 		t.Fatalf("bad operation: status %d", code)

@@ -140,14 +140,17 @@ schema.registry.url = "embedded"
 // after every processed batch (and every poll.ms when idle), so under exactly-once each
 // batch is visible to read_committed readers at once.
 func TestCommitIntervalZeroCommitsEveryBatch(t *testing.T) {
-	brokers := testBroker(t, 1, "in", "out")
-	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\ncommit.interval.ms = 0\npoll.ms = 600000\n")
+	commitIntervalZeroCommitsEveryBatch(t, onKfake(t, 1, "in", "out"))
+}
+
+func commitIntervalZeroCommitsEveryBatch(t *testing.T, b *brokerUnderTest) {
+	cfg := b.config(t, countScript, "processing.guarantee = \"exactly_once_v2\"\ncommit.interval.ms = 0\npoll.ms = 600000\n")
 	m := metrics.New()
 	ra := startAgentWith(t, cfg, m)
 	defer ra.stop(t)
 	for i := range 3 {
-		produceKeys(t, brokers, 1, 1, 1, i, "v")
-		readCommitted(t, brokers, "out", i+1)
+		b.produceKeys(t, 1, 1, i, "v")
+		readCommitted(t, b.brokers, b.topic(t, "out"), i+1)
 	}
 	// A commit is counted once its state is applied, after readers see its transaction.
 	pollFor(t, 10*time.Second, "3 commits for 3 batches", func() bool {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -62,26 +63,60 @@ func feedLines(t *testing.T, brokers []string, topic string, partitions int32, l
 	})
 }
 
-// browser opens a headless Chromium with a fresh profile, as the brief of issue 18 says,
-// and collects what the page logs as an error: console errors, uncaught exceptions, failed
-// loads and Content-Security-Policy violations.
-func browser(t *testing.T) (context.Context, func() []string) {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium(t)),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1400, 1800),
+// The browser tests share one headless Chromium, started by the first and closed by
+// TestMain: starting it costs a second or two, and each case opens a tab of its own.
+var sharedChromium struct {
+	once   sync.Once
+	ctx    context.Context // the browser's first tab, which owns it
+	cancel func()
+	err    error
+}
+
+// closeChromium closes the shared Chromium, if a test started it.
+func closeChromium() {
+	if sharedChromium.cancel != nil {
+		sharedChromium.cancel()
 	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+}
+
+// chromiumTab opens a tab of the shared headless Chromium (a fresh profile, as the brief of
+// issue 18 says), closed when the test ends, and collects what its pages log as an error:
+// console errors and warnings, uncaught exceptions, Content-Security-Policy violations,
+// answers with an error status and requests that fail (but those the page cancels, as a
+// stopped tap or a page left).
+func chromiumTab(t *testing.T, timeout time.Duration) (context.Context, func() []string) {
+	t.Helper()
+	path := chromium(t)
+	sharedChromium.once.Do(func() {
+		opts := []chromedp.ExecAllocatorOption{
+			chromedp.ExecPath(path),
+			chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.WindowSize(1400, 1800),
+		}
+		dir, err := os.MkdirTemp("", "stoatflow-chromium-")
+		if err != nil {
+			sharedChromium.err = err
+			return
+		}
+		opts = append(opts, chromedp.UserDataDir(dir))
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		sharedChromium.ctx = ctx
+		sharedChromium.cancel = func() { cancel(); cancelAlloc(); _ = os.RemoveAll(dir) }
+		sharedChromium.err = chromedp.Do(ctx) // starts Chromium
+	})
+	if sharedChromium.err != nil {
+		t.Fatalf("start chromium: %v", sharedChromium.err)
+	}
+	tab, cancelTab := chromedp.NewContext(sharedChromium.ctx)
+	ctx, cancelTimeout := context.WithTimeout(tab, timeout)
+	t.Cleanup(func() { cancelTimeout(); cancelTab() })
 	var mu sync.Mutex
 	var problems []string
+	urls := map[network.RequestID]string{}
 	listen := func(ev any) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -105,13 +140,23 @@ func browser(t *testing.T) (context.Context, func() []string) {
 			if e.Entry.Level == log.EntryLevelError || e.Entry.Level == log.EntryLevelWarning {
 				problems = append(problems, fmt.Sprintf("%s %s: %s %s", e.Entry.Source, e.Entry.Level, e.Entry.Text, e.Entry.URL))
 			}
+		case *network.EventRequestWillBeSent:
+			urls[e.RequestID] = e.Request.Method + " " + e.Request.URL
+		case *network.EventResponseReceived:
+			if e.Response.Status >= 400 {
+				problems = append(problems, fmt.Sprintf("answer %d to %s", e.Response.Status, urls[e.RequestID]))
+			}
+		case *network.EventLoadingFailed:
+			if !e.Canceled {
+				problems = append(problems, fmt.Sprintf("request failed: %s: %s", urls[e.RequestID], e.ErrorText))
+			}
 		}
 	}
 	if err := chromedp.Listen(ctx, listen); err != nil {
-		t.Fatalf("start chromium: %v", err)
+		t.Fatalf("open a tab: %v", err)
 	}
-	if err := chromedp.Do(ctx); err != nil { // starts Chromium; chromedp enables the Runtime and Log events
-		t.Fatalf("start chromium: %v", err)
+	if err := chromedp.Do(ctx); err != nil { // opens the tab; chromedp enables the Runtime, Log and Network events
+		t.Fatalf("open a tab: %v", err)
 	}
 	return ctx, func() []string {
 		mu.Lock()
@@ -142,7 +187,7 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 // browser finds a key, and the page logs no error. STOATFLOW_CONSOLE_SCREENSHOT=path saves
 // a screenshot (docs/img/console.png is made so).
 func TestConsoleInChromium(t *testing.T) {
-	ctx, problems := browser(t)
+	ctx, problems := chromiumTab(t, 90*time.Second)
 	script, err := os.ReadFile("../scripts/wordcount.lua")
 	if err != nil {
 		t.Fatal(err)

@@ -13,12 +13,15 @@ import (
 	"github.com/stoatflow/stoatflow/agent/config"
 )
 
-// TestMain lets a test start this binary as an agent process (to kill it with SIGKILL).
+// TestMain lets a test start this binary as an agent process (to kill it with SIGKILL), and
+// closes the Chromium the browser tests share.
 func TestMain(m *testing.M) {
 	if path := os.Getenv("STOATFLOW_TEST_AGENT_CONFIG"); path != "" {
 		os.Exit(runAgentProcess(path))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	closeChromium()
+	os.Exit(code)
 }
 
 func runAgentProcess(path string) int {

@@ -53,9 +53,15 @@ func readCommittedConfig() *sarama.Config {
 	return c
 }
 
-// produceKeys writes n records spread over keys k0..k(keys-1), each to the partition (of
-// partitions) the default partitioner gives its key.
+// produceKeys writes n records spread over keys k0..k(keys-1) to "in", each to the
+// partition (of partitions) the default partitioner gives its key.
 func produceKeys(t *testing.T, brokers []string, partitions int32, n, keys, from int, value string) {
+	t.Helper()
+	produceKeysTo(t, brokers, "in", partitions, n, keys, from, value)
+}
+
+// produceKeysTo is produceKeys to topic.
+func produceKeysTo(t *testing.T, brokers []string, topic string, partitions int32, n, keys, from int, value string) {
 	t.Helper()
 	prod, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
 	if err != nil {
@@ -66,7 +72,7 @@ func produceKeys(t *testing.T, brokers []string, partitions int32, n, keys, from
 	for i := from; i < from+n; i++ {
 		key := fmt.Sprintf("k%d", i%keys)
 		msgs = append(msgs, &sarama.ProducerMessage{
-			Topic: "in", Partition: pipeline.DefaultPartition([]byte(key), partitions),
+			Topic: topic, Partition: pipeline.DefaultPartition([]byte(key), partitions),
 			Key:   sarama.StringEncoder(key),
 			Value: sarama.StringEncoder(value),
 		})
@@ -123,7 +129,13 @@ func wantCounts(total, keys int) map[string]int64 {
 // checks that each key's counts are exactly 1..want, each once.
 func checkExactCounts(t *testing.T, brokers []string, want map[string]int64) {
 	t.Helper()
-	ch := consumeAll(t, brokers, "out", readCommittedConfig())
+	checkExactCountsOf(t, brokers, "out", want)
+}
+
+// checkExactCountsOf is checkExactCounts of topic.
+func checkExactCountsOf(t *testing.T, brokers []string, topic string, want map[string]int64) {
+	t.Helper()
+	ch := consumeAll(t, brokers, topic, readCommittedConfig())
 	seen := map[string]map[int64]int{}
 	done := func() bool {
 		for k, n := range want {
@@ -181,28 +193,34 @@ func checkExactCounts(t *testing.T, brokers []string, want map[string]int64) {
 }
 
 func TestUncommittedBudgetForcesEarlyCommits(t *testing.T) {
-	brokers := testBroker(t, 1, "in", "out")
-	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\nstatestore.uncommitted.max.bytes = 200\ncommit.interval.ms = 60000\n")
+	uncommittedBudgetForcesEarlyCommits(t, onKfake(t, 1, "in", "out"))
+}
+
+func uncommittedBudgetForcesEarlyCommits(t *testing.T, b *brokerUnderTest) {
+	cfg := b.config(t, countScript, "processing.guarantee = \"exactly_once_v2\"\nstatestore.uncommitted.max.bytes = 200\ncommit.interval.ms = 60000\n")
 	m := metrics.New()
 	ra := startAgentWith(t, cfg, m)
 	defer ra.stop(t)
-	produceKeys(t, brokers, 1, 500, 50, 0, "v")
+	b.produceKeys(t, 500, 50, 0, "v")
 	want := map[string]int64{}
 	for i := 0; i < 50; i++ {
 		want[fmt.Sprintf("k%d", i)] = 10
 	}
-	checkExactCounts(t, brokers, want)
+	b.checkExactCounts(t, want)
 	if got := testutil.ToFloat64(m.EarlyCommits); got < 1 {
 		t.Fatalf("early commits = %v, want > 0 with a 200-byte budget and a 60 s commit interval", got)
 	}
 }
 
 func TestRestoreAfterDeletingStateGivesSameStore(t *testing.T) {
-	brokers := testBroker(t, 2, "in", "out")
-	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
+	restoreAfterDeletingState(t, onKfake(t, 2, "in", "out"))
+}
+
+func restoreAfterDeletingState(t *testing.T, b *brokerUnderTest) {
+	cfg := b.config(t, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
 	ra := startAgentWith(t, cfg, metrics.New())
-	produceKeys(t, brokers, 2, 150, 7, 0, "v")
-	readAll(t, brokers, "out", 150)
+	b.produceKeys(t, 150, 7, 0, "v")
+	readAll(t, b.brokers, b.topic(t, "out"), 150)
 	if err := ra.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -281,9 +299,13 @@ func storeCounts(t *testing.T, dir string, partitions int32) map[string]int64 {
 // transaction), not all at the commit barrier: with a commit a minute away, a
 // read_uncommitted reader already sees them, and a read_committed one does not.
 func TestChangelogRecordsSentBeforeTheCommitUnderExactlyOnce(t *testing.T) {
-	brokers, cfg := changelogSentBeforeTheCommit(t, "exactly_once_v2")
+	changelogSentBeforeTheCommitUnderExactlyOnce(t, onKfake(t, 1, "in", "out"))
+}
+
+func changelogSentBeforeTheCommitUnderExactlyOnce(t *testing.T, b *brokerUnderTest) {
+	cfg := changelogSentBeforeTheCommit(t, b, "exactly_once_v2")
 	changelog := pipeline.ChangelogTopic(cfg.ApplicationID, "counts")
-	if end := committedEnd(t, brokers, changelog); end != 0 {
+	if end := committedEnd(t, b.brokers, changelog); end != 0 {
 		t.Fatalf("changelog committed up to offset %d a minute before the commit", end)
 	}
 }
@@ -291,15 +313,14 @@ func TestChangelogRecordsSentBeforeTheCommitUnderExactlyOnce(t *testing.T) {
 // changelogSentBeforeTheCommit runs the counting script under guarantee with a commit a
 // minute away, writes 20 keys and waits for a read_uncommitted reader to see their 20
 // changelog records.
-func changelogSentBeforeTheCommit(t *testing.T, guarantee string) ([]string, *config.Config) {
+func changelogSentBeforeTheCommit(t *testing.T, b *brokerUnderTest, guarantee string) *config.Config {
 	t.Helper()
-	brokers := testBroker(t, 1, "in", "out")
-	cfg := testConfig(t, brokers, countScript, fmt.Sprintf("processing.guarantee = %q\ncommit.interval.ms = 60000\n", guarantee))
+	cfg := b.config(t, countScript, fmt.Sprintf("processing.guarantee = %q\ncommit.interval.ms = 60000\n", guarantee))
 	ra := startAgent(t, cfg)
 	t.Cleanup(func() { _ = ra.stop(t) })
-	produceKeys(t, brokers, 1, 20, 20, 0, "v")
+	b.produceKeys(t, 20, 20, 0, "v")
 	changelog := pipeline.ChangelogTopic(cfg.ApplicationID, "counts")
-	uncommitted := consumeAll(t, brokers, changelog, saramaTestConfig())
+	uncommitted := consumeAll(t, b.brokers, changelog, saramaTestConfig())
 	seen := map[string]bool{}
 	deadline := time.After(20 * time.Second)
 	for len(seen) < 20 {
@@ -310,5 +331,5 @@ func changelogSentBeforeTheCommit(t *testing.T, guarantee string) ([]string, *co
 			t.Fatalf("%d of 20 changelog records sent before the commit", len(seen))
 		}
 	}
-	return brokers, cfg
+	return cfg
 }

@@ -4,38 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 	"sync"
-	"unicode/utf8"
 
+	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
 )
-
-// The headers Kafka Streams puts on a dead letter (KIP-1034, ExceptionHandlerUtils).
-const (
-	HeaderErrorsException  = "__streams.errors.exception"
-	HeaderErrorsMessage    = "__streams.errors.message"
-	HeaderErrorsStacktrace = "__streams.errors.stacktrace"
-	HeaderErrorsTopic      = "__streams.errors.topic"
-	HeaderErrorsPartition  = "__streams.errors.partition"
-	HeaderErrorsOffset     = "__streams.errors.offset"
-)
-
-// The exception class names a dead letter carries in __streams.errors.exception, where
-// Kafka Streams puts the Java class of the exception (e.getClass().getName()).
-const (
-	ExceptionDeserialization = "stoatflow.DeserializationError"
-	ExceptionProcessing      = "stoatflow.ProcessingError"
-	ExceptionProduction      = "stoatflow.ProductionError"
-)
-
-// MaxErrorHeaderBytes bounds __streams.errors.message and __streams.errors.stacktrace of a
-// dead letter: an error message can be as large as a script makes it (error(string.rep(...)))
-// and would make the dead letter larger than max.request.size. A longer value is cut at a
-// UTF-8 boundary and ends with a note of its full length.
-const MaxErrorHeaderBytes = 8192
 
 // deadLetter is a failed input record on its way to the dead-letter topic.
 type deadLetter struct {
@@ -70,13 +46,13 @@ func (l *loop) handleRecordError(out recordSender, b *pipeline.StreamsBuilder, m
 	case errors.As(err, &pe) && pe.Unsent:
 		// Refused before it was sent: under exactly-once the transaction is unharmed, so
 		// the production handler may skip it under either guarantee.
-		reason, exception, cont = metrics.DropProduction, ExceptionProduction, l.a.cfg.ContinueOnProductionError()
+		reason, exception, cont = metrics.DropProduction, pipeline.ExceptionProduction, l.a.cfg.ContinueOnProductionError()
 	case pe != nil || errors.Is(err, kafkaio.ErrFenced):
 		return err
 	case errors.As(err, &de):
-		reason, exception, node, cont = metrics.DropDeserialization, ExceptionDeserialization, b.SourceNode(msg.Topic), l.a.cfg.ContinueOnDeserializationError()
+		reason, exception, node, cont = metrics.DropDeserialization, pipeline.ExceptionDeserialization, b.SourceNode(msg.Topic), l.a.cfg.ContinueOnDeserializationError()
 	case errors.As(err, &ne):
-		reason, exception, node, cont = metrics.DropProcessing, ExceptionProcessing, ne.Node, l.a.cfg.ContinueOnProcessingError()
+		reason, exception, node, cont = metrics.DropProcessing, pipeline.ExceptionProcessing, ne.Node, l.a.cfg.ContinueOnProcessingError()
 	default:
 		return err
 	}
@@ -104,40 +80,45 @@ type recordSender interface {
 
 // newDeadLetter builds the dead letter of msg as Kafka Streams 4.2+ does
 // (ExceptionHandlerUtils.buildDeadLetterQueueRecord): its key and value bytes as read, at its
-// timestamp, with its own headers first and then the __streams.errors.* headers.
+// timestamp, with the engine's dead-letter headers (pipeline.DeadLetterHeaders, which
+// `stoatflow test` writes too).
 func newDeadLetter(msg *pipeline.SourceRecord, exception string, err error) *deadLetter {
-	message := err.Error()
-	var re *pipeline.RecordError
-	if errors.As(err, &re) {
-		message = re.Err.Error() // without the topic-partition@offset the headers carry
-	}
-	headers := make(pipeline.Headers, 0, len(msg.Headers)+6)
-	headers = append(headers, msg.Headers...)
-	headers = append(headers,
-		pipeline.Header{Key: HeaderErrorsException, Value: []byte(exception)},
-		pipeline.Header{Key: HeaderErrorsMessage, Value: capErrorHeader(message)},
-		// Go errors carry no stack; the whole chain (with the Lua traceback, when the
-		// runtime gives one) is the closest thing.
-		pipeline.Header{Key: HeaderErrorsStacktrace, Value: capErrorHeader(err.Error())},
-		pipeline.Header{Key: HeaderErrorsTopic, Value: []byte(msg.Topic)},
-		pipeline.Header{Key: HeaderErrorsPartition, Value: []byte(strconv.Itoa(int(msg.Partition)))},
-		pipeline.Header{Key: HeaderErrorsOffset, Value: []byte(strconv.FormatInt(msg.Offset, 10))},
-	)
-	return &deadLetter{key: msg.Key, value: msg.Value, timestamp: msg.Timestamp, headers: headers,
+	return &deadLetter{key: msg.Key, value: msg.Value, timestamp: msg.Timestamp, headers: pipeline.DeadLetterHeaders(msg, exception, err),
 		record: fmt.Sprintf("%s-%d@%d", msg.Topic, msg.Partition, msg.Offset)}
 }
 
-// capErrorHeader returns s as a header value of at most MaxErrorHeaderBytes.
-func capErrorHeader(s string) []byte {
-	if len(s) <= MaxErrorHeaderBytes {
-		return []byte(s)
+// HeaderTruncated marks a dead letter whose key and value were cut to fit max.request.size;
+// its value is the original sizes, "key=N,value=M" (-1 for a null). Kafka Streams has no
+// such case: its producer would fail the letter.
+const HeaderTruncated = "__stoatflow.errors.truncated"
+
+// truncated is d with its key and value cut so that the letter fits maxBytes: each keeps
+// at least half of the room its headers leave, and a short one leaves the rest to the
+// other. The coordinates of the record are in the headers already.
+func (d *deadLetter) truncated(maxBytes int) *deadLetter {
+	headers := append(slices.Clip(d.headers), pipeline.Header{Key: HeaderTruncated,
+		Value: fmt.Appendf(nil, "key=%d,value=%d", nullableLen(d.key), nullableLen(d.value))})
+	room := max(maxBytes-kafkaio.RecordSize(0, 0, headers), 0)
+	keyBytes := min(len(d.key), max(room/2, room-len(d.value)))
+	valueBytes := min(len(d.value), room-keyBytes)
+	out := *d
+	out.key, out.value, out.headers = cutBytes(d.key, keyBytes), cutBytes(d.value, valueBytes), headers
+	return &out
+}
+
+func nullableLen(b []byte) int {
+	if b == nil {
+		return -1
 	}
-	note := fmt.Sprintf(" ... [cut from %d bytes]", len(s))
-	cut := MaxErrorHeaderBytes - len(note)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return len(b)
+}
+
+// cutBytes is the first n bytes of b; a null stays null.
+func cutBytes(b []byte, n int) []byte {
+	if b == nil {
+		return nil
 	}
-	return []byte(s[:cut] + note)
+	return b[:n:n]
 }
 
 // sendDeadLetter queues a dead letter in the current epoch, through out; source is the
@@ -158,10 +139,18 @@ func (l *loop) sendDeadLetter(out recordSender, d *deadLetter, source *pipeline.
 	}
 	err := out.Send(topic, -1, d.key, d.value, d.headers, d.timestamp, source)
 	var pe *kafkaio.ProduceError
+	if errors.As(err, &pe) && pe.Unsent && errors.Is(err, kafkaio.ErrRecordTooLarge) {
+		// Larger than max.request.size even with its error headers capped: the record
+		// itself is. Its key and value are cut to fit, and the letter says so; it names the
+		// record (topic, partition, offset) in its headers, so the whole can be read there.
+		cut := d.truncated(int(config.MaxRequestSize.Get(l.a.cfg.Client(config.ForProducer))))
+		l.a.log.Warn("the dead letter is larger than max.request.size: its key and value are cut", "record", d.record, "topic", topic,
+			"key bytes", len(d.key), "value bytes", len(d.value))
+		err = out.Send(topic, -1, cut.key, cut.value, cut.headers, cut.timestamp, source)
+	}
 	if errors.As(err, &pe) && pe.Unsent {
-		// Larger than max.request.size even with its error headers capped (the record
-		// itself is): it would fail the same way after every restart. Refused before it
-		// was sent, it harms nothing else, so it is dropped and counted like the record.
+		// Refused before it was sent, even cut: it would fail the same way after every
+		// restart, and it harms nothing else, so it is dropped and counted like the record.
 		l.a.log.Error("dropping a dead letter that cannot be sent", "record", d.record, "topic", topic, "err", pe.Err)
 		l.a.metrics.RecordsDropped.WithLabelValues("", metrics.DropDeadLetter).Inc()
 		return nil
@@ -232,7 +221,7 @@ func (l *loop) continueOnProductionError(pe *kafkaio.ProduceError) bool {
 	l.a.metrics.RecordsDropped.WithLabelValues("", metrics.DropProduction).Inc()
 	if dlq != "" {
 		// As in Kafka Streams, the dead letter is the consumed record that produced it.
-		letter := newDeadLetter(src, ExceptionProduction, pe)
+		letter := newDeadLetter(src, pipeline.ExceptionProduction, pe)
 		l.epoch.skipped.mu.Lock()
 		l.epoch.skipped.letters = append(l.epoch.skipped.letters, letter)
 		l.epoch.skipped.mu.Unlock()

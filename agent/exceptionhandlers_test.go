@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,39 +38,35 @@ var handlerCases = []handlerCase{
 	{"deserialization json", `local s = require("stoat")
 local b = s.builder()
 b:stream("in", {valueSerde = "json"}):to("out", {valueSerde = "json"})
-return b`, []byte(`{"half":`), "deserialization.exception.handler", metrics.DropDeserialization, ExceptionDeserialization, "cannot deserialize value", ""},
-	{"deserialization string", `local s = require("stoat")
-local b = s.builder()
-b:stream("in"):to("out")
-return b`, []byte{'v', 0xff, 0xfe}, "deserialization.exception.handler", metrics.DropDeserialization, ExceptionDeserialization, "not valid UTF-8", ""},
+return b`, []byte(`{"half":`), "deserialization.exception.handler", metrics.DropDeserialization, pipeline.ExceptionDeserialization, "cannot deserialize value", ""},
 	{"processing lua", `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):mapValues(function(v)
   if v == "bad" then error("bad value") end
   return v
 end):to("out")
-return b`, []byte("bad"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "p.lua:4: bad value", ""},
+return b`, []byte("bad"), "processing.exception.handler", metrics.DropProcessing, pipeline.ExceptionProcessing, "p.lua:4: bad value", ""},
 	{"processing timeout", `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):mapValues(function(v)
   if v == "hang" then while true do end end
   return v
 end):to("out")
-return b`, []byte("hang"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "time budget", ""},
+return b`, []byte("hang"), "processing.exception.handler", metrics.DropProcessing, pipeline.ExceptionProcessing, "time budget", ""},
 	// The budget covers what a callback forwards into, so a forward loop is stopped too.
 	{"processing forward loop", `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):process({process = function(ctx, k, v)
   repeat ctx:forward(k, v) until v ~= "loop"
 end}):filter(function(k, v) return v ~= "loop" end):to("out")
-return b`, []byte("loop"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "p.lua:4: Lua call exceeded its time budget", ""},
+return b`, []byte("loop"), "processing.exception.handler", metrics.DropProcessing, pipeline.ExceptionProcessing, "p.lua:4: Lua call exceeded its time budget", ""},
 	{"processing memory", `local s = require("stoat")
 local b = s.builder()
 b:stream("in"):mapValues(function(v)
   if v == "big" then return string.rep("x", 2^40) end
   return v
 end):to("out")
-return b`, []byte("big"), "processing.exception.handler", metrics.DropProcessing, ExceptionProcessing, "p.lua:4: string.rep would build 1.0 TiB, more than the Lua memory budget", ""},
+return b`, []byte("big"), "processing.exception.handler", metrics.DropProcessing, pipeline.ExceptionProcessing, "p.lua:4: string.rep would build 1.0 TiB, more than the Lua memory budget", ""},
 }
 
 // node is the node the case's drops are counted at: the source that could not read the
@@ -111,11 +106,17 @@ func droppedCount(m *metrics.Metrics, node, reason string) float64 {
 	return sum
 }
 
-// produceWithBad writes n records k0..k(n-1) to in (partition 0), each with the headers
-// trace=t<i> and empty (no value); record bad has the bad value.
-func produceWithBad(t *testing.T, brokers []string, n, bad int, badValue []byte) {
+// produceWithBad writes n records k0..k(n-1) to the test's topic "in" (partition 0), each
+// with the headers trace=t<i> and empty (no value); record bad has the bad value.
+func (b *brokerUnderTest) produceWithBad(t *testing.T, n, bad int, badValue []byte) {
 	t.Helper()
-	p, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
+	b.produceWithBadHeaders(t, n, bad, badValue, nil)
+}
+
+// produceWithBadHeaders is produceWithBad with one more header on the bad record, when given.
+func (b *brokerUnderTest) produceWithBadHeaders(t *testing.T, n, bad int, badValue, badHeader []byte) {
+	t.Helper()
+	p, err := sarama.NewSyncProducer(b.brokers, saramaTestConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +127,12 @@ func produceWithBad(t *testing.T, brokers []string, n, bad int, badValue []byte)
 		if i == bad {
 			v = sarama.ByteEncoder(badValue)
 		}
-		msgs = append(msgs, &sarama.ProducerMessage{Topic: "in", Key: sarama.StringEncoder(fmt.Sprintf("k%d", i)), Value: v,
-			Headers: []sarama.RecordHeader{{Key: []byte("trace"), Value: []byte(fmt.Sprintf("t%d", i))}, {Key: []byte("empty")}}})
+		msg := &sarama.ProducerMessage{Topic: b.topic(t, "in"), Key: sarama.StringEncoder(fmt.Sprintf("k%d", i)), Value: v,
+			Headers: []sarama.RecordHeader{{Key: []byte("trace"), Value: []byte(fmt.Sprintf("t%d", i))}, {Key: []byte("empty")}}}
+		if i == bad && badHeader != nil {
+			msg.Headers = append(msg.Headers, sarama.RecordHeader{Key: []byte("big"), Value: badHeader})
+		}
+		msgs = append(msgs, msg)
 	}
 	if err := p.SendMessages(msgs); err != nil {
 		t.Fatal(err)
@@ -217,9 +222,9 @@ func committedSoFar(t *testing.T, brokers []string, topic string) []*sarama.Cons
 	}
 }
 
-// checkDeadLetter checks the dead letter is record k<bad> as it was read, with its own
-// headers first and then Kafka Streams' error headers, in Kafka Streams' order.
-func checkDeadLetter(t *testing.T, m *sarama.ConsumerMessage, tc handlerCase, bad int) {
+// checkDeadLetter checks the dead letter is record k<bad> of topic in as it was read, with
+// its own headers first and then Kafka Streams' error headers, in Kafka Streams' order.
+func checkDeadLetter(t *testing.T, m *sarama.ConsumerMessage, tc handlerCase, in string, bad int) {
 	t.Helper()
 	if string(m.Key) != fmt.Sprintf("k%d", bad) || string(m.Value) != string(tc.bad) {
 		t.Fatalf("dead letter %q=%q, want k%d=%q", m.Key, m.Value, bad, tc.bad)
@@ -230,37 +235,42 @@ func checkDeadLetter(t *testing.T, m *sarama.ConsumerMessage, tc handlerCase, ba
 		names = append(names, string(x.Key))
 		h[string(x.Key)] = string(x.Value)
 	}
-	wantNames := []string{"trace", "empty", HeaderErrorsException, HeaderErrorsMessage, HeaderErrorsStacktrace,
-		HeaderErrorsTopic, HeaderErrorsPartition, HeaderErrorsOffset}
+	wantNames := []string{"trace", "empty", pipeline.HeaderErrorsException, pipeline.HeaderErrorsMessage, pipeline.HeaderErrorsStacktrace,
+		pipeline.HeaderErrorsTopic, pipeline.HeaderErrorsPartition, pipeline.HeaderErrorsOffset}
 	if !slices.Equal(names, wantNames) {
 		t.Fatalf("dead-letter headers %q, want %q", names, wantNames)
 	}
-	want := map[string]string{"trace": fmt.Sprintf("t%d", bad), "empty": "", HeaderErrorsException: tc.exception,
-		HeaderErrorsTopic: "in", HeaderErrorsPartition: "0", HeaderErrorsOffset: fmt.Sprint(bad)}
+	want := map[string]string{"trace": fmt.Sprintf("t%d", bad), "empty": "", pipeline.HeaderErrorsException: tc.exception,
+		pipeline.HeaderErrorsTopic: in, pipeline.HeaderErrorsPartition: "0", pipeline.HeaderErrorsOffset: fmt.Sprint(bad)}
 	for k, v := range want {
 		if h[k] != v {
 			t.Errorf("header %s = %q, want %q", k, h[k], v)
 		}
 	}
-	if !strings.Contains(h[HeaderErrorsMessage], tc.message) || !strings.Contains(h[HeaderErrorsStacktrace], tc.message) {
-		t.Errorf("headers %s = %q, %s = %q, want both to contain %q", HeaderErrorsMessage, h[HeaderErrorsMessage],
-			HeaderErrorsStacktrace, h[HeaderErrorsStacktrace], tc.message)
+	if !strings.Contains(h[pipeline.HeaderErrorsMessage], tc.message) || !strings.Contains(h[pipeline.HeaderErrorsStacktrace], tc.message) {
+		t.Errorf("headers %s = %q, %s = %q, want both to contain %q", pipeline.HeaderErrorsMessage, h[pipeline.HeaderErrorsMessage],
+			pipeline.HeaderErrorsStacktrace, h[pipeline.HeaderErrorsStacktrace], tc.message)
 	}
 }
 
 // With LogAndContinue every good record is processed exactly once, the bad one is counted,
 // and its dead letter is committed with the epoch.
 func TestHandlerContinueExactlyOnce(t *testing.T) {
+	handlerContinueExactlyOnce(t, onKfake)
+}
+
+func handlerContinueExactlyOnce(t *testing.T, broker brokerFor) {
 	for _, tc := range handlerCases {
 		t.Run(tc.name, func(t *testing.T) {
 			const n, bad = 10, 4
-			brokers := testBroker(t, 1, "in", "out", "dlq")
-			cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = \"exactly_once_v2\"\n%s = \"LogAndContinue\"\nerrors.dead.letter.queue.topic.name = \"dlq\"\n", tc.handler))
+			b := broker(t, 1, "in", "out", "dlq")
+			brokers := b.brokers
+			cfg := b.config(t, tc.script, fmt.Sprintf("processing.guarantee = \"exactly_once_v2\"\n%s = \"LogAndContinue\"\nerrors.dead.letter.queue.topic.name = \"dlq\"\n", tc.handler))
 			m := metrics.New()
 			ra := startAgentWith(t, cfg, m)
 			defer ra.stop(t)
-			produceWithBad(t, brokers, n, bad, tc.bad)
-			out := readCommitted(t, brokers, "out", n-1)
+			b.produceWithBad(t, n, bad, tc.bad)
+			out := readCommitted(t, brokers, b.topic(t, "out"), n-1)
 			seen := map[string]int{}
 			for _, r := range out {
 				seen[string(r.Key)]++
@@ -270,13 +280,13 @@ func TestHandlerContinueExactlyOnce(t *testing.T) {
 					t.Fatalf("k%d output %d times, want %d; all: %v", i, seen[fmt.Sprintf("k%d", i)], want, seen)
 				}
 			}
-			checkDeadLetter(t, readCommitted(t, brokers, "dlq", 1)[0], tc, bad)
+			checkDeadLetter(t, readCommitted(t, brokers, b.topic(t, "dlq"), 1)[0], tc, b.topic(t, "in"), bad)
 			if st := ra.a.State(); st != StateRunning {
 				t.Fatalf("state %s, want RUNNING", st)
 			}
 			// No epoch was dropped and replayed, so nothing was processed twice.
 			pollFor(t, 10*time.Second, "all records consumed", func() bool {
-				return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) == n
+				return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues(b.topic(t, "in"))) == n
 			})
 			if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got != 0 {
 				t.Fatalf("%v failed commits, want none", got)
@@ -290,14 +300,17 @@ func TestHandlerContinueExactlyOnce(t *testing.T) {
 
 // Without a dead-letter topic LogAndContinue only skips and counts (at-least-once here).
 func TestHandlerContinueWithoutDeadLetterTopic(t *testing.T) {
+	handlerContinueWithoutDeadLetterTopic(t, onKfake(t, 1, "in", "out"))
+}
+
+func handlerContinueWithoutDeadLetterTopic(t *testing.T, b *brokerUnderTest) {
 	tc := handlerCases[2]
-	brokers := testBroker(t, 1, "in", "out")
-	cfg := testConfig(t, brokers, tc.script, tc.handler+" = \"org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler\"\n")
+	cfg := b.config(t, tc.script, tc.handler+" = \"org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler\"\n")
 	m := metrics.New()
 	ra := startAgentWith(t, cfg, m)
 	defer ra.stop(t)
-	produceWithBad(t, brokers, 6, 2, tc.bad)
-	readAll(t, brokers, "out", 5)
+	b.produceWithBad(t, 6, 2, tc.bad)
+	readAll(t, b.brokers, b.topic(t, "out"), 5)
 	if got := droppedCount(m, tc.node(), tc.reason); got != 1 {
 		t.Fatalf("dropped{node=%q, reason=%q} = %v, want 1", tc.node(), tc.reason, got)
 	}
@@ -307,17 +320,21 @@ func TestHandlerContinueWithoutDeadLetterTopic(t *testing.T) {
 // topic, committed, under either guarantee (for a production error: a record refused
 // before it was sent).
 func TestHandlerFailWritesDeadLetter(t *testing.T) {
+	handlerFailWritesDeadLetter(t, onKfake)
+}
+
+func handlerFailWritesDeadLetter(t *testing.T, broker brokerFor) {
 	for _, tc := range append(slices.Clone(handlerCases), productionCase) {
 		for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
 			t.Run(tc.name+" "+guarantee, func(t *testing.T) {
 				const bad = 2
-				brokers := testBroker(t, 1, "in", "out", "dlq")
-				cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = %q\nerrors.dead.letter.queue.topic.name = \"dlq\"\n%s", guarantee, tc.config))
+				b := broker(t, 1, "in", "out", "dlq")
+				cfg := b.config(t, tc.script, fmt.Sprintf("processing.guarantee = %q\nerrors.dead.letter.queue.topic.name = \"dlq\"\n%s", guarantee, tc.config))
 				ra := startAgent(t, cfg)
-				produceWithBad(t, brokers, 5, bad, tc.bad)
+				b.produceWithBad(t, 5, bad, tc.bad)
 				select {
 				case err := <-ra.done:
-					if want := fmt.Sprintf("in-0@%d", bad); err == nil || !strings.Contains(err.Error(), want) {
+					if want := fmt.Sprintf("%s-0@%d", b.topic(t, "in"), bad); err == nil || !strings.Contains(err.Error(), want) {
 						t.Fatalf("err = %v, want one naming %s", err, want)
 					}
 				case <-time.After(30 * time.Second):
@@ -326,7 +343,7 @@ func TestHandlerFailWritesDeadLetter(t *testing.T) {
 				if st := ra.a.State(); st != StateError {
 					t.Fatalf("state %s, want ERROR", st)
 				}
-				checkDeadLetter(t, readCommitted(t, brokers, "dlq", 1)[0], tc, bad)
+				checkDeadLetter(t, readCommitted(t, b.brokers, b.topic(t, "dlq"), 1)[0], tc, b.topic(t, "in"), bad)
 			})
 		}
 	}
@@ -367,7 +384,7 @@ func TestDeadLetterTopicCreatedOnEmbeddedBroker(t *testing.T) {
 	l := &loop{a: &Agent{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: metrics.New()},
 		k: &kafkaClients{brokers: emb.Addrs(), embedded: emb, producer: p}}
 	msg := &pipeline.SourceRecord{Topic: "in", Offset: 7, Key: []byte("k"), Value: []byte("{")}
-	if err := l.sendDeadLetter(p, newDeadLetter(msg, ExceptionDeserialization, errors.New("boom")), nil); err != nil {
+	if err := l.sendDeadLetter(p, newDeadLetter(msg, pipeline.ExceptionDeserialization, errors.New("boom")), nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -391,7 +408,7 @@ b:stream("in"):mapValues(function(v)
 end):to("out")
 return b`,
 	bad: []byte("big"), handler: "production.exception.handler", reason: metrics.DropProduction,
-	exception: ExceptionProduction, message: "max.request.size", config: "producer.max.request.size = 10000\n",
+	exception: pipeline.ExceptionProduction, message: "max.request.size", config: "producer.max.request.size = 10000\n",
 }
 
 // productionViaForwardCase is productionCase with the output forwarded by a Lua processor:
@@ -409,7 +426,7 @@ b:stream("in"):process(function()
 end):to("out")
 return b`,
 	bad: []byte("big"), handler: "production.exception.handler", reason: metrics.DropProduction,
-	exception: ExceptionProduction, message: "max.request.size", config: "producer.max.request.size = 10000\n",
+	exception: pipeline.ExceptionProduction, message: "max.request.size", config: "producer.max.request.size = 10000\n",
 }
 
 // LogAndContinue skips an output refused for good (here: over max.request.size, refused
@@ -418,6 +435,10 @@ return b`,
 // once and the agent keeps running. The processing handler stays LogAndFail: a refused send
 // is not a processing error, even when a script's ctx:forward made it.
 func TestProductionHandlerContinue(t *testing.T) {
+	productionHandlerContinue(t, onKfake)
+}
+
+func productionHandlerContinue(t *testing.T, broker brokerFor) {
 	for _, run := range []struct {
 		guarantee string
 		tc        handlerCase
@@ -425,16 +446,17 @@ func TestProductionHandlerContinue(t *testing.T) {
 		t.Run(run.guarantee+"/"+run.tc.name, func(t *testing.T) {
 			guarantee, tc := run.guarantee, run.tc
 			const n, bad = 10, 4
-			brokers := testBroker(t, 1, "in", "out", "dlq")
-			cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = %q\n%sproduction.exception.handler = \"LogAndContinue\"\nerrors.dead.letter.queue.topic.name = \"dlq\"\n", guarantee, tc.config))
+			b := broker(t, 1, "in", "out", "dlq")
+			brokers := b.brokers
+			cfg := b.config(t, tc.script, fmt.Sprintf("processing.guarantee = %q\n%sproduction.exception.handler = \"LogAndContinue\"\nerrors.dead.letter.queue.topic.name = \"dlq\"\n", guarantee, tc.config))
 			m := metrics.New()
 			ra := startAgentWith(t, cfg, m)
 			defer ra.stop(t)
-			produceWithBad(t, brokers, n, bad, tc.bad)
-			wantEachOutputOnceBut(t, brokers, n, bad)
-			checkDeadLetter(t, readCommitted(t, brokers, "dlq", 1)[0], tc, bad)
+			b.produceWithBad(t, n, bad, tc.bad)
+			wantEachOutputOnceBut(t, brokers, b.topic(t, "out"), n, bad)
+			checkDeadLetter(t, readCommitted(t, brokers, b.topic(t, "dlq"), 1)[0], tc, b.topic(t, "in"), bad)
 			pollFor(t, 10*time.Second, "all records consumed", func() bool {
-				return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) == n
+				return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues(b.topic(t, "in"))) == n
 			})
 			if got := droppedCount(m, tc.node(), tc.reason); got != 1 {
 				t.Fatalf("dropped{node=%q, reason=%q} = %v, want 1", tc.node(), tc.reason, got)
@@ -451,15 +473,18 @@ func TestProductionHandlerContinue(t *testing.T) {
 
 // With the default LogAndFail the same record stops the agent in ERROR, naming it.
 func TestProductionHandlerFailNamesTheRecord(t *testing.T) {
+	productionHandlerFailNamesTheRecord(t, onKfake(t, 1, "in", "out"))
+}
+
+func productionHandlerFailNamesTheRecord(t *testing.T, b *brokerUnderTest) {
 	tc := productionCase
 	const bad = 2
-	brokers := testBroker(t, 1, "in", "out")
-	cfg := testConfig(t, brokers, tc.script, tc.config)
+	cfg := b.config(t, tc.script, tc.config)
 	ra := startAgent(t, cfg)
-	produceWithBad(t, brokers, 5, bad, tc.bad)
+	b.produceWithBad(t, 5, bad, tc.bad)
 	select {
 	case err := <-ra.done:
-		if want := fmt.Sprintf("in-0@%d", bad); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tc.message) {
+		if want := fmt.Sprintf("%s-0@%d", b.topic(t, "in"), bad); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tc.message) {
 			t.Fatalf("err = %v, want one naming %s and %s", err, want, tc.message)
 		}
 	case <-time.After(30 * time.Second):
@@ -477,23 +502,22 @@ func TestProductionHandlerFailNamesTheRecord(t *testing.T) {
 // made the transaction abortable, so the agent stops in ERROR, naming the record and how
 // to avoid it, with nothing of the epoch committed and no retry epoch after epoch.
 func TestProductionHandlerBrokerRefusedRecord(t *testing.T) {
+	productionHandlerBrokerRefusedRecord(t, onKfake)
+}
+
+func productionHandlerBrokerRefusedRecord(t *testing.T, broker brokerFor) {
 	for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
 		t.Run(guarantee, func(t *testing.T) {
 			const n, bad = 10, 4
-			brokers := testBroker(t, 1, "in")
-			limit := "10000"
-			if err := kafkaio.EnsureTopics(brokers, saramaTestConfig(), map[string]kafkaio.TopicSpec{
-				"out": {Partitions: 1, ReplicationFactor: -1, Configs: map[string]*string{"max.message.bytes": &limit}},
-			}); err != nil {
-				t.Fatal(err)
-			}
-			cfg := testConfig(t, brokers, productionCase.script, fmt.Sprintf("processing.guarantee = %q\nproduction.exception.handler = \"LogAndContinue\"\n", guarantee))
+			b := broker(t, 1, "in")
+			brokers, out := b.brokers, b.newTopic(t, "out", 1, map[string]string{"max.message.bytes": "10000"})
+			cfg := b.config(t, productionCase.script, fmt.Sprintf("processing.guarantee = %q\nproduction.exception.handler = \"LogAndContinue\"\n", guarantee))
 			m := metrics.New()
 			ra := startAgentWith(t, cfg, m)
-			produceWithBad(t, brokers, n, bad, productionCase.bad)
+			b.produceWithBad(t, n, bad, productionCase.bad)
 			if guarantee == "at_least_once" {
 				defer ra.stop(t)
-				wantEachOutputOnceBut(t, brokers, n, bad)
+				wantEachOutputOnceBut(t, brokers, out, n, bad)
 				pollFor(t, 10*time.Second, "the refused record counted as dropped", func() bool {
 					return droppedCount(m, "", metrics.DropProduction) == 1
 				})
@@ -504,7 +528,7 @@ func TestProductionHandlerBrokerRefusedRecord(t *testing.T) {
 			}
 			select {
 			case err := <-ra.done:
-				if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("from record in-0@%d", bad)) || !strings.Contains(err.Error(), "keep max.request.size at or below it") {
+				if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("from record %s-0@%d", b.topic(t, "in"), bad)) || !strings.Contains(err.Error(), "keep max.request.size at or below it") {
 					t.Fatalf("err = %v, want one naming the record and max.request.size", err)
 				}
 			case <-time.After(30 * time.Second):
@@ -516,7 +540,7 @@ func TestProductionHandlerBrokerRefusedRecord(t *testing.T) {
 			if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got != 1 {
 				t.Fatalf("%v failed commits, want 1 (no retry)", got)
 			}
-			if got := committedSoFar(t, brokers, "out"); len(got) != 0 {
+			if got := committedSoFar(t, brokers, out); len(got) != 0 {
 				t.Fatalf("%d outputs committed, want none", len(got))
 			}
 		})
@@ -531,7 +555,8 @@ var deadLetterTooLarge = []struct {
 	name, script, config string
 	bad                  []byte
 	reason               string
-	written              bool // whether the dead letter, its error headers capped, fits
+	written              bool // whether the dead letter, its error headers capped and its record cut, fits
+	cut                  bool // whether its key and value are cut (HeaderTruncated)
 }{
 	{"huge error message", `local s = require("stoat")
 local b = s.builder()
@@ -539,28 +564,40 @@ b:stream("in"):mapValues(function(v)
   if v == "bad" then error(string.rep("x", 400000)) end
   return v
 end):to("out")
-return b`, "processing.exception.handler = \"LogAndContinue\"\n", []byte("bad"), metrics.DropProcessing, true},
+return b`, "processing.exception.handler = \"LogAndContinue\"\n", []byte("bad"), metrics.DropProcessing, true, false},
 	{"huge record", `local s = require("stoat")
 local b = s.builder()
 b:stream("in", {valueSerde = "json"}):to("out", {valueSerde = "json"})
 return b`, "deserialization.exception.handler = \"LogAndContinue\"\nproducer.max.request.size = 10000\n",
-		append([]byte("{"), bytes.Repeat([]byte("x"), 20000)...), metrics.DropDeserialization, false},
+		append([]byte("{"), bytes.Repeat([]byte("x"), 20000)...), metrics.DropDeserialization, true, true},
+	{"huge headers", `local s = require("stoat")
+local b = s.builder()
+b:stream("in", {valueSerde = "json"}):to("out", {valueSerde = "json"})
+return b`, "deserialization.exception.handler = \"LogAndContinue\"\nproducer.max.request.size = 10000\n",
+		[]byte("{"), metrics.DropDeserialization, false, false},
 }
 
 // A dead letter too large to send never stops the agent: its error headers are capped at
-// MaxErrorHeaderBytes, and one still too large (the record itself is) is dropped and
-// counted with reason dead-letter while the agent goes on, under either guarantee.
+// pipeline.MaxErrorHeaderBytes, one still too large (the record itself is) has its key and value cut
+// to fit and says so (HeaderTruncated), and one that does not fit even then (the record's
+// own headers are too large) is dropped and counted with reason dead-letter while the agent
+// goes on, under either guarantee.
 func TestDeadLetterTooLargeDoesNotStopTheAgent(t *testing.T) {
 	for _, tc := range deadLetterTooLarge {
 		for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
 			t.Run(tc.name+" "+guarantee, func(t *testing.T) {
 				const n, bad = 6, 2
-				brokers := testBroker(t, 1, "in", "out", "dlq")
-				cfg := testConfig(t, brokers, tc.script, fmt.Sprintf("processing.guarantee = %q\nerrors.dead.letter.queue.topic.name = \"dlq\"\n%s", guarantee, tc.config))
+				b := onKfake(t, 1, "in", "out", "dlq")
+				brokers := b.brokers
+				cfg := b.config(t, tc.script, fmt.Sprintf("processing.guarantee = %q\nerrors.dead.letter.queue.topic.name = \"dlq\"\n%s", guarantee, tc.config))
 				m := metrics.New()
 				ra := startAgentWith(t, cfg, m)
 				defer ra.stop(t)
-				produceWithBad(t, brokers, n, bad, tc.bad)
+				if tc.name == "huge headers" {
+					b.produceWithBadHeaders(t, n, bad, tc.bad, bytes.Repeat([]byte("h"), 20000))
+				} else {
+					b.produceWithBad(t, n, bad, tc.bad)
+				}
 				readCommitted(t, brokers, "out", n-1)
 				pollFor(t, 10*time.Second, "all records consumed", func() bool {
 					return testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in")) == n
@@ -571,9 +608,16 @@ func TestDeadLetterTooLargeDoesNotStopTheAgent(t *testing.T) {
 				if got := droppedCount(m, anyNode, tc.reason); got != 1 {
 					t.Fatalf("dropped{reason=%q} = %v, want 1", tc.reason, got)
 				}
-				letters := committedSoFar(t, brokers, "dlq")
+				// The dead letter is sent while the next records are processed; under
+				// at-least-once it may be acknowledged only after their outputs (another
+				// topic, another batch). Once it is, or it is dropped, the read below sees it.
 				// The dead letter failed, not a node: it is counted under node "".
-				dropped := testutil.ToFloat64(m.RecordsDropped.WithLabelValues("", metrics.DropDeadLetter))
+				var dropped float64
+				pollFor(t, 30*time.Second, "the dead letter acknowledged or dropped", func() bool {
+					dropped = testutil.ToFloat64(m.RecordsDropped.WithLabelValues("", metrics.DropDeadLetter))
+					return dropped > 0 || testutil.ToFloat64(m.RecordsProduced.WithLabelValues("dlq")) > 0
+				})
+				letters := committedSoFar(t, brokers, "dlq")
 				if !tc.written {
 					if len(letters) != 0 || dropped != 1 {
 						t.Fatalf("%d dead letters written, dropped{reason=dead-letter} = %v; want none written, 1 dropped", len(letters), dropped)
@@ -583,10 +627,22 @@ func TestDeadLetterTooLargeDoesNotStopTheAgent(t *testing.T) {
 				if len(letters) != 1 || dropped != 0 {
 					t.Fatalf("%d dead letters written, dropped{reason=dead-letter} = %v; want 1 written, none dropped", len(letters), dropped)
 				}
+				var truncated string
+				for _, x := range letters[0].Headers {
+					if string(x.Key) == HeaderTruncated {
+						truncated = string(x.Value)
+					}
+				}
+				if want := fmt.Sprintf("key=2,value=%d", len(tc.bad)); tc.cut && (truncated != want || len(letters[0].Value) >= len(tc.bad) || string(letters[0].Key) != "k2") {
+					t.Errorf("dead letter %s = %q (want %q), key %q, value of %d bytes (the record's: %d)", HeaderTruncated, truncated, want, letters[0].Key, len(letters[0].Value), len(tc.bad))
+				}
+				if !tc.cut && truncated != "" {
+					t.Errorf("dead letter %s = %q, want none", HeaderTruncated, truncated)
+				}
 				for _, x := range letters[0].Headers {
 					// The Lua runtime cuts the message first; the header cap bounds it anyway.
-					if k := string(x.Key); (k == HeaderErrorsMessage || k == HeaderErrorsStacktrace) && len(x.Value) > MaxErrorHeaderBytes {
-						t.Errorf("header %s: %d bytes, want at most %d", k, len(x.Value), MaxErrorHeaderBytes)
+					if k := string(x.Key); (k == pipeline.HeaderErrorsMessage || k == pipeline.HeaderErrorsStacktrace) && len(x.Value) > pipeline.MaxErrorHeaderBytes {
+						t.Errorf("header %s: %d bytes, want at most %d", k, len(x.Value), pipeline.MaxErrorHeaderBytes)
 					}
 				}
 			})
@@ -594,24 +650,12 @@ func TestDeadLetterTooLargeDoesNotStopTheAgent(t *testing.T) {
 	}
 }
 
-func TestCapErrorHeader(t *testing.T) {
-	short := "p.lua:3: short"
-	if got := string(capErrorHeader(short)); got != short {
-		t.Fatalf("capErrorHeader(%q) = %q", short, got)
-	}
-	long := strings.Repeat("é", MaxErrorHeaderBytes) // 2 bytes each
-	got := capErrorHeader(long)
-	if len(got) > MaxErrorHeaderBytes || !utf8.Valid(got) || !strings.HasSuffix(string(got), fmt.Sprintf(" ... [cut from %d bytes]", len(long))) {
-		t.Fatalf("capErrorHeader: %d bytes, valid UTF-8 %v, ending %q", len(got), utf8.Valid(got), got[len(got)-30:])
-	}
-}
-
-// wantEachOutputOnceBut checks that out holds, committed, one output of each of the records
-// k0 … k(n-1) but none of k<bad>.
-func wantEachOutputOnceBut(t *testing.T, brokers []string, n, bad int) {
+// wantEachOutputOnceBut checks that topic out holds, committed, one output of each of the
+// records k0 … k(n-1) but none of k<bad>.
+func wantEachOutputOnceBut(t *testing.T, brokers []string, out string, n, bad int) {
 	t.Helper()
 	seen := map[string]int{}
-	for _, r := range readCommitted(t, brokers, "out", n-1) {
+	for _, r := range readCommitted(t, brokers, out, n-1) {
 		seen[string(r.Key)]++
 	}
 	for i := range n {

@@ -131,11 +131,13 @@ state.dir = %q
 		cmd, exited := start()
 		r := rate(exited, from)
 		if f != nil {
+			// The flood ran through the measured span, but a fast agent, or clients the
+			// machine starves, can finish the backlog before any query is answered (a
+			// starting agent answers not_ready, then the gate too_many_queries): the flood
+			// goes on until one is, while the agent processes the tail and after.
+			pollFor(t, time.Minute, "no query answered during the flood", func() bool { return f.answered() > 0 })
 			stats := f.stop()
 			t.Logf("answers to the %d query clients by status: %v (and %d requests not connected)", clients, stats, f.errors.Load())
-			if stats[http.StatusOK] == 0 {
-				t.Fatalf("no query was answered during the flood: %v", stats)
-			}
 		}
 		from += backlog
 		await(exited, from)
@@ -233,6 +235,13 @@ func startFlood(t *testing.T, addr string, clients int) *flood {
 		}()
 	}
 	return f
+}
+
+// answered is the number of queries answered 200 so far.
+func (f *flood) answered() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status[http.StatusOK]
 }
 
 // stop ends the flood (again: no-op) and returns the number of answers by status code.

@@ -62,11 +62,15 @@ func (p *replicaProcess) state() string {
 // The read_committed output must hold every count exactly once. make test runs 3 cycles,
 // make soak STOATFLOW_SOAK_KILLS.
 func TestFaultKillTheActiveCycles(t *testing.T) {
+	killTheActiveCycles(t, onKfake(t, 3, "in", "out"), 3)
+}
+
+// killTheActiveCycles is TestFaultKillTheActiveCycles with cycles cycles
+// (STOATFLOW_SOAK_KILLS overrides it).
+func killTheActiveCycles(t *testing.T, b *brokerUnderTest, cycles int) {
 	if testing.Short() {
 		t.Skip("kills processes; not in -short")
 	}
-	brokers := testBroker(t, 3, "in", "out")
-	cycles := 3
 	if n, err := strconv.Atoi(os.Getenv("STOATFLOW_SOAK_KILLS")); err == nil && n > 0 {
 		cycles = n
 	}
@@ -74,7 +78,7 @@ func TestFaultKillTheActiveCycles(t *testing.T) {
 	var procs []*replicaProcess
 	for i := range 3 {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(countScript), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(b.script(countScript)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		p := &replicaProcess{config: filepath.Join(dir, "agent.toml"), addr: freeAddr(t)}
@@ -93,7 +97,7 @@ application.server = %q
 session.timeout.ms = 6000
 heartbeat.interval.ms = 500
 transaction.timeout.ms = 5000
-`, p.addr, app, strings.Join(brokers, ","), filepath.Join(dir, "state"), i, p.addr)
+`, p.addr, app, strings.Join(b.brokers, ","), filepath.Join(dir, "state"), i, p.addr)
 		if err := os.WriteFile(p.config, []byte(toml), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +135,7 @@ transaction.timeout.ms = 5000
 
 	const keys, per = 20, 300
 	var takeovers []time.Duration
-	produceKeys(t, brokers, 3, per, keys, 0, "v")
+	b.produceKeys(t, per, keys, 0, "v")
 	for c := range cycles {
 		// The last rejoin's rebalance may still be going on.
 		pollFor(t, 60*time.Second, "one RUNNING and two STANDBY", settled)
@@ -164,7 +168,7 @@ transaction.timeout.ms = 5000
 		takeovers = append(takeovers, time.Since(died))
 		// The next slice reaches the new active while the frozen one still holds what it
 		// fetched before it froze.
-		produceKeys(t, brokers, 3, per, keys, (c+1)*per, "v")
+		b.produceKeys(t, per, keys, (c+1)*per, "v")
 		if pause {
 			if err := procs[active].cmd.Process.Signal(syscall.SIGCONT); err != nil {
 				t.Fatal(err)
@@ -175,7 +179,7 @@ transaction.timeout.ms = 5000
 		pollFor(t, 60*time.Second, "the old active back as a standby", func() bool { return procs[active].state() == "STANDBY" })
 		t.Logf("cycle %d: %s replica-%d, replica-%d RUNNING %v later", c, what, active, next, takeovers[c].Round(10*time.Millisecond))
 	}
-	checkExactCounts(t, brokers, wantCounts((cycles+1)*per, keys))
+	b.checkExactCounts(t, wantCounts((cycles+1)*per, keys))
 	for _, p := range procs {
 		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)

@@ -28,27 +28,29 @@ import (
 )
 
 func TestFaultInjectedFailureExactlyOnce(t *testing.T) {
-	injectedFailure(t, true)
+	injectedFailure(t, onKfake(t, 2, "in", "out"), true)
 }
 
 // Without transactional stores an aborted epoch wipes the stores and restores them from the
 // changelogs, as Kafka Streams does; the results are the same, the cost is the restore.
 func TestFaultInjectedFailureNonTransactionalStores(t *testing.T) {
-	injectedFailure(t, false)
+	injectedFailure(t, onKfake(t, 2, "in", "out"), false)
 }
 
-func injectedFailure(t *testing.T, transactional bool) {
-	brokers := testBroker(t, 2, "in", "out")
-	cfg := testConfig(t, brokers, countScript, fmt.Sprintf("processing.guarantee = \"exactly_once_v2\"\nenable.transactional.statestores = %v\n", transactional))
+// injectedFailure aborts an epoch (a record sent to a topic that does not exist) in the
+// middle of the input: every count is exact, only the aborted epoch is processed again, and
+// the stores are restored only without transactional stores.
+func injectedFailure(t *testing.T, b *brokerUnderTest, transactional bool) {
+	cfg := b.config(t, countScript, fmt.Sprintf("processing.guarantee = \"exactly_once_v2\"\nenable.transactional.statestores = %v\n", transactional))
 	m := metrics.New()
 	ra := startAgentWith(t, cfg, m)
-	produceKeys(t, brokers, 2, 300, 5, 0, "v")
+	b.produceKeys(t, 300, 5, 0, "v")
 	// Let the first records commit, so that the changelogs have something to restore.
-	checkExactCounts(t, brokers, map[string]int64{"k0": 60, "k1": 60, "k2": 60, "k3": 60, "k4": 60})
-	produceKeys(t, brokers, 2, 1, 5, 300, "boom") // k0: its send to a missing topic aborts the epoch
-	produceKeys(t, brokers, 2, 99, 5, 301, "v")
+	b.checkExactCounts(t, map[string]int64{"k0": 60, "k1": 60, "k2": 60, "k3": 60, "k4": 60})
+	b.produceKeys(t, 1, 5, 300, "boom") // k0: its send to a missing topic aborts the epoch
+	b.produceKeys(t, 99, 5, 301, "v")
 	want := map[string]int64{"k0": 80, "k1": 80, "k2": 80, "k3": 80, "k4": 80}
-	checkExactCounts(t, brokers, want)
+	b.checkExactCounts(t, want)
 	if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got < 1 {
 		t.Fatalf("failed commits = %v, want the injected failure to abort at least one epoch", got)
 	}
@@ -60,7 +62,7 @@ func injectedFailure(t *testing.T, transactional bool) {
 		t.Fatal("restored nothing: non-transactional stores must be wiped and restored after an aborted epoch")
 	}
 	// Only the aborted epoch is processed again.
-	consumed := testutil.ToFloat64(m.RecordsConsumed.WithLabelValues("in"))
+	consumed := testutil.ToFloat64(m.RecordsConsumed.WithLabelValues(b.topic(t, "in")))
 	t.Logf("consumed %v records for 400 inputs (%v replayed), %v records restored", consumed, consumed-400, restored)
 	if consumed <= 400 || consumed-400 > 400 {
 		t.Fatalf("consumed %v records for 400 inputs: want the aborted epoch, and no more, replayed", consumed)
@@ -93,11 +95,16 @@ func injectedFailure(t *testing.T, transactional bool) {
 // counts, restarts it each time, and checks that the read_committed output holds every
 // count exactly once and the store the exact totals.
 func TestFaultSIGKILLLoopExactlyOnce(t *testing.T) {
+	sigkillLoop(t, onKfake(t, 2, "in", "out"), 6)
+}
+
+// sigkillLoop is TestFaultSIGKILLLoopExactlyOnce with kills kills (STOATFLOW_SOAK_KILLS
+// overrides it).
+func sigkillLoop(t *testing.T, b *brokerUnderTest, kills int) {
 	if testing.Short() {
 		t.Skip("kills processes; not in -short")
 	}
-	brokers := testBroker(t, 2, "in", "out")
-	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
+	cfg := b.config(t, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
 	path := filepath.Join(cfg.Dir, "agent.toml")
 	toml := fmt.Sprintf(`
 [agent]
@@ -109,13 +116,12 @@ bootstrap.servers = %q
 processing.guarantee = "exactly_once_v2"
 commit.interval.ms = 50
 state.dir = %q
-`, cfg.ApplicationID, strings.Join(brokers, ","), cfg.StateDir)
+`, cfg.ApplicationID, strings.Join(b.brokers, ","), cfg.StateDir)
 	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The input arrives in slices while the agent is being killed. `make soak` raises the
-	// number of kills (STOATFLOW_SOAK_KILLS); `make test` runs 6.
-	kills := 6
+	// number of kills (STOATFLOW_SOAK_KILLS).
 	if n, err := strconv.Atoi(os.Getenv("STOATFLOW_SOAK_KILLS")); err == nil && n > 0 {
 		kills = n
 	}
@@ -132,7 +138,7 @@ state.dir = %q
 		return cmd
 	}
 	for i := 0; i < kills; i++ {
-		produceKeys(t, brokers, 2, per, keys, i*per, "v")
+		b.produceKeys(t, per, keys, i*per, "v")
 		cmd := start()
 		// Fault injection: let it run for a random moment, then kill it without warning.
 		time.Sleep(time.Duration(200+rand.IntN(800)) * time.Millisecond)
@@ -141,13 +147,13 @@ state.dir = %q
 		}
 		_ = cmd.Wait()
 	}
-	produceKeys(t, brokers, 2, total-kills*per, keys, kills*per, "v")
+	b.produceKeys(t, total-kills*per, keys, kills*per, "v")
 	cmd := start()
 	want := map[string]int64{}
 	for i := 0; i < total; i++ {
 		want[fmt.Sprintf("k%d", i%keys)]++
 	}
-	checkExactCounts(t, brokers, want)
+	b.checkExactCounts(t, want)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
@@ -49,16 +52,19 @@ func fenceWithProducer(t *testing.T, cfg *config.Config) {
 // on from the committed offsets with its state: every count exactly once in the
 // read_committed output, and the store exact.
 func TestFaultFencedProducerRejoins(t *testing.T) {
+	fencedProducerRejoins(t, onKfake(t, 2, "in", "out"))
+}
+
+func fencedProducerRejoins(t *testing.T, b *brokerUnderTest) {
 	const keys, n = 5, 200
-	brokers := testBroker(t, 2, "in", "out")
-	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
+	cfg := b.config(t, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
 	m := metrics.New()
 	ra := startAgentWith(t, cfg, m)
-	produceKeys(t, brokers, 2, n, keys, 0, "v")
-	checkExactCounts(t, brokers, wantCounts(n, keys))
+	b.produceKeys(t, n, keys, 0, "v")
+	b.checkExactCounts(t, wantCounts(n, keys))
 	fenceWithProducer(t, cfg)
-	produceKeys(t, brokers, 2, n, keys, n, "v")
-	checkExactCounts(t, brokers, wantCounts(2*n, keys))
+	b.produceKeys(t, n, keys, n, "v")
+	b.checkExactCounts(t, wantCounts(2*n, keys))
 	if got := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); got < 1 {
 		t.Fatalf("%v failed commits: the producer was never fenced", got)
 	}
@@ -78,10 +84,13 @@ func TestFaultFencedProducerRejoins(t *testing.T) {
 // one's producer is fenced and its rejoin refused, so it stops cleanly, saying why in its
 // log and on /readyz, and the second goes on exactly once from the committed offsets.
 func TestFaultTakenOverByAnotherAgentStops(t *testing.T) {
+	takenOverByAnotherAgentStops(t, onKfake(t, 2, "in", "out"))
+}
+
+func takenOverByAnotherAgentStops(t *testing.T, b *brokerUnderTest) {
 	const keys, n = 5, 100
-	brokers := testBroker(t, 2, "in", "out")
 	extra := "processing.guarantee = \"exactly_once_v2\"\ngroup.instance.id = \"shared\"\n"
-	cfg := testConfig(t, brokers, countScript, extra)
+	cfg := b.config(t, countScript, extra)
 	logs := &lockedBuffer{}
 	first, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
@@ -96,12 +105,12 @@ func TestFaultTakenOverByAnotherAgentStops(t *testing.T) {
 	if _, err := first.WaitState(wctx, StateRunning); err != nil {
 		t.Fatal(err)
 	}
-	produceKeys(t, brokers, 2, n, keys, 0, "v")
-	checkExactCounts(t, brokers, wantCounts(n, keys))
+	b.produceKeys(t, n, keys, 0, "v")
+	b.checkExactCounts(t, wantCounts(n, keys))
 
 	// The same application and instance id, its own state directory.
-	dir := testConfig(t, brokers, countScript, extra).Dir
-	toml := regexp.MustCompile(`application.id = "[^"]*"`).ReplaceAllString(agentTOML(brokers, dir, "it", extra+"commit.interval.ms = 50\n"),
+	dir := b.config(t, countScript, extra).Dir
+	toml := regexp.MustCompile(`application.id = "[^"]*"`).ReplaceAllString(agentTOML(b.brokers, dir, "it", extra+"commit.interval.ms = 50\n"),
 		fmt.Sprintf("application.id = %q", cfg.ApplicationID))
 	secondCfg, err := config.Parse([]byte(toml), dir, "second.toml")
 	if err != nil {
@@ -124,24 +133,30 @@ func TestFaultTakenOverByAnotherAgentStops(t *testing.T) {
 	if st, reason := first.state.CurrentWithReason(); st != StateNotRunning || !strings.Contains(reason, `group.instance.id "shared" took the application over`) {
 		t.Fatalf("first agent: state %s, reason %q", st, reason)
 	}
-	produceKeys(t, brokers, 2, n, keys, n, "v")
-	checkExactCounts(t, brokers, wantCounts(2*n, keys))
+	b.produceKeys(t, n, keys, n, "v")
+	b.checkExactCounts(t, wantCounts(2*n, keys))
 	if st := second.a.State(); st != StateRunning {
 		t.Fatalf("second agent: state %s, want RUNNING", st)
 	}
 }
 
-// TestFaultSIGSTOPLongerThanTransactionTimeout pauses the agent process (SIGSTOP) for longer
-// than transaction.timeout.ms while it counts: the broker aborts its transaction and fences
-// its producer. After SIGCONT the agent rejoins and goes on (it does not exit), and the
-// read_committed output holds every count exactly once, the store the exact totals.
+// TestFaultSIGSTOPLongerThanTransactionTimeout: pausedLongerThanTheTransactionTimeout.
 func TestFaultSIGSTOPLongerThanTransactionTimeout(t *testing.T) {
+	pausedLongerThanTheTransactionTimeout(t, onKfake(t, 2, "in", "out"))
+}
+
+// pausedLongerThanTheTransactionTimeout pauses the agent process (SIGSTOP) inside a
+// transaction until the broker has aborted it (transaction.timeout.ms is 500 ms) and
+// fenced its producer. After SIGCONT the zombie's writes stay invisible (every count
+// exactly once in the read_committed output), and the agent
+// rejoins and goes on (it does not exit) until SIGTERM stops it cleanly; the store holds
+// the exact totals.
+func pausedLongerThanTheTransactionTimeout(t *testing.T, b *brokerUnderTest) {
 	if testing.Short() {
 		t.Skip("stops processes; not in -short")
 	}
 	const keys, n = 10, 300
-	brokers := testBroker(t, 2, "in", "out")
-	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
+	cfg := b.config(t, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
 	path := filepath.Join(cfg.Dir, "agent.toml")
 	toml := fmt.Sprintf(`
 [agent]
@@ -154,7 +169,7 @@ processing.guarantee = "exactly_once_v2"
 commit.interval.ms = 200
 producer.transaction.timeout.ms = 500
 state.dir = %q
-`, cfg.ApplicationID, strings.Join(brokers, ","), cfg.StateDir)
+`, cfg.ApplicationID, strings.Join(b.brokers, ","), cfg.StateDir)
 	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -173,36 +188,49 @@ state.dir = %q
 		defer stderr.mu.Unlock()
 		return stderr.b.String()
 	}
-	produceKeys(t, brokers, 2, n, keys, 0, "v")
-	checkExactCounts(t, brokers, wantCounts(n, keys))
+	b.produceKeys(t, n, keys, 0, "v")
+	b.checkExactCounts(t, wantCounts(n, keys))
 	// Pause it inside a transaction: records keep arriving, so an epoch is open nearly
-	// always; a pause that happened to fall between two epochs is repeated.
+	// always; a pause that fell between two epochs is repeated.
+	txnID := cfg.ApplicationID + "-" + cfg.GroupInstanceID
 	total := n
-	for pause := 0; !strings.Contains(logged(), "the producer was fenced"); pause++ {
+	for pause := 0; ; pause++ {
 		if pause == 5 {
-			t.Fatalf("the producer was never fenced; agent log:\n%s", logged())
+			t.Fatalf("no pause fell inside a transaction; agent log:\n%s", logged())
 		}
-		produceKeys(t, brokers, 2, 1000, keys, total, "v")
+		b.produceKeys(t, 1000, keys, total, "v")
 		total += 1000
 		if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		// The broker's transaction timer runs while the process is stopped: there is
-		// nothing to poll from a stopped process.
-		time.Sleep(2 * time.Second)
+		state, epoch := txnState(t, b.brokers, txnID)
+		if state == "Ongoing" {
+			// The broker's transaction timer runs while the process is stopped.
+			pollFor(t, 30*time.Second, "the broker aborting the paused agent's transaction", func() bool {
+				s, e := txnState(t, b.brokers, txnID)
+				return s != "Ongoing" || e != epoch
+			})
+		}
 		if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case err := <-exited:
-			t.Fatalf("the agent exited (%v) after the pause; log:\n%s", err, logged())
-		default:
+		if state == "Ongoing" {
+			break
 		}
-		checkExactCounts(t, brokers, wantCounts(total, keys))
+		b.checkExactCounts(t, wantCounts(total, keys))
 	}
-	produceKeys(t, brokers, 2, n, keys, total, "v")
+	pollFor(t, 30*time.Second, "the resumed agent finding its producer fenced", func() bool {
+		return strings.Contains(logged(), "the producer was fenced")
+	})
+	select {
+	case err := <-exited:
+		t.Fatalf("the agent exited (%v) after the pause; log:\n%s", err, logged())
+	default:
+	}
+	b.checkExactCounts(t, wantCounts(total, keys))
+	b.produceKeys(t, n, keys, total, "v")
 	total += n
-	checkExactCounts(t, brokers, wantCounts(total, keys))
+	b.checkExactCounts(t, wantCounts(total, keys))
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -213,4 +241,31 @@ state.dir = %q
 	if fmt.Sprint(got) != fmt.Sprint(wantCounts(total, keys)) {
 		t.Fatalf("store counts %v, want %v", got, wantCounts(total, keys))
 	}
+}
+
+// txnState is the state of transactional ID id's transaction as its coordinator describes
+// it ("Empty", "Ongoing", "PrepareAbort", "CompleteAbort", ...) and its producer epoch.
+func txnState(t *testing.T, brokers []string, id string) (string, int16) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{id}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("describe transaction %s: %v", id, err)
+	}
+	if len(resp.TransactionStates) != 1 {
+		t.Fatalf("describe transaction %s: %+v", id, resp)
+	}
+	s := resp.TransactionStates[0]
+	if err := kerr.ErrorForCode(s.ErrorCode); err != nil {
+		t.Fatalf("describe transaction %s: %v", id, err)
+	}
+	return s.State, s.ProducerEpoch
 }

@@ -52,45 +52,49 @@ func hasValue(want string) func([]*sarama.ConsumerMessage) bool {
 // The global table is read in full (every partition) before the first stream record is
 // joined, follows its topic while running, and a restart reads only what is new.
 func TestGlobalTableBootstrapUpdatesAndRestart(t *testing.T) {
-	brokers := testBroker(t, 2, "orders", "products", "out")
-	sendKV(t, brokers, "products", 0, "p1", "A")
-	sendKV(t, brokers, "products", 1, "p2", "B")
-	cfg := testConfig(t, brokers, globalJoinScript, "")
+	globalTableBootstrapUpdatesAndRestart(t, onKfake(t, 2, "orders", "products", "out"))
+}
+
+func globalTableBootstrapUpdatesAndRestart(t *testing.T, b *brokerUnderTest) {
+	brokers, orders, products, out := b.brokers, b.topic(t, "orders"), b.topic(t, "products"), b.topic(t, "out")
+	sendKV(t, brokers, products, 0, "p1", "A")
+	sendKV(t, brokers, products, 1, "p2", "B")
+	cfg := b.config(t, globalJoinScript, "")
 
 	m := metrics.New()
 	ra := startAgentWith(t, cfg, m)
 	if got := testutil.ToFloat64(m.RecordsProcessed.WithLabelValues(globalProc)); got != 2 {
 		t.Fatalf("bootstrap applied %v global records, want 2 (before RUNNING)", got)
 	}
-	sendKV(t, brokers, "orders", 0, "o1", "p1")
-	sendKV(t, brokers, "orders", 1, "o2", "p2")
-	readUntil(t, brokers, "out", func(got []*sarama.ConsumerMessage) bool {
+	sendKV(t, brokers, orders, 0, "o1", "p1")
+	sendKV(t, brokers, orders, 1, "o2", "p2")
+	readUntil(t, brokers, out, func(got []*sarama.ConsumerMessage) bool {
 		return hasValue("o1:p1=A")(got) && hasValue("o2:p2=B")(got)
 	})
 
 	// A global update reaches the running application: keep sending orders until one
 	// sees it.
-	sendKV(t, brokers, "products", 0, "p1", "C")
+	sendKV(t, brokers, products, 0, "p1", "C")
 	deadline := time.Now().Add(30 * time.Second)
-	for sent := 0; !hasValue("o3:p1=C")(readAll(t, brokers, "out", 2+sent)); sent++ {
+	for sent := 0; !hasValue("o3:p1=C")(readAll(t, brokers, out, 2+sent)); sent++ {
 		if time.Now().After(deadline) {
 			t.Fatal("the global update never reached the join")
 		}
-		sendKV(t, brokers, "orders", 0, "o3", "p1")
+		sendKV(t, brokers, orders, 0, "o3", "p1")
 	}
 	if err := ra.stop(t); err != nil {
 		t.Fatal(err)
 	}
 
-	sendKV(t, brokers, "products", 1, "p2", "D")
+	sendKV(t, brokers, products, 1, "p2", "D")
 	m = metrics.New()
 	ra = startAgentWith(t, cfg, m)
 	defer func() { _ = ra.stop(t) }()
 	if got := testutil.ToFloat64(m.RecordsProcessed.WithLabelValues(globalProc)); got != 1 {
 		t.Fatalf("restart applied %v global records, want only the 1 new one", got)
 	}
-	sendKV(t, brokers, "orders", 1, "o4", "p2")
-	readUntil(t, brokers, "out", hasValue("o4:p2=D"))
+	sendKV(t, brokers, orders, 1, "o4", "p2")
+	readUntil(t, brokers, out, hasValue("o4:p2=D"))
 }
 
 // A global table's store is one partition holding every partition of its topic, and the

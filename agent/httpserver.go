@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/console"
 	"github.com/stoatflow/stoatflow/metrics"
 )
@@ -30,6 +31,10 @@ type HTTPOptions struct {
 	// AllowedHosts are the host names (lower case, no port) accepted in the Host header
 	// besides loopback names, IP addresses and the host of Listen.
 	AllowedHosts []string
+	// AllowUnauthenticated lets a listener beyond loopback serve without a token
+	// (agent.http.allow.unauthenticated); MetricsUnauthenticated serves /metrics without it
+	// (agent.http.metrics.unauthenticated).
+	AllowUnauthenticated, MetricsUnauthenticated bool
 }
 
 // Connection timeouts. A request must arrive whole within readTimeout (a query body is
@@ -70,7 +75,13 @@ type HTTPServer struct {
 	restores *console.RestoreProgress
 	// active, when set, names the application's active agent in /readyz's body.
 	active func() (instance, host string)
+	// stall, when set, gives what processing waits on and since when (zero: nothing), for
+	// /readyz's body.
+	stall func() (on string, since time.Time)
 }
+
+// stallShown is how long processing must have waited on something for /readyz to say so.
+const stallShown = time.Second
 
 // openPaths answer without a token: probes (kubelet, load balancers, systemd helpers)
 // rarely can carry one, and all they reveal is that the process is up and its state name.
@@ -87,6 +98,10 @@ func NewHTTPServer(opts HTTPOptions, state *StateMachine, m *metrics.Metrics, lo
 	if state == nil || m == nil {
 		return nil, errors.New("http: a state machine and metrics are required")
 	}
+	if opts.Token == "" && !opts.AllowUnauthenticated && !config.LoopbackListen(opts.Listen) {
+		return nil, fmt.Errorf("http: %s listens beyond loopback without a token: set agent.http.token.file or agent.http.token, "+
+			"or agent.http.allow.unauthenticated = true to serve without one on purpose", opts.Listen)
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -99,9 +114,9 @@ func NewHTTPServer(opts HTTPOptions, state *StateMachine, m *metrics.Metrics, lo
 
 	switch {
 	case opts.TLSCert != "" && opts.TLSKey != "":
-		pair, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
+		pair, err := config.LoadKeyPair(opts.TLSCert, opts.TLSKey)
 		if err != nil {
-			return nil, fmt.Errorf("http: TLS key pair (agent.http.tls.cert=%s, agent.http.tls.key=%s): %w", opts.TLSCert, opts.TLSKey, err)
+			return nil, fmt.Errorf("http: %w", err)
 		}
 		s.tls = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	case opts.TLSCert != "" || opts.TLSKey != "":
@@ -113,6 +128,7 @@ func NewHTTPServer(opts HTTPOptions, state *StateMachine, m *metrics.Metrics, lo
 	})
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.Handle("GET /metrics", m.Handler())
+	s.mux.HandleFunc(invalidTargetPath, serveInvalidTarget)
 
 	s.srv = &http.Server{
 		Handler:           s.guard(s.authenticate(http.HandlerFunc(s.route))),
@@ -174,6 +190,16 @@ func (s *HTTPServer) ReportRestore(p *console.RestoreProgress) { s.restores = p 
 // ReportActive makes /readyz's body name the application's active agent.
 func (s *HTTPServer) ReportActive(f func() (instance, host string)) { s.active = f }
 
+// ReportStall makes /readyz's body say what processing has waited on for more than a
+// second, and how long.
+func (s *HTTPServer) ReportStall(f func() (on string, since time.Time)) { s.stall = f }
+
+// stalled is what /readyz says of a wait.
+type stalled struct {
+	On      string  `json:"on"`
+	Seconds float64 `json:"seconds"`
+}
+
 // OnShutdown registers f to run when Shutdown starts, for handlers that stream until told
 // to stop (Shutdown waits for handlers to return).
 func (s *HTTPServer) OnShutdown(f func()) { s.srv.RegisterOnShutdown(f) }
@@ -195,6 +221,9 @@ func (s *HTTPServer) Start() error {
 	if err != nil {
 		return fmt.Errorf("http: listen on %s (agent.http.listen): %w", s.opts.Listen, err)
 	}
+	if s.tls == nil {
+		ln = targetListener{ln}
+	}
 	s.listener = ln
 	go func() {
 		var err error
@@ -208,6 +237,11 @@ func (s *HTTPServer) Start() error {
 		}
 	}()
 	s.logger.Info("http server listening", "addr", ln.Addr().String(), "tls", s.tls != nil, "auth", s.opts.Token != "")
+	if s.opts.Token == "" && !config.LoopbackListen(s.opts.Listen) {
+		s.logger.Warn("the HTTP server answers anyone who reaches it without a token (agent.http.allow.unauthenticated = true): "+
+			"every store, the live tap, the status and the metrics; only POST /v1/close and /-/reload stay for loopback callers. "+
+			"Set agent.http.token.file to require a token", "addr", ln.Addr().String())
+	}
 	return nil
 }
 
@@ -249,9 +283,15 @@ func (s *HTTPServer) readyz(w http.ResponseWriter, _ *http.Request) {
 		ActiveHost string                 `json:"activeHost,omitempty"`
 		Reason     string                 `json:"reason,omitempty"`
 		Restore    *console.RestoreStatus `json:"restore,omitempty"`
+		Stalled    *stalled               `json:"stalled,omitempty"`
 	}{State: cur.String(), Reason: reason}
 	if s.active != nil {
 		body.Active, body.ActiveHost = s.active()
+	}
+	if s.stall != nil {
+		if on, since := s.stall(); !since.IsZero() && time.Since(since) >= stallShown {
+			body.Stalled = &stalled{On: on, Seconds: time.Since(since).Round(time.Millisecond).Seconds()}
+		}
 	}
 	if s.restores != nil {
 		body.Restore = s.restores.Status()
@@ -265,6 +305,9 @@ func (s *HTTPServer) readyz(w http.ResponseWriter, _ *http.Request) {
 // posted from another site). The probes (openPaths) are exempt, as they are from the token.
 func (s *HTTPServer) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// No answer is to be read as another type than it says (a JSON error holding a
+		// key that looks like HTML, a tap's text).
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if openPaths[r.URL.Path] {
 			next.ServeHTTP(w, r)
 			return
@@ -305,13 +348,23 @@ func (s *HTTPServer) hostAllowed(hostport string) (string, bool) {
 // authenticate requires "Authorization: Bearer <token>" (the scheme in any case, RFC 6750)
 // on every path but openPaths when a token is configured. It runs before routing, so
 // without a token even unknown paths answer 401 and the set of endpoints is not revealed.
+// Without a token configured, a request that changes state (POST /v1/close, /-/reload) is
+// served to loopback callers only: with the listener beyond loopback (an opt-out), anyone
+// who reaches the port could stop the agent.
 func (s *HTTPServer) authenticate(next http.Handler) http.Handler {
 	if s.opts.Token == "" {
-		return next
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if s.changesState(r) && !loopbackPeer(r.RemoteAddr) {
+				writeHTTPError(w, http.StatusForbidden, "token_required", fmt.Sprintf(
+					"%s %s changes the agent's state: without agent.http.token.file (or agent.http.token) set, only loopback callers may send it", r.Method, r.URL.Path))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
 	}
 	want := []byte(s.opts.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if openPaths[r.URL.Path] || console.IsAsset(r.URL.Path) {
+		if openPaths[r.URL.Path] || console.IsAsset(r.URL.Path) || (s.opts.MetricsUnauthenticated && r.URL.Path == "/metrics") {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -329,6 +382,23 @@ func (s *HTTPServer) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// changesState reports whether r may change the agent's state: a method other than GET,
+// HEAD and OPTIONS on an endpoint that is not read-only (route refuses those without a
+// JSON body for the same reason).
+func (s *HTTPServer) changesState(r *http.Request) bool {
+	if safeMethod(r.Method) {
+		return false
+	}
+	_, pattern := s.mux.Handler(r)
+	return pattern != "" && !readOnly[pattern]
+}
+
+// loopbackPeer reports whether a request's remote address (ip:port) is on this machine.
+func loopbackPeer(remote string) bool {
+	ap, err := netip.ParseAddrPort(remote)
+	return err == nil && ap.Addr().Unmap().IsLoopback()
 }
 
 // route serves through the mux, turning the mux's own plain-text 404 and 405 answers into
@@ -354,8 +424,9 @@ func (s *HTTPServer) route(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// readOnly lists the POST endpoints that only read.
-var readOnly = map[string]bool{"POST /v2/query": true}
+// readOnly lists the POST endpoints that only read (the answer to an invalid request
+// target, whatever its method, is only a 400).
+var readOnly = map[string]bool{"POST /v2/query": true, invalidTargetPath: true}
 
 func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -10,14 +11,17 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -422,7 +426,7 @@ func TestHostHeaderChecked(t *testing.T) {
 		t.Errorf("/healthz with a foreign Host = %d", a.status)
 	}
 
-	named, err := NewHTTPServer(HTTPOptions{Listen: "Stoat-1.example.:9464"}, NewStateMachine(nil), metrics.New(), nil)
+	named, err := NewHTTPServer(HTTPOptions{Listen: "Stoat-1.example.:9464", Token: "t"}, NewStateMachine(nil), metrics.New(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -643,4 +647,156 @@ func TestConsoleFilesNeedNoTokenTheirDataDoes(t *testing.T) {
 			t.Errorf("GET %s without the token = %d, want %d", path, a.status, want)
 		}
 	}
+}
+
+// A listener beyond loopback without a token is refused unless the operator opted out; on
+// loopback it is not.
+func TestListenBeyondLoopbackNeedsAToken(t *testing.T) {
+	state, m := NewStateMachine(nil), metrics.New()
+	for _, listen := range []string{"0.0.0.0:0", "[::]:0", ":0", "192.0.2.1:0", "stoat.example:0"} {
+		_, err := NewHTTPServer(HTTPOptions{Listen: listen}, state, m, nil)
+		if err == nil || !strings.Contains(err.Error(), "listens beyond loopback without a token") ||
+			!strings.Contains(err.Error(), "agent.http.token.file") || !strings.Contains(err.Error(), "agent.http.allow.unauthenticated = true") {
+			t.Errorf("%s without a token: %v", listen, err)
+		}
+		if _, err := NewHTTPServer(HTTPOptions{Listen: listen, Token: "t"}, state, m, nil); err != nil {
+			t.Errorf("%s with a token: %v", listen, err)
+		}
+		if _, err := NewHTTPServer(HTTPOptions{Listen: listen, AllowUnauthenticated: true}, state, m, nil); err != nil {
+			t.Errorf("%s opted out: %v", listen, err)
+		}
+	}
+	for _, listen := range []string{"127.0.0.1:0", "[::1]:0", "localhost:0", "127.0.0.2:0"} {
+		if _, err := NewHTTPServer(HTTPOptions{Listen: listen}, state, m, nil); err != nil {
+			t.Errorf("%s: %v", listen, err)
+		}
+	}
+	var logs strings.Builder
+	s, err := NewHTTPServer(HTTPOptions{Listen: "0.0.0.0:0", AllowUnauthenticated: true}, state, m,
+		slog.New(slog.NewTextHandler(&lockedWriter{w: &logs}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(t.Context())
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "answers anyone who reaches it without a token") {
+		t.Errorf("no warning at start:\n%s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Without a token, what changes the agent's state is served to loopback callers only,
+// whatever the listener; what only reads is served to anyone the listener lets in. With
+// http.metrics.unauthenticated, /metrics needs no token while the rest does.
+func TestStateChangesNeedTheTokenOffLoopback(t *testing.T) {
+	serve := func(opts HTTPOptions, method, path, remote, token string) *httptest.ResponseRecorder {
+		t.Helper()
+		s, err := NewHTTPServer(opts, NewStateMachine(nil), metrics.New(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Handle("POST /v1/close", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusAccepted, "closing") }))
+		s.Handle("GET /v1/stores", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, []string{}) }))
+		s.Handle("POST /v2/query", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, []string{}) }))
+		req := httptest.NewRequest(method, "http://192.0.2.7:9464"+path, strings.NewReader("{}"))
+		req.RemoteAddr = remote
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		s.srv.Handler.ServeHTTP(rec, req)
+		return rec
+	}
+	open := HTTPOptions{Listen: "0.0.0.0:9464", AllowUnauthenticated: true}
+	cases := []struct {
+		opts               HTTPOptions
+		method, path, peer string
+		token              string
+		status             int
+		code               string
+	}{
+		{open, http.MethodPost, "/v1/close", "192.0.2.9:5000", "", http.StatusForbidden, "token_required"},
+		{open, http.MethodPost, "/v1/close", "[2001:db8::9]:5000", "", http.StatusForbidden, "token_required"},
+		{open, http.MethodPost, "/v1/close", "127.0.0.1:5000", "", http.StatusAccepted, ""},
+		{open, http.MethodPost, "/v1/close", "[::1]:5000", "", http.StatusAccepted, ""},
+		{open, http.MethodGet, "/v1/stores", "192.0.2.9:5000", "", http.StatusOK, ""},
+		{open, http.MethodPost, "/v2/query", "192.0.2.9:5000", "", http.StatusOK, ""},
+		{open, http.MethodGet, "/metrics", "192.0.2.9:5000", "", http.StatusOK, ""},
+		{HTTPOptions{Listen: "0.0.0.0:9464", Token: "t"}, http.MethodPost, "/v1/close", "192.0.2.9:5000", "t", http.StatusAccepted, ""},
+		{HTTPOptions{Listen: "0.0.0.0:9464", Token: "t"}, http.MethodPost, "/v1/close", "127.0.0.1:5000", "", http.StatusUnauthorized, "unauthorized"},
+		{HTTPOptions{Listen: "0.0.0.0:9464", Token: "t"}, http.MethodGet, "/metrics", "192.0.2.9:5000", "", http.StatusUnauthorized, "unauthorized"},
+		{HTTPOptions{Listen: "0.0.0.0:9464", Token: "t", MetricsUnauthenticated: true}, http.MethodGet, "/metrics", "192.0.2.9:5000", "", http.StatusOK, ""},
+		{HTTPOptions{Listen: "0.0.0.0:9464", Token: "t", MetricsUnauthenticated: true}, http.MethodGet, "/v1/stores", "192.0.2.9:5000", "", http.StatusUnauthorized, "unauthorized"},
+	}
+	for _, c := range cases {
+		rec := serve(c.opts, c.method, c.path, c.peer, c.token)
+		if rec.Code != c.status || (c.code != "" && !strings.Contains(rec.Body.String(), `"code":"`+c.code+`"`)) {
+			t.Errorf("%s %s from %s (token %q, opts %+v) = %d %s, want %d %s", c.method, c.path, c.peer, c.token, c.opts, rec.Code, rec.Body, c.status, c.code)
+		}
+	}
+}
+
+// A request target that is not a valid URI (a key with a bad escape) is answered as JSON like
+// every other error, on a fresh connection and on one that carried requests with bodies
+// before; answers carry X-Content-Type-Options: nosniff.
+func TestInvalidRequestTargetIsJSON(t *testing.T) {
+	s, _ := startServer(t, HTTPOptions{})
+	s.Handle("POST /v2/query", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		writeJSON(w, http.StatusOK, map[string]string{"body": string(body)})
+	}))
+	conn, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rd := bufio.NewReader(conn)
+	body := "{\"a\":\n\"GET /x%zz HTTP/1.1\"}"
+	requests := "GET /v1/stores/cnt/keys/%zz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
+		"POST /v2/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + fmt.Sprint(len(body)) + "\r\n\r\n" + body +
+		"GET /v1/stores/cnt/keys/a%2 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
+		"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+	if _, err := io.WriteString(conn, requests); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		status int
+		body   string
+	}{
+		{400, `{"code":"bad_request","error":"the request target \"/v1/stores/cnt/keys/%zz\" is not a valid URI: invalid URL escape \"%zz\" (escape % as %25 in a key)"}`},
+		{200, `{"body":` + strconvQuote(body) + `}`},
+		{400, `"code":"bad_request"`},
+		{200, `{"status":"UP"}`},
+	}
+	for i, w := range want {
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(rd, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != w.status || !strings.Contains(string(got), w.body) || resp.Header.Get("Content-Type") != "application/json" ||
+			resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("answer %d: %d %s %v, want %d %s", i, resp.StatusCode, got, resp.Header, w.status, w.body)
+		}
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

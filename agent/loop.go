@@ -41,13 +41,11 @@ type loop struct {
 	globals    *globalStores
 	assignment []pipeline.TopicPartition
 
-	// workers run the tasks, owners says which one runs each task, and pinned are the
-	// sub-topologies whose tasks run together. time and ex are the watermark and the
-	// exchange of re-keyed records the workers share; sources says which task reads each
-	// source partition.
+	// workers run the tasks and owners says which one runs each task. time and ex are the
+	// watermark and the exchange of re-keyed records the workers share; sources says which
+	// task reads each source partition.
 	workers []*worker
 	owners  map[pipeline.TaskID]int
-	pinned  []int
 	time    *pipeline.GlobalTime
 	ex      *pipeline.Exchange
 	sources *pipeline.SourceTasks
@@ -73,6 +71,8 @@ type loop struct {
 	everRunning bool
 	// staged is a reloaded topology waiting for a commit barrier.
 	staged *reloadCandidate
+	// probation is the trial of a reloaded topology, with the one it replaced (rollback.go).
+	probation *probation
 
 	// stateDir holds db; a corrupt database is rebuilt there and bootGlobals bootstraps
 	// the global stores of the topology built on it (staterebuild.go).
@@ -108,12 +108,13 @@ func newLoop(a *Agent, k *kafkaClients, db *state.DB, b *pipeline.StreamsBuilder
 // startWorkers starts cfg.NumStreamThreads workers: the first runs rt, whose scripts made
 // b; each other loads the scripts into a runtime of its own.
 func (l *loop) startWorkers(cfg *config.Config, rt *luart.Runtime, b *pipeline.StreamsBuilder) error {
-	workers, err := l.newWorkers(cfg, rt, b)
+	more, err := l.a.loadWorkerRuntimes(cfg, b)
 	if err != nil {
+		rt.Close()
 		return err
 	}
-	l.workers, l.b = workers, b
-	l.queueMax = queueRecords(cfg, len(workers))
+	l.useWorkers(l.workersOn(append([]workerRuntime{{rt: rt, b: b}}, more...)), cfg)
+	l.b = b
 	return nil
 }
 
@@ -125,26 +126,51 @@ func queueRecords(cfg *config.Config, workers int) int64 {
 	return int64(4 * workers * int(config.MaxPollRecords.Get(cfg.Client(config.ForConsumer))))
 }
 
-// newWorkers makes cfg.NumStreamThreads workers on rt and b and runtimes of their own; on
-// an error none is left, and rt is closed.
-func (l *loop) newWorkers(cfg *config.Config, rt *luart.Runtime, b *pipeline.StreamsBuilder) ([]*worker, error) {
-	workers := []*worker{newWorker(l, 0, rt, b)}
+// loadWorkerRuntimes loads cfg's scripts into a runtime of its own for each worker after the
+// first (num.stream.threads - 1), each checked to make b's topology; on an error none is
+// left open.
+func (a *Agent) loadWorkerRuntimes(cfg *config.Config, b *pipeline.StreamsBuilder) ([]workerRuntime, error) {
+	var more []workerRuntime
 	want := b.Describe().String()
 	for id := 1; id < cfg.NumStreamThreads; id++ {
-		wrt, wb, err := loadTopology(cfg, l.a.schemas, l.a.log, l.a.opts.Stdout, l.a.onLuaError)
+		wrt, wb, err := loadTopology(cfg, a.schemas, a.log, a.opts.Stdout, a.onLuaError)
 		if err == nil && wb.Describe().String() != want {
 			wrt.Close()
 			err = errors.New("the scripts changed while they were loaded: the workers would run different topologies")
 		}
 		if err != nil {
-			for _, w := range workers {
-				w.stop()
+			for _, r := range more {
+				r.rt.Close()
 			}
 			return nil, fmt.Errorf("load the scripts of worker %d: %w", id, err)
 		}
-		workers = append(workers, newWorker(l, id, wrt, wb))
+		more = append(more, workerRuntime{rt: wrt, b: wb})
 	}
-	return workers, nil
+	return more, nil
+}
+
+// workersOn starts a worker on each runtime, worker i on rts[i].
+func (l *loop) workersOn(rts []workerRuntime) []*worker {
+	workers := make([]*worker, len(rts))
+	for i, r := range rts {
+		workers[i] = newWorker(l, i, r.rt, r.b)
+	}
+	return workers
+}
+
+// useWorkers makes workers the loop's, for the config they were loaded from: the tasks are
+// spread over them again, those of the workers that stay staying where they are, and the
+// metrics of the workers beyond them go. Their topologies are built by rebuildTopology.
+func (l *loop) useWorkers(workers []*worker, cfg *config.Config) {
+	for id := len(workers); id < len(l.workers); id++ {
+		l.a.metrics.ThreadTasks.DeleteLabelValues(strconv.Itoa(id))
+	}
+	l.workers = workers
+	l.queueMax = queueRecords(cfg, len(workers))
+	if l.owners != nil {
+		l.owners = assignTasks(taskIDsOf(l.owners), len(workers), l.owners)
+		l.publishTasks()
+	}
 }
 
 // stopWorkers ends every worker and closes its runtime.
@@ -225,9 +251,10 @@ func (l *loop) run(ctx context.Context) error {
 	defer l.follow.stop()
 	defer func() {
 		if l.staged != nil {
-			l.staged.rt.Close()
+			l.staged.close()
 			l.a.reloadFailed(errors.New("the agent stopped before the next commit barrier"))
 		}
+		l.endProbation()
 	}()
 	ticker := time.NewTicker(l.commitTick())
 	defer ticker.Stop()
@@ -333,6 +360,9 @@ func (l *loop) run(ctx context.Context) error {
 			if err := l.assignTasks(); err != nil {
 				return err
 			}
+			if err := l.takeOverFromKafkaStreams(ctx); err != nil {
+				return err
+			}
 			if l.a.state.Current() != StateRunning {
 				_ = l.a.state.Transition(StateRunning)
 			}
@@ -431,45 +461,34 @@ func (l *loop) commitAfterBatch() error {
 // swapStaged swaps in a reloaded topology right after a commit barrier: the epoch is
 // closed, so every record before it went through the old topology and every record after
 // it goes through the new one, and the consumer goes on from where it is. The workers are
-// as many as the new config's num.stream.threads, each with a runtime of its own, and the
-// tasks stay on their workers where they can.
+// as many as the new config's num.stream.threads, each with the runtime the reload loaded
+// for it, and the tasks stay on their workers where they can. The replaced workers' runtimes
+// stay open while the new topology is on probation (rollback.go).
 func (l *loop) swapStaged() {
 	c := l.staged
 	if c == nil || l.epoch.open() {
 		return
 	}
 	l.staged = nil
-	workers, err := l.newWorkers(c.cfg, c.rt, c.b)
-	if err != nil {
-		l.a.reloadFailed(err)
-		return
-	}
-	old, oldOwners := l.workers, l.owners
-	l.workers = workers
-	l.queueMax = queueRecords(c.cfg, len(workers))
-	if l.owners != nil {
-		l.owners = assignTasks(taskIDsOf(l.owners), l.pinned, len(workers), l.owners)
-		l.publishTasks()
-	}
+	base := l.a.reload.base.Load()
+	old := l.workers
+	l.useWorkers(l.workersOn(c.runtimes()), c.cfg)
 	if err := l.rebuildTopology(); err != nil {
-		for _, w := range workers {
+		for _, w := range l.workers {
 			w.stop()
 		}
-		l.workers, l.owners = old, oldOwners
-		l.queueMax = queueRecords(l.a.cfg, len(old))
-		l.publishTasks()
+		l.useWorkers(old, base.cfg)
 		if rerr := l.rebuildTopology(); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 		l.a.reloadFailed(fmt.Errorf("build the new topology: %w", err))
 		return
 	}
-	for _, w := range old {
-		w.stop()
+	replaced := make([]workerRuntime, len(old))
+	for i, w := range old {
+		replaced[i] = w.retire()
 	}
-	for id := len(workers); id < len(old); id++ {
-		l.a.metrics.ThreadTasks.DeleteLabelValues(strconv.Itoa(id))
-	}
+	l.startProbation(&reloadCandidate{cfg: base.cfg, rt: replaced[0].rt, b: replaced[0].b, more: replaced[1:], base: base})
 	l.b = c.b
 	l.a.reloaded(c)
 }
@@ -498,13 +517,13 @@ func taskIDsOf(owners map[pipeline.TaskID]int) []pipeline.TaskID {
 func (l *loop) assignTasks() error {
 	var ids []pipeline.TaskID
 	err := l.workers[0].do(func() error {
-		ids, l.pinned = l.workers[0].topo.TaskIDs(), l.workers[0].topo.Pinned()
+		ids = l.workers[0].topo.TaskIDs()
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	owners := assignTasks(ids, l.pinned, len(l.workers), l.owners)
+	owners := assignTasks(ids, len(l.workers), l.owners)
 	l.owners = owners
 	l.ex.SetOwners(owners)
 	l.publishTasks()
@@ -591,15 +610,20 @@ func (l *loop) publishTime() {
 		l.time.Advance()
 	}
 	view := l.time.Time()
-	lags := l.k.consumer.Lag()
+	lags, positions := l.k.consumer.Lag(), l.k.consumer.Positions()
 	out := &console.TimeStatus{Watermark: view.Watermark, Partitions: make([]console.PartitionStatus, len(view.Partitions))}
 	for i, p := range view.Partitions {
-		lag, ok := lags[pipeline.TopicPartition{Topic: p.Topic, Partition: p.Partition}]
+		tp := pipeline.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+		lag, ok := lags[tp]
 		if !ok {
 			lag = -1
 		}
+		pos, ok := positions[tp]
+		if !ok {
+			pos = -1
+		}
 		out.Partitions[i] = console.PartitionStatus{Topic: p.Topic, Partition: p.Partition, StreamTime: p.StreamTime,
-			Idle: p.Idle, HoldsBack: p.HoldsBack, Lag: lag}
+			Idle: p.Idle, HoldsBack: p.HoldsBack, Lag: lag, Position: pos}
 	}
 	l.a.time.Store(out)
 	m := l.a.metrics
@@ -632,6 +656,9 @@ func (l *loop) applyTaps() {
 
 // workerTaps sets a tap in every worker's topology, on the worker's goroutine.
 type workerTaps struct{ l *loop }
+
+// ValueSerde is the first worker's builder's: every worker's scripts made the same graph.
+func (t workerTaps) ValueSerde(node string) pipeline.Serde { return t.l.b.ValueSerde(node) }
 
 func (t workerTaps) SetTap(node string, fn pipeline.TapFunc) error {
 	return t.l.all(func(w *worker) error { return w.topo.SetTap(node, fn) })
@@ -684,6 +711,7 @@ func (l *loop) commit(wait bool) error {
 	if committed {
 		l.reportUncommitted()
 		l.reportProgress()
+		l.probationCommitted()
 	}
 	return nil
 }
@@ -762,6 +790,9 @@ func (l *loop) retry(cause error) error {
 		if err := l.epoch.settle(); err != nil {
 			return l.retry(err)
 		}
+	}
+	if l.rollsBack(cause) {
+		return l.rollBack(cause)
 	}
 	rejoined, err := l.epoch.fail(cause)
 	if err != nil {

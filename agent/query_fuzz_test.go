@@ -12,8 +12,7 @@ import (
 // FuzzQueryRequest sends arbitrary /v1/stores paths and query strings, and arbitrary
 // POST /v2/query bodies, to an agent serving one store of each kind. Whatever the request,
 // the answer is a JSON document with a success or a 400-class status: bad input is the
-// client's error, never a panic or a 500. A Lua serde's 501 not_supported is the one
-// refusal that is not 400-class, and it is a designed answer, not a failure.
+// client's error, never a panic or a 500.
 func FuzzQueryRequest(f *testing.F) {
 	for _, s := range []struct {
 		target string
@@ -55,7 +54,6 @@ func checkQueryAnswer(t *testing.T, h http.Handler, r *http.Request, input strin
 	decodeErr := dec.Decode(&first)
 	redirect := code == http.StatusMovedPermanently || code == http.StatusTemporaryRedirect
 	switch {
-	case code == http.StatusNotImplemented && first["code"] == "not_supported":
 	case code >= 500 || code < 200 || (code >= 300 && code < 400 && !redirect):
 		t.Fatalf("%s %s (input %q): status %d, answer %v", r.Method, r.URL, input, code, first)
 	case (code == http.StatusNotFound || redirect) && rec.Header().Get("Content-Type") != "application/json":

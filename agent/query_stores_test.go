@@ -158,6 +158,7 @@ func serveStores(t testing.TB, a *Agent, db *state.DB, specs []pipeline.StoreSpe
 
 func TestQueryWindowSessionVersionedAndBytesStores(t *testing.T) {
 	a := storesFixture(t)
+	five, _ := serdes.Long{}.Serialize("", nil, int64(5))
 	for target, want := range map[string]string{
 		"/v1/stores/wins/windows/a?from=0&to=15":                  `[{"key":"a","value":0,"windowEnd":10,"windowStart":0},{"key":"a","value":20,"windowEnd":20,"windowStart":10}]`,
 		"/v1/stores/wins/windows/a?reverse=true":                  `[{"key":"a","value":40,"windowEnd":30,"windowStart":20},{"key":"a","value":20,"windowEnd":20,"windowStart":10},{"key":"a","value":0,"windowEnd":10,"windowStart":0}]`,
@@ -169,6 +170,19 @@ func TestQueryWindowSessionVersionedAndBytesStores(t *testing.T) {
 	} {
 		st, o := serveQuery(t, a, "GET", target, "")
 		got, _ := json.Marshal(o["items"])
+		if st != 200 || string(got) != want {
+			t.Fatalf("GET %s = %d %s\nwant %s", target, st, got, want)
+		}
+	}
+	// Every store type is counted; a versioned store ranges over its latest versions.
+	for target, want := range map[string]string{
+		"/v1/stores/wins/count": `{"count":4}`,
+		"/v1/stores/sess/count": `{"count":2}`,
+		"/v1/stores/vers/count": `{"count":1}`,
+		"/v1/stores/vers/keys":  fmt.Sprintf(`{"items":[{"key":5,"partition":%d,"timestamp":200,"value":{"v":2}}]}`, pipeline.DefaultPartition(five, 2)),
+	} {
+		st, o := serveQuery(t, a, "GET", target, "")
+		got, _ := json.Marshal(o)
 		if st != 200 || string(got) != want {
 			t.Fatalf("GET %s = %d %s\nwant %s", target, st, got, want)
 		}
@@ -188,8 +202,6 @@ func TestQueryWindowSessionVersionedAndBytesStores(t *testing.T) {
 	}
 	for target, want := range map[string]string{
 		"/v1/stores/wins/keys/a":         "400 wrong_store_type",
-		"/v1/stores/sess/count":          "400 wrong_store_type",
-		"/v1/stores/vers/keys":           "501 not_supported",
 		"/v1/stores/vers/keys/x":         "400 bad_parameter",
 		"/v1/stores/raw/keys/%21%21":     "400 bad_parameter",
 		"/v1/stores/wins/windows/a?to=x": "400 bad_parameter",

@@ -147,7 +147,9 @@ func TestQueryKeyValueEndpoints(t *testing.T) {
 		}
 		wantQueryError(t, base+"/v1/stores/counts/keys/nope", 404, "key_not_found", `key "nope" is not in store counts`)
 		wantQueryError(t, base+"/v1/stores/missing/keys/k1", 404, "unknown_store",
-			"Cannot get state store missing because no such store is registered in the topology.")
+			"Cannot get state store missing because no such store is registered in the topology. Its stores: ")
+		wantQueryError(t, base+"/v1/stores/count/keys/k1", 404, "unknown_store",
+			`Cannot get state store count because no such store is registered in the topology. Did you mean "counts"? Its stores: `)
 		wantQueryError(t, base+"/v1/stores/counts/keys/k1?isolation=SERIALIZABLE", 400, "bad_parameter", "isolation:")
 		wantQueryError(t, base+"/v1/stores/counts/keys/k1?isolaton=READ_COMMITTED", 400, "bad_parameter", `unknown parameter "isolaton"`)
 		wantQueryError(t, base+"/v1/stores/counts/windows/k1", 400, "wrong_store_type", "counts is a timestampedKeyValue store")

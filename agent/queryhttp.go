@@ -1,6 +1,13 @@
 package agent
 
-import "github.com/stoatflow/stoatflow/agent/query"
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/stoatflow/stoatflow/agent/query"
+	"github.com/stoatflow/stoatflow/state"
+)
 
 // serveQueries adds the interactive-query endpoints (agent/query).
 func (a *Agent) serveQueries() {
@@ -25,7 +32,25 @@ func (v queryView) ActiveHost() string {
 	if h := v.a.cfg.ApplicationServer; h != "" {
 		return h
 	}
-	return v.a.http.Addr()
+	addr := v.a.http.Addr()
+	if wildcardListen(addr) {
+		return query.UnavailableHost
+	}
+	return addr
+}
+
+// wildcardListen reports whether a listen address (host:port) names every interface (0.0.0.0,
+// [::], an empty host): no client can reach the agent at it.
+func wildcardListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsUnspecified()
 }
 
 func (v queryView) Standby() (instance, host string, ok bool) {
@@ -34,4 +59,48 @@ func (v queryView) Standby() (instance, host string, ok bool) {
 	}
 	instance, host = v.a.activeMember()
 	return instance, host, true
+}
+
+// Holding: an agent that is not a standby processes every partition (in the single-active
+// mode one agent owns every task); a warm standby holds a copy of each logged store
+// partition it follows, with its lag as of its latest round.
+func (v queryView) Holding(store string, p int32) query.Holding {
+	if v.a.state.Current() != StateStandby {
+		return query.Holding{Active: true}
+	}
+	if copies := v.a.copies.Load(); copies != nil {
+		if lag, ok := (*copies)[state.ChangelogPartition{Store: store, Partition: p}]; ok {
+			return query.Holding{Standby: true, Lag: lag}
+		}
+	}
+	c := v.a.stores.Load()
+	role := v.a.group.Load()
+	switch {
+	case c != nil && c.Global[store]:
+		return query.Holding{Why: "a standby does not follow the global tables (it reads them when it takes over)"}
+	case c != nil && !storeLogged(c, store):
+		return query.Holding{Why: "the store has no changelog to follow"}
+	case role == nil || !role.Warm:
+		return query.Holding{Why: fmt.Sprintf("this standby is cold: only the %d most caught-up standbys (num.standby.replicas) follow the changelogs", v.a.cfg.NumStandbyReplicas)}
+	}
+	return query.Holding{Why: "it has not read the changelog yet; retry in a second"}
+}
+
+func storeLogged(c *query.Catalog, store string) bool {
+	for _, s := range c.Specs {
+		if s.Name == store {
+			return s.Logged
+		}
+	}
+	return false
+}
+
+// StandbyHosts are the warm standbys' application.server, as the group's leader named them
+// in the latest generation: each follows every partition of every logged store.
+func (v queryView) StandbyHosts(store string, _ int32) []string {
+	c, r := v.a.stores.Load(), v.a.group.Load()
+	if c == nil || r == nil || c.Global[store] || !storeLogged(c, store) {
+		return nil
+	}
+	return r.StandbyHosts
 }

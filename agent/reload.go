@@ -108,12 +108,30 @@ func lineDiff(old, new string) (removed, added []string) {
 	return removed, added
 }
 
-// reloadCandidate is a new topology that passed the compatibility checks.
+// reloadCandidate is a new topology that passed the compatibility checks: the first
+// worker's runtime and the builder its scripts filled in, and a runtime of its own for
+// each other worker (num.stream.threads), loaded before the barrier it takes over at.
 type reloadCandidate struct {
 	cfg  *config.Config
 	rt   *luart.Runtime
 	b    *pipeline.StreamsBuilder
+	more []workerRuntime
 	base *reloadBase // what the running topology is built from once it takes over
+}
+
+// runtimes are the candidate's runtimes, worker 0's first.
+func (c *reloadCandidate) runtimes() []workerRuntime {
+	return append([]workerRuntime{{rt: c.rt, b: c.b}}, c.more...)
+}
+
+// close closes the candidate's runtimes.
+func (c *reloadCandidate) close() {
+	if c.rt != nil {
+		c.rt.Close()
+	}
+	for _, r := range c.more {
+		r.rt.Close()
+	}
 }
 
 // Reload asks the agent to re-read its config file and scripts and, when the new
@@ -153,7 +171,7 @@ func (a *Agent) prepareReload() (*reloadCandidate, error) {
 		return nil, err
 	}
 	if err := base.cfg.CheckReload(cfg); err != nil {
-		return nil, err
+		return nil, &needsRestart{err}
 	}
 	rt, b, err := loadTopology(cfg, a.schemas, a.log, a.opts.Stdout, a.onLuaError)
 	if err != nil {
@@ -162,11 +180,16 @@ func (a *Agent) prepareReload() (*reloadCandidate, error) {
 	next := newReloadBase(cfg, b)
 	if err := base.shape.compatible(next.shape); err != nil {
 		rt.Close()
+		return nil, &needsRestart{err}
+	}
+	more, err := a.loadWorkerRuntimes(cfg, b)
+	if err != nil {
+		rt.Close()
 		return nil, err
 	}
 	a.logReloadDiff(base, next)
 	a.zeroLuaErrors(rt)
-	return &reloadCandidate{cfg: cfg, rt: rt, b: b, base: next}, nil
+	return &reloadCandidate{cfg: cfg, rt: rt, b: b, more: more, base: next}, nil
 }
 
 func (a *Agent) onLuaError(script string) { a.metrics.LuaErrors.WithLabelValues(script).Inc() }
@@ -180,8 +203,21 @@ func (a *Agent) zeroLuaErrors(rt *luart.Runtime) {
 	}
 }
 
+// needsRestart is a change a reload refuses that a restart applies: a config key other than
+// agent.scripts and agent.log.level, or a topology of other sources, global tables or
+// stores. (A script that does not load is refused too, but a restart would not load it
+// either.)
+type needsRestart struct{ err error }
+
+func (e *needsRestart) Error() string { return e.err.Error() }
+func (e *needsRestart) Unwrap() error { return e.err }
+
 func (a *Agent) reloadFailed(err error) {
-	a.log.Warn("reload refused; the running topology keeps running", "reason", err)
+	if errors.As(err, new(*needsRestart)) {
+		a.log.Warn("reload refused; the running topology keeps running, and a restart applies the change (a reload keeps the config keys, sources, global tables and stores)", "reason", err)
+	} else {
+		a.log.Warn("reload refused; the running topology keeps running", "reason", err)
+	}
 	a.metrics.Reloads.WithLabelValues(metrics.ResultFailure).Inc()
 	a.reload.pending.Store(false)
 }
@@ -202,7 +238,7 @@ func (a *Agent) reloaded(c *reloadCandidate) {
 func (a *Agent) discardStaged() {
 	select {
 	case c := <-a.reload.staged:
-		c.rt.Close()
+		c.close()
 		a.reloadFailed(errors.New("the agent stopped before the next commit barrier"))
 	default:
 	}

@@ -251,8 +251,11 @@ func TestReloadRefusesIncompatibleOrBrokenChanges(t *testing.T) {
 	defer f.stop(t)
 	before := f.get(t, "/topology/ks")
 
+	// restart: the refusal says a restart applies the change (not for a script that does
+	// not load, which a restart would not load either).
 	cases := []struct {
 		name, script, config, inLog string
+		restart                     bool
 	}{
 		{name: "a new store", script: `
 local s = require("stoat")
@@ -260,18 +263,18 @@ local b = s.builder()
 b:addStateStore{name = "extra", type = "keyValue"}
 b:stream("in"):mapValues(function(v) return "B:" .. v end):to("out")
 return b
-`, inLog: "store extra was added"},
+`, inLog: "store extra was added", restart: true},
 		{name: "a new source topic", script: `
 local s = require("stoat")
 local b = s.builder()
 b:stream("in"):mapValues(function(v) return "B:" .. v end):to("out")
 b:stream("in2"):to("out")
 return b
-`, inLog: "source topics changed"},
+`, inLog: "source topics changed", restart: true},
 		{name: "a syntax error", script: "local s = require(\"stoat\")\nlocal b = s.builder(\nreturn b\n", inLog: "p.lua:3: syntax error"},
 		{name: "a changed config key", script: mapScript("B", ""),
 			config: strings.Replace(f.toml, "commit.interval.ms = 50", "commit.interval.ms = 200", 1),
-			inLog:  "config key streams.commit.interval.ms changed"},
+			inLog:  "config key streams.commit.interval.ms changed", restart: true},
 	}
 	for i, c := range cases {
 		f.writeScript(t, c.script)
@@ -282,8 +285,13 @@ return b
 			t.Fatalf("%s: POST /-/reload: %d, want 202", c.name, code)
 		}
 		f.waitReloads(t, metrics.ResultFailure, float64(i+1))
-		if log := f.logText(); !strings.Contains(log, c.inLog) {
+		log := f.logText()
+		if !strings.Contains(log, c.inLog) {
 			t.Fatalf("%s: the log does not say %q:\n%s", c.name, c.inLog, log)
+		}
+		refusal := log[strings.LastIndex(log, "reload refused"):]
+		if strings.Contains(refusal, "a restart applies the change") != c.restart {
+			t.Fatalf("%s: the refusal says a restart applies it: %v, want %v:\n%s", c.name, !c.restart, c.restart, refusal)
 		}
 		if c.config != "" {
 			f.writeConfig(t, f.toml)

@@ -23,6 +23,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err := a.http.Start(); err != nil {
 		return err
 	}
+	if cfg.ApplicationServer == "" && wildcardListen(cfg.HTTPListen) {
+		a.log.Warn("agent.http.listen is a wildcard address and application.server is unset: no client can reach the agent "+
+			"at that address, so key metadata (/v1/metadata) answers activeHost "+query.UnavailableHost+", as Kafka Streams does; "+
+			"set application.server to the host:port others reach this agent at", "listen", cfg.HTTPListen)
+	}
 	close(a.ready)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -33,6 +33,7 @@ func (a *Agent) startSchemaRegistry() (stop func(), err error) {
 		URLs: urls, User: r.User, Password: r.Password, Token: r.Token, Headers: map[string]string{},
 		MaxRetries: r.MaxRetries, RetryWait: r.RetryWait, RetryMaxWait: r.RetryMaxWait,
 		ConnectTimeout: r.ConnectTimeout, ReadTimeout: r.ReadTimeout, Logger: a.log,
+		MaxResponseBytes: r.MaxResponseBytes, OnWait: a.registryWaiting,
 	}
 	if r.LogicalCluster != "" {
 		opts.Headers["target-sr-cluster"] = r.LogicalCluster
@@ -51,8 +52,41 @@ func (a *Agent) startSchemaRegistry() (stop func(), err error) {
 		stop()
 		return func() {}, err
 	}
-	a.schemas = schemas.NewFactory(schemaConfig(r, cl, opts.Bound()))
+	a.schemas = schemas.NewFactory(schemaConfig(r, cl, min(opts.Bound(), registryCallLimit(a.cfg))))
 	return stop, nil
+}
+
+// registryCallLimit bounds one Schema Registry call, retries included, below what the
+// processing loop may be held before Kafka gives up on it: half of transaction.timeout.ms
+// under exactly-once (the producer would be fenced), half of max.poll.interval.ms under
+// at-least-once (the consumer would leave the group). A record's schema is fetched while
+// the loop waits; a registry slower than that fails the record (its deserialization or
+// production handler decides) instead of the whole epoch.
+func registryCallLimit(cfg *config.Config) time.Duration {
+	if cfg.ExactlyOnce() {
+		return config.TransactionTimeout.Get(cfg.Client(config.ForProducer)) / 2
+	}
+	return config.MaxPollInterval.Get(cfg.Client(config.ForConsumer)) / 2
+}
+
+// registryWaiting records the start of the oldest Schema Registry call in progress.
+func (a *Agent) registryWaiting(oldest time.Time) {
+	if oldest.IsZero() {
+		a.registryWait.Store(0)
+		a.metrics.RegistryCallStart.Set(0)
+		return
+	}
+	a.registryWait.Store(oldest.UnixNano())
+	a.metrics.RegistryCallStart.Set(float64(oldest.UnixNano()) / 1e9)
+}
+
+// registryStall is what processing waits on, for /readyz: the registry, since its oldest
+// call in progress started.
+func (a *Agent) registryStall() (string, time.Time) {
+	if ns := a.registryWait.Load(); ns != 0 {
+		return "schema registry", time.Unix(0, ns)
+	}
+	return "", time.Time{}
 }
 
 // offlineSchemas is the factory of commands that load the scripts without running them

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/pipeline"
 )
 
 // purchasesConfig runs scripts/purchases.lua with its schemas.
@@ -153,7 +155,7 @@ errors.dead.letter.queue.topic.name = "dlq"`, down)
 	}
 	var msg string
 	for _, h := range letter.Headers {
-		if string(h.Key) == HeaderErrorsMessage {
+		if string(h.Key) == pipeline.HeaderErrorsMessage {
 			msg = string(h.Value)
 		}
 	}
@@ -268,5 +270,55 @@ return b`, `schema.registry.url = "embedded"`)
 		ra.done <- err
 	case <-time.After(30 * time.Second):
 		t.Fatal("a record the schema does not read did not stop the agent (deserialization.exception.handler is LogAndFail)")
+	}
+}
+
+// TestSlowRegistryIsBoundedBelowTheTransactionTimeout: a registry that never answers held
+// processing past transaction.timeout.ms while /readyz said RUNNING, and the producer was
+// fenced. A call is now bounded by half the transaction timeout: the record fails (here
+// LogAndContinue skips it), the epoch commits, and while the call waits /readyz and
+// stoatflow_schema_registry_call_start_time_seconds show it.
+func TestSlowRegistryIsBoundedBelowTheTransactionTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	brokers := testBroker(t, 1, "purchases", "customer-spending")
+	extra := fmt.Sprintf(`schema.registry.url = %q
+processing.guarantee = "exactly_once_v2"
+transaction.timeout.ms = 4000
+deserialization.exception.handler = "LogAndContinue"`, srv.URL)
+	m := metrics.New()
+	ra := startAgentWith(t, purchasesConfig(t, brokers, extra), m)
+	defer ra.stop(t)
+	addr, _ := ra.a.HTTPAddr(t.Context())
+	produceRaw(t, brokers, "purchases", "o1", wire(1, []byte{2, 4}))
+	pollFor(t, 20*time.Second, "/readyz showing the wait for the registry", func() bool {
+		return strings.Contains(httpGet(t, "http://"+addr+"/readyz"), `"stalled":{"on":"schema registry","seconds":`)
+	})
+	if start := testutil.ToFloat64(m.RegistryCallStart); start < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Fatalf("call start metric %v while a call waits", start)
+	}
+	pollFor(t, 20*time.Second, "the record skipped once the bounded call failed", func() bool {
+		return testutil.ToFloat64(m.RecordsDropped.WithLabelValues("KSTREAM-SOURCE-0000000000", metrics.DropDeserialization)) == 1
+	})
+	pollFor(t, 10*time.Second, "the wait gone from /readyz and the metric", func() bool {
+		return !strings.Contains(httpGet(t, "http://"+addr+"/readyz"), "stalled") && testutil.ToFloat64(m.RegistryCallStart) == 0
+	})
+	// The failure is remembered for a while: the next record of the id fails at once.
+	produceRaw(t, brokers, "purchases", "o2", wire(1, []byte{2, 4}))
+	pollFor(t, 10*time.Second, "the second record skipped", func() bool {
+		return testutil.ToFloat64(m.RecordsDropped.WithLabelValues("KSTREAM-SOURCE-0000000000", metrics.DropDeserialization)) == 2
+	})
+	if st := ra.a.State(); st != StateRunning {
+		t.Fatalf("state %s, want RUNNING", st)
+	}
+	if n := testutil.ToFloat64(m.Commits.WithLabelValues(metrics.ResultFailure)); n != 0 {
+		t.Fatalf("%v failed commits: the wait outlasted the transaction", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/agent/query"
 	"github.com/stoatflow/stoatflow/metrics"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
@@ -147,6 +148,7 @@ func (l *loop) catchUp(ctx context.Context, takeover bool) error {
 
 func (l *loop) resetStandbyLag() {
 	l.a.metrics.StandbyLag.Reset()
+	l.a.copies.Store(nil)
 }
 
 // roleState is the loop's part of the group role.
@@ -266,6 +268,9 @@ func (l *loop) followRound(ctx context.Context, db *state.DB, tr *kafkaio.TopicR
 		return err
 	}
 	var errs []error
+	// What stale reads answer with (query.Holding): how far each copy trails the end this
+	// round read, once the round has read what it could.
+	copies := make(map[state.ChangelogPartition]query.LagInfo, len(reads))
 	for _, r := range reads {
 		cp := state.ChangelogPartition{Store: r.store, Partition: r.partition}
 		// Only while the store is where that round left it: a wiped store reads again.
@@ -274,14 +279,19 @@ func (l *loop) followRound(ctx context.Context, db *state.DB, tr *kafkaio.TopicR
 			r.from = f.to
 		}
 		l.a.metrics.StandbyLag.WithLabelValues(r.store, strconv.Itoa(int(r.partition))).Set(float64(max(r.end-r.from, 0)))
-		if r.from >= r.end {
-			continue
+		at := max(r.from, r.end)
+		if r.from < r.end {
+			if _, _, err := l.a.replay(ctx, db, tr, r, func(int, int64) {}); err != nil {
+				errs = append(errs, fmt.Errorf("store %s partition %d from %s: %w", r.store, r.partition, r.topic, err))
+				at = r.from
+			} else {
+				read[cp] = followed{from: stored, to: r.end}
+			}
 		}
-		if _, _, err := l.a.replay(ctx, db, tr, r, func(int, int64) {}); err != nil {
-			errs = append(errs, fmt.Errorf("store %s partition %d from %s: %w", r.store, r.partition, r.topic, err))
-			continue
-		}
-		read[cp] = followed{from: stored, to: r.end}
+		copies[cp] = query.LagInfo{CurrentOffsetPosition: at, EndOffsetPosition: r.end, OffsetLag: max(r.end-at, 0)}
+	}
+	if ctx.Err() == nil {
+		l.a.copies.Store(&copies)
 	}
 	return errors.Join(errs...)
 }

@@ -59,6 +59,12 @@ commit.interval.ms = 50
 	return cfgs
 }
 
+// replicaConfigs is replicaConfigs on this broker.
+func (b *brokerUnderTest) replicaConfigs(t *testing.T, script string, n int, extra string) []*config.Config {
+	t.Helper()
+	return replicaConfigs(t, b.brokers, b.script(script), n, b.script(extra))
+}
+
 func agentBase(t *testing.T, ra *runningAgent) string {
 	t.Helper()
 	addr, err := ra.a.HTTPAddr(context.Background())
@@ -93,20 +99,23 @@ func readyzOf(t *testing.T, ra *runningAgent) (int, map[string]any) {
 // are standbys that process and produce nothing, and every count is exact. Before the
 // active strategy the joiners took partitions and both sides counted part of every key.
 func TestSeveralAgentsOneActiveExactCounts(t *testing.T) {
-	brokers := testBroker(t, 3, "in", "out")
-	cfgs := replicaConfigs(t, brokers, countScript, 3, `processing.guarantee = "exactly_once_v2"`)
+	severalAgentsOneActive(t, onKfake(t, 3, "in", "out"))
+}
+
+func severalAgentsOneActive(t *testing.T, bt *brokerUnderTest) {
+	cfgs := bt.replicaConfigs(t, countScript, 3, `processing.guarantee = "exactly_once_v2"`)
 	const keys = 30
 	ms := []*metrics.Metrics{metrics.New(), metrics.New(), metrics.New()}
 	active := startAgentUntil(t, cfgs[0], ms[0], StateRunning)
 	defer active.stop(t)
-	produceKeys(t, brokers, 3, 300, keys, 0, "v")
+	bt.produceKeys(t, 300, keys, 0, "v")
 	b := startAgentUntil(t, cfgs[1], ms[1], StateStandby)
 	defer b.stop(t)
-	produceKeys(t, brokers, 3, 300, keys, 300, "v")
+	bt.produceKeys(t, 300, keys, 300, "v")
 	c := startAgentUntil(t, cfgs[2], ms[2], StateStandby)
 	defer c.stop(t)
-	produceKeys(t, brokers, 3, 300, keys, 600, "v")
-	checkExactCounts(t, brokers, wantCounts(900, keys))
+	bt.produceKeys(t, 300, keys, 600, "v")
+	bt.checkExactCounts(t, wantCounts(900, keys))
 
 	if st := active.a.State(); st != StateRunning {
 		t.Fatalf("first agent is %s, want RUNNING", st)
@@ -115,7 +124,7 @@ func TestSeveralAgentsOneActiveExactCounts(t *testing.T) {
 		if st := ra.a.State(); st != StateStandby {
 			t.Fatalf("agent %d is %s, want STANDBY", i+1, st)
 		}
-		if got := testutil.ToFloat64(ms[i+1].RecordsProduced.WithLabelValues("out")); got != 0 {
+		if got := testutil.ToFloat64(ms[i+1].RecordsProduced.WithLabelValues(bt.topic(t, "out"))); got != 0 {
 			t.Fatalf("standby %d produced %v records to out", i+1, got)
 		}
 		if got := testutil.ToFloat64(ms[i+1].GroupRole.WithLabelValues(metrics.RoleStandby)); got != 1 {
@@ -147,8 +156,12 @@ func TestSeveralAgentsOneActiveExactCounts(t *testing.T) {
 // with the range strategy, as an older agent would) keeps the group; the agent that cannot
 // join stops with an error saying what happened, instead of retrying forever or sharing.
 func TestAgentRefusedByGroupOfAnotherProtocol(t *testing.T) {
-	brokers := testBroker(t, 2, "in", "out")
-	cfgs := replicaConfigs(t, brokers, countScript, 1, "")
+	refusedByGroupOfAnotherProtocol(t, onKfake(t, 2, "in", "out"))
+}
+
+func refusedByGroupOfAnotherProtocol(t *testing.T, b *brokerUnderTest) {
+	brokers := b.brokers
+	cfgs := b.replicaConfigs(t, countScript, 1, "")
 	sc := saramaTestConfig()
 	sc.Consumer.Group.InstanceId = ""
 	group, err := sarama.NewConsumerGroup(brokers, cfgs[0].ApplicationID, sc)
@@ -161,7 +174,7 @@ func TestAgentRefusedByGroupOfAnotherProtocol(t *testing.T) {
 	joined := make(chan struct{})
 	go func() {
 		for ctx.Err() == nil {
-			_ = group.Consume(ctx, []string{"in"}, idleHandler{joined: joined})
+			_ = group.Consume(ctx, []string{b.topic(t, "in")}, idleHandler{joined: joined})
 		}
 	}()
 	select {
@@ -221,9 +234,12 @@ func takeoverKeys() int {
 // does not leave): once its session times out, the warm standby takes over, replays only
 // the changelog tail and goes on from the committed offsets. Every count exactly once.
 func TestTakeoverWhenTheActiveDies(t *testing.T) {
-	brokers := testBroker(t, 3, "in", "out")
+	takeoverWhenTheActiveDies(t, onKfake(t, 3, "in", "out"))
+}
+
+func takeoverWhenTheActiveDies(t *testing.T, b *brokerUnderTest) {
 	const session = 6 * time.Second // kfake's group.min.session.timeout.ms
-	cfgs := replicaConfigs(t, brokers, countScript, 3, `processing.guarantee = "exactly_once_v2"
+	cfgs := b.replicaConfigs(t, countScript, 3, `processing.guarantee = "exactly_once_v2"
 session.timeout.ms = 6000
 heartbeat.interval.ms = 500
 transaction.timeout.ms = 5000`)
@@ -236,8 +252,8 @@ transaction.timeout.ms = 5000`)
 	for _, ra := range agents[1:] {
 		defer ra.stop(t)
 	}
-	produceKeys(t, brokers, 3, 2*keys, keys, 0, "v")
-	checkExactCounts(t, brokers, wantCounts(2*keys, keys))
+	b.produceKeys(t, 2*keys, keys, 0, "v")
+	b.checkExactCounts(t, wantCounts(2*keys, keys))
 	// The warm standby follows the changelogs: wait until it is at their end, so the
 	// takeover replays only what the active commits from now on.
 	warm := -1
@@ -271,8 +287,8 @@ transaction.timeout.ms = 5000`)
 		t.Fatal(err)
 	}
 	died := time.Now()
-	produceKeys(t, brokers, 3, keys, keys, 2*keys, "v")
-	ch := consumeAll(t, brokers, "out", readCommittedConfig())
+	b.produceKeys(t, keys, keys, 2*keys, "v")
+	ch := consumeAll(t, b.brokers, b.topic(t, "out"), readCommittedConfig())
 	var firstOutput time.Duration
 	for firstOutput == 0 {
 		select {
@@ -284,7 +300,7 @@ transaction.timeout.ms = 5000`)
 			t.Fatal("no output from a new active within 60 s of the active's death")
 		}
 	}
-	checkExactCounts(t, brokers, wantCounts(3*keys, keys))
+	b.checkExactCounts(t, wantCounts(3*keys, keys))
 	if st := agents[warm].a.State(); st != StateRunning {
 		t.Fatalf("the warm standby is %s after the takeover, want RUNNING", st)
 	}
@@ -295,7 +311,7 @@ transaction.timeout.ms = 5000`)
 	if st := agents[cold].a.State(); st != StateStandby {
 		t.Fatalf("the cold standby is %s, want STANDBY", st)
 	}
-	if got := testutil.ToFloat64(ms[cold].RecordsProduced.WithLabelValues("out")); got != 0 {
+	if got := testutil.ToFloat64(ms[cold].RecordsProduced.WithLabelValues(b.topic(t, "out"))); got != 0 {
 		t.Fatalf("the cold standby produced %v records", got)
 	}
 	if firstOutput > session+10*time.Second {
@@ -311,8 +327,11 @@ transaction.timeout.ms = 5000`)
 // standby is cold (num.standby.replicas = 0): it holds the state of its start only, and
 // replays the rest of the changelog before it processes.
 func TestStoppingActiveHandsOverAtOnce(t *testing.T) {
-	brokers := testBroker(t, 2, "in", "out")
-	cfgs := replicaConfigs(t, brokers, countScript, 2, `processing.guarantee = "exactly_once_v2"
+	stoppingActiveHandsOverAtOnce(t, onKfake(t, 2, "in", "out"))
+}
+
+func stoppingActiveHandsOverAtOnce(t *testing.T, b *brokerUnderTest) {
+	cfgs := b.replicaConfigs(t, countScript, 2, `processing.guarantee = "exactly_once_v2"
 session.timeout.ms = 120000
 heartbeat.interval.ms = 500
 num.standby.replicas = 0`)
@@ -323,8 +342,8 @@ num.standby.replicas = 0`)
 	active := startAgentUntil(t, cfgs[0], metrics.New(), StateRunning)
 	standby := startAgentUntil(t, cfgs[1], m, StateStandby)
 	defer standby.stop(t)
-	produceKeys(t, brokers, 2, 200, 10, 0, "v")
-	checkExactCounts(t, brokers, wantCounts(200, 10))
+	b.produceKeys(t, 200, 10, 0, "v")
+	b.checkExactCounts(t, wantCounts(200, 10))
 	if err := active.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -336,8 +355,8 @@ num.standby.replicas = 0`)
 	}
 	t.Logf("the standby was RUNNING %v after the active left the group", time.Since(stopped).Round(10*time.Millisecond))
 	standby.waitLog(t, "StoatFlow is running")
-	produceKeys(t, brokers, 2, 200, 10, 200, "v")
-	checkExactCounts(t, brokers, wantCounts(400, 10))
+	b.produceKeys(t, 200, 10, 200, "v")
+	b.checkExactCounts(t, wantCounts(400, 10))
 	if got := testutil.ToFloat64(m.Takeovers); got != 1 {
 		t.Fatalf("takeovers = %v, want 1", got)
 	}
@@ -346,6 +365,128 @@ num.standby.replicas = 0`)
 	}
 	if got := testutil.ToFloat64(m.RecordsRestored.WithLabelValues("counts")); got < 10 {
 		t.Fatalf("restored %v changelog records at the takeover, want the 10 keys' updates", got)
+	}
+}
+
+// A warm standby answers store queries that allow stale stores (enableStaleStores) from
+// its copy, which once caught up holds the active's counts, with each partition's lag as
+// it knows it; without the opt-in it still points at the active. Both agents name the
+// standby's host in key metadata. A cold standby keeps no copy to answer from.
+func TestStandbyAnswersStaleReads(t *testing.T) {
+	brokers := testBroker(t, 3, "in", "out")
+	cfgs := replicaConfigs(t, brokers, countScript, 3, `processing.guarantee = "exactly_once_v2"`)
+	const keys = 12
+	active := startAgentUntil(t, cfgs[0], metrics.New(), StateRunning)
+	defer active.stop(t)
+	warm := startAgentUntil(t, cfgs[1], metrics.New(), StateStandby)
+	defer warm.stop(t)
+	produceKeys(t, brokers, 3, 60, keys, 0, "v")
+	checkExactCounts(t, brokers, wantCounts(60, keys))
+	pollFor(t, 30*time.Second, "the warm standby at the changelogs' end", func() bool {
+		r := warm.a.group.Load()
+		return r != nil && r.Warm && warm.a.statePosition() == active.a.statePosition()
+	})
+	base, activeBase := agentBase(t, warm), agentBase(t, active)
+
+	// The changelogs' end offsets, read by another client: a caught-up copy stands there.
+	client, err := sarama.NewClient(brokers, saramaTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	changelog := cfgs[0].ApplicationID + "-counts-changelog"
+	ends := map[string]int64{}
+	for p := range int32(3) {
+		end, err := client.GetOffset(changelog, p, sarama.OffsetNewest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends[strconv.Itoa(int(p))] = end
+	}
+	checkLags := func(what string, lags any, partitions int) {
+		t.Helper()
+		m, _ := lags.(map[string]any)
+		if len(m) != partitions {
+			t.Fatalf("%s: lags %v, want %d partitions", what, lags, partitions)
+		}
+		for p, l := range m {
+			l, _ := l.(map[string]any)
+			cur, end, lag := l["currentOffsetPosition"], l["endOffsetPosition"], l["offsetLag"]
+			if cur != float64(ends[p]) || end != float64(ends[p]) || lag != float64(0) {
+				t.Fatalf("%s: partition %s lag %v, want caught up at the changelog's end %d", what, p, l, ends[p])
+			}
+		}
+	}
+
+	for k := range keys {
+		key := fmt.Sprintf("k%d", k)
+		if st, o := getJSON(t, base+"/v1/stores/counts/keys/"+key); st != http.StatusServiceUnavailable || o["code"] != "standby" ||
+			!strings.Contains(fmt.Sprint(o["error"]), "staleStores=true") {
+			t.Fatalf("%s without stale stores: %d %v, want 503 standby suggesting them", key, st, o)
+		}
+		_, want := getJSON(t, activeBase+"/v1/stores/counts/keys/"+key)
+		st, o := getJSON(t, base+"/v1/stores/counts/keys/"+key+"?staleStores=true")
+		if st != http.StatusOK || o["value"] != want["value"] || o["value"] != float64(5) || o["partition"] != want["partition"] {
+			t.Fatalf("stale read of %s: %d %v, want the active's %v", key, st, o, want)
+		}
+		checkLags("stale read of "+key, o["lags"], 1)
+	}
+	st, o := getJSON(t, base+"/v1/stores/counts/keys?staleStores=true")
+	if items, _ := o["items"].([]any); st != http.StatusOK || len(items) != keys {
+		t.Fatalf("stale range: %d %v", st, o)
+	}
+	checkLags("stale range", o["lags"], 3)
+	st, o = getJSON(t, base+"/v1/stores/counts/count?staleStores=true")
+	if st != http.StatusOK || o["count"] != float64(keys) {
+		t.Fatalf("stale count: %d %v", st, o)
+	}
+	checkLags("stale count", o["lags"], 3)
+
+	// IQv2: "staleStores": true in the body; each partition's result has its lag.
+	resp, err := http.Post(base+"/v2/query", "application/json", strings.NewReader(`{"store":"counts","query":{"type":"KeyQuery","key":"k1"},"staleStores":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v2 struct {
+		PartitionResults []map[string]any `json:"partitionResults"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&v2)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || len(v2.PartitionResults) != 3 {
+		t.Fatalf("stale IQv2: %d %v %v", resp.StatusCode, v2, err)
+	}
+	found := 0
+	for _, r := range v2.PartitionResults {
+		if r["success"] != true {
+			t.Fatalf("stale IQv2 partition: %v", r)
+		}
+		if r["result"] == float64(5) {
+			found++
+		}
+		checkLags("stale IQv2", map[string]any{fmt.Sprint(r["partition"]): r["lag"]}, 1)
+	}
+	if found != 1 {
+		t.Fatalf("stale IQv2 found k1 in %d partitions: %v", found, v2)
+	}
+
+	// Key metadata on either agent: the active's host, and the warm standby's.
+	for _, b := range []string{base, activeBase} {
+		st, o := getJSON(t, b+"/v1/metadata/counts/k1")
+		if st != http.StatusOK || o["activeHost"] != cfgs[0].ApplicationServer || fmt.Sprint(o["standbyHosts"]) != "["+cfgs[1].ApplicationServer+"]" {
+			t.Fatalf("metadata at %s: %d %v, want active %s and standby %s", b, st, o, cfgs[0].ApplicationServer, cfgs[1].ApplicationServer)
+		}
+	}
+
+	// A third agent is a cold standby (num.standby.replicas = 1): it keeps no copy.
+	cold := startAgentUntil(t, cfgs[2], metrics.New(), StateStandby)
+	defer cold.stop(t)
+	pollFor(t, 30*time.Second, "the third agent cold", func() bool {
+		r := cold.a.group.Load()
+		return r != nil && !r.Warm && len(r.StandbyHosts) == 1
+	})
+	if st, o := getJSON(t, agentBase(t, cold)+"/v1/stores/counts/keys/k1?staleStores=true"); st != http.StatusServiceUnavailable ||
+		o["code"] != "standby" || !strings.Contains(fmt.Sprint(o["error"]), "this standby is cold") {
+		t.Fatalf("stale read of a cold standby: %d %v, want 503 standby saying it is cold", st, o)
 	}
 }
 

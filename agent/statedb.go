@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"os"
+	"strconv"
 	"time"
 
+	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
@@ -29,6 +33,14 @@ func (a *Agent) stateOptions() state.Options {
 	o := a.opts.State
 	o.CacheBytes = state.DefaultCacheBytes
 	o.Logger = a.log
+	// A store write whose changelog record the producer would refuse fails the record that
+	// made it, as a processing error its handler and the dead-letter queue see, instead of
+	// failing the epoch when the record is sent: that would stop the agent after every
+	// restart, whatever the handlers say.
+	maxBytes := int(config.MaxRequestSize.Get(a.cfg.Client(config.ForProducer)))
+	o.CheckChange = func(keyLen, valueLen int, headers pipeline.Headers) error {
+		return kafkaio.RecordTooLarge(keyLen, valueLen, headers, maxBytes)
+	}
 	return o
 }
 
@@ -236,10 +248,11 @@ func (a *Agent) changelogReads(ctx context.Context, db *state.DB, b *pipeline.St
 	return reads, nil
 }
 
-// ensureChangelogs creates the changelog topic of every logged store: compacted, one
-// partition per task (the largest source partition count).
+// ensureChangelogs creates the changelog topic of every logged store, one partition per
+// task (the largest source partition count), and refuses one that exists with another
+// partition count, as Kafka Streams does.
 func (a *Agent) ensureChangelogs(k *kafkaClients, b *pipeline.StreamsBuilder) error {
-	topics := changelogTopics(a.cfg.ApplicationID, b.Stores(), k.maxPartitions(), a.cfg.ReplicationFactor)
+	topics := changelogTopics(a.cfg.ApplicationID, b.Stores(), k.maxPartitions(), a.cfg.ReplicationFactor, a.cfg.WindowStoreChangelogAdditionalRetention)
 	if len(topics) == 0 {
 		return nil
 	}
@@ -247,23 +260,54 @@ func (a *Agent) ensureChangelogs(k *kafkaClients, b *pipeline.StreamsBuilder) er
 	if err != nil {
 		return err
 	}
-	return kafkaio.EnsureTopics(k.brokers, adminCfg, topics)
+	return kafkaio.EnsureInternalTopics(k.brokers, adminCfg, topics)
 }
 
-// changelogTopics are the changelog topics of the logged stores: compacted, with the
-// store's own topic settings (withLoggingEnabled(Map)) over that.
-func changelogTopics(appID string, stores []pipeline.StoreSpec, partitions int32, replication int16) map[string]kafkaio.TopicSpec {
+// versionedChangelogCompactionLag is what Kafka Streams adds to a versioned store's history
+// retention for its changelog's min.compaction.lag.ms (VersionedChangelogTopicConfig).
+const versionedChangelogCompactionLag = 24 * time.Hour
+
+// changelogTopics are the changelog topics of the logged stores with the settings Kafka
+// Streams gives them (InternalTopicConfig and its subclasses): message.timestamp.type
+// CreateTime, so that a restore sees the records' own timestamps whatever the broker's
+// default; compacted, and for window and session stores deleted too after their retention
+// plus additional (windowstore.changelog.additional.retention.ms), only deleted for the
+// stores of stream-stream joins (they retain duplicates); for versioned stores a
+// min.compaction.lag.ms of their history retention plus a day; the store's own topic
+// settings (withLoggingEnabled(Map)) over all that, and a retention.ms or
+// min.compaction.lag.ms among them taken as it is.
+func changelogTopics(appID string, stores []pipeline.StoreSpec, partitions int32, replication int16, additional time.Duration) map[string]kafkaio.TopicSpec {
 	topics := map[string]kafkaio.TopicSpec{}
 	for _, s := range stores {
 		if !s.Logged {
 			continue
 		}
-		compact := "compact"
-		configs := map[string]*string{"cleanup.policy": &compact}
-		for name, v := range s.TopicConfig {
-			configs[name] = &v
+		configs := map[string]string{"message.timestamp.type": "CreateTime", "cleanup.policy": "compact"}
+		switch s.Type {
+		case pipeline.WindowStoreType, pipeline.TimestampedWindowStoreType, pipeline.SessionStoreType:
+			configs["cleanup.policy"] = "compact,delete"
+			if s.RetainDuplicates {
+				configs["cleanup.policy"] = "delete"
+			}
+			configs["retention.ms"] = strconv.FormatInt(saturatingAdd(s.Retention, additional.Milliseconds()), 10)
+		case pipeline.VersionedKeyValueStoreType:
+			configs["min.compaction.lag.ms"] = strconv.FormatInt(saturatingAdd(s.HistoryRetention, versionedChangelogCompactionLag.Milliseconds()), 10)
 		}
-		topics[pipeline.ChangelogTopic(appID, s.Name)] = kafkaio.TopicSpec{Partitions: partitions, ReplicationFactor: replication, Configs: configs}
+		maps.Copy(configs, s.TopicConfig)
+		ptrs := make(map[string]*string, len(configs))
+		for name, v := range configs {
+			ptrs[name] = &v
+		}
+		topics[pipeline.ChangelogTopic(appID, s.Name)] = kafkaio.TopicSpec{Partitions: partitions, ReplicationFactor: replication, Configs: ptrs}
 	}
 	return topics
+}
+
+// saturatingAdd is a + b for non-negative a and b, math.MaxInt64 where that overflows, as
+// Kafka Streams' Math.addExact with its fallback to Long.MAX_VALUE.
+func saturatingAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

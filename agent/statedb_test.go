@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -17,11 +19,14 @@ import (
 // A state database LevelDB finds corrupt is not used: the agent deletes it and rebuilds
 // every store from its changelog, and the store ends up as it was.
 func TestCorruptStateIsRebuiltFromChangelog(t *testing.T) {
-	brokers := testBroker(t, 2, "in", "out")
-	cfg := testConfig(t, brokers, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
+	corruptStateIsRebuiltFromChangelog(t, onKfake(t, 2, "in", "out"))
+}
+
+func corruptStateIsRebuiltFromChangelog(t *testing.T, b *brokerUnderTest) {
+	cfg := b.config(t, countScript, "processing.guarantee = \"exactly_once_v2\"\n")
 	ra := startAgentWith(t, cfg, metrics.New())
-	produceKeys(t, brokers, 2, 120, 6, 0, "v")
-	readAll(t, brokers, "out", 120)
+	b.produceKeys(t, 120, 6, 0, "v")
+	readAll(t, b.brokers, b.topic(t, "out"), 120)
 	if err := ra.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +92,21 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
-// A changelog topic is compacted unless the store's withLoggingEnabled(Map) settings say
-// otherwise; stores with logging disabled have none.
+// A changelog topic has Kafka Streams' settings for its store's kind (changelogTopics; the
+// stores of a stream-stream join retain duplicates, so they are only deleted), the store's
+// withLoggingEnabled(Map) settings over them; stores with logging disabled have none.
 func TestChangelogTopicsTakeTheStoresTopicSettings(t *testing.T) {
 	topics := changelogTopics("app", []pipeline.StoreSpec{
 		{Name: "plain", Logged: true},
 		{Name: "tuned", Logged: true, TopicConfig: map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "1000"}},
 		{Name: "unlogged"},
-	}, 4, 3)
+		{Name: "win", Type: pipeline.TimestampedWindowStoreType, Logged: true, Retention: 5000},
+		{Name: "ses", Type: pipeline.SessionStoreType, Logged: true, Retention: math.MaxInt64 - 10},
+		{Name: "win-kept", Type: pipeline.WindowStoreType, Logged: true, Retention: 5000, TopicConfig: map[string]string{"retention.ms": "7"}},
+		{Name: "join", Type: pipeline.WindowStoreType, Logged: true, Retention: 70, RetainDuplicates: true},
+		{Name: "ver", Type: pipeline.VersionedKeyValueStoreType, Logged: true, HistoryRetention: 60000},
+		{Name: "ver-lag", Type: pipeline.VersionedKeyValueStoreType, Logged: true, HistoryRetention: 60000, TopicConfig: map[string]string{"min.compaction.lag.ms": "9"}},
+	}, 4, 3, 100*time.Millisecond)
 	got := map[string]map[string]string{}
 	for name, spec := range topics {
 		if spec.Partitions != 4 || spec.ReplicationFactor != 3 {
@@ -105,9 +117,16 @@ func TestChangelogTopicsTakeTheStoresTopicSettings(t *testing.T) {
 			got[name][k] = *v
 		}
 	}
+	const create = "CreateTime"
 	want := map[string]map[string]string{
-		"app-plain-changelog": {"cleanup.policy": "compact"},
-		"app-tuned-changelog": {"cleanup.policy": "compact,delete", "retention.ms": "1000"},
+		"app-plain-changelog":    {"cleanup.policy": "compact", "message.timestamp.type": create},
+		"app-tuned-changelog":    {"cleanup.policy": "compact,delete", "retention.ms": "1000", "message.timestamp.type": create},
+		"app-win-changelog":      {"cleanup.policy": "compact,delete", "retention.ms": "5100", "message.timestamp.type": create},
+		"app-ses-changelog":      {"cleanup.policy": "compact,delete", "retention.ms": "9223372036854775807", "message.timestamp.type": create},
+		"app-win-kept-changelog": {"cleanup.policy": "compact,delete", "retention.ms": "7", "message.timestamp.type": create},
+		"app-join-changelog":     {"cleanup.policy": "delete", "retention.ms": "170", "message.timestamp.type": create},
+		"app-ver-changelog":      {"cleanup.policy": "compact", "min.compaction.lag.ms": "86460000", "message.timestamp.type": create},
+		"app-ver-lag-changelog":  {"cleanup.policy": "compact", "min.compaction.lag.ms": "9", "message.timestamp.type": create},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("changelog topics %v, want %v", got, want)

@@ -29,9 +29,13 @@ func (l *loop) stateCorrupt(err error) bool {
 }
 
 // recoverState rebuilds the state database when err is (or follows) a corruption of it,
-// and reports success then: processing resumes on the rebuilt stores. Other errors are
-// returned as they are.
+// and reports success then: processing resumes on the rebuilt stores. A failure of a
+// reloaded topology on probation rolls it back (rollback.go), which reports success too.
+// Other errors are returned as they are.
 func (l *loop) recoverState(err error) error {
+	if l.rollsBack(err) {
+		return l.rollBack(err)
+	}
 	if !l.stateCorrupt(err) {
 		return err
 	}

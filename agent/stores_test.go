@@ -59,12 +59,16 @@ var storeKindsSpecs = map[string]pipeline.StoreSpec{
 func be64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
 
 func TestStoreKindsChangelogBytesAndRestore(t *testing.T) {
+	storeKindsChangelogBytesAndRestore(t, onKfake(t, 1, "in", "out"))
+}
+
+func storeKindsChangelogBytesAndRestore(t *testing.T, b *brokerUnderTest) {
 	const n = 3
-	brokers := testBroker(t, 1, "in", "out")
-	cfg := testConfig(t, brokers, storeKindsScript, "processing.guarantee = \"exactly_once_v2\"\n")
+	brokers := b.brokers
+	cfg := b.config(t, storeKindsScript, "processing.guarantee = \"exactly_once_v2\"\n")
 	ra := startAgentWith(t, cfg, metrics.New())
-	produce(t, brokers, "in", 0, n, []sarama.RecordHeader{{Key: []byte("h"), Value: []byte("x")}}, 0)
-	readAll(t, brokers, "out", n)
+	produce(t, brokers, b.topic(t, "in"), 0, n, []sarama.RecordHeader{{Key: []byte("h"), Value: []byte("x")}}, 0)
+	readAll(t, brokers, b.topic(t, "out"), n)
 
 	// Kafka Streams' changelog formats (ChangeLoggingTimestampedKeyValueBytesStore, WindowKeySchema, SessionKeySchema, KIP-1271's headers-aware values): window keys
 	// [key][start][seqnum], session keys [key][end][start], raw values, the value's

@@ -110,9 +110,19 @@ func (w *worker) run() {
 	}
 }
 
+// workerRuntime is a worker's Lua runtime and the builder its scripts filled in.
+type workerRuntime struct {
+	rt *luart.Runtime
+	b  *pipeline.StreamsBuilder
+}
+
 // stop ends the worker's goroutine once it has run what it was given, closes its tasks and
 // its runtime.
-func (w *worker) stop() {
+func (w *worker) stop() { w.retire().rt.Close() }
+
+// retire is stop but for the runtime, which it returns open with its builder: a reload's
+// probation keeps the replaced workers' runtimes to roll back to (rollback.go).
+func (w *worker) retire() workerRuntime {
 	_ = w.do(func() error {
 		w.closeTopology()
 		return nil
@@ -123,7 +133,7 @@ func (w *worker) stop() {
 	if w.w != nil && w.db == w.l.db {
 		w.w.Release()
 	}
-	w.rt.Close()
+	return workerRuntime{rt: w.rt, b: w.b}
 }
 
 // do runs fn on the worker's goroutine, after what the worker was given before, and waits

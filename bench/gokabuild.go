@@ -12,11 +12,11 @@ import (
 // so that the product's go.mod does not carry goka) into dir and returns its path and the
 // goka version it holds.
 func buildGoka(dir string) (exe, version string, err error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	root, err := moduleDir()
 	if err != nil {
-		return "", "", fmt.Errorf("find the product's module (go list -m): %w", err)
+		return "", "", err
 	}
-	src := filepath.Join(strings.TrimSpace(string(out)), "bench", "goka")
+	src := filepath.Join(root, "bench", "goka")
 	goIn := func(args ...string) ([]byte, error) {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = src
@@ -37,4 +37,13 @@ func buildGoka(dir string) (exe, version string, err error) {
 		return "", "", err
 	}
 	return exe, strings.TrimSpace(string(v)), nil
+}
+
+// moduleDir is the product's module directory, where bench/'s other sources are.
+func moduleDir() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return "", fmt.Errorf("find the product's module (go list -m): %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }

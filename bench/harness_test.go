@@ -41,6 +41,7 @@ func TestHarnessMeasuresEveryRunnableScenario(t *testing.T) {
 		t.Error("stdout and the results file differ")
 	}
 	for _, want := range []string{
+		"- load average (1, 5, 15 min; other work on the machine counts too): ",
 		"| ceiling: raw sarama consume → produce | ", "| stateless: Lua filter + mapValues", "| stateless with Avro values in and out", "| word count: ",
 		"| word count at-least-once ", "| goka stateless: ", "| goka word count: ",
 		"| Lua-heavy stateless: ", "| Lua-heavy stateless, 2 threads ", "| word count, exactly-once v2, 2 threads ",

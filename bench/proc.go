@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stoatflow/stoatflow/bench/internal/childproc"
@@ -24,6 +25,17 @@ type child struct {
 	exited chan struct{} // closed once the process has exited; err is set then
 	err    error
 	stderr *tailBuffer
+	// external: the process does not report its own stats (a JVM); they are read from /proc.
+	external bool
+	// running is when the process first said it was running, and its CPU time then.
+	running atomic.Pointer[runningMark]
+}
+
+// runningMark is a scenario process's start-up: when it was first running, and the CPU
+// seconds it had spent by then.
+type runningMark struct {
+	at  time.Time
+	cpu float64
 }
 
 // startChild starts exe as a scenario process; "" is this binary, which runs the agent's.
@@ -34,10 +46,15 @@ func startChild(exe string, args childproc.Args) (*child, error) {
 			return nil, err
 		}
 	}
-	cmd := exec.Command(exe, args.Argv()...)
-	c := &child{cmd: cmd, events: make(chan childproc.Event, 16), exited: make(chan struct{}), stderr: &tailBuffer{max: 16 << 10}}
+	return startProcess(exec.Command(exe, args.Argv()...), args.Scenario, args.Verbose, false)
+}
+
+// startProcess starts cmd as the process of a scenario; external says that its stats are
+// read from /proc rather than asked of it.
+func startProcess(cmd *exec.Cmd, scenario string, verbose, external bool) (*child, error) {
+	c := &child{cmd: cmd, events: make(chan childproc.Event, 16), exited: make(chan struct{}), stderr: &tailBuffer{max: 16 << 10}, external: external}
 	cmd.Stderr = c.stderr
-	if args.Verbose {
+	if verbose {
 		cmd.Stderr = io.MultiWriter(os.Stderr, c.stderr)
 	}
 	var err error
@@ -49,7 +66,7 @@ func startChild(exe string, args childproc.Args) (*child, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the %s process: %w", args.Scenario, err)
+		return nil, fmt.Errorf("start the %s process: %w", scenario, err)
 	}
 	go func() {
 		var reported string
@@ -57,12 +74,19 @@ func startChild(exe string, args childproc.Args) (*child, error) {
 		for lines.Scan() {
 			var ev childproc.Event
 			if err := json.Unmarshal(lines.Bytes(), &ev); err != nil {
-				reported = fmt.Sprintf("unreadable line from the %s process: %q", args.Scenario, lines.Text())
+				reported = fmt.Sprintf("unreadable line from the %s process: %q", scenario, lines.Text())
 				continue
 			}
 			if ev.Error != "" {
 				reported = ev.Error
 				continue
+			}
+			if ev.Running && c.running.Load() == nil {
+				mark := &runningMark{at: time.Now()}
+				if st, err := childproc.ProcessStats(cmd.Process.Pid); err == nil {
+					mark.cpu = st.CPUSeconds
+				}
+				c.running.Store(mark)
 			}
 			c.events <- ev
 		}
@@ -71,7 +95,7 @@ func startChild(exe string, args childproc.Args) (*child, error) {
 		case reported != "":
 			c.err = errors.New(reported)
 		case werr != nil:
-			c.err = fmt.Errorf("%s process: %w; stderr: %s", args.Scenario, werr, c.stderr.String())
+			c.err = fmt.Errorf("%s process: %w; stderr: %s", scenario, werr, c.stderr.String())
 		}
 		close(c.exited)
 	}()
@@ -104,6 +128,13 @@ func (c *child) exitError() error {
 }
 
 func (c *child) stats() (childproc.Stats, error) {
+	if c.external {
+		st, err := childproc.ProcessStats(c.cmd.Process.Pid)
+		if err != nil {
+			return childproc.Stats{}, fmt.Errorf("stats of the scenario process: %w", err)
+		}
+		return st, nil
+	}
 	if _, err := io.WriteString(c.stdin, childproc.CmdStats+"\n"); err != nil {
 		return childproc.Stats{}, fmt.Errorf("ask for stats: %w", c.exitError())
 	}

@@ -16,6 +16,7 @@ import (
 // scenarioResult is a scenario's row: its runs, or why it has none.
 type scenarioResult struct {
 	sc          scenario
+	broker      string // where it ran: kfake or apacheKafka
 	unsupported string // the "not supported yet" error of its script
 	failed      error
 	runs        []runResult
@@ -41,9 +42,16 @@ type report struct {
 	idle    *childproc.Stats
 	idleErr error
 	micro   []microResult
-	budget  int64 // statestore.uncommitted.max.bytes of the word count agent
+	budget  int64  // statestore.uncommitted.max.bytes of the word count agent
+	loadEnd string // the load average when the run ended (loadAverage)
 	// gokaVersion is the goka module bench/goka was built with; "" when it was not built.
 	gokaVersion string
+	// brokers are the brokers the scenarios ran on, in order; results name theirs, and idle
+	// and idleErr are those of a view of one broker (on).
+	brokers []string
+	idles   map[string]idleResult
+	// javaVersion is the JVM's that ran Kafka Streams; "" when it did not run.
+	javaVersion string
 }
 
 func (rep *report) result(name string) (scenarioResult, bool) {
@@ -127,6 +135,8 @@ var scenarioLabels = map[string]string{
 	"wordcount-1m-keys":      "word count, exactly-once v2, keys from a 1,000,000-word vocabulary",
 	"goka-wordcount-1m-keys": "goka word count, keys from a 1,000,000-word vocabulary",
 	"windowed":               "windowed: hopping-window count, grace, suppress, exactly-once v2",
+	"ks-wordcount":           "Kafka Streams 4.4 word count, exactly-once v2 (the same [streams] config)",
+	"ks-wordcount-alos":      "Kafka Streams 4.4 word count, at-least-once (the same [streams] config)",
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -177,7 +187,7 @@ func (rep *report) loopTable() string {
 			continue
 		}
 		if b.Len() == 0 {
-			b.WriteString("\n## Where an agent's processing loop spends the timed span (median of runs, from its metrics)\n\n")
+			b.WriteString("\n### Where an agent's processing loop spends the timed span (median of runs, from its metrics)\n\n")
 			b.WriteString("| scenario | processing | of which Lua | commit barriers | commits | other (waiting for input, loop) |\n")
 			b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
 		}
@@ -321,31 +331,41 @@ func (rep *report) markdown() string {
 	var b strings.Builder
 	o := rep.opts
 	b.WriteString("# StoatFlow benchmark results\n\n")
-	b.WriteString("<!-- Written by `make bench` (go run ./bench); do not edit by hand. -->\n\n")
+	b.WriteString("<!-- Written whole by `make bench` (go run ./bench) from one run; do not edit by hand: analyses go in NOTES.md. -->\n\n")
 	m := rep.machine
 	fmt.Fprintf(&b, "- machine: %d cores (%s), %s, Linux %s\n", m.cores, m.cpu, m.memory, m.kernel)
 	fmt.Fprintf(&b, "- Go: %s\n- commit: %s\n- date: %s\n", m.goVersion, m.commit, m.date)
-	fmt.Fprintf(&b, "- input: %s records of %d B values, %d partitions, keys from a %s-word vocabulary; %d run(s) per scenario: median (min – max)\n\n",
+	fmt.Fprintf(&b, "- load average (1, 5, 15 min; other work on the machine counts too): %s at the start, %s at the end\n", m.load, rep.loadEnd)
+	fmt.Fprintf(&b, "- input: %s records of %d B values, %d partitions, keys from a %s-word vocabulary; %d run(s) per scenario: median (min – max)\n",
 		thousands(int64(o.records)), lineBytes, partitions, thousands(vocabSize), o.runs)
-	b.WriteString(rep.table())
-	b.WriteString("\n## Targets (issue 8)\n\n| target | measured | met |\n| --- | --- | --- |\n")
-	for _, t := range rep.targets() {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.what, t.measured, t.met)
+	b.WriteString(rep.brokersLine())
+	b.WriteString("\nEvery figure below comes from this one run. Analyses written by hand, and runs of other commits or\nsubsets of the scenarios, are in [NOTES.md](NOTES.md), each with its date and commit.\n\n")
+	b.WriteString(rep.brokerTable())
+	b.WriteString(rep.kstreamsTable())
+	for _, broker := range rep.brokers {
+		v := rep.on(broker)
+		fmt.Fprintf(&b, "## On %s\n\n", brokerLabels[broker])
+		b.WriteString(v.table())
+		b.WriteString("\n### Targets (issue 8)\n\n| target | measured | met |\n| --- | --- | --- |\n")
+		for _, t := range v.targets() {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", t.what, t.measured, t.met)
+		}
+		b.WriteString("\n### Side by side with goka (issue 16)\n\n")
+		if v.gokaVersion != "" {
+			fmt.Fprintf(&b, "goka %s (bench/goka, a module of its own) on the same broker and input, in the same rounds, with the sarama clients the agent builds from the same config; goka has no exactly-once, so its word counts run at-least-once.\n\n", v.gokaVersion)
+		}
+		b.WriteString(v.gokaTable())
+		b.WriteString("\n### Targets (issue 16)\n\n| target | measured | met |\n| --- | --- | --- |\n")
+		for _, t := range v.gokaTargets() {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", t.what, t.measured, t.met)
+		}
+		b.WriteString("\n### Targets (issue 30)\n\n| target | measured | met |\n| --- | --- | --- |\n")
+		for _, t := range v.threadTargets() {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", t.what, t.measured, t.met)
+		}
+		b.WriteString(v.loopTable())
+		b.WriteString("\n")
 	}
-	b.WriteString("\n## Side by side with goka (issue 16)\n\n")
-	if rep.gokaVersion != "" {
-		fmt.Fprintf(&b, "goka %s (bench/goka, a module of its own) on the same broker and input, in the same rounds, with the sarama clients the agent builds from the same config; goka has no exactly-once, so its word counts run at-least-once.\n\n", rep.gokaVersion)
-	}
-	b.WriteString(rep.gokaTable())
-	b.WriteString("\n## Targets (issue 16)\n\n| target | measured | met |\n| --- | --- | --- |\n")
-	for _, t := range rep.gokaTargets() {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.what, t.measured, t.met)
-	}
-	b.WriteString("\n## Targets (issue 30)\n\n| target | measured | met |\n| --- | --- | --- |\n")
-	for _, t := range rep.threadTargets() {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.what, t.measured, t.met)
-	}
-	b.WriteString(rep.loopTable())
 	if len(rep.micro) > 0 {
 		fmt.Fprintf(&b, "\n## Micro-benchmarks (`go test -bench . -benchmem`, one run each)\n\n")
 		b.WriteString("| package | benchmark | ns/op | B/op | allocs/op |\n| --- | --- | --- | --- | --- |\n")
@@ -360,11 +380,13 @@ func (rep *report) markdown() string {
 	fmt.Fprintf(&b, `
 ## How it is measured
 
-- Every run starts a fresh in-process broker (kfake) in the harness process and writes the
-  input before any clock starts: %s records, each a word of the vocabulary (uniform, fixed
-  seed) as key and a %d-byte line as value holding that word and digits, so the word count
-  does one count update per record. Every scenario runs in its own child process, so peak
-  RSS (VmHWM) and CPU time (getrusage) are the scenario's alone, without the broker.
+- Every run starts from empty topics on its broker (a fresh kfake in the harness process, or
+  the Apache Kafka node emptied: see below) and writes the input before any clock starts:
+  %s records, each a word of the vocabulary (uniform, fixed seed) as key and a %d-byte line
+  as value holding that word and digits, so the word count does one count update per
+  record. Every scenario runs in its own child process, so peak RSS (VmHWM) and CPU time
+  (getrusage; read from /proc/<pid>/stat for Kafka Streams' JVM, the same counters) are the
+  scenario's alone, without the broker and the harness.
 - records/s = input records / (child process start → the last expected output readable by
   a read_committed consumer in the harness). CPU s per M records counts the child's user +
   system time over the same span, start-up included.
@@ -391,6 +413,7 @@ func (rep *report) markdown() string {
 - The 1 M keys word counts draw their keys from a 1,000,000-word vocabulary: 1 M records
   hold about 632,000 distinct keys, most of them absent from the store when they first come.
 `, thousands(int64(o.records)), lineBytes, o.latencyFor)
+	b.WriteString(rep.howBrokers())
 	return b.String()
 }
 
@@ -410,6 +433,7 @@ type machineInfo struct {
 	cores                   int
 	cpu, memory, kernel     string
 	goVersion, commit, date string
+	load                    string // the load average when the run began (loadAverage)
 }
 
 func describeMachine() machineInfo {
@@ -420,6 +444,7 @@ func describeMachine() machineInfo {
 		goVersion: runtime.Version(),
 		commit:    gitCommit(),
 		date:      time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		load:      loadAverage(),
 	}
 	if k, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.kernel = strings.TrimSpace(string(k))
@@ -428,6 +453,16 @@ func describeMachine() machineInfo {
 		m.memory = fmt.Sprintf("%.1f GiB RAM", float64(kb)/(1<<20))
 	}
 	return m
+}
+
+// loadAverage is the machine's 1, 5 and 15-minute load averages, "0.42, 0.31, 0.20": with two
+// cores, anything much above the harness's own share says other work shared the run.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], ", ")
+	}
+	return "unknown"
 }
 
 // procField returns the value of the first "name: value" line of a /proc file.

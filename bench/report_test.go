@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +37,7 @@ func testReport(t *testing.T) *report {
 		return runResult{elapsed: elapsed, stats: childproc.Stats{PeakRSSBytes: peak, CPUSeconds: 2},
 			latency: []latencyResult{{load: 0.2, offered: 1000, p50: p99 / 2, p99: p99}}}
 	}
-	return &report{
+	rep := &report{
 		opts:   options{records: 1_000_000, runs: 1, latencyLoads: []float64{0.2}, latencyFor: time.Second},
 		budget: 64 * mib,
 		idle:   &childproc.Stats{RSSBytes: 30 * mib},
@@ -51,7 +53,13 @@ func testReport(t *testing.T) *report {
 			{name: "BenchmarkTap/nobody", nsPerOp: 800, allocsPerOp: 7},
 			{name: "BenchmarkTap/one-tap", nsPerOp: 840, allocsPerOp: 7},
 		},
+		brokers: []string{brokerKfake},
+		idles:   map[string]idleResult{brokerKfake: {stats: childproc.Stats{RSSBytes: 30 * mib}}},
 	}
+	for i := range rep.results {
+		rep.results[i].broker = brokerKfake
+	}
+	return rep
 }
 
 func TestTargets(t *testing.T) {
@@ -186,5 +194,38 @@ func TestThreadTargets(t *testing.T) {
 		if g := got[what]; g.measured != want.measured || g.met != want.met {
 			t.Errorf("%s: %q, %q; want %q, %q", what, g.measured, g.met, want.measured, want.met)
 		}
+	}
+}
+
+// RESULTS.md is written whole from one run: it names the machine, the commit, the date and the
+// load the run shared the machine with, and sends analyses to NOTES.md.
+func TestMarkdownNamesItsOneRun(t *testing.T) {
+	rep := testReport(t)
+	rep.machine = machineInfo{cores: 2, cpu: "Intel Xeon", memory: "23.5 GiB RAM", kernel: "6.18", goVersion: "go1.26.8",
+		commit: "aa91552", date: "2026-12-05 08:00 UTC", load: "0.42, 0.31, 0.20"}
+	rep.loadEnd = "1.93, 0.80, 0.35"
+	md := rep.markdown()
+	for _, want := range []string{
+		"# StoatFlow benchmark results\n\n<!-- Written whole by `make bench` (go run ./bench) from one run; do not edit by hand: analyses go in NOTES.md. -->\n\n",
+		"- machine: 2 cores (Intel Xeon), 23.5 GiB RAM, Linux 6.18\n- Go: go1.26.8\n- commit: aa91552\n- date: 2026-12-05 08:00 UTC\n",
+		"- load average (1, 5, 15 min; other work on the machine counts too): 0.42, 0.31, 0.20 at the start, 1.93, 0.80, 0.35 at the end\n",
+		"[NOTES.md](NOTES.md)",
+		"## Targets (issue 8)", "## How it is measured",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("RESULTS.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Count(md, "- commit: ") != 1 || strings.Count(md, "- date: ") != 1 {
+		t.Errorf("RESULTS.md names more than one run:\n%s", md)
+	}
+}
+
+func TestLoadAverageReadsProc(t *testing.T) {
+	if _, err := os.Stat("/proc/loadavg"); err != nil {
+		t.Skip("no /proc/loadavg on this system")
+	}
+	if got := loadAverage(); !regexp.MustCompile(`^\d+\.\d+, \d+\.\d+, \d+\.\d+$`).MatchString(got) {
+		t.Fatalf("loadAverage() = %q", got)
 	}
 }

@@ -24,6 +24,12 @@ type options struct {
 	cpuprofile   string        // directory for the scenario processes' CPU profiles
 	verbose      bool
 	gokaExe      string // the goka scenario processes' executable, built by measure
+	// brokers are the brokers every scenario runs on (-brokers), in brokerNames' order.
+	brokers []string
+	// verify checks the word counts' outputs against the input, count by count (verify.go).
+	verify bool
+	// kstreams is Kafka Streams' word count, built by measure when a scenario runs it.
+	kstreams *kstreamsApp
 }
 
 // runResult is one run of one scenario.
@@ -31,6 +37,10 @@ type runResult struct {
 	elapsed time.Duration   // scenario process start → last output readable
 	stats   childproc.Stats // of the scenario process, when the last output was read
 	latency []latencyResult
+	// toRunning is scenario process start → the process first said it was running (0 if
+	// it never did), and cpuToRunning the CPU seconds it had spent by then.
+	toRunning    time.Duration
+	cpuToRunning float64
 }
 
 // latencyResult is one latency phase of a run.
@@ -45,8 +55,8 @@ func (r runResult) recordsPerSec(records int) float64 {
 	return float64(records) / r.elapsed.Seconds()
 }
 
-// broker is a fresh in-process broker with the input and output topics: every run starts
-// from empty topics, and its memory is released when the run ends.
+// broker is a fresh in-process broker (kfake) with the input and output topics: every run
+// starts from empty topics, and its memory is released when the run ends.
 func broker() (*kafkaio.Embedded, error) {
 	emb, err := kafkaio.StartEmbedded("127.0.0.1:0", nil)
 	if err != nil {
@@ -71,16 +81,16 @@ func releaseMemory() {
 	debug.FreeOSMemory()
 }
 
-// runScenario produces the input, then times one scenario process from its start until its
-// last output is readable; then, if the scenario has one, it runs the latency phase.
-func runScenario(sc scenario, run int, o options) (runResult, error) {
+// runScenario produces the input on a fresh broker of its kind, then times one scenario
+// process from its start until its last output is readable; then, if the scenario has one,
+// it runs the latency phase.
+func runScenario(sc scenario, run int, o options, on benchBroker) (runResult, error) {
 	defer releaseMemory()
-	emb, err := broker()
+	brokers, done, err := on.fresh()
 	if err != nil {
 		return runResult{}, err
 	}
-	defer emb.Close()
-	brokers := emb.Addrs()
+	defer done()
 	gen := newGenerator(sc.vocabulary)
 	gen.json = sc.json
 	var registry string
@@ -91,11 +101,12 @@ func runScenario(sc scenario, run int, o options) (runResult, error) {
 		defer gen.avro.close()
 		registry = gen.avro.registry.URL()
 	}
-	want := sc.expect()
+	check := newCountCheck(o.verify && sc.countsWords())
+	want := check.wrap(sc.expect())
 	if err := produceInput(brokers, gen, want, o.records, sc.closeWindows); err != nil {
 		return runResult{}, err
 	}
-	w, err := newWatcher(brokers)
+	w, err := newWatcher(brokers, check.tally())
 	if err != nil {
 		return runResult{}, err
 	}
@@ -114,11 +125,16 @@ func runScenario(sc scenario, run int, o options) (runResult, error) {
 		}
 	}
 	if o.cpuprofile != "" {
-		args.CPUProfile = filepath.Join(o.cpuprofile, fmt.Sprintf("%s-run%d.pprof", sc.name, run))
+		args.CPUProfile = filepath.Join(o.cpuprofile, fmt.Sprintf("%s-%s-run%d.pprof", sc.name, on.name(), run))
 	}
 
 	start := time.Now()
-	ch, err := startChild(exe, args)
+	var ch *child
+	if sc.kstreams {
+		ch, err = o.kstreams.start(sc, brokers, dir, o.verbose)
+	} else {
+		ch, err = startChild(exe, args)
+	}
 	if err != nil {
 		return runResult{}, err
 	}
@@ -133,12 +149,15 @@ func runScenario(sc scenario, run int, o options) (runResult, error) {
 		_ = ch.stop()
 		return runResult{}, err
 	}
+	if m := ch.running.Load(); m != nil {
+		res.toRunning, res.cpuToRunning = m.at.Sub(start), m.cpu
+	}
 	if sc.latency {
 		sent := want.total()
 		for _, load := range o.latencyLoads {
 			l := latencyResult{load: load, offered: max(1, int(res.recordsPerSec(o.records)*load))}
 			w.sampleFrom(time.Now().UnixMilli())
-			more := sc.expect()
+			more := check.wrap(sc.expect())
 			if err := feedPaced(brokers, gen, more, l.offered, o.latencyFor); err != nil {
 				_ = ch.stop()
 				return runResult{}, err
@@ -153,24 +172,28 @@ func runScenario(sc scenario, run int, o options) (runResult, error) {
 			res.latency = append(res.latency, l)
 		}
 	}
+	if err := check.verify(); err != nil {
+		_ = ch.stop()
+		return runResult{}, err
+	}
 	return res, ch.stop()
 }
 
 // idleRSS runs the word count agent with nothing to read and returns its resident set once
 // it has been running for o.idleSettle.
-func idleRSS(o options) (childproc.Stats, error) {
+func idleRSS(o options, on benchBroker) (childproc.Stats, error) {
 	defer releaseMemory()
-	emb, err := broker()
+	brokers, done, err := on.fresh()
 	if err != nil {
 		return childproc.Stats{}, err
 	}
-	defer emb.Close()
+	defer done()
 	dir, err := os.MkdirTemp("", "stoatflow-bench-")
 	if err != nil {
 		return childproc.Stats{}, err
 	}
 	defer os.RemoveAll(dir)
-	ch, err := startChild("", childproc.Args{Scenario: "wordcount", Brokers: emb.Addrs(), Dir: dir, Verbose: o.verbose})
+	ch, err := startChild("", childproc.Args{Scenario: "wordcount", Brokers: brokers, Dir: dir, Verbose: o.verbose})
 	if err != nil {
 		return childproc.Stats{}, err
 	}

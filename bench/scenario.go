@@ -45,6 +45,9 @@ type scenario struct {
 	// goka runs goka's processor of that name (bench/goka) instead of an agent, with the
 	// Kafka client settings of the agent config the scenario's script and streams make.
 	goka string
+	// kstreams runs Kafka Streams 4.4's word count (bench/kstreams) instead of an agent, on
+	// Apache Kafka only, with the Kafka Streams properties the scenario's streams make.
+	kstreams bool
 	// vocabulary is the number of distinct words the keys are drawn from; 0 is vocabSize.
 	vocabulary int
 }
@@ -148,6 +151,22 @@ var scenarios = []scenario{
 		goka:    "wordcount",
 	},
 	{
+		name:     "ks-wordcount",
+		script:   "wordcount.lua",
+		streams:  wordcountStreams("exactly_once_v2"),
+		expect:   everyRecord,
+		latency:  true,
+		kstreams: true,
+	},
+	{
+		name:     "ks-wordcount-alos",
+		script:   "wordcount.lua",
+		streams:  wordcountStreams("at_least_once"),
+		expect:   everyRecord,
+		latency:  true,
+		kstreams: true,
+	},
+	{
 		name:       "wordcount-1m-keys",
 		script:     "wordcount.lua",
 		streams:    wordcountStreams("exactly_once_v2"),
@@ -222,7 +241,9 @@ func parseScenarios(list string) ([]scenario, error) {
 }
 
 // agentConfig is the TOML config of a scenario's agent; registry is the schema registry's
-// URL of an Avro scenario.
+// URL of an Avro scenario. The agent leaves its group when it stops: Apache Kafka outlives
+// a run, and a member left in the group would hold the next run's first rebalance until its
+// session timed out.
 func (s scenario) agentConfig(brokers []string, stateDir, script, registry string) string {
 	streams := s.streams
 	if registry != "" {
@@ -232,6 +253,7 @@ func (s scenario) agentConfig(brokers []string, stateDir, script, registry strin
 scripts = [%q]
 http.listen = "127.0.0.1:0"
 log.level = "warn"
+leave.group.on.close = true
 
 [streams]
 application.id = "bench-%s"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -23,9 +24,12 @@ type watcher struct {
 	samples  []time.Duration
 	failed   atomic.Pointer[sarama.ConsumerError]
 	wg       sync.WaitGroup
+	// tally, when set, gets every record read (-verify).
+	tally *countTally
 }
 
-func newWatcher(brokers []string) (*watcher, error) {
+// newWatcher reads the output topic from its start; tally, if not nil, gets every record.
+func newWatcher(brokers []string, tally *countTally) (*watcher, error) {
 	c := sarama.NewConfig()
 	c.Version = sarama.V3_6_0_0
 	c.Consumer.IsolationLevel = sarama.ReadCommitted
@@ -35,7 +39,7 @@ func newWatcher(brokers []string) (*watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("output consumer: %w", err)
 	}
-	w := &watcher{consumer: consumer}
+	w := &watcher{consumer: consumer, tally: tally}
 	for p := range int32(partitions) {
 		pc, err := consumer.ConsumePartition(outputTopic, p, sarama.OffsetOldest)
 		if err != nil {
@@ -48,7 +52,9 @@ func newWatcher(brokers []string) (*watcher, error) {
 		go func() {
 			defer w.wg.Done()
 			for e := range pc.Errors() {
-				w.failed.CompareAndSwap(nil, e)
+				if !retriable(e.Err) {
+					w.failed.CompareAndSwap(nil, e)
+				}
 			}
 		}()
 	}
@@ -59,6 +65,9 @@ func (w *watcher) read(pc sarama.PartitionConsumer) {
 	defer w.wg.Done()
 	for m := range pc.Messages() {
 		now := time.Now()
+		if w.tally != nil {
+			w.tally.add(m.Key, m.Value, m.Partition, m.Offset)
+		}
 		w.count.Add(1)
 		if since := w.since.Load(); since > 0 && m.Timestamp.UnixMilli() >= since {
 			w.mu.Lock()
@@ -112,4 +121,18 @@ func (w *watcher) close() {
 	}
 	w.wg.Wait()
 	_ = w.consumer.Close()
+}
+
+// retriable says whether the partition consumer goes on after err by itself, finding the
+// partition's leader again: a leader moving, or a partition of a topic made again a moment
+// ago (Apache Kafka) that its broker does not serve yet.
+func retriable(err error) bool {
+	for _, e := range []error{sarama.ErrNotLeaderForPartition, sarama.ErrLeaderNotAvailable,
+		sarama.ErrUnknownTopicOrPartition, sarama.ErrReplicaNotAvailable, sarama.ErrUnknownLeaderEpoch,
+		sarama.ErrFencedLeaderEpoch} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

@@ -84,7 +84,9 @@ var (
 
 	driverOpts = newOptionSet("stoat.test.DriverOptions", opt("scripts", "string[]"),
 		opt("defaultKeySerde", "stoat.SerdeName"), opt("defaultValueSerde", "stoat.SerdeName"),
-		opt("wallClockMs", "integer"), opt("partitions", "table<string, integer>"))
+		opt("wallClockMs", "integer"), opt("partitions", "table<string, integer>"),
+		opt("deserializationExceptionHandler", `"LogAndFail"|"LogAndContinue"`),
+		opt("processingExceptionHandler", `"LogAndFail"|"LogAndContinue"`), opt("deadLetterQueueTopic", "string"))
 	topicOpts         = newOptionSet("stoat.test.TopicSerdes", opt("keySerde", "stoat.SerdeName"), opt("valueSerde", "stoat.SerdeName"))
 	pipeInputOpts     = newOptionSet("stoat.test.PipeOptions", optTimestamp, optHeaders)
 	pipeListInputOpts = newOptionSet("stoat.test.PipeListOptions", optTimestamp, optHeaders, opt("advance", "integer"))

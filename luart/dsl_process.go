@@ -331,11 +331,16 @@ func (rt *Runtime) ctxGetStateStore(L *lua.LState) int {
 	return 1
 }
 
-// headersFromLua reads headers given as name → value or as a list of {key=, value=}.
+// headersFromLua reads headers given as name → value or as a list of {key=, value=}, or a
+// headers table as the runtime handed it over (r.headers, a headers-aware store's get): its
+// full list.
 func (rt *Runtime) headersFromLua(v lua.LValue) (pipeline.Headers, error) {
 	t, ok := v.(*lua.LTable)
 	if !ok {
 		return nil, fmt.Errorf("headers must be a table, not a %s", v.Type())
+	}
+	if h, ok := rt.keptHeaders(t); ok {
+		return h, nil
 	}
 	var out pipeline.Headers
 	value := func(x lua.LValue) ([]byte, error) {

@@ -2,8 +2,10 @@ package luart
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -211,6 +213,69 @@ return b`)
 	}
 	if len(r.Headers) != 2 || string(r.Headers[1].Value) != "last" {
 		t.Fatalf("headers not carried to the output: %v", r.Headers)
+	}
+}
+
+// Headers a script hands back as the runtime gave them (r.headers, a headers-aware store's
+// get) keep their full list, repeated names and order included; a table the script changed
+// gives its own contents.
+func TestHeadersTableRoundTripKeepsTheList(t *testing.T) {
+	_, b, err := load(t, `
+local s = require("stoat")
+local b = s.builder()
+b:addStateStore{name = "last", type = "timestampedKeyValue", headers = true}
+b:stream("in"):process(function()
+  local last
+  return {
+    init = function(ctx) last = ctx:getStateStore("last") end,
+    process = function(ctx, k, v, r)
+      local pv, pts, phs = last:get(k)
+      last:put(k, v)
+      if pv == nil then
+        ctx:forward(k, "as received", {headers = r.headers})
+        return
+      end
+      if v == "change" then phs.extra = "1" end
+      ctx:forward(k, pv, {timestamp = pts, headers = phs})
+    end,
+  }
+end, {stores = {"last"}}):to("out")
+return b`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := pipeline.NewDriver(b, pipeline.DriverOptions{Stores: pipeline.NewMemoryStores(), ApplicationID: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := pipeline.Headers{{Key: "h", Value: []byte("x")}, {Key: "trace", Value: nil}, {Key: "h", Value: []byte("y")}}
+	for i, v := range []string{"first", "change", "keep"} {
+		if err := d.Pipe("in", []byte("k"), []byte(v), int64(10+i), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for r, ok := d.ReadOutput("out"); ok; r, ok = d.ReadOutput("out") {
+		var hs []string
+		for _, hd := range r.Headers {
+			v := "null"
+			if hd.Value != nil {
+				v = string(hd.Value)
+			}
+			hs = append(hs, hd.Key+"="+v)
+		}
+		if slices.Contains(hs, "extra=1") {
+			slices.Sort(hs) // a changed table's order is the table's
+		}
+		got = append(got, fmt.Sprintf("%s@%d[%s]", r.Value, r.Timestamp, strings.Join(hs, " ")))
+	}
+	want := []string{
+		"as received@10[h=x trace=null h=y]", // r.headers
+		"first@10[extra=1 h=y trace=null]",   // the store's get, changed
+		"change@11[h=x trace=null h=y]",      // the store's get
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %q, want %q", got, want)
 	}
 }
 

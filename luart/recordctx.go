@@ -1,6 +1,8 @@
 package luart
 
 import (
+	"slices"
+
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -65,6 +67,11 @@ func (rc *recordContext) index(L *lua.LState) int {
 	return 1
 }
 
+// headersList is the metatable field of a headers table holding, in a userdata, the headers
+// it renders: handed back unchanged (ctx:forward, a store's put), the table stands for the
+// full list, repeated names and order kept.
+const headersList = "__stoat_headers"
+
 // headersTable renders headers as a name → value table (last value wins) whose :all()
 // returns the full ordered list of {key=, value=} entries. A header with a null value maps to
 // stoat.null.
@@ -75,6 +82,9 @@ func (rt *Runtime) headersTable(h pipeline.Headers) *lua.LTable {
 		t.RawSetString(hd.Key, rt.headerValue(hd.Value))
 	}
 	mt := L.NewTable()
+	list := L.NewUserData()
+	list.Value = h
+	mt.RawSetString(headersList, list)
 	methods := L.NewTable()
 	methods.RawSetString("all", L.NewFunction(func(L *lua.LState) int {
 		list := L.CreateTable(len(h), 0)
@@ -90,6 +100,47 @@ func (rt *Runtime) headersTable(h pipeline.Headers) *lua.LTable {
 	mt.RawSetString("__index", methods)
 	L.SetMetatable(t, mt)
 	return t
+}
+
+// keptHeaders returns the headers a table of headersTable renders while the table still
+// holds just what it was made with; once a script changes it, the table's own contents are
+// the headers.
+func (rt *Runtime) keptHeaders(t *lua.LTable) (pipeline.Headers, bool) {
+	mt, ok := rt.L.GetMetatable(t).(*lua.LTable)
+	if !ok {
+		return nil, false
+	}
+	ud, ok := mt.RawGetString(headersList).(*lua.LUserData)
+	if !ok {
+		return nil, false
+	}
+	h, ok := ud.Value.(pipeline.Headers)
+	if !ok {
+		return nil, false
+	}
+	names := 0
+	for i, hd := range h {
+		if slices.ContainsFunc(h[i+1:], func(later pipeline.Header) bool { return later.Key == hd.Key }) {
+			continue // a later value of the name is the one the table shows
+		}
+		names++
+		if !rt.sameHeaderValue(t.RawGetString(hd.Key), hd.Value) {
+			return nil, false
+		}
+	}
+	fields := 0
+	for k, _ := t.Next(lua.LNil); k != lua.LNil; k, _ = t.Next(k) {
+		fields++
+	}
+	return h, fields == names
+}
+
+func (rt *Runtime) sameHeaderValue(v lua.LValue, b []byte) bool {
+	if b == nil {
+		return v == rt.null
+	}
+	s, ok := v.(lua.LString)
+	return ok && string(s) == string(b)
 }
 
 func (rt *Runtime) headerValue(v []byte) lua.LValue {

@@ -116,6 +116,7 @@ func New(opts Options) (*Runtime, error) {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true})
 	openSandbox(L)
 	markUnavailable(L)
+	markNilCalls(L)
 	rt := &Runtime{
 		L:            L,
 		opts:         opts,
@@ -194,7 +195,7 @@ func (rt *Runtime) loadScript(path string) error {
 // compile parses and compiles a file into a function whose environment is the sandbox, and
 // whose require() only sees modules below the file's directory.
 func (rt *Runtime) compile(abs, name string) (*lua.LFunction, error) {
-	src, err := os.ReadFile(abs)
+	src, err := readSource(abs)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read script: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/stoatflow/stoatflow/luart/pattern"
+	"github.com/stoatflow/stoatflow/luart/suggest"
 )
 
 // The Lua libraries and functions a pipeline script may use. This is an allowlist: what is
@@ -81,6 +82,7 @@ func openSandbox(L *lua.LState) {
 		g.RawSet(k, lua.LNil)
 	}
 	g.RawSetString("tonumber", L.NewFunction(luaToNumber))
+	g.RawGetString("math").(*lua.LTable).RawSetString("random", L.NewFunction(mathRandom))
 	str := g.RawGetString("string").(*lua.LTable)
 	pattern.Open(L, str, allocateMore)
 	openBoundedLibs(L, str, g.RawGetString("table").(*lua.LTable))
@@ -125,6 +127,26 @@ func copyTable(L *lua.LState, t *lua.LTable, copies map[*lua.LTable]*lua.LTable)
 
 var moduleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
 
+// moduleNames are the modules a script could have meant by name: "stoat", and the modules
+// of the .lua files (but tests) where name's would be (a.b's in dir/a).
+func moduleNames(dir, name string) []string {
+	names := []string{"stoat"}
+	prefix := ""
+	if i := strings.LastIndex(name, "."); i >= 0 {
+		prefix = name[:i+1]
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(strings.ReplaceAll(prefix, ".", "/"))))
+	if err != nil {
+		return names
+	}
+	for _, e := range entries {
+		if n := e.Name(); !e.IsDir() && strings.HasSuffix(n, ".lua") && !strings.HasSuffix(n, "_test.lua") {
+			names = append(names, prefix+strings.TrimSuffix(n, ".lua"))
+		}
+	}
+	return names
+}
+
 // resolveModule maps require("a.b") to <dir>/a/b.lua and refuses anything outside dir.
 func resolveModule(dir, name string) (string, error) {
 	if !moduleName.MatchString(name) {
@@ -133,6 +155,9 @@ func resolveModule(dir, name string) (string, error) {
 	p := filepath.Join(dir, filepath.FromSlash(strings.ReplaceAll(name, ".", "/"))+".lua")
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
+		if best, ok := suggest.Closest(name, moduleNames(dir, name)); ok {
+			return "", fmt.Errorf("require(%q): no file %s; did you mean require(%q)?", name, p, best)
+		}
 		return "", fmt.Errorf("require(%q): no file %s", name, p)
 	}
 	realDir, err := filepath.EvalSymlinks(dir)

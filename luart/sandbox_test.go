@@ -2,6 +2,7 @@ package luart
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,25 @@ return b`, map[string]string{"lib/util.lua": `return { shout = function(v) retur
 	}
 	if len(b.SourceTopics()) != 1 {
 		t.Fatal("topology not built")
+	}
+}
+
+// A module that is not there names the one meant: stoat, or a module beside it.
+func TestRequireOfAMissingModuleNamesTheClosest(t *testing.T) {
+	lib := map[string]string{"lib/util.lua": `return {}`, "lib/util_test.lua": `return {}`}
+	for _, c := range []struct{ name, suggestion string }{
+		{"stoatt", `; did you mean require("stoat")?`},
+		{"lib.utils", `; did you mean require("lib.util")?`},
+		{"lib.nope", ""},
+	} {
+		_, _, err := load(t, prelude+fmt.Sprintf("require(%q)\nreturn b", c.name), lib)
+		want := fmt.Sprintf(`pipeline.lua:3: require(%q): no file `, c.name)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want %q", err, want)
+		}
+		if c.suggestion != "" && !strings.HasSuffix(err.Error(), c.suggestion) || c.suggestion == "" && strings.Contains(err.Error(), "did you mean") {
+			t.Fatalf("err = %v, want the suggestion %q", err, c.suggestion)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package luart
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,7 +41,7 @@ func (rt *Runtime) newSchemaSerde(fn, name string) lua.LGFunction {
 			if !filepath.IsAbs(path) {
 				path = filepath.Join(rt.callerDir(), file)
 			}
-			text, err := os.ReadFile(path)
+			text, err := readSource(path)
 			if err != nil {
 				L.RaiseError("%s: schema: %v", what, err)
 			}

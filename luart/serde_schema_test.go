@@ -22,7 +22,8 @@ return b`, nil)
 
 func TestSchemaSerdeOptionErrors(t *testing.T) {
 	for _, c := range []struct{ call, want string }{
-		{`s.avro({ schema = "missing.avsc" })`, "stoat.avro: schema: open"},
+		{`s.avro({ schema = "missing.avsc" })`, "stoat.avro: schema: stat "},
+		{`s.avro({ schema = "/dev/zero" })`, "stoat.avro: schema: /dev/zero: not a regular file (a device)"},
 		{`s.avro({ schema = "bad.avsc" })`, "bad.avsc: avro: unknown type"},
 		{`s.avro({ message = "X" })`, `stoat.avro: unknown option "message"`},
 		{`s.protobuf({ message = "X" })`, "needs a schema file"},

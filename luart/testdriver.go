@@ -31,7 +31,8 @@ type testDriver struct {
 }
 
 // luaDriver implements t.driver("script.lua") and t.driver{scripts = {...}, defaultKeySerde =,
-// defaultValueSerde =, wallClockMs =, partitions = {[topic] = n}}.
+// defaultValueSerde =, wallClockMs =, partitions = {[topic] = n}, deserializationExceptionHandler =,
+// processingExceptionHandler =, deadLetterQueueTopic =}.
 func (tf *testFile) luaDriver(L *lua.LState) int {
 	var (
 		scripts []string
@@ -88,6 +89,11 @@ func (tf *testFile) luaDriver(L *lua.LState) int {
 	default:
 		L.RaiseError("t.driver: partitions must be a table of topic = count, not a %s", parts.Type())
 	}
+	dopts.ExceptionHandlers = pipeline.ExceptionHandlers{
+		ContinueOnDeserializationError: exceptionHandler(L, o, "deserializationExceptionHandler"),
+		ContinueOnProcessingError:      exceptionHandler(L, o, "processingExceptionHandler"),
+		DeadLetterQueueTopic:           optString(L, o, "deadLetterQueueTopic"),
+	}
 	if err := td.open(scripts, dopts); err != nil {
 		var se *scriptLoadError
 		if errors.As(err, &se) {
@@ -101,6 +107,21 @@ func (tf *testFile) luaDriver(L *lua.LState) int {
 	L.SetMetatable(ud, tf.driverMT)
 	L.Push(ud)
 	return 1
+}
+
+// exceptionHandler reads an exception handler option of t.driver, the agent's
+// deserialization.exception.handler or processing.exception.handler: whether it is
+// LogAndContinue.
+func exceptionHandler(L *lua.LState, o *lua.LTable, name string) bool {
+	switch v := o.RawGetString(name); v {
+	case lua.LNil, lua.LString("LogAndFail"):
+		return false
+	case lua.LString("LogAndContinue"):
+		return true
+	default:
+		L.RaiseError("t.driver: %s must be \"LogAndFail\" or \"LogAndContinue\", not %s", name, v.String())
+		return false
+	}
 }
 
 // scriptLoadError is a driver's scripts failing to load.

@@ -85,6 +85,33 @@ func RunTests(paths []string, opts TestOptions) (passed, failed int, err error) 
 
 // findTestFiles lists the test files of paths: a named file as is, the *_test.lua files below
 // a directory in lexical order; each file once.
+// TestFilesOf finds the tests of scripts: beside each script NAME.lua, the files
+// NAME_test.lua and NAME_*_test.lua. A script without one is in untested.
+func TestFilesOf(scripts []string) (files, untested []string, err error) {
+	seen := map[string]bool{}
+	for _, script := range scripts {
+		dir, name := filepath.Split(strings.TrimSuffix(script, ".lua"))
+		entries, err := os.ReadDir(filepath.Clean(dir))
+		if err != nil {
+			return nil, nil, err
+		}
+		found := false
+		for _, e := range entries {
+			if n := e.Name(); !e.IsDir() && strings.HasPrefix(n, name+"_") && strings.HasSuffix(n, "_test.lua") {
+				found = true
+				if f := filepath.Join(dir, n); !seen[f] {
+					seen[f] = true
+					files = append(files, f)
+				}
+			}
+		}
+		if !found {
+			untested = append(untested, script)
+		}
+	}
+	return files, untested, nil
+}
+
 func findTestFiles(paths []string) ([]string, error) {
 	var files []string
 	for _, p := range paths {

@@ -297,6 +297,58 @@ t.test("hangs", function() while true do end end)
 	}
 }
 
+// The driver takes the agent's exception handlers: LogAndContinue skips the record, and a
+// dead-letter topic gets the failed record as Kafka Streams writes it, its headers first.
+func TestDriverExceptionHandlers(t *testing.T) {
+	_, passed, failed, out := runLuaTests(t, map[string]string{
+		"upper.lua": upperScript,
+		"long.lua": `local b = require("stoat").builder()
+b:stream("in", {valueSerde = "long"}):to("out", {valueSerde = "long"})
+return b
+`,
+		"h_test.lua": `local t = require("stoat.test")
+local s = require("stoat")
+t.test("processing error, LogAndContinue, dead letter", function()
+  local d = t.driver{scripts = {"upper.lua"}, processingExceptionHandler = "LogAndContinue", deadLetterQueueTopic = "dlq"}
+  local input, out, dlq = d:createInputTopic("in"), d:createOutputTopic("out"), d:createOutputTopic("dlq")
+  input:pipeInput("k", "boom", {timestamp = 5, headers = {{key = "h", value = "1"}, {key = "h", value = s.null}}})
+  input:pipeInput("k", "fine")
+  t.assertEquals(out:readValuesToList(), {"FINE@1"})
+  local r = dlq:readRecord()
+  t.assertEquals({r.key, r.value, r.timestamp}, {"k", "boom", 5})
+  local names, h = {}, r.headers:all()
+  for i, x in ipairs(h) do names[i] = x.key end
+  t.assertEquals(names, {"h", "h", "__streams.errors.exception", "__streams.errors.message", "__streams.errors.stacktrace",
+    "__streams.errors.topic", "__streams.errors.partition", "__streams.errors.offset"})
+  t.assertEquals(h[2].value, s.null)
+  t.assertEquals(r.headers["__streams.errors.exception"], "stoatflow.ProcessingError")
+  t.assertTrue(r.headers["__streams.errors.message"]:find("cannot shout boom", 1, true) ~= nil)
+  t.assertEquals({r.headers["__streams.errors.topic"], r.headers["__streams.errors.partition"], r.headers["__streams.errors.offset"]}, {"in", "0", "0"})
+end)
+t.test("deserialization error, LogAndContinue", function()
+  local d = t.driver{scripts = {"long.lua"}, deserializationExceptionHandler = "LogAndContinue"}
+  local input, out = d:createInputTopic("in", {valueSerde = "bytes"}), d:createOutputTopic("out", {valueSerde = "long"})
+  input:pipeInput("k", "abc")
+  input:pipeInput("k", "\0\0\0\0\0\0\0\42")
+  t.assertEquals(out:readValuesToList(), {42})
+end)
+t.test("LogAndFail, dead letter", function()
+  local d = t.driver{scripts = {"upper.lua"}, deadLetterQueueTopic = "dlq"}
+  local input, dlq = d:createInputTopic("in"), d:createOutputTopic("dlq")
+  t.assertError(function() input:pipeInput("k", "boom") end, "cannot shout boom")
+  t.assertEquals(dlq:readValue(), "boom")
+end)
+t.test("refusal", function()
+  t.assertError(function() t.driver{scripts = {"upper.lua"}, processingExceptionHandler = "LogAndIgnore"} end,
+    'processingExceptionHandler must be "LogAndFail" or "LogAndContinue", not LogAndIgnore')
+end)
+`,
+	}, TestOptions{})
+	if passed != 4 || failed != 0 {
+		t.Fatalf("passed %d failed %d, output:\n%s", passed, failed, out)
+	}
+}
+
 func TestRunTestsPathErrors(t *testing.T) {
 	if _, _, err := RunTests([]string{t.TempDir()}, TestOptions{Out: &strings.Builder{}}); err == nil || !strings.Contains(err.Error(), "no test files (*_test.lua) in") {
 		t.Fatalf("empty dir: %v", err)

@@ -69,9 +69,13 @@ type Metrics struct {
 	WatermarkLag prometheus.Gauge     // seconds behind wall clock
 
 	BrokerReachable *prometheus.GaugeVec // label broker (a bootstrap server)
+	// RegistryCallStart is the start (Unix seconds) of the oldest Schema Registry call in
+	// progress; 0 when none is.
+	RegistryCallStart prometheus.Gauge
 
-	AppState *prometheus.GaugeVec   // label state; 1 for the current state, 0 for the others
-	Reloads  *prometheus.CounterVec // label result
+	AppState        *prometheus.GaugeVec   // label state; 1 for the current state, 0 for the others
+	Reloads         *prometheus.CounterVec // label result
+	ReloadRollbacks prometheus.Counter     // reloaded topologies that failed on probation
 
 	ThreadTasks        *prometheus.GaugeVec   // label thread
 	ThreadTasksCreated *prometheus.CounterVec // label thread
@@ -116,6 +120,7 @@ func New() *Metrics {
 			"null-key, null-value, null-foreign-key (a foreign-key join's extractor returned nil), "+
 			"negative-timestamp (from the timestamp extractor), partitioner (it chose no partition), "+
 			"out-of-order (a table join skipped an update of a versioned table older than its latest version, KIP-914), "+
+			"stale (a foreign-key join's answer about a value its row no longer has, which the answer about the current value follows), "+
 			"and as the exception handlers decide: deserialization (node: the source), processing "+
 			"(a script error), production (send to Kafka failed; node empty), dead-letter (the dead "+
 			"letter of a skipped record was larger than max.request.size and was not written; node "+
@@ -196,14 +201,23 @@ func New() *Metrics {
 
 	m.BrokerReachable = m.gaugeVec("kafka", "broker_reachable",
 		"1 when the last check of a bootstrap server got an answer to a metadata request within "+
-			"request.timeout.ms, 0 when it did not; checked at start-up, every second until one answers, "+
+			"request.timeout.ms, 0 when it did not; checked at start-up, at waits doubling from 1 s to 30 s until one answers, "+
 			"then every 30 s.", "broker")
+
+	m.RegistryCallStart = m.gauge("schema_registry", "call_start_time_seconds",
+		"Start of the oldest Schema Registry call in progress, in seconds since the Unix epoch; 0 when "+
+			"none is. Processing waits for such a call (a record's schema), so time() minus it is how long "+
+			"it has been held: a call is bounded below transaction.timeout.ms (max.poll.interval.ms under at_least_once).")
 
 	m.AppState = m.gaugeVec("app", "state",
 		"Application state as in Kafka Streams (CREATED, REBALANCING, RUNNING, ...): "+
 			"1 for the current state, 0 for the others.", "state")
 	m.Reloads = m.counterVec("app", "reloads_total",
 		"Configuration reloads (SIGHUP or POST /-/reload), by result; a failed reload keeps the running configuration.", "result")
+	m.ReloadRollbacks = m.counter("app", "reload_rollbacks_total",
+		"Reloaded topologies that failed on records, a punctuation or a commit while on probation "+
+			"(their first minute and first committed epoch of records) and were replaced by the "+
+			"topology they had replaced; the failed epoch was dropped and its records processed again.")
 
 	m.ThreadTasks = m.gaugeVec("thread", "tasks",
 		"Tasks a worker (num.stream.threads; thread 0, 1, ...) runs now.", "thread")

@@ -104,6 +104,7 @@ func (b *StreamsBuilder) Stream(topics []string, c Consumed) (*KStream, error) {
 	for _, t := range topics {
 		b.sourceTopics[t] = n
 	}
+	n.valueSerde = serdes.Value
 	return &KStream{b: b, node: n, serdes: serdes}, nil
 }
 

@@ -202,6 +202,7 @@ func (c *CogroupedKStream) aggregate(m Materialized, name string, spec func(stor
 		return nil, err
 	}
 	b.stores[storeName] = st
+	merge.valueSerde = serdes.Value
 	return &KTable{b: b, node: merge, serdes: serdes, store: storeName, oldValues: &ov, versioned: m.Versioned}, nil
 }
 

@@ -35,7 +35,10 @@ type DescribedNode struct {
 	Topic        string   `json:"topic,omitempty"`        // sinks with a fixed topic
 	Extractor    string   `json:"extractor,omitempty"`    // sinks with a topic extractor
 	Stores       []string `json:"stores,omitempty"`       // processors, in Kafka Streams' print order
-	Internal     bool     `json:"internal,omitempty"`     // kept in memory by StoatFlow
+	// ReadsGlobal are the global stores a processor reads, which describe() does not print
+	// (Kafka Streams connects no processor to a global store) but a drawing shows.
+	ReadsGlobal  []string `json:"readsGlobal,omitempty"`
+	Internal     bool     `json:"internal,omitempty"` // kept in memory by StoatFlow
 	Successors   []string `json:"successors"`
 	Predecessors []string `json:"predecessors"`
 }
@@ -134,6 +137,7 @@ func describeNode(n *Node, successors, predecessors []*Node) DescribedNode {
 		}
 	default:
 		dn.Type = "processor"
+		dn.ReadsGlobal = n.ReadsGlobal
 		dn.Stores = javaHashSetOrder(n.Stores)
 		if dn.Stores == nil {
 			dn.Stores = []string{}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -77,7 +78,7 @@ func (d *TopologyDescription) graph() graphView {
 		case n.Type == "sink" && n.Topic != "":
 			g.edges = append(g.edges, graphEdge{from: n.Name, to: topic(n.Topic)})
 		}
-		for _, s := range n.Stores {
+		for _, s := range slices.Concat(n.Stores, n.ReadsGlobal) {
 			g.edges = append(g.edges, graphEdge{from: n.Name, to: store(s)})
 		}
 		for _, c := range n.Successors {

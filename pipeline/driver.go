@@ -1,6 +1,9 @@
 package pipeline
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Driver runs a topology without Kafka, deterministically, like Kafka Streams'
 // TopologyTestDriver: input records are piped in one at a time, sink output is kept in
@@ -13,7 +16,8 @@ type Driver struct {
 	clock      int64
 	// in is the record Pipe runs, kept here so that piping allocates nothing: the
 	// topology keeps a pointer to it while it runs (Topology.Process).
-	in SourceRecord
+	in       SourceRecord
+	handlers ExceptionHandlers
 }
 
 // OutputRecord is a record a sink wrote.
@@ -36,6 +40,9 @@ type DriverOptions struct {
 	// Stores backs the topology's state stores; ApplicationID names their changelogs.
 	Stores        StoreProvider
 	ApplicationID string
+	// ExceptionHandlers say what a record the topology fails on does; by default it fails
+	// the Pipe call.
+	ExceptionHandlers ExceptionHandlers
 }
 
 // NewDriver builds the topology from b and wires its sinks to in-memory topics.
@@ -45,6 +52,7 @@ func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
 		partitions: map[string]int32{},
 		offsets:    map[string]int64{},
 		clock:      opts.WallClockMs,
+		handlers:   opts.ExceptionHandlers,
 	}
 	for t, n := range opts.Partitions {
 		d.partitions[t] = n
@@ -103,7 +111,7 @@ func (d *Driver) Pipe(topic string, key, value []byte, timestamp int64, headers 
 
 // PipeTo feeds one record into a partition of a source topic, at its next offset.
 func (d *Driver) PipeTo(topic string, partition int32, key, value []byte, timestamp int64, headers Headers) error {
-	if _, ok := d.topo.sourceSubtopology(topic); !ok || d.topo.internal[topic] {
+	if _, ok := d.topo.sourceSubtopology(topic); !ok || d.topo.internal[topic] != nil {
 		return fmt.Errorf("topic %q is not a source of this topology", topic)
 	}
 	if n, _ := d.PartitionsFor(topic); partition < 0 || partition >= n {
@@ -121,7 +129,9 @@ func (d *Driver) PipeTo(topic string, partition int32, key, value []byte, timest
 		return d.topo.ProcessGlobal(d.in)
 	}
 	if err := d.topo.Process(&d.in); err != nil {
-		return err
+		if err := d.handlers.handle(d, &d.in, err); err != nil {
+			return err
+		}
 	}
 	// TopologyTestDriver commits after every record.
 	return d.topo.FlushCaches()
@@ -135,6 +145,18 @@ func (d *Driver) ReadOutput(topic string) (OutputRecord, bool) {
 	}
 	d.outputs[topic] = q[1:]
 	return q[0], true
+}
+
+// OutputTopics lists, in name order, the topics with records not read yet.
+func (d *Driver) OutputTopics() []string {
+	var ts []string
+	for t, q := range d.outputs {
+		if len(q) > 0 {
+			ts = append(ts, t)
+		}
+	}
+	slices.Sort(ts)
+	return ts
 }
 
 // Pending is the number of unread records in topic.

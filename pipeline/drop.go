@@ -22,6 +22,10 @@ const (
 	// DropOutOfOrder: a table join skipped an out-of-order update of a versioned table
 	// (KIP-914).
 	DropOutOfOrder
+	// DropStale: a foreign-key join's answer is about a value its row no longer has (Kafka
+	// Streams' ResponseJoinProcessorSupplier compares hashes of the value); the answer
+	// about the current value follows.
+	DropStale
 	numDropReasons
 )
 
@@ -34,6 +38,7 @@ var dropReasonNames = [numDropReasons]string{
 	DropNegativeTimestamp: "negative-timestamp",
 	DropPartitioner:       "partitioner",
 	DropOutOfOrder:        "out-of-order",
+	DropStale:             "stale",
 }
 
 // String is the reason as the metric's reason label shows it.

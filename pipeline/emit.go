@@ -77,9 +77,11 @@ func (c *Context) emitFinalResults(store string, partition int32, metaKey string
 	return c.topology.saveEmittedPosition(store, partition, metaKey, upper)
 }
 
-// closedWindows reads the windows of it in window-start order (the store iterates by key
+// closedWindows reads the windows of a time or sliding window store that start in
+// (last, upper], held ones included, in window-start order (the store iterates by key
 // first), as final results positioned by start.
-func closedWindows(it *WindowIterator, end func(Window) int64) ([]finalResult, error) {
+func closedWindows(store *WindowStore, last, upper int64, end func(Window) int64) ([]finalResult, error) {
+	it := store.iter(store.bytes.FetchHeld(last+1, upper))
 	var out []finalResult
 	for it.Next() {
 		w := it.Window()
@@ -89,4 +91,73 @@ func closedWindows(it *WindowIterator, end func(Window) int64) ([]finalResult, e
 	it.Close()
 	sort.SliceStable(out, func(i, j int) bool { return out[i].start < out[j].start })
 	return out, err
+}
+
+// finalHolds keep the windows (sessions) of a store emitting final results on close that
+// have not had their final result. The store has Kafka Streams' retention, so what queries
+// see expires as in Kafka Streams, but a window the watermark has not closed yet is held
+// past the retention (HoldFrom), since the watermark may lag the store's stream time by any
+// amount. Windows are held by start, sessions by end: the emitters' positions.
+type finalHolds struct {
+	name    string // the store's
+	metaKey string
+	store   func(c *Context, partition int32) (holder, error)
+	from    map[int32]int64 // each partition's hold, once set
+}
+
+// holder is a window or session store partition.
+type holder interface{ HoldFrom(pos int64) }
+
+func newWindowHolds(store, metaKey string) *finalHolds {
+	return &finalHolds{name: store, metaKey: metaKey, from: map[int32]int64{}, store: func(c *Context, partition int32) (holder, error) {
+		s, err := c.windowStore(store, partition)
+		if err != nil {
+			return nil, err
+		}
+		return s.bytes, nil
+	}}
+}
+
+func newSessionHolds(store, metaKey string) *finalHolds {
+	return &finalHolds{name: store, metaKey: metaKey, from: map[int32]int64{}, store: func(c *Context, partition int32) (holder, error) {
+		s, err := c.sessionStore(store, partition)
+		if err != nil {
+			return nil, err
+		}
+		return s.bytes, nil
+	}}
+}
+
+// ensure holds the partition's windows after the emitted position the first time the
+// processor meets the partition: after a restart, before its first commit sweeps the store.
+func (h *finalHolds) ensure(c *Context, partition int32) error {
+	if _, ok := h.from[partition]; ok {
+		return nil
+	}
+	// Opening the store partition first opens its metadata too.
+	s, err := h.store(c, partition)
+	if err != nil {
+		return err
+	}
+	last, err := c.topology.emittedPosition(h.name, partition, h.metaKey)
+	if err != nil {
+		return err
+	}
+	s.HoldFrom(last + 1)
+	h.from[partition] = last + 1
+	return nil
+}
+
+// ensureAll holds every task partition's: the commit barrier runs it, so that no commit
+// sweeps a window restored before the processor met its partition.
+func (h *finalHolds) ensureAll(c *Context) error {
+	return c.forEachTask(func(partition int32) error { return h.ensure(c, partition) })
+}
+
+// emitted releases the windows up to upper, whose final results are out.
+func (h *finalHolds) emitted(s holder, partition int32, upper int64) {
+	if upper+1 > h.from[partition] {
+		s.HoldFrom(upper + 1)
+		h.from[partition] = upper + 1
+	}
 }

@@ -261,19 +261,19 @@ func (s *KStream) joinGlobal(g *GlobalKTable, mapper ValueMapper, joiner ValueJo
 	if mapper == nil || joiner == nil {
 		return nil, fmt.Errorf("join with a global table needs a key mapper and a joiner")
 	}
-	prefix := "KSTREAM-JOIN-"
-	if left {
-		prefix = "KSTREAM-LEFTJOIN-"
-	}
 	store := g.store
 	// Like Kafka Streams, the join node does not list the global store: every processor
 	// may read global stores.
-	n, err := s.processor(prefix, name, func() Processor {
+	// Kafka Streams 4.4 names every GlobalKTable join, inner ones too, KSTREAM-LEFTJOIN-
+	// (KStreamImpl#doGlobalTableJoinWithStreamAndMappedKey, which every joiner form goes
+	// through since KIP-1340), and describe() shows that.
+	n, err := s.processor("KSTREAM-LEFTJOIN-", name, func() Processor {
 		return &streamGlobalJoin{store: store, mapper: mapper, joiner: joiner, left: left}
 	})
 	if err != nil {
 		return nil, err
 	}
+	n.ReadsGlobal = []string{store}
 	return s.derive(n, Serdes{Key: s.serdes.Key}, s.keyChanged), nil
 }
 

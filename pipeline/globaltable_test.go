@@ -197,6 +197,8 @@ func TestGlobalTableErrors(t *testing.T) {
 	}
 }
 
+// The text is Kafka Streams 4.4's describe() of the same topology, which names an inner
+// GlobalKTable join KSTREAM-LEFTJOIN- too.
 func TestDescribeGlobalStoreInterleavedByID(t *testing.T) {
 	b := newTestBuilder()
 	s, _ := b.Stream([]string{"orders"}, Consumed{})
@@ -206,12 +208,12 @@ func TestDescribeGlobalStoreInterleavedByID(t *testing.T) {
 	want := `Topologies:
    Sub-topology: 0
     Source: KSTREAM-SOURCE-0000000000 (topics: [orders])
-      --> KSTREAM-JOIN-0000000004
-    Processor: KSTREAM-JOIN-0000000004 (stores: [])
+      --> KSTREAM-LEFTJOIN-0000000004
+    Processor: KSTREAM-LEFTJOIN-0000000004 (stores: [])
       --> KSTREAM-SINK-0000000005
       <-- KSTREAM-SOURCE-0000000000
     Sink: KSTREAM-SINK-0000000005 (topic: out)
-      <-- KSTREAM-JOIN-0000000004
+      <-- KSTREAM-LEFTJOIN-0000000004
 
   Sub-topology: 1 for global store (will not generate tasks)
     Source: KSTREAM-SOURCE-0000000002 (topics: [products])
@@ -222,6 +224,15 @@ func TestDescribeGlobalStoreInterleavedByID(t *testing.T) {
 `
 	if got := b.Describe().String(); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	// The printed description leaves the global store out of the join, as Kafka Streams'
+	// does; the JSON one and the drawings show that the join reads it.
+	join := b.Describe().Subtopologies[0].Nodes[1]
+	if join.Name != "KSTREAM-LEFTJOIN-0000000004" || fmt.Sprint(join.Stores, join.ReadsGlobal) != "[] [products-STATE-STORE-0000000001]" {
+		t.Fatalf("join %+v", join)
+	}
+	if dot := b.Describe().DOT(); !strings.Contains(dot, `"KSTREAM-LEFTJOIN-0000000004" -> "store:products-STATE-STORE-0000000001" [arrowhead=none, style=dotted];`) {
+		t.Fatalf("the drawing has no edge from the join to the global store:\n%s", dot)
 	}
 
 	// Declared first, the global store takes id 0 and is printed before sub-topology 1.

@@ -25,6 +25,12 @@ type Node struct {
 	Pattern string
 	Topic   string // sinks: fixed topic ("" with a topic extractor)
 	Stores  []string
+	// ReadsGlobal are the global stores a processor reads (a join with a global table): not
+	// in Stores, since Kafka Streams connects no processor to a global store.
+	ReadsGlobal []string
+	// valueSerde is the serde the DSL knows the node's values to be written with (its
+	// stream's or table's), nil when unknown: a tap shows values as it writes them.
+	valueSerde Serde
 	// Internal marks the nodes of a repartition topic, which StoatFlow keeps in memory.
 	Internal bool
 	Parents  []*Node
@@ -41,9 +47,6 @@ type Node struct {
 	// finalsTaken marks a windowed aggregation a suppression takes its final results from
 	// (suppress_final.go): there is one such suppression.
 	finalsTaken bool
-	// crossPartition marks a processor that reads and writes store partitions other than
-	// its task's (a foreign-key join's sides): its sub-topology's tasks run on one topology.
-	crossPartition bool
 }
 
 func (n *Node) addChild(c *Node) {
@@ -216,10 +219,6 @@ func (c *Context) parents() []Processor {
 	return out
 }
 
-// maxSourcePartitions is the largest partition count of the source topics; 0 when the
-// topology was given none.
-func (c *Context) maxSourcePartitions() int32 { return c.topology.maxSourcePartitions }
-
 // internalTopic is an internal topic's name as Kafka Streams decorates it:
 // <application.id>-<name>.
 func (c *Context) internalTopic(name string) string { return c.topology.appID + "-" + name }
@@ -242,23 +241,4 @@ func (c *Context) forEachSeenTask(fn func(partition int32) error) error {
 // partition: a repartition topic's records, in memory.
 func (c *Context) rekey(sub int, topic string, rec Record) error {
 	return c.topology.route(Rekeyed{Task: TaskID{Subtopology: sub, Partition: rec.Partition}, Topic: topic, Record: rec, Origin: c.topology.input})
-}
-
-// ForwardAt passes rec to this node's children in the task of the node's sub-topology for
-// partition: a processor that answers for another partition's key (a foreign-key join's
-// result goes to its row's partition) hands the record on where Kafka Streams' response
-// topic would carry it. The sub-topology's tasks run on one topology (Topology.Pinned).
-func (c *Context) ForwardAt(partition int32, rec Record) error {
-	if partition == c.task.id.Partition || c.task.global {
-		return c.Forward(rec)
-	}
-	id := TaskID{Subtopology: c.task.id.Subtopology, Partition: partition}
-	k, err := c.topology.task(id)
-	if err != nil {
-		return err
-	}
-	if k == nil {
-		return fmt.Errorf("processor %s: task %s, which a result for partition %d goes to, does not run on this topology", c.node.name, id, partition)
-	}
-	return k.byName[c.node.name].ctx.Forward(rec)
 }

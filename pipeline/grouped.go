@@ -72,9 +72,10 @@ func (s *KStream) GroupByKey(g Grouped) (*KGroupedStream, error) {
 }
 
 // GroupBy groups by a new key computed from each record (a KEY-SELECT node, then a
-// repartition before the aggregation).
+// repartition before the aggregation). The Grouped name names the key-selecting node too, as
+// in Kafka Streams.
 func (s *KStream) GroupBy(fn ValueMapper, g Grouped) (*KGroupedStream, error) {
-	ks, err := s.SelectKey(fn, "")
+	ks, err := s.SelectKey(fn, g.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +179,7 @@ func (g *KGroupedStream) aggregateWith(prefix string, m Materialized, name strin
 		return nil, err
 	}
 	b.stores[storeName] = st
+	n.valueSerde = serdes.Value
 	return &KTable{b: b, node: n, serdes: serdes, store: storeName, oldValues: &ov, versioned: m.Versioned}, nil
 }
 

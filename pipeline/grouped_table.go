@@ -14,10 +14,11 @@ type KGroupedTable struct {
 	serdes  Serdes
 }
 
-// GroupBy re-keys a table (KTable#groupBy): a KTABLE-SELECT node maps new and old values,
-// so that the aggregation downstream can subtract what a key no longer holds.
+// GroupBy re-keys a table (KTable#groupBy): a KTABLE-SELECT node (named by the Grouped
+// name, as in Kafka Streams) maps new and old values, so that the aggregation downstream
+// can subtract what a key no longer holds.
 func (t *KTable) GroupBy(fn KeyValueMapper, g Grouped) (*KGroupedTable, error) {
-	n, err := t.b.addNode(&Node{Name: t.b.newName("KTABLE-SELECT-", ""), Kind: ProcessorNode, factory: func() Processor { return &tableSelect{fn: fn} }})
+	n, err := t.b.addNode(&Node{Name: t.b.newName("KTABLE-SELECT-", g.Name), Kind: ProcessorNode, factory: func() Processor { return &tableSelect{fn: fn} }})
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +164,7 @@ func (g *KGroupedTable) aggregate(prefix string, m Materialized, name string, in
 	source.addChild(n)
 	serdes := b.orDefaults(Serdes{Key: keySerde, Value: m.Serdes.Value})
 	b.stores[storeName] = m.kvStoreSpec(storeName, serdes)
+	n.valueSerde = serdes.Value
 	return &KTable{b: b, node: n, serdes: serdes, store: storeName, oldValues: &ov, versioned: m.Versioned}, nil
 }
 

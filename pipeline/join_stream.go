@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 )
 
 // JoinWindows bound a stream-stream join (Kafka Streams' JoinWindows): a left record at l
@@ -203,7 +204,7 @@ func (s *KStream) JoinStream(other *KStream, kind StreamJoinKind, joiner StreamV
 	if kind != InnerStreamJoin && !w.SpuriousResultFixOff {
 		sh.buffer = bufferStore
 		if err := b.AddStateStore(StoreSpec{Name: bufferStore, Type: KeyValueStoreType, Logged: !opts.LoggingDisabled, TopicConfig: opts.TopicConfig,
-			Serdes: Serdes{Key: rawBytesSerde{}, Value: rawBytesSerde{}}}); err != nil {
+			Serdes: Serdes{Key: rawBytesSerde{}, Value: rawBytesSerde{}}, OwnLayout: "the outer-join buffer's values (a list of length-prefixed values, not Kafka's ListSerde)"}); err != nil {
 			return nil, fmt.Errorf("join: %w", err)
 		}
 	}
@@ -232,13 +233,13 @@ func (s *KStream) JoinStream(other *KStream, kind StreamJoinKind, joiner StreamV
 		return []string{store, sh.buffer}
 	}
 	thisJoin, err := add(thisWindowed, thisJoinName, joinStores(otherStore), func() Processor {
-		return &streamJoinSide{sh: sh, otherStore: otherStore, left: true, outer: otherOuter, partnerOuter: thisOuter}
+		return &streamJoinSide{sh: sh, otherStore: otherStore, partner: otherJoinName, left: true, outer: otherOuter}
 	})
 	if err != nil {
 		return nil, err
 	}
 	otherJoin, err := add(otherWindowed, otherJoinName, joinStores(thisStore), func() Processor {
-		return &streamJoinSide{sh: sh, otherStore: thisStore, outer: thisOuter, partnerOuter: otherOuter}
+		return &streamJoinSide{sh: sh, otherStore: thisStore, partner: thisJoinName, outer: thisOuter}
 	})
 	if err != nil {
 		return nil, err
@@ -311,37 +312,67 @@ type streamJoinShared struct {
 }
 
 // streamJoinSide is KStreamKStreamJoin for one side: left is the "this" stream; outer
-// makes this side's unmatched records produce joiner(value, nil) (or (nil, value)) once the
-// global watermark has closed their window.
+// makes this side's unmatched records produce joiner(value, nil) (or (nil, value)).
+// Unmatched records wait in the outer-join buffer until a record at the join's stream time
+// finds their window closed (emitNonJoined).
 type streamJoinSide struct {
 	ctx        *Context
 	sh         *streamJoinShared
 	otherStore string
+	partner    string // the other side's join processor, which shares times
 	left       bool
 	outer      bool
-	// partnerOuter: the other side's records are outer too, and get final non-joined results.
-	partnerOuter bool
-	// leftClose and rightClose say when a left record (waiting after ms) and a right one
-	// (before ms) have no partner left to wait for.
-	leftClose, rightClose windowTime
+	// times are both sides' per task (Kafka's TimeTracker, one per task, shared by the two
+	// join processors of a topology instance).
+	times map[int32]*joinTime
+}
+
+// joinTime is KStreamImplJoin.TimeTracker: the join's stream time, the largest timestamp of
+// every record reaching either side, null keys and values too; and minTime, the smallest
+// timestamp put in the outer-join buffer since its last scan, or the last entry the scan
+// looked at.
+type joinTime struct {
+	streamTime int64
+	// minTime starts unknown: the first record at stream time scans the buffer, which may
+	// hold records from before a restart (Kafka's Long.MAX_VALUE + after + grace wraps
+	// around to a time every stream time passes). After a scan that found nothing it is
+	// math.MaxInt64, and the buffer stays unscanned until a record waits in it.
+	minTime      int64
+	minTimeKnown bool
 }
 
 func (p *streamJoinSide) Init(ctx *Context) error {
 	p.ctx = ctx
-	w := p.sh.windows
-	p.leftClose, p.rightClose = joinWindowTime(ctx, w.After, w.Grace), joinWindowTime(ctx, w.Before, w.Grace)
-	if p.left && p.sh.buffer != "" {
-		ctx.onWatermark(p.emitClosed)
+	for _, rn := range ctx.task.nodes {
+		if o, ok := rn.proc.(*streamJoinSide); ok && rn.name == p.partner && o.times != nil {
+			p.times = o.times
+		}
+	}
+	if p.times == nil {
+		p.times = map[int32]*joinTime{}
 	}
 	return nil
 }
 
-// closing is when the records of one side have had their chance to join.
-func (p *streamJoinSide) closing(leftSide bool) *windowTime {
-	if leftSide {
-		return &p.leftClose
+func (p *streamJoinSide) time(partition int32) *joinTime {
+	jt := p.times[partition]
+	if jt == nil {
+		jt = &joinTime{streamTime: -1}
+		p.times[partition] = jt
 	}
-	return &p.rightClose
+	return jt
+}
+
+// closeTime is the time against which the join finds windows closed: its stream time, as in
+// Kafka Streams, and no later than the global watermark including the record being
+// processed (DESIGN §5), so that no result waits for a partner that another partition may
+// still deliver.
+func (p *streamJoinSide) closeTime(jt *joinTime) int64 {
+	wm, ok := p.ctx.topology.computeWatermark()
+	if !ok {
+		return -1
+	}
+	return min(jt.streamTime, max(wm, p.ctx.watermark()))
 }
 
 // bounds are (before, after) as seen from this side.
@@ -350,6 +381,26 @@ func (p *streamJoinSide) bounds() (int64, int64) {
 		return p.sh.windows.Before, p.sh.windows.After
 	}
 	return p.sh.windows.After, p.sh.windows.Before
+}
+
+// lookBack is how long a buffered record of one side waits for a partner (windowsAfterMs
+// for the left side, windowsBeforeMs for the right).
+func (p *streamJoinSide) lookBack(leftSide bool) int64 {
+	if leftSide {
+		return p.sh.windows.After
+	}
+	return p.sh.windows.Before
+}
+
+// addSat is a + b held in the int64 range.
+func addSat(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
 }
 
 func (p *streamJoinSide) join(rec Record, this, other any, ts int64) error {
@@ -366,6 +417,8 @@ func (p *streamJoinSide) join(rec Record, this, other any, ts int64) error {
 }
 
 func (p *streamJoinSide) Process(rec Record) error {
+	jt := p.time(rec.Partition)
+	jt.streamTime = max(jt.streamTime, rec.Timestamp)
 	if rec.Key == nil && rec.Value != nil && p.outer {
 		return p.join(rec, rec.Value, nil, rec.Timestamp) // KIP-962
 	}
@@ -377,26 +430,26 @@ func (p *streamJoinSide) Process(rec Record) error {
 		p.ctx.Drop(DropNullValue)
 		return nil
 	}
-	before, after := p.bounds()
 	ts := rec.Timestamp
+	if p.sh.buffer != "" && ts == jt.streamTime {
+		if err := p.emitNonJoined(rec, jt); err != nil {
+			return err
+		}
+	}
+	before, after := p.bounds()
 	store, err := p.ctx.windowStore(p.otherStore, rec.Partition)
 	if err != nil {
 		return err
 	}
-	it, err := store.FetchKey(rec.Key, max(0, ts-before), max(0, ts+after), false)
+	// The other side's records in the window, by timestamp and then arrival (the store
+	// retains duplicates); all are read before any result goes downstream.
+	it, err := store.FetchKey(rec.Key, max(0, addSat(ts, -before)), max(0, addSat(ts, after)), false)
 	if err != nil {
 		return err
 	}
 	var matches []Window
 	for it.Next() {
-		m := it.Window()
-		if p.sh.buffer != "" && p.partnerOuter && p.closing(!p.left).closedByWatermark(m.Timestamp) {
-			// The partner's window is closed: its final result, joined with nil if it found
-			// no partner in time, is out and is never revised (DESIGN §5).
-			p.ctx.Drop(DropWindowClosed)
-			continue
-		}
-		matches = append(matches, m)
+		matches = append(matches, it.Window())
 	}
 	err = it.Err()
 	it.Close()
@@ -416,8 +469,14 @@ func (p *streamJoinSide) Process(rec Record) error {
 	if len(matches) > 0 || !p.outer {
 		return nil
 	}
-	if p.sh.buffer == "" || p.closing(p.left).closedByWatermark(ts) {
-		return p.join(rec, rec.Value, nil, ts) // no fix, or its window is already closed
+	// A record whose window (without grace) is behind the join's time when it arrives is
+	// joined with nil at once, as Kafka Streams does; a partner that still comes within the
+	// grace period joins it too.
+	if p.sh.buffer == "" || max(0, addSat(ts, after)) < jt.streamTime && max(0, addSat(ts, after)) < p.closeTime(jt) {
+		return p.join(rec, rec.Value, nil, ts)
+	}
+	if !jt.minTimeKnown || ts < jt.minTime {
+		jt.minTime, jt.minTimeKnown = ts, true
 	}
 	return p.bufferRecord(rec)
 }
@@ -484,15 +543,27 @@ type bufferedEntry struct {
 	list []byte
 }
 
-// emitClosed forwards, in buffer order, every buffered record whose window the watermark
-// has closed (ts + lookBack + grace < watermark), and removes it: deleting it in the same
-// epoch as the output makes the emission happen exactly once.
-func (p *streamJoinSide) emitClosed(wm int64) error {
-	return p.ctx.forEachTask(func(partition int32) error { return p.emitPartition(partition, wm) })
-}
-
-func (p *streamJoinSide) emitPartition(partition int32, wm int64) error {
-	store, err := p.ctx.store(p.sh.buffer, partition)
+// emitNonJoined is KStreamKStreamJoin#emitNonJoinedOuterRecords, run before a record at the
+// join's stream time joins: it scans the buffer in time order for the records whose window
+// has closed, ts + lookBack + grace < the close time, and forwards each joined with nil, at
+// its own timestamp, with the triggering record's headers and record context, then deletes
+// it. A record of one side still waiting stops the scan for that side; once both sides have
+// one, for every later record. The buffer is not scanned while minTime + this side's after
+// + grace has not passed the close time; a scan leaves minTime at the time of the last entry
+// it looked at, as in Kafka Streams. Deleting in the epoch of the output makes the emission
+// happen exactly once.
+func (p *streamJoinSide) emitNonJoined(rec Record, jt *joinTime) error {
+	_, after := p.bounds()
+	grace := p.sh.windows.Grace
+	if jt.minTimeKnown && addSat(addSat(jt.minTime, after), grace) >= jt.streamTime {
+		return nil
+	}
+	now := p.closeTime(jt)
+	if jt.minTimeKnown && addSat(addSat(jt.minTime, after), grace) >= now {
+		return nil
+	}
+	jt.minTime, jt.minTimeKnown = math.MaxInt64, true
+	store, err := p.ctx.store(p.sh.buffer, rec.Partition)
 	if err != nil {
 		return err
 	}
@@ -501,6 +572,7 @@ func (p *streamJoinSide) emitPartition(partition int32, wm int64) error {
 		return err
 	}
 	var closed []bufferedEntry
+	leftOpen, rightOpen := false, false
 	for it.Next() {
 		k, _ := it.Key().([]byte)
 		v, _ := it.Value().([]byte)
@@ -508,8 +580,18 @@ func (p *streamJoinSide) emitPartition(partition int32, wm int64) error {
 			continue
 		}
 		ts := int64(binary.BigEndian.Uint64(k))
-		if !p.leftClose.closedAt(ts, wm) && !p.rightClose.closedAt(ts, wm) {
-			break // this entry and every later one may still be open
+		jt.minTime = ts
+		if leftOpen && rightOpen {
+			break
+		}
+		leftSide := k[8] == 1
+		if addSat(addSat(ts, p.lookBack(leftSide)), grace) >= now {
+			if leftSide {
+				leftOpen = true
+			} else {
+				rightOpen = true
+			}
+			continue
 		}
 		closed = append(closed, bufferedEntry{key: k, list: v})
 	}
@@ -518,31 +600,27 @@ func (p *streamJoinSide) emitPartition(partition int32, wm int64) error {
 	if err != nil {
 		return err
 	}
-	// Entries are by time, so a still-open one is skipped while later closed ones of the
-	// other side are emitted.
 	for _, e := range closed {
-		if err := p.emitEntry(store, partition, e, wm); err != nil {
+		if err := p.emitEntry(store, rec, e); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (p *streamJoinSide) emitEntry(store *KeyValueStore, partition int32, e bufferedEntry, wm int64) error {
+func (p *streamJoinSide) emitEntry(store *KeyValueStore, trigger Record, e bufferedEntry) error {
 	ts := int64(binary.BigEndian.Uint64(e.key))
 	leftSide := e.key[8] == 1
 	values := p.sh.rightValues
 	if leftSide {
 		values = p.sh.leftValues
 	}
-	if !p.closing(leftSide).closedAt(ts, wm) {
-		return nil
-	}
 	key, err := p.sh.keySerde.Deserialize("", nil, e.key[9:])
 	if err != nil {
 		return fmt.Errorf("join buffer key: %w", err)
 	}
-	rec := Record{Key: key, Timestamp: ts, Partition: partition, Offset: -1}
+	rec := trigger
+	rec.Key, rec.Timestamp = key, ts
 	for rest := e.list; len(rest) > 0; {
 		if len(rest) < 4 || int(binary.BigEndian.Uint32(rest)) > len(rest)-4 {
 			return fmt.Errorf("join buffer %s: corrupt value list", p.sh.buffer)

@@ -130,6 +130,16 @@ func TestInnerStreamJoinBounds(t *testing.T) {
 	}
 }
 
+// A null value is not put into its side's window store, so it does not advance the store's
+// retention either, as in Kafka's RocksDB window store (its in-memory one advances it and
+// would no longer find L215): R245 finds both partners, in timestamp order (Kafka Streams
+// 4.4 gives these results).
+func TestStreamJoinNullValuesLeaveTheWindowStoreAlone(t *testing.T) {
+	d, _, _ := streamJoinDriver(t, InnerStreamJoin, JoinWindows{Before: 50, After: 50, Grace: 20}, StreamJoined{})
+	expectJoin(t, pipeJoin(t, d, joinInput{"left", "e", "L215", 215}, joinInput{"left", "e", "L267", 267}, joinInput{"left", "b", nil, 362}))
+	expectJoin(t, pipeJoin(t, d, joinInput{"right", "e", "R245", 245}), "e:L215+R245@245", "e:L267+R245@267")
+}
+
 // Records older than the stores' retention (before + after + grace) are neither kept nor
 // found.
 func TestStreamJoinDropsExpiredRecords(t *testing.T) {
@@ -278,27 +288,71 @@ func TestStreamOuterJoinWithoutSpuriousResultFix(t *testing.T) {
 		"0:A0+null@0", "1:null+a1@5", "0:null+a0@300", "0:A0+b0@50", "1:A1+a1@100")
 }
 
-// A late partner of a record whose non-joined result the watermark already emitted does
-// not revise it (DESIGN §5): the match is dropped and counted (reason="window-closed"); a
-// partner still inside its window joins as before.
-func TestStreamOuterJoinLatePartnerDoesNotReviseAFinalResult(t *testing.T) {
+// A late partner of a record whose non-joined result is out joins it too, as in Kafka
+// Streams 4.4: the other window store still holds the record.
+func TestStreamOuterJoinLatePartnerJoinsAfterTheNonJoinedResult(t *testing.T) {
 	for _, kind := range []StreamJoinKind{LeftStreamJoin, OuterStreamJoin} {
-		d, sensors, _ := streamJoinDriver(t, kind, JoinWindows{Before: 5, After: 5}, StreamJoined{})
+		d, _, _ := streamJoinDriver(t, kind, JoinWindows{Before: 5, After: 5}, StreamJoined{})
 		got := pipeJoin(t, d,
 			joinInput{"left", "a", "A", 10},
-			// The watermark passes a's window (10 + 5 < 17): A+null is final, while the store,
-			// retaining before + after = 10 ms, still holds A.
-			joinInput{"left", "b", "B", 17},
+			joinInput{"left", "b", "B", 17}, // 10 + 5 < 17: A+null is out
 			joinInput{"right", "a", "x", 12},
 			joinInput{"right", "b", "y", 18})
-		want := []string{"a:A+null@10", "b:B+y@18"}
-		if kind == OuterStreamJoin {
-			// x has no partner left to join: as a record of the outer right side it waits for
-			// its own window (12 + 5 < watermark), which y's 18 closes.
-			want = []string{"a:A+null@10", "b:B+y@18", "a:null+x@12"}
+		expectJoin(t, got, "a:A+null@10", "a:A+x@12", "b:B+y@18")
+	}
+}
+
+// The outer-join buffer is scanned as KStreamKStreamJoin scans it (Kafka Streams 4.4 gives
+// these results): only for a record at the join's stream time, before it joins, and only
+// once minTime + the triggering side's after + grace is behind the stream time, minTime
+// being the last entry the previous scan looked at (here B145, so that C57, closed at 135,
+// waits for R191); a record arriving with its window (without grace) behind the stream time
+// is joined with nil at once (D89, E250); null keys and values move the stream time without
+// triggering a scan; the results carry the triggering record's headers.
+func TestLeftStreamJoinEmitsNonJoinedAsKafkaStreams(t *testing.T) {
+	d, _, _ := streamJoinDriver(t, LeftStreamJoin, JoinWindows{Before: 40, After: 40, Grace: 30}, StreamJoined{})
+	for _, c := range []struct {
+		in     joinInput
+		header string
+		want   []string
+	}{
+		{joinInput{"left", "d", "D34", 34}, "", nil},
+		{joinInput{"right", nil, "N", 0}, "", nil},
+		{joinInput{"left", "c", "C57", 57}, "", nil},
+		{joinInput{"left", "b", "B93", 93}, "", nil},
+		{joinInput{"left", "c", "C107", 107}, "x", []string{"d:D34+null@34[x]"}},
+		{joinInput{"left", "b", "B135", 135}, "", nil},
+		{joinInput{"left", "d", "D89", 89}, "y", []string{"d:D89+null@89[y]"}},
+		{joinInput{"left", "b", "B145", 145}, "", nil},
+		{joinInput{"right", "c", "R191", 191}, "z", []string{"c:C57+null@57[z]", "b:B93+null@93[z]", "c:C107+null@107[z]"}},
+		{joinInput{"right", "e", nil, 300}, "", nil},
+		{joinInput{"left", "e", "E250", 250}, "", []string{"e:E250+null@250"}},
+		{joinInput{"left", "f", "F301", 301}, "w", []string{"b:B135+null@135[w]", "b:B145+null@145[w]"}},
+	} {
+		var k, v []byte
+		if c.in.key != nil {
+			k = []byte(c.in.key.(string))
 		}
-		if strings.Join(got, " ") != strings.Join(want, " ") || sensors.dropped["window-closed"] != 1 {
-			t.Errorf("%v: got %v, drops %v; want %v and one window-closed", kind, got, sensors.dropped, want)
+		if c.in.value != nil {
+			v = []byte(c.in.value.(string))
+		}
+		var hs Headers
+		if c.header != "" {
+			hs = Headers{{Key: "h", Value: []byte(c.header)}}
+		}
+		if err := d.Pipe(c.in.topic, k, v, c.in.ts, hs); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for r, ok := d.ReadOutput("out"); ok; r, ok = d.ReadOutput("out") {
+			s := fmt.Sprintf("%s:%s@%d", r.Key, r.Value, r.Timestamp)
+			if len(r.Headers) > 0 {
+				s += "[" + string(r.Headers[0].Value) + "]"
+			}
+			got = append(got, s)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Fatalf("%v: got %q, want %q", c.in, got, c.want)
 		}
 	}
 }

@@ -83,7 +83,7 @@ func (s *KStream) joinTable(t *KTable, joiner ValueJoinerWithKey, left bool, j J
 	if j.HasGracePeriod {
 		proc.buffer, proc.grace, proc.serdes = n.Name+"-Buffer", j.GracePeriod, s.b.orDefaults(s.serdes)
 		if err := s.b.AddStateStore(StoreSpec{Name: proc.buffer, Type: KeyValueStoreType, Logged: true,
-			Serdes: Serdes{Key: rawBytesSerde{}, Value: rawBytesSerde{}}}); err != nil {
+			Serdes: Serdes{Key: rawBytesSerde{}, Value: rawBytesSerde{}}, OwnLayout: "the grace buffer's values (the suppression buffer's layout, not Kafka's RocksDBTimeOrderedKeyValueBuffer's)"}); err != nil {
 			return nil, fmt.Errorf("join: %w", err)
 		}
 		n.Stores = append(append([]string(nil), rows.stores...), proc.buffer)

@@ -115,6 +115,7 @@ func (t *KTable) JoinTable(other *KTable, joiner ValueJoinerWithKey, kind TableJ
 	otherNode.addChild(merge)
 
 	serdes := Serdes{Key: orSerde(m.Serdes.Key, t.serdes.Key), Value: m.Serdes.Value}
+	merge.valueSerde = serdes.Value
 	out := &KTable{b: b, node: merge, serdes: serdes, store: storeName, oldValues: &ov, versioned: m.Versioned}
 	if storeName != "" {
 		st := m.kvStoreSpec(storeName, b.orDefaults(serdes))
@@ -132,22 +133,6 @@ func (t *KTable) JoinTable(other *KTable, joiner ValueJoinerWithKey, kind TableJ
 		out.derivedGetter = joinGetter(t, other, joiner, kind)
 	}
 	return out, nil
-}
-
-// joinStore materializes a lazily materialized table and returns its store: a foreign-key
-// join reads and scans the partner's rows there.
-func joinStore(t *KTable, kind TableJoinKind, side string) (string, error) {
-	if t.store == "" && t.materialize != nil {
-		t.materialize()
-	}
-	if t.store == "" {
-		return "", fmt.Errorf("not supported yet: %s with a table that has no store (%s side: the result of a table filter, mapValues or an unmaterialized join); "+
-			"give the join that produced it materialized=, or turn it into a stored table with toStream():toTable()", kind, side)
-	}
-	if spec := t.b.stores[t.store]; spec != nil && spec.Type != TimestampedKeyValueStoreType && spec.Type != KeyValueStoreType {
-		return "", fmt.Errorf("not supported yet: %s with a table whose store %q is a %s store", kind, t.store, spec.Type)
-	}
-	return t.store, nil
 }
 
 type joinMode int

@@ -34,6 +34,7 @@ func (s *KStream) processor(prefix, name string, factory func() Processor) (*Nod
 }
 
 func (s *KStream) derive(n *Node, serdes Serdes, keyChanged bool) *KStream {
+	n.valueSerde = serdes.Value
 	return &KStream{b: s.b, node: n, serdes: serdes, keyChanged: keyChanged}
 }
 

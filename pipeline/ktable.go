@@ -31,6 +31,9 @@ type KTable struct {
 	parent *KTable
 	// materialize turns a lazily materialized source table into a materialized one.
 	materialize func()
+	// source: the table is a KTableSource (a source table, toTable, a foreign-key join's
+	// result), which has old values only from its store.
+	source bool
 	// derivedGetter reads the rows of a table without a store from the tables it derives
 	// from (ktable_getter.go).
 	derivedGetter func() (*tableGetter, error)
@@ -53,6 +56,19 @@ func (t *KTable) enableSendingOldValues() {
 			x.materialize()
 		}
 	}
+}
+
+// enableSendingOldValuesIfMaterialized asks for old values where they come without
+// materializing a source table that is not (Kafka Streams' enableSendingOldValues(false),
+// which a table filter calls on its parent when it is built): it reports whether they come.
+func (t *KTable) enableSendingOldValuesIfMaterialized() bool {
+	for x := t; x != nil && !*x.oldValues; x = x.parent {
+		if x.source && x.store == "" {
+			return false
+		}
+	}
+	t.enableSendingOldValues()
+	return true
 }
 
 // Table reads a topic as a table (StreamsBuilder#table): a source node, then a
@@ -84,7 +100,8 @@ func (b *StreamsBuilder) Table(topic string, c Consumed, m Materialized) (*KTabl
 	if err != nil {
 		return nil, err
 	}
-	t := &KTable{b: b, node: n, serdes: serdes, oldValues: &oldValues}
+	n.valueSerde = serdes.Value
+	t := &KTable{b: b, node: n, serdes: serdes, oldValues: &oldValues, source: true}
 	if err := t.materializeWith(spec, storeName, b.orDefaults(serdes), m); err != nil {
 		return nil, err
 	}
@@ -205,6 +222,7 @@ func (p *tableSource) processVersioned(rec Record) error {
 
 func (t *KTable) derive(n *Node, serdes Serdes) *KTable {
 	ov := false
+	n.valueSerde = serdes.Value
 	return &KTable{b: t.b, node: n, serdes: serdes, oldValues: &ov, parent: t, versioned: t.versioned}
 }
 
@@ -228,6 +246,7 @@ func (t *KTable) ToStream(name string) (*KStream, error) {
 		return nil, err
 	}
 	t.node.addChild(n)
+	n.valueSerde = t.serdes.Value
 	return &KStream{b: t.b, node: n, serdes: t.serdes}, nil
 }
 
@@ -242,6 +261,10 @@ func (p *toStreamProc) Process(rec Record) error {
 }
 
 // Filter keeps values for which pred holds; others become tombstones (KTable#filter).
+// Where its parent has old values without being materialized for it (a materialized source
+// table, an aggregation), the filter takes them, as Kafka Streams' KTableFilter does: an
+// update that neither was nor is kept, such as the tombstone of a key the table never held,
+// is not forwarded.
 func (t *KTable) Filter(pred Predicate, not bool, name string) (*KTable, error) {
 	versioned := t.versioned
 	out, err := t.processor("KTABLE-FILTER-", name, func(ov *bool) Processor {
@@ -249,6 +272,9 @@ func (t *KTable) Filter(pred Predicate, not bool, name string) (*KTable, error) 
 	})
 	if err != nil {
 		return nil, err
+	}
+	if t.enableSendingOldValuesIfMaterialized() {
+		*out.oldValues = true
 	}
 	out.derivedGetter = mappedGetter(t, func(rec Record) (any, error) {
 		ok, err := pred(rec)
@@ -310,6 +336,7 @@ func (t *KTable) MapValues(fn ValueMapper, name string) (*KTable, error) {
 		return nil, err
 	}
 	out.serdes = Serdes{Key: t.serdes.Key}
+	out.node.valueSerde = nil
 	out.derivedGetter = mappedGetter(t, fn)
 	return out, nil
 }
@@ -373,7 +400,8 @@ func (s *KStream) ToTable(name string, m Materialized) (*KTable, error) {
 		return nil, err
 	}
 	parent.addChild(n)
-	t := &KTable{b: s.b, node: n, serdes: serdes, oldValues: &oldValues}
+	n.valueSerde = serdes.Value
+	t := &KTable{b: s.b, node: n, serdes: serdes, oldValues: &oldValues, source: true}
 	if err := t.materializeWith(spec, storeName, serdes, m); err != nil {
 		return nil, err
 	}

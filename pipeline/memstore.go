@@ -144,3 +144,20 @@ func (i *memIter) Timestamp() int64 { return i.s.m[i.keys[i.pos]].ts }
 func (i *memIter) Headers() (Headers, error) {
 	return i.handHeaders(i.s.m[i.keys[i.pos]].headers), nil
 }
+
+// StreamTime reports the stream time of a window or session store partition, the largest
+// window start (session end) put, from which its retention counts; false when nothing was
+// put yet. The conformance suite reads it to tell the windows Kafka Streams' retention has
+// dropped.
+func (m *MemoryStores) StreamTime(store string, partition int32) (int64, bool) {
+	var st int64
+	switch s := m.parts[storeKey{store, partition}].(type) {
+	case *memWindows:
+		st = s.streamTime
+	case *memSessions:
+		st = s.streamTime
+	default:
+		return 0, false
+	}
+	return st, st != math.MinInt64
+}

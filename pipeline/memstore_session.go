@@ -11,7 +11,7 @@ import (
 // SessionStore implements StoreProvider.
 func (m *MemoryStores) SessionStore(spec StoreSpec, partition int32) (SessionBytesStore, error) {
 	return memPart(m, spec, partition, func() *memSessions {
-		return &memSessions{spec: spec, m: map[memSessionKey][]byte{}, streamTime: math.MinInt64}
+		return &memSessions{spec: spec, m: map[memSessionKey][]byte{}, streamTime: math.MinInt64, hold: math.MaxInt64}
 	})
 }
 
@@ -25,6 +25,7 @@ type memSessions struct {
 	spec       StoreSpec
 	m          map[memSessionKey][]byte
 	streamTime int64 // the largest session end put
+	hold       int64 // HoldFrom's end
 }
 
 func (s *memSessions) cutoff() int64 { return memRetentionCutoff(s.streamTime, s.spec.Retention) }
@@ -34,7 +35,7 @@ func (s *memSessions) Put(key []byte, start, end int64, agg []byte, _ int64) (bo
 		return false, fmt.Errorf("store %s: session start %d is after its end %d", s.spec.Name, start, end)
 	}
 	s.streamTime = max(s.streamTime, end)
-	if end < s.cutoff() {
+	if end < min(s.cutoff(), s.hold) {
 		return false, nil
 	}
 	k := memSessionKey{string(key), start, end}
@@ -58,11 +59,22 @@ func (s *memSessions) FindSessions(key []byte, earliestEnd, latestStart int64, b
 	return s.FindSessionsRange(key, key, earliestEnd, latestStart, backward)
 }
 
+// HoldFrom implements SessionBytesStore. The memory store never deletes an expired session,
+// but FetchHeld shows only what a store that deletes them at once would still hold.
+func (s *memSessions) HoldFrom(end int64) { s.hold = end }
+
+func (s *memSessions) FetchHeld(from, to int64) SessionBytesIterator {
+	return s.sessions(nil, nil, max(from, min(s.cutoff(), s.hold)), to, math.MaxInt64, false)
+}
+
 func (s *memSessions) FindSessionsRange(keyFrom, keyTo []byte, earliestEnd, latestStart int64, backward bool) SessionBytesIterator {
-	earliestEnd = max(earliestEnd, s.cutoff())
+	return s.sessions(keyFrom, keyTo, max(earliestEnd, s.cutoff()), math.MaxInt64, latestStart, backward)
+}
+
+func (s *memSessions) sessions(keyFrom, keyTo []byte, earliestEnd, latestEnd, latestStart int64, backward bool) SessionBytesIterator {
 	var keys []memSessionKey
 	for k := range s.m {
-		if inKeyRange(k.key, keyFrom, keyTo) && k.end >= earliestEnd && k.start <= latestStart {
+		if inKeyRange(k.key, keyFrom, keyTo) && k.end >= earliestEnd && k.end <= latestEnd && k.start <= latestStart {
 			keys = append(keys, k)
 		}
 	}

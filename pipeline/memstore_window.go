@@ -36,7 +36,7 @@ func (s *memWindows) Put(key []byte, windowStart int64, value []byte, ts int64, 
 		return true, nil
 	}
 	s.streamTime = max(s.streamTime, windowStart)
-	if windowStart < s.cutoff() {
+	if windowStart < min(s.cutoff(), s.hold) {
 		return false, nil
 	}
 	k := memWindowKey{key: string(key), start: windowStart}
@@ -84,8 +84,8 @@ func (s *memWindows) FetchRange(keyFrom, keyTo []byte, from, to int64, backward 
 // FetchHeld shows only what a store that deletes expired windows at once would still hold.
 func (s *memWindows) HoldFrom(start int64) { s.hold = start }
 
-func (s *memWindows) FetchHeld(from int64) WindowBytesIterator {
-	return s.rawIter(nil, nil, max(from, min(s.cutoff(), s.hold)), math.MaxInt64, false)
+func (s *memWindows) FetchHeld(from, to int64) WindowBytesIterator {
+	return s.rawIter(nil, nil, max(from, min(s.cutoff(), s.hold)), to, false)
 }
 
 func (s *memWindows) iter(keyFrom, keyTo []byte, from, to int64, backward bool) WindowBytesIterator {

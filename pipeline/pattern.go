@@ -36,6 +36,7 @@ func (b *StreamsBuilder) StreamPattern(pattern string, c Consumed) (*KStream, er
 		return nil, err
 	}
 	b.patternSources = append(b.patternSources, n)
+	n.valueSerde = serdes.Value
 	return &KStream{b: b, node: n, serdes: serdes}, nil
 }
 

@@ -24,7 +24,11 @@ func (s *KStream) Repartition(r Repartitioned) (*KStream, error) {
 	if serdes.Value == nil {
 		serdes.Value = s.serdes.Value
 	}
-	prefix := s.b.newName("KSTREAM-REPARTITION-", r.Name)
+	// A name takes no index (KStreamImpl#doRepartition uses it as it is).
+	prefix := r.Name
+	if prefix == "" {
+		prefix = s.b.newName("KSTREAM-REPARTITION-", "")
+	}
 	src, err := s.b.addRepartition(s.node, prefix, s.b.orDefaults(serdes), r.NumPartitions, r.Partitioner)
 	if err != nil {
 		return nil, err
@@ -147,6 +151,14 @@ func (p *repartitionSink) Init(ctx *Context) error {
 }
 
 func (p *repartitionSink) Process(rec Record) error {
+	if p.spec.route != nil {
+		part, err := p.spec.route(p.ctx, rec)
+		if err != nil {
+			return err
+		}
+		rec.Partition = part
+		return p.ctx.rekey(p.target, p.spec.topic, rec)
+	}
 	if p.spec.partitioner != nil {
 		parts, ok, err := p.spec.partitioner(p.spec.topic, rec, p.partitions)
 		if err != nil {

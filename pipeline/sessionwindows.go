@@ -3,7 +3,6 @@ package pipeline
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"sort"
 )
 
@@ -143,12 +142,9 @@ func (t *SessionWindowedKStream) Aggregate(init Initializer, agg Aggregator, mer
 
 func (t *SessionWindowedKStream) aggregate(prefix string, m Materialized, name string, proto *sessionAggregate) (*KTable, error) {
 	w := t.w
+	// Kafka's retention, also when emitting on close: the store holds a session the
+	// watermark has not closed yet past it (finalHolds), and deletes one once emitted.
 	retention := w.Gap + w.Grace
-	if t.emitOnClose {
-		// A session waits in the store for the watermark, which may lag the store's stream
-		// time by any amount: it is deleted once its final result is out, never expired.
-		retention = math.MaxInt64 / 4
-	}
 	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
 		return &StoreSpec{Name: storeName, Type: SessionStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled, Retention: retention}
 	}, func(storeName string, oldValues *bool) Processor {
@@ -167,22 +163,27 @@ func (t *SessionWindowedKStream) aggregate(prefix string, m Materialized, name s
 // every session of its key at most gap away, the merged-away sessions are removed (and
 // tombstoned downstream), and results carry the session end as timestamp.
 type sessionAggregate struct {
-	ctx         *Context
-	store       string
-	windows     SessionWindows
-	init        Initializer
-	agg         Aggregator
-	merge       Merger
-	oldValues   *bool
-	time        windowTime
+	ctx       *Context
+	store     string
+	windows   SessionWindows
+	init      Initializer
+	agg       Aggregator
+	merge     Merger
+	oldValues *bool
+	time      windowTime
+	// emitOnClose forwards each session once, when the watermark closes it; holds keep the
+	// sessions waiting for it in the store.
 	emitOnClose bool
+	holds       *finalHolds
 }
 
 func (p *sessionAggregate) Init(ctx *Context) error {
 	p.ctx = ctx
 	p.time = sessionWindowsTime(ctx, p.windows, p.emitOnClose)
 	if p.emitOnClose {
+		p.holds = newSessionHolds(p.store, emittedSessionMeta)
 		ctx.onWatermark(p.emitClosed)
+		ctx.onCommit(func() error { return p.holds.ensureAll(ctx) })
 	}
 	return nil
 }
@@ -197,6 +198,11 @@ func (p *sessionAggregate) Process(rec Record) error {
 	store, err := p.ctx.sessionStore(p.store, rec.Partition)
 	if err != nil {
 		return err
+	}
+	if p.emitOnClose {
+		if err := p.holds.ensure(p.ctx, rec.Partition); err != nil {
+			return err
+		}
 	}
 	found, err := p.overlapping(store, rec.Key, rec.Timestamp-gap, rec.Timestamp+gap)
 	if err != nil {
@@ -258,8 +264,10 @@ func (p *sessionAggregate) overlapping(store *SessionStore, key any, earliestEnd
 	return out, it.Err()
 }
 
+// forward sends a session's update or tombstone. Kafka Streams 4.4 builds it as a new record
+// (key, change, session end), so it carries none of the input record's headers.
 func (p *sessionAggregate) forward(rec Record, start, end int64, c Change) error {
-	rec.Key, rec.Value, rec.Timestamp = Windowed{Key: rec.Key, Start: start, End: end}, c, end
+	rec.Key, rec.Value, rec.Timestamp, rec.Headers = Windowed{Key: rec.Key, Start: start, End: end}, c, end, nil
 	return p.ctx.Forward(rec)
 }
 
@@ -277,26 +285,28 @@ func (p *sessionAggregate) emitClosed(wm int64) error {
 	return p.ctx.forEachTask(func(partition int32) error { return p.emitPartition(partition, upper) })
 }
 
+// emitPartition forwards the partition's sessions ending in (last emitted, upper], by end,
+// then start, then key (Kafka's time-ordered session store), and deletes them (see
+// windowAggregate.emitPartition for why).
 func (p *sessionAggregate) emitPartition(partition int32, upper int64) error {
+	if err := p.holds.ensure(p.ctx, partition); err != nil {
+		return err
+	}
 	store, err := p.ctx.sessionStore(p.store, partition)
 	if err != nil {
 		return err
 	}
-	return p.ctx.emitFinalResults(p.store, partition, emittedSessionMeta, upper,
+	err = p.ctx.emitFinalResults(p.store, partition, emittedSessionMeta, upper,
 		func(last int64) ([]finalResult, error) {
-			it, err := store.FindSessionsRange(nil, nil, last+1, upper, false)
-			if err != nil {
-				return nil, err
-			}
+			it := store.iter(store.bytes.FetchHeld(last+1, upper))
 			var closed []finalResult
 			for it.Next() {
-				if s := it.Session(); s.End <= upper {
-					closed = append(closed, finalResult{pos: s.End, key: s.Key, start: s.Start, end: s.End, value: s.Value, timestamp: s.End})
-				}
+				s := it.Session()
+				closed = append(closed, finalResult{pos: s.End, key: s.Key, start: s.Start, end: s.End, value: s.Value, timestamp: s.End})
 			}
-			err = it.Err()
+			err := it.Err()
 			it.Close()
-			// By session end, then start, then key: the store iterates by key first.
+			// The store iterates by key first.
 			sort.SliceStable(closed, func(i, j int) bool {
 				if closed[i].end != closed[j].end {
 					return closed[i].end < closed[j].end
@@ -306,4 +316,8 @@ func (p *sessionAggregate) emitPartition(partition int32, upper int64) error {
 			return closed, err
 		},
 		func(r finalResult) error { return store.Remove(r.key, r.start, r.end, r.end) })
+	if err == nil {
+		p.holds.emitted(store.bytes, partition, upper)
+	}
+	return err
 }

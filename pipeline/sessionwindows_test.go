@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -172,5 +173,133 @@ func TestWindowedSerdesDoNotWriteIntoTheKey(t *testing.T) {
 		if string(first) != want || string(key) != "k" {
 			t.Errorf("%s: the first window's key became %x (was %x), the inner key %q", s.Name(), first, want, key)
 		}
+	}
+}
+
+// Session updates and the tombstones of merged-away sessions carry none of the input
+// record's headers: KStreamSessionWindowAggregate forwards a new Record(key, change, end).
+func TestSessionResultsCarryNoHeaders(t *testing.T) {
+	b := newTestBuilder()
+	s, err := b.Stream([]string{"in"}, Consumed{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.GroupByKey(Grouped{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := g.WindowedBySession(SessionWindows{Gap: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := w.Count(Materialized{}, int64Serde{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := table.ToStream("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.To("out", Produced{}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDriver(b, DriverOptions{Stores: NewMemoryStores()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range []int64{0, 5} { // the second merges the first session away
+		if err := d.Pipe("in", []byte("k"), []byte("v"), ts, Headers{{Key: "h", Value: []byte("x")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for r, ok := d.ReadOutput("out"); ok; r, ok = d.ReadOutput("out") {
+		n++
+		if len(r.Headers) != 0 {
+			t.Errorf("result %d (value %x at %d) has headers %v", n, r.Value, r.Timestamp, r.Headers)
+		}
+	}
+	if n != 3 { // [0,0]=1, the tombstone of [0,0], [0,5]=2
+		t.Fatalf("%d results, want 3", n)
+	}
+}
+
+// A session the watermark has not closed stays stored past the store's retention (gap +
+// grace, on the store's stream time, the largest end put) and is emitted once it closes;
+// an emitted session is deleted (see TestTimeWindowsEmitOnCloseDeleteEmittedWindows).
+func TestSessionEmitOnCloseHoldsSessionsPastTheRetention(t *testing.T) {
+	b := sessionCountOnClose(t)
+	out := &Driver{outputs: map[string][]OutputRecord{}}
+	topo, err := b.Build(TopologyOptions{Collector: out, Stores: NewMemoryStores(), SourcePartitions: map[string]int32{"in": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := b.Stores()[0].Name
+	topo.SetAssignment([]TopicPartition{{"in", 0}, {"in", 1}})
+	stored := func() []string {
+		t.Helper()
+		s, err := topo.SessionStore(store, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it, err := s.FindSessionsRange(nil, nil, 0, math.MaxInt64, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		var got []string
+		for it.Next() {
+			got = append(got, fmt.Sprintf("%v[%d,%d]", it.Session().Key, it.Session().Start, it.Session().End))
+		}
+		return got
+	}
+	sendTo(t, topo, 1, "z", 0) // partition 1 holds the watermark at 0
+	sendTo(t, topo, 0, "k", 5)
+	sendTo(t, topo, 0, "k", 30) // the store's stream time 30 expires k[5,5]: 5 < 30 − 10 + 1
+	if got, want := stored(), []string{"k[30,30]"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("partition 0 shows %v, want %v", got, want)
+	}
+	if err := topo.FlushCaches(); err != nil { // a commit barrier
+		t.Fatal(err)
+	}
+	topo.SetIdle(TopicPartition{"in", 0}, true)
+	topo.SetIdle(TopicPartition{"in", 1}, true)
+	sendTo(t, topo, 1, "z", 45) // the watermark 45 closes k[5,5] and k[30,30] (end + 10 < 45)
+	var emitted []string
+	for r, ok := out.ReadOutput("out"); ok; r, ok = out.ReadOutput("out") {
+		n := len(r.Key) - 16
+		emitted = append(emitted, fmt.Sprintf("%s[%d,%d]", r.Key[:n], binary.BigEndian.Uint64(r.Key[n+8:]), binary.BigEndian.Uint64(r.Key[n:n+8])))
+	}
+	if want := []string{"k[5,5]", "k[30,30]", "z[0,0]"}; !reflect.DeepEqual(emitted, want) {
+		t.Fatalf("emitted %v, want %v", emitted, want)
+	}
+	if got := stored(); len(got) != 0 {
+		t.Fatalf("partition 0 shows %v after emitting", got)
+	}
+}
+
+// KStreamSessionWindowAggregate accepts a session ending at stream time − gap − grace, which
+// the store's retention (gap + grace) has just expired: the store keeps it, as Kafka's
+// RocksDB store does, and it is emitted when it closes.
+func TestSessionEmitOnCloseKeepsASessionAcceptedAtTheRetention(t *testing.T) {
+	d, err := NewDriver(sessionCountOnClose(t), DriverOptions{Stores: NewMemoryStores()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		key string
+		ts  int64
+	}{{"k", 30}, {"j", 20}, {"z", 100}} { // 20 is not before 30 − 10: accepted
+		if err := d.Pipe("in", []byte(r.key), []byte("v"), r.ts, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var emitted []string
+	for r, ok := d.ReadOutput("out"); ok; r, ok = d.ReadOutput("out") {
+		n := len(r.Key) - 16
+		emitted = append(emitted, fmt.Sprintf("%s[%d,%d]", r.Key[:n], binary.BigEndian.Uint64(r.Key[n+8:]), binary.BigEndian.Uint64(r.Key[n:n+8])))
+	}
+	if want := []string{"j[20,20]", "k[30,30]"}; !reflect.DeepEqual(emitted, want) {
+		t.Fatalf("emitted %v, want %v", emitted, want)
 	}
 }

@@ -13,6 +13,12 @@ type sinkSpec struct {
 	// partition count (0: the largest source partition count).
 	repartitionTo *Node
 	partitions    int32
+	// route, when set, picks the partition of each record in the repartition topic instead
+	// of the partitioner and the key (a foreign-key join's topics).
+	route func(ctx *Context, rec Record) (int32, error)
+	// decodeInternal reads a record Kafka Streams wrote to the topic, when the serdes do not
+	// (internal.go).
+	decodeInternal func(ctx *Context, in *SourceRecord) (Record, error)
 }
 
 type sinkProc struct {

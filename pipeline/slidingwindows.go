@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"math"
 )
 
 // SlidingWindows are windows of a fixed time difference d that slide with the records
@@ -83,13 +82,10 @@ func (t *SlidingWindowedKStream) Aggregate(init Initializer, agg Aggregator, m M
 
 func (t *SlidingWindowedKStream) aggregate(prefix string, m Materialized, name string, init Initializer, agg Aggregator) (*KTable, error) {
 	w, onClose := t.w, t.emitOnClose
-	// Kafka's default retention for sliding windows (SlidingWindowStoreMaterializer).
+	// Kafka's default retention for sliding windows (SlidingWindowStoreMaterializer), also
+	// when emitting on close: the store holds a window the watermark has not closed yet
+	// past it (windowHolds).
 	retention := w.Grace + 2*w.TimeDifference
-	if onClose {
-		// A window waits in the store for the watermark, which may lag the store's stream
-		// time by any amount: emitClosed deletes it once no open window can need it.
-		retention = math.MaxInt64 / 4
-	}
 	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
 		return &StoreSpec{Name: storeName, Type: TimestampedWindowStoreType, Serdes: serdes, Logged: !m.LoggingDisabled,
 			WindowSize: w.TimeDifference, Retention: retention}

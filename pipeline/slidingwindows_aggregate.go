@@ -13,8 +13,9 @@ type slidingAggregate struct {
 	oldValues *bool
 	time      windowTime
 	// emitOnClose stores updates without forwarding them; emitClosed forwards each window
-	// once, when the watermark closes it.
+	// once, when the watermark closes it; holds keep the windows waiting for it in the store.
 	emitOnClose bool
+	holds       *finalHolds
 }
 
 // aggAt is a window's aggregate and the largest timestamp of its records.
@@ -27,7 +28,9 @@ func (p *slidingAggregate) Init(ctx *Context) error {
 	p.ctx = ctx
 	p.time = slidingWindowsTime(ctx, p.windows, p.emitOnClose)
 	if p.emitOnClose {
+		p.holds = newWindowHolds(p.store, emittedSlidingMeta)
 		ctx.onWatermark(p.emitClosed)
+		ctx.onCommit(func() error { return p.holds.ensureAll(ctx) })
 	}
 	return nil
 }
@@ -59,6 +62,11 @@ func (p *slidingAggregate) Process(rec Record) error {
 	store, err := p.ctx.windowStore(p.store, rec.Partition)
 	if err != nil {
 		return err
+	}
+	if p.emitOnClose {
+		if err := p.holds.ensure(p.ctx, rec.Partition); err != nil {
+			return err
+		}
 	}
 	r := &slidingRecord{p: p, rec: rec, store: store, streamTime: st}
 	if ts < d {

@@ -18,19 +18,23 @@ func (p *slidingAggregate) emitClosed(wm int64) error {
 }
 
 // emitPartition forwards the windows with start in (last emitted, upper] and deletes those
-// no record can need any more. An emitted window is not deleted at once: a later record
-// seeds its left window from the newest window ending before it, scanning back 2d. A window
-// starting before upper − d lies below the scan of every record whose left window is still
-// open, and any window a record could derive from it is closed, so it is never read again.
+// no record can need any more (see windowAggregate.emitPartition for why). An emitted
+// window is not deleted at once: a later record seeds its left window from the newest window
+// ending before it, scanning back 2d. A window starting before upper − d lies below the scan
+// of every record whose left window is still open, and any window a record could derive from
+// it is closed, so it is never read again.
 func (p *slidingAggregate) emitPartition(partition int32, upper int64) error {
+	if err := p.holds.ensure(p.ctx, partition); err != nil {
+		return err
+	}
 	store, err := p.ctx.windowStore(p.store, partition)
 	if err != nil {
 		return err
 	}
 	d := p.windows.TimeDifference
-	return p.ctx.emitFinalResults(p.store, partition, emittedSlidingMeta, upper,
+	err = p.ctx.emitFinalResults(p.store, partition, emittedSlidingMeta, upper,
 		func(last int64) ([]finalResult, error) {
-			return closedWindows(store.FetchAll(max(0, last-d), upper, false), func(w Window) int64 { return w.Start + d })
+			return closedWindows(store, max(-1, last-d-1), upper, func(w Window) int64 { return w.Start + d })
 		},
 		func(r finalResult) error {
 			if r.start >= upper-d {
@@ -39,4 +43,8 @@ func (p *slidingAggregate) emitPartition(partition int32, upper int64) error {
 			_, err := store.Put(r.key, nil, r.start, r.timestamp)
 			return err
 		})
+	if err == nil {
+		p.holds.emitted(store.bytes, partition, upper)
+	}
+	return err
 }

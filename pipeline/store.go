@@ -61,6 +61,14 @@ type StoreSpec struct {
 	// TopicConfig are settings of a logged store's changelog topic, over the agent's own
 	// (withLoggingEnabled(Map) of Materialized, StreamJoined and Suppressed.BufferConfig).
 	TopicConfig map[string]string
+	// ChangelogVersion, when not 0, is the one byte of the header "v" every changelog record
+	// but a tombstone carries: Kafka Streams' suppression buffer marks the layout of its
+	// changelog values so (3), and reads a record without it as its oldest layout.
+	ChangelogVersion byte
+	// OwnLayout, when set, says what of the store's changelog is laid out StoatFlow's own way,
+	// not Kafka Streams': neither can take the store over from the other's changelog
+	// (docs/scaling.md).
+	OwnLayout string
 }
 
 // Validate applies Kafka Streams' store builder checks (Stores.*). Package state opens

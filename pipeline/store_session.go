@@ -19,6 +19,13 @@ type SessionBytesStore interface {
 	FindSessionsRange(keyFrom, keyTo []byte, earliestEnd, latestStart int64, backward bool) SessionBytesIterator
 	// FetchSession returns the aggregate of key's session [start, end].
 	FetchSession(key []byte, start, end int64) (agg []byte, found bool, err error)
+	// HoldFrom keeps every session ending at or after end stored past the retention, until
+	// a later HoldFrom moves on (math.MaxInt64, where a store starts, holds none): other
+	// reads still hide expired sessions; a put (or delete) of a held session is kept.
+	HoldFrom(end int64)
+	// FetchHeld iterates every stored session ending in [from, to], by key, end and start,
+	// held expired ones included.
+	FetchHeld(from, to int64) SessionBytesIterator
 }
 
 // SessionBytesIterator walks sessions; Key and Value are valid until the next Next or Close.

@@ -23,11 +23,11 @@ type WindowBytesStore interface {
 	FetchRange(keyFrom, keyTo []byte, from, to int64, backward bool) WindowBytesIterator
 	// HoldFrom keeps every window starting at or after start stored past the retention,
 	// until a later HoldFrom moves on (math.MaxInt64, where a store starts, holds none):
-	// other reads still hide expired windows and late puts are still dropped.
+	// other reads still hide expired windows; a put (or delete) of a held window is kept.
 	HoldFrom(start int64)
-	// FetchHeld iterates every stored window starting at or after from, by key and then
+	// FetchHeld iterates every stored window starting in [from, to], by key and then
 	// start, held expired ones included.
-	FetchHeld(from int64) WindowBytesIterator
+	FetchHeld(from, to int64) WindowBytesIterator
 }
 
 // WindowBytesIterator walks windows; Key, Value and Headers are valid until the next Next

@@ -89,7 +89,8 @@ func (t *KTable) Suppress(s Suppressed) (*KTable, error) {
 		return nil, err
 	}
 	serdes := t.b.orDefaults(t.serdes)
-	t.b.stores[storeName] = &StoreSpec{Name: storeName, Type: KeyValueStoreType, Serdes: serdes, Logged: !s.Buffer.LoggingDisabled, TopicConfig: s.Buffer.TopicConfig}
+	t.b.stores[storeName] = &StoreSpec{Name: storeName, Type: KeyValueStoreType, Serdes: serdes, Logged: !s.Buffer.LoggingDisabled,
+		TopicConfig: s.Buffer.TopicConfig, ChangelogVersion: suppressBufferVersion}
 	// The buffer keeps each key's value from before its first buffered update, as Kafka
 	// Streams' suppress does, so it asks its parents for old values.
 	t.enableSendingOldValues()

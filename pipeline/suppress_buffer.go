@@ -28,6 +28,9 @@ type bufferedChange struct {
 const (
 	nullLength      = -1
 	samePriorLength = -2
+	// suppressBufferVersion is the layout's version in the "v" header of the buffer's
+	// changelog records, as Kafka Streams' InMemoryTimeOrderedKeyValueChangeBuffer writes it.
+	suppressBufferVersion = 3
 )
 
 func appendBytes(b, v []byte) []byte {

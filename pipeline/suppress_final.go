@@ -18,22 +18,30 @@ import (
 // KTableSuppressProcessor would give (same records, order, record context and drops).
 // The aggregation also reads open windows from there instead of the store. The window store
 // holds every open window (HoldFrom), also one whose start fell behind its retention while
-// the watermark lagged: queries no longer see it, but a restart reads it back. The buffer
-// store keeps only what the window store cannot give back after a restart or on another
-// agent:
-//   - per partition, the end up to which every window has closed, under finalMarkerKey,
-//     written at the commit barrier: with the window store, it tells which windows are
-//     still open, and its changelog carries it to a standby;
-//   - the windows whose latest update carried headers: Kafka Streams' buffer entries, in
-//     its layout (and, from state written before the window store held open windows, the
-//     windows that had fallen behind its retention).
-// What a restart does lose is the offset and topic of an open window's latest update
-// without headers: the window's final result then carries offset -1 and no topic
-// (docs/COMPATIBILITY.md).
+// the watermark lagged: queries no longer see it.
+//
+// The buffer store holds what Kafka Streams' suppression buffer holds, in its layout: every
+// open window's latest update with its record context, written at the commit barrier for
+// the windows updated since the last one (one write per window and epoch, where the buffer
+// of suppress's own takes every update), and deleted when the window's final result is out.
+// So a restart, a standby or a Kafka Streams instance taking the application over finds the
+// open windows there, and the window store's other windows closed (issue 29: handed over
+// both ways). The end up to which every window has closed is processor metadata of the
+// buffer store partition (local, committed with the epoch): with it a restart drops, as
+// before it, an update of a window the watermark closed that its own partition's records had
+// not; a partition restored from the changelog (a standby taking over, a rebuilt database)
+// takes it from the window store's closed windows, as suppress's own buffer does.
+//
+// State written before issue 29 kept only, under finalMarkerKey, the end up to which every
+// window had closed, and the open windows in the window store: it is read so and rewritten
+// in the buffer's layout at the first commit barrier.
 
-// finalMarkerKey keys the emitted-up-to end in the buffer store. Every windowed key is at
-// least 8 bytes long (the window start), so it cannot be one.
+// finalMarkerKey keyed the emitted-up-to end in the buffer store before issue 29. Every
+// windowed key is at least 8 bytes long (the window start), so it cannot be one.
 var finalMarkerKey = []byte{0}
+
+// finalEmittedMeta keys the emitted-up-to end in the buffer store partition's metadata.
+const finalEmittedMeta = "suppress.final.emitted"
 
 // windowFinals is what Suppress learns at build time about a windowed aggregation it may
 // take its final results from.
@@ -90,10 +98,14 @@ type finalPart struct {
 	partition int32
 	buf       *KeyValueStore // the partition of the buffer store
 	windows   *WindowStore   // and of the window store
-	// emitted: every window ending at or before it has closed.
-	emitted int64
-	// savedEmitted is what the marker in the buffer store says.
-	savedEmitted int64
+	// emitted: every window ending at or before it has closed; savedEmitted is what the
+	// store partition's metadata says.
+	emitted, savedEmitted int64
+	// marker: the buffer store holds state written before issue 29 (finalMarkerKey), to
+	// rewrite at the next commit barrier.
+	marker bool
+	// dirty are the open windows updated since the last commit barrier, by end.
+	dirty map[*openWindow]int64
 	// maxStart is the window store's stream time.
 	maxStart int64
 	ends     []int64 // ascending, each with windows in byEnd
@@ -105,7 +117,7 @@ type finalPart struct {
 }
 
 // openWindow is a window's latest write, with the record context of the update that made
-// it, and whether the buffer store holds it too.
+// it, and whether the buffer store holds an entry of it.
 type openWindow struct {
 	key     any
 	start   int64
@@ -114,9 +126,10 @@ type openWindow struct {
 	headers Headers
 	topic   string
 	offset  int64
-	// bufKey is the windowed key serialised for the buffer store, once needed.
-	bufKey   string
-	buffered bool
+	// kb is the key serialised for the window store; bufKey the windowed key serialised for
+	// the buffer store, once needed.
+	kb, bufKey string
+	buffered   bool
 }
 
 type dueFinal struct {
@@ -196,20 +209,23 @@ func (p *finalSuppress) written(rec Record, kb []byte, start, end int64, vb []by
 		if ow == nil {
 			group := part.group(end)
 			if ow = group[string(kb)]; ow == nil {
-				ow = &openWindow{key: rec.Key, start: start}
-				group[string(kb)] = ow
+				k := string(kb)
+				ow = &openWindow{key: rec.Key, start: start, kb: k}
+				group[k] = ow
 			}
 		}
 		ow.value, ow.ts, ow.headers, ow.topic, ow.offset = vb, ts, rec.Headers, rec.Topic, rec.Offset
-		if ow.buffered || len(rec.Headers) > 0 {
-			return p.writeEntry(part, end, ow)
-		}
+		part.dirty[ow] = end
 	}
 	return nil
 }
 
-// bufferKey is the window's key in the buffer store.
+// bufferKey is the window's key in the buffer store: with canonical serdes the window
+// store's key and the window start.
 func (p *finalSuppress) bufferKey(part *finalPart, end int64, ow *openWindow) (string, error) {
+	if ow.bufKey == "" && part.canonical {
+		ow.bufKey = string(binary.BigEndian.AppendUint64([]byte(ow.kb), uint64(ow.start)))
+	}
 	if ow.bufKey == "" {
 		kb, err := part.buf.key(Windowed{Key: ow.key, Start: ow.start, End: end})
 		if err != nil {
@@ -245,16 +261,14 @@ func (p *finalSuppress) writeEntry(part *finalPart, end int64, ow *openWindow) e
 	}
 	e := bufferedChange{Timestamp: ow.ts, Offset: ow.offset, Topic: ow.topic, Partition: part.partition,
 		Headers: ow.headers, BufferTime: end}
-	if e.New, _, err = p.bufferValue(part, ow); err != nil {
+	if part.canonical {
+		// The buffer's value serde is the window store's, and canonical: the same bytes.
+		e.New = ow.value
+	} else if e.New, _, err = p.bufferValue(part, ow); err != nil {
 		return err
 	}
 	ow.buffered = true
 	return part.buf.bytes.Put([]byte(kb), e.encode(), ow.ts, nil)
-}
-
-func (part *finalPart) saveEmitted(end int64) error {
-	part.savedEmitted = end
-	return part.buf.bytes.Put(finalMarkerKey, binary.BigEndian.AppendUint64(nil, uint64(end)), -1, nil)
 }
 
 // emitClosed forwards every open window the watermark has closed (end + grace ≤
@@ -321,18 +335,32 @@ func (p *finalSuppress) emitClosed(wm int64) error {
 	return nil
 }
 
-// commit writes, at the commit barrier, what a restart needs: each partition's
-// emitted-up-to end that moved (with the epoch's final results; after a restart, before the
-// watermark is known again, it still says which windows closed, the stored ones that closed
-// without a final result included).
+// commit writes, at the commit barrier, the buffer entries of the open windows updated
+// since the last one (in no particular order: each has a key of its own), and drops the
+// marker of state written before issue 29.
 func (p *finalSuppress) commit() error {
 	for _, part := range p.parts {
-		if part.savedEmitted >= part.emitted {
+		if part.emitted > part.savedEmitted {
+			if err := p.ctx.topology.saveEmittedPosition(p.store, part.partition, finalEmittedMeta, part.emitted); err != nil {
+				return err
+			}
+			part.savedEmitted = part.emitted
+		}
+		if part.marker {
+			if err := part.buf.bytes.Put(finalMarkerKey, nil, -1, nil); err != nil {
+				return err
+			}
+			part.marker = false
+		}
+		if len(part.dirty) == 0 {
 			continue
 		}
-		if err := part.saveEmitted(part.emitted); err != nil {
-			return err
+		for ow, end := range part.dirty {
+			if err := p.writeEntry(part, end, ow); err != nil {
+				return err
+			}
 		}
+		clear(part.dirty)
 	}
 	return nil
 }
@@ -359,6 +387,7 @@ func compareBufferKeys(a, b dueFinal, canonical bool) int {
 // buffer store's serdes give them back, with the latest update's record context.
 func (p *finalSuppress) emit(d dueFinal) error {
 	part, ow := p.parts[d.partition], d.w
+	delete(part.dirty, ow)
 	if ow.buffered {
 		if err := part.buf.bytes.Put([]byte(ow.bufKey), nil, ow.ts, nil); err != nil {
 			return err
@@ -398,10 +427,10 @@ func (p *finalSuppress) result(part *finalPart, d dueFinal) (any, any, error) {
 }
 
 // partition opens a partition of the stores and, the first time (before the aggregation
-// first writes to it), finds its open windows: after a restart, the window store's windows
-// ending after the marker, and the buffer's entries. A buffer without a marker is
-// suppress's own (state from before issue 16, or a new store): its entries are the open
-// windows, the window store's others are closed.
+// first writes to it), finds its open windows: the buffer's entries (written by this
+// suppression, by suppress's own buffer or by Kafka Streams), the window store's others
+// being closed; or, in state written before issue 29, the window store's windows ending
+// after the marker, with the buffer's entries.
 func (p *finalSuppress) partition(partition int32) (*finalPart, error) {
 	if part, ok := p.parts[partition]; ok {
 		return part, nil
@@ -415,7 +444,7 @@ func (p *finalSuppress) partition(partition int32) (*finalPart, error) {
 		return nil, err
 	}
 	part := &finalPart{partition: partition, buf: buf, windows: ws, emitted: math.MinInt64, savedEmitted: math.MinInt64,
-		maxStart: math.MinInt64, byEnd: map[int64]map[string]*openWindow{},
+		maxStart: math.MinInt64, byEnd: map[int64]map[string]*openWindow{}, dirty: map[*openWindow]int64{},
 		canonical: sameCanonicalSerdes(buf.spec.Serdes, ws.spec.Serdes, p.valueSerde, p.src.size)}
 	marker, _, found, err := buf.bytes.Get(finalMarkerKey)
 	if err != nil {
@@ -426,7 +455,7 @@ func (p *finalSuppress) partition(partition int32) (*finalPart, error) {
 			return nil, fmt.Errorf("store %s partition %d: the final-results marker has %d bytes, not 8", p.store, partition, len(marker))
 		}
 		part.emitted = int64(binary.BigEndian.Uint64(marker))
-		part.savedEmitted = part.emitted
+		part.marker = true
 	}
 	if err := p.loadBuffer(part, partition); err != nil {
 		return nil, err
@@ -434,10 +463,13 @@ func (p *finalSuppress) partition(partition int32) (*finalPart, error) {
 	if err := p.loadWindows(part, found); err != nil {
 		return nil, err
 	}
-	if !found {
-		if err := part.saveEmitted(part.emitted); err != nil {
-			return nil, err
-		}
+	saved, err := p.ctx.topology.storeProvider.Meta(p.store, partition, finalEmittedMeta)
+	if err != nil {
+		return nil, err
+	}
+	if len(saved) == 8 {
+		part.savedEmitted = int64(binary.BigEndian.Uint64(saved))
+		part.emitted = max(part.emitted, part.savedEmitted)
 	}
 	part.hold(p.src.size)
 	p.parts[partition] = part
@@ -469,7 +501,7 @@ func (p *finalSuppress) loadBuffer(part *finalPart, partition int32) error {
 			return err
 		}
 		ow := &openWindow{key: w.Key, start: w.Start, ts: e.Timestamp, headers: e.Headers, topic: e.Topic,
-			offset: e.Offset, bufKey: string(it.Key()), buffered: true}
+			offset: e.Offset, kb: string(kb), bufKey: string(it.Key()), buffered: true}
 		v, err := bufferValue(p.valueSerde, part.buf, e.New)
 		if err != nil {
 			return err
@@ -479,13 +511,13 @@ func (p *finalSuppress) loadBuffer(part *finalPart, partition int32) error {
 				return err
 			}
 		}
-		part.group(e.BufferTime)[string(kb)] = ow
+		part.group(e.BufferTime)[ow.kb] = ow
 	}
 	return it.Err()
 }
 
-// loadWindows adds the window store's open windows (fused state), or, for suppress's own
-// state, sets the marker past its closed ones.
+// loadWindows adds the window store's open windows (state written before issue 29, with a
+// marker), or else sets emitted past its closed ones.
 func (p *finalSuppress) loadWindows(part *finalPart, fused bool) error {
 	from := int64(math.MinInt64)
 	if fused && part.emitted > math.MinInt64+p.src.size {
@@ -493,7 +525,7 @@ func (p *finalSuppress) loadWindows(part *finalPart, fused bool) error {
 	}
 	var it WindowBytesIterator
 	if fused {
-		it = part.windows.bytes.FetchHeld(from)
+		it = part.windows.bytes.FetchHeld(from, math.MaxInt64)
 	} else {
 		it = part.windows.bytes.FetchRange(nil, nil, from, math.MaxInt64, false)
 	}
@@ -514,8 +546,9 @@ func (p *finalSuppress) loadWindows(part *finalPart, fused bool) error {
 		if err != nil {
 			return err
 		}
-		group[string(it.Key())] = &openWindow{key: key, start: start, value: append([]byte{}, it.Value()...),
-			ts: it.Timestamp(), offset: -1}
+		ow := &openWindow{key: key, start: start, value: append([]byte{}, it.Value()...), ts: it.Timestamp(), offset: -1, kb: string(it.Key())}
+		group[ow.kb] = ow
+		part.dirty[ow] = end
 	}
 	part.dropEmpty()
 	return it.Err()

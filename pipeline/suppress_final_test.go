@@ -279,9 +279,9 @@ func TestFinalResultsFromTheWindowStoreEqualSuppressBuffer(t *testing.T) {
 }
 
 // Across restarts (after a commit, at a quiet moment) the final results are the same as
-// without them, each window's once, in the same order within each task (tasks emit on
-// their own: a restart may change which one emits first). Only the offset and topic of a
-// window's latest update without headers are not kept.
+// without them, each window's once, with its latest update's record context, in the same
+// order within each task (tasks emit on their own: a restart may change which one emits
+// first).
 func TestFinalResultsFromTheWindowStoreSurviveRestarts(t *testing.T) {
 	for seed := range int64(60) {
 		c, in, what := randomFinalsCase(seed, true)
@@ -295,7 +295,7 @@ func TestFinalResultsFromTheWindowStoreSurviveRestarts(t *testing.T) {
 		restarted, once := newFinalsRun(t, c), newFinalsRun(t, c)
 		restarted.feed(in)
 		once.feed(straight)
-		if got, want := byTask(withoutOffsets(restarted.out)), byTask(withoutOffsets(once.out)); !reflect.DeepEqual(got, want) {
+		if got, want := byTask(restarted.out), byTask(once.out); !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: final results with restarts\n%s\nwant\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
@@ -308,19 +308,10 @@ func byTask(out []string) []string {
 	return s
 }
 
-// withoutOffsets drops the "topic@offset" part of each result.
-func withoutOffsets(out []string) []string {
-	var s []string
-	for _, o := range out {
-		f := strings.Fields(o)
-		s = append(s, strings.Join(append(f[:2:2], f[3:]...), " "))
-	}
-	return s
-}
-
 // A window the window store no longer shows (its partition's stream time moved past its
-// retention while another partition held the watermark back) stays stored in the window
-// store, not copied into the buffer store: a restart still emits it.
+// retention while another partition held the watermark back) is still emitted after a
+// restart: the buffer store holds every open window, in Kafka Streams' layout, and nothing
+// else.
 func TestFinalResultBehindTheWindowStoreRetentionSurvivesRestart(t *testing.T) {
 	for _, fused := range []bool{true, false} {
 		r := newFinalsRun(t, finalsCase{windows: TimeWindows{Size: 10, Advance: 10}, fused: fused})
@@ -339,41 +330,98 @@ func TestFinalResultBehindTheWindowStoreRetentionSurvivesRestart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var keys []string
 			it := buf.bytes.Range(nil, nil, false)
 			for it.Next() {
-				if string(it.Key()) != string(finalMarkerKey) {
-					t.Errorf("the buffer store holds %x besides the marker", it.Key())
+				keys = append(keys, fmt.Sprintf("%x", it.Key()))
+				if _, err := decodeBufferedChange(it.Value()); err != nil {
+					t.Errorf("buffer entry %x: %v", it.Key(), err)
 				}
 			}
 			it.Close()
+			if want := []string{"6b300000000000000000", "6b300000000000000014"}; !reflect.DeepEqual(keys, want) {
+				t.Errorf("the buffer store holds %q, want the open windows %q", keys, want)
+			}
 		}
 		r.feed([]finalsInput{rec(0, "k0", 31), rec(1, "k1", 30)})
-		// Windows read back from the window store have no record context. Each task emits
-		// its own.
-		want := []string{"[k0@0/10]=1@5 p0 @-1 []", "[k0@20/30]=1@25 p0 @-1 []", "[k1@0/10]=1@1 p1 @-1 []"}
-		if !fused {
-			// suppress's buffer keeps every record context
-			want = []string{"[k0@0/10]=1@5 p0 in@5 []", "[k0@20/30]=1@25 p0 in@25 []", "[k1@0/10]=1@1 p1 in@1 []"}
-		}
+		// Each task emits its own.
+		want := []string{"[k0@0/10]=1@5 p0 in@5 []", "[k0@20/30]=1@25 p0 in@25 []", "[k1@0/10]=1@1 p1 in@1 []"}
 		if !reflect.DeepEqual(r.out, want) {
 			t.Fatalf("fused %v: final results %q, want %q", fused, r.out, want)
 		}
 	}
 }
 
-// A buffer store whose open windows are in the window store cannot be taken over by a
-// suppression that keeps its own buffer (a bounded one, or old values asked for
-// downstream): a clear error, not windows lost.
-func TestSuppressRefusesFinalResultsKeptWithTheWindowStore(t *testing.T) {
+// onlyPartition0 makes partitions 1 and 2 idle: the watermark is partition 0's time.
+var onlyPartition0 = []finalsInput{{idle: &TopicPartition{"in", 1}}, {idle: &TopicPartition{"in", 2}}}
+
+// A suppression that keeps its own buffer (a bounded one, or old values asked for
+// downstream) takes over the buffer store of one that takes its final results from the
+// window store: the same layout, Kafka Streams'.
+func TestSuppressTakesOverFinalResultsFromTheWindowStore(t *testing.T) {
 	w := TimeWindows{Size: 10, Advance: 10}
 	fused := newFinalsRun(t, finalsCase{windows: w, fused: true})
-	in := finalsInput{rec: &SourceRecord{Topic: "in", Partition: 0, Timestamp: 5, Key: []byte("k"), Value: []byte("v")}}
-	fused.feed([]finalsInput{in, {commit: true}})
+	rec := func(ts int64) finalsInput {
+		return finalsInput{rec: &SourceRecord{Topic: "in", Partition: 0, Offset: ts, Timestamp: ts, Key: []byte("k"), Value: []byte("v")}}
+	}
+	fused.feed([]finalsInput{onlyPartition0[0], onlyPartition0[1], rec(5), rec(7), {commit: true}})
 	buffered := newFinalsRun(t, finalsCase{windows: w, stores: fused.stores})
-	rec := *in.rec
-	err := buffered.topo.Process(&rec)
-	if err == nil || !strings.Contains(err.Error(), "not supported yet") {
-		t.Fatalf("got %v, want the not-supported error", err)
+	buffered.feed([]finalsInput{onlyPartition0[0], onlyPartition0[1], rec(8), rec(25)})
+	if want := []string{"[k@0/10]=3@8 p0 in@8 []"}; !reflect.DeepEqual(buffered.out, want) {
+		t.Fatalf("final results %q, want %q", buffered.out, want)
+	}
+}
+
+// State written before issue 29 (the emitted-up-to marker in the buffer store, the open
+// windows in the window store) is read, and rewritten in Kafka Streams' layout at the next
+// commit barrier; a suppression keeping its own buffer refuses it until then.
+func TestFinalResultsMarkerOfEarlierStateIsRewritten(t *testing.T) {
+	w := TimeWindows{Size: 10, Advance: 10}
+	old := newFinalsRun(t, finalsCase{windows: w, fused: true})
+	rec := func(ts int64) finalsInput {
+		return finalsInput{rec: &SourceRecord{Topic: "in", Partition: 0, Offset: ts, Timestamp: ts, Key: []byte("k"), Value: []byte("v")}}
+	}
+	old.feed([]finalsInput{rec(5), rec(13)})
+	buf, err := old.topo.Store(old.suppressor().(*finalSuppress).store, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What an agent before issue 29 left: windows [0,10) closed, [10,20) open in the window
+	// store only, the marker at 10.
+	for _, k := range [][]byte{[]byte("k\x00\x00\x00\x00\x00\x00\x00\x00"), []byte("k\x00\x00\x00\x00\x00\x00\x00\x0a")} {
+		if err := buf.bytes.Put(k, nil, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := buf.bytes.Put(finalMarkerKey, binary.BigEndian.AppendUint64(nil, 10), -1, nil); err != nil {
+		t.Fatal(err)
+	}
+	buffered := newFinalsRun(t, finalsCase{windows: w, stores: old.stores})
+	// Another key: the aggregation's write of it stays in these stores, which do not abort.
+	r := SourceRecord{Topic: "in", Partition: 0, Offset: 14, Timestamp: 14, Key: []byte("j"), Value: []byte("v")}
+	if err := buffered.topo.Process(&r); err == nil || !strings.Contains(err.Error(), "not supported yet") {
+		t.Fatalf("a suppression keeping its own buffer: got %v, want the not-supported error", err)
+	}
+	restarted := newFinalsRun(t, finalsCase{windows: w, fused: true, stores: old.stores})
+	restarted.feed([]finalsInput{onlyPartition0[0], onlyPartition0[1], rec(14), {commit: true}})
+	buf, err = restarted.topo.Store(restarted.suppressor().(*finalSuppress).store, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	it := buf.bytes.Range(nil, nil, false)
+	for it.Next() {
+		keys = append(keys, fmt.Sprintf("%x", it.Key()))
+	}
+	it.Close()
+	if want := []string{"6a000000000000000a", "6b000000000000000a"}; !reflect.DeepEqual(keys, want) {
+		t.Fatalf("the buffer store holds %q, want the open windows %q and no marker", keys, want)
+	}
+	restarted.feed([]finalsInput{rec(25)})
+	// The window read back from the window store has no record context.
+	want := []string{"[j@10/20]=1@14 p0 @-1 []", "[k@10/20]=2@14 p0 in@14 []"}
+	if !reflect.DeepEqual(restarted.out, want) {
+		t.Fatalf("final results %q, want %q", restarted.out, want)
 	}
 }
 

@@ -27,6 +27,25 @@ func (t *Topology) SetTap(node string, fn TapFunc) error {
 	return nil
 }
 
+// ValueSerde is the serde node's values are written with as far as the topology knows: a
+// source's, a sink's, a store's (an aggregation, a materialized table) and what passes them
+// on unchanged; nil when unknown (after a mapValues, say). A tap shows values as it writes
+// them: a long that Lua holds as a decimal string (docs/lua.md) is a number there.
+func (t *Topology) ValueSerde(node string) Serde { return t.b.ValueSerde(node) }
+
+// ValueSerde is Topology.ValueSerde from the graph.
+func (b *StreamsBuilder) ValueSerde(node string) Serde {
+	for _, n := range b.nodes {
+		if n.Name == node {
+			if n.Kind == SinkNode {
+				return n.sink.serdes.Value
+			}
+			return n.valueSerde
+		}
+	}
+	return nil
+}
+
 // CurrentNode is the name of the node whose processing runs, "" between records. A
 // runtime that calls into user code (Lua) reads it to say which node the time it spends
 // belongs to.

@@ -115,3 +115,46 @@ func BenchmarkTopologyTap(b *testing.B) {
 		})
 	}
 }
+
+// Each node knows the serde its values are written with as far as the DSL does: a source's,
+// what a filter passes on, an aggregation's store, a table's stream, a sink's; not after a
+// mapValues, which may change the values' type.
+func TestNodesKnowTheirValueSerde(t *testing.T) {
+	type serde struct{ bytesSerde }
+	src, count, out := &serde{}, &serde{}, &serde{}
+	b := newTestBuilder()
+	s, _ := b.Stream([]string{"in"}, Consumed{Serdes: Serdes{Value: src}})
+	f, _ := s.Filter(func(Record) (bool, error) { return true, nil }, "")
+	m, _ := f.MapValues(func(r Record) (any, error) { return r.Value, nil }, "")
+	g, _ := f.GroupByKey(Grouped{})
+	counts, err := g.Count(Materialized{StoreName: "counts"}, count, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := counts.ToStream("")
+	if err := ts.To("out", Produced{Serdes: Serdes{Value: out}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.To("other", Produced{}); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := b.Build(TopologyOptions{Stores: NewMemoryStores()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Serde{s.Node().Name: src, f.Node().Name: src, m.Node().Name: nil,
+		counts.node.Name: count, ts.Node().Name: count}
+	for _, n := range b.Nodes() {
+		if n.Kind == SinkNode {
+			want[n.Name] = out
+			if n.Topic == "other" {
+				want[n.Name] = bytesSerde{} // the builder's default
+			}
+		}
+	}
+	for node, s := range want {
+		if got := topo.ValueSerde(node); got != s {
+			t.Errorf("%s: value serde %v, want %v", node, got, s)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -64,11 +65,13 @@ type Task struct {
 	// parts are its source partitions' times.
 	parts map[TopicPartition]*partTime
 
-	punctuators     []*punctuator
-	wmListeners     []func(wm int64) error
-	commitListeners []func() error
-	caches          []*recordCache
-	cacheOf         map[string]*recordCache // by store
+	punctuators []*punctuator
+	// cancelledPunctuators counts the cancelled punctuators still in punctuators.
+	cancelledPunctuators int
+	wmListeners          []func(wm int64) error
+	commitListeners      []func() error
+	caches               []*recordCache
+	cacheOf              map[string]*recordCache // by store
 
 	stores      map[storeKey]any // *KeyValueStore, *WindowStore, ...
 	versionedKV map[storeKey]*KeyValueStore
@@ -211,15 +214,38 @@ func (k *Task) StreamTime() int64 {
 func (k *Task) seen() bool { return k.streamTime != math.MinInt64 }
 
 // punctuateStreamTime runs the task's stream-time punctuators that are due.
-func (k *Task) punctuateStreamTime() error {
-	for _, p := range k.punctuators {
-		if p.typ == StreamTime {
-			if err := p.fire(k.streamTime); err != nil {
-				return err
+func (k *Task) punctuateStreamTime() error { return k.punctuate(StreamTime, k.streamTime) }
+
+// punctuate fires the task's punctuators of typ due at now as Kafka Streams'
+// PunctuationQueue does: the earliest due first, ties in the order they were scheduled;
+// each once, after which its next time is past now; one that a punctuator cancels before
+// its turn does not fire. One that a punctuator schedules waits for the next round, where
+// Kafka Streams fires a due one in the same round: a punctuator that schedules another each
+// time would never end the round.
+func (k *Task) punctuate(typ PunctuationType, now int64) error {
+	if k.cancelledPunctuators > 0 {
+		k.punctuators = slices.DeleteFunc(k.punctuators, func(p *punctuator) bool { return p.cancelled })
+		k.cancelledPunctuators = 0
+	}
+	// Punctuators only join the end of the list during the round.
+	round := k.punctuators
+	for {
+		var first *punctuator
+		for _, p := range round {
+			if p.typ != typ || p.cancelled || p.next > now {
+				continue
+			}
+			if first == nil || p.next < first.next {
+				first = p
 			}
 		}
+		if first == nil {
+			return nil
+		}
+		if err := first.fire(now); err != nil {
+			return err
+		}
 	}
-	return nil
 }
 
 // taskCloser is a processor with something to close when its task closes (a Processor

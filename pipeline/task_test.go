@@ -262,23 +262,82 @@ func TestHoldsKeepTheWatermarkBelowThem(t *testing.T) {
 	}
 }
 
-// A foreign-key join reads and writes other partitions' stores, so its sub-topology's tasks
-// are pinned to one topology.
-func TestForeignKeyJoinSubtopologyIsPinned(t *testing.T) {
+// heldRouter keeps what it takes until the test hands it over, so that two topologies
+// routing to each other never run inside each other's processing.
+type heldRouter struct{ taken []Rekeyed }
+
+func (r *heldRouter) Route(rk Rekeyed) error { r.taken = append(r.taken, rk); return nil }
+func (r *heldRouter) Flush()                 {}
+
+// A foreign-key join's tasks may run on different topologies: its subscriptions go to the
+// other table's partition of the foreign key and its answers back to the row's partition as
+// records of its internal topics, each task reading and writing only its own store
+// partitions, so a row and its foreign key on different topologies still join.
+func TestForeignKeyJoinAcrossTopologies(t *testing.T) {
 	b := newTestBuilder()
 	left, _ := b.Table("left", Consumed{}, Materialized{StoreName: "l"})
 	right, _ := b.Table("right", Consumed{}, Materialized{StoreName: "r"})
 	_, err := left.JoinForeignKey(right, func(r Record) (any, error) { return r.Value, nil },
-		func(r Record, other any) (any, error) { return fmt.Sprint(r.Value, other), nil }, false, TableJoined{}, Materialized{})
+		func(r Record, other any) (any, error) { return fmt.Sprint(r.Value, "+", other), nil }, false, TableJoined{}, Materialized{StoreName: "joined", Given: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := b.Build(TopologyOptions{Collector: &Driver{}, Stores: NewMemoryStores(), SourcePartitions: map[string]int32{"left": 2, "right": 2}})
-	if err != nil {
-		t.Fatal(err)
+	stores, gt := NewMemoryStores(), NewGlobalTime()
+	parts := map[string]int32{"left": 2, "right": 2}
+	routers := [2]*heldRouter{{}, {}}
+	var topos [2]*Topology
+	for i := range topos {
+		if topos[i], err = b.Build(TopologyOptions{Collector: &Driver{}, Stores: stores, SourcePartitions: parts, ExplicitTasks: true, Time: gt, Router: routers[i]}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if got := topo.Pinned(); !reflect.DeepEqual(got, []int{0}) {
-		t.Fatalf("pinned sub-topologies %v, want [0]", got)
+	for _, id := range topos[0].TaskIDs() {
+		if err := topos[id.Partition].AddTask(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliver := func() {
+		t.Helper()
+		for routers[0].taken != nil || routers[1].taken != nil {
+			for i, r := range routers {
+				taken := r.taken
+				r.taken = nil
+				for j := range taken {
+					if err := topos[1-i].ProcessRekeyed(&taken[j]); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	part := func(key string) int32 { return DefaultPartition([]byte(key), 2) }
+	send := func(topic, key, value string, ts int64) {
+		t.Helper()
+		p := part(key)
+		if err := topos[p].Process(&SourceRecord{Topic: topic, Partition: p, Key: []byte(key), Value: []byte(value), Timestamp: ts}); err != nil {
+			t.Fatal(err)
+		}
+		deliver()
+	}
+	// A row and its foreign key on different partitions, both ways.
+	var rows [2]string
+	var fks [2]string
+	for i := 0; rows[0] == "" || rows[1] == "" || fks[0] == "" || fks[1] == ""; i++ {
+		rows[part(fmt.Sprint("k", i))] = fmt.Sprint("k", i)
+		fks[part(fmt.Sprint("f", i))] = fmt.Sprint("f", i)
+	}
+	send("right", fks[1], "a", 1)
+	send("left", rows[0], fks[1], 2)
+	send("left", rows[1], fks[0], 3)
+	send("right", fks[0], "b", 4)
+	for i, want := range []string{fks[1] + "+a", fks[0] + "+b"} {
+		store, err := topos[i].Store("joined", int32(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _, _, err := store.Get(rows[i]); err != nil || v != want {
+			t.Errorf("row %s joined %v, %v; want %s", rows[i], v, err, want)
+		}
 	}
 }
 

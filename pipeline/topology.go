@@ -103,16 +103,13 @@ type Rekeyed struct {
 type Topology struct {
 	b *StreamsBuilder
 	// groups are the nodes of each sub-topology, by id; global marks the global stores'
-	// sub-topologies, pinned those whose tasks reach into each other's stores (and so run
-	// on one topology, see Pinned).
+	// sub-topologies.
 	groups        [][]*Node
 	global        map[int]bool
-	pinned        map[int]bool
 	subtopologyOf map[string]int
 	// sourceSub is the sub-topology reading each named source topic and repartition topic;
 	// patternSubs those of the pattern sources.
 	sourceSub    map[string]int
-	internal     map[string]bool // the repartition topics
 	patternSubs  []patternSub
 	storeSub     map[string]int // the sub-topology whose tasks own a store's partitions
 	globalStores map[string]bool
@@ -128,6 +125,10 @@ type Topology struct {
 	maxSourcePartitions int32
 	// repartitionPartitions is the partition count of each repartition topic.
 	repartitionPartitions map[string]int32
+	// internal are the internal topics by name (without the application id), in the order
+	// of internalOrder (internal.go).
+	internal      map[string]*internalSource
+	internalOrder []string
 
 	tasks      map[TaskID]*Task
 	order      []*Task // the tasks in id order, the global task first
@@ -223,10 +224,8 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 	t := &Topology{
 		b:                b,
 		global:           map[int]bool{},
-		pinned:           map[int]bool{},
 		subtopologyOf:    map[string]int{},
 		sourceSub:        map[string]int{},
-		internal:         map[string]bool{},
 		storeSub:         map[string]int{},
 		globalStores:     map[string]bool{},
 		nodeStores:       map[string][]string{},
@@ -276,15 +275,11 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 			if globalSources[n] {
 				t.global[id] = true
 			}
-			if n.crossPartition {
-				t.pinned[id] = true
-			}
 			if n.Kind != SourceNode {
 				continue
 			}
 			for _, topic := range n.Topics {
 				t.sourceSub[topic] = id
-				t.internal[topic] = n.Internal
 			}
 			if n.source != nil && n.source.pattern != nil {
 				t.patternSubs = append(t.patternSubs, patternSub{n, id})
@@ -303,6 +298,11 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 	var err error
 	if t.repartitionPartitions, err = b.repartitionCounts(opts.SourcePartitions, t.maxSourcePartitions); err != nil {
 		return nil, err
+	}
+	for _, n := range b.nodes {
+		if n.Kind == SinkNode && n.sink.repartitionTo != nil {
+			t.addInternal(n.sink, t.subtopologyOf[n.sink.repartitionTo.Name])
+		}
 	}
 	if len(t.global) > 0 && !t.skipGlobal {
 		var nodes []*Node
@@ -351,20 +351,6 @@ func (t *Topology) partitionCount(sub int) int32 {
 		}
 	}
 	return n
-}
-
-// Pinned are the sub-topologies whose tasks reach into each other's store partitions (a
-// foreign-key join reads and writes the partition of the foreign key, where Kafka Streams
-// sends a subscription through a topic of its own): all tasks of such a sub-topology run on
-// one topology.
-func (t *Topology) Pinned() []int {
-	var out []int
-	for id := range t.groups {
-		if t.pinned[id] {
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 // AddTask makes a task of the application run on this topology, on the state its stores
@@ -563,7 +549,7 @@ func (t *Topology) process(in *SourceRecord) error {
 // sourceTask finds the task and source node that read a partition of a source topic.
 func (t *Topology) sourceTask(topic string, partition int32) (*Task, *runtimeNode, error) {
 	sub, ok := t.sourceSubtopology(topic)
-	if !ok || t.global[sub] || t.internal[topic] {
+	if !ok || t.global[sub] || t.internal[topic] != nil {
 		return nil, nil, errors.New("no source in this topology reads this topic")
 	}
 	k, err := t.task(TaskID{Subtopology: sub, Partition: partition})
@@ -688,12 +674,8 @@ func (t *Topology) HasWallClockPunctuators() bool {
 func (t *Topology) PunctuateWallClock() error {
 	now := t.clock()
 	for _, k := range t.order {
-		for _, p := range k.punctuators {
-			if p.typ == WallClockTime {
-				if err := p.fire(now); err != nil {
-					return err
-				}
-			}
+		if err := k.punctuate(WallClockTime, now); err != nil {
+			return err
 		}
 	}
 	return t.Drain()

@@ -150,14 +150,22 @@ func (h *Hold) Set(t int64) { h.at.Store(t) }
 // candidate is the watermark the partitions' times make, holds aside; false when a busy
 // partition has delivered nothing yet, or none has.
 func (g *GlobalTime) candidate() (int64, bool) {
-	return g.view.Load().candidate(g.idleAll)
+	return g.view.Load().candidate(g.idleAll, nil)
 }
 
-func (v *timeView) candidate(idleAll bool) (int64, bool) {
+// candidate is the watermark the partitions' times make, holds aside; own are a topology's
+// partition times not published yet, counted at those times.
+func (v *timeView) candidate(idleAll bool, own []*partTime) (int64, bool) {
 	var lowest, highest int64 = -1, -1
 	busy := false
 	for _, s := range v.parts {
 		st := s.time.Load()
+		for _, p := range own {
+			if p.slot == s {
+				st = max(st, p.time)
+				break
+			}
+		}
 		seen := st != math.MinInt64
 		if !seen && v.seenOnly {
 			continue
@@ -196,7 +204,7 @@ func (v *timeView) held(wm int64) int64 {
 // later, and returns it (-1 before there is one).
 func (g *GlobalTime) advance() int64 {
 	v := g.view.Load()
-	cand, ok := v.candidate(g.idleAll)
+	cand, ok := v.candidate(g.idleAll, nil)
 	if ok {
 		cand = v.held(cand)
 		for {
@@ -240,7 +248,7 @@ type TimeView struct {
 func (g *GlobalTime) Time() TimeView {
 	v := g.view.Load()
 	out := TimeView{Watermark: g.wm.Load(), Partitions: make([]PartitionTime, 0, len(v.parts))}
-	candidate, ok := v.candidate(g.idleAll)
+	candidate, ok := v.candidate(g.idleAll, nil)
 	for _, s := range v.parts {
 		st := s.time.Load()
 		seen := st != math.MinInt64
@@ -283,6 +291,20 @@ func (t *Topology) HasWatermarkListeners() bool { return t.listening > 0 }
 func (t *Topology) listen(n int) {
 	t.listening += n
 	t.time.listening.Add(int64(n))
+}
+
+// computeWatermark is the watermark the partitions' times and the holds make now, this
+// topology's partitions counted at the times of the records it processed and has not
+// published yet, the one being processed among them; false while there is none. A
+// processor that must not run ahead of the watermark its record makes (a stream-stream
+// join's close time) reads it before the watermark moves.
+func (t *Topology) computeWatermark() (int64, bool) {
+	v := t.time.view.Load()
+	cand, ok := v.candidate(t.time.idleAll, t.unpublished)
+	if !ok {
+		return 0, false
+	}
+	return v.held(cand), true
 }
 
 // Time is GlobalTime.Time of the topology's time.

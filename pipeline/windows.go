@@ -3,7 +3,6 @@ package pipeline
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 )
 
 // TimeWindows are fixed-size windows, tumbling (advance = size) or hopping (Kafka Streams'
@@ -174,12 +173,9 @@ func (t *TimeWindowedKStream) Aggregate(init Initializer, agg Aggregator, m Mate
 
 func (t *TimeWindowedKStream) aggregate(prefix string, m Materialized, name string, proto *windowAggregate) (*KTable, error) {
 	w := t.w
+	// Kafka's retention, also when emitting on close: the store holds a window the
+	// watermark has not closed yet past it (finalHolds), and deletes one once emitted.
 	retention := w.Size + w.Grace
-	if t.emitOnClose {
-		// A window waits in the store for the watermark, which may lag the store's stream
-		// time by any amount: it is deleted once its final result is out, never expired.
-		retention = math.MaxInt64 / 4
-	}
 	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
 		return &StoreSpec{Name: storeName, Type: TimestampedWindowStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled,
 			WindowSize: w.Size, Retention: retention}
@@ -208,8 +204,10 @@ type windowAggregate struct {
 	reduce    bool
 	oldValues *bool
 	time      windowTime
-	// emitOnClose forwards each window once, when the watermark closes it.
+	// emitOnClose forwards each window once, when the watermark closes it; holds keep the
+	// windows waiting for it in the store.
 	emitOnClose bool
+	holds       *finalHolds
 	// finals, when set, is the suppression taking its final results from this
 	// aggregation's store: it sees each window written and answers reads of the open ones
 	// (suppress_final.go).
@@ -222,7 +220,9 @@ func (p *windowAggregate) Init(ctx *Context) error {
 	if p.emitOnClose {
 		// Final results bypass the record cache, as in Kafka Streams.
 		p.emit = ctx.Forward
+		p.holds = newWindowHolds(p.store, emittedMeta)
 		ctx.onWatermark(p.emitClosed)
+		ctx.onCommit(func() error { return p.holds.ensureAll(ctx) })
 	} else {
 		p.emit = ctx.emitter(p.store)
 	}
@@ -238,6 +238,11 @@ func (p *windowAggregate) Process(rec Record) error {
 	store, err := p.ctx.windowStore(p.store, rec.Partition)
 	if err != nil {
 		return err
+	}
+	if p.emitOnClose {
+		if err := p.holds.ensure(p.ctx, rec.Partition); err != nil {
+			return err
+		}
 	}
 	var kb []byte
 	first, n := p.windows.windowsFor(rec.Timestamp)
@@ -333,17 +338,29 @@ func (p *windowAggregate) emitClosed(wm int64) error {
 	return p.ctx.forEachTask(func(partition int32) error { return p.emitPartition(partition, upper) })
 }
 
+// emitPartition forwards the partition's windows with start in (last emitted, upper] and
+// deletes them. Kafka Streams keeps an emitted window until the retention drops it, and its
+// last emitted position in the offset commit; here the position stays in the local store
+// only, and the deletion, which the changelog carries, is what keeps a store restored from
+// it (a replayed epoch, a standby taking over) from emitting the window again.
 func (p *windowAggregate) emitPartition(partition int32, upper int64) error {
+	if err := p.holds.ensure(p.ctx, partition); err != nil {
+		return err
+	}
 	store, err := p.ctx.windowStore(p.store, partition)
 	if err != nil {
 		return err
 	}
-	return p.ctx.emitFinalResults(p.store, partition, emittedMeta, upper,
+	err = p.ctx.emitFinalResults(p.store, partition, emittedMeta, upper,
 		func(last int64) ([]finalResult, error) {
-			return closedWindows(store.FetchAll(last+1, upper, false), func(w Window) int64 { return w.End })
+			return closedWindows(store, last, upper, func(w Window) int64 { return w.End })
 		},
 		func(r finalResult) error {
 			_, err := store.Put(r.key, nil, r.start, r.timestamp)
 			return err
 		})
+	if err == nil {
+		p.holds.emitted(store.bytes, partition, upper)
+	}
+	return err
 }

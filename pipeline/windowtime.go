@@ -3,8 +3,8 @@ package pipeline
 import "math"
 
 // windowTime is a windowed operator's time, kept the same way for every window kind, as
-// Kafka Streams keeps it in AbstractKStreamTimeWindowAggregateProcessor and its join's
-// TimeTracker: the operator's own stream time per task, the largest timestamp it has
+// Kafka Streams keeps it in AbstractKStreamTimeWindowAggregateProcessor: the operator's own
+// stream time per task, the largest timestamp it has
 // received (Kafka's observedStreamTime), and when one of its windows closes.
 //
 // An operator knows a window by one position, its start or its end, and the window closes
@@ -41,13 +41,6 @@ func slidingWindowsTime(ctx *Context, w SlidingWindows, finalResults bool) windo
 // end + gap + grace < t (KStreamSessionWindowAggregate, the gap since KAFKA-12718).
 func sessionWindowsTime(ctx *Context, w SessionWindows, finalResults bool) windowTime {
 	return newWindowTime(ctx, closeSum(w.Gap, w.Grace, 1), finalResults)
-}
-
-// joinWindowTime: a stream-stream join record at ts waits lookBack ms for a partner of the
-// other side (after, for a left record), partners at exactly ts + lookBack included, so its
-// window closes once ts + lookBack + grace < t: the strict "after" of KStreamKStreamJoin.
-func joinWindowTime(ctx *Context, lookBack, grace int64) windowTime {
-	return newWindowTime(ctx, closeSum(lookBack, grace, 1), true)
 }
 
 // suppressTime: suppress holds a record by its buffer time and releases it once

@@ -30,6 +30,22 @@ t.test("keeps the count in the clicks-per-minute window store", function()
   t.assertEquals(windows[1].value, 1)
 end)
 
+t.test("counts each user's visits: clicks less than 30 s apart", function()
+  local d, clicks = setup()
+  local visits = d:getSessionStore("visits")
+  clicks:pipeInput("alice", "stoat", { timestamp = 0 })
+  clicks:pipeInput("alice", "otter", { timestamp = 20000 })
+  clicks:pipeInput("bob", "stoat", { timestamp = 40000 })
+  t.assertEquals(visits:fetch("alice"), {
+    { key = { key = "alice", window = { start = 0, ["end"] = 20000 } }, value = 2 },
+  })
+  -- 35 s after her last click: a new visit, and no click can join the first any more.
+  clicks:pipeInput("alice", "stoat", { timestamp = 55000 })
+  t.assertEquals(visits:fetch("alice"), {
+    { key = { key = "alice", window = { start = 55000, ["end"] = 55000 } }, value = 1 },
+  })
+end)
+
 t.test("keeps every price of an item as a version", function()
   local d, _, prices = setup()
   prices:pipeInput("stoat", 1200, { timestamp = 1000 })

@@ -8,7 +8,7 @@ local b = s.builder()
 
 local totals = s.avro({ schema = "customer-spending.avsc" })
 
-b:stream("purchases", { keySerde = "string", valueSerde = "avro" })
+local spending = b:stream("purchases", { keySerde = "string", valueSerde = "avro" })
   :filter(function(id, order) return order.status ~= "CANCELLED" end)
   :groupBy(function(id, order) return order.customer end)
   :aggregate(
@@ -30,6 +30,8 @@ b:stream("purchases", { keySerde = "string", valueSerde = "avro" })
     end,
     { materialized = { name = "customer-spending", valueSerde = totals } })
   :toStream()
-  :to("customer-spending", { valueSerde = totals })
+
+spending:print({ label = "customer-spending" })
+spending:to("customer-spending", { valueSerde = totals })
 
 return b

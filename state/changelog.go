@@ -53,6 +53,26 @@ func (db *DB) TakeChangelog() []ChangelogRecord {
 // changelogChunk is the size of the blocks changelog keys and values are copied into.
 const changelogChunk = 64 << 10
 
+// Changelog key suffixes: what a window and a session store's changelog key adds to the
+// record key (formats in format.go).
+const (
+	windowChangelogSuffix  = 8 + 4 // start, seq
+	sessionChangelogSuffix = 8 + 8 // end, start
+)
+
+// refuseChange says why a write of a logged store must not happen: its changelog record
+// (the key with keySuffix bytes more, the value, the headers) could never be sent
+// (Options.CheckChange). A value nil is a tombstone.
+func (p *partition) refuseChange(key []byte, keySuffix int, value []byte, headers pipeline.Headers) error {
+	if !p.spec.Logged || p.db.checkChange == nil {
+		return nil
+	}
+	if err := p.db.checkChange(len(key)+keySuffix, len(value), headers); err != nil {
+		return p.errorf("a write of a %d-byte key and a %d-byte value is refused, its changelog record could never be sent: %w", len(key), len(value), err)
+	}
+	return nil
+}
+
 // logChange records a write of a logged store, one of w's. Key and value are copied
 // because callers reuse their buffers.
 func (p *partition) logChange(w *Writer, key, value []byte, ts int64, headers pipeline.Headers) {
@@ -66,11 +86,24 @@ func (p *partition) logChange(w *Writer, key, value []byte, ts int64, headers pi
 	if value != nil {
 		rec.Value = kv[len(key):]
 	}
-	if len(headers) > 0 {
+	switch {
+	case value != nil && p.spec.ChangelogVersion != 0:
+		rec.Headers = versionHeaders[p.spec.ChangelogVersion]
+	case len(headers) > 0:
 		rec.Headers = cloneHeaders(headers)
 	}
 	w.changelog = append(w.changelog, rec)
 }
+
+// versionHeaders are the changelog headers of each StoreSpec.ChangelogVersion, shared by
+// every record (nothing downstream changes a record's headers).
+var versionHeaders = func() [256]pipeline.Headers {
+	var hs [256]pipeline.Headers
+	for v := range hs {
+		hs[v] = pipeline.Headers{{Key: "v", Value: []byte{byte(v)}}}
+	}
+	return hs
+}()
 
 // changelogBytes returns n bytes for a changelog record's key and value. They are cut from
 // a block that is only ever appended to, one allocation for many records: the producer

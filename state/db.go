@@ -46,6 +46,11 @@ type Options struct {
 	// WrapStorage, when set, wraps the files the database is kept in. It is for
 	// fault-injection tests (faultdisk.Disk.Wrap fills the disk); leave it nil.
 	WrapStorage func(storage.Storage) storage.Storage
+	// CheckChange, when set, is asked before every write of a logged store whether its
+	// changelog record (key, value and headers of these sizes) could ever be sent; an error
+	// refuses the write before it reaches the store, so the record that made it fails
+	// instead of the commit that would send it (after every restart, the same way).
+	CheckChange func(keyLen, valueLen int, headers pipeline.Headers) error
 }
 
 // DB is one application's state: every store partition in one goleveldb database.
@@ -71,6 +76,8 @@ type DB struct {
 	main     *Writer
 
 	uncommitted atomic.Int64
+	// checkChange is Options.CheckChange; nil accepts every write.
+	checkChange func(keyLen, valueLen int, headers pipeline.Headers) error
 	// expiryBytes is what the expiry indexes of all store partitions hold together
 	// (retention.go), bounded by expiryIndexMaxBytes.
 	expiryBytes atomic.Int64
@@ -136,6 +143,8 @@ func Open(dir string, opts Options) (*DB, error) {
 		parts:   map[partKey]*partition{},
 
 		runSpecs: map[string]catalogSpec{},
+
+		checkChange: opts.CheckChange,
 	}
 	db.main = db.NewWriter()
 	if opts.CacheBytes > 0 {

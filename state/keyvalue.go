@@ -153,6 +153,9 @@ func (s *KeyValueStore) Put(key, value []byte, ts int64) error {
 	if key == nil {
 		return s.p.errorf("put: null key")
 	}
+	if err := s.p.refuseChange(key, 0, value, nil); err != nil {
+		return err
+	}
 	if value == nil {
 		s.delete(key, ts)
 		return nil
@@ -175,6 +178,9 @@ func (s *KeyValueStore) PutIfAbsent(key, value []byte, ts int64) ([]byte, error)
 func (s *KeyValueStore) Delete(key []byte, ts int64) error {
 	if key == nil {
 		return s.p.errorf("delete: null key")
+	}
+	if err := s.p.refuseChange(key, 0, nil, nil); err != nil {
+		return err
 	}
 	s.delete(key, ts)
 	return nil
@@ -244,13 +250,16 @@ func (s *TimestampedKeyValueStore) PutWithHeaders(key, value []byte, ts int64, h
 	if key == nil {
 		return s.p.errorf("put: null key")
 	}
+	if value == nil || !s.p.spec.Headers {
+		headers = nil
+	}
+	if err := s.p.refuseChange(key, 0, value, headers); err != nil {
+		return err
+	}
 	if value == nil {
 		s.p.write(s.w, key, deleteEntry)
 		s.p.logChange(s.w, key, nil, ts, nil)
 		return nil
-	}
-	if !s.p.spec.Headers {
-		headers = nil
 	}
 	s.p.write(s.w, key, s.p.appendTimestampedValue(s.p.newValue(), value, ts, headers))
 	s.p.logChange(s.w, key, value, ts, headers)

@@ -68,8 +68,9 @@ type partition struct {
 	// start, session end or version timestamp written.
 	streamTime          atomic.Int64
 	committedStreamTime atomic.Int64
-	// hold: a window store's windows starting at or after it stay stored past the
-	// retention (HoldFrom); math.MaxInt64 holds none.
+	// hold: a window store's windows starting at or after it, a session store's sessions
+	// ending at or after it, stay stored past the retention (HoldFrom); math.MaxInt64
+	// holds none.
 	hold atomic.Int64
 
 	// Owned by the goroutine that writes the partition (its task's worker), and between

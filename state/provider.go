@@ -135,7 +135,9 @@ func (e engineWindow) FetchRange(keyFrom, keyTo []byte, from, to int64, backward
 
 func (e engineWindow) HoldFrom(start int64) { e.s.HoldFrom(start) }
 
-func (e engineWindow) FetchHeld(from int64) pipeline.WindowBytesIterator { return e.s.FetchHeld(from) }
+func (e engineWindow) FetchHeld(from, to int64) pipeline.WindowBytesIterator {
+	return e.s.FetchHeld(from, to)
+}
 
 type engineSession struct{ s *SessionStore }
 
@@ -149,6 +151,12 @@ func (e engineSession) FindSessions(key []byte, earliestEnd, latestStart int64, 
 
 func (e engineSession) FindSessionsRange(keyFrom, keyTo []byte, earliestEnd, latestStart int64, backward bool) pipeline.SessionBytesIterator {
 	return e.s.FindSessionsRange(keyFrom, keyTo, earliestEnd, latestStart, backward)
+}
+
+func (e engineSession) HoldFrom(end int64) { e.s.HoldFrom(end) }
+
+func (e engineSession) FetchHeld(from, to int64) pipeline.SessionBytesIterator {
+	return e.s.FetchHeld(from, to)
 }
 
 func (e engineSession) FetchSession(key []byte, start, end int64) ([]byte, bool, error) {

@@ -22,13 +22,11 @@ import (
 // growth takes them over it is dropped, and that partition's sweeps walk again.
 
 // expiryCutoff is the time below which a window start or session end has expired (a held
-// window not), or at or below which a versioned store's superseded versions have.
+// window or session not), or at or below which a versioned store's superseded versions have.
 func (p *partition) expiryCutoff(streamTime int64) int64 {
 	switch p.spec.Type {
-	case windowKind:
+	case windowKind, sessionKind:
 		return min(retentionCutoff(streamTime, p.spec.Retention), p.hold.Load())
-	case sessionKind:
-		return retentionCutoff(streamTime, p.spec.Retention)
 	case versionedKind:
 		if streamTime < math.MinInt64+p.spec.HistoryRetention {
 			return math.MinInt64

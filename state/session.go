@@ -56,6 +56,14 @@ func (v SessionView) FetchSession(key []byte, start, end int64) ([]byte, error) 
 	return val, err
 }
 
+// FetchHeld iterates every stored session ending in [from, to], by key, end and start, the
+// expired ones HoldFrom kept included.
+func (v SessionView) FetchHeld(from, to int64) *SessionIterator {
+	it := v.newIterator(nil, nil, from, math.MaxInt64, false)
+	it.latestEnd = to
+	return it
+}
+
 // Fetch iterates every session of key.
 func (v SessionView) Fetch(key []byte, backward bool) *SessionIterator {
 	return v.FindSessions(key, 0, math.MaxInt64, backward)
@@ -67,7 +75,8 @@ func (v SessionView) FetchRange(keyFrom, keyTo []byte, backward bool) *SessionIt
 }
 
 func (v SessionView) newIterator(start, limit []byte, earliestEnd, latestStart int64, backward bool) *SessionIterator {
-	return &SessionIterator{p: v.p, it: v.p.iter(start, limit, backward, v.level), earliestEnd: earliestEnd, latestStart: latestStart}
+	return &SessionIterator{p: v.p, it: v.p.iter(start, limit, backward, v.level), earliestEnd: earliestEnd, latestStart: latestStart,
+		latestEnd: math.MaxInt64}
 }
 
 // SessionIterator walks sessions. Key and Value are valid until the next call to Next;
@@ -76,6 +85,7 @@ type SessionIterator struct {
 	p                        *partition
 	it                       *mergeIter
 	earliestEnd, latestStart int64
+	latestEnd                int64
 	key                      []byte
 	start, end               int64
 	err                      error
@@ -90,7 +100,7 @@ func (i *SessionIterator) Next() bool {
 			return false
 		}
 		end, start := readTime(suffix), readTime(suffix[tsSize:])
-		if end < i.earliestEnd || start > i.latestStart {
+		if end < i.earliestEnd || end > i.latestEnd || start > i.latestStart {
 			continue
 		}
 		i.key, i.start, i.end = key, start, end
@@ -136,6 +146,14 @@ func (s *SessionStore) View(level IsolationLevel) SessionView {
 	return SessionView{p: s.p, level: level}
 }
 
+// HoldFrom keeps every session ending at or after end stored past the retention, as
+// WindowStore.HoldFrom does windows: an aggregation emitting final results holds the
+// sessions the watermark has not closed yet, and one it accepts can end just past the
+// retention (KStreamSessionWindowAggregate takes a session ending at stream time − gap −
+// grace, which the retention gap + grace expires; Kafka's RocksDB store keeps it, as it
+// drops whole segments only).
+func (s *SessionStore) HoldFrom(end int64) { s.p.hold.Store(end) }
+
 // Put writes the aggregate of key's session [start, end]; a nil value removes it. ts, the
 // timestamp of the record being processed, is its changelog record's. It reports false when
 // the session had already expired and the put was dropped.
@@ -148,8 +166,11 @@ func (s *SessionStore) Put(key []byte, start, end int64, value []byte, ts int64)
 		return false, p.errorf("put: session start %d is after its end %d", start, end)
 	}
 	p.observe(s.w, end)
-	if end < retentionCutoff(p.streamTime.Load(), p.spec.Retention) {
+	if end < p.expiryCutoff(p.streamTime.Load()) {
 		return false, nil
+	}
+	if err := p.refuseChange(key, sessionChangelogSuffix, value, nil); err != nil {
+		return false, err
 	}
 	p.kbuf = appendSessionKey(p.kbuf[:0], key, start, end)
 	if value == nil {

@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"math"
 	"testing"
 
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -68,4 +69,50 @@ func TestSessionRetention(t *testing.T) {
 	if n := countRaw(t, db, s.p); n != 1 {
 		t.Fatalf("%d sessions in LevelDB, want 1", n)
 	}
+}
+
+// A held session stays stored however far the retention moves on: commits keep it,
+// FetchHeld finds it, other reads do not; once the hold moves past it, the next sweep
+// deletes it.
+func TestSessionHoldKeepsExpiredSessionsStored(t *testing.T) {
+	db, _ := openDB(t)
+	s, err := db.SessionStore(pipeline.StoreSpec{Name: "s", Type: pipeline.SessionStoreType, Retention: 100}, 0)
+	noErr(t, err)
+	put := func(key string, end int64) {
+		t.Helper()
+		ok, err := s.Put([]byte(key), end, end, []byte("v"), end)
+		if err != nil || !ok {
+			t.Fatalf("put %s@%d: %v %v", key, end, ok, err)
+		}
+	}
+	s.HoldFrom(10)
+	put("a", 0)
+	put("b", 10)
+	put("c", 200) // cutoff 101: a and b have expired in the same epoch
+	commit(t, db)
+	equal(t, sessions(t, s.FetchRange(nil, nil, false)), []string{"c[200,200]=v"})
+	equal(t, sessions(t, s.FetchHeld(0, math.MaxInt64)), []string{"b[10,10]=v", "c[200,200]=v"})
+	s.HoldFrom(math.MaxInt64)
+	put("d", 320) // cutoff 221
+	commit(t, db)
+	equal(t, sessions(t, s.FetchHeld(0, math.MaxInt64)), []string{"d[320,320]=v"})
+	if n := countRaw(t, db, s.p); n != 1 {
+		t.Fatalf("%d sessions in LevelDB, want d", n)
+	}
+}
+
+// A put of a held session is kept however far past the retention it ends; other reads
+// still hide it.
+func TestSessionHoldKeepsPutsOfHeldSessions(t *testing.T) {
+	db, _ := openDB(t)
+	s, err := db.SessionStore(pipeline.StoreSpec{Name: "s", Type: pipeline.SessionStoreType, Retention: 100}, 0)
+	noErr(t, err)
+	s.HoldFrom(50)
+	for _, end := range []int64{300, 40, 60} { // cutoff 201: 40 is not held, 60 is
+		_, err := s.Put([]byte("k"), end, end, []byte("v"), end)
+		noErr(t, err)
+	}
+	commit(t, db)
+	equal(t, sessions(t, s.FetchRange(nil, nil, false)), []string{"k[300,300]=v"})
+	equal(t, sessions(t, s.FetchHeld(0, math.MaxInt64)), []string{"k[60,60]=v", "k[300,300]=v"})
 }

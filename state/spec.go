@@ -75,6 +75,9 @@ type catalogSpec struct {
 	WindowSize       int64
 	RetainDuplicates bool
 	HistoryRetention int64
+	// ChangelogVersion is StoreSpec.ChangelogVersion: not the stored layout, but kept so
+	// that a spec read back is the one the store runs with.
+	ChangelogVersion byte `json:",omitempty"`
 }
 
 // catalogSpecOf checks an engine spec with the engine's own rules and returns what the
@@ -87,6 +90,7 @@ func catalogSpecOf(spec pipeline.StoreSpec) (catalogSpec, error) {
 		Name: spec.Name, Type: kindOf[spec.Type], Headers: spec.Headers, Logged: spec.Logged,
 		Retention: spec.Retention, WindowSize: spec.WindowSize,
 		RetainDuplicates: spec.RetainDuplicates, HistoryRetention: spec.HistoryRetention,
+		ChangelogVersion: spec.ChangelogVersion,
 	}, nil
 }
 

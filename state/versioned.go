@@ -141,6 +141,9 @@ func (s *VersionedStore) Put(key, value []byte, ts int64) (int64, error) {
 	if ts < p.graceCutoff(ReadUncommitted) {
 		return pipeline.NotPut, nil
 	}
+	if err := p.refuseChange(key, 0, value, nil); err != nil {
+		return pipeline.NotPut, err
+	}
 	p.observe(s.w, ts)
 	validTo, err := p.nextVersion(key, ts, ReadUncommitted)
 	if err != nil {

@@ -105,10 +105,10 @@ func (v WindowView) Fetch(key []byte, from, to int64, backward bool) *WindowIter
 	return v.newIterator(start, limit, from, to, backward)
 }
 
-// FetchHeld iterates every stored window starting at or after from, by key and then start,
-// the expired ones HoldFrom kept included.
-func (v WindowView) FetchHeld(from int64) *WindowIterator {
-	return v.newIterator(nil, nil, from, math.MaxInt64, false)
+// FetchHeld iterates every stored window starting in [from, to], by key and then start, the
+// expired ones HoldFrom kept included.
+func (v WindowView) FetchHeld(from, to int64) *WindowIterator {
+	return v.newIterator(nil, nil, from, to, false)
 }
 
 // FetchRange iterates the windows of keys in [keyFrom, keyTo] (nil = unbounded) whose
@@ -241,8 +241,8 @@ func (s *WindowStore) Put(key []byte, windowStart int64, value []byte, ts int64)
 
 // HoldFrom keeps every window starting at or after start stored past the retention, until a
 // later HoldFrom moves on (math.MaxInt64 keeps none, as a partition opens): reads other than
-// FetchHeld still hide expired windows, and late puts are still dropped, but commits do not
-// delete the held ones. A processor that still needs windows the retention hides (a
+// FetchHeld still hide expired windows, but commits do not delete the held ones, and a put
+// (or delete) of a held window is kept. A processor that still needs windows the retention hides (a
 // suppression waiting for the watermark to close them) holds them.
 func (s *WindowStore) HoldFrom(start int64) { s.p.hold.Store(start) }
 
@@ -256,8 +256,14 @@ func (s *WindowStore) PutWithHeaders(key []byte, windowStart int64, value []byte
 		return true, nil
 	}
 	p.observe(s.w, windowStart)
-	if windowStart < retentionCutoff(p.streamTime.Load(), p.spec.Retention) {
+	if windowStart < p.expiryCutoff(p.streamTime.Load()) {
 		return false, nil
+	}
+	if !p.spec.Headers {
+		headers = nil
+	}
+	if err := p.refuseChange(key, windowChangelogSuffix, value, headers); err != nil {
+		return false, err
 	}
 	var seq int32
 	if p.spec.RetainDuplicates {
@@ -270,9 +276,6 @@ func (s *WindowStore) PutWithHeaders(key []byte, windowStart int64, value []byte
 	if value == nil {
 		p.write(s.w, k, deleteEntry)
 	} else {
-		if !p.spec.Headers {
-			headers = nil
-		}
 		p.write(s.w, k, p.appendTimestampedValue(p.newValue(), value, ts, headers))
 		p.indexExpiry(k, windowStart)
 	}

@@ -335,7 +335,7 @@ func TestWindowHoldKeepsExpiredWindowsStored(t *testing.T) {
 	put("d", 200) // cutoff 101: everything else has expired in the same epoch
 	commit(t, db) // a walking sweep
 	equal(t, windows(t, s.All(false)), []string{"d[200,210)=v@200"})
-	equal(t, windows(t, s.FetchHeld(0)), []string{"b[10,20)=v@10", "c[20,30)=v@20", "d[200,210)=v@200"})
+	equal(t, windows(t, s.FetchHeld(0, math.MaxInt64)), []string{"b[10,20)=v@10", "c[20,30)=v@20", "d[200,210)=v@200"})
 	put("e", 260) // cutoff 161, a sweep from the index
 	commit(t, db)
 	if n := countRaw(t, db, s.p); n != 4 {
@@ -344,9 +344,9 @@ func TestWindowHoldKeepsExpiredWindowsStored(t *testing.T) {
 	s.HoldFrom(200)
 	put("f", 320) // cutoff 221, held from 200
 	commit(t, db)
-	equal(t, windows(t, s.FetchHeld(0)), []string{"d[200,210)=v@200", "e[260,270)=v@260", "f[320,330)=v@320"})
+	equal(t, windows(t, s.FetchHeld(0, math.MaxInt64)), []string{"d[200,210)=v@200", "e[260,270)=v@260", "f[320,330)=v@320"})
 	s.HoldFrom(math.MaxInt64)
 	put("g", 380) // cutoff 281
 	commit(t, db)
-	equal(t, windows(t, s.FetchHeld(0)), []string{"f[320,330)=v@320", "g[380,390)=v@380"})
+	equal(t, windows(t, s.FetchHeld(0, math.MaxInt64)), []string{"f[320,330)=v@320", "g[380,390)=v@380"})
 }

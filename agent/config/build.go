@@ -1,15 +1,19 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/stoatflow/stoatflow/luart/suggest"
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
@@ -136,6 +140,8 @@ func (b *builder) buildAgent() {
 	c.HTTPTLSCert = httpTLSCert.Get(c)
 	c.HTTPTLSKey = httpTLSKey.Get(c)
 	c.HTTPAllowedHosts = b.hostNames(httpAllowedHosts)
+	c.HTTPAllowUnauthenticated = httpAllowUnauthenticated.Get(c)
+	c.HTTPMetricsUnauthenticated = httpMetricsUnauthenticated.Get(c)
 	c.QueryMaxConcurrency = int(queryMaxConcurrency.Get(c))
 	c.QueryTimeout = queryTimeout.Get(c)
 	c.TapRecordsPerSecond = int(tapRecordsPerSecond.Get(c))
@@ -166,10 +172,69 @@ func (b *builder) buildAgent() {
 		b.fail(KindMissing, scripts.FullName(), `required: the Lua scripts that build the topology, e.g. scripts = ["wordcount.lua"]`)
 	}
 	for _, s := range c.Scripts {
-		b.checkFile(scripts.FullName(), s)
+		b.checkFile(scripts.FullName(), s, 0) // the Lua runtime bounds the size it reads
 	}
-	b.checkFile(httpTLSCert.FullName(), c.HTTPTLSCert)
-	b.checkFile(httpTLSKey.FullName(), c.HTTPTLSKey)
+	b.checkFile(httpTLSCert.FullName(), c.HTTPTLSCert, MaxPEMBytes)
+	b.checkFile(httpTLSKey.FullName(), c.HTTPTLSKey, MaxPEMBytes)
+	if c.HTTPTLSCert != "" && c.HTTPTLSKey != "" {
+		// Loaded as the agent loads them, so that validate fails where run would.
+		if _, err := LoadKeyPair(c.HTTPTLSCert, c.HTTPTLSKey); err != nil {
+			b.fail(KindInvalid, httpTLSCert.FullName(), "%v", err)
+		}
+	}
+	b.readTokenFile()
+	if !LoopbackListen(c.HTTPListen) && c.HTTPToken == "" && !c.HTTPAllowUnauthenticated {
+		b.fail(KindInvalid, httpListen.FullName(), "%q listens beyond loopback without a token, so every store, the live tap and the status "+
+			"would answer anyone who reaches the port: set agent.http.token.file (a file holding the token, such as a mounted secret) "+
+			"or agent.http.token, or write agent.http.allow.unauthenticated = true to serve without one on purpose", c.HTTPListen)
+	}
+}
+
+// maxTokenFileBytes bounds agent.http.token.file: a token is a line, and a path naming a
+// device or a large file by mistake must not be read whole.
+const maxTokenFileBytes = 4 << 10
+
+// readTokenFile reads agent.http.token.file into HTTPToken.
+func (b *builder) readTokenFile() {
+	c, key := b.cfg, httpTokenFile.FullName()
+	path := httpTokenFile.Get(c)
+	if path == "" {
+		return
+	}
+	if httpToken.IsSet(c) {
+		b.fail(KindInvalid, key, "set together with agent.http.token: set one")
+		return
+	}
+	data, err := ReadFile(path, maxTokenFileBytes)
+	if err != nil {
+		b.fail(KindInvalid, key, "cannot use %s: %v", path, err)
+		return
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		b.fail(KindInvalid, key, "%s is empty: it must hold the token", path)
+		return
+	}
+	if strings.ContainsAny(token, "\r\n") {
+		b.fail(KindInvalid, key, "%s holds more than one line: it must hold the token alone", path)
+		return
+	}
+	c.HTTPToken = token
+}
+
+// LoopbackListen reports whether a listen address (host:port) takes connections from this
+// machine only: a loopback IP address or the name localhost. An empty host, an unspecified
+// address (0.0.0.0, ::) and any other name listen beyond it.
+func LoopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // validID matches what may prefix Kafka topic names: application.id becomes
@@ -203,6 +268,12 @@ func (b *builder) buildStreams() {
 	c.DSLStoreFormat = dslStoreFormat.Get(c)
 	c.NumStandbyReplicas = int(numStandbyReplicas.Get(c))
 	c.NumStreamThreads = int(numStreamThreads.Get(c))
+	c.GroupProtocol = groupProtocol.Get(c)
+	if c.GroupProtocol == "streams" {
+		// agent/kafkaio has the streams-group member; the agent does not run tasks spread
+		// over several agents yet, and must not fall back to classic behind the user's back.
+		b.fail(KindUnsupported, groupProtocol.FullName(), `not supported yet: group.protocol = "streams" (issue 31: the agent cannot run tasks spread over several agents yet); use "classic"`)
+	}
 	b.checkDeadLetterQueue()
 
 	rf := replicationFactor.Get(c)
@@ -229,6 +300,9 @@ func (b *builder) buildStreams() {
 				continue
 			}
 			b.checkHostPort(bootstrapServers.FullName(), s, true)
+		}
+		if c.EmbeddedDemo != "" {
+			b.fail(KindInvalid, embeddedDemo.FullName(), `a demo feeder writes into the embedded broker only (streams.bootstrap.servers = "embedded")`)
 		}
 	}
 
@@ -298,17 +372,45 @@ func (b *builder) hostNames(key Setting[[]string]) []string {
 	return out
 }
 
-func (b *builder) checkFile(key, path string) {
+// checkFile checks that path names a regular file (of at most max bytes when max > 0): a
+// directory, a FIFO or a device named by mistake would hang or stream when read.
+func (b *builder) checkFile(key, path string, max int64) {
 	if path == "" {
 		return
 	}
 	st, err := os.Stat(path)
-	switch {
-	case err != nil:
+	if err != nil {
+		if near, ok := closestFile(path); ok && errors.Is(err, fs.ErrNotExist) {
+			b.fail(KindInvalid, key, "cannot use %s: %v; did you mean %s?", path, unwrapPathError(err), near)
+			return
+		}
 		b.fail(KindInvalid, key, "cannot use %s: %v", path, unwrapPathError(err))
-	case st.IsDir():
-		b.fail(KindInvalid, key, "cannot use %s: it is a directory", path)
+		return
 	}
+	if max <= 0 {
+		max = st.Size()
+	}
+	if err := regular(st, max); err != nil {
+		b.fail(KindInvalid, key, "cannot use %s: %v", path, err)
+	}
+}
+
+// closestFile is the file beside path whose name is closest to path's, when it looks like a
+// typo of it.
+func closestFile(path string) (string, bool) {
+	dir := filepath.Dir(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	best, ok := suggest.Closest(filepath.Base(path), names)
+	return filepath.Join(dir, best), ok
 }
 
 // unwrapPathError drops the path that os.Stat repeats in its error.
@@ -369,8 +471,8 @@ func (b *builder) checkClient(cl Client) {
 	}
 	if proto == "SSL" || proto == "SASL_SSL" {
 		if !b.partial {
-			b.checkFile(SSLTruststoreLocation.Source(cl), SSLTruststoreLocation.Get(cl))
-			b.checkFile(SSLKeystoreLocation.Source(cl), SSLKeystoreLocation.Get(cl))
+			b.checkFile(SSLTruststoreLocation.Source(cl), SSLTruststoreLocation.Get(cl), MaxPEMBytes)
+			b.checkFile(SSLKeystoreLocation.Source(cl), SSLKeystoreLocation.Get(cl), MaxPEMBytes)
 		}
 	}
 }
@@ -399,6 +501,11 @@ func (b *builder) checkSASL(cl Client) {
 		return
 	}
 	if j.Module != module {
-		b.fail(KindInvalid, jaasKey, "sasl.mechanism %s needs the login module %s, not %s", mech, module, j.Module)
+		// The text is secret: the module it names is shown only when it is a known one.
+		other := "another one"
+		if j.Module == PlainLoginModule || j.Module == ScramLoginModule {
+			other = j.Module
+		}
+		b.fail(KindInvalid, jaasKey, "sasl.mechanism %s needs the login module %s, not %s", mech, module, other)
 	}
 }

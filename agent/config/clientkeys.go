@@ -54,7 +54,7 @@ var (
 	SASLMechanism = declareClient[string](&clientKeys, Key{Name: "sasl.mechanism", Type: TypeEnum, Default: "GSSAPI", Client: ForAll,
 		Allowed: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"},
 		Doc:     "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (GSSAPI, Kafka's default, and OAUTHBEARER are not supported yet)."})
-	SASLJAASConfig = declareClient[string](&clientKeys, Key{Name: "sasl.jaas.config", Type: TypePassword, Client: ForAll,
+	SASLJAASConfig = declareClient[string](&clientKeys, Key{Name: "sasl.jaas.config", Type: TypeString, Secret: true, Client: ForAll,
 		Doc: `Credentials, as in Kafka: org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p"; (ScramLoginModule for SCRAM).`})
 	SSLTruststoreLocation = declareClient[string](&clientKeys, Key{Name: "ssl.truststore.location", Type: TypeString, Path: true, Client: ForAll,
 		Doc: "PEM file of the CA certificates that sign the brokers' certificates; unset = the system roots."})
@@ -72,11 +72,11 @@ var (
 			"PKCS12": "StoatFlow reads PEM files only; convert it with openssl pkcs12 -nodes",
 		},
 		Doc: "Format of the keystore: PEM (certificate chain and unencrypted key in one file)."})
-	_ = clientKeys.add(Key{Name: "ssl.key.password", Type: TypePassword, Client: ForAll, Disposition: Unsupported,
+	_ = clientKeys.add(Key{Name: "ssl.key.password", Type: TypeString, Secret: true, Client: ForAll, Disposition: Unsupported,
 		Reason: "encrypted private keys (decrypt the key into the PEM keystore)", Doc: "Password of an encrypted private key."})
-	_ = clientKeys.add(Key{Name: "ssl.truststore.password", Type: TypePassword, Client: ForAll, Disposition: Unsupported,
+	_ = clientKeys.add(Key{Name: "ssl.truststore.password", Type: TypeString, Secret: true, Client: ForAll, Disposition: Unsupported,
 		Reason: "store passwords (PEM truststores have none)", Doc: "Password of the truststore."})
-	_ = clientKeys.add(Key{Name: "ssl.keystore.password", Type: TypePassword, Client: ForAll, Disposition: Unsupported,
+	_ = clientKeys.add(Key{Name: "ssl.keystore.password", Type: TypeString, Secret: true, Client: ForAll, Disposition: Unsupported,
 		Reason: "store passwords (PEM keystores have none)", Doc: "Password of the keystore."})
 	SSLEndpointIdentificationAlgorithm = declareClient[string](&clientKeys, Key{Name: "ssl.endpoint.identification.algorithm", Type: TypeEnum, Default: "https", Client: ForAll, Allowed: []string{"https", ""},
 		Doc: `"https" checks that a broker's certificate names its host; "" disables the check.`})

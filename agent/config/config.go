@@ -15,11 +15,14 @@ type Config struct {
 
 	HTTPListen, HTTPToken, HTTPTLSCert, HTTPTLSKey string
 	HTTPAllowedHosts                               []string // lower case
-	QueryMaxConcurrency                            int
-	QueryTimeout                                   time.Duration
-	TapRecordsPerSecond, TapMaxClients             int
-	LogLevel                                       slog.Level
-	LogFormat                                      string // "text"|"json"
+	// HTTPAllowUnauthenticated and HTTPMetricsUnauthenticated are the opt-outs of the token:
+	// a listener beyond loopback without one, /metrics without one.
+	HTTPAllowUnauthenticated, HTTPMetricsUnauthenticated bool
+	QueryMaxConcurrency                                  int
+	QueryTimeout                                         time.Duration
+	TapRecordsPerSecond, TapMaxClients                   int
+	LogLevel                                             slog.Level
+	LogFormat                                            string // "text"|"json"
 
 	EmbeddedListen     string
 	EmbeddedPartitions int32
@@ -62,6 +65,8 @@ type Config struct {
 	NumStandbyReplicas int
 	// NumStreamThreads is how many workers run the tasks (num.stream.threads).
 	NumStreamThreads int
+	// GroupProtocol is "classic" (one active agent) or "streams" (a streams group).
+	GroupProtocol string
 
 	BufferedRecordsPerPartition int
 	PollTime                    time.Duration // poll.ms

@@ -26,6 +26,9 @@ func defaultText(k *Key) string {
 }
 
 func typeText(k *Key) string {
+	if k.Secret {
+		return k.Type.String() + ", secret"
+	}
 	if len(k.Allowed) > 0 && (k.Type == TypeEnum || k.Type == TypeClass || k.Type == TypeList) {
 		return k.Type.String() + ": " + strings.Join(quoteEmpty(k.Allowed), " | ")
 	}
@@ -101,6 +104,12 @@ Rules:
   Kafka Streams instances are accepted and ignored with one notice each. A key under a name
   Kafka deprecated works, with a warning naming the key to use (` + "`stoatflow validate`" + ` and
   the running agent say it).
+- Keys of type ` + "`secret`" + ` (passwords, tokens, credentials) are never shown back: no error,
+  log line, HTTP answer or dead letter holds their value or anything derived from it
+  (` + "`GET /-/reload`" + ` says only that one is set). Keep them out of the file where a key allows
+  it (` + "`http.token.file`" + `).
+- The file is at most 1 MiB and nested at most 64 levels deep; every file it names must be a
+  regular file (docs/operations.md, "Config boundaries").
 
 `)
 	b.WriteString("## [agent]\n\n")

@@ -14,7 +14,7 @@ import (
 //	b.checkHostPort(httpListen.FullName(), c.HTTPListen, false)
 //
 // so a misspelled key does not compile. T is the Go type of the key's Type: string for
-// TypeString, TypePassword, TypeEnum and TypeClass, int64 for TypeInt and TypeLong, bool,
+// TypeString, TypeEnum and TypeClass, int64 for TypeInt and TypeLong, bool,
 // time.Duration, []string for TypeList. A key that is never read (ignored, refused, not
 // supported yet, or checked only against its allowed values) is declared with add.
 //
@@ -63,7 +63,7 @@ func checkGoType[T keyValue](k *Key) {
 	var ok bool
 	switch any(*new(T)).(type) {
 	case string:
-		ok = k.Type == TypeString || k.Type == TypePassword || k.Type == TypeEnum || k.Type == TypeClass
+		ok = k.Type == TypeString || k.Type == TypeEnum || k.Type == TypeClass
 	case int64:
 		ok = k.Type == TypeInt || k.Type == TypeLong
 	case bool:

@@ -31,7 +31,7 @@ func TestDeclareRefusesAnotherGoType(t *testing.T) {
 		})
 	}
 	tb := &keyTable{section: "test"}
-	for _, k := range []Key{{Name: "s", Type: TypePassword}, {Name: "c", Type: TypeClass}, {Name: "l", Type: TypeLong}} {
+	for _, k := range []Key{{Name: "s", Type: TypeString, Secret: true}, {Name: "c", Type: TypeClass}, {Name: "l", Type: TypeLong}} {
 		switch k.Type {
 		case TypeLong:
 			declare[int64](tb, k)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -24,7 +25,8 @@ type JAAS struct {
 //	<login module class> required username="u" password="p";
 //
 // Option values may be quoted (with \" and \\ escapes) or bare words; the
-// control flag may be required, requisite, sufficient or optional.
+// control flag may be required, requisite, sufficient or optional. sasl.jaas.config is
+// secret: an error says what is wrong and where, never a piece of the text.
 func ParseJAAS(s string) (JAAS, error) {
 	toks, err := jaasTokens(s)
 	if err != nil {
@@ -35,21 +37,21 @@ func ParseJAAS(s string) (JAAS, error) {
 	}
 	j := JAAS{Module: toks[0].text}
 	if len(toks) < 2 || toks[1].quoted {
-		return JAAS{}, fmt.Errorf("expected a control flag (required) after %s", j.Module)
+		return JAAS{}, errors.New("expected a control flag (required) after the login module")
 	}
 	switch toks[1].text {
 	case "required", "requisite", "sufficient", "optional":
 	default:
-		return JAAS{}, fmt.Errorf("invalid control flag %q: expected required, requisite, sufficient or optional", toks[1].text)
+		return JAAS{}, fmt.Errorf("invalid control flag after the login module: expected required, requisite, sufficient or optional")
 	}
 	rest := toks[2:]
 	if len(rest) == 0 || rest[len(rest)-1].text != ";" || rest[len(rest)-1].quoted {
 		return JAAS{}, fmt.Errorf(`expected ";" at the end`)
 	}
 	rest = rest[:len(rest)-1]
-	for len(rest) > 0 {
+	for n := 1; len(rest) > 0; n++ {
 		if len(rest) < 3 || rest[0].quoted || rest[1].text != "=" || rest[1].quoted {
-			return JAAS{}, fmt.Errorf(`expected option=value, found %q`, rest[0].text)
+			return JAAS{}, fmt.Errorf("expected option=value pairs after the control flag (option %d is not one)", n)
 		}
 		switch rest[0].text {
 		case "username":

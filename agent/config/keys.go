@@ -35,7 +35,6 @@ const (
 	TypeDuration      // integer milliseconds or a duration string like "250ms", "10s", "5m", "1h"
 	TypeList          // TOML array of strings or one comma-separated string
 	TypeEnum          // one of Key.Allowed (case-insensitive)
-	TypePassword      // a string never shown back
 	TypeClass         // a Kafka class name, or its short name, from Key.Allowed
 )
 
@@ -55,8 +54,6 @@ func (t Type) String() string {
 		return "list"
 	case TypeEnum:
 		return "enum"
-	case TypePassword:
-		return "password"
 	case TypeClass:
 		return "class"
 	}
@@ -152,6 +149,10 @@ type Key struct {
 	Required bool
 	// Path values are file paths, resolved relative to the config file's directory.
 	Path bool
+	// Secret values (passwords, tokens, credentials) are never shown back, nor anything
+	// derived from them: not in an error, a log line, an HTTP answer or the docs. This mark
+	// is the one place that says so; every redaction is derived from it (secret.go).
+	Secret bool
 
 	full string // FullName, once the key is declared
 }
@@ -182,8 +183,14 @@ var (
 		Doc: "Lua scripts that build the topology, resolved relative to the config file's directory; each must exist."})
 	httpListen = declare[string](&agentKeys, Key{Name: "http.listen", Type: TypeString, Default: "127.0.0.1:9464",
 		Doc: "Address of the HTTP server (health, metrics, topology, interactive queries)."})
-	httpToken = declare[string](&agentKeys, Key{Name: "http.token", Type: TypePassword,
-		Doc: "Bearer token required on every HTTP request except /healthz and /readyz; empty means none."})
+	httpToken = declare[string](&agentKeys, Key{Name: "http.token", Type: TypeString, Secret: true,
+		Doc: "Bearer token required on every HTTP request except /healthz, /readyz (and /metrics with http.metrics.unauthenticated); empty means none. Prefer http.token.file, which keeps the token out of the config file."})
+	httpTokenFile = declare[string](&agentKeys, Key{Name: "http.token.file", Type: TypeString, Path: true,
+		Doc: "File holding the bearer token (a Kubernetes Secret or a Docker secret mounted as a file): a regular file of at most 4 KiB, read when the config is loaded; surrounding white space and line ends are dropped. Set this or http.token, not both."})
+	httpAllowUnauthenticated = declare[bool](&agentKeys, Key{Name: "http.allow.unauthenticated", Type: TypeBool, Default: "false",
+		Doc: "Serve without a token on a listener beyond loopback (http.listen not 127.0.0.1, ::1 or localhost): every store, the tap, the status and the metrics then answer anyone who reaches the port. Without it, such a listener needs http.token.file or http.token. Either way, POST /v1/close and POST /-/reload without a token answer loopback callers only."})
+	httpMetricsUnauthenticated = declare[bool](&agentKeys, Key{Name: "http.metrics.unauthenticated", Type: TypeBool, Default: "false",
+		Doc: "Serve /metrics without the token, as /healthz and /readyz are, for scrapers that cannot send one (Prometheus' pod annotations); the metrics name topics, stores and nodes, never a record."})
 	httpAllowedHosts = declare[[]string](&agentKeys, Key{Name: "http.allowed.hosts", Type: TypeList,
 		Doc: "Host names the HTTP server answers to besides loopback names (localhost), IP addresses, the host of http.listen and of application.server, e.g. a Kubernetes service name; other Host headers are refused (DNS rebinding). Names only, no ports."})
 	queryMaxConcurrency = declare[int64](&agentKeys, Key{Name: "http.query.max.concurrency", Type: TypeInt, Default: "4", Min: 1,
@@ -310,12 +317,11 @@ var (
 		Doc:       "How many standby agents of the application keep warm state (follow the changelogs into their state.dir) so that a takeover replays only the tail; the other standbys stay cold and restore when they take over. Kafka Streams' default is 0; StoatFlow's is 1 (docs/scaling.md says why)."})
 	dslStoreFormat = declare[string](&streamsKeys, Key{Name: "dsl.store.format", Type: TypeEnum, Default: "DEFAULT", Allowed: []string{"DEFAULT", "HEADERS"},
 		Doc: "KIP-1285: HEADERS makes DSL stores headers-aware (record headers kept with the value)."})
-	_ = streamsKeys.add(Key{Name: "group.protocol", Type: TypeEnum, Default: "classic", Allowed: []string{"classic"},
+	groupProtocol = declare[string](&streamsKeys, Key{Name: "group.protocol", Type: TypeEnum, Default: "classic", Allowed: []string{"classic", "streams"},
 		Refuse: map[string]string{
-			"streams":  "StoatFlow is one instance in a classic consumer group; the streams rebalance protocol (KIP-1071) is not supported",
 			"consumer": "Kafka Streams' consumer uses the classic group protocol; the consumer protocol (KIP-848) is not supported",
 		},
-		Doc: "Consumer group protocol: classic."})
+		Doc: "How the agents of an application share it (docs/scaling.md): classic, a consumer group where one agent is active and the others are standbys (the default, and the only mode the embedded broker has), or streams, a Kafka streams group (KIP-1071, Apache Kafka 4.1 or later) where the broker spreads the tasks over the agents; streams is not supported yet (issue 31)."})
 	deserializationHandler = declare[string](&streamsKeys, Key{Name: "deserialization.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: handlerAliases,
 		Doc: "What a record that cannot be deserialized does: LogAndFail stops the agent, LogAndContinue logs, counts and skips it."})
@@ -325,7 +331,7 @@ var (
 		Doc:        "Deprecated name (since Kafka 4.0) of deserialization.exception.handler, used when that key is not set."})
 	processingHandler = declare[string](&streamsKeys, Key{Name: "processing.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: processingAliases,
-		Doc: "What a processing error (a failing Lua callback) does: LogAndFail stops the agent, LogAndContinue logs, counts and skips the record (KIP-1033). An error the callback got from the agent (a send refused below ctx:forward, a store's error) keeps its own kind: a refused send is the production handler's, a fenced producer or damaged state is never skipped."})
+		Doc: "What a processing error (a failing Lua callback, a store write whose changelog record would be larger than producer.max.request.size) does: LogAndFail stops the agent, LogAndContinue logs, counts and skips the record (KIP-1033). An error the callback got from the agent (a send refused below ctx:forward, a store's error) keeps its own kind: a refused send is the production handler's, a fenced producer or damaged state is never skipped."})
 	productionHandler = declare[string](&streamsKeys, Key{Name: "production.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: productionFail,
 		Doc: "What an output record refused for good does: LogAndFail (Kafka's DefaultProductionExceptionHandler) stops the agent, LogAndContinue logs, counts and skips it. Under exactly_once_v2 LogAndContinue skips only records refused before they are sent (larger than max.request.size): a record the broker refuses has made the transaction abortable, so the agent stops. Retriable errors are retried."})
@@ -334,7 +340,7 @@ var (
 		Deprecated: "since Kafka 4.0; use production.exception.handler",
 		Doc:        "Deprecated name (since Kafka 4.0) of production.exception.handler."})
 	deadLetterQueueTopic = declare[string](&streamsKeys, Key{Name: "errors.dead.letter.queue.topic.name", Type: TypeString,
-		Doc: "KIP-1034: topic that receives every record the deserialization or processing handler skips or fails on, and the consumed record behind each output the production handler skips, with its original key and value bytes, its headers and then the __streams.errors.* headers (Kafka 4.2's format; message and stacktrace cut to 8192 bytes each); empty means none. A dead letter larger than producer.max.request.size is dropped and counted (reason dead-letter). Created by the agent with the embedded broker only."})
+		Doc: "KIP-1034: topic that receives every record the deserialization or processing handler skips or fails on, and the consumed record behind each output the production handler skips, with its original key and value bytes, its headers and then the __streams.errors.* headers (Kafka 4.2's format; message and stacktrace cut to 8192 bytes each); empty means none. A dead letter larger than producer.max.request.size has its key and value cut to fit and a __stoatflow.errors.truncated header with their sizes; one that cannot fit even then is dropped and counted (reason dead-letter). Created by the agent with the embedded broker only."})
 
 	_ = streamsKeys.add(Key{Name: "acceptable.recovery.lag", Type: TypeLong, Default: "10000", Disposition: Ignored,
 		Reason: reasonSingleInstance, Doc: "Lag under which an instance counts as caught up for a task."})

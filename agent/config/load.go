@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,7 +13,7 @@ import (
 // Load reads and checks a config file. Problems come back together as one
 // *Errors; notices about ignored keys are in the Config's Notices.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path, MaxConfigBytes)
 	if err != nil {
 		return nil, &Errors{Source: path, Problems: []Problem{{Kind: KindUnreadable, Message: fmt.Sprintf("cannot read config: %v", err)}}}
 	}
@@ -80,6 +79,9 @@ type lineProbe struct{}
 func (lineProbe) UnmarshalTOML(any) error { return errors.New("position probe") }
 
 func flatten(data []byte) ([]entry, *Problem) {
+	if line, err := checkNesting(data); err != nil {
+		return nil, &Problem{Kind: KindSyntax, Message: "TOML: " + err.Error(), Line: line}
+	}
 	var top map[string]toml.Primitive
 	md, err := toml.Decode(string(data), &top)
 	if err != nil {
@@ -87,6 +89,9 @@ func flatten(data []byte) ([]entry, *Problem) {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
 			p = Problem{Kind: KindSyntax, Message: "TOML syntax error: " + pe.Message, Line: pe.Position.Line, Column: pe.Position.Col}
+			if secretLine(data, pe.Position.Line) {
+				p.Message = "TOML syntax error in the value of a secret key (what the parser found is not shown: it is part of the value)"
+			}
 		}
 		return nil, &p
 	}

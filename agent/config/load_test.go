@@ -97,8 +97,10 @@ func TestErrorClasses(t *testing.T) {
 			`streams.processing.guarantee: invalid value "twice": allowed values are "at_least_once", "exactly_once_v2"`, KindInvalid},
 		{"bad duration", "", `commit.interval.ms = "abc"`,
 			`agent.toml:7: streams.commit.interval.ms: invalid value "abc": expected milliseconds (integer) or a duration like "10s"`, KindInvalid},
-		{"refused group.protocol", "", `group.protocol = "streams"`,
-			`streams.group.protocol: value "streams" refused: StoatFlow is one instance in a classic consumer group; the streams rebalance protocol (KIP-1071) is not supported`, KindRefused},
+		{"group.protocol streams not supported yet", "", `group.protocol = "streams"`,
+			`streams.group.protocol: not supported yet: group.protocol = "streams" (issue 31`, KindUnsupported},
+		{"refused group.protocol consumer", "", `group.protocol = "consumer"`,
+			`streams.group.protocol: value "consumer" refused: Kafka Streams' consumer uses the classic group protocol`, KindRefused},
 		{"refused exactly_once", "", `processing.guarantee = "exactly_once"`,
 			`value "exactly_once" refused: removed in Kafka Streams 4.0, use exactly_once_v2`, KindRefused},
 		{"refused exactly_once_beta", "", `processing.guarantee = "exactly_once_beta"`,
@@ -131,6 +133,8 @@ func TestErrorClasses(t *testing.T) {
 		{"no queries at once", "http.query.max.concurrency = 0", "",
 			`agent.http.query.max.concurrency: invalid value 0: must be at least 1`, KindInvalid},
 		{"no time for a query", "http.query.timeout = 0", "", `agent.http.query.timeout: invalid value 0`, KindInvalid},
+		{"demo feeder with a real broker", `embedded.demo = "lines"`, "",
+			`agent.toml:3: agent.embedded.demo: a demo feeder writes into the embedded broker only (streams.bootstrap.servers = "embedded")`, KindInvalid},
 		{"tls cert without key", `http.tls.cert = "cert.pem"`, "",
 			`agent.http.tls.cert: set without agent.http.tls.key: HTTPS needs both`, KindInvalid},
 		{"tls key without cert", `http.tls.key = "key.pem"`, "",
@@ -165,7 +169,7 @@ func TestErrorClasses(t *testing.T) {
 			`sasl.jaas.config = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";'`,
 			`sasl.mechanism SCRAM-SHA-256 needs the login module org.apache.kafka.common.security.scram.ScramLoginModule`, KindInvalid},
 		{"bad jaas", "", "security.protocol = \"SASL_SSL\"\nsasl.mechanism = \"PLAIN\"\nsasl.jaas.config = 'PlainLoginModule username=\"u\";'",
-			`streams.sasl.jaas.config: invalid value: invalid control flag "username"`, KindInvalid},
+			`streams.sasl.jaas.config: invalid value: invalid control flag after the login module`, KindInvalid},
 		{"offset reset", "", `consumer.auto.offset.reset = "by_duration:1h"`,
 			`streams.consumer.auto.offset.reset: invalid value "by_duration:1h": "1h" is not an ISO-8601 duration`, KindInvalid},
 		{"negative offset reset", "", `auto.offset.reset = "by_duration:-PT1S"`,
@@ -456,6 +460,13 @@ func TestDefaults(t *testing.T) {
 	if cfg.GroupInstanceID != "wordcount-"+host {
 		t.Errorf("group.instance.id = %q", cfg.GroupInstanceID)
 	}
+	// A demo feeder needs the embedded broker.
+	demo, err := Parse([]byte(baseAgent+"embedded.demo = \"lines\"\n[streams]\napplication.id = \"wc\"\nbootstrap.servers = \"embedded\"\n"), tempDir(t), "agent.toml")
+	if err != nil {
+		t.Errorf("embedded.demo with the embedded broker: %v", err)
+	} else if demo.EmbeddedDemo != "lines" {
+		t.Errorf("embedded.demo = %q", demo.EmbeddedDemo)
+	}
 }
 
 func TestExactlyOnceDefaults(t *testing.T) {
@@ -487,7 +498,6 @@ http.query.timeout = "5s"
 log.level = "DEBUG"
 log.format = "json"
 embedded.partitions = 4
-embedded.demo = "lines"
 lua.call.timeout = "250ms"
 shutdown.timeout = 5000
 leave.group.on.close = true`, `state.dir = "state"
@@ -516,7 +526,6 @@ default.timestamp.extractor = "org.apache.kafka.streams.processor.WallclockTimes
 		{"level", cfg.LogLevel, slog.LevelDebug},
 		{"format", cfg.LogFormat, "json"},
 		{"partitions", cfg.EmbeddedPartitions, int32(4)},
-		{"demo", cfg.EmbeddedDemo, "lines"},
 		{"lua", cfg.LuaCallTimeout, 250 * time.Millisecond},
 		{"shutdown", cfg.ShutdownTimeout, 5 * time.Second},
 		{"leave", cfg.LeaveGroupOnClose, true},
@@ -618,5 +627,20 @@ func TestDefaultSerdesComeFromTheRegistry(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %s", name, err, want)
 		}
+	}
+}
+
+// A file that is not there names the closest file beside it, when one looks meant.
+func TestMissingFileNamesTheClosest(t *testing.T) {
+	dir := tempDir(t)
+	_, err := Parse([]byte("[agent]\nscripts = [\"wx.lua\"]\n"+baseStreams), dir, "agent.toml")
+	want := fmt.Sprintf("agent.toml:2: agent.scripts: cannot use %s: no such file or directory; did you mean %s?",
+		filepath.Join(dir, "wx.lua"), filepath.Join(dir, "wc.lua"))
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v\nwant %s", err, want)
+	}
+	_, err = Parse([]byte("[agent]\nscripts = [\"pipeline.lua\"]\n"+baseStreams), dir, "agent.toml")
+	if err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Fatalf("error %v, want no suggestion", err)
 	}
 }

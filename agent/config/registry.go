@@ -48,6 +48,7 @@ func register(k *Key) {
 		panic("config: duplicate key " + full)
 	}
 	byFull[full] = k
+	checkSecret(k)
 	for alias, canon := range k.Aliases {
 		if !slices.Contains(k.Allowed, canon) {
 			panic(fmt.Sprintf("config: %s: alias %s names %q, which is not an allowed value", full, alias, canon))

@@ -24,10 +24,17 @@ func (c *Config) CheckReload(next *Config) error {
 
 // ReloadDigests are a SHA-256 of the value of every key the file was written with, by full
 // name: what a running agent tells `validate --against` (GET /-/reload), so that it can
-// say which key changed without the values (a token among them) leaving the agent.
+// say which key changed without the values leaving the agent. A secret key gets the same
+// word whatever its value (secretSet): a digest of a password can be tested against guessed
+// ones, so of a secret only whether it is set is told; the agent itself compares its value
+// when it reloads (CheckReload).
 func (c *Config) ReloadDigests() map[string]string {
 	out := make(map[string]string, len(c.written))
 	for k, v := range c.written {
+		if key, _, _, _ := lookup(splitFull(k)); key != nil && key.Secret {
+			out[k] = secretSet
+			continue
+		}
 		data, _ := json.Marshal(v) // TOML values: strings, numbers, booleans, lists, times
 		sum := sha256.Sum256(data)
 		out[k] = hex.EncodeToString(sum[:])

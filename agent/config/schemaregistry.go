@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -17,7 +18,7 @@ type SchemaRegistry struct {
 	Embedded       bool
 	EmbeddedListen string
 	// User and Password come from basic.auth.user.info under basic.auth.credentials.source
-	// USER_INFO (with URL, credentials stay in the URLs).
+	// USER_INFO, from the URLs' user:password@ under URL (URLs hold none then).
 	User, Password string
 	// Token is bearer.auth.token; LogicalCluster and IdentityPoolID are sent as Confluent
 	// Cloud's target-sr-cluster and Confluent-Identity-Pool-Id headers.
@@ -30,6 +31,8 @@ type SchemaRegistry struct {
 	MaxRetries                  int
 	RetryWait, RetryMaxWait     time.Duration
 	ConnectTimeout, ReadTimeout time.Duration
+	// MaxResponseBytes is agent.schema.registry.max.response.bytes.
+	MaxResponseBytes int64
 }
 
 var strategyAliases = map[string]string{
@@ -44,12 +47,13 @@ var strategies = []string{"TopicNameStrategy", "RecordNameStrategy", "TopicRecor
 var registryKeys = keyTable{section: SectionStreams}
 
 var (
-	registryURL = declare[[]string](&registryKeys, Key{Name: "schema.registry.url", Type: TypeList,
-		Doc: `Schema Registry URLs for the avro, protobuf and json-schema serdes (tried in order); "embedded" starts an in-process registry on agent.embedded.schema.registry.listen.`})
+	// Secret: with basic.auth.credentials.source = URL the URLs carry user:password@.
+	registryURL = declare[[]string](&registryKeys, Key{Name: "schema.registry.url", Type: TypeList, Secret: true,
+		Doc: `Schema Registry URLs for the avro, protobuf and json-schema serdes (tried in order); "embedded" starts an in-process registry on agent.embedded.schema.registry.listen. Credentials in a URL (user:password@) are sent as basic auth with basic.auth.credentials.source = URL, and taken out of the URL the agent shows.`})
 	basicAuthCredentialsSource = declare[string](&registryKeys, Key{Name: "basic.auth.credentials.source", Type: TypeEnum, Default: "URL", Allowed: []string{"URL", "USER_INFO"},
 		Refuse: map[string]string{"SASL_INHERIT": "StoatFlow does not pass its Kafka SASL credentials to the registry; set basic.auth.user.info"},
 		Doc:    "Where the registry's basic-auth credentials come from: URL (user:password@ in schema.registry.url) or USER_INFO (basic.auth.user.info)."})
-	basicAuthUserInfo = declare[string](&registryKeys, Key{Name: "basic.auth.user.info", Type: TypePassword,
+	basicAuthUserInfo = declare[string](&registryKeys, Key{Name: "basic.auth.user.info", Type: TypeString, Secret: true,
 		Doc: "Basic-auth credentials as user:password, with basic.auth.credentials.source = USER_INFO."})
 	_ = registryKeys.add(Key{Name: "bearer.auth.credentials.source", Type: TypeEnum, Default: "STATIC_TOKEN", Allowed: []string{"STATIC_TOKEN"},
 		Refuse: map[string]string{
@@ -58,7 +62,7 @@ var (
 			"CUSTOM":                   "a Java class; set a token in bearer.auth.token",
 		},
 		Doc: "Where the registry's bearer token comes from: STATIC_TOKEN (bearer.auth.token)."})
-	bearerAuthToken = declare[string](&registryKeys, Key{Name: "bearer.auth.token", Type: TypePassword,
+	bearerAuthToken = declare[string](&registryKeys, Key{Name: "bearer.auth.token", Type: TypeString, Secret: true,
 		Doc: "Bearer token sent to the registry; empty means none."})
 	bearerAuthLogicalCluster = declare[string](&registryKeys, Key{Name: "bearer.auth.logical.cluster", Type: TypeString,
 		Doc: "Confluent Cloud's logical cluster of the registry (the target-sr-cluster header)."})
@@ -93,13 +97,18 @@ var (
 // agentKeys.
 var registryAgentKeys = keyTable{section: SectionAgent}
 
-var embeddedRegistryListen = declare[string](&registryAgentKeys, Key{Name: "embedded.schema.registry.listen", Type: TypeString, Default: "127.0.0.1:0",
-	Doc: `Address of the in-process Schema Registry used when schema.registry.url = "embedded" (port 0 picks a free port).`})
+var (
+	embeddedRegistryListen = declare[string](&registryAgentKeys, Key{Name: "embedded.schema.registry.listen", Type: TypeString, Default: "127.0.0.1:0",
+		Doc: `Address of the in-process Schema Registry used when schema.registry.url = "embedded" (port 0 picks a free port).`})
+	registryMaxResponseBytes = declare[int64](&registryAgentKeys, Key{Name: "schema.registry.max.response.bytes", Type: TypeLong, Default: "8388608", Min: 1024,
+		Doc: "Largest answer read from the Schema Registry (a schema with its references); a larger one fails the call unread, as a broken or hostile registry's would fill the agent's memory."})
+)
 
 func (b *builder) buildSchemaRegistry() {
 	c, r := b.cfg, &b.cfg.SchemaRegistry
 	r.URLs = registryURL.Get(c)
 	r.EmbeddedListen = embeddedRegistryListen.Get(c)
+	r.MaxResponseBytes = registryMaxResponseBytes.Get(c)
 	r.AutoRegister = autoRegisterSchemas.Get(c)
 	r.UseLatestVersion = useLatestVersion.Get(c)
 	r.KeyStrategy = keySubjectNameStrategy.Get(c)
@@ -118,17 +127,34 @@ func (b *builder) buildSchemaRegistry() {
 
 	urlKey := registryURL.FullName()
 	r.Embedded = len(r.URLs) == 1 && r.URLs[0] == "embedded"
+	var fromURL *url.Userinfo
 	if !r.Embedded {
-		for _, u := range r.URLs {
+		r.URLs = slices.Clone(r.URLs)
+		for i, u := range r.URLs {
 			if u == "embedded" {
 				b.fail(KindInvalid, urlKey, `"embedded" cannot be combined with other URLs`)
 				continue
 			}
 			p, err := url.Parse(u)
 			if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-				b.fail(KindInvalid, urlKey, "invalid value %q: expected an http:// or https:// URL", u)
+				b.fail(KindInvalid, urlKey, "invalid value %s: expected an http:// or https:// URL", redactURL(u))
+				continue
+			}
+			// Credentials leave the URL (basic.auth.credentials.source = URL sends them as
+			// basic auth): a URL is shown in errors and logs, and must not carry a password.
+			if p.User != nil {
+				if fromURL != nil && fromURL.String() != p.User.String() {
+					b.fail(KindInvalid, urlKey, "the URLs carry different credentials (user:password@): the registry's URLs are one registry, with one set")
+				}
+				fromURL = p.User
+				p.User = nil
+				r.URLs[i] = p.String()
 			}
 		}
+	}
+	if basicAuthCredentialsSource.Get(c) == "URL" && fromURL != nil {
+		r.User = fromURL.Username()
+		r.Password, _ = fromURL.Password()
 	}
 	if basicAuthCredentialsSource.Get(c) == "USER_INFO" {
 		user, pass, ok := strings.Cut(basicAuthUserInfo.Get(c), ":")
@@ -151,7 +177,7 @@ func (b *builder) buildSchemaRegistry() {
 		}
 	}
 	if !b.partial {
-		b.checkFile(registryTrustStore.FullName(), r.TrustStore)
-		b.checkFile(registryKeyStore.FullName(), r.KeyStore)
+		b.checkFile(registryTrustStore.FullName(), r.TrustStore, MaxPEMBytes)
+		b.checkFile(registryKeyStore.FullName(), r.KeyStore, MaxPEMBytes)
 	}
 }

@@ -13,7 +13,7 @@ func TestSchemaRegistryDefaults(t *testing.T) {
 		URLs: []string{"http://sr:8081"}, EmbeddedListen: "127.0.0.1:0", AutoRegister: true,
 		KeyStrategy: "TopicNameStrategy", ValueStrategy: "TopicNameStrategy",
 		MaxRetries: 3, RetryWait: time.Second, RetryMaxWait: 20 * time.Second,
-		ConnectTimeout: time.Minute, ReadTimeout: time.Minute,
+		ConnectTimeout: time.Minute, ReadTimeout: time.Minute, MaxResponseBytes: 8 << 20,
 	}
 	if !reflect.DeepEqual(r, want) {
 		t.Fatalf("got  %+v\nwant %+v", r, want)
@@ -48,7 +48,9 @@ func TestSchemaRegistryProblems(t *testing.T) {
 		kind          Kind
 	}{
 		{`schema.registry.url = ["embedded", "http://sr:8081"]`, `streams.schema.registry.url: "embedded" cannot be combined with other URLs`, KindInvalid},
-		{`schema.registry.url = "sr:8081"`, `streams.schema.registry.url: invalid value "sr:8081": expected an http:// or https:// URL`, KindInvalid},
+		// The key is secret (a URL may carry a password), and "ada:password" parses as a URL.
+		{`schema.registry.url = "sr:8081"`, `streams.schema.registry.url: invalid value (not shown: the key is secret): expected an http:// or https:// URL`, KindInvalid},
+		{`schema.registry.url = "ftp://ada:pw@sr"`, `streams.schema.registry.url: invalid value "ftp://ada:xxxxx@sr": expected an http:// or https:// URL`, KindInvalid},
 		{"schema.registry.url = \"http://sr\"\nbasic.auth.credentials.source = \"USER_INFO\"", "streams.basic.auth.user.info: required with basic.auth.credentials.source = USER_INFO", KindMissing},
 		{"schema.registry.url = \"http://sr\"\nbasic.auth.credentials.source = \"USER_INFO\"\nbasic.auth.user.info = \"ada\"", "streams.basic.auth.user.info: required with basic.auth.credentials.source = USER_INFO, as user:password", KindInvalid},
 		{"schema.registry.url = \"http://sr\"\nbasic.auth.user.info = \"a:b\"", "streams.basic.auth.user.info: set, but basic.auth.credentials.source is URL", KindInvalid},

@@ -15,10 +15,10 @@ import (
 // adds the file and key.
 func convert(k *Key, raw any) (any, error) {
 	switch k.Type {
-	case TypeString, TypePassword:
+	case TypeString:
 		s, ok := raw.(string)
 		if !ok {
-			return nil, fmt.Errorf("invalid value %s: expected a string", show(raw))
+			return nil, fmt.Errorf("invalid value %s: expected a string", valueText(k, raw))
 		}
 		return s, nil
 	case TypeInt, TypeLong:
@@ -159,12 +159,12 @@ func convertList(k *Key, raw any) (any, error) {
 		for _, e := range v {
 			s, ok := e.(string)
 			if !ok {
-				return nil, fmt.Errorf("invalid value %s: expected a list of strings", show(raw))
+				return nil, fmt.Errorf("invalid value %s: expected a list of strings", valueText(k, raw))
 			}
 			items = append(items, s)
 		}
 	default:
-		return nil, fmt.Errorf("invalid value %s: expected a list of strings or a comma-separated string", show(raw))
+		return nil, fmt.Errorf("invalid value %s: expected a list of strings or a comma-separated string", valueText(k, raw))
 	}
 	if len(k.Allowed) > 0 {
 		for i, item := range items {

@@ -110,6 +110,9 @@ func (f *fakeTopology) SetTap(node string, fn pipeline.TapFunc) error {
 	return nil
 }
 
+// ValueSerde: the fake's nodes have no serde known, their values show as they are.
+func (f *fakeTopology) ValueSerde(string) pipeline.Serde { return nil }
+
 func (f *fakeTopology) hook(node string) pipeline.TapFunc {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -240,7 +243,29 @@ func TestTapOutlivesTheServerTimeouts(t *testing.T) {
 	t.Fatalf("the stream ended before the record: %v", sc.Err())
 }
 
-// However fast a node emits, a tap shows at most its rate; the rest is counted as skipped.
+// tapEvents reads the events waiting in sub without blocking: the records shown and the
+// records they and the "skipped" events count as skipped.
+func tapEvents(t *testing.T, sub *Subscription) (shown, skipped int64) {
+	t.Helper()
+	for {
+		select {
+		case m := <-sub.Events:
+			var ev TapEvent
+			if err := json.Unmarshal(m.Data, &ev); err != nil {
+				t.Fatal(err)
+			}
+			if m.Event == "record" {
+				shown++
+			}
+			skipped += ev.Skipped
+		default:
+			return shown, skipped
+		}
+	}
+}
+
+// However fast a node emits, a tap shows at most its rate; every other record is counted as
+// skipped, by the next record shown or, once the node is quiet, by an event of its own.
 func TestTapSamplesAtMostItsRate(t *testing.T) {
 	const rate = 50
 	taps := NewTaps(rate, 1)
@@ -256,31 +281,67 @@ func TestTapSamplesAtMostItsRate(t *testing.T) {
 	hook := topo.hook("n")
 	// The bucket refills by the taps' own coarse clock (a tick every 10 ms), which a loaded
 	// machine can leave behind the wall clock: the bound is the time that clock saw pass.
+	// The events are read after every 40 records, fewer than the watcher's buffer holds
+	// (rate), so that none is lost however slowly the loop runs.
 	start := taps.now.Load()
-	const records = 200_000
-	for range records {
-		hook(pipeline.Record{Key: "k", Value: int64(1)})
+	const records, chunk = 200_000, 40
+	shown, skipped := int64(0), int64(0)
+	for i := 0; i < records; i += chunk {
+		for range chunk {
+			hook(pipeline.Record{Key: "k", Value: int64(1)})
+		}
+		sh, sk := tapEvents(t, sub)
+		shown, skipped = shown+sh, skipped+sk
 	}
 	elapsed := time.Duration(taps.now.Load() - start)
-	shown, skipped := int64(0), int64(0)
-	for len(sub.Events) > 0 {
-		var ev TapEvent
-		if err := json.Unmarshal(<-sub.Events, &ev); err != nil {
-			t.Fatal(err)
-		}
-		shown++
-		skipped += ev.Skipped
-	}
 	if most := int64(rate/10) + int64(elapsed.Seconds()*rate) + 1; shown < 1 || shown > most {
 		t.Fatalf("%d records shown in %v at %d/s (at most %d)", shown, elapsed, rate, most)
 	}
-	// Each record shown counts those skipped since the one before it.
-	if shown+skipped > records || skipped == 0 {
-		t.Fatalf("shown %d + skipped %d, of %d", shown, skipped, records)
+	waitFor(t, "every record shown or counted as skipped", func() bool {
+		_, sk := tapEvents(t, sub)
+		skipped += sk
+		return shown+skipped >= records
+	})
+	if shown+skipped != records || sub.Lost() != 0 {
+		t.Fatalf("shown %d + skipped %d, of %d (%d lost)", shown, skipped, records, sub.Lost())
 	}
 	taps.Unsubscribe(sub)
 	if _, err := taps.Subscribe("n"); err != nil {
 		t.Fatalf("a tap after the last one left: %v", err)
+	}
+}
+
+// A node that goes quiet right after records the sampling skipped still tells its watchers
+// how many: once no record was shown for a second, in an event "skipped".
+func TestTapReportsTheRecordsSkippedBeforeANodeWentQuiet(t *testing.T) {
+	taps := NewTaps(10, 1) // a burst of one record, a token every 100 ms
+	topo := follow(t, taps)
+	sub, err := taps.Subscribe("n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the hook", func() bool { return topo.hook("n") != nil })
+	hook := topo.hook("n")
+	// Emit until a record is not shown (the second, unless the clock refilled a token),
+	// then nothing more.
+	sent, shown := int64(0), int64(0)
+	for shown == sent {
+		hook(pipeline.Record{Key: "k", Value: sent, Offset: sent})
+		sent++
+		sh, _ := tapEvents(t, sub)
+		shown += sh
+	}
+	select {
+	case m := <-sub.Events:
+		var ev TapSkipped
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if m.Event != "skipped" || ev != (TapSkipped{Node: "n", Skipped: sent - shown}) {
+			t.Fatalf("after %d records, %d shown: event %s %s", sent, shown, m.Event, m.Data)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the %d records skipped were never reported", sent-shown)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stoatflow/stoatflow/luart/suggest"
 	"github.com/stoatflow/stoatflow/metrics"
 )
 
@@ -117,11 +118,16 @@ const tapWriteTimeout = 10 * time.Second
 const tapKeepAlive = 15 * time.Second
 
 // tap streams the records leaving a node as server-sent events (text/event-stream): an
-// event "record" per record shown, an event "lost" when the client fell behind.
+// event "record" per record shown, "skipped" for records skipped while none was shown, an
+// event "lost" when the client fell behind.
 func (s *Server) tap(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
-	if !slices.Contains(s.src.Nodes(), node) {
-		s.src.WriteError(w, http.StatusNotFound, "unknown_node", fmt.Sprintf("no node named %q in the running topology (GET /topology lists them)", node))
+	if nodes := s.src.Nodes(); !slices.Contains(nodes, node) {
+		msg := fmt.Sprintf("no node named %q in the running topology (GET /topology lists them)", node)
+		if best, ok := suggest.Closest(node, nodes); ok {
+			msg += fmt.Sprintf("; did you mean %q?", best)
+		}
+		s.src.WriteError(w, http.StatusNotFound, "unknown_node", msg)
 		return
 	}
 	sub, err := s.src.Taps.Subscribe(node)
@@ -167,7 +173,7 @@ func (s *Server) tap(w http.ResponseWriter, r *http.Request) {
 				lostEv, _ := json.Marshal(map[string]int64{"lost": lost})
 				msg = fmt.Appendf(msg, "event: lost\ndata: %s\n\n", lostEv)
 			}
-			msg = fmt.Appendf(msg, "event: record\ndata: %s\n\n", ev)
+			msg = fmt.Appendf(msg, "event: %s\ndata: %s\n\n", ev.Event, ev.Data)
 		}
 		if !send(msg) {
 			return

@@ -61,6 +61,10 @@ type PartitionStatus struct {
 	Idle       bool   `json:"idle"`
 	HoldsBack  bool   `json:"holdsBack"`
 	Lag        int64  `json:"lag"` // -1 when the consumer does not know it yet
+	// Position is the next offset the consumer reads, -1 before it reads the partition: two
+	// statuses tell how fast records arrive, which idleness does not (a partition whose
+	// consumer keeps up is idle between its records).
+	Position int64 `json:"position"`
 }
 
 // StoreStatus is one state store.

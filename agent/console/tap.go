@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"sync"
@@ -13,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/pipeline/serdes"
+	"github.com/stoatflow/stoatflow/pipeline/serdes/schemas"
 )
 
 // Taps lets clients watch the records leaving a node. While nobody watches a node, the
@@ -35,6 +38,9 @@ type Taps struct {
 	// installed are the hooks of the running topology; only Apply, on the processing
 	// goroutine, touches it.
 	installed map[string]*nodeTap
+	// hooks are the same hooks for the clock goroutine, which reports their skipped records
+	// (under mu).
+	hooks map[string]*nodeTap
 }
 
 // ErrTooManyTaps is Subscribe's answer when maxClients watchers are connected.
@@ -53,9 +59,24 @@ func (t *Taps) Rate() int { return t.rate }
 // Subscription is one watcher of one node.
 type Subscription struct {
 	node string
-	// Events are the encoded TapEvents, JSON.
-	Events chan []byte
+	// Events are what the watcher is shown, in order.
+	Events chan TapMessage
 	lost   atomic.Int64
+}
+
+// TapMessage is one event of a tap: a record shown (Event "record", Data the JSON of a
+// TapEvent), or records skipped while none was shown (Event "skipped", Data the JSON of a
+// TapSkipped).
+type TapMessage struct {
+	Event string
+	Data  []byte
+}
+
+// TapSkipped counts the records of a node not shown since the previous event of its tap,
+// when no record was shown for a second.
+type TapSkipped struct {
+	Node    string `json:"node"`
+	Skipped int64  `json:"skipped"`
 }
 
 // Lost returns, and resets, the number of records this watcher missed because its buffer
@@ -69,7 +90,7 @@ func (t *Taps) Subscribe(node string) (*Subscription, error) {
 	if t.clients >= t.maxClients {
 		return nil, ErrTooManyTaps
 	}
-	s := &Subscription{node: node, Events: make(chan []byte, t.rate)}
+	s := &Subscription{node: node, Events: make(chan TapMessage, t.rate)}
 	if t.subs[node] == nil {
 		t.subs[node] = map[*Subscription]bool{}
 	}
@@ -87,15 +108,38 @@ func (t *Taps) Subscribe(node string) (*Subscription, error) {
 // bucket refills.
 const clockTick = 10 * time.Millisecond
 
+// skipReportEvery is how often the records skipped while none was shown are reported.
+const skipReportEvery = time.Second
+
 func (t *Taps) runClock(stop chan struct{}) {
 	tick := time.NewTicker(clockTick)
 	defer tick.Stop()
+	report := time.NewTicker(skipReportEvery)
+	defer report.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case now := <-tick.C:
 			t.now.Store(now.UnixNano())
+		case <-report.C:
+			t.reportSkipped()
+		}
+	}
+}
+
+// reportSkipped publishes the skipped records of each node that showed none since the last
+// report: a node that goes quiet after a burst would otherwise never tell them.
+func (t *Taps) reportSkipped() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for node, nt := range t.hooks {
+		if nt.shown.Swap(false) {
+			continue
+		}
+		if n := nt.skipped.Swap(0); n > 0 {
+			ev, _ := json.Marshal(TapSkipped{Node: node, Skipped: n})
+			t.publishLocked(node, TapMessage{Event: "skipped", Data: ev})
 		}
 	}
 }
@@ -131,6 +175,7 @@ func (t *Taps) Changed() <-chan struct{} { return t.changed }
 // Tappable is the part of pipeline.Topology that Apply uses.
 type Tappable interface {
 	SetTap(node string, fn pipeline.TapFunc) error
+	ValueSerde(node string) pipeline.Serde
 }
 
 // Apply installs the hooks of the watched nodes in topo (every worker's topology, through
@@ -156,23 +201,35 @@ func (t *Taps) Apply(topo Tappable) {
 			nt = &nodeTap{taps: t, node: node, burst: max(float64(t.rate)/10, 1)}
 			t.installed[node] = nt
 		}
+		serde := topo.ValueSerde(node)
+		nt.mu.Lock()
+		nt.serde = serde
+		nt.mu.Unlock()
 		// A node the running topology does not have (its watchers connected before a
 		// reload removed it) shows nothing.
 		_ = topo.SetTap(node, nt.see)
 	}
+	t.mu.Lock()
+	t.hooks = maps.Clone(t.installed)
+	t.mu.Unlock()
 }
 
 // nodeTap is the hook of one watched node: a token bucket of rate per second, at most a
 // tenth of a second of them at once, so the records shown are spread over each second. The
 // node runs in every task of it, on every worker: mu serialises the hook's calls.
 type nodeTap struct {
-	taps    *Taps
-	node    string
-	burst   float64
-	mu      sync.Mutex
-	tokens  float64
-	last    int64 // the clock when tokens were last counted, 0 before the first record
-	skipped int64
+	taps  *Taps
+	node  string
+	burst float64
+	// mu guards serde, tokens and last.
+	mu     sync.Mutex
+	serde  pipeline.Serde // what the node's values are written with, nil when unknown
+	tokens float64
+	last   int64 // the clock when tokens were last counted, 0 before the first record
+	// skipped counts the records not shown since the last event; shown says a record was
+	// shown since the clock goroutine last looked (reportSkipped).
+	skipped atomic.Int64
+	shown   atomic.Bool
 }
 
 func (n *nodeTap) see(rec pipeline.Record) {
@@ -186,21 +243,23 @@ func (n *nodeTap) see(rec pipeline.Record) {
 	}
 	n.last = now
 	if n.tokens < 1 {
-		n.skipped++
+		n.skipped.Add(1)
 		return
 	}
 	n.tokens--
-	ev, err := json.Marshal(newTapEvent(n.node, rec, n.skipped))
+	rec.Value = asWritten(n.serde, rec.Value)
+	ev, err := json.Marshal(newTapEvent(n.node, rec, n.skipped.Swap(0)))
 	if err != nil {
 		ev = fmt.Appendf(nil, `{"node":%q,"error":%q}`, n.node, err.Error())
 	}
-	n.skipped = 0
-	n.taps.publish(n.node, ev)
+	n.shown.Store(true)
+	n.taps.mu.Lock()
+	n.taps.publishLocked(n.node, TapMessage{Event: "record", Data: ev})
+	n.taps.mu.Unlock()
 }
 
-func (t *Taps) publish(node string, ev []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// publishLocked hands ev to the watchers of node; t.mu is held.
+func (t *Taps) publishLocked(node string, ev TapMessage) {
 	for s := range t.subs[node] {
 		select {
 		case s.Events <- ev:
@@ -221,7 +280,7 @@ type TapEvent struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
-	// Skipped counts the records of the node not shown since the previous one (sampling).
+	// Skipped counts the records of the node not shown since the previous event (sampling).
 	Skipped int64 `json:"skipped"`
 }
 
@@ -244,6 +303,41 @@ func newTapEvent(node string, rec pipeline.Record, skipped int64) TapEvent {
 		}
 	}
 	return ev
+}
+
+// asWritten is v as serde writes it and reads it back, where that can differ from v and
+// costs nothing but time: through a number serde or a Schema Registry serde's local schema
+// (never the registry). So a tap shows what a store or topic will hold, as the store browser
+// does: a long beyond 2^53, which Lua holds as a decimal string (docs/lua.md), is a number.
+// A value the serde cannot write is shown as it is; the node's sink or store reports it.
+func asWritten(serde pipeline.Serde, v any) any {
+	if c, ok := v.(pipeline.Change); ok {
+		c.New, c.Old = asWritten(serde, c.New), asWritten(serde, c.Old)
+		return c
+	}
+	if v == nil || serde == nil {
+		return v
+	}
+	switch s := serde.(type) {
+	case *schemas.Serde:
+		if out, err := s.Typed(v); err == nil {
+			return out
+		}
+	case serdes.Long, serdes.Integer, serdes.Double:
+		in := v
+		if g, ok := v.(interface{ Value() (any, error) }); ok {
+			var err error
+			if in, err = g.Value(); err != nil {
+				return v
+			}
+		}
+		if b, err := s.Serialize("", nil, in); err == nil {
+			if out, err := s.Deserialize("", nil, b); err == nil {
+				return out
+			}
+		}
+	}
+	return v
 }
 
 // tapValue turns a value flowing between nodes (what the serdes decoded, what callbacks

@@ -42,6 +42,10 @@ type GroupRole struct {
 	// ActiveInstance and ActiveHost name the generation's active member.
 	ActiveInstance string
 	ActiveHost     string
+	// StandbyHosts are the hosts (application.server) of the generation's warm standbys
+	// that have one: Kafka Streams' standbyHosts of KeyQueryMetadata. A leader of an older
+	// version sends none.
+	StandbyHosts []string
 }
 
 // ActiveStrategy is a sarama balance strategy with sticky, lag-aware choice of the active
@@ -158,11 +162,17 @@ func (s *ActiveStrategy) Plan(members map[string]sarama.ConsumerGroupMemberMetad
 		return cmp.Compare(a.id, b.id)
 	})
 	active := cands[0]
+	var warmHosts []string
+	for i, c := range cands {
+		if i > 0 && i <= s.standbys && c.data.state.Host != "" {
+			warmHosts = append(warmHosts, c.data.state.Host)
+		}
+	}
 	plan := sarama.BalanceStrategyPlan{}
 	planned := make(map[string]GroupRole, len(cands))
 	for i, c := range cands {
 		r := GroupRole{Active: i == 0, Warm: i > 0 && i <= s.standbys,
-			ActiveInstance: active.data.state.InstanceID, ActiveHost: active.data.state.Host}
+			ActiveInstance: active.data.state.InstanceID, ActiveHost: active.data.state.Host, StandbyHosts: warmHosts}
 		planned[c.id] = r
 		plan[c.id] = map[string][]int32{}
 	}
@@ -194,7 +204,13 @@ func (s *ActiveStrategy) AssignmentData(memberID string, _ map[string][]int32, _
 	}
 	b := []byte{assignmentDataVersion, code}
 	b = appendString(b, r.ActiveInstance)
-	return appendString(b, r.ActiveHost), nil
+	b = appendString(b, r.ActiveHost)
+	// Added after the fields of the first version, which readers of that version ignore.
+	b = binary.BigEndian.AppendUint16(b, uint16(min(len(r.StandbyHosts), 0xffff)))
+	for _, h := range r.StandbyHosts[:min(len(r.StandbyHosts), 0xffff)] {
+		b = appendString(b, h)
+	}
+	return b, nil
 }
 
 // OnAssignment implements sarama.OnAssignmentBalanceStrategy; sarama calls it before the
@@ -280,8 +296,23 @@ func decodeAssignment(b []byte) (GroupRole, error) {
 	if r.ActiveInstance, rest, err = readString(rest); err != nil {
 		return r, err
 	}
-	if r.ActiveHost, _, err = readString(rest); err != nil {
+	if r.ActiveHost, rest, err = readString(rest); err != nil {
 		return r, err
+	}
+	if len(rest) == 0 {
+		return r, nil // a leader that sends no standby hosts
+	}
+	if len(rest) < 2 {
+		return r, errShortUserData
+	}
+	n := int(binary.BigEndian.Uint16(rest))
+	rest = rest[2:]
+	for range n {
+		var h string
+		if h, rest, err = readString(rest); err != nil {
+			return r, err
+		}
+		r.StandbyHosts = append(r.StandbyHosts, h)
 	}
 	return r, nil
 }

@@ -92,11 +92,17 @@ func TestActiveStrategyIsStickyAndPicksTheMostCaughtUp(t *testing.T) {
 	if got := rebalance(t, 3, topics, c, b, a); got != "a" {
 		t.Fatalf("c joined: active %s, want a (sticky)", got)
 	}
-	// Only the most caught-up standby is warm with num.standby.replicas = 1.
+	// Only the most caught-up standby is warm with num.standby.replicas = 1, and every
+	// member learns its host: the standby host of every key.
 	rb, _ := b.s.Role()
 	rc, _ := c.s.Role()
 	if !rc.Warm || rb.Warm {
 		t.Fatalf("warm: b %v, c %v; want c only", rb.Warm, rc.Warm)
+	}
+	for _, m := range []member{a, b, c} {
+		if r, _ := m.s.Role(); fmt.Sprint(r.StandbyHosts) != "[c:9464]" {
+			t.Fatalf("%s: standby hosts %v, want [c:9464]", m.id, r.StandbyHosts)
+		}
 	}
 	// a dies: the most caught-up standby takes over.
 	if got := rebalance(t, 4, topics, b, c); got != "c" {
@@ -106,6 +112,19 @@ func TestActiveStrategyIsStickyAndPicksTheMostCaughtUp(t *testing.T) {
 	pa = 1000
 	if got := rebalance(t, 5, topics, a, b, c); got != "c" {
 		t.Fatalf("a back: active %s, want c", got)
+	}
+}
+
+// An assignment of the first version, which names no standby hosts, still reads.
+func TestActiveStrategyReadsAssignmentsWithoutStandbyHosts(t *testing.T) {
+	b := []byte{assignmentDataVersion, roleWarm}
+	b = appendString(appendString(b, "i-a"), "a:9464")
+	r, err := decodeAssignment(b)
+	if err != nil || !r.Warm || r.ActiveHost != "a:9464" || r.StandbyHosts != nil {
+		t.Fatalf("role %+v, err %v", r, err)
+	}
+	if _, err := decodeAssignment(append(b, 0)); err == nil {
+		t.Fatal("a truncated list of standby hosts read without an error")
 	}
 }
 

@@ -203,8 +203,9 @@ func (c *Consumer) loop(ctx context.Context) {
 			// Joining again would be refused again, and the members the group has keep
 			// running: this member stops instead of waiting forever.
 			c.failedErr = fmt.Errorf("consumer group %q refused this member (INCONSISTENT_GROUP_PROTOCOL): its members speak another assignment protocol than this one's %v, "+
-				"so another client (an older StoatFlow agent, another consumer) uses the group %q; StoatFlow never splits the partitions of an application between agents: "+
-				"stop the other members or give this agent another application.id: %w",
+				"so another client (a Kafka Streams instance of the application, an older StoatFlow agent, another consumer) uses the group %q; StoatFlow never splits the partitions of an application between agents: "+
+				"stop the other members (one stopped without leaving the group, or killed, stays a member until its session.timeout.ms has passed) "+
+				"or give this agent another application.id: %w",
 				c.groupID, strategyNames(c.cfg), c.groupID, err)
 			close(c.failed)
 			return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,17 +17,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
 
 // testMaxPollRecords is max.poll.records' default.
 const testMaxPollRecords = 1000
 
-func newTestConsumer(t *testing.T, e *Embedded, group string, topics []string, cfg *sarama.Config, h RebalanceHandler) *Consumer {
+func newTestConsumer(t *testing.T, e testCluster, group string, topics []string, cfg *sarama.Config, h RebalanceHandler) *Consumer {
 	t.Helper()
 	return newTestConsumerPolling(t, e, group, topics, cfg, testMaxPollRecords, h)
 }
 
-func newTestConsumerPolling(t *testing.T, e *Embedded, group string, topics []string, cfg *sarama.Config, maxPollRecords int, h RebalanceHandler) *Consumer {
+func newTestConsumerPolling(t *testing.T, e testCluster, group string, topics []string, cfg *sarama.Config, maxPollRecords int, h RebalanceHandler) *Consumer {
 	t.Helper()
 	c, err := NewConsumer(e.Addrs(), group, topics, cfg, maxPollRecords, h)
 	if err != nil {
@@ -64,8 +66,12 @@ func receive(t *testing.T, c *Consumer, n int) []pipeline.SourceRecord {
 }
 
 func TestConsumeRoundTrip(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "rt", 2)
+	consumeRoundTrip(t, startBroker(t))
+}
+
+func consumeRoundTrip(t *testing.T, e testCluster) {
+	rt := kafkatest.Name(t, "rt")
+	createTopic(t, e, rt, 2)
 	p, err := NewProducer(e.Addrs(), testConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +100,7 @@ func TestConsumeRoundTrip(t *testing.T) {
 			s.headers = nil
 		}
 		want = append(want, s)
-		if err := p.Send("rt", int32(i%2), s.key, s.value, s.headers, s.ts, nil); err != nil {
+		if err := p.Send(rt, int32(i%2), s.key, s.value, s.headers, s.ts, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,7 +109,7 @@ func TestConsumeRoundTrip(t *testing.T) {
 	}
 
 	r := &recorder{}
-	c := newTestConsumer(t, e, "rt-group", []string{"rt"}, testConfig(), r)
+	c := newTestConsumer(t, e, kafkatest.Name(t, "rt-group"), []string{rt}, testConfig(), r)
 	c.Start(t.Context())
 	got := receive(t, c, len(want))
 	if r.generation.Load() == 0 {
@@ -138,23 +144,29 @@ func TestConsumeRoundTrip(t *testing.T) {
 	}
 
 	assigned, _ := r.calls()
-	if want := []pipeline.TopicPartition{{Topic: "rt", Partition: 0}, {Topic: "rt", Partition: 1}}; !reflect.DeepEqual(assigned[len(assigned)-1], want) {
+	if want := []pipeline.TopicPartition{{Topic: rt, Partition: 0}, {Topic: rt, Partition: 1}}; !reflect.DeepEqual(assigned[len(assigned)-1], want) {
 		t.Errorf("Assigned %v, want %v", assigned, want)
 	}
 	eventually(t, 10*time.Second, "lag 0 on both partitions", func() bool {
 		lag := c.Lag()
-		return len(lag) == 2 && lag[pipeline.TopicPartition{Topic: "rt", Partition: 0}] == 0 && lag[pipeline.TopicPartition{Topic: "rt", Partition: 1}] == 0
+		return len(lag) == 2 && lag[pipeline.TopicPartition{Topic: rt, Partition: 0}] == 0 && lag[pipeline.TopicPartition{Topic: rt, Partition: 1}] == 0
 	})
 }
 
 func TestCommitThenResume(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "resume", 2)
-	produceN(t, e, "resume", 0, 0, 10)
-	tp0, tp1 := pipeline.TopicPartition{Topic: "resume", Partition: 0}, pipeline.TopicPartition{Topic: "resume", Partition: 1}
+	commitThenResume(t, startBroker(t))
+}
+
+func commitThenResume(t *testing.T, e testCluster) {
+	resume, group := kafkatest.Name(t, "resume"), kafkatest.Name(t, "resume-group")
+	internalTopic := kafkatest.Name(t, "internal")
+	createTopic(t, e, resume, 2)
+	createTopic(t, e, internalTopic, 1)
+	produceN(t, e, resume, 0, 0, 10)
+	tp0, tp1 := pipeline.TopicPartition{Topic: resume, Partition: 0}, pipeline.TopicPartition{Topic: resume, Partition: 1}
 
 	r := &recorder{}
-	c := newTestConsumer(t, e, "resume-group", []string{"resume"}, testConfig(), r)
+	c := newTestConsumer(t, e, group, []string{resume}, testConfig(), r)
 	if err := c.Commit(map[pipeline.TopicPartition]int64{tp0: 1}); err == nil {
 		t.Error("Commit before any generation: want an error")
 	}
@@ -164,15 +176,20 @@ func TestCommitThenResume(t *testing.T) {
 	if err := c.Commit(map[pipeline.TopicPartition]int64{tp0: 6}); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
-	if err := c.Commit(map[pipeline.TopicPartition]int64{{Topic: "other", Partition: 0}: 1}); err == nil {
-		t.Error("Commit of a partition not assigned: want an error")
+	if err := c.Commit(map[pipeline.TopicPartition]int64{{Topic: resume, Partition: 2}: 1}); err == nil {
+		t.Error("Commit of a partition of the subscription not assigned: want an error")
 	}
-	committed, err := c.Committed([]pipeline.TopicPartition{tp0, tp1})
+	// A topic beside the subscription (an internal topic of Kafka Streams taken over).
+	internal := pipeline.TopicPartition{Topic: internalTopic, Partition: 0}
+	if err := c.Commit(map[pipeline.TopicPartition]int64{internal: 3}); err != nil {
+		t.Errorf("Commit of a partition beside the subscription: %v", err)
+	}
+	committed, err := c.Committed([]pipeline.TopicPartition{tp0, tp1, internal})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if committed[tp0] != 6 || committed[tp1] != -1 {
-		t.Fatalf("Committed = %v, want %v:6 and %v:-1", committed, tp0, tp1)
+	if committed[tp0] != 6 || committed[tp1] != -1 || committed[internal] != 3 {
+		t.Fatalf("Committed = %v, want %v:6, %v:-1 and %v:3", committed, tp0, tp1, internal)
 	}
 	if err := c.Close(true); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -181,7 +198,7 @@ func TestCommitThenResume(t *testing.T) {
 		t.Error("Commit after Close: want an error")
 	}
 
-	c2 := newTestConsumer(t, e, "resume-group", []string{"resume"}, testConfig(), &recorder{})
+	c2 := newTestConsumer(t, e, group, []string{resume}, testConfig(), &recorder{})
 	c2.Start(t.Context())
 	got := receive(t, c2, 4)
 	if got[0].Offset != 6 || got[3].Offset != 9 {
@@ -193,12 +210,16 @@ func TestCommitThenResume(t *testing.T) {
 // nobody reads until the Messages channel is full (or, with larger batches, holds them all)
 // and sarama has fetched the rest.
 func TestBatchesKeepToMaxPollRecords(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "poll", 1)
+	batchesKeepToMaxPollRecords(t, startBroker(t))
+}
+
+func batchesKeepToMaxPollRecords(t *testing.T, e testCluster) {
+	poll := kafkatest.Name(t, "poll")
+	createTopic(t, e, poll, 1)
 	const n, maxPoll = 200, 7
-	produceN(t, e, "poll", 0, 0, n)
-	tp := pipeline.TopicPartition{Topic: "poll", Partition: 0}
-	c := newTestConsumerPolling(t, e, "poll-group", []string{"poll"}, testConfig(), maxPoll, &recorder{})
+	produceN(t, e, poll, 0, 0, n)
+	tp := pipeline.TopicPartition{Topic: poll, Partition: 0}
+	c := newTestConsumerPolling(t, e, kafkatest.Name(t, "poll-group"), []string{poll}, testConfig(), maxPoll, &recorder{})
 	c.Start(t.Context())
 	eventually(t, 30*time.Second, "a full Messages channel", func() bool {
 		lag, ok := c.Lag()[tp]
@@ -230,15 +251,19 @@ func TestBatchesKeepToMaxPollRecords(t *testing.T) {
 }
 
 func TestRevokingOnCloseDropsBufferedBatches(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "backlog", 1)
+	revokingOnCloseDropsBufferedBatches(t, startBroker(t))
+}
+
+func revokingOnCloseDropsBufferedBatches(t *testing.T, e testCluster) {
+	backlog, group := kafkatest.Name(t, "backlog"), kafkatest.Name(t, "backlog-group")
+	createTopic(t, e, backlog, 1)
 	const n = 3000
-	produceN(t, e, "backlog", 0, 0, n)
-	tp := pipeline.TopicPartition{Topic: "backlog", Partition: 0}
+	produceN(t, e, backlog, 0, 0, n)
+	tp := pipeline.TopicPartition{Topic: backlog, Partition: 0}
 
 	r := &recorder{}
 	const maxPoll = 100
-	c := newTestConsumerPolling(t, e, "backlog-group", []string{"backlog"}, testConfig(), maxPoll, r)
+	c := newTestConsumerPolling(t, e, group, []string{backlog}, testConfig(), maxPoll, r)
 	var commitErr error
 	r.onRevoking = func([]pipeline.TopicPartition) {
 		commitErr = c.Commit(map[pipeline.TopicPartition]int64{tp: 1})
@@ -263,7 +288,7 @@ func TestRevokingOnCloseDropsBufferedBatches(t *testing.T) {
 	if commitErr != nil {
 		t.Fatalf("Commit inside Revoking: %v", commitErr)
 	}
-	if got := e.cluster.GroupInfo("backlog-group").Commits["backlog"][0].Offset; got != 1 {
+	if got := committedOffset(t, e, group, tp); got != 1 {
 		t.Errorf("committed offset = %d, want 1", got)
 	}
 	for batch := range c.Messages() {
@@ -272,10 +297,14 @@ func TestRevokingOnCloseDropsBufferedBatches(t *testing.T) {
 }
 
 func TestRebalanceBetweenTwoMembers(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "shared", 2)
-	produceN(t, e, "shared", 0, 0, 5)
-	produceN(t, e, "shared", 1, 0, 5)
+	rebalanceBetweenTwoMembers(t, startBroker(t))
+}
+
+func rebalanceBetweenTwoMembers(t *testing.T, e testCluster) {
+	shared, group := kafkatest.Name(t, "shared"), kafkatest.Name(t, "shared-group")
+	createTopic(t, e, shared, 2)
+	produceN(t, e, shared, 0, 0, 5)
+	produceN(t, e, shared, 1, 0, 5)
 
 	drain := func(c *Consumer, wg *sync.WaitGroup) {
 		defer wg.Done()
@@ -286,7 +315,7 @@ func TestRebalanceBetweenTwoMembers(t *testing.T) {
 	defer wg.Wait()
 
 	ra := &recorder{}
-	a := newTestConsumer(t, e, "shared-group", []string{"shared"}, testConfig(), ra)
+	a := newTestConsumer(t, e, group, []string{shared}, testConfig(), ra)
 	var revokeCommitErr error
 	ra.onRevoking = func(tps []pipeline.TopicPartition) {
 		offsets := map[pipeline.TopicPartition]int64{}
@@ -301,7 +330,7 @@ func TestRebalanceBetweenTwoMembers(t *testing.T) {
 	eventually(t, 30*time.Second, "first member assigned", func() bool { return ra.generation.Load() == 1 })
 
 	rb := &recorder{}
-	b := newTestConsumer(t, e, "shared-group", []string{"shared"}, testConfig(), rb)
+	b := newTestConsumer(t, e, group, []string{shared}, testConfig(), rb)
 	b.Start(t.Context())
 	wg.Add(1)
 	go drain(b, &wg)
@@ -311,7 +340,7 @@ func TestRebalanceBetweenTwoMembers(t *testing.T) {
 
 	aAssigned, aRevoked := ra.calls()
 	bAssigned, _ := rb.calls()
-	if want := []pipeline.TopicPartition{{Topic: "shared", Partition: 0}, {Topic: "shared", Partition: 1}}; !reflect.DeepEqual(aRevoked[0], want) {
+	if want := []pipeline.TopicPartition{{Topic: shared, Partition: 0}, {Topic: shared, Partition: 1}}; !reflect.DeepEqual(aRevoked[0], want) {
 		t.Errorf("first member revoked %v, want %v", aRevoked[0], want)
 	}
 	if revokeCommitErr != nil {
@@ -330,22 +359,34 @@ func TestRebalanceBetweenTwoMembers(t *testing.T) {
 }
 
 func TestStaticMembership(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "static", 2)
+	staticMembership(t, startBroker(t))
+}
+
+func staticMembership(t *testing.T, e testCluster) {
+	static, group := kafkatest.Name(t, "static"), kafkatest.Name(t, "static-group")
+	createTopic(t, e, static, 2)
 	cfg := testConfig()
 	cfg.Consumer.Group.InstanceId = "node-1"
-	members := func() []kfakeMember {
-		var ms []kfakeMember
-		if gi := e.cluster.GroupInfo("static-group"); gi != nil {
-			for _, m := range gi.Members {
-				ms = append(ms, kfakeMember{m.MemberID, m.InstanceID})
-			}
+	admin, err := sarama.NewClusterAdmin(e.Addrs(), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	members := func() []groupMember {
+		t.Helper()
+		groups, err := admin.DescribeConsumerGroups([]string{group})
+		if err != nil || len(groups) != 1 {
+			t.Fatalf("describe group %s: %v %v", group, groups, err)
+		}
+		var ms []groupMember
+		for id, m := range groups[0].Members {
+			ms = append(ms, groupMember{id, m.GroupInstanceId})
 		}
 		return ms
 	}
 
 	r1 := &recorder{}
-	c1 := newTestConsumer(t, e, "static-group", []string{"static"}, cfg, r1)
+	c1 := newTestConsumer(t, e, group, []string{static}, cfg, r1)
 	c1.Start(t.Context())
 	eventually(t, 30*time.Second, "static member assigned", func() bool { return r1.generation.Load() == 1 })
 	ms := members()
@@ -362,11 +403,11 @@ func TestStaticMembership(t *testing.T) {
 	}
 
 	r2 := &recorder{}
-	c2 := newTestConsumer(t, e, "static-group", []string{"static"}, cfg, r2)
+	c2 := newTestConsumer(t, e, group, []string{static}, cfg, r2)
 	c2.Start(t.Context())
 	eventually(t, 30*time.Second, "restarted static member assigned", func() bool { return r2.generation.Load() >= 1 })
 	assigned, _ := r2.calls()
-	if want := []pipeline.TopicPartition{{Topic: "static", Partition: 0}, {Topic: "static", Partition: 1}}; !reflect.DeepEqual(assigned[len(assigned)-1], want) {
+	if want := []pipeline.TopicPartition{{Topic: static, Partition: 0}, {Topic: static, Partition: 1}}; !reflect.DeepEqual(assigned[len(assigned)-1], want) {
 		t.Errorf("restarted member assigned %v, want %v", assigned, want)
 	}
 
@@ -377,12 +418,13 @@ func TestStaticMembership(t *testing.T) {
 	eventually(t, 3*time.Second, "the static member to leave", func() bool { return len(members()) == 0 })
 }
 
-type kfakeMember struct {
+// groupMember is a member of a group as DescribeGroups names it.
+type groupMember struct {
 	id       string
 	instance *string
 }
 
-func (m kfakeMember) String() string {
+func (m groupMember) String() string {
 	if m.instance == nil {
 		return m.id
 	}
@@ -390,12 +432,16 @@ func (m kfakeMember) String() string {
 }
 
 func TestConsumerReportsJoinErrors(t *testing.T) {
-	e := startBroker(t)
-	c := newTestConsumer(t, e, "lost-group", []string{"no-such-topic"}, testConfig(), &recorder{})
+	consumerReportsJoinErrors(t, startBroker(t))
+}
+
+func consumerReportsJoinErrors(t *testing.T, e testCluster) {
+	group := kafkatest.Name(t, "lost-group")
+	c := newTestConsumer(t, e, group, []string{kafkatest.Name(t, "no-such-topic")}, testConfig(), &recorder{})
 	c.Start(t.Context())
 	select {
 	case err := <-c.Errors():
-		if err == nil || !strings.Contains(err.Error(), `"lost-group"`) {
+		if err == nil || !strings.Contains(err.Error(), strconv.Quote(group)) {
 			t.Fatalf("error %v does not name the group", err)
 		}
 	case <-time.After(30 * time.Second):
@@ -436,15 +482,19 @@ func TestNewConsumerRefusesBadConfig(t *testing.T) {
 // with nothing to fetch and a long wait, a commit still returns at once, as the Java
 // consumer's does on its own connection to the coordinator.
 func TestCommitDoesNotWaitForAFetchLongPoll(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "idle", 1)
-	produceN(t, e, "idle", 0, 0, 1)
+	commitDoesNotWaitForAFetchLongPoll(t, startBroker(t))
+}
+
+func commitDoesNotWaitForAFetchLongPoll(t *testing.T, e testCluster) {
+	idle := kafkatest.Name(t, "idle")
+	createTopic(t, e, idle, 1)
+	produceN(t, e, idle, 0, 0, 1)
 	cfg := testConfig()
 	cfg.Consumer.MaxWaitTime = 4 * time.Second // below the session timeout: heartbeats wait too
-	c := newTestConsumer(t, e, "idle-group", []string{"idle"}, cfg, &recorder{})
+	c := newTestConsumer(t, e, kafkatest.Name(t, "idle-group"), []string{idle}, cfg, &recorder{})
 	c.Start(t.Context())
 	receive(t, c, 1)
-	tp := pipeline.TopicPartition{Topic: "idle", Partition: 0}
+	tp := pipeline.TopicPartition{Topic: idle, Partition: 0}
 	for i := range 3 {
 		start := time.Now()
 		if err := c.Commit(map[pipeline.TopicPartition]int64{tp: 1}); err != nil {

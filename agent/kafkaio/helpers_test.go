@@ -12,6 +12,14 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
+// testCluster is the broker a test body runs against: an *Embedded (kfake, startBroker) or,
+// in the body's twin in a *_kafka_test.go file, Apache Kafka 4.4 (onKafka). A body that
+// runs on both names its topics, groups and transactional ids with kafkatest.Name: a
+// shared Apache Kafka cluster has other tests' too.
+type testCluster interface {
+	Addrs() []string
+}
+
 // startBroker starts an embedded broker that the test closes at its end.
 func startBroker(t *testing.T) *Embedded {
 	t.Helper()
@@ -39,7 +47,7 @@ func testConfig() *sarama.Config {
 }
 
 // createTopic creates topic on e with the given partition count.
-func createTopic(t *testing.T, e *Embedded, topic string, partitions int32) {
+func createTopic(t *testing.T, e testCluster, topic string, partitions int32) {
 	t.Helper()
 	if err := EnsureTopics(e.Addrs(), testConfig(), map[string]TopicSpec{
 		topic: {Partitions: partitions, ReplicationFactor: -1},
@@ -61,9 +69,15 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 }
 
 // produceN sends n records key-i/value-i to partition p of topic and flushes them.
-func produceN(t *testing.T, e *Embedded, topic string, p int32, from, n int) {
+func produceN(t *testing.T, e testCluster, topic string, p int32, from, n int) {
 	t.Helper()
-	prod, err := NewProducer(e.Addrs(), testConfig())
+	produceNWith(t, e, testConfig(), topic, p, from, n)
+}
+
+// produceNWith is produceN with a producer of cfg.
+func produceNWith(t *testing.T, e testCluster, cfg *sarama.Config, topic string, p int32, from, n int) {
+	t.Helper()
+	prod, err := NewProducer(e.Addrs(), cfg)
 	if err != nil {
 		t.Fatalf("NewProducer: %v", err)
 	}

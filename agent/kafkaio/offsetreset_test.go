@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
 
 // sendAt sends records value-<from>.. to partition 0 of topic with the given timestamps.
-func sendAt(t *testing.T, e *Embedded, topic string, from int, timestamps ...int64) {
+func sendAt(t *testing.T, e testCluster, topic string, from int, timestamps ...int64) {
 	t.Helper()
 	prod, err := NewProducer(e.Addrs(), testConfig())
 	if err != nil {
@@ -33,36 +34,48 @@ func sendAt(t *testing.T, e *Embedded, topic string, from int, timestamps ...int
 // start, the log end, or the first record at most the duration old (found by timestamp);
 // a committed offset wins over every policy.
 func TestOffsetResetPolicies(t *testing.T) {
-	e := startBroker(t)
-	for _, topic := range []string{"r-earliest", "r-latest", "r-duration"} {
+	offsetResetPolicies(t, startBroker(t))
+}
+
+func offsetResetPolicies(t *testing.T, e testCluster) {
+	earliest, latest, duration := kafkatest.Name(t, "r-earliest"), kafkatest.Name(t, "r-latest"), kafkatest.Name(t, "r-duration")
+	for _, topic := range []string{earliest, latest, duration} {
 		createTopic(t, e, topic, 1)
 	}
 	now := time.Now().UnixMilli()
 	old, recent := now-2*time.Hour.Milliseconds(), now-time.Minute.Milliseconds()
-	sendAt(t, e, "r-earliest", 0, old, old)
-	sendAt(t, e, "r-latest", 0, recent, recent, recent)
-	sendAt(t, e, "r-duration", 0, old, old, old, recent, recent)
+	sendAt(t, e, earliest, 0, old, old)
+	sendAt(t, e, latest, 0, recent, recent, recent)
+	sendAt(t, e, duration, 0, old, old, old, recent, recent)
 	policies := map[string]pipeline.OffsetReset{
-		"r-latest":   {Strategy: pipeline.ResetLatest},
-		"r-duration": {Strategy: pipeline.ResetByDuration, Duration: time.Hour.Milliseconds()},
+		latest:   {Strategy: pipeline.ResetLatest},
+		duration: {Strategy: pipeline.ResetByDuration, Duration: time.Hour.Milliseconds()},
 	}
-	topics := []string{"r-duration", "r-earliest", "r-latest"}
+	topics := []string{duration, earliest, latest}
+	group := kafkatest.Name(t, "reset-group")
 	start := func() (*Consumer, *recorder) {
 		r := &recorder{}
-		c := newTestConsumer(t, e, "reset-group", topics, testConfig(), r)
+		c := newTestConsumer(t, e, group, topics, testConfig(), r)
 		c.SetOffsetReset(func(topic string) pipeline.OffsetReset { return policies[topic] })
 		c.Start(t.Context())
 		eventually(t, 30*time.Second, "an assignment", func() bool { return r.generation.Load() > 0 })
 		return c, r
 	}
+	at := func(topic string, offsets ...int) []string {
+		var out []string
+		for _, o := range offsets {
+			out = append(out, fmt.Sprintf("%s@%d", topic, o))
+		}
+		return out
+	}
 	c, _ := start()
-	sendAt(t, e, "r-latest", 3, now, now)
+	sendAt(t, e, latest, 3, now, now)
 	got := received(receive(t, c, 6))
-	want := []string{"r-duration@3", "r-duration@4", "r-earliest@0", "r-earliest@1", "r-latest@3", "r-latest@4"}
+	want := slices.Sorted(slices.Values(slices.Concat(at(duration, 3, 4), at(earliest, 0, 1), at(latest, 3, 4))))
 	if !slices.Equal(got, want) {
 		t.Fatalf("received %v, want %v", got, want)
 	}
-	if err := c.Commit(map[pipeline.TopicPartition]int64{{Topic: "r-latest", Partition: 0}: 4}); err != nil {
+	if err := c.Commit(map[pipeline.TopicPartition]int64{{Topic: latest, Partition: 0}: 4}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Close(true); err != nil {
@@ -71,9 +84,9 @@ func TestOffsetResetPolicies(t *testing.T) {
 
 	c, _ = start()
 	got = received(receive(t, c, 5))
-	want = []string{"r-duration@3", "r-duration@4", "r-earliest@0", "r-earliest@1", "r-latest@4"}
+	want = slices.Sorted(slices.Values(slices.Concat(at(duration, 3, 4), at(earliest, 0, 1), at(latest, 4))))
 	if !slices.Equal(got, want) {
-		t.Fatalf("after a commit of r-latest-0 at 4: received %v, want %v", got, want)
+		t.Fatalf("after a commit of %s-0 at 4: received %v, want %v", latest, got, want)
 	}
 }
 
@@ -89,10 +102,14 @@ func received(msgs []pipeline.SourceRecord) []string {
 // A partition without a committed offset whose policy is none stops the member, naming
 // the topic-partition, as Kafka's NoOffsetForPartitionException stops a stream thread.
 func TestOffsetResetNoneFails(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "r-none", 1)
-	sendAt(t, e, "r-none", 0, 1)
-	c := newTestConsumer(t, e, "none-group", []string{"r-none"}, testConfig(), &recorder{})
+	offsetResetNoneFails(t, startBroker(t))
+}
+
+func offsetResetNoneFails(t *testing.T, e testCluster) {
+	none := kafkatest.Name(t, "r-none")
+	createTopic(t, e, none, 1)
+	sendAt(t, e, none, 0, 1)
+	c := newTestConsumer(t, e, kafkatest.Name(t, "none-group"), []string{none}, testConfig(), &recorder{})
 	c.SetOffsetReset(func(string) pipeline.OffsetReset { return pipeline.OffsetReset{Strategy: pipeline.ResetNone} })
 	c.Start(t.Context())
 	select {
@@ -103,7 +120,7 @@ func TestOffsetResetNoneFails(t *testing.T) {
 		t.Fatal("the member did not fail")
 	}
 	err := c.FailedErr()
-	if !errors.Is(err, ErrNoOffset) || !strings.Contains(err.Error(), "r-none-0") {
-		t.Fatalf("FailedErr = %v, want ErrNoOffset naming r-none-0", err)
+	if !errors.Is(err, ErrNoOffset) || !strings.Contains(err.Error(), none+"-0") {
+		t.Fatalf("FailedErr = %v, want ErrNoOffset naming %s-0", err, none)
 	}
 }

@@ -1,9 +1,11 @@
 package kafkaio
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -12,14 +14,16 @@ import (
 
 // Commit commits next offsets (last processed + 1) synchronously, in the current
 // generation; it is valid from inside Revoking too. It fails when no generation is
-// running, when a partition is not assigned to this member, or when the coordinator
-// refuses the commit (e.g. a rebalance is completing or the generation is gone).
+// running, when a partition of the subscription is not assigned to this member, or when
+// the coordinator refuses the commit (e.g. a rebalance is completing or the generation is
+// gone). Partitions of other topics (Kafka Streams' internal topics the agent took over)
+// are committed as given.
 func (c *Consumer) Commit(offsets map[pipeline.TopicPartition]int64) error {
 	if len(offsets) == 0 {
 		return nil
 	}
 	c.mu.Lock()
-	g, closed := c.gen, c.closed
+	g, closed, topics := c.gen, c.closed, c.topics
 	c.mu.Unlock()
 	if g == nil {
 		if closed {
@@ -35,7 +39,7 @@ func (c *Consumer) Commit(offsets map[pipeline.TopicPartition]int64) error {
 		req.GroupInstanceId = &id
 	}
 	for tp, off := range offsets {
-		if _, ok := g.claims[tp]; !ok {
+		if _, ok := g.claims[tp]; !ok && slices.Contains(topics, tp.Topic) {
 			return fmt.Errorf("commit offsets of group %q: %s/%d is not assigned in generation %d", c.groupID, tp.Topic, tp.Partition, g.id)
 		}
 		if off < 0 {
@@ -71,10 +75,68 @@ func (c *Consumer) Commit(offsets map[pipeline.TopicPartition]int64) error {
 	return nil
 }
 
+// stableOffsetsWait bounds how long Committed waits for stable offsets: the Java consumer's
+// bound for committed(), default.api.timeout.ms.
+const stableOffsetsWait = 60 * time.Second
+
 // Committed returns the committed offset of each partition, -1 where the group has none.
-// It needs no generation: it reads what the group coordinator stores.
+// It needs no generation: it reads what the group coordinator stores. A read_committed
+// consumer asks for stable offsets (KIP-447, as the Java consumer does): while a
+// transaction that commits offsets of these partitions is completing (committed, its
+// markers not all written), the coordinator answers UNSTABLE_OFFSET_COMMIT instead of the
+// offsets before it, which would have the member read again records whose outputs that
+// transaction committed; Committed then asks again, for up to stableOffsetsWait.
 func (c *Consumer) Committed(tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
-	out := make(map[pipeline.TopicPartition]int64, len(tps))
+	var committed map[pipeline.TopicPartition]CommittedOffset
+	var err error
+	if c.cfg.Consumer.IsolationLevel == sarama.ReadCommitted {
+		ctx, cancel := context.WithTimeout(context.Background(), stableOffsetsWait)
+		defer cancel()
+		committed, err = c.CommittedStable(ctx, tps)
+	} else {
+		committed, err = c.committed(tps, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[pipeline.TopicPartition]int64, len(committed))
+	for tp, o := range committed {
+		out[tp] = o.Offset
+	}
+	return out, nil
+}
+
+// CommittedOffset is a committed offset (-1: none) and the metadata committed with it (Kafka
+// Streams writes each partition's stream time there; StoatFlow writes none).
+type CommittedOffset struct {
+	Offset   int64
+	Metadata string
+}
+
+// CommittedStable is Committed once no transaction that commits offsets of the partitions
+// is open (KIP-447's require_stable): a transaction of another producer, such as a Kafka
+// Streams instance killed in the middle of one, may still commit or abort its offsets. It
+// waits, asking again, until the transaction is over or ctx is done.
+func (c *Consumer) CommittedStable(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]CommittedOffset, error) {
+	wait := c.cfg.Metadata.Retry.Backoff
+	for {
+		out, err := c.committed(tps, true)
+		if !errors.Is(err, sarama.ErrUnstableOffsetCommit) {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (waited for an open transaction to end: %w)", err, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// committed reads the committed offsets once; with stable, a partition whose offsets a
+// transaction is still completing fails it with sarama.ErrUnstableOffsetCommit.
+func (c *Consumer) committed(tps []pipeline.TopicPartition, stable bool) (map[pipeline.TopicPartition]CommittedOffset, error) {
+	out := make(map[pipeline.TopicPartition]CommittedOffset, len(tps))
 	if len(tps) == 0 {
 		return out, nil
 	}
@@ -86,7 +148,12 @@ func (c *Consumer) Committed(tps []pipeline.TopicPartition) (map[pipeline.TopicP
 		slices.Sort(ps)
 	}
 	req := sarama.NewOffsetFetchRequest(c.cfg.Version, c.groupID, parts)
-
+	if stable {
+		if req.Version < 7 {
+			return nil, fmt.Errorf("committed offsets of group %q: stable offsets (a read_committed consumer, or waiting for open transactions) need OffsetFetch v7, Kafka 2.5; Kafka version %s is configured", c.groupID, c.cfg.Version)
+		}
+		req.RequireStable = true
+	}
 	coordinator, err := c.commits.Coordinator(c.groupID)
 	if err != nil {
 		return nil, fmt.Errorf("committed offsets of group %q: find coordinator: %w", c.groupID, err)
@@ -103,11 +170,11 @@ func (c *Consumer) Committed(tps []pipeline.TopicPartition) (map[pipeline.TopicP
 		block := resp.GetBlock(tp.Topic, tp.Partition)
 		switch {
 		case block == nil:
-			out[tp] = -1
+			out[tp] = CommittedOffset{Offset: -1}
 		case block.Err != sarama.ErrNoError:
 			return nil, fmt.Errorf("committed offsets of group %q: %s/%d: %w", c.groupID, tp.Topic, tp.Partition, block.Err)
 		default:
-			out[tp] = block.Offset
+			out[tp] = CommittedOffset{Offset: block.Offset, Metadata: block.Metadata}
 		}
 	}
 	return out, nil

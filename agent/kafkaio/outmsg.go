@@ -2,6 +2,7 @@ package kafkaio
 
 import (
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"time"
 
@@ -40,11 +41,31 @@ const (
 
 // recordSize bounds the encoded size of a record in a record batch.
 func recordSize(key, value []byte, headers pipeline.Headers) int {
-	size := recordOverhead + len(key) + len(value)
+	return RecordSize(len(key), len(value), headers)
+}
+
+// RecordSize bounds the encoded size of a record of these sizes in a record batch: what
+// max.request.size is compared with.
+func RecordSize(keyLen, valueLen int, headers pipeline.Headers) int {
+	size := recordOverhead + keyLen + valueLen
 	for _, h := range headers {
 		size += len(h.Key) + len(h.Value) + headerOverhead
 	}
 	return size
+}
+
+// RecordTooLarge says why a record of these sizes can never be sent under maxBytes
+// (max.request.size), or nil: the test Send applies before it sends, for callers that must
+// know before they write (a store's changelog record).
+func RecordTooLarge(keyLen, valueLen int, headers pipeline.Headers, maxBytes int) error {
+	if size := RecordSize(keyLen, valueLen, headers); size > maxBytes {
+		return tooLarge(size, maxBytes)
+	}
+	return nil
+}
+
+func tooLarge(size, maxBytes int) error {
+	return fmt.Errorf("%w: %d bytes when serialized, max.request.size is %d", ErrRecordTooLarge, size, maxBytes)
 }
 
 // fill makes m the record; a nil key or value stays nil: a null key or a tombstone on the

@@ -252,7 +252,7 @@ func (p *Producer) send(free *[]*outMsg, topic string, partition int32, key, val
 	}
 	size := recordSize(key, value, headers)
 	if size > p.maxBytes {
-		return unsent(fmt.Errorf("%w: %d bytes when serialized, max.request.size is %d", ErrRecordTooLarge, size, p.maxBytes))
+		return unsent(tooLarge(size, p.maxBytes))
 	}
 	if p.txnID != "" && !p.inTxn.Load() {
 		return unsent(fmt.Errorf("transactional producer %q: record sent outside a transaction (BeginTxn first)", p.txnID))

@@ -12,21 +12,40 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
 
 // highWatermarks returns the high-water mark of each partition of topic.
-func highWatermarks(e *Embedded, topic string) []int64 {
-	var hw []int64
-	for _, pi := range e.cluster.PartitionInfos(topic) {
-		hw = append(hw, pi.HighWatermark)
+func highWatermarks(t *testing.T, e testCluster, topic string) []int64 {
+	t.Helper()
+	client, err := sarama.NewClient(e.Addrs(), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	parts, err := client.Partitions(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := make([]int64, len(parts))
+	for _, p := range parts {
+		if hw[p], err = client.GetOffset(topic, p, sarama.OffsetNewest); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return hw
 }
 
 func TestProducerExplicitPartition(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "explicit", 3)
+	producerExplicitPartition(t, startBroker(t))
+}
+
+func producerExplicitPartition(t *testing.T, e testCluster) {
+	explicit := kafkatest.Name(t, "explicit")
+	createTopic(t, e, explicit, 3)
 	p, err := NewProducer(e.Addrs(), testConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -34,24 +53,28 @@ func TestProducerExplicitPartition(t *testing.T) {
 	defer p.Close()
 	// Same key, different requested partitions: the request wins over the hash.
 	for range 5 {
-		if err := p.Send("explicit", 2, []byte("k"), []byte("v"), nil, 1, nil); err != nil {
+		if err := p.Send(explicit, 2, []byte("k"), []byte("v"), nil, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := p.Send("explicit", 0, []byte("k"), []byte("v"), nil, 1, nil); err != nil {
+	if err := p.Send(explicit, 0, []byte("k"), []byte("v"), nil, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if hw := highWatermarks(e, "explicit"); fmt.Sprint(hw) != "[1 0 5]" {
+	if hw := highWatermarks(t, e, explicit); fmt.Sprint(hw) != "[1 0 5]" {
 		t.Errorf("high watermarks = %v, want [1 0 5]", hw)
 	}
 }
 
 func TestProducerKeyHashIsMurmur2(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "hashed", 5)
+	producerKeyHashIsMurmur2(t, startBroker(t))
+}
+
+func producerKeyHashIsMurmur2(t *testing.T, e testCluster) {
+	hashed := kafkatest.Name(t, "hashed")
+	createTopic(t, e, hashed, 5)
 	p, err := NewProducer(e.Addrs(), testConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -61,20 +84,20 @@ func TestProducerKeyHashIsMurmur2(t *testing.T) {
 	for i := range 50 {
 		key := fmt.Appendf(nil, "user-%d", i)
 		want[pipeline.DefaultPartition(key, 5)]++
-		if err := p.Send("hashed", -1, key, []byte("v"), nil, 1, nil); err != nil {
+		if err := p.Send(hashed, -1, key, []byte("v"), nil, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Unkeyed records go anywhere; count them apart.
 	for range 10 {
-		if err := p.Send("hashed", -1, nil, []byte("v"), nil, 1, nil); err != nil {
+		if err := p.Send(hashed, -1, nil, []byte("v"), nil, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	got := highWatermarks(e, "hashed")
+	got := highWatermarks(t, e, hashed)
 	var total int64
 	for i := range got {
 		total += got[i]
@@ -87,15 +110,15 @@ func TestProducerKeyHashIsMurmur2(t *testing.T) {
 	}
 
 	// A record on its own shows the exact placement.
-	hw := highWatermarks(e, "hashed")
+	hw := highWatermarks(t, e, hashed)
 	key := []byte("lone-key")
-	if err := p.Send("hashed", -1, key, nil, nil, 1, nil); err != nil {
+	if err := p.Send(hashed, -1, key, nil, nil, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	after := highWatermarks(e, "hashed")
+	after := highWatermarks(t, e, hashed)
 	part := pipeline.DefaultPartition(key, 5)
 	if after[part] != hw[part]+1 {
 		t.Errorf("lone-key: high watermarks %v → %v, want partition %d to grow by one", hw, after, part)
@@ -103,8 +126,12 @@ func TestProducerKeyHashIsMurmur2(t *testing.T) {
 }
 
 func TestProducerFlushWaitsForAcks(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "acked", 2)
+	producerFlushWaitsForAcks(t, startBroker(t))
+}
+
+func producerFlushWaitsForAcks(t *testing.T, e testCluster) {
+	acked := kafkatest.Name(t, "acked")
+	createTopic(t, e, acked, 2)
 	cfg := testConfig()
 	// Hold records in sarama long enough that an early Flush would see them unacknowledged.
 	cfg.Producer.Flush.Frequency = 200 * time.Millisecond
@@ -116,13 +143,13 @@ func TestProducerFlushWaitsForAcks(t *testing.T) {
 	defer p.Close()
 	var acks atomic.Int64
 	p.OnAck = func(topic string) {
-		if topic == "acked" {
+		if topic == acked {
 			acks.Add(1)
 		}
 	}
 	const n = 1000
 	for i := range n {
-		if err := p.Send("acked", int32(i%2), nil, []byte("v"), nil, 1, nil); err != nil {
+		if err := p.Send(acked, int32(i%2), nil, []byte("v"), nil, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,7 +159,7 @@ func TestProducerFlushWaitsForAcks(t *testing.T) {
 	if got := acks.Load(); got != n {
 		t.Fatalf("Flush returned with %d of %d records acknowledged", got, n)
 	}
-	if hw := highWatermarks(e, "acked"); hw[0]+hw[1] != n {
+	if hw := highWatermarks(t, e, acked); hw[0]+hw[1] != n {
 		t.Fatalf("broker holds %v records, want %d", hw, n)
 	}
 	// Nothing pending: Flush returns at once.
@@ -164,7 +191,7 @@ func TestProducerFlushHonoursContext(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if hw := highWatermarks(e, "held"); hw[0] != 1 {
+	if hw := highWatermarks(t, e, "held"); hw[0] != 1 {
 		t.Fatalf("after Close the broker holds %v records, want 1", hw)
 	}
 	if err := p.Send("held", 0, nil, nil, nil, 1, nil); err == nil {
@@ -209,20 +236,24 @@ func TestProducerStickyErrorAfterBrokerFailure(t *testing.T) {
 }
 
 func TestProducerPartitionsFor(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "six", 6)
+	producerPartitionsFor(t, startBroker(t))
+}
+
+func producerPartitionsFor(t *testing.T, e testCluster) {
+	six, absent := kafkatest.Name(t, "six"), kafkatest.Name(t, "absent")
+	createTopic(t, e, six, 6)
 	p, err := NewProducer(e.Addrs(), testConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	for range 2 { // the second answer comes from the cache
-		n, err := p.PartitionsFor("six")
+		n, err := p.PartitionsFor(six)
 		if err != nil || n != 6 {
 			t.Fatalf("PartitionsFor(six) = %d, %v; want 6", n, err)
 		}
 	}
-	if _, err := p.PartitionsFor("absent"); err == nil {
+	if _, err := p.PartitionsFor(absent); err == nil {
 		t.Fatal("PartitionsFor(absent): want an error")
 	}
 }
@@ -258,10 +289,14 @@ func BenchmarkProducerSend(b *testing.B) {
 // the failure Flush reports nothing, and when it does not Flush reports it, naming the
 // source record.
 func TestProducerOnFailure(t *testing.T) {
-	e := startBroker(t)
+	producerOnFailure(t, startBroker(t))
+}
+
+func producerOnFailure(t *testing.T, e testCluster) {
+	small := kafkatest.Name(t, "small")
 	limit := "1000"
 	if err := EnsureTopics(e.Addrs(), testConfig(), map[string]TopicSpec{
-		"small": {Partitions: 1, ReplicationFactor: -1, Configs: map[string]*string{"max.message.bytes": &limit}},
+		small: {Partitions: 1, ReplicationFactor: -1, Configs: map[string]*string{"max.message.bytes": &limit}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +309,7 @@ func TestProducerOnFailure(t *testing.T) {
 		p.OnFailure = func(pe *ProduceError) bool { seen.Store(pe); return consume }
 		src := &pipeline.SourceRecord{Topic: "in", Partition: 1, Offset: 7}
 		big := make([]byte, 5000)
-		if err := p.Send("small", 0, []byte("k"), big, nil, 1, src); err != nil {
+		if err := p.Send(small, 0, []byte("k"), big, nil, 1, src); err != nil {
 			t.Fatal(err)
 		}
 		err = p.Flush(t.Context())
@@ -288,7 +323,7 @@ func TestProducerOnFailure(t *testing.T) {
 		if !consume && (err == nil || !errors.As(err, new(*ProduceError)) || !strings.Contains(err.Error(), "from record in-1@7")) {
 			t.Fatalf("Flush after an unconsumed failure: %v", err)
 		}
-		if err := p.Send("small", 0, []byte("k"), []byte("ok"), nil, 1, nil); err != nil {
+		if err := p.Send(small, 0, []byte("k"), []byte("ok"), nil, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := p.Flush(t.Context()); err != nil {
@@ -296,7 +331,7 @@ func TestProducerOnFailure(t *testing.T) {
 		}
 		_ = p.Close()
 	}
-	if hw := highWatermarks(e, "small"); hw[0] != 2 {
+	if hw := highWatermarks(t, e, small); hw[0] != 2 {
 		t.Fatalf("high watermark %v, want the two small records", hw)
 	}
 }
@@ -304,9 +339,13 @@ func TestProducerOnFailure(t *testing.T) {
 // A record over max.request.size is refused by Send itself, before sarama sees it: inside a
 // transaction nothing else is harmed, and the transaction still commits what else was sent.
 func TestProducerRefusesTooLargeRecordBeforeSending(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "sized", 1)
-	cfg := txnConfig("sized-1")
+	producerRefusesTooLargeRecordBeforeSending(t, startBroker(t))
+}
+
+func producerRefusesTooLargeRecordBeforeSending(t *testing.T, e testCluster) {
+	sized, sized1 := kafkatest.Name(t, "sized"), kafkatest.Name(t, "sized-1")
+	createTopic(t, e, sized, 1)
+	cfg := txnConfig(sized1)
 	cfg.Producer.MaxMessageBytes = 1000
 	p, err := NewProducer(e.Addrs(), cfg)
 	if err != nil {
@@ -316,19 +355,19 @@ func TestProducerRefusesTooLargeRecordBeforeSending(t *testing.T) {
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
-	sendValues(t, p, "sized", 0, "before")
+	sendValues(t, p, sized, 0, "before")
 	src := &pipeline.SourceRecord{Topic: "in", Partition: 2, Offset: 9}
-	err = p.Send("sized", 0, []byte("k"), make([]byte, 5000), nil, 1, src)
+	err = p.Send(sized, 0, []byte("k"), make([]byte, 5000), nil, 1, src)
 	var pe *ProduceError
 	if !errors.As(err, &pe) || !pe.Unsent || pe.Source != src || pe.Retriable() || !errors.Is(err, ErrRecordTooLarge) ||
 		!strings.Contains(err.Error(), "max.request.size is 1000") {
 		t.Fatalf("Send of 5000 bytes: %v (%+v)", err, pe)
 	}
-	sendValues(t, p, "sized", 0, "after")
+	sendValues(t, p, sized, 0, "after")
 	if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
 		t.Fatalf("CommitTxn after a refused record: %v", err)
 	}
-	if got, _ := readValues(t, e, "sized", 0, 0); !slices.Equal(got, []string{"0:before", "1:after"}) {
+	if got, _ := valuesAfterTheCommit(t, e, sized, 0, 0); !slices.Equal(got, []string{"0:before", "1:after"}) {
 		t.Fatalf("committed %v, want before and after", got)
 	}
 }
@@ -336,8 +375,12 @@ func TestProducerRefusesTooLargeRecordBeforeSending(t *testing.T) {
 // Acknowledged messages come back to the sender for its next records, across garbage
 // collections too: a warm producer allocates no message per record.
 func TestProducerReusesAcknowledgedMessagesAcrossGC(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "reused", 1)
+	producerReusesAcknowledgedMessagesAcrossGC(t, startBroker(t))
+}
+
+func producerReusesAcknowledgedMessagesAcrossGC(t *testing.T, e testCluster) {
+	reused := kafkatest.Name(t, "reused")
+	createTopic(t, e, reused, 1)
 	p, err := NewProducer(e.Addrs(), testConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -346,7 +389,7 @@ func TestProducerReusesAcknowledgedMessagesAcrossGC(t *testing.T) {
 	// sendBatch sends one recycled batch and returns the messages handed back.
 	sendBatch := func() map[*outMsg]bool {
 		for range recycleBatch {
-			if err := p.Send("reused", 0, []byte("k"), []byte("v"), nil, 1, nil); err != nil {
+			if err := p.Send(reused, 0, []byte("k"), []byte("v"), nil, 1, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -375,17 +418,21 @@ func TestProducerReusesAcknowledgedMessagesAcrossGC(t *testing.T) {
 // TrackOffsets' track is asked once per Send, on the sending goroutine only (a plain
 // counter in it is race-free), and its answer decides which acknowledgements are offsets.
 func TestTrackOffsetsAsksTrackOncePerSend(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "tracked", 1)
-	createTopic(t, e, "untracked", 1)
+	trackOffsetsAsksTrackOncePerSend(t, startBroker(t))
+}
+
+func trackOffsetsAsksTrackOncePerSend(t *testing.T, e testCluster) {
+	tracked, untracked := kafkatest.Name(t, "tracked"), kafkatest.Name(t, "untracked")
+	createTopic(t, e, tracked, 1)
+	createTopic(t, e, untracked, 1)
 	p, err := NewProducer(e.Addrs(), testConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	asked := 0
-	p.TrackOffsets(func(topic string) bool { asked++; return topic == "tracked" })
-	for i, topic := range []string{"tracked", "untracked", "tracked", "untracked", "tracked"} {
+	p.TrackOffsets(func(topic string) bool { asked++; return topic == tracked })
+	for i, topic := range []string{tracked, untracked, tracked, untracked, tracked} {
 		if err := p.Send(topic, 0, []byte("k"), []byte("v"), nil, 1, nil); err != nil {
 			t.Fatalf("Send %d: %v", i, err)
 		}
@@ -397,7 +444,7 @@ func TestTrackOffsetsAsksTrackOncePerSend(t *testing.T) {
 		t.Fatalf("track asked %d times for 5 sends", asked)
 	}
 	got := p.AckedOffsets()
-	if want := map[pipeline.TopicPartition]int64{{Topic: "tracked"}: 2}; !maps.Equal(got, want) {
+	if want := map[pipeline.TopicPartition]int64{{Topic: tracked}: 2}; !maps.Equal(got, want) {
 		t.Fatalf("AckedOffsets = %v, want %v", got, want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
 
 // channelHandler hands Assigned and Revoking to the goroutine that reads Messages, as the
@@ -46,21 +47,27 @@ func (h *channelHandler) Revoking(tps []pipeline.TopicPartition) {
 }
 
 func TestRewindResumesFromCommittedOffsets(t *testing.T) {
+	rewindResumesFromCommittedOffsets(t, func(t *testing.T) testCluster { return startBroker(t) })
+}
+
+// rewindResumesFromCommittedOffsets runs its cases on the broker of each subtest.
+func rewindResumesFromCommittedOffsets(t *testing.T, broker func(t *testing.T) testCluster) {
 	for _, instance := range []string{"node-1", ""} {
 		name := "static"
 		if instance == "" {
 			name = "dynamic"
 		}
 		t.Run(name, func(t *testing.T) {
-			e := startBroker(t)
-			createTopic(t, e, "rewind", 1)
-			produceN(t, e, "rewind", 0, 0, 10)
-			tp := pipeline.TopicPartition{Topic: "rewind", Partition: 0}
+			e := broker(t)
+			rewind := kafkatest.Name(t, "rewind")
+			createTopic(t, e, rewind, 1)
+			produceN(t, e, rewind, 0, 0, 10)
+			tp := pipeline.TopicPartition{Topic: rewind, Partition: 0}
 			cfg := testConfig()
 			cfg.Consumer.Group.InstanceId = instance
 			h := newChannelHandler()
 			defer close(h.stop) // runs before the Close registered by newTestConsumer
-			c := newTestConsumer(t, e, "rewind-group", []string{"rewind"}, cfg, h)
+			c := newTestConsumer(t, e, kafkatest.Name(t, "rewind-group"), []string{rewind}, cfg, h)
 			c.Start(t.Context())
 
 			// This goroutine plays the agent's loop: it reads messages and serves the
@@ -109,9 +116,13 @@ func TestRewindResumesFromCommittedOffsets(t *testing.T) {
 }
 
 func TestRewindWithoutGeneration(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "idle", 1)
-	c := newTestConsumer(t, e, "idle-group", []string{"idle"}, testConfig(), &recorder{})
+	rewindWithoutGeneration(t, startBroker(t))
+}
+
+func rewindWithoutGeneration(t *testing.T, e testCluster) {
+	idle, idleGroup := kafkatest.Name(t, "idle"), kafkatest.Name(t, "idle-group")
+	createTopic(t, e, idle, 1)
+	c := newTestConsumer(t, e, idleGroup, []string{idle}, testConfig(), &recorder{})
 	// Not started: nothing fetched, nothing to drop.
 	if err := c.Rewind(); err != nil {
 		t.Fatalf("Rewind before Start: %v", err)
@@ -126,10 +137,14 @@ func TestRewindWithoutGeneration(t *testing.T) {
 
 // Buffered batches of the ended generation never reach the reader after Rewind.
 func TestRewindDropsBufferedBatches(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "rewind-backlog", 1)
-	produceN(t, e, "rewind-backlog", 0, 0, 3000)
-	tp := pipeline.TopicPartition{Topic: "rewind-backlog", Partition: 0}
+	rewindDropsBufferedBatches(t, startBroker(t))
+}
+
+func rewindDropsBufferedBatches(t *testing.T, e testCluster) {
+	backlog := kafkatest.Name(t, "rewind-backlog")
+	createTopic(t, e, backlog, 1)
+	produceN(t, e, backlog, 0, 0, 3000)
+	tp := pipeline.TopicPartition{Topic: backlog, Partition: 0}
 	cfg := testConfig()
 	cfg.Consumer.Group.InstanceId = "node-1"
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
@@ -137,7 +152,7 @@ func TestRewindDropsBufferedBatches(t *testing.T) {
 	// Batches of at most 100: 3,000 records fill the Messages channel however they are
 	// fetched (in one fetch, batches take max.poll.records each and three of 1,000 would
 	// never fill it).
-	c := newTestConsumerPolling(t, e, "rewind-backlog-group", []string{"rewind-backlog"}, cfg, 100, r)
+	c := newTestConsumerPolling(t, e, kafkatest.Name(t, "rewind-backlog-group"), []string{backlog}, cfg, 100, r)
 	c.Start(t.Context())
 	first := nextBatch(t, c)
 	if first[0].Offset != 0 {

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"hash"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -259,9 +258,9 @@ func applySecurity(sc *sarama.Config, cl config.Client) error {
 func tlsConfig(cl config.Client) (*tls.Config, error) {
 	t := &tls.Config{MinVersion: tls.VersionTLS12}
 	if path := config.SSLTruststoreLocation.Get(cl); path != "" {
-		data, err := os.ReadFile(path)
+		data, err := config.ReadFile(path, config.MaxPEMBytes)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", config.SSLTruststoreLocation.Source(cl), err)
+			return nil, fmt.Errorf("%s: %s: %w", config.SSLTruststoreLocation.Source(cl), path, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(data) {
@@ -303,9 +302,9 @@ func verifyChain(certs []*x509.Certificate, roots *x509.CertPool) error {
 // loadKeystore reads a PEM file holding a certificate chain and its
 // unencrypted private key.
 func loadKeystore(path string) (tls.Certificate, error) {
-	data, err := os.ReadFile(path)
+	data, err := config.ReadFile(path, config.MaxPEMBytes)
 	if err != nil {
-		return tls.Certificate{}, err
+		return tls.Certificate{}, fmt.Errorf("%s: %w", path, err)
 	}
 	for rest := data; ; {
 		var block *pem.Block

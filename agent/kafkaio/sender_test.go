@@ -18,6 +18,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/agent/internal/kfaketest"
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
 
 // idempotentConfig is a test config for an idempotent producer.
@@ -43,7 +44,7 @@ func sendNumbered(t *testing.T, prod *Producer, topic string, p int32, from, n i
 }
 
 // numbers reads back the values of partition p of topic as numbers, in offset order.
-func numbers(t *testing.T, e *Embedded, topic string, p int32) []int {
+func numbers(t *testing.T, e testCluster, topic string, p int32) []int {
 	t.Helper()
 	values, _ := readValues(t, e, topic, p, 0)
 	out := make([]int, len(values))
@@ -86,7 +87,7 @@ func TestProducerBatchesRecordsSentWhileARequestIsInFlight(t *testing.T) {
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if hw := highWatermarks(e, "batched"); hw[0]+hw[1]+hw[2]+hw[3] != n {
+	if hw := highWatermarks(t, e, "batched"); hw[0]+hw[1]+hw[2]+hw[3] != n {
 		t.Fatalf("broker holds %v records, want %d", hw, n)
 	}
 	// sarama's AsyncProducer took 54 to 224 requests here.
@@ -233,8 +234,12 @@ func TestProducerOutOfOrderSequenceStartsAfresh(t *testing.T) {
 
 // With acks=0 the broker answers nothing: the records count as acknowledged once sent.
 func TestProducerWithoutAcks(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "unacked", 1)
+	producerWithoutAcks(t, startBroker(t))
+}
+
+func producerWithoutAcks(t *testing.T, e testCluster) {
+	unacked := kafkatest.Name(t, "unacked")
+	createTopic(t, e, unacked, 1)
 	cfg := testConfig()
 	cfg.Producer.RequiredAcks = sarama.NoResponse
 	p, err := NewProducer(e.Addrs(), cfg)
@@ -242,19 +247,22 @@ func TestProducerWithoutAcks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if err := sendNumbered(t, p, "unacked", 0, 0, 100); err != nil {
+	if err := sendNumbered(t, p, unacked, 0, 0, 100); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the records in the partition", func() bool { return highWatermarks(e, "unacked")[0] == 100 })
+	eventually(t, 10*time.Second, "the records in the partition", func() bool { return highWatermarks(t, e, unacked)[0] == 100 })
 }
 
 // Every codec's batches read back, with headers, timestamps, null keys and tombstones.
 func TestProducerCompressionCodecs(t *testing.T) {
-	e := startBroker(t)
+	producerCompressionCodecs(t, startBroker(t))
+}
+
+func producerCompressionCodecs(t *testing.T, e testCluster) {
 	for _, codec := range []sarama.CompressionCodec{sarama.CompressionNone, sarama.CompressionGZIP,
 		sarama.CompressionSnappy, sarama.CompressionLZ4, sarama.CompressionZSTD} {
 		t.Run(codec.String(), func(t *testing.T) {
-			topic := "codec-" + codec.String()
+			topic := kafkatest.Name(t, "codec")
 			createTopic(t, e, topic, 1)
 			cfg := testConfig()
 			cfg.Producer.Compression = codec
@@ -331,7 +339,7 @@ func TestProducerSendWaitsForBufferRoom(t *testing.T) {
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if hw := highWatermarks(e, "bounded"); hw[0] != 11 {
+	if hw := highWatermarks(t, e, "bounded"); hw[0] != 11 {
 		t.Fatalf("broker holds %v records, want 11", hw)
 	}
 }
@@ -339,17 +347,21 @@ func TestProducerSendWaitsForBufferRoom(t *testing.T) {
 // A transaction's records are invisible to read_committed readers until it commits, and
 // never visible once it aborted.
 func TestTxnRecordsVisibleOnlyOnceCommitted(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "visible", 1)
-	p := newTxnProducer(t, e, "visible-1")
+	txnRecordsVisibleOnlyOnceCommitted(t, startBroker(t))
+}
+
+func txnRecordsVisibleOnlyOnceCommitted(t *testing.T, e testCluster) {
+	visible, visible1, visibleReader := kafkatest.Name(t, "visible"), kafkatest.Name(t, "visible-1"), kafkatest.Name(t, "visible-reader")
+	createTopic(t, e, visible, 1)
+	p := newTxnProducer(t, e, visible1)
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
-	sendValues(t, p, "visible", 0, "a", "b")
+	sendValues(t, p, visible, 0, "a", "b")
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if committed, all := stableOffsets(t, e, "visible", 0); committed != 0 || all != 2 {
+	if committed, all := stableOffsets(t, e, visible, 0); committed != 0 || all != 2 {
 		t.Fatalf("before the commit: last stable offset %d, high-water mark %d; want 0 and 2", committed, all)
 	}
 	if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
@@ -358,20 +370,20 @@ func TestTxnRecordsVisibleOnlyOnceCommitted(t *testing.T) {
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
-	sendValues(t, p, "visible", 0, "aborted")
+	sendValues(t, p, visible, 0, "aborted")
 	if err := p.AbortTxn(); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
-	sendValues(t, p, "visible", 0, "c")
+	sendValues(t, p, visible, 0, "c")
 	if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	cfg := testConfig()
 	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
-	c := newTestConsumer(t, e, "visible-reader", []string{"visible"}, cfg, &recorder{})
+	c := newTestConsumer(t, e, visibleReader, []string{visible}, cfg, &recorder{})
 	c.Start(t.Context())
 	var got []string
 	for _, m := range receive(t, c, 3) {
@@ -383,7 +395,7 @@ func TestTxnRecordsVisibleOnlyOnceCommitted(t *testing.T) {
 }
 
 // stableOffsets returns the last stable offset and the high-water mark of a partition.
-func stableOffsets(t *testing.T, e *Embedded, topic string, p int32) (committed, all int64) {
+func stableOffsets(t *testing.T, e testCluster, topic string, p int32) (committed, all int64) {
 	t.Helper()
 	client, err := sarama.NewClient(e.Addrs(), testConfig())
 	if err != nil {
@@ -409,10 +421,14 @@ func stableOffsets(t *testing.T, e *Embedded, topic string, p int32) (committed,
 
 // A transactional producer refuses a record sent outside a transaction.
 func TestTxnRefusesRecordOutsideTransaction(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "outside", 1)
-	p := newTxnProducer(t, e, "outside-1")
-	err := p.Send("outside", 0, nil, []byte("v"), nil, 1, nil)
+	txnRefusesRecordOutsideTransaction(t, startBroker(t))
+}
+
+func txnRefusesRecordOutsideTransaction(t *testing.T, e testCluster) {
+	outside, outside1 := kafkatest.Name(t, "outside"), kafkatest.Name(t, "outside-1")
+	createTopic(t, e, outside, 1)
+	p := newTxnProducer(t, e, outside1)
+	err := p.Send(outside, 0, nil, []byte("v"), nil, 1, nil)
 	var pe *ProduceError
 	if !errors.As(err, &pe) || !pe.Unsent {
 		t.Fatalf("Send outside a transaction = %v, want an unsent ProduceError", err)
@@ -427,8 +443,12 @@ func TestTxnRefusesRecordOutsideTransaction(t *testing.T) {
 // A batch lingers until linger.ms, unless it reaches Flush.Bytes (batch.size) first; a
 // commit sends a lingering batch at once instead of waiting.
 func TestProducerLingerAndBatchSize(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "lingering", 1)
+	producerLingerAndBatchSize(t, startBroker(t))
+}
+
+func producerLingerAndBatchSize(t *testing.T, e testCluster) {
+	lingering, lingering1 := kafkatest.Name(t, "lingering"), kafkatest.Name(t, "lingering-1")
+	createTopic(t, e, lingering, 1)
 	const linger = 30 * time.Second // far beyond the test's waits: only a full batch or a commit sends
 	cfg := testConfig()
 	cfg.Producer.Flush.Frequency = linger
@@ -445,7 +465,7 @@ func TestProducerLingerAndBatchSize(t *testing.T) {
 	// one before the rest are sent.)
 	size := recordSize(nil, make([]byte, 100), nil)
 	for range (cfg.Producer.Flush.Bytes + size - 1) / size {
-		if err := p.Send("lingering", 0, nil, make([]byte, 100), nil, 1, nil); err != nil {
+		if err := p.Send(lingering, 0, nil, make([]byte, 100), nil, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -453,7 +473,7 @@ func TestProducerLingerAndBatchSize(t *testing.T) {
 		t.Fatalf("Flush of a batch past batch.size: %v", err)
 	}
 
-	cfg = txnConfig("lingering-1")
+	cfg = txnConfig(lingering1)
 	cfg.Producer.Flush.Frequency = linger
 	tp, err := NewProducer(e.Addrs(), cfg)
 	if err != nil {
@@ -463,7 +483,7 @@ func TestProducerLingerAndBatchSize(t *testing.T) {
 	if err := tp.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
-	sendValues(t, tp, "lingering", 0, "small")
+	sendValues(t, tp, lingering, 0, "small")
 	if err := tp.CommitTxn(ctx, nil, ""); err != nil {
 		t.Fatalf("CommitTxn of a lingering batch: %v", err)
 	}
@@ -504,7 +524,11 @@ func TestProducerCallbacksDoNotOverlap(t *testing.T) {
 // A record for a topic the cluster does not know fails as a retriable ProduceError, like
 // one the broker refused: Send takes it, Flush and its epoch report it.
 func TestProducerUnknownTopicFailsTheRecord(t *testing.T) {
-	e := startBroker(t)
+	producerUnknownTopicFailsTheRecord(t, startBroker(t))
+}
+
+func producerUnknownTopicFailsTheRecord(t *testing.T, e testCluster) {
+	nowhere := kafkatest.Name(t, "nowhere")
 	cfg := testConfig()
 	cfg.Metadata.Retry.Max = 1
 	p, err := NewProducer(e.Addrs(), cfg)
@@ -513,7 +537,7 @@ func TestProducerUnknownTopicFailsTheRecord(t *testing.T) {
 	}
 	defer p.Close()
 	src := &pipeline.SourceRecord{Topic: "in", Offset: 4}
-	if err := p.Send("nowhere", -1, nil, []byte("v"), nil, 1, src); err != nil {
+	if err := p.Send(nowhere, -1, nil, []byte("v"), nil, 1, src); err != nil {
 		t.Fatalf("Send to an unknown topic = %v, want the failure reported afterwards", err)
 	}
 	var pe *ProduceError
@@ -529,7 +553,11 @@ func TestProducerUnknownTopicFailsTheRecord(t *testing.T) {
 // Records waiting for their topic's partition count hold buffer room as batched ones do:
 // while the lookup takes its time, Send waits instead of piling records up without bound.
 func TestProducerRecordsOfAnUnknownTopicHoldBufferRoom(t *testing.T) {
-	e := startBroker(t)
+	producerRecordsOfAnUnknownTopicHoldBufferRoom(t, startBroker(t))
+}
+
+func producerRecordsOfAnUnknownTopicHoldBufferRoom(t *testing.T, e testCluster) {
+	nowhere := kafkatest.Name(t, "nowhere")
 	cfg := testConfig()
 	// The lookup of a topic the cluster lacks answers after its retries: ~400 ms.
 	cfg.Metadata.Retry.Max = 2
@@ -543,11 +571,11 @@ func TestProducerRecordsOfAnUnknownTopicHoldBufferRoom(t *testing.T) {
 	p.OnFailure = func(*ProduceError) bool { failures.Add(1); return true }
 	p.maxBuffered = 3 * (msgOverhead + recordSize(nil, []byte("v"), nil))
 	for range 3 {
-		if err := p.Send("nowhere", -1, nil, []byte("v"), nil, 1, nil); err != nil {
+		if err := p.Send(nowhere, -1, nil, []byte("v"), nil, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := p.Send("nowhere", -1, nil, []byte("v"), nil, 1, nil); err != nil {
+	if err := p.Send(nowhere, -1, nil, []byte("v"), nil, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := failures.Load(); n < 3 {

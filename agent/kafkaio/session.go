@@ -184,6 +184,24 @@ func compareTP(a, b pipeline.TopicPartition) int {
 	return cmp.Compare(a.Partition, b.Partition)
 }
 
+// Positions returns, per assigned partition whose fetching has started, the next offset to
+// hand to the caller: how far it has read, which moves as records arrive.
+func (c *Consumer) Positions() map[pipeline.TopicPartition]int64 {
+	c.mu.Lock()
+	g := c.gen
+	c.mu.Unlock()
+	pos := make(map[pipeline.TopicPartition]int64)
+	if g == nil {
+		return pos
+	}
+	for tp, cs := range g.claims {
+		if cs.claim.Load() != nil {
+			pos[tp] = cs.next.Load()
+		}
+	}
+	return pos
+}
+
 // Lag returns, per assigned partition whose fetching has started, the high-water mark
 // minus the next offset to hand to the caller: 0 means every message written so far is
 // in the Messages channel or already received.

@@ -3,6 +3,7 @@ package kafkaio
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stoatflow/stoatflow/agent/internal/kfaketest"
+	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
 
 // failures collects what OnFailure sees, and consumes nothing.
@@ -127,7 +129,7 @@ func TestProducerDeliveryTimeoutBehindAHeldRequest(t *testing.T) {
 	if err := p.Flush(t.Context()); !isTimeout(err) {
 		t.Fatalf("Flush = %v, want the waiting record's timeout", err)
 	}
-	if hw := highWatermarks(e, "held"); hw[0] != 1 {
+	if hw := highWatermarks(t, e, "held"); hw[0] != 1 {
 		t.Fatalf("broker holds %v records, want the one in flight", hw)
 	}
 }
@@ -209,7 +211,7 @@ func TestProducerSendGivesUpAfterMaxBlock(t *testing.T) {
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatalf("Flush = %v: the refused record must not count", err)
 	}
-	if hw := highWatermarks(e, "bounded"); hw[0] != 10 {
+	if hw := highWatermarks(t, e, "bounded"); hw[0] != 10 {
 		t.Fatalf("broker holds %v records, want the 10 taken", hw)
 	}
 }
@@ -217,7 +219,11 @@ func TestProducerSendGivesUpAfterMaxBlock(t *testing.T) {
 // Records whose topic's partition count is not known within max.block.ms fail with a
 // retriable timeout naming the topic, however long sarama's lookup would go on.
 func TestProducerTopicLookupGivesUpAfterMaxBlock(t *testing.T) {
-	e := startBroker(t)
+	producerTopicLookupGivesUpAfterMaxBlock(t, startBroker(t))
+}
+
+func producerTopicLookupGivesUpAfterMaxBlock(t *testing.T, e testCluster) {
+	nowhere := kafkatest.Name(t, "nowhere")
 	cfg := testConfig()
 	cfg.Metadata.Retry.Max = 100 // the lookup of a topic the cluster lacks takes 10 s
 	cfg.Metadata.Retry.Backoff = 100 * time.Millisecond
@@ -229,12 +235,12 @@ func TestProducerTopicLookupGivesUpAfterMaxBlock(t *testing.T) {
 	}
 	defer p.Close()
 	start := time.Now()
-	if err := p.Send("nowhere", -1, nil, []byte("v"), nil, 1, nil); err != nil {
+	if err := p.Send(nowhere, -1, nil, []byte("v"), nil, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	if err := p.Seal().Wait(ctx); !isTimeout(err) || !strings.Contains(err.Error(), `topic "nowhere" not in the metadata after max.block.ms`) {
+	if err := p.Seal().Wait(ctx); !isTimeout(err) || !strings.Contains(err.Error(), fmt.Sprintf("topic %q not in the metadata after max.block.ms", nowhere)) {
 		t.Fatalf("the epoch's error = %v, want the lookup's timeout naming the topic", err)
 	}
 	if took := time.Since(start); took < l.MaxBlock {
@@ -246,10 +252,14 @@ func TestProducerTopicLookupGivesUpAfterMaxBlock(t *testing.T) {
 // its halves sent: every record arrives once, in order, with the idempotent sequences
 // intact. A single record over it fails alone; the records around it are delivered.
 func TestProducerSplitsBatchTooLarge(t *testing.T) {
-	e := startBroker(t)
+	producerSplitsBatchTooLarge(t, startBroker(t))
+}
+
+func producerSplitsBatchTooLarge(t *testing.T, e testCluster) {
+	small := kafkatest.Name(t, "small")
 	limit := "2000"
 	if err := EnsureTopics(e.Addrs(), testConfig(), map[string]TopicSpec{
-		"small": {Partitions: 1, ReplicationFactor: -1, Configs: map[string]*string{"max.message.bytes": &limit}},
+		small: {Partitions: 1, ReplicationFactor: -1, Configs: map[string]*string{"max.message.bytes": &limit}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -260,10 +270,10 @@ func TestProducerSplitsBatchTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if err := sendNumbered(t, p, "small", 0, 0, 3000); err != nil {
+	if err := sendNumbered(t, p, small, 0, 0, 3000); err != nil {
 		t.Fatalf("Flush = %v, want every record of the split batches delivered", err)
 	}
-	if got := numbers(t, e, "small", 0); !slices.Equal(got, sequence(0, 3000)) {
+	if got := numbers(t, e, small, 0); !slices.Equal(got, sequence(0, 3000)) {
 		t.Fatalf("the partition holds %d records, want 0..2999 once each, in order (first %v)", len(got), got[:min(len(got), 10)])
 	}
 
@@ -274,7 +284,7 @@ func TestProducerSplitsBatchTooLarge(t *testing.T) {
 		if i == 3005 {
 			value = []byte(strings.Repeat("x", 3000))
 		}
-		if err := p.Send("small", 0, []byte("k"), value, nil, 1, nil); err != nil {
+		if err := p.Send(small, 0, []byte("k"), value, nil, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -284,11 +294,11 @@ func TestProducerSplitsBatchTooLarge(t *testing.T) {
 	if got := failed.get(); len(got) != 1 || len(got[0].Value) != 3000 {
 		t.Fatalf("OnFailure saw %d records, want the large one alone", len(got))
 	}
-	if err := sendNumbered(t, p, "small", 0, 3010, 10); err != nil {
+	if err := sendNumbered(t, p, small, 0, 3010, 10); err != nil {
 		t.Fatalf("Flush after the refused record = %v, want the sequences unbroken", err)
 	}
 	want := append(sequence(0, 3005), sequence(3006, 14)...)
-	if got := numbers(t, e, "small", 0); !slices.Equal(got, want) {
+	if got := numbers(t, e, small, 0); !slices.Equal(got, want) {
 		t.Fatalf("the partition holds %d records, want 0..3019 without 3005 (last %v)", len(got), got[max(0, len(got)-20):])
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
 
 // txnConfig is a test config for a transactional producer with transactional id id.
@@ -25,7 +26,7 @@ func txnConfig(id string) *sarama.Config {
 	return cfg
 }
 
-func newTxnProducer(t *testing.T, e *Embedded, id string) *Producer {
+func newTxnProducer(t *testing.T, e testCluster, id string) *Producer {
 	t.Helper()
 	p, err := NewProducer(e.Addrs(), txnConfig(id))
 	if err != nil {
@@ -46,7 +47,7 @@ func sendValues(t *testing.T, prod *Producer, topic string, p int32, values ...s
 }
 
 // readValues returns the values ReadToEnd delivers from partition p of topic.
-func readValues(t *testing.T, e *Embedded, topic string, p int32, from int64) (values []string, last int64) {
+func readValues(t *testing.T, e testCluster, topic string, p int32, from int64) (values []string, last int64) {
 	t.Helper()
 	last, err := newTopicReader(t, e.Addrs(), testConfig()).ReadToEnd(t.Context(), topic, p, from, func(msgs []pipeline.SourceRecord) error {
 		for _, m := range msgs {
@@ -60,9 +61,22 @@ func readValues(t *testing.T, e *Embedded, topic string, p int32, from int64) (v
 	return values, last
 }
 
-func committedOffset(t *testing.T, e *Embedded, group string, tp pipeline.TopicPartition) int64 {
+// valuesAfterTheCommit is readValues once no transaction is open on the partition: Apache
+// Kafka writes a commit's markers after EndTxn returns, and until then the last stable
+// offset, where ReadToEnd stops, stays at the transaction's first record.
+func valuesAfterTheCommit(t *testing.T, e testCluster, topic string, p int32, from int64) (values []string, last int64) {
 	t.Helper()
-	c := newTestConsumer(t, e, group, []string{tp.Topic}, testConfig(), &recorder{})
+	waitStable(t, e, topic, p)
+	return readValues(t, e, topic, p, from)
+}
+
+// committedOffset is the offset of tp group committed, as a read_committed consumer (one
+// under exactly-once) sees it.
+func committedOffset(t *testing.T, e testCluster, group string, tp pipeline.TopicPartition) int64 {
+	t.Helper()
+	cfg := testConfig()
+	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	c := newTestConsumer(t, e, group, []string{tp.Topic}, cfg, &recorder{})
 	got, err := c.Committed([]pipeline.TopicPartition{tp})
 	if err != nil {
 		t.Fatalf("Committed(%s): %v", group, err)
@@ -71,35 +85,39 @@ func committedOffset(t *testing.T, e *Embedded, group string, tp pipeline.TopicP
 }
 
 func TestTxnCommitAndAbort(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "txn-in", 1)
-	createTopic(t, e, "txn-out", 2)
-	in := pipeline.TopicPartition{Topic: "txn-in", Partition: 0}
-	p := newTxnProducer(t, e, "app-1")
+	txnCommitAndAbort(t, startBroker(t))
+}
+
+func txnCommitAndAbort(t *testing.T, e testCluster) {
+	inTopic, out, app := kafkatest.Name(t, "txn-in"), kafkatest.Name(t, "txn-out"), kafkatest.Name(t, "app")
+	createTopic(t, e, inTopic, 1)
+	createTopic(t, e, out, 2)
+	in := pipeline.TopicPartition{Topic: inTopic, Partition: 0}
+	p := newTxnProducer(t, e, kafkatest.Name(t, "app-1"))
 
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
-	sendValues(t, p, "txn-out", 0, "c1", "c2")
-	sendValues(t, p, "txn-out", 1, "c3")
-	if err := p.CommitTxn(t.Context(), map[pipeline.TopicPartition]int64{in: 3}, "app"); err != nil {
+	sendValues(t, p, out, 0, "c1", "c2")
+	sendValues(t, p, out, 1, "c3")
+	if err := p.CommitTxn(t.Context(), map[pipeline.TopicPartition]int64{in: 3}, app); err != nil {
 		t.Fatalf("CommitTxn: %v", err)
 	}
-	if got := committedOffset(t, e, "app", in); got != 3 {
+	if got := committedOffset(t, e, app, in); got != 3 {
 		t.Fatalf("after the commit the group's offset is %d, want 3", got)
 	}
 
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
-	sendValues(t, p, "txn-out", 0, "a1", "a2")
+	sendValues(t, p, out, 0, "a1", "a2")
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.AbortTxn(); err != nil {
 		t.Fatalf("AbortTxn: %v", err)
 	}
-	if got := committedOffset(t, e, "app", in); got != 3 {
+	if got := committedOffset(t, e, app, in); got != 3 {
 		t.Fatalf("after the abort the group's offset is %d, want 3 (unmoved)", got)
 	}
 
@@ -107,14 +125,14 @@ func TestTxnCommitAndAbort(t *testing.T) {
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
-	sendValues(t, p, "txn-out", 0, "c4")
+	sendValues(t, p, out, 0, "c4")
 	if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
 		t.Fatalf("CommitTxn after an abort: %v", err)
 	}
 
 	cfg := testConfig()
 	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
-	c := newTestConsumer(t, e, "reader", []string{"txn-out"}, cfg, &recorder{})
+	c := newTestConsumer(t, e, kafkatest.Name(t, "reader"), []string{out}, cfg, &recorder{})
 	c.Start(t.Context())
 	got := map[int32][]string{}
 	for _, m := range receive(t, c, 4) {
@@ -127,17 +145,56 @@ func TestTxnCommitAndAbort(t *testing.T) {
 	}
 }
 
+// The offsets a transaction committed are what a read_committed consumer reads right after
+// the commit returns, although the coordinator writes the commit's markers after it answers
+// (Apache Kafka does, kfake not): the offsets before them would have an epoch after an abort
+// start again below records the transaction's outputs covered.
+func TestTxnCommittedOffsetsAreReadRightAfterTheCommit(t *testing.T) {
+	txnCommittedOffsetsReadRightAfterTheCommit(t, startBroker(t))
+}
+
+func txnCommittedOffsetsReadRightAfterTheCommit(t *testing.T, e testCluster) {
+	in, out, group := kafkatest.Name(t, "in"), kafkatest.Name(t, "out"), kafkatest.Name(t, "group")
+	createTopic(t, e, in, 1)
+	createTopic(t, e, out, 1)
+	cfg := testConfig()
+	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	c := newTestConsumer(t, e, group, []string{in}, cfg, &recorder{})
+	p := newTxnProducer(t, e, kafkatest.Name(t, "txn"))
+	tp := pipeline.TopicPartition{Topic: in, Partition: 0}
+	for i := int64(1); i <= 20; i++ {
+		if err := p.BeginTxn(); err != nil {
+			t.Fatal(err)
+		}
+		sendValues(t, p, out, 0, "x")
+		if err := p.CommitTxn(t.Context(), map[pipeline.TopicPartition]int64{tp: i}, group); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Committed([]pipeline.TopicPartition{tp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[tp] != i {
+			t.Fatalf("commit %d: the group's offset read right after it is %d", i, got[tp])
+		}
+	}
+}
+
 func TestTxnCommitRefusesBadOffsets(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "bad-out", 1)
-	p := newTxnProducer(t, e, "bad")
+	txnCommitRefusesBadOffsets(t, startBroker(t))
+}
+
+func txnCommitRefusesBadOffsets(t *testing.T, e testCluster) {
+	badOut, bad := kafkatest.Name(t, "bad-out"), kafkatest.Name(t, "bad")
+	createTopic(t, e, badOut, 1)
+	p := newTxnProducer(t, e, bad)
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.CommitTxn(t.Context(), map[pipeline.TopicPartition]int64{{Topic: "bad-out", Partition: 0}: -1}, "g"); err == nil {
+	if err := p.CommitTxn(t.Context(), map[pipeline.TopicPartition]int64{{Topic: badOut, Partition: 0}: -1}, "g"); err == nil {
 		t.Error("CommitTxn with a negative offset: want an error")
 	}
-	if err := p.CommitTxn(t.Context(), map[pipeline.TopicPartition]int64{{Topic: "bad-out", Partition: 0}: 1}, ""); err == nil {
+	if err := p.CommitTxn(t.Context(), map[pipeline.TopicPartition]int64{{Topic: badOut, Partition: 0}: 1}, ""); err == nil {
 		t.Error("CommitTxn with offsets and no group: want an error")
 	}
 	if err := p.AbortTxn(); err != nil {
@@ -146,7 +203,10 @@ func TestTxnCommitRefusesBadOffsets(t *testing.T) {
 }
 
 func TestTxnCallsOnPlainProducer(t *testing.T) {
-	e := startBroker(t)
+	txnCallsOnPlainProducer(t, startBroker(t))
+}
+
+func txnCallsOnPlainProducer(t *testing.T, e testCluster) {
 	p, err := NewProducer(e.Addrs(), testConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +237,11 @@ func TestNewProducerValidatesTransactionalConfig(t *testing.T) {
 }
 
 func TestTxnFenced(t *testing.T) {
+	txnFenced(t, func(t *testing.T) testCluster { return startBroker(t) })
+}
+
+// txnFenced runs its cases on the broker of each subtest.
+func txnFenced(t *testing.T, broker func(t *testing.T) testCluster) {
 	for _, tc := range []struct {
 		name          string
 		sendAfterward bool // the fenced producer sends again (its produce fails) or only commits
@@ -185,20 +250,21 @@ func TestTxnFenced(t *testing.T) {
 		{"commit", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := startBroker(t)
-			createTopic(t, e, "fence-out", 1)
-			old := newTxnProducer(t, e, "node")
+			e := broker(t)
+			out, node := kafkatest.Name(t, "fence-out"), kafkatest.Name(t, "node")
+			createTopic(t, e, out, 1)
+			old := newTxnProducer(t, e, node)
 			if err := old.BeginTxn(); err != nil {
 				t.Fatal(err)
 			}
-			sendValues(t, old, "fence-out", 0, "old-1")
+			sendValues(t, old, out, 0, "old-1")
 			if err := old.Flush(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 
-			successor := newTxnProducer(t, e, "node")
+			successor := newTxnProducer(t, e, node)
 			if tc.sendAfterward {
-				sendValues(t, old, "fence-out", 0, "old-2")
+				sendValues(t, old, out, 0, "old-2")
 			}
 			err := old.CommitTxn(t.Context(), nil, "")
 			if err == nil {
@@ -220,11 +286,11 @@ func TestTxnFenced(t *testing.T) {
 			if err := successor.BeginTxn(); err != nil {
 				t.Fatal(err)
 			}
-			sendValues(t, successor, "fence-out", 0, "new-1")
+			sendValues(t, successor, out, 0, "new-1")
 			if err := successor.CommitTxn(t.Context(), nil, ""); err != nil {
 				t.Fatalf("CommitTxn of the successor: %v", err)
 			}
-			values, _ := readValues(t, e, "fence-out", 0, 0)
+			values, _ := valuesAfterTheCommit(t, e, out, 0, 0)
 			if len(values) != 1 || values[0][len(values[0])-5:] != "new-1" {
 				t.Fatalf("committed records = %v, want only new-1", values)
 			}
@@ -237,11 +303,17 @@ func TestTxnFenced(t *testing.T) {
 // again after Renew: nothing of the fenced transaction is ever committed, and what the
 // renewed producer commits is.
 func TestTxnRenewAfterFencing(t *testing.T) {
+	txnRenewAfterFencing(t, func(t *testing.T) testCluster { return startBroker(t) })
+}
+
+// txnRenewAfterFencing runs its cases on the broker of each subtest.
+func txnRenewAfterFencing(t *testing.T, broker func(t *testing.T) testCluster) {
 	for _, by := range []string{"timeout", "successor"} {
 		t.Run(by, func(t *testing.T) {
-			e := startBroker(t)
-			createTopic(t, e, "renew-out", 1)
-			cfg := txnConfig("node")
+			e := broker(t)
+			out, node := kafkatest.Name(t, "renew-out"), kafkatest.Name(t, "node")
+			createTopic(t, e, out, 1)
+			cfg := txnConfig(node)
 			cfg.Producer.Transaction.Timeout = 300 * time.Millisecond
 			p, err := NewProducer(e.Addrs(), cfg)
 			if err != nil {
@@ -251,16 +323,16 @@ func TestTxnRenewAfterFencing(t *testing.T) {
 			if err := p.BeginTxn(); err != nil {
 				t.Fatal(err)
 			}
-			sendValues(t, p, "renew-out", 0, "fenced-1")
+			sendValues(t, p, out, 0, "fenced-1")
 			if err := p.Flush(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 			if by == "timeout" {
 				// The broker aborts the transaction once it is older than its timeout and
 				// bumps the epoch; the abort marker moves the last stable offset past it.
-				waitStable(t, e, "renew-out", 0)
+				waitStable(t, e, out, 0)
 			} else {
-				newTxnProducer(t, e, "node")
+				newTxnProducer(t, e, node)
 			}
 			// A failed commit may say something else first; the abort learns the truth.
 			if err := p.CommitTxn(t.Context(), nil, ""); !errors.Is(err, ErrFenced) {
@@ -274,11 +346,11 @@ func TestTxnRenewAfterFencing(t *testing.T) {
 			if err := p.BeginTxn(); err != nil {
 				t.Fatalf("BeginTxn after Renew: %v", err)
 			}
-			sendValues(t, p, "renew-out", 0, "renewed-1")
+			sendValues(t, p, out, 0, "renewed-1")
 			if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
 				t.Fatalf("CommitTxn after Renew: %v", err)
 			}
-			values, _ := readValues(t, e, "renew-out", 0, 0)
+			values, _ := valuesAfterTheCommit(t, e, out, 0, 0)
 			var kept []string
 			for _, v := range values {
 				kept = append(kept, v[strings.Index(v, ":")+1:])
@@ -291,11 +363,15 @@ func TestTxnRenewAfterFencing(t *testing.T) {
 }
 
 func TestAckedOffsetsTracksChosenTopics(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "app-store-changelog", 2)
-	createTopic(t, e, "app-out", 1)
-	cl0, cl1 := pipeline.TopicPartition{Topic: "app-store-changelog", Partition: 0}, pipeline.TopicPartition{Topic: "app-store-changelog", Partition: 1}
-	track := func(topic string) bool { return topic == "app-store-changelog" }
+	ackedOffsetsTracksChosenTopics(t, startBroker(t))
+}
+
+func ackedOffsetsTracksChosenTopics(t *testing.T, e testCluster) {
+	changelog, out := kafkatest.Name(t, "app-store-changelog"), kafkatest.Name(t, "app-out")
+	createTopic(t, e, changelog, 2)
+	createTopic(t, e, out, 1)
+	cl0, cl1 := pipeline.TopicPartition{Topic: changelog, Partition: 0}, pipeline.TopicPartition{Topic: changelog, Partition: 1}
+	track := func(topic string) bool { return topic == changelog }
 
 	t.Run("plain", func(t *testing.T) {
 		p, err := NewProducer(e.Addrs(), testConfig())
@@ -307,9 +383,9 @@ func TestAckedOffsetsTracksChosenTopics(t *testing.T) {
 			t.Fatalf("AckedOffsets without tracking = %v, want none", got)
 		}
 		p.TrackOffsets(track)
-		sendValues(t, p, "app-store-changelog", 0, "a", "b", "c")
-		sendValues(t, p, "app-store-changelog", 1, "d", "e")
-		sendValues(t, p, "app-out", 0, "x", "y", "z", "w")
+		sendValues(t, p, changelog, 0, "a", "b", "c")
+		sendValues(t, p, changelog, 1, "d", "e")
+		sendValues(t, p, out, 0, "x", "y", "z", "w")
 		if err := p.Flush(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -322,13 +398,13 @@ func TestAckedOffsetsTracksChosenTopics(t *testing.T) {
 	})
 
 	t.Run("transactional", func(t *testing.T) {
-		p := newTxnProducer(t, e, "tracker")
+		p := newTxnProducer(t, e, kafkatest.Name(t, "tracker"))
 		p.TrackOffsets(track)
 		if err := p.BeginTxn(); err != nil {
 			t.Fatal(err)
 		}
-		sendValues(t, p, "app-store-changelog", 0, "f", "g")
-		sendValues(t, p, "app-out", 0, "v")
+		sendValues(t, p, changelog, 0, "f", "g")
+		sendValues(t, p, out, 0, "v")
 		if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
 			t.Fatal(err)
 		}
@@ -340,7 +416,7 @@ func TestAckedOffsetsTracksChosenTopics(t *testing.T) {
 		if err := p.BeginTxn(); err != nil {
 			t.Fatal(err)
 		}
-		sendValues(t, p, "app-store-changelog", 1, "h")
+		sendValues(t, p, changelog, 1, "h")
 		if err := p.Flush(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -354,7 +430,7 @@ func TestAckedOffsetsTracksChosenTopics(t *testing.T) {
 		if err := p.BeginTxn(); err != nil {
 			t.Fatal(err)
 		}
-		sendValues(t, p, "app-store-changelog", 0, "i")
+		sendValues(t, p, changelog, 0, "i")
 		if err := p.CommitTxn(t.Context(), nil, ""); err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +486,7 @@ func BenchmarkTxnProduce(b *testing.B) {
 
 // waitStable waits until partition p of topic has no open transaction: its last stable
 // offset reached its high-water mark.
-func waitStable(t *testing.T, e *Embedded, topic string, p int32) {
+func waitStable(t *testing.T, e testCluster, topic string, p int32) {
 	t.Helper()
 	cfg := testConfig()
 	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
@@ -451,24 +527,28 @@ func waitStable(t *testing.T, e *Embedded, topic string, p int32) {
 // behind are refused, so a member paused past its session cannot commit an epoch that the
 // member now owning the partitions processes too.
 func TestCommitTxnInGroupRefusesAStaleGeneration(t *testing.T) {
-	e := startBroker(t)
-	createTopic(t, e, "in", 1)
-	createTopic(t, e, "out", 1)
-	first := newTestConsumer(t, e, "g447", []string{"in"}, testConfig(), &recorder{})
+	commitTxnInGroupRefusesAStaleGeneration(t, startBroker(t))
+}
+
+func commitTxnInGroupRefusesAStaleGeneration(t *testing.T, e testCluster) {
+	in, out, group := kafkatest.Name(t, "in"), kafkatest.Name(t, "out"), kafkatest.Name(t, "g447")
+	createTopic(t, e, in, 1)
+	createTopic(t, e, out, 1)
+	first := newTestConsumer(t, e, group, []string{in}, testConfig(), &recorder{})
 	first.Start(context.Background())
 	eventually(t, 30*time.Second, "the first member's generation", func() bool { return first.GroupMetadata().GenerationID >= 0 })
 	stale := first.GroupMetadata()
-	newTestConsumer(t, e, "g447", []string{"in"}, testConfig(), &recorder{}).Start(context.Background())
+	newTestConsumer(t, e, group, []string{in}, testConfig(), &recorder{}).Start(context.Background())
 	eventually(t, 30*time.Second, "a new generation", func() bool { return first.GroupMetadata().GenerationID > stale.GenerationID })
 
-	p := newTxnProducer(t, e, "t447")
-	offsets := map[pipeline.TopicPartition]int64{{Topic: "in", Partition: 0}: 1}
+	p := newTxnProducer(t, e, kafkatest.Name(t, "t447"))
+	offsets := map[pipeline.TopicPartition]int64{{Topic: in, Partition: 0}: 1}
 	commit := func(meta *sarama.ConsumerGroupMetadata) error {
 		t.Helper()
 		if err := p.BeginTxn(); err != nil {
 			t.Fatal(err)
 		}
-		sendValues(t, p, "out", 0, "x")
+		sendValues(t, p, out, 0, "x")
 		return p.CommitTxnInGroup(context.Background(), offsets, meta)
 	}
 	if err := commit(stale); err == nil {

@@ -20,6 +20,11 @@ type testAgent struct {
 	state  atomic.Pointer[string]
 	// active, when set, makes the agent a standby of the active it names (instance, host).
 	active atomic.Pointer[[2]string]
+	// copies are a standby's copies of store partitions, with their lags: the partitions it
+	// follows. The others it holds no copy of.
+	copies atomic.Pointer[map[int32]LagInfo]
+	// standbyHosts are what StandbyHosts answers for every store partition.
+	standbyHosts []string
 }
 
 func (a *testAgent) Stores() *Catalog { return a.stores.Load() }
@@ -39,6 +44,20 @@ func (a *testAgent) Standby() (string, string, bool) {
 	}
 	return "", "", false
 }
+
+func (a *testAgent) Holding(_ string, p int32) Holding {
+	if a.active.Load() == nil {
+		return Holding{Active: true}
+	}
+	if c := a.copies.Load(); c != nil {
+		if lag, ok := (*c)[p]; ok {
+			return Holding{Standby: true, Lag: lag}
+		}
+	}
+	return Holding{Why: "a cold standby"}
+}
+
+func (a *testAgent) StandbyHosts(string, int32) []string { return a.standbyHosts }
 
 // fixture serves the query endpoints of a testAgent, as the agent does.
 type fixture struct {

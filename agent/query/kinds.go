@@ -281,13 +281,7 @@ func runRange(timestamp, headers bool) func(*queryStore, *v2Plan, int32, state.I
 // as Kafka's versioned stores do.
 func (s *queryStore) runVersionedRange(plan *v2Plan, p int32, level state.IsolationLevel, pace *pacer) (v2Result, error) {
 	reverse := plan.q.Descending
-	m, err := mergeRange(pace, []int32{p}, plan.lower, plan.upper, reverse, func(p int32, lo, hi []byte) (*state.VersionedRangeIterator, error) {
-		kp, err := s.kv(p, level)
-		if err != nil {
-			return nil, err
-		}
-		return kp.versioned.Range(lo, hi, reverse), nil
-	})
+	m, err := mergeRange(pace, []int32{p}, plan.lower, plan.upper, reverse, s.versionedOpener(level, reverse))
 	if err != nil {
 		return v2Result{}, err
 	}

@@ -65,6 +65,25 @@ func (s *queryStore) openMerge(pace *pacer, level state.IsolationLevel, lo, hi [
 	return mergeRange(pace, parts, lo, hi, reverse, s.rangeOpener(level, reverse))
 }
 
+// openVersionedMerge walks the latest versions of every partition of a versioned store.
+func (s *queryStore) openVersionedMerge(pace *pacer, level state.IsolationLevel, lo, hi []byte, reverse bool) (*kvMerge[*state.VersionedRangeIterator], error) {
+	parts := make([]int32, s.partitions)
+	for p := range parts {
+		parts[p] = int32(p)
+	}
+	return mergeRange(pace, parts, lo, hi, reverse, s.versionedOpener(level, reverse))
+}
+
+func (s *queryStore) versionedOpener(level state.IsolationLevel, reverse bool) func(p int32, lo, hi []byte) (*state.VersionedRangeIterator, error) {
+	return func(p int32, lo, hi []byte) (*state.VersionedRangeIterator, error) {
+		kp, err := s.kv(p, level)
+		if err != nil {
+			return nil, err
+		}
+		return kp.versioned.Range(lo, hi, reverse), nil
+	}
+}
+
 func (s *queryStore) rangeOpener(level state.IsolationLevel, reverse bool) func(p int32, lo, hi []byte) (*state.KeyValueIterator, error) {
 	return func(p int32, lo, hi []byte) (*state.KeyValueIterator, error) {
 		kp, err := s.kv(p, level)

@@ -9,8 +9,9 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
-// keyMetadata is KafkaStreams#queryMetadataForKey: the partition the key belongs to and
-// the host serving it (on a standby: the active's). Kafka Streams answers
+// keyMetadata is KafkaStreams#queryMetadataForKey: the partition the key belongs to, the
+// host serving it (on a standby: the active's) and the hosts keeping standby copies of it,
+// which answer stale reads (StaleParam). Kafka Streams answers
 // KeyQueryMetadata.NOT_AVAILABLE outside RUNNING and REBALANCING (and StoatFlow's STANDBY);
 // over HTTP that is a 503.
 func (sv *server) keyMetadata(w http.ResponseWriter, r *http.Request) {
@@ -56,12 +57,16 @@ func (sv *server) metadataFor(store, keyText string, headers pipeline.Headers) (
 	if err != nil {
 		return KeyMetadata{}, badParam("key", "%v", err)
 	}
-	partition := s.keyPartition(key)
 	if s.global {
 		// As Kafka Streams answers for a global store: every instance holds all of it.
-		partition = -1
+		return KeyMetadata{ActiveHost: host, StandbyHosts: []string{}, Partition: -1}, nil
 	}
-	return KeyMetadata{ActiveHost: host, Partition: partition}, nil
+	partition := s.keyPartition(key)
+	standbys := sv.agent.StandbyHosts(store, partition)
+	if standbys == nil {
+		standbys = []string{}
+	}
+	return KeyMetadata{ActiveHost: host, StandbyHosts: standbys, Partition: partition}, nil
 }
 
 // metadataParams reads the headers from the raw query, keeping their order (a url.Values

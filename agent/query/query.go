@@ -5,7 +5,6 @@
 package query
 
 import (
-	"fmt"
 	"net/http"
 	"runtime"
 	"time"
@@ -22,11 +21,41 @@ type Agent interface {
 	// REBALANCING, ...).
 	State() string
 	// ActiveHost is the host:port answered as the one serving a key: application.server,
-	// else the HTTP server's address.
+	// else the HTTP server's address, else (a wildcard address, which names no host)
+	// UnavailableHost.
 	ActiveHost() string
 	// Standby, while this agent is a standby of its application (state STANDBY), names the
 	// active agent: its group.instance.id and its application.server ("" when it has none).
 	Standby() (instance, host string, ok bool)
+	// Holding says how this agent holds partition p of store: as the active, as a standby
+	// copy with its lag, or not at all.
+	Holding(store string, p int32) Holding
+	// StandbyHosts are the application.server of the agents that keep standby copies of
+	// partition p of store (Kafka Streams' KeyQueryMetadata.standbyHosts).
+	StandbyHosts(store string, p int32) []string
+}
+
+// Holding is how an agent holds one store partition. Stale reads are decided per store
+// partition, so an agent may hold some partitions as the active and others as standby
+// copies.
+type Holding struct {
+	// Active: the agent processes the partition, its state is current.
+	Active bool
+	// Standby: the agent keeps a copy following the partition's changelog; Lag is how far
+	// it trails, as the agent last saw the changelog's end.
+	Standby bool
+	Lag     LagInfo
+	// Why says, when the agent holds no current copy, why not (a cold standby, a store
+	// without changelog).
+	Why string
+}
+
+// LagInfo is Kafka Streams' LagInfo: how far a standby copy of a store partition trails
+// its changelog, in offsets.
+type LagInfo struct {
+	CurrentOffsetPosition int64 `json:"currentOffsetPosition"` // the offset the copy has read up to
+	EndOffsetPosition     int64 `json:"endOffsetPosition"`     // the changelog's end, when last read
+	OffsetLag             int64 `json:"offsetLag"`             // end - current
 }
 
 // The application states queries tell apart (KafkaStreams.State).
@@ -77,28 +106,15 @@ func Serve(handle func(pattern string, h http.Handler), agent Agent, opts Option
 	g := newQueryGate(opts.MaxConcurrency, runtime.GOMAXPROCS(0), opts.Timeout, opts.WriteError)
 	gated := func(pattern string, h http.Handler) { handle(pattern, g.admit(h)) }
 	gated("GET "+RouteStores, sv.api([]string{"isolation"}, sv.listStores))
-	gated("GET "+RouteKey, sv.activeOnly(sv.api([]string{"isolation"}, sv.getKey)))
-	gated("GET "+RouteKeys, sv.activeOnly(sv.api([]string{"isolation", "from", "to", "prefix", "reverse", "limit", "after"}, sv.rangeKeys)))
-	gated("GET "+RouteCount, sv.activeOnly(sv.api([]string{"isolation"}, sv.countKeys)))
-	gated("GET "+RouteWindows, sv.activeOnly(sv.api([]string{"isolation", "from", "to", "reverse"}, sv.fetchWindows)))
-	gated("POST "+RouteIQv2, sv.activeOnly(sv.api(nil, sv.queryV2)))
+	gated("GET "+RouteKey, sv.api([]string{"isolation", StaleParam}, sv.getKey))
+	gated("GET "+RouteKeys, sv.api([]string{"isolation", StaleParam, "from", "to", "prefix", "reverse", "limit", "after"}, sv.rangeKeys))
+	gated("GET "+RouteCount, sv.api([]string{"isolation", StaleParam}, sv.countKeys))
+	gated("GET "+RouteWindows, sv.api([]string{"isolation", StaleParam, "from", "to", "reverse"}, sv.fetchWindows))
+	gated("POST "+RouteIQv2, sv.api(nil, sv.queryV2))
 	gated("GET "+RouteMetadata, http.HandlerFunc(sv.keyMetadata))
 }
 
-// activeOnly refuses store queries on a standby, with a pointer to the active: a standby's
-// state trails the active's (Kafka Streams too serves stale standby stores only when asked).
-func (sv *server) activeOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		instance, host, standby := sv.agent.Standby()
-		if !standby {
-			h.ServeHTTP(w, r)
-			return
-		}
-		where := "it has no application.server"
-		if host != "" {
-			where = "it answers at " + host
-		}
-		sv.opts.WriteError(w, http.StatusServiceUnavailable, "standby", fmt.Sprintf(
-			"this agent is a standby of application %s; query the active agent %s (%s): GET /v1/metadata/{store}/{key} names it", sv.opts.ApplicationID, instance, where))
-	})
-}
+// UnavailableHost is the activeHost of a key whose agent cannot be named: Kafka Streams'
+// HostInfo.unavailable() (host "unavailable", port -1), which it answers when
+// application.server is unset.
+const UnavailableHost = "unavailable:-1"

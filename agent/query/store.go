@@ -1,11 +1,15 @@
 package query
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
+	"github.com/stoatflow/stoatflow/luart/suggest"
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/state"
 )
@@ -26,14 +30,19 @@ func storeError(err error) *apiError {
 	return &apiError{http.StatusInternalServerError, "store_error", err.Error()}
 }
 
-func notSupported(format string, args ...any) *apiError {
-	return &apiError{http.StatusNotImplemented, "not_supported", "not supported yet: " + fmt.Sprintf(format, args...)}
-}
-
-// unknownStore is Kafka Streams' UnknownStateStoreException.
-func unknownStore(name string) *apiError {
-	return &apiError{http.StatusNotFound, "unknown_store",
-		fmt.Sprintf("Cannot get state store %s because no such store is registered in the topology.", name)}
+// unknownStore is Kafka Streams' UnknownStateStoreException, with the store meant when the
+// name looks misspelled, and the stores there are.
+func unknownStore(name string, stores []string) *apiError {
+	msg := fmt.Sprintf("Cannot get state store %s because no such store is registered in the topology.", name)
+	if best, ok := suggest.Closest(name, stores); ok {
+		msg += fmt.Sprintf(" Did you mean %q?", best)
+	}
+	if len(stores) == 0 {
+		msg += " The topology has no stores."
+	} else {
+		msg += " Its stores: " + strings.Join(stores, ", ") + "."
+	}
+	return &apiError{http.StatusNotFound, "unknown_store", msg}
 }
 
 // queryStore is one store as interactive queries see it.
@@ -46,6 +55,8 @@ type queryStore struct {
 	global     bool // a global table's store
 	changelog  string
 	db         *state.DB
+	// replicas says which of its partitions the query may read.
+	replicas *replicas
 }
 
 // lookupStore finds a store of the running application: 503 before the stores are
@@ -58,8 +69,10 @@ func (sv *server) lookupStore(name string) (*queryStore, *apiError) {
 	if c.Partitions < 1 {
 		return nil, storeError(fmt.Errorf("the store catalogue has %d partitions", c.Partitions))
 	}
+	var names []string
 	for _, spec := range c.Specs {
 		if spec.Name != name {
+			names = append(names, spec.Name)
 			continue
 		}
 		topic := pipeline.ChangelogTopic(sv.opts.ApplicationID, name)
@@ -67,9 +80,71 @@ func (sv *server) lookupStore(name string) (*queryStore, *apiError) {
 			name: name, typeName: spec.Type.String(), spec: spec,
 			key: newFieldCodec(spec.Serdes.Key, topic), value: newFieldCodec(spec.Serdes.Value, topic),
 			partitions: c.PartitionsOf(name), global: c.Global[name], changelog: topic, db: c.DB,
+			replicas: &replicas{sv: sv, store: name},
 		}, nil
 	}
-	return nil, unknownStore(name)
+	slices.Sort(names)
+	return nil, unknownStore(name, names)
+}
+
+// replicas decides, per store partition, whether this agent answers from it: when it
+// holds the partition as the active, or a standby copy and the caller allows stale stores
+// (StaleParam). It keeps the lags of the standby copies read, for the answer.
+type replicas struct {
+	sv    *server
+	store string
+	stale bool
+	lags  Lags
+}
+
+// check allows reading partition p, or says why not.
+func (rs *replicas) check(p int32) *apiError {
+	h := rs.sv.agent.Holding(rs.store, p)
+	switch {
+	case h.Active:
+		return nil
+	case h.Standby && rs.stale:
+		if rs.lags == nil {
+			rs.lags = Lags{}
+		}
+		rs.lags[strconv.Itoa(int(p))] = h.Lag
+		return nil
+	}
+	return rs.sv.notActive(rs.store, p, h, rs.stale)
+}
+
+// checkAll allows reading every one of the store's partitions, or says why not.
+func (rs *replicas) checkAll(partitions int32) *apiError {
+	for p := range partitions {
+		if e := rs.check(p); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// notActive is the refusal of a store partition this agent does not process: 503
+// "standby", pointing at the active and, for a standby copy, at stale reads.
+func (sv *server) notActive(store string, p int32, h Holding, stale bool) *apiError {
+	var msg string
+	if instance, host, standby := sv.agent.Standby(); standby {
+		where := "it has no application.server"
+		if host != "" {
+			where = "it answers at " + host
+		}
+		msg = fmt.Sprintf("this agent is a standby of application %s; query the active agent %s (%s): GET /v1/metadata/{store}/{key} names it",
+			sv.opts.ApplicationID, instance, where)
+	} else {
+		msg = fmt.Sprintf("this agent does not process partition %d of store %s; GET /v1/metadata/{store}/{key} names the agent that does", p, store)
+	}
+	switch {
+	case h.Standby && !stale:
+		msg += fmt.Sprintf(", or allow stale stores (%s=true) to read this agent's copy, %d offsets behind when it last read the changelog",
+			StaleParam, h.Lag.OffsetLag)
+	case !h.Standby && stale:
+		msg += fmt.Sprintf("; it keeps no copy of partition %d of store %s to read stale: %s", p, store, h.Why)
+	}
+	return &apiError{http.StatusServiceUnavailable, "standby", msg}
 }
 
 func notReady(state string) *apiError {
@@ -157,7 +232,7 @@ func (k kvPartition) get(key []byte) (kvEntry, bool, error) {
 }
 
 // rng iterates [from, to] (nil = open) of a plain or timestamped store; versioned stores
-// range through VersionedView.Range, which only IQv2's RangeQuery uses so far.
+// range through VersionedView.Range (queryStore.versionedOpener).
 func (k kvPartition) rng(from, to []byte, reverse bool) (*state.KeyValueIterator, error) {
 	switch {
 	case k.plain != nil:
@@ -165,7 +240,7 @@ func (k kvPartition) rng(from, to []byte, reverse bool) (*state.KeyValueIterator
 	case k.ts != nil:
 		return k.ts.Range(from, to, reverse), nil
 	}
-	return nil, notSupported("range reads of versioned stores under /v1 (POST /v2/query with a RangeQuery answers them)")
+	return nil, errors.New("a versioned store ranges over its latest versions (queryStore.versionedOpener)")
 }
 
 // position is the changelog offset the store partition has applied, in Kafka Streams'

@@ -46,7 +46,8 @@ func (sv *server) api(params []string, h apiHandler) http.Handler {
 	})
 }
 
-// storeAt resolves a request's {store} and its ?isolation level.
+// storeAt resolves a request's {store}, its ?isolation level and whether it allows stale
+// stores (StaleParam).
 func (sv *server) storeAt(r *http.Request) (*queryStore, state.IsolationLevel, *apiError) {
 	s, e := sv.lookupStore(r.PathValue("store"))
 	if e != nil {
@@ -55,6 +56,13 @@ func (sv *server) storeAt(r *http.Request) (*queryStore, state.IsolationLevel, *
 	level, e := sv.isolation(r.URL.Query().Get("isolation"))
 	if e != nil {
 		return nil, 0, e
+	}
+	if v := r.URL.Query().Get(StaleParam); v != "" {
+		stale, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, 0, badParam(StaleParam, "%q is not true or false", v)
+		}
+		s.replicas.stale = stale
 	}
 	return s, level, nil
 }
@@ -148,6 +156,9 @@ func (sv *server) getKey(w http.ResponseWriter, r *http.Request) *apiError {
 		return badParam("key", "%v", err)
 	}
 	for _, p := range s.searchOrder(key) {
+		if e := s.replicas.check(p); e != nil {
+			return e
+		}
 		kp, err := s.kv(p, level)
 		if err != nil {
 			return storeError(err)
@@ -161,6 +172,7 @@ func (sv *server) getKey(w http.ResponseWriter, r *http.Request) *apiError {
 			if err != nil {
 				return storeError(err)
 			}
+			item.Lags = s.replicas.lags
 			sv.opts.WriteJSON(w, http.StatusOK, item)
 			return nil
 		}
@@ -168,18 +180,39 @@ func (sv *server) getKey(w http.ResponseWriter, r *http.Request) *apiError {
 	return &apiError{http.StatusNotFound, "key_not_found", fmt.Sprintf("key %q is not in store %s (%s)", text, s.name, level)}
 }
 
+// countKeys is approximateNumEntries of a key-value store (exact: it walks the store) and,
+// beyond Kafka Streams' IQv1, the same count of the other stores: a versioned store's keys
+// with a live latest version, a window store's windows, a session store's sessions.
 func (sv *server) countKeys(w http.ResponseWriter, r *http.Request) *apiError {
-	s, level, e := sv.keyValueStoreAt(r)
+	s, level, e := sv.storeAt(r)
+	if e == nil {
+		e = s.replicas.checkAll(s.partitions)
+	}
 	if e != nil {
 		return e
 	}
-	if isVersioned(s.spec) {
-		return notSupported("approximateNumEntries of versioned stores")
+	// The count walks the store, so it is a paced walk like a range read.
+	var n int64
+	var err error
+	switch {
+	case isVersioned(s.spec):
+		n, err = countMerge(s.openVersionedMerge(pacerOf(r.Context()), level, nil, nil, false))
+	case s.isKeyValue():
+		n, err = countMerge(s.openMerge(pacerOf(r.Context()), level, nil, nil, false))
+	default:
+		n, err = s.countWindows(pacerOf(r.Context()), level)
 	}
-	// approximateNumEntries walks the store, so it is a paced walk like a range read.
-	m, err := s.openMerge(pacerOf(r.Context()), level, nil, nil, false)
 	if err != nil {
 		return asAPIError(err)
+	}
+	sv.opts.WriteJSON(w, http.StatusOK, Count{Count: n, Lags: s.replicas.lags})
+	return nil
+}
+
+// countMerge counts the entries of a walk over every partition.
+func countMerge[C kvCursor](m *kvMerge[C], err error) (int64, error) {
+	if err != nil {
+		return 0, err
 	}
 	defer m.close()
 	var n int64
@@ -187,11 +220,31 @@ func (sv *server) countKeys(w http.ResponseWriter, r *http.Request) *apiError {
 		n++
 		m.advance(i)
 	}
-	if m.err != nil {
-		return asAPIError(m.err)
+	return n, m.err
+}
+
+// countWindows counts the windows (or sessions) of every partition.
+func (s *queryStore) countWindows(pace *pacer, level state.IsolationLevel) (int64, error) {
+	var n int64
+	for p := range s.partitions {
+		it, err := s.allWindows(p, level)
+		if err != nil {
+			return 0, err
+		}
+		for it.Next() {
+			n++
+			if err := pace.step(); err != nil {
+				it.Close()
+				return 0, err
+			}
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil {
+			return 0, err
+		}
 	}
-	sv.opts.WriteJSON(w, http.StatusOK, Count{Count: n})
-	return nil
+	return n, nil
 }
 
 func asAPIError(err error) *apiError {
@@ -271,18 +324,47 @@ func (sv *server) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	q := r.URL.Query()
 	rp, e := s.parseRange(q)
+	if e == nil {
+		e = s.replicas.checkAll(s.partitions)
+	}
 	if e != nil {
 		return e
 	}
 	lo, hi := rp.bounds()
-	m, err := s.openMerge(pacerOf(r.Context()), level, lo, hi, rp.reverse)
-	if err != nil {
-		return asAPIError(err)
+	pace := pacerOf(r.Context())
+	var next string
+	var out *itemStream
+	var err error
+	if isVersioned(s.spec) {
+		// Each key's latest version, as IQv2's RangeQuery answers on a versioned store.
+		m, merr := s.openVersionedMerge(pace, level, lo, hi, rp.reverse)
+		if merr != nil {
+			return asAPIError(merr)
+		}
+		defer m.close()
+		out = startItems(w)
+		next, err = streamRange(s, out, m, rp, func(it *state.VersionedRangeIterator) (kvEntry, error) {
+			rec := it.Record()
+			return kvEntry{value: rec.Value, ts: rec.Timestamp}, nil
+		})
+	} else {
+		m, merr := s.openMerge(pace, level, lo, hi, rp.reverse)
+		if merr != nil {
+			return asAPIError(merr)
+		}
+		defer m.close()
+		out = startItems(w)
+		next, err = streamRange(s, out, m, rp, func(it *state.KeyValueIterator) (kvEntry, error) {
+			e := kvEntry{value: it.Value(), ts: it.Timestamp()}
+			if s.spec.Headers {
+				var herr error
+				e.headers, herr = it.Headers()
+				return e, herr
+			}
+			return e, nil
+		})
 	}
-	defer m.close()
-	out := startItems(w)
-	next, err := s.streamRange(out, m, rp)
-	var end PageEnd
+	end := PageEnd{Lags: s.replicas.lags}
 	switch {
 	case err != nil:
 		// The status line is gone: the error follows the items that were read.
@@ -295,10 +377,10 @@ func (sv *server) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	return nil
 }
 
-// streamRange writes up to rp.limit entries in merged key order and returns the cursor
-// to continue from when it stopped early. Equal keys from several partitions are never
-// split across pages, since the cursor skips the key.
-func (s *queryStore) streamRange(out *itemStream, m *kvMerge[*state.KeyValueIterator], rp rangeParams) (string, error) {
+// streamRange writes up to rp.limit entries in merged key order, each read by entry, and
+// returns the cursor to continue from when it stopped early. Equal keys from several
+// partitions are never split across pages, since the cursor skips the key.
+func streamRange[C kvCursor](s *queryStore, out *itemStream, m *kvMerge[C], rp rangeParams, entry func(C) (kvEntry, error)) (string, error) {
 	var last []byte
 	n := 0
 	for {
@@ -317,14 +399,11 @@ func (s *queryStore) streamRange(out *itemStream, m *kvMerge[*state.KeyValueIter
 		case n >= rp.limit && string(k) != string(last):
 			return s.key.text(last)
 		}
-		var hs pipeline.Headers
-		if s.spec.Headers {
-			var err error
-			if hs, err = it.Headers(); err != nil {
-				return "", err
-			}
+		e, err := entry(it)
+		if err != nil {
+			return "", err
 		}
-		item, err := s.item(k, kvEntry{value: it.Value(), ts: it.Timestamp(), headers: hs}, m.parts[i])
+		item, err := s.item(k, e, m.parts[i])
 		if err != nil {
 			return "", err
 		}

@@ -22,7 +22,8 @@ const (
 )
 
 // v2Request is a StateQueryRequest: inStore(store).withQuery(query), optional partitions
-// (default: all), position bound, requireActive and, as KIP-892 adds, an isolation level.
+// (default: all), position bound, requireActive and, as KIP-892 adds, an isolation level;
+// staleStores lets standby copies answer (StaleParam).
 type v2Request struct {
 	Store         string                      `json:"store"`
 	Query         v2Query                     `json:"query"`
@@ -30,6 +31,7 @@ type v2Request struct {
 	Isolation     string                      `json:"isolation"`
 	PositionBound map[string]map[string]int64 `json:"positionBound"`
 	RequireActive bool                        `json:"requireActive"`
+	StaleStores   bool                        `json:"staleStores"`
 }
 
 // v2Query holds the fields of every query type; each type reads the ones its Java builder
@@ -124,6 +126,28 @@ func (sv *server) queryV2(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	slices.Sort(parts)
 	parts = slices.Compact(parts)
+	// Without staleStores, an agent that processes none of the partitions asked for refuses
+	// the whole query, pointing at the active, as every store query does.
+	holdings := map[int32]Holding{}
+	var refusal *apiError
+	for _, p := range parts {
+		if p < 0 || p >= s.partitions {
+			continue
+		}
+		h := sv.agent.Holding(s.name, p)
+		holdings[p] = h
+		if refusal == nil && !h.Active && !req.StaleStores {
+			refusal = sv.notActive(s.name, p, h, false)
+		}
+	}
+	for _, h := range holdings {
+		if h.Active {
+			refusal = nil
+		}
+	}
+	if refusal != nil {
+		return refusal
+	}
 
 	out := newV2Writer(w, s.name)
 	merged := map[string]map[string]int64{}
@@ -140,6 +164,9 @@ func (sv *server) queryV2(w http.ResponseWriter, r *http.Request) *apiError {
 			continue
 		case req.RequireActive && !running:
 			out.failure(p, failNotActive, fmt.Sprintf("Query requires a running active task, but partition %d was in state %s and was active.", p, appState))
+			continue
+		case !holdings[p].Active && (req.RequireActive || !req.StaleStores || !holdings[p].Standby):
+			out.failure(p, failNotActive, sv.notActive(s.name, p, holdings[p], req.StaleStores).msg)
 			continue
 		}
 		pos, err := s.position(p)
@@ -161,7 +188,11 @@ func (sv *server) queryV2(w http.ResponseWriter, r *http.Request) *apiError {
 			out.failure(p, failStoreException, err.Error())
 			continue
 		}
-		out.success(p, pos, res)
+		var lag *LagInfo
+		if h := holdings[p]; !h.Active {
+			lag = &h.Lag
+		}
+		out.success(p, pos, lag, res)
 		for t, m := range pos {
 			if merged[t] == nil {
 				merged[t] = map[string]int64{}
@@ -315,7 +346,13 @@ func (w *v2Writer) failure(p int32, reason, msg string) {
 	_, _ = w.bw.Write(b)
 }
 
-func (w *v2Writer) success(p int32, pos map[string]map[string]int64, res v2Result) {
+// success writes a partition's result; lag is its standby copy's, nil for the active's.
+func (w *v2Writer) success(p int32, pos map[string]map[string]int64, lag *LagInfo, res v2Result) {
+	head := ""
+	if lag != nil {
+		b, _ := json.Marshal(lag)
+		head = `"lag":` + string(b) + ","
+	}
 	if res.items == nil {
 		val, err := w.encode(res.value)
 		if err != nil {
@@ -324,13 +361,13 @@ func (w *v2Writer) success(p int32, pos map[string]map[string]int64, res v2Resul
 		}
 		w.open()
 		posJSON, _ := json.Marshal(pos)
-		fmt.Fprintf(w.bw, `{"partition":%d,"position":%s,"result":%s,"success":true}`, p, posJSON, val)
+		fmt.Fprintf(w.bw, `{%s"partition":%d,"position":%s,"result":%s,"success":true}`, head, p, posJSON, val)
 		return
 	}
 	defer res.items.close()
 	w.open()
 	posJSON, _ := json.Marshal(pos)
-	fmt.Fprintf(w.bw, `{"partition":%d,"position":%s,"result":[`, p, posJSON)
+	fmt.Fprintf(w.bw, `{%s"partition":%d,"position":%s,"result":[`, head, p, posJSON)
 	for i := 0; ; i++ {
 		item, ok, err := res.items.next()
 		var b []byte

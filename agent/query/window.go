@@ -44,6 +44,25 @@ func (s *queryStore) fetchKey(p int32, level state.IsolationLevel, key []byte, f
 	return nil, fmt.Errorf("store %s is a %s store, not a window or session store", s.name, s.typeName)
 }
 
+// allWindows iterates every window (or session) of partition p.
+func (s *queryStore) allWindows(p int32, level state.IsolationLevel) (windowCursor, error) {
+	switch {
+	case isWindow(s.spec):
+		st, err := s.db.WindowStore(s.spec, p)
+		if err != nil {
+			return nil, err
+		}
+		return st.View(level).All(false), nil
+	case s.spec.Type == pipeline.SessionStoreType:
+		st, err := s.db.SessionStore(s.spec, p)
+		if err != nil {
+			return nil, err
+		}
+		return st.View(level).FetchRange(nil, nil, false), nil
+	}
+	return nil, fmt.Errorf("store %s is a %s store, not a window or session store", s.name, s.typeName)
+}
+
 func (s *queryStore) windowItem(it windowCursor) (WindowItem, error) {
 	k, err := s.key.jsonValue(it.Key())
 	if err != nil {
@@ -100,6 +119,9 @@ func (sv *server) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError
 		}
 	}
 	for _, p := range s.searchOrder(key) {
+		if e := s.replicas.check(p); e != nil {
+			return e
+		}
 		it, err := s.fetchKey(p, level, key, from, to, backward)
 		if err != nil {
 			return storeError(err)
@@ -116,7 +138,7 @@ func (sv *server) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError
 		out := startItems(w)
 		err = s.streamWindows(out, it, pacerOf(r.Context()))
 		it.Close()
-		var end PageEnd
+		end := PageEnd{Lags: s.replicas.lags}
 		if err != nil {
 			e := asAPIError(err)
 			end.Error, end.Code = e.msg, e.code
@@ -125,7 +147,7 @@ func (sv *server) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError
 		_ = out.end(end)
 		return nil
 	}
-	_ = startItems(w).end(PageEnd{})
+	_ = startItems(w).end(PageEnd{Lags: s.replicas.lags})
 	return nil
 }
 

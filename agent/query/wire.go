@@ -21,6 +21,14 @@ const (
 // key serialiser: ?header.NAME=VALUE (KIP-1321's queryMetadataForKey overloads with Headers).
 const HeaderParam = "header."
 
+// StaleParam lets a standby answer a store query from its copy of the stores, which trails
+// the active's (Kafka Streams' StoreQueryParameters.enableStaleStores): ?staleStores=true,
+// and "staleStores": true in an IQv2 body. The answer gives each standby partition's lag.
+const StaleParam = "staleStores"
+
+// Lags are the lags of the standby copies an answer was read from, by store partition.
+type Lags map[string]LagInfo
+
 // Path is a route with its {store} and {key} filled in, escaped.
 func Path(route, store, key string) string {
 	return strings.NewReplacer("{store}", url.PathEscape(store), "{key}", url.PathEscape(key)).Replace(route)
@@ -44,6 +52,8 @@ type KVItem struct {
 	// Headers is a list of {"key", "value"} or {"key", "valueBase64"}, for headers-aware
 	// stores only (an empty list is still written).
 	Headers any `json:"headers,omitempty"`
+	// Lags, in an answer read from a standby copy, is its partition's lag.
+	Lags Lags `json:"lags,omitempty"`
 }
 
 // WindowItem is one window (or session) of GET /v1/stores/{store}/windows/{key}.
@@ -65,17 +75,22 @@ type Page[T any] struct {
 type PageEnd struct {
 	Code  string `json:"code,omitempty"`
 	Error string `json:"error,omitempty"`
-	Next  string `json:"next,omitempty"`
+	// Lags, in an answer read from standby copies, are their partitions' lags.
+	Lags Lags   `json:"lags,omitempty"`
+	Next string `json:"next,omitempty"`
 }
 
 // Count is the answer of GET /v1/stores/{store}/count.
 type Count struct {
 	Count int64 `json:"count"`
+	Lags  Lags  `json:"lags,omitempty"`
 }
 
 // KeyMetadata is the answer of GET /v1/metadata/{store}/{key}: the partition holding the
-// key (-1 for a global store) and the host serving it.
+// key (-1 for a global store), the host serving it and those keeping standby copies of it
+// (Kafka Streams' KeyQueryMetadata).
 type KeyMetadata struct {
-	ActiveHost string `json:"activeHost"`
-	Partition  int32  `json:"partition"`
+	ActiveHost   string   `json:"activeHost"`
+	StandbyHosts []string `json:"standbyHosts"`
+	Partition    int32    `json:"partition"`
 }

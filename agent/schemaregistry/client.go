@@ -9,10 +9,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
@@ -35,11 +37,27 @@ type Options struct {
 	RetryWait, RetryMaxWait time.Duration
 	// ConnectTimeout and ReadTimeout are http.connect.timeout.ms and http.read.timeout.ms.
 	ConnectTimeout, ReadTimeout time.Duration
-	Logger                      *slog.Logger
+	// MaxResponseBytes bounds the body of one answer (agent.schema.registry.max.response.bytes);
+	// 0 is DefaultMaxResponseBytes. A larger answer fails the call, unread.
+	MaxResponseBytes int64
+	// OnWait, when set, is told the start of the oldest call in progress whenever it changes
+	// (the zero time when none is): what the agent shows in /readyz and a metric.
+	OnWait func(oldest time.Time)
+	Logger *slog.Logger
 }
 
 // defaultTimeout is Confluent's http.connect.timeout.ms and http.read.timeout.ms.
 const defaultTimeout = 60 * time.Second
+
+// DefaultMaxResponseBytes bounds a registry's answer: a schema with its references is
+// kilobytes, rarely a megabyte; a registry answering hundreds of megabytes (broken or
+// hostile) would otherwise be read whole into memory.
+const DefaultMaxResponseBytes = 8 << 20
+
+// MaxErrorBytes bounds the text of an error from the registry (its answer's message, a
+// schema that does not parse), as Lua errors are bounded: such text ends up in logs, the
+// console and dead letters, once per record.
+const MaxErrorBytes = 4096
 
 // Bound is the longest a call may take: every attempt timing out, with every wait between.
 func (o Options) Bound() time.Duration {
@@ -63,6 +81,10 @@ func saturatingAdd(a, b time.Duration) time.Duration {
 type Client struct {
 	cl   *sr.Client
 	opts Options
+
+	mu       sync.Mutex
+	calls    map[uint64]time.Time // start of each call in progress, by a number of its own
+	nextCall uint64
 }
 
 // NewClient returns a client of the registry at opts.URLs.
@@ -84,11 +106,12 @@ func NewClient(opts Options) (*Client, error) {
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       90 * time.Second,
 	}
+	opts.MaxResponseBytes = cmp.Or(opts.MaxResponseBytes, DefaultMaxResponseBytes)
 	clOpts := []sr.ClientOpt{
 		sr.URLs(opts.URLs...),
 		// The whole request, body included, is bounded: a registry that stalls mid-answer
 		// must not hold the processing loop.
-		sr.HTTPClient(&http.Client{Transport: transport, Timeout: opts.ConnectTimeout + opts.ReadTimeout}),
+		sr.HTTPClient(&http.Client{Transport: &capBody{next: transport, max: opts.MaxResponseBytes}, Timeout: opts.ConnectTimeout + opts.ReadTimeout}),
 		sr.UserAgent("stoatflow"),
 	}
 	if opts.User != "" || opts.Password != "" {
@@ -109,7 +132,80 @@ func NewClient(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema.registry.url: %w", err)
 	}
-	return &Client{cl: cl, opts: opts}, nil
+	return &Client{cl: cl, opts: opts, calls: map[uint64]time.Time{}}, nil
+}
+
+// capBody fails an answer larger than max: one announced as larger at once, one that turns
+// out larger when its max+1st byte is read. sr reads answers whole (io.ReadAll).
+type capBody struct {
+	next http.RoundTripper
+	max  int64
+}
+
+func (c *capBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.ContentLength > c.max {
+		resp.Body.Close()
+		return nil, c.tooLarge()
+	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: c.max, err: c.tooLarge()}
+	return resp, nil
+}
+
+func (c *capBody) tooLarge() error {
+	return fmt.Errorf("the schema registry's answer is larger than %d bytes (agent.schema.registry.max.response.bytes)", c.max)
+}
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64 // bytes that may still be read
+	err  error
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, b.err
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, b.err
+	}
+	return n, err
+}
+
+// waiting records a call in progress until the returned function is called, telling
+// Options.OnWait when the oldest call in progress changes.
+func (c *Client) waiting() (done func()) {
+	if c.opts.OnWait == nil {
+		return func() {}
+	}
+	c.mu.Lock()
+	id := c.nextCall
+	c.nextCall++
+	c.calls[id] = time.Now()
+	if len(c.calls) == 1 {
+		c.opts.OnWait(c.calls[id])
+	}
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.calls, id)
+		var oldest time.Time
+		for _, t := range c.calls {
+			if oldest.IsZero() || t.Before(oldest) {
+				oldest = t
+			}
+		}
+		c.opts.OnWait(oldest)
+	}
 }
 
 // SchemaByID implements schemas.Registry.
@@ -120,7 +216,8 @@ func (c *Client) SchemaByID(ctx context.Context, id int) (schemas.Schema, error)
 		return err
 	})
 	if err != nil {
-		return schemas.Schema{}, fmt.Errorf("schema id %d: %w", id, err)
+		// The caller names the schema id: saying it here too repeated it.
+		return schemas.Schema{}, err
 	}
 	return fromSR(out)
 }
@@ -176,6 +273,7 @@ func (c *Client) Version(ctx context.Context, subject string, version int) (sche
 // MaxRetries+1 times; waits double from RetryWait up to RetryMaxWait. A not-found answer
 // wraps schemas.ErrNotFound.
 func (c *Client) retry(ctx context.Context, call func(context.Context) error) error {
+	defer c.waiting()()
 	wait := c.opts.RetryWait
 	for attempt := 0; ; attempt++ {
 		err := call(ctx)
@@ -192,6 +290,7 @@ func (c *Client) retry(ctx context.Context, call func(context.Context) error) er
 			}
 			return err
 		}
+		err = schemas.CutError(err, MaxErrorBytes)
 		if attempt >= c.opts.MaxRetries || ctx.Err() != nil {
 			return fmt.Errorf("the schema registry is unavailable after %d attempts: %w", attempt+1, err)
 		}
@@ -222,7 +321,7 @@ func responseText(re *sr.ResponseError) string {
 	if msg == "" {
 		msg = string(re.Raw)
 	}
-	return fmt.Sprintf("the schema registry answered %d: %s", re.StatusCode, msg)
+	return fmt.Sprintf("the schema registry answered %d: %s", re.StatusCode, schemas.CutText(msg, MaxErrorBytes))
 }
 
 var formats = map[sr.SchemaType]schemas.Format{

@@ -1,12 +1,17 @@
 package schemaregistry
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,7 +85,8 @@ func TestNotFoundIsNotRetried(t *testing.T) {
 	reg.Intercept(func(http.ResponseWriter, *http.Request) bool { seen.Add(1); return false })
 	c, _ := NewClient(fastOptions(reg.URL()))
 	_, err := c.SchemaByID(t.Context(), 42)
-	if !errors.Is(err, schemas.ErrNotFound) || !strings.Contains(err.Error(), "schema id 42") {
+	// The serde names the id: the client's error does not repeat it (schema id 2: schema id 2: ...).
+	if !errors.Is(err, schemas.ErrNotFound) || strings.Contains(err.Error(), "schema id") {
 		t.Fatalf("error %v", err)
 	}
 	_, err = c.Version(t.Context(), "nothing-value", schemas.Latest)
@@ -224,5 +230,90 @@ func TestBoundSaturates(t *testing.T) {
 	// three attempts of 2 s, waits of 1 s and 2 s
 	if b := small.Bound(); b != 9*time.Second {
 		t.Fatalf("Bound = %v, want 9s", b)
+	}
+}
+
+// An answer larger than MaxResponseBytes fails the call unread, whether it says its length
+// or streams: a 300 MiB answer took the agent from 95 MB to 4 GB before. Its start is not
+// quoted whole in the error either.
+func TestLargeAnswersAreRefused(t *testing.T) {
+	for _, announce := range []bool{true, false} {
+		var served atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			body := `{"schema": "` + strings.Repeat("x", 64<<20) + `"}`
+			if announce {
+				w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+			}
+			w.Header().Set("Content-Type", "application/json")
+			n, _ := io.WriteString(w, body)
+			served.Add(int64(n))
+		}))
+		o := fastOptions(srv.URL)
+		o.MaxRetries, o.MaxResponseBytes = 0, 1<<20
+		c, err := NewClient(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.SchemaByID(t.Context(), 1)
+		if err == nil || !strings.Contains(err.Error(), "answer is larger than 1048576 bytes (agent.schema.registry.max.response.bytes)") || len(err.Error()) > MaxErrorBytes+200 {
+			t.Errorf("announced %v: error %.300v", announce, err)
+		}
+		srv.CloseClientConnections()
+		srv.Close()
+	}
+}
+
+// A registry error that quotes megabytes is cut to MaxErrorBytes.
+func TestRegistryErrorsAreCut(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = io.WriteString(w, `{"error_code": 42201, "message": "`+strings.Repeat("y", 1<<20)+`"}`)
+	}))
+	defer srv.Close()
+	c, _ := NewClient(fastOptions(srv.URL))
+	_, err := c.SchemaByID(t.Context(), 1)
+	if err == nil || len(err.Error()) > MaxErrorBytes+100 || !strings.Contains(err.Error(), "cut from") {
+		t.Fatalf("error of %d bytes: %.200v", len(fmt.Sprint(err)), err)
+	}
+}
+
+// OnWait hears of the oldest call in progress, and of none once it ends.
+func TestOnWait(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	release := make(chan struct{})
+	reg.Intercept(func(_ http.ResponseWriter, r *http.Request) bool {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+		return false
+	})
+	var mu sync.Mutex
+	var seen []time.Time
+	o := fastOptions(reg.URL())
+	o.OnWait = func(oldest time.Time) { mu.Lock(); seen = append(seen, oldest); mu.Unlock() }
+	c, _ := NewClient(o)
+	done := make(chan error, 1)
+	go func() { _, err := c.SchemaByID(context.Background(), 1); done <- err }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("OnWait not told of the call")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0].IsZero() || !seen[1].IsZero() {
+		t.Fatalf("OnWait heard %v, want the start and then zero", seen)
 	}
 }

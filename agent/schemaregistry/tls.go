@@ -4,7 +4,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"os"
+
+	"github.com/stoatflow/stoatflow/agent/config"
 )
 
 // TLSConfig reads the PEM truststore (CA certificates; "" = the system roots) and keystore
@@ -12,9 +13,9 @@ import (
 func TLSConfig(trustStore, keyStore string) (*tls.Config, error) {
 	t := &tls.Config{MinVersion: tls.VersionTLS12}
 	if trustStore != "" {
-		data, err := os.ReadFile(trustStore)
+		data, err := config.ReadFile(trustStore, config.MaxPEMBytes)
 		if err != nil {
-			return nil, fmt.Errorf("schema.registry.ssl.truststore.location: %w", err)
+			return nil, fmt.Errorf("schema.registry.ssl.truststore.location: %s: %w", trustStore, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(data) {
@@ -23,7 +24,11 @@ func TLSConfig(trustStore, keyStore string) (*tls.Config, error) {
 		t.RootCAs = pool
 	}
 	if keyStore != "" {
-		cert, err := tls.LoadX509KeyPair(keyStore, keyStore)
+		data, err := config.ReadFile(keyStore, config.MaxPEMBytes)
+		if err != nil {
+			return nil, fmt.Errorf("schema.registry.ssl.keystore.location: %s: %w", keyStore, err)
+		}
+		cert, err := tls.X509KeyPair(data, data)
 		if err != nil {
 			return nil, fmt.Errorf("schema.registry.ssl.keystore.location: %s: %w", keyStore, err)
 		}

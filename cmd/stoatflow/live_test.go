@@ -146,8 +146,12 @@ func TestTopAndTapOfARunningAgent(t *testing.T) {
 		t.Errorf("GET /v1/tap without the token: %s", resp.Status)
 	}
 	code, _, errOut = runCLI("tap", "NOPE", "-n", "1", "-addr", addr, "-token", "s3cret")
-	if code != 1 || !strings.Contains(errOut, `no node named "NOPE"`) {
+	if code != 1 || !strings.Contains(errOut, `no node named "NOPE"`) || strings.Contains(errOut, "did you mean") {
 		t.Errorf("tap of an unknown node: exit %d: %s", code, errOut)
+	}
+	code, _, errOut = runCLI("tap", "KSTREAM-SORCE-0000000000", "-n", "1", "-addr", addr, "-token", "s3cret")
+	if code != 1 || !strings.Contains(errOut, `no node named "KSTREAM-SORCE-0000000000" in the running topology (GET /topology lists them); did you mean "KSTREAM-SOURCE-0000000000"?`) {
+		t.Errorf("tap of a misspelled node: exit %d: %s", code, errOut)
 	}
 }
 

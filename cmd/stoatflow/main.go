@@ -20,6 +20,8 @@ import (
 	"github.com/stoatflow/stoatflow/agent"
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/watch"
+	"github.com/stoatflow/stoatflow/luart"
+	"github.com/stoatflow/stoatflow/luart/suggest"
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
@@ -36,7 +38,7 @@ type command struct {
 // commands are the sub-commands, in the order `stoatflow --help` lists them.
 var commands = []command{
 	{"run", "[-c agent.toml] [--watch]", "run the agent (the default command)", cmdRun},
-	{"validate", "[-c agent.toml] [--strict] [--against URL]", "load config and scripts, build the topology; exit 0, or 1 with the errors", cmdValidate},
+	{"validate", "[-c agent.toml] [--strict] [--against URL] [--tests]", "load config and scripts, build the topology (--tests: and run the scripts' tests); exit 0, or 1 with the errors", cmdValidate},
 	{"describe", "[-c agent.toml] [-format text|dot|mermaid]", "print the Kafka Streams TopologyDescription text, or draw it", cmdDescribe},
 	{"test", "[-run RE] [-v] [-w] [paths]", "run the *_test.lua pipeline tests (default scripts/)", cmdTest},
 	{"query", "[-addr host:port] COMMAND ...", "read a running agent's state stores", cmdQuery},
@@ -72,6 +74,19 @@ func lookup(name string) *command {
 	return nil
 }
 
+// unknownCommand is the error for a command that is not one, with the closest when the name
+// looks misspelled.
+func unknownCommand(prefix, name string) string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	if best, ok := suggest.Closest(name, names); ok {
+		return fmt.Sprintf("%s: unknown command %q; did you mean %q?\n\n%s", prefix, name, best, usage())
+	}
+	return fmt.Sprintf("%s: unknown command %q\n\n%s", prefix, name, usage())
+}
+
 // Exit codes: 0 success, 1 failure or problems found, 2 usage or not supported yet.
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -96,7 +111,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	c := lookup(args[0])
 	if c == nil || c.run == nil {
-		fmt.Fprintf(stderr, "stoatflow: unknown command %q\n\n%s", args[0], usage())
+		fmt.Fprint(stderr, unknownCommand("stoatflow", args[0]))
 		return 2
 	}
 	return c.run(args[1:], stdout, stderr)
@@ -118,7 +133,7 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 	}
 	c := lookup(args[0])
 	if c == nil || c.run == nil {
-		fmt.Fprintf(stderr, "stoatflow help: unknown command %q\n\n%s", args[0], usage())
+		fmt.Fprint(stderr, unknownCommand("stoatflow help", args[0]))
 		return 2
 	}
 	return c.run([]string{"-h"}, stdout, stdout)
@@ -158,6 +173,7 @@ type commonFlags struct {
 	logFormat string
 	strict    bool
 	against   string
+	tests     bool
 	watch     bool
 	format    string
 }
@@ -170,6 +186,7 @@ func parseFlags(name string, args []string, stderr io.Writer, withLog bool) (*co
 	if name == "validate" {
 		fs.BoolVar(&f.strict, "strict", false, "fail on warnings too (ignored keys, deprecated forms)")
 		fs.StringVar(&f.against, "against", "", "also check the change is reload-compatible with the agent at this URL (http://host:port), or, given \"listen\", at the config's agent.http.listen")
+		fs.BoolVar(&f.tests, "tests", false, "also run the scripts' tests: NAME_test.lua and NAME_*_test.lua beside each script NAME.lua (stoatflow test)")
 	}
 	if name == "run" {
 		fs.BoolVar(&f.watch, "watch", false, fmt.Sprintf("reload whenever the config file or a .lua file below a script's directory changes (polled every %s)", watch.Interval))
@@ -290,12 +307,31 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	scriptWarnings, err := agent.Validate(cfg)
 	warnings = append(warnings, scriptWarnings...)
+	var testFiles []string
+	if f.tests && err == nil {
+		var untested []string
+		if testFiles, untested, err = luart.TestFilesOf(cfg.Scripts); err != nil {
+			err = fmt.Errorf("%s: finding the scripts' tests: %w", f.config, err)
+		}
+		for _, s := range untested {
+			warnings = append(warnings, fmt.Sprintf("%s: no tests (NAME_test.lua beside it) for --tests to run", s))
+		}
+	}
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	if len(testFiles) > 0 {
+		if _, failed, err := luart.RunTests(testFiles, luart.TestOptions{Out: stdout}); err != nil || failed > 0 {
+			if err != nil {
+				fmt.Fprintln(stderr, err)
+			}
+			fmt.Fprintf(stderr, "%s: the scripts' tests failed\n", f.config)
+			return 1
+		}
 	}
 	if f.strict && len(warnings) > 0 {
 		fmt.Fprintf(stderr, "%s: %d warning(s), failing because of --strict\n", f.config, len(warnings))

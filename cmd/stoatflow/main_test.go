@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -75,6 +76,18 @@ max.warmup.replicas = 1
 func TestCommandsNotThereYetExitTwo(t *testing.T) {
 	if code, _, _ := runCLI("frobnicate"); code != 2 {
 		t.Fatalf("unknown command exit %d", code)
+	}
+}
+
+// A misspelled command names the one meant.
+func TestUnknownCommandSuggestsTheClosest(t *testing.T) {
+	for _, args := range [][]string{{"rn"}, {"help", "rn"}} {
+		if code, _, errOut := runCLI(args...); code != 2 || !strings.Contains(errOut, `unknown command "rn"; did you mean "run"?`) {
+			t.Errorf("%v: exit %d, %s", args, code, errOut)
+		}
+	}
+	if _, _, errOut := runCLI("frobnicate"); strings.Contains(errOut, "did you mean") {
+		t.Errorf("a suggestion for nothing close: %s", errOut)
 	}
 }
 
@@ -198,6 +211,46 @@ func TestValidateWarnsOfUnavailableCalls(t *testing.T) {
 	}
 	if code, _, _ := runCLI("validate", "--strict", "-c", filepath.Join(dir, "agent.toml")); code != 1 {
 		t.Fatalf("--strict: exit %d, want 1", code)
+	}
+}
+
+// A typo inside a callback passes validate, which runs no callback; validate --tests runs
+// the script's tests, which catch it, naming the method and the closest one. A script
+// without tests is a warning (and so fails --strict).
+func TestValidateTestsCatchesATypoInACallback(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"shout.lua", "shout_test.lua", "shout.toml"} {
+		b, err := os.ReadFile(filepath.Join("../../scripts", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "shout.lua" {
+			if b = bytes.Replace(b, []byte("line:lower()"), []byte("line:lowr()"), 1); !bytes.Contains(b, []byte("lowr")) {
+				t.Fatal("scripts/shout.lua no longer calls line:lower()")
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := filepath.Join(dir, "shout.toml")
+	if code, out, errOut := runCLI("validate", "--strict", "-c", config); code != 0 {
+		t.Fatalf("validate: exit %d, %s%s", code, out, errOut)
+	}
+	code, out, errOut := runCLI("validate", "--tests", "-c", config)
+	if code != 1 || !strings.Contains(out, `shout.lua:10: string has no method "lowr"; did you mean "lower"?`) ||
+		!strings.Contains(errOut, "the scripts' tests failed") {
+		t.Fatalf("validate --tests: exit %d\nout:\n%s\nerr:\n%s", code, out, errOut)
+	}
+	if err := os.Remove(filepath.Join(dir, "shout_test.lua")); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCLI("validate", "--tests", "--strict", "-c", config)
+	if code != 1 || !strings.Contains(errOut, "shout.lua: no tests (NAME_test.lua beside it) for --tests to run") {
+		t.Fatalf("validate --tests of an untested script: exit %d, %s", code, errOut)
+	}
+	if code, out, errOut := runCLI("validate", "--tests", "-c", "../../agent.toml"); code != 0 || !strings.Contains(out, "passed, 0 failed") {
+		t.Fatalf("validate --tests of agent.toml: exit %d, %s%s", code, out, errOut)
 	}
 }
 

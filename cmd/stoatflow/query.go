@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,7 +19,7 @@ import (
 	"github.com/stoatflow/stoatflow/agent/query"
 )
 
-const queryUsage = `Usage: stoatflow query [-addr host:port] [-token T] [-isolation L] COMMAND ...
+const queryUsage = `Usage: stoatflow query [-addr host:port] [-token T] [-isolation L] [-stale-stores] COMMAND ...
 
 Commands (docs/queries.md):
   stores                          list the state stores
@@ -33,7 +34,8 @@ Commands (docs/queries.md):
   iqv2 BODY                       POST an IQv2 request (JSON text, or - for stdin)
 
 Keys are text: the string itself, a decimal number for long and integer keys, JSON text for
-json keys, base64 for bytes keys.
+json keys, base64 for bytes keys. With -stale-stores a standby answers from its copy of the
+stores and says how far each partition it read trails.
 
 Flags:
 `
@@ -43,6 +45,7 @@ type queryClient struct {
 	base      string
 	token     string
 	isolation string
+	stale     bool // query.StaleParam
 	http      *http.Client
 	stdout    io.Writer
 }
@@ -66,6 +69,7 @@ func cmdQuery(args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", "127.0.0.1:9464", "the agent's HTTP address (agent.http.listen); https://host:port for TLS")
 	token := fs.String("token", "", "bearer token (agent.http.token); default $STOATFLOW_TOKEN")
 	isolation := fs.String("isolation", "", "READ_COMMITTED or READ_UNCOMMITTED (default: the agent's default.interactive.query.isolation.level)")
+	stale := fs.Bool("stale-stores", false, "let a standby answer from its copy of the stores, which trails the active's (Kafka Streams' enableStaleStores)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, queryUsage)
 		fs.PrintDefaults()
@@ -84,7 +88,7 @@ func cmdQuery(args []string, stdout, stderr io.Writer) int {
 	if *token == "" {
 		*token = os.Getenv("STOATFLOW_TOKEN")
 	}
-	c := &queryClient{base: base, token: *token, isolation: *isolation, http: &http.Client{Timeout: time.Minute}, stdout: stdout}
+	c := &queryClient{base: base, token: *token, isolation: *isolation, stale: *stale, http: &http.Client{Timeout: time.Minute}, stdout: stdout}
 	err := c.dispatch(fs.Arg(0), fs.Args()[1:], stderr)
 	switch {
 	case err == nil:
@@ -129,7 +133,23 @@ func parseSub(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	return nil
 }
 
+// dispatch runs a query command. A store of the wrong type for it is named with the
+// command that reads it, where the agent's answer names the HTTP path.
 func (c *queryClient) dispatch(cmd string, args []string, stderr io.Writer) error {
+	err := c.run(cmd, args, stderr)
+	var f *apiFailure
+	if errors.As(err, &f) && f.code == "wrong_store_type" && len(args) > 0 {
+		store, _, _ := strings.Cut(f.msg, ": ")
+		if cmd == "windows" {
+			f.msg = fmt.Sprintf("%s: windows reads window and session stores; read it with stoatflow query get %s KEY (or range %s)", store, args[0], args[0])
+		} else {
+			f.msg = fmt.Sprintf("%s: %s reads key-value stores; read it with stoatflow query windows %s KEY", store, cmd, args[0])
+		}
+	}
+	return err
+}
+
+func (c *queryClient) run(cmd string, args []string, stderr io.Writer) error {
 	switch cmd {
 	case "stores":
 		if err := parseSub(subFlags(cmd, stderr), args, stderr); err != nil {
@@ -230,6 +250,9 @@ func (c *queryClient) do(method, path string, q url.Values, body io.Reader, out 
 	if c.isolation != "" && method == http.MethodGet {
 		q.Set("isolation", c.isolation)
 	}
+	if c.stale && method == http.MethodGet {
+		q.Set(query.StaleParam, "true")
+	}
 	u := c.base + path
 	if enc := q.Encode(); enc != "" {
 		u += "?" + enc
@@ -294,6 +317,9 @@ func (c *queryClient) get(store, key string) error {
 	if e.Headers != nil {
 		fmt.Fprintf(tw, "headers\t%s\n", showHeaders(e.Headers))
 	}
+	if e.Lags != nil {
+		fmt.Fprintf(tw, "lag\t%s\n", showLags(e.Lags))
+	}
 	return tw.Flush()
 }
 
@@ -303,6 +329,9 @@ func (c *queryClient) count(store string) error {
 		return err
 	}
 	fmt.Fprintln(c.stdout, n.Count)
+	if n.Lags != nil {
+		fmt.Fprintf(c.stdout, "(read from a standby: %s)\n", showLags(n.Lags))
+	}
 	return nil
 }
 
@@ -318,6 +347,9 @@ func (c *queryClient) rangeKeys(store string, q url.Values) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if page.Lags != nil {
+		fmt.Fprintf(c.stdout, "(read from a standby: %s)\n", showLags(page.Lags))
 	}
 	if page.Error != "" {
 		return &apiFailure{status: http.StatusOK, msg: "the read stopped: " + page.Error, code: page.Code}
@@ -341,6 +373,9 @@ func (c *queryClient) windows(store, key string, q url.Values) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if page.Lags != nil {
+		fmt.Fprintf(c.stdout, "(read from a standby: %s)\n", showLags(page.Lags))
+	}
 	if page.Error != "" {
 		return &apiFailure{status: http.StatusOK, msg: "the read stopped: " + page.Error, code: page.Code}
 	}
@@ -356,7 +391,7 @@ func (c *queryClient) metadata(store, key, headers string) error {
 	if err := c.send(http.MethodGet, u, nil, &m); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "partition   %d\nactiveHost  %s\n", m.Partition, m.ActiveHost)
+	fmt.Fprintf(c.stdout, "partition     %d\nactiveHost    %s\nstandbyHosts  %s\n", m.Partition, m.ActiveHost, strings.Join(m.StandbyHosts, " "))
 	return nil
 }
 
@@ -366,6 +401,15 @@ func (c *queryClient) iqv2(body string) error {
 		if err != nil {
 			return err
 		}
+		body = string(b)
+	}
+	if c.stale {
+		var req map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(body), &req); err != nil {
+			return fmt.Errorf("the IQv2 body is not a JSON object: %w", err)
+		}
+		req[query.StaleParam] = json.RawMessage("true")
+		b, _ := json.Marshal(req)
 		body = string(b)
 	}
 	var raw json.RawMessage
@@ -399,6 +443,22 @@ func showTime(n int64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%s (%d)", time.UnixMilli(n).UTC().Format("2006-01-02T15:04:05.000Z"), n)
+}
+
+// showLags prints the lags of the standby copies an answer was read from, by partition.
+func showLags(lags query.Lags) string {
+	parts := make([]int, 0, len(lags))
+	for p := range lags {
+		n, _ := strconv.Atoi(p)
+		parts = append(parts, n)
+	}
+	slices.Sort(parts)
+	out := make([]string, 0, len(parts))
+	for _, p := range parts {
+		l := lags[strconv.Itoa(p)]
+		out = append(out, fmt.Sprintf("partition %d %d offsets behind (at %d of %d)", p, l.OffsetLag, l.CurrentOffsetPosition, l.EndOffsetPosition))
+	}
+	return strings.Join(out, ", ")
 }
 
 // showHeaders prints a KVItem's headers: a list of {"key", "value"} or {"key", "valueBase64"}.

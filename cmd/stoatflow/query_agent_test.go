@@ -41,6 +41,7 @@ func TestQueryCommandAgainstARunningAgent(t *testing.T) {
 [agent]
 scripts = [%q]
 http.listen = "%s:0"
+http.token = "t0ken"
 embedded.partitions = 3
 embedded.demo = "lines"
 [streams]
@@ -52,7 +53,7 @@ state.dir = %q
 	addr := startAgentTOML(t, dir, toml, agent.Options{Stdout: io.Discard})
 	query := func(args ...string) string {
 		t.Helper()
-		code, out, errOut := runCLI(append([]string{"query", "-addr", addr}, args...)...)
+		code, out, errOut := runCLI(append([]string{"query", "-addr", addr, "-token", "t0ken"}, args...)...)
 		if code != 0 {
 			t.Fatalf("stoatflow query %v: exit %d: %s", args, code, errOut)
 		}
@@ -76,6 +77,12 @@ state.dir = %q
 	}
 	if out := query("iqv2", `{"store":"word-counts","partitions":[0],"query":{"type":"RangeQuery"}}`); !strings.Contains(out, `"success": true`) {
 		t.Fatalf("iqv2:\n%s", out)
+	}
+	// A store of the wrong type for the command is named with the command to use.
+	code, _, errOut := runCLI("query", "-addr", addr, "-token", "t0ken", "windows", "word-counts", "the")
+	if want := "stoatflow query: store word-counts is a timestampedKeyValue store: windows reads window and session stores; " +
+		"read it with stoatflow query get word-counts KEY (or range word-counts) (wrong_store_type, HTTP 400)"; code != 1 || !strings.Contains(errOut, want) {
+		t.Fatalf("windows of a key-value store: exit %d, %s\nwant %s", code, errOut, want)
 	}
 	code, out, errOut := runCLI("validate", "-c", filepath.Join(dir, "agent.toml"), "--against", "http://"+addr)
 	if code != 0 || !strings.Contains(out, "reload-compatible") {

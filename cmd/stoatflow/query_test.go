@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -51,8 +52,10 @@ func TestQueryCommandPrintsAnswers(t *testing.T) {
 {"key":"j 9","value":"x","timestamp":5,"partition":2}],"next":"j 9"}`,
 		"GET /v1/stores/counts/count":                    `200 {"count":10}`,
 		"GET /v1/stores/wins/windows/-5?from=0&to=10":    `200 {"items":[{"key":-5,"windowStart":0,"windowEnd":10,"value":2}]}`,
-		"GET /v1/metadata/counts/k1?header.tenant=a%26b": `200 {"partition":2,"activeHost":"h:1"}`,
-		`POST /v2/query`:                                 `200 {"store":"counts","partitionResults":[],"position":{}}`,
+		"GET /v1/metadata/counts/k1?header.tenant=a%26b": `200 {"partition":2,"activeHost":"h:1","standbyHosts":["h:2","h:3"]}`,
+		"GET /v1/stores/counts/keys/k1?staleStores=true": `200 {"key":"k1","value":3,"timestamp":-1,"partition":1,"lags":{"1":{"currentOffsetPosition":7,"endOffsetPosition":10,"offsetLag":3}}}`,
+		"GET /v1/stores/counts/count?staleStores=true":   `200 {"count":10,"lags":{"1":{"currentOffsetPosition":7,"endOffsetPosition":10,"offsetLag":3},"0":{"currentOffsetPosition":2,"endOffsetPosition":2,"offsetLag":0}}}`,
+		`POST /v2/query`: `200 {"store":"counts","partitionResults":[],"position":{}}`,
 		"GET /v1/stores/counts/keys?from=a&prefix=&to=b": `200 {"items":[{"key":"a","value":1,"timestamp":1,"partition":0}],"error":"disk gone","code":"store_error"}`,
 	})
 	for _, c := range []struct {
@@ -68,7 +71,12 @@ func TestQueryCommandPrintsAnswers(t *testing.T) {
 		{[]string{"count", "counts"}, 0, "10\n"},
 		{[]string{"windows", "wins", "-5", "-from", "0", "-to", "10"}, 0,
 			"KEY  WINDOW START                  WINDOW END                     VALUE\n-5   1970-01-01T00:00:00.000Z (0)  1970-01-01T00:00:00.010Z (10)  2\n"},
-		{[]string{"metadata", "counts", "k1", "-header", "tenant=a&b"}, 0, "partition   2\nactiveHost  h:1\n"},
+		{[]string{"metadata", "counts", "k1", "-header", "tenant=a&b"}, 0, "partition     2\nactiveHost    h:1\nstandbyHosts  h:2 h:3\n"},
+		{[]string{"-stale-stores", "get", "counts", "k1"}, 0,
+			"key        k1\nvalue      3\ntimestamp  -\npartition  1\nlag        partition 1 3 offsets behind (at 7 of 10)\n"},
+		{[]string{"-stale-stores", "count", "counts"}, 0,
+			"10\n(read from a standby: partition 0 0 offsets behind (at 2 of 2), partition 1 3 offsets behind (at 7 of 10))\n"},
+		{[]string{"-stale-stores", "iqv2", `{"store":"counts"}`}, 0, "{\n  \"store\": \"counts\","},
 		{[]string{"iqv2", `{"store":"counts"}`}, 0, "{\n  \"store\": \"counts\",\n  \"partitionResults\": [],\n  \"position\": {}\n}\n"},
 		{[]string{"range", "counts", "-from", "a", "-to", "b", "-prefix", ""}, 1, "KEY  VALUE  TIMESTAMP"},
 	} {
@@ -85,8 +93,14 @@ func TestQueryCommandPrintsAnswers(t *testing.T) {
 			t.Fatalf("authorization %q", a)
 		}
 	}
-	if last := f.seen[len(f.seen)-2]; last != `POST /v2/query {"store":"counts"}` {
-		t.Fatalf("iqv2 sent %q", last)
+	var posts []string
+	for _, s := range f.seen {
+		if strings.HasPrefix(s, "POST") {
+			posts = append(posts, s)
+		}
+	}
+	if want := `[POST /v2/query {"staleStores":true,"store":"counts"} POST /v2/query {"store":"counts"}]`; fmt.Sprint(posts) != want {
+		t.Fatalf("iqv2 sent %q, want %s", posts, want)
 	}
 }
 
@@ -94,6 +108,7 @@ func TestQueryCommandErrors(t *testing.T) {
 	_, addr := startFake(t, map[string]string{
 		"GET /v1/stores/nope/keys/k": `404 {"error":"Cannot get state store nope because no such store is registered in the topology.","code":"unknown_store"}`,
 		"GET /v1/stores":             `503 {"error":"the state stores are not ready","code":"not_ready"}`,
+		"GET /v1/stores/wins/keys/k": `400 {"error":"store wins is a timestampedWindow store: key reads need a key-value store; read it with /v1/stores/wins/windows/{key}","code":"wrong_store_type"}`,
 	})
 	for _, c := range []struct {
 		args []string
@@ -102,6 +117,7 @@ func TestQueryCommandErrors(t *testing.T) {
 	}{
 		{[]string{"get", "nope", "k"}, 1, "stoatflow query: Cannot get state store nope because no such store is registered in the topology. (unknown_store, HTTP 404)"},
 		{[]string{"stores"}, 1, "not ready (not_ready, HTTP 503)"},
+		{[]string{"get", "wins", "k"}, 1, "stoatflow query: store wins is a timestampedWindow store: get reads key-value stores; read it with stoatflow query windows wins KEY (wrong_store_type, HTTP 400)"},
 		{[]string{}, 2, "Usage: stoatflow query"},
 		{[]string{"get", "counts"}, 2, "needs STORE KEY"},
 		{[]string{"stores", "extra"}, 2, `unexpected argument "extra"`},

@@ -53,7 +53,7 @@ func cmdTap(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	c := client()
-	err := tap(ctx, c, node, *limit, func(ev json.RawMessage) error {
+	err := tap(ctx, c, node, *limit, func(event string, ev json.RawMessage) error {
 		if *format == "json" {
 			_, err := fmt.Fprintf(stdout, "%s\n", ev)
 			return err
@@ -62,7 +62,11 @@ func cmdTap(args []string, stdout, stderr io.Writer) int {
 		if err := json.Unmarshal(ev, &e); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintln(stdout, tapLine(e))
+		line := tapLine(e)
+		if event == "skipped" {
+			line = fmt.Sprintf("(%d skipped, none shown since)", e.Skipped)
+		}
+		_, err := fmt.Fprintln(stdout, line)
 		return err
 	}, func(lost int64) {
 		fmt.Fprintf(stderr, "stoatflow tap: %d records not shown: this client fell behind\n", lost)
@@ -77,8 +81,9 @@ func cmdTap(args []string, stdout, stderr io.Writer) int {
 }
 
 // tap reads the server-sent events of GET /v1/tap/{node} until limit records (0: no limit),
-// the end of ctx, or the end of the stream, which is an error.
-func tap(ctx context.Context, c *queryClient, node string, limit int, record func(json.RawMessage) error, lost func(int64)) error {
+// the end of ctx, or the end of the stream, which is an error. show sees the events
+// "record" and "skipped" (records skipped while none was shown), lost the counts of "lost".
+func tap(ctx context.Context, c *queryClient, node string, limit int, show func(event string, data json.RawMessage) error, lost func(int64)) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/tap/"+url.PathEscape(node), nil)
 	if err != nil {
 		return err
@@ -108,12 +113,14 @@ func tap(ctx context.Context, c *queryClient, node string, limit int, record fun
 		switch {
 		case strings.HasPrefix(line, "event: "):
 			event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: ") && event == "record":
-			if err := record(json.RawMessage(strings.TrimPrefix(line, "data: "))); err != nil {
+		case strings.HasPrefix(line, "data: ") && (event == "record" || event == "skipped"):
+			if err := show(event, json.RawMessage(strings.TrimPrefix(line, "data: "))); err != nil {
 				return err
 			}
-			if n++; limit > 0 && n >= limit {
-				return nil
+			if event == "record" {
+				if n++; limit > 0 && n >= limit {
+					return nil
+				}
 			}
 		case strings.HasPrefix(line, "data: ") && event == "lost":
 			var l struct{ Lost int64 }

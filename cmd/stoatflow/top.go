@@ -38,7 +38,8 @@ func agentFlags(fs *flag.FlagSet) func() *queryClient {
 
 // cmdTop shows a running agent's per-node rates, lag, watermark and commits, and its tasks
 // (the worker each runs on, its rate, its stream time), refreshed every interval, like
-// `vector top`. It reads GET /v1/status and GET /topology.
+// `vector top`. It reads GET /v1/status and GET /topology. q quits, as in top(1): on a
+// terminal without Enter (its input is put in cbreak mode meanwhile).
 func cmdTop(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("stoatflow top", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -46,7 +47,7 @@ func cmdTop(args []string, stdout, stderr io.Writer) int {
 	interval := fs.Duration("interval", time.Second, "time between refreshes")
 	frames := fs.Int("n", 0, "stop after this many refreshes (0: until interrupted)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: stoatflow top [-addr host:port] [-token T] [-interval 1s] [-n N]")
+		fmt.Fprintln(stderr, "Usage: stoatflow top [-addr host:port] [-token T] [-interval 1s] [-n N]\n\nq or Ctrl-C quits.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -58,7 +59,33 @@ func cmdTop(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	c := client()
+	if restore, err := cbreak(os.Stdin); err == nil {
+		defer restore()
+	}
+	quit := make(chan struct{})
+	go watchQuit(os.Stdin, quit)
+	return top(ctx, client(), quit, stdout, stderr, *interval, *frames)
+}
+
+// watchQuit closes quit when r delivers a q (or Q). A reader that ends (stdin is /dev/null)
+// quits nothing.
+func watchQuit(r io.Reader, quit chan<- struct{}) {
+	b := make([]byte, 1)
+	for {
+		n, err := r.Read(b)
+		if n == 1 && (b[0] == 'q' || b[0] == 'Q') {
+			close(quit)
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// top shows frames of the agent c talks to every interval until frames were shown (0: no
+// limit), ctx ends or quit is closed.
+func top(ctx context.Context, c *queryClient, quit <-chan struct{}, stdout, stderr io.Writer, interval time.Duration, frames int) int {
 	var desc pipeline.TopologyDescription
 	if err := c.do(http.MethodGet, "/topology", nil, nil, &desc); err != nil {
 		fmt.Fprintln(stderr, "stoatflow top:", err)
@@ -66,7 +93,7 @@ func cmdTop(args []string, stdout, stderr io.Writer) int {
 	}
 	clear := isTerminal(stdout)
 	var prev *console.Status
-	for shown := 0; *frames == 0 || shown < *frames; {
+	for shown := 0; frames == 0 || shown < frames; {
 		var s console.Status
 		if err := c.do(http.MethodGet, "/v1/status", nil, nil, &s); err != nil {
 			fmt.Fprintln(stderr, "stoatflow top:", err)
@@ -80,13 +107,15 @@ func cmdTop(args []string, stdout, stderr io.Writer) int {
 			shown++
 		}
 		prev = &s
-		if *frames > 0 && shown >= *frames {
+		if frames > 0 && shown >= frames {
 			break
 		}
 		select {
 		case <-ctx.Done():
 			return 0
-		case <-time.After(*interval):
+		case <-quit:
+			return 0
+		case <-time.After(interval):
 		}
 	}
 	return 0

@@ -122,3 +122,57 @@ state.dir = "state"
 		t.Fatalf("no reason in the log:\n%s", logs)
 	}
 }
+
+// A script saved with a typo inside a callback reloads (no check runs a callback), fails on
+// the next record and is rolled back, and the --watch loop goes on: the fixed script
+// reloads, and the agent ends cleanly.
+func TestRunWatchSurvivesATypoInACallback(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "p.lua")
+	write := func(body string) {
+		t.Helper()
+		tmp := script + ".new"
+		if err := os.WriteFile(tmp, []byte("local b = require(\"stoat\").builder()\n"+body+"\nreturn b\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, script); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`b:stream("text-lines"):mapValues(function(v) return v:lower() end):to("out")`)
+	toml := filepath.Join(dir, "agent.toml")
+	if err := os.WriteFile(toml, []byte(`[agent]
+scripts = ["p.lua"]
+http.listen = "127.0.0.1:0"
+embedded.listen = "127.0.0.1:0"
+embedded.demo = "lines"
+[streams]
+application.id = "watch-typo"
+bootstrap.servers = "embedded"
+commit.interval.ms = 50
+state.dir = "state"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	code := make(chan int, 1)
+	go func() {
+		code <- runAgent(ctx, []string{"-c", toml, "--watch"}, &syncBuffer{}, logs, 10*time.Millisecond)
+	}()
+	defer func() {
+		cancel()
+		if c := <-code; c != 0 {
+			t.Errorf("exit %d, log:\n%s", c, logs)
+		}
+	}()
+	waitFor(t, logs, "StoatFlow is running", 1)
+	write(`b:stream("text-lines"):mapValues(function(v) return v:lowr() end):to("out")`)
+	waitFor(t, logs, "reload: the new topology is running", 1)
+	waitFor(t, logs, "reload: the new topology failed on probation; rolling back", 1)
+	if !strings.Contains(logs.String(), `string has no method \"lowr\"; did you mean \"lower\"?`) {
+		t.Fatalf("the rollback does not name the typo:\n%s", logs)
+	}
+	write(`b:stream("text-lines"):mapValues(function(v) return v:upper() end):to("out")`)
+	waitFor(t, logs, "reload: the new topology is running", 2)
+}

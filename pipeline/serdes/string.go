@@ -10,10 +10,14 @@ import (
 )
 
 // String is Kafka's StringSerde (UTF-8). Deserialize produces a Go string; data that is not
-// valid UTF-8 is an error, so the deserialization exception handler decides its fate rather
-// than a silent replacement character. Serialize accepts a string or a []byte (sent as is),
-// both required to be valid UTF-8; a number is refused rather than formatted, because its
-// text form is the script's decision (tostring).
+// valid UTF-8 decodes as Kafka's StringDeserializer decodes it (new String(data, UTF_8)):
+// malformed bytes become U+FFFD by the JDK's rule (decodeJava), so the same bytes give the
+// same string in both, and a record never fails on its text. Serialize accepts a string or a
+// []byte (sent as is), both required to be valid UTF-8: a Java String cannot hold such
+// bytes, so no Kafka Streams application could write them, and a script that builds them
+// (string.char(255)) gets an error rather than its bytes changed behind its back (the bytes
+// serde sends any bytes). A number is refused rather than formatted, because its text form
+// is the script's decision (tostring).
 type String struct{}
 
 // Name returns "string".
@@ -57,13 +61,13 @@ func stringBytes(s string) []byte {
 var errInvalidUTF8Value = errors.New("string serde: cannot serialize a string that is not valid UTF-8 (use the bytes serde)")
 
 // Deserialize decodes UTF-8 bytes into a string; up to maxBoxedString bytes it allocates
-// once (boxedString).
+// once (boxedString). Malformed bytes become U+FFFD as in Java (decodeJava).
 func (String) Deserialize(_ string, _ pipeline.Headers, data []byte) (any, error) {
 	if data == nil {
 		return nil, nil
 	}
 	if !utf8.Valid(data) {
-		return nil, fmt.Errorf("string serde: data is not valid UTF-8 (first invalid byte at offset %d of %d)", firstInvalidUTF8(data), len(data))
+		return decodeJava(data), nil
 	}
 	return boxedString(data), nil
 }

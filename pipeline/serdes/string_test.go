@@ -1,8 +1,11 @@
 package serdes
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -59,11 +62,7 @@ func TestStringRefusesOtherTypes(t *testing.T) {
 }
 
 func TestStringInvalidUTF8(t *testing.T) {
-	_, err := String{}.Deserialize("t", nil, []byte{'o', 'k', 0xff, 'x'})
-	wantError(t, err, "string", "not valid UTF-8", "offset 2 of 4")
-	_, err = String{}.Deserialize("t", nil, []byte{0xe2, 0x82}) // truncated 3-byte sequence
-	wantError(t, err, "string", "offset 0 of 2")
-	_, err = String{}.Serialize("t", nil, "a\xc3")
+	_, err := String{}.Serialize("t", nil, "a\xc3")
 	wantError(t, err, "string", "not valid UTF-8", "bytes serde")
 	_, err = String{}.Serialize("t", nil, []byte{0xc0, 0x80})
 	wantError(t, err, "string", "not valid UTF-8")
@@ -96,5 +95,59 @@ func TestStringDeserializeAllocatesOnce(t *testing.T) {
 	data[0] = 'X'
 	if v != want {
 		t.Fatalf("Deserialize = %q, want %q (the data was overwritten after it)", v, want)
+	}
+}
+
+// Malformed UTF-8 decodes as Java's new String(bytes, UTF_8), Kafka's StringDeserializer:
+// testdata/utf8java.txt holds what Java 17 and 25 answer for every class of malformed
+// sequence. A few of them, spelled out: the JDK's rule differs from Unicode's
+// recommendation for surrogates (one U+FFFD for the three bytes, not three).
+func TestStringDecodesInvalidUTF8AsJava(t *testing.T) {
+	for in, want := range map[string]string{
+		"ok\xffx":           "ok\uFFFDx",
+		"\xe2\x82":          "\uFFFD",       // a 3-byte sequence cut short: one
+		"\xe2\x82A":         "\uFFFDA",      // ... followed by ASCII
+		"\xc0\x80":          "\uFFFD\uFFFD", // an overlong NUL: one per byte
+		"\xe0\x80\x80":      "\uFFFD\uFFFD\uFFFD",
+		"\xed\xa0\x80":      "\uFFFD", // a surrogate: one for all three bytes
+		"\xed\xa0A":         "\uFFFDA",
+		"\xf4\x90\x80\x80":  "\uFFFD\uFFFD\uFFFD\uFFFD", // above U+10FFFF
+		"\xf0\x9f\x98":      "\uFFFD",                   // a 4-byte sequence cut short
+		"\xf0\x9f\x98A":     "\uFFFDA",
+		"\xf0\x9fA":         "\uFFFDA",
+		"\xf0\x9f\x98\x80x": "\U0001F600x",
+	} {
+		got, err := String{}.Deserialize("t", nil, []byte(in))
+		if err != nil || got != want {
+			t.Errorf("% x: got %q, %v; want %q", in, got, err, want)
+		}
+	}
+
+	f, err := os.Open("testdata/utf8java.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		in, javaOut, ok := strings.Cut(line, " ")
+		b, err := hex.DecodeString(in)
+		want, err2 := hex.DecodeString(strings.ReplaceAll(javaOut, ".", "efbfbd"))
+		if !ok || err != nil || err2 != nil {
+			t.Fatalf("testdata/utf8java.txt: bad line %q", line)
+		}
+		got, err := String{}.Deserialize("t", nil, b)
+		if err != nil || got != string(want) {
+			t.Errorf("%s: got % x, %v; Java gives % x", in, got, err, want)
+		}
+		n++
+	}
+	if n < 3000 {
+		t.Fatalf("only %d cases in testdata/utf8java.txt", n)
 	}
 }

@@ -27,16 +27,28 @@ class HTTPError extends Error {
   }
 }
 
-async function get(path, as = "json", signal) {
-  const res = await fetch(path, { headers: headers(), signal });
+// Integers beyond 2^53 (a long in a store, as in the purchases example's lastOrderId) lose
+// digits as JavaScript numbers: they are read as BigInt from the JSON text and written back
+// with their digits (JSON.rawJSON). A browser without these shows the nearest number.
+const parseJSON = (text) => JSON.parse(text, (_, v, ctx) =>
+  typeof v === "number" && !Number.isSafeInteger(v) && ctx && /^-?\d+$/.test(ctx.source) ? BigInt(ctx.source) : v);
+// Values are shown as JSON with a space after each comma and colon, where a long value can
+// wrap (strings hold no raw line breaks, so only the indentation's are replaced).
+const toJSON = (v) => JSON.stringify(v, (_, x) => (typeof x === "bigint" ? JSON.rawJSON(String(x)) : x), 1)?.replace(/\n */g, " ");
+
+async function request(path, init = {}, as = "json") {
+  const res = await fetch(path, { ...init, headers: { ...headers(), ...init.headers } });
   if (res.status === 401) $("token-form").hidden = false;
   if (!res.ok) {
     let body = {};
     try { body = await res.json(); } catch { /* not JSON */ }
     throw new HTTPError(res.status, body);
   }
-  return as === "json" ? res.json() : res.text();
+  return as === "json" ? parseJSON(await res.text()) : res.text();
 }
+
+const get = (path, as = "json") => request(path, {}, as);
+const post = (path, body) => request(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
 
 function showError(err) {
   const el = $("error");
@@ -71,11 +83,12 @@ const el = (tag, text, cls) => {
 };
 const row = (cells) => {
   const tr = el("tr");
-  for (const c of cells) tr.append(c instanceof Node ? wrapCell(c) : el("td", c));
+  for (const c of cells) tr.append(c instanceof HTMLTableCellElement ? c : c instanceof Node ? wrapCell(c) : el("td", c));
   return tr;
 };
 const wrapCell = (n) => { const td = el("td"); td.append(n); return td; };
-const json = (v) => (typeof v === "string" ? v : JSON.stringify(v));
+const num = (text) => el("td", text, "num"); // a right-aligned number cell
+const json = (v) => (typeof v === "string" ? v : toJSON(v));
 
 // --- the state of the page ---
 let topology = null; // GET /topology
@@ -121,6 +134,8 @@ function textWidth(text, font) {
   return measure.measureText(text).width;
 }
 const FONT = getComputedStyle(document.documentElement).fontFamily;
+// a node's rate line at its widest, which sets the narrowest a node is drawn
+const RATE_WIDTH = textWidth("1,000 rec/s · Lua 100.0% of a core", "12px " + FONT);
 
 function graphModel() {
   const g = new graphlib.Graph({ compound: true });
@@ -142,7 +157,7 @@ function graphModel() {
   for (const grp of groups) {
     g.setNode(grp.id, { label: grp.title, cluster: true });
     for (const n of grp.nodes) {
-      g.setNode(n.name, { node: n, kind: n.type, width: Math.max(230, textWidth(n.name, "600 12px " + FONT) + 24), height: 56 });
+      g.setNode(n.name, { node: n, kind: n.type, width: Math.max(RATE_WIDTH, textWidth(n.name, "600 12px " + FONT)) + 24, height: 56 });
       g.setParent(n.name, grp.id);
     }
   }
@@ -151,6 +166,8 @@ function graphModel() {
     if (n.type === "sink" && n.internal && internalSource[n.topic]) edges.push([n.name, internalSource[n.topic], "memory"]);
     else if (n.type === "sink" && n.topic) edges.push([n.name, extra("topic:" + n.topic, n.topic, "topic"), "topic"]);
     for (const s of n.stores || []) edges.push([n.name, extra("store:" + s, s, "store"), "store"]);
+    // a join with a global table reads the global store, which describe() does not list
+    for (const s of n.readsGlobal || []) edges.push([n.name, extra("store:" + s, s, "store"), "global"]);
     for (const c of n.successors) edges.push([n.name, c, "flow"]);
   }
   for (const [from, to, kind] of edges) g.setEdge(from, to, { kind });
@@ -187,7 +204,8 @@ function drawGraph() {
   for (const e of model.edges()) {
     const v = model.edge(e);
     const d = v.points.map((p, i) => (i ? "L" : "M") + p.x.toFixed(1) + "," + p.y.toFixed(1)).join(" ");
-    v.path = svg("path", { class: "edge " + v.kind, d, "marker-end": v.kind === "store" ? "" : "url(#arrow)", "data-from": e.v, "data-to": e.w }, root);
+    const plain = v.kind === "store" || v.kind === "global";
+    v.path = svg("path", { class: "edge " + v.kind, d, "marker-end": plain ? "" : "url(#arrow)", "data-from": e.v, "data-to": e.w }, root);
   }
   for (const id of model.nodes()) {
     const v = model.node(id);
@@ -234,7 +252,7 @@ function paintGraph() {
     const v = model.edge(e);
     // An edge carries what enters its target (from a topic: what enters the source).
     const target = rates[e.w] ?? rates[e.v] ?? 0;
-    const w = v.kind === "store" ? 1.2 : 1.2 + 7 * Math.log1p(target) / Math.log1p(max);
+    const w = v.kind === "store" || v.kind === "global" ? 1.2 : 1.2 + 7 * Math.log1p(target) / Math.log1p(max);
     v.path.setAttribute("stroke-width", w.toFixed(2));
   }
 }
@@ -290,16 +308,33 @@ function paintDetails() {
 }
 
 // --- time, state, health ---
+// records/s read from a source partition over the last few seconds, null while unknown
+function partitionRate(p) {
+  const n = samples.length;
+  const a = samples[Math.max(0, n - 6)], b = samples[n - 1];
+  const pa = a?.time?.partitions.find((x) => x.topic === p.topic && x.partition === p.partition);
+  const dt = (b.at - a.at) / 1000;
+  if (!pa || pa.position < 0 || p.position < 0 || dt <= 0) return null;
+  return Math.max(0, p.position - pa.position) / dt;
+}
+
 function paintTime(s) {
   const t = s.time;
   if (!t) return;
   $("watermark").textContent = when(t.watermark);
   $("watermark-lag").textContent = t.watermark >= 0 ? `(${fmt((s.at - t.watermark) / 1000, 1)} s behind the wall clock)` : "(none yet)";
   $("partitions").replaceChildren(...t.partitions.map((p) => {
+    const r = partitionRate(p);
     const tags = el("span");
     if (p.holdsBack) tags.append(el("span", "holds the watermark back", "tag holds"));
-    if (p.idle) tags.append(el("span", "idle", "tag idle"));
-    return row([`${p.topic}-${p.partition}`, when(p.streamTime), p.lag < 0 ? "–" : fmt(p.lag), tags]);
+    // The engine calls a partition idle once its consumer has kept up for
+    // max.task.idle.ms: between its records, too. Only one that receives none is shown idle.
+    if (p.idle && r !== null) {
+      const tag = r > 0 ? el("span", "caught up", "tag caught-up") : el("span", "idle", "tag idle");
+      tag.title = (r > 0 ? "its consumer is at the log end" : "no records arrive") + ": the watermark does not wait for it";
+      tags.append(tag);
+    }
+    return row([`${p.topic}-${p.partition}`, when(p.streamTime), num(r === null ? "–" : rate(r)), num(p.lag < 0 ? "–" : fmt(p.lag)), tags]);
   }));
 }
 
@@ -318,7 +353,14 @@ function paintState(s) {
   $("stores").replaceChildren(...stores.map((st) => {
     const x = s.stores[st.name] || {};
     const n = entries[st.name];
-    return row([st.name, st.type, n === undefined ? "–" : typeof n === "number" ? fmt(n) : n, bytes(x.sizeBytes || 0), bytes(x.uncommittedBytes || 0)]);
+    // The size counts LevelDB's tables only: until its first table is written (its memtable
+    // holds 4 MiB), a store with entries has none.
+    const size = num(bytes(x.sizeBytes || 0));
+    if (!x.sizeBytes && n > 0) {
+      size.textContent = "in memtable";
+      size.title = "LevelDB keeps the latest writes in its memtable (and journal) until it writes a table; sizes count tables";
+    }
+    return row([st.name, st.type, num(n === undefined ? "–" : typeof n === "number" ? fmt(n) : n), size, num(bytes(x.uncommittedBytes || 0))]);
   }));
 }
 
@@ -352,45 +394,105 @@ async function countEntries() {
   for (const st of stores) {
     try {
       entries[st.name] = (await get(`/v1/stores/${encodeURIComponent(st.name)}/count`)).count;
-    } catch (err) {
-      entries[st.name] = err.code === "wrong_store_type" || err.code === "not_supported" ? "n/a" : "–";
+    } catch {
+      entries[st.name] = "–"; // every store type is counted: a failure (not ready, a standby) shows as unknown
     }
   }
 }
 $("count-refresh").addEventListener("click", () => countEntries().then(() => samples.length && paintState(samples[samples.length - 1])));
 
 // --- the store browser ---
-$("query-mode").addEventListener("change", () => {
+// The reads each store type answers: [mode, label, what the key field holds].
+const READS = {
+  keyValue: [["get", "get", "key"], ["range", "range", "from"], ["prefix", "prefix", "prefix"]],
+  versionedKeyValue: [["get", "latest", "key"], ["range", "range", "from"], ["history", "history", "key"]],
+  window: [["windows", "windows of a key", "key"]],
+  session: [["windows", "sessions of a key", "key"]],
+};
+READS.timestampedKeyValue = READS.keyValue;
+READS.timestampedWindow = READS.window;
+const COLUMNS = {
+  entries: [["key"], ["value"], ["timestamp", "time"], ["partition", "narrow"]],
+  windows: [["key"], ["window start", "time"], ["window end", "time"], ["value"]],
+  history: [["value"], ["valid from", "time"], ["valid to", "time"]],
+};
+
+const storeInfo = () => stores.find((s) => s.name === $("query-store").value);
+
+function showReads() {
+  const st = storeInfo();
+  const reads = READS[st?.type] || READS.keyValue;
+  const keep = $("query-mode").value;
+  $("query-mode").replaceChildren(...reads.map(([v, label]) => { const o = el("option", label); o.value = v; return o; }));
+  if (reads.some(([v]) => v === keep)) $("query-mode").value = keep;
+  showMode();
+}
+
+function showMode() {
+  const reads = READS[storeInfo()?.type] || READS.keyValue;
   const mode = $("query-mode").value;
-  $("query-key").placeholder = mode === "range" ? "from" : mode === "prefix" ? "prefix" : "key";
+  $("query-key").placeholder = (reads.find(([v]) => v === mode) || reads[0])[2];
   $("query-to").hidden = mode !== "range";
-});
+  showColumns(mode === "windows" || mode === "history" ? mode : "entries");
+}
+
+function showColumns(kind) {
+  $("query-head").replaceChildren(...COLUMNS[kind].map(([name, cls]) => el("th", name, cls)));
+}
+
+$("query-store").addEventListener("change", showReads);
+$("query-mode").addEventListener("change", showMode);
+
+// readStore runs the read the form asks for and returns {kind, rows, note}.
+async function readStore(st, mode, key, iso) {
+  const store = encodeURIComponent(st.name);
+  const q = new URLSearchParams({ isolation: iso });
+  if (mode === "get") {
+    const it = await get(`/v1/stores/${store}/keys/${encodeURIComponent(key)}?${q}`);
+    return { kind: "entries", rows: [[json(it.key), json(it.value), when(it.timestamp), String(it.partition)]] };
+  }
+  if (mode === "windows") {
+    const body = await get(`/v1/stores/${store}/windows/${encodeURIComponent(key)}?${q}`);
+    return { kind: "windows", rows: body.items.map((w) => [json(w.key), when(w.windowStart), when(w.windowEnd), json(w.value)]) };
+  }
+  if (mode === "history") {
+    // IQv2's MultiVersionedKeyQuery: a key in a JSON body is its JSON value for json keys,
+    // else the text form as in paths.
+    const k = st.keySerde === "json" ? parseJSON(key) : key;
+    const body = await post("/v2/query", { store: st.name, isolation: iso, query: { type: "MultiVersionedKeyQuery", key: k, descending: true } });
+    const rows = [];
+    for (const r of body.partitionResults) {
+      if (!r.success) throw new Error(`partition ${r.partition}: ${r.failureReason}: ${r.failureMessage}`);
+      for (const v of r.result) rows.push([json(v.value), when(v.timestamp), v.validTo === null ? "now" : when(v.validTo)]);
+    }
+    return { kind: "history", rows };
+  }
+  if (mode === "prefix") q.set("prefix", key);
+  else {
+    if (key) q.set("from", key);
+    if ($("query-to").value) q.set("to", $("query-to").value);
+  }
+  q.set("limit", "100");
+  const body = await get(`/v1/stores/${store}/keys?${q}`);
+  const rows = body.items.map((it) => [json(it.key), json(it.value), when(it.timestamp), String(it.partition)]);
+  return { kind: "entries", rows, note: body.next ? " (more: narrow the range)" : "" };
+}
 
 $("query-form").addEventListener("submit", async (e) => {
   e.preventDefault();
-  const store = encodeURIComponent($("query-store").value);
+  const st = storeInfo();
+  if (!st) return;
   const mode = $("query-mode").value;
   const key = $("query-key").value;
   const iso = document.querySelector("input[name=isolation]:checked").value;
-  const q = new URLSearchParams({ isolation: iso });
-  let path;
-  if (mode === "get") path = `/v1/stores/${store}/keys/${encodeURIComponent(key)}`;
-  else {
-    if (mode === "prefix") q.set("prefix", key);
-    else {
-      if (key) q.set("from", key);
-      if ($("query-to").value) q.set("to", $("query-to").value);
-    }
-    q.set("limit", "100");
-    path = `/v1/stores/${store}/keys`;
-  }
   const out = $("query-result");
   out.replaceChildren();
   try {
-    const body = await get(path + "?" + q);
-    const items = mode === "get" ? [body] : body.items;
-    out.append(...items.map((it) => row([json(it.key), json(it.value), when(it.timestamp), String(it.partition)])));
-    $("query-note").textContent = `${items.length} ${items.length === 1 ? "entry" : "entries"}, ${iso}${body.next ? " (more: narrow the range)" : ""}`;
+    const { kind, rows, note = "" } = await readStore(st, mode, key, iso);
+    out.append(...rows.map(row));
+    const what = kind === "windows" ? (st.type === "session" ? "session" : "window") : kind === "history" ? "version" : "entry";
+    const plural = what === "entry" ? "entries" : what + "s";
+    $("query-note").textContent = `${rows.length} ${rows.length === 1 ? what : plural}, ${iso}${note}`;
   } catch (err) {
     $("query-note").textContent = err.code === "key_not_found" ? `no key ${key} (${iso})` : err.message;
   }
@@ -432,17 +534,19 @@ async function startTap() {
           else if (line.startsWith("data: ")) data += line.slice(6);
         }
         if (!data) continue;
-        const ev = JSON.parse(data);
+        const ev = parseJSON(data);
         if (event === "lost") lost += ev.lost;
-        if (event !== "record") continue;
-        shown++;
-        skipped += ev.skipped;
-        const hdrs = ev.headers.map((h) => `${h.key}=${h.value ?? h.base64}`).join(" ");
-        const tr = row([when(ev.timestamp), json(ev.key), json(ev.value), hdrs, `${ev.topic}-${ev.partition}@${ev.offset}`]);
-        tr.dataset.node = ev.node;
-        const body = $("tap-records");
-        body.prepend(tr);
-        while (body.children.length > MAX_TAP_ROWS) body.lastChild.remove();
+        // "skipped" counts records skipped while none was shown (the node went quiet).
+        if (event === "record" || event === "skipped") skipped += ev.skipped;
+        if (event === "record") {
+          shown++;
+          const hdrs = ev.headers.map((h) => `${h.key}=${h.value ?? h.base64}`).join(" ");
+          const tr = row([when(ev.timestamp), json(ev.key), json(ev.value), hdrs, `${ev.topic}-${ev.partition}@${ev.offset}`]);
+          tr.dataset.node = ev.node;
+          const body = $("tap-records");
+          body.prepend(tr);
+          while (body.children.length > MAX_TAP_ROWS) body.lastChild.remove();
+        }
         $("tap-note").textContent = `${node}: ${fmt(shown)} shown, ${fmt(skipped)} skipped by sampling${lost ? `, ${fmt(lost)} lost (the page fell behind)` : ""}`;
       }
     }
@@ -486,13 +590,24 @@ async function loadTopology() {
 }
 
 async function loadStores() {
+  let ready = true;
   try {
     stores = await get("/v1/stores");
   } catch (err) {
     if (err.code !== "not_ready") throw err;
     stores = [];
+    ready = false;
   }
   fillSelect($("query-store"), stores.map((s) => s.name));
+  showReads();
+  // A topology without stores (a stateless one) has nothing to browse.
+  const none = ready && !stores.length;
+  $("query-form").hidden = none;
+  $("query-table").hidden = none;
+  $("count-refresh").hidden = none;
+  $("store-table").hidden = none;
+  if (none) $("query-note").textContent = "The topology has no state stores.";
+  $("state-none").hidden = !none;
 }
 
 let polling = null;

@@ -229,7 +229,7 @@ func TestAvroRejectsMalformedData(t *testing.T) {
 	}{
 		{"too short", []byte{0, 0, 0}, "too short for Confluent's wire format"},
 		{"magic byte", append([]byte{1}, good[1:]...), "unknown magic byte 1"},
-		{"unknown id", append([]byte{0, 0, 0, 0, 99}, good[5:]...), "schema id 99: schema id 99: not found"},
+		{"unknown id", append([]byte{0, 0, 0, 0, 99}, good[5:]...), "avro serde: schema id 99: not found"},
 		{"truncated", good[:len(good)-3], "ends early"},
 		{"trailing bytes", append(append([]byte{}, good...), 7), "1 bytes left after the Avro value"},
 	} {

@@ -81,7 +81,7 @@ func (m *MemoryRegistry) SchemaByID(_ context.Context, id int) (Schema, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if id < 1 || id > len(m.byID) {
-		return Schema{}, fmt.Errorf("schema id %d: %w", id, ErrNotFound)
+		return Schema{}, ErrNotFound // the caller names the id
 	}
 	return m.byID[id-1], nil
 }

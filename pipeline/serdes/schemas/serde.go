@@ -85,7 +85,44 @@ type Spec struct {
 type Factory struct {
 	cfg      Config
 	decoders [3]sync.Map // by format: schema id → codec
+	// failed remembers, by format and schema id, a decoder that could not be made, for
+	// FailureTTL: a schema that does not parse, or a registry that does not answer, would
+	// otherwise be asked again (and its error logged again) for every record.
+	failed failures
 }
+
+// FailureTTL is how long a schema that could not be fetched or compiled, for reading or
+// for writing, is not asked for again: its records fail at once with the same error.
+const FailureTTL = 30 * time.Second
+
+// MaxErrorBytes bounds the text of an error about a schema (its parser may quote it whole).
+const MaxErrorBytes = 4096
+
+// failures are errors remembered for FailureTTL, by key.
+type failures struct{ m sync.Map }
+
+type failure struct {
+	err   error
+	until time.Time
+}
+
+func (f *failures) get(key any) error {
+	v, ok := f.m.Load(key)
+	if !ok {
+		return nil
+	}
+	if fl := v.(failure); time.Now().Before(fl.until) {
+		return fl.err
+	}
+	f.m.Delete(key)
+	return nil
+}
+
+func (f *failures) put(key any, err error) {
+	f.m.Store(key, failure{err: err, until: time.Now().Add(FailureTTL)})
+}
+
+type decoderKey struct{ format, id int }
 
 // NewFactory returns a factory of serdes using cfg.
 func NewFactory(cfg Config) *Factory {
@@ -147,6 +184,7 @@ type Serde struct {
 	mu      sync.Mutex
 	writers map[string]*writer // by subject
 	topics  map[string]*writer // by topic: a record's writer without making its subject
+	failed  failures           // by subject: writers that could not be made (FailureTTL)
 }
 
 // writer is a schema records are written with: its id and its compiled codec.
@@ -250,6 +288,29 @@ func (s *Serde) Serialize(topic string, _ pipeline.Headers, value any) ([]byte, 
 	return out, nil
 }
 
+// ErrNoLocalSchema is Typed's answer for a serde without a local schema.
+var ErrNoLocalSchema = errors.New("no local schema")
+
+// Typed returns value as the serde's local schema reads it back once written: encoded and
+// decoded with it, the registry left alone (a tap shows values so: a long a Lua script holds
+// as a decimal string is a number). Without a local schema it answers ErrNoLocalSchema.
+func (s *Serde) Typed(value any) (any, error) {
+	if s.local == nil {
+		return nil, ErrNoLocalSchema
+	}
+	if g, ok := value.(interface{ Value() (any, error) }); ok {
+		var err error
+		if value, err = g.Value(); err != nil {
+			return nil, err
+		}
+	}
+	b, err := s.local.codec.encode(nil, value)
+	if err != nil {
+		return nil, err
+	}
+	return s.local.codec.decode(b)
+}
+
 // IsKey reports whether the serde serves keys (the "-key" subjects).
 func (s *Serde) IsKey() bool { return s.isKey }
 
@@ -258,6 +319,22 @@ func (s *Serde) decoder(id int) (codec, error) {
 	if c, ok := cache.Load(id); ok {
 		return c.(codec), nil
 	}
+	key := decoderKey{s.fm.index(), id}
+	if err := s.f.failed.get(key); err != nil {
+		return nil, err
+	}
+	c, err := s.fetchDecoder(id)
+	if err != nil {
+		err = CutError(err, MaxErrorBytes)
+		s.f.failed.put(key, err)
+		return nil, err
+	}
+	cache.Store(id, c)
+	return c, nil
+}
+
+// fetchDecoder fetches and compiles the schema of id.
+func (s *Serde) fetchDecoder(id int) (codec, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.f.cfg.Timeout)
 	defer cancel()
 	sch, err := s.f.cfg.Registry.SchemaByID(ctx, id)
@@ -275,7 +352,6 @@ func (s *Serde) decoder(id int) (codec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registered schema: %w", err)
 	}
-	cache.Store(id, c)
 	return c, nil
 }
 
@@ -294,8 +370,13 @@ func (s *Serde) writer(topic string) (*writer, error) {
 	w = s.writers[subject]
 	s.mu.Unlock()
 	if w == nil {
+		if err := s.failed.get(subject); err != nil {
+			return nil, err
+		}
 		if w, err = s.newWriter(subject); err != nil {
-			return nil, fmt.Errorf("subject %q: %w", subject, err)
+			err = CutError(fmt.Errorf("subject %q: %w", subject, err), MaxErrorBytes)
+			s.failed.put(subject, err)
+			return nil, err
 		}
 	}
 	s.mu.Lock()

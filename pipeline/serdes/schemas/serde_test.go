@@ -3,10 +3,12 @@ package schemas
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 )
 
 const cardSchema = `{"type": "record", "name": "Card", "namespace": "com.acme", "fields": [{"name": "number", "type": "string"}]}`
@@ -188,5 +190,72 @@ func TestLocalSchemaErrorsAtLoad(t *testing.T) {
 		if _, err := f.New(c.name, false, c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %+v: error %v, want one containing %q", c.name, c.spec, err, c.want)
 		}
+	}
+}
+
+// A registered schema that does not parse is fetched once, not for every record, and its
+// error (the parser may quote the schema) is cut: a 3 MB schema made 3 MB log lines.
+func TestFailedDecoderIsRemembered(t *testing.T) {
+	reg := &countingRegistry{MemoryRegistry: NewMemoryRegistry()}
+	broken := `{"type": "record", "name": "` + strings.Repeat("x", 3<<20) // the parser quotes it
+	id, err := reg.Register(t.Context(), "cards-value", Schema{Format: FormatAvro, Text: broken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := NewFactory(Config{Registry: reg}).New("avro", false, Spec{})
+	record := []byte{0, 0, 0, 0, byte(id), 2}
+	var first error
+	for range 5 {
+		_, err := r.Deserialize("cards", nil, record)
+		if err == nil || len(err.Error()) > MaxErrorBytes+100 || !strings.Contains(err.Error(), "cut from") {
+			t.Fatalf("error of %d bytes: %.200v", len(fmt.Sprint(err)), err)
+		}
+		if first == nil {
+			first = err
+		} else if err.Error() != first.Error() {
+			t.Fatalf("error %q, then %q", first, err)
+		}
+	}
+	if n := reg.byID.Load(); n != 1 {
+		t.Fatalf("%d lookups of a schema that does not parse, want 1 within FailureTTL", n)
+	}
+}
+
+func TestCutText(t *testing.T) {
+	if got := CutText("short", 10); got != "short" {
+		t.Fatalf("%q", got)
+	}
+	got := CutText(strings.Repeat("é", 100), 50)
+	if len(got) > 50 || !utf8.ValidString(got) || !strings.HasSuffix(got, " ... [cut from 200 bytes]") {
+		t.Fatalf("%q", got)
+	}
+	err := CutError(fmt.Errorf("lookup: %w: %s", ErrNotFound, strings.Repeat("x", 100)), 40)
+	if !errors.Is(err, ErrNotFound) || len(err.Error()) > 40 {
+		t.Fatalf("%v", err)
+	}
+}
+
+// Typed gives a value as the local schema reads it back, registering nothing: a long held as
+// a decimal string (a Lua script's) comes back a number.
+func TestTypedByTheLocalSchema(t *testing.T) {
+	reg := NewMemoryRegistry()
+	f := NewFactory(Config{Registry: reg, AutoRegister: true})
+	s, err := f.New("avro", false, Spec{Schema: `{"type": "record", "name": "Spend", "fields": [{"name": "id", "type": "long"}, {"name": "who", "type": "string"}]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.(*Serde).Typed(map[string]any{"id": "9007199254741017", "who": "ann"})
+	if err != nil || !reflect.DeepEqual(got, map[string]any{"id": int64(9007199254741017), "who": "ann"}) {
+		t.Fatalf("typed: %#v, %v", got, err)
+	}
+	if _, err := reg.SchemaByID(t.Context(), 1); err == nil {
+		t.Fatal("Typed registered the schema")
+	}
+	generic, err := f.New("avro", false, Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := generic.(*Serde).Typed(map[string]any{}); !errors.Is(err, ErrNoLocalSchema) {
+		t.Fatalf("without a local schema: %v", err)
 	}
 }

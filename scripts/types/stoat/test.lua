@@ -22,6 +22,9 @@
 ---@field defaultValueSerde? stoat.SerdeName
 ---@field wallClockMs? integer
 ---@field partitions? table<string, integer>
+---@field deserializationExceptionHandler? "LogAndFail"|"LogAndContinue"
+---@field processingExceptionHandler? "LogAndFail"|"LogAndContinue"
+---@field deadLetterQueueTopic? string
 
 ---@class stoat.test.PipeListOptions
 ---@field timestamp? integer

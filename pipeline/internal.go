@@ -1,0 +1,185 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Kafka Streams writes re-keyed records to internal topics (repartition topics, a
+// foreign-key join's registration and response topics) and reads them back in another
+// sub-topology; StoatFlow routes them in memory (repartition.go). An application moved from
+// Kafka Streams to StoatFlow may find records there that Kafka Streams wrote and had not
+// processed when it stopped: the agent hands them to ProcessInternal before anything else
+// (docs/scaling.md).
+
+// InternalTopic is an internal topic of the topology.
+type InternalTopic struct {
+	// Name is the topic's name without the application id, as describe() prints it.
+	Name string
+	// Partitions is the partition count Kafka Streams gives it.
+	Partitions int32
+	// Refused says why records left in it cannot be taken over ("" when they can).
+	Refused string
+	// Subtopology reads it: partition p's records go to task <Subtopology>_p.
+	Subtopology int
+}
+
+// refusedChanges is why the records of a KTable groupBy's repartition topic are not taken
+// over: StoatFlow routes its Change values in memory and has no reader of Kafka's
+// ChangedSerializer bytes.
+const refusedChanges = "not supported yet: taking over records of a KTable groupBy's repartition topic (Kafka's Change encoding)"
+
+// internalSource is the sub-topology whose tasks read an internal topic, and how its bytes
+// become the record the in-memory route would have handed over.
+type internalSource struct {
+	sub    int
+	decode func(ctx *Context, in *SourceRecord) (Record, error)
+}
+
+// InternalTopics are the topology's internal topics, in the order their sinks were added.
+func (t *Topology) InternalTopics() []InternalTopic {
+	out := make([]InternalTopic, 0, len(t.internalOrder))
+	for _, name := range t.internalOrder {
+		it := InternalTopic{Name: name, Partitions: t.repartitionPartitions[name], Subtopology: t.internal[name].sub}
+		if t.internal[name].decode == nil {
+			it.Refused = refusedChanges
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// ProcessInternal runs a record a Kafka Streams instance of the application wrote to the
+// internal topic name (without the application id) through the task that reads it, the one
+// of the partition it was written to, which must run on this topology: what the in-memory
+// route would have handed over. Its record context names the internal topic and offset, as
+// in Kafka Streams; then Drain.
+func (t *Topology) ProcessInternal(name string, in *SourceRecord) error {
+	src, ok := t.internal[name]
+	var err error
+	switch {
+	case !ok:
+		err = fmt.Errorf("%s is no internal topic of this topology", name)
+	case src.decode == nil:
+		err = errors.New(refusedChanges)
+	}
+	var id TaskID
+	var k *Task
+	if err == nil {
+		id = TaskID{Subtopology: src.sub, Partition: in.Partition}
+		k, err = t.task(id)
+	}
+	if err == nil && k == nil {
+		err = fmt.Errorf("task %s does not run on this topology", id)
+	}
+	var rec Record
+	if err == nil {
+		rec, err = src.decode(k.sources[name].ctx, in)
+	}
+	if err != nil {
+		return &RecordError{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset, Err: err}
+	}
+	return t.ProcessRekeyed(&Rekeyed{Task: id, Topic: name, Record: rec, Origin: in})
+}
+
+// addInternal registers the internal topic of a sink that routes in memory.
+func (t *Topology) addInternal(spec *sinkSpec, sub int) {
+	if t.internal == nil {
+		t.internal = map[string]*internalSource{}
+	}
+	if _, dup := t.internal[spec.topic]; dup {
+		// A stream joined again under its own name reuses its repartition topic.
+		return
+	}
+	src := &internalSource{sub: sub, decode: spec.decodeInternal}
+	if src.decode == nil && spec.route == nil && spec.serdes.Key != nil && spec.serdes.Value != nil {
+		src.decode = spec.serdes.decodeInternal
+	}
+	t.internal[spec.topic] = src
+	t.internalOrder = append(t.internalOrder, spec.topic)
+}
+
+// decodeInternal reads a repartition record: key and value in the repartition's serdes.
+func (s Serdes) decodeInternal(_ *Context, in *SourceRecord) (Record, error) {
+	rec := internalRecord(in)
+	var err error
+	if rec.Key, err = s.Key.Deserialize(in.Topic, in.Headers, in.Key); err != nil {
+		return rec, &DeserializationError{Part: "key", Err: err}
+	}
+	if rec.Value, err = s.Value.Deserialize(in.Topic, in.Headers, in.Value); err != nil {
+		return rec, &DeserializationError{Part: "value", Err: err}
+	}
+	return rec, nil
+}
+
+func internalRecord(in *SourceRecord) Record {
+	return Record{Timestamp: in.Timestamp, Headers: in.Headers, Topic: in.Topic, Partition: in.Partition, Offset: in.Offset}
+}
+
+var errNotSubscription = errors.New("not a SubscriptionWrapper of version 1")
+
+// decodeSubscription reads a registration record (SubscriptionWrapperSerde, version 1): the
+// key is the foreign key, the value the subscription with its primary key.
+func (s *fkJoinSpec) decodeSubscription(ctx *Context, in *SourceRecord) (Record, error) {
+	rec := internalRecord(in)
+	var err error
+	if in.Key != nil {
+		if rec.Key, err = s.otherKeys.Deserialize(in.Topic, in.Headers, in.Key); err != nil {
+			return rec, &DeserializationError{Part: "key", Err: err}
+		}
+	}
+	b := in.Value
+	if len(b) < 2+4 || b[0]&0x7f != subscriptionWrapperVersion {
+		return rec, &DeserializationError{Part: "value", Err: errNotSubscription}
+	}
+	sub := &fkSubscription{ins: fkInstruction(b[1])}
+	if sub.ins > propagateOnlyIfValue {
+		return rec, &DeserializationError{Part: "value", Err: fmt.Errorf("unknown instruction %d: %w", b[1], errNotSubscription)}
+	}
+	pk := b[2:]
+	if b[0]&0x80 == 0 {
+		if len(b) < 2+16+4 {
+			return rec, &DeserializationError{Part: "value", Err: errNotSubscription}
+		}
+		sub.hash = &[2]uint64{binary.BigEndian.Uint64(b[2:]), binary.BigEndian.Uint64(b[10:])}
+		pk = b[18:]
+	}
+	sub.partition = int32(binary.BigEndian.Uint32(pk[len(pk)-4:]))
+	if sub.pk, err = s.thisKeys.Deserialize(ctx.internalTopic(s.registration)+"-pk", in.Headers, pk[:len(pk)-4]); err != nil {
+		return rec, &DeserializationError{Part: "value", Err: fmt.Errorf("primary key: %w", err)}
+	}
+	rec.Value = sub
+	return rec, nil
+}
+
+// decodeResponse reads a response record (SubscriptionResponseWrapperSerde, version 0): the
+// key is the primary key, the value the hash it answers and the other table's value (none
+// when empty, as Kafka Streams reads it).
+func (s *fkJoinSpec) decodeResponse(_ *Context, in *SourceRecord) (Record, error) {
+	rec := internalRecord(in)
+	var err error
+	if rec.Key, err = s.thisKeys.Deserialize(in.Topic, in.Headers, in.Key); err != nil {
+		return rec, &DeserializationError{Part: "key", Err: err}
+	}
+	b := in.Value
+	if len(b) < 1 || b[0]&0x7f != 0 {
+		return rec, &DeserializationError{Part: "value", Err: errors.New("not a SubscriptionResponseWrapper of version 0")}
+	}
+	resp := &fkResponse{partition: in.Partition}
+	b = b[1:]
+	if in.Value[0]&0x80 == 0 {
+		if len(b) < 16 {
+			return rec, &DeserializationError{Part: "value", Err: errors.New("SubscriptionResponseWrapper: hash cut short")}
+		}
+		resp.hash = &[2]uint64{binary.BigEndian.Uint64(b), binary.BigEndian.Uint64(b[8:])}
+		b = b[16:]
+	}
+	if len(b) > 0 {
+		if resp.foreign, err = s.otherValues.Deserialize(in.Topic, in.Headers, b); err != nil {
+			return rec, &DeserializationError{Part: "value", Err: fmt.Errorf("foreign value: %w", err)}
+		}
+	}
+	rec.Value = resp
+	return rec, nil
+}

@@ -1,0 +1,148 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// readOut is what the driver's topic out received since the last read.
+func readOut(d *Driver) []string {
+	var out []string
+	for {
+		r, ok := d.ReadOutput("out")
+		if !ok {
+			return out
+		}
+		out = append(out, fmt.Sprintf("%s=%s@%d", r.Key, r.Value, r.Timestamp))
+	}
+}
+
+// A record Kafka Streams left in a repartition topic goes, in the partition it was written
+// to, where the in-memory route would have taken it: here the table's partition of the new
+// key.
+func TestProcessInternalTakesOverARepartitionTopic(t *testing.T) {
+	d, _, err := keyedJoinDriver(t, false, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"u1", "u2"} {
+		processAt(t, d, "users", DefaultPartition([]byte(u), 3), u, "name-"+u, 1)
+	}
+	topics := d.topo.InternalTopics()
+	if len(topics) != 1 || !strings.HasSuffix(topics[0].Name, "-repartition") || topics[0].Partitions != 3 || topics[0].Refused != "" {
+		t.Fatalf("internal topics %+v, want one repartition topic of 3 partitions", topics)
+	}
+	in := &SourceRecord{Topic: "app-" + topics[0].Name, Partition: DefaultPartition([]byte("u2"), 3), Offset: 7,
+		Timestamp: 5, Key: []byte("u2"), Value: []byte("u2")}
+	if err := d.topo.ProcessInternal(topics[0].Name, in); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readOut(d), []string{"u2=u2|name-u2@5"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("output %q, want %q", got, want)
+	}
+	// The wrong partition: the table's row is not there, as in Kafka Streams.
+	in.Partition = (in.Partition + 1) % 3
+	if err := d.topo.ProcessInternal(topics[0].Name, in); err != nil {
+		t.Fatal(err)
+	}
+	if got := readOut(d); len(got) != 0 {
+		t.Fatalf("output %q from another partition's table", got)
+	}
+	if err := d.topo.ProcessInternal("no-such-repartition", in); err == nil {
+		t.Fatal("a topic that is no internal topic of the topology was processed")
+	}
+}
+
+// A KTable groupBy's repartition topic carries Kafka's Change encoding, which StoatFlow does
+// not read: its records are refused, saying so.
+func TestProcessInternalRefusesATableGroupByRepartition(t *testing.T) {
+	b := newTestBuilder()
+	tables := testTables(t, b, "in")
+	g, err := tables[0].GroupBy(func(rec Record) (any, any, error) { return rec.Value, rec.Key, nil }, Grouped{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Count(Materialized{}, bytesSerde{}, ""); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDriver(b, DriverOptions{Stores: NewMemoryStores(), ApplicationID: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topics := d.topo.InternalTopics()
+	if len(topics) != 1 || !strings.Contains(topics[0].Refused, "not supported yet") {
+		t.Fatalf("internal topics %+v, want the repartition refused", topics)
+	}
+	err = d.topo.ProcessInternal(topics[0].Name, &SourceRecord{Topic: "app-" + topics[0].Name, Key: []byte("k"), Value: []byte{1}})
+	if err == nil || !strings.Contains(err.Error(), "not supported yet") {
+		t.Fatalf("got %v, want the not-supported error", err)
+	}
+}
+
+// Records Kafka Streams left in a foreign-key join's topics, in its own layouts
+// (SubscriptionWrapperSerde version 1, SubscriptionResponseWrapperSerde version 0), go
+// through the join as the records the in-memory routes carry.
+func TestProcessInternalTakesOverForeignKeyJoinTopics(t *testing.T) {
+	d := tableJoinDriver(t, 1, func(l, r *KTable) (*KTable, error) {
+		return l.JoinForeignKey(r, fkOf, joinedPairs, false, TableJoined{}, Materialized{})
+	})
+	processAt(t, d, "r", 0, "a", "A", 1)
+	processAt(t, d, "l", 0, "k1", "a/1", 2)
+	if got := readOut(d); fmt.Sprint(got) != "[k1=k1|a/1|A@2]" {
+		t.Fatalf("the join itself: %q", got)
+	}
+	var reg, resp string
+	for _, it := range d.topo.InternalTopics() {
+		switch {
+		case strings.HasPrefix(it.Name, "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-"):
+			reg = it.Name
+		case strings.HasPrefix(it.Name, "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-"):
+			resp = it.Name
+		}
+	}
+	if reg == "" || resp == "" {
+		t.Fatalf("internal topics %+v, want the registration and response topics", d.topo.InternalTopics())
+	}
+	hash := murmur3Hash128([]byte("a/1"))
+	hashBytes := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, hash[0]), hash[1])
+
+	// k1's subscription to a, written again by Kafka Streams (propagateOnlyIfValue): the
+	// other table answers, the row resolves it.
+	sub := append([]byte{1, byte(propagateOnlyIfValue)}, hashBytes...)
+	sub = binary.BigEndian.AppendUint32(append(sub, "k1"...), 0)
+	err := d.topo.ProcessInternal(reg, &SourceRecord{Topic: "app-" + reg, Offset: 3, Timestamp: 4, Key: []byte("a"), Value: sub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readOut(d); fmt.Sprint(got) != "[k1=k1|a/1|A@4]" {
+		t.Fatalf("after the registration: %q", got)
+	}
+	// An answer about k1's current value, and one about a value it no longer has.
+	answer := append(append([]byte{0}, hashBytes...), "A2"...)
+	if err := d.topo.ProcessInternal(resp, &SourceRecord{Topic: "app-" + resp, Offset: 9, Timestamp: 6, Key: []byte("k1"), Value: answer}); err != nil {
+		t.Fatal(err)
+	}
+	stale := murmur3Hash128([]byte("a/0"))
+	old := append(binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{0}, stale[0]), stale[1]), "A0"...)
+	if err := d.topo.ProcessInternal(resp, &SourceRecord{Topic: "app-" + resp, Offset: 10, Timestamp: 7, Key: []byte("k1"), Value: old}); err != nil {
+		t.Fatal(err)
+	}
+	// An answer without a hash is about a deleted row; this one exists, so it is stale too.
+	if err := d.topo.ProcessInternal(resp, &SourceRecord{Topic: "app-" + resp, Offset: 11, Timestamp: 8, Key: []byte("k1"), Value: []byte{0x80}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readOut(d); fmt.Sprint(got) != "[k1=k1|a/1|A2@6]" {
+		t.Fatalf("after the answers: %q", got)
+	}
+	for _, bad := range [][]byte{{2, 3}, {1, 9, 0, 0, 0, 0}, append([]byte{1, 3}, hashBytes[:7]...)} {
+		err := d.topo.ProcessInternal(reg, &SourceRecord{Topic: "app-" + reg, Key: []byte("a"), Value: bad})
+		if err == nil || !strings.Contains(err.Error(), "SubscriptionWrapper") {
+			t.Errorf("registration value %x: got %v, want an error naming the layout", bad, err)
+		}
+	}
+	if err := d.topo.ProcessInternal(resp, &SourceRecord{Topic: "app-" + resp, Key: []byte("k1"), Value: []byte{1}}); err == nil {
+		t.Error("a response of version 1 was read")
+	}
+}

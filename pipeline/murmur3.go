@@ -1,0 +1,75 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// murmur3Hash128 is Kafka Streams' Murmur3.hash128 (MurmurHash3 x64 128-bit with seed
+// 104729), the hash a foreign-key join keeps of a row's value to tell a stale answer from a
+// current one. Java's signed longs and Go's uint64 share their bits.
+func murmur3Hash128(data []byte) [2]uint64 {
+	const (
+		seed = 104729
+		c1   = 0x87c37b91114253d5
+		c2   = 0x4cf5ad432745937f
+	)
+	h1, h2 := uint64(seed), uint64(seed)
+	n := len(data)
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		k1 := binary.LittleEndian.Uint64(data[i:])
+		k2 := binary.LittleEndian.Uint64(data[i+8:])
+		k1 *= c1
+		k1 = bits.RotateLeft64(k1, 31)
+		k1 *= c2
+		h1 ^= k1
+		h1 = bits.RotateLeft64(h1, 27)
+		h1 += h2
+		h1 = h1*5 + 0x52dce729
+		k2 *= c2
+		k2 = bits.RotateLeft64(k2, 33)
+		k2 *= c1
+		h2 ^= k2
+		h2 = bits.RotateLeft64(h2, 31)
+		h2 += h1
+		h2 = h2*5 + 0x38495ab5
+	}
+	tail := data[i:]
+	var k1, k2 uint64
+	for j := len(tail) - 1; j >= 8; j-- {
+		k2 ^= uint64(tail[j]) << (8 * (j - 8))
+	}
+	if len(tail) > 8 {
+		k2 *= c2
+		k2 = bits.RotateLeft64(k2, 33)
+		k2 *= c1
+		h2 ^= k2
+	}
+	for j := min(len(tail), 8) - 1; j >= 0; j-- {
+		k1 ^= uint64(tail[j]) << (8 * j)
+	}
+	if len(tail) > 0 {
+		k1 *= c1
+		k1 = bits.RotateLeft64(k1, 31)
+		k1 *= c2
+		h1 ^= k1
+	}
+	h1 ^= uint64(n)
+	h2 ^= uint64(n)
+	h1 += h2
+	h2 += h1
+	h1, h2 = fmix64(h1), fmix64(h2)
+	h1 += h2
+	h2 += h1
+	return [2]uint64{h1, h2}
+}
+
+func fmix64(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
