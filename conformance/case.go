@@ -14,8 +14,10 @@ type Case struct {
 	Wall bool
 	// Fixed is the whole input of a case that does not run on generated input.
 	Fixed []Step
-	// ProbeKeys are keys read from versioned stores besides the input's keys.
-	ProbeKeys []string
+	// ProbeKeys are keys read from versioned stores besides the input's keys, and ProbeTimes
+	// times they are read as of besides the input's timestamps.
+	ProbeKeys  []string
+	ProbeTimes []int64
 	// Handlers are StoatFlow's exception handlers and dead-letter topic: the twin of the
 	// properties the Java case sets (default: LogAndFail, no dead-letter topic).
 	Handlers pipeline.ExceptionHandlers

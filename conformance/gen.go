@@ -134,6 +134,7 @@ func Generate(c *Case, seed int64) Input {
 			in.ProbeKeys = append(in.ProbeKeys, []byte(k))
 		}
 	}
+	times = append(times, c.ProbeTimes...)
 	slices.Sort(times)
 	in.ProbeTimes = slices.Compact(times)
 	return in

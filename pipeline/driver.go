@@ -82,6 +82,10 @@ func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
 		}
 	}
 	d.topo = topo
+	// TopologyTestDriver starts its task when it is made, at the initial wall-clock time.
+	if err := topo.startTasks(); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

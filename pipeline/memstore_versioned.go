@@ -16,6 +16,8 @@ func (m *MemoryStores) VersionedStore(spec StoreSpec, partition int32) (Versione
 type memVersion struct {
 	ts    int64
 	value []byte // nil: tombstone
+	// noGap marks a value that follows no gap in Kafka's history (VersionedPut).
+	noGap bool
 }
 
 // memVersioned keeps each key's versions sorted by timestamp.
@@ -40,7 +42,20 @@ func (s *memVersioned) Put(key, value []byte, ts int64) (int64, error) {
 	s.streamTime = max(s.streamTime, ts)
 	vs := s.m[string(key)]
 	i := sort.Search(len(vs), func(i int) bool { return vs[i].ts >= ts })
-	v := memVersion{ts: ts}
+	var buf [3]VersionInfo
+	from := buf[:0]
+	for _, v := range vs[i:min(i+3, len(vs))] {
+		from = append(from, VersionInfo{Timestamp: v.ts, Tombstone: v.value == nil, NoGap: v.noGap})
+	}
+	effect, _ := VersionedPut(from, ts, value == nil, func() (bool, error) { return i > 0 && vs[i-1].value != nil, nil })
+	if effect.Forget {
+		s.m[string(key)] = append(vs[:i], vs[i+1:]...)
+		return ValidToUndefined, nil
+	}
+	if effect.MarkLatest {
+		vs[len(vs)-1].noGap = true
+	}
+	v := memVersion{ts: ts, noGap: effect.NoGap}
 	if value != nil {
 		v.value = bytes.Clone(value)
 	}
@@ -50,10 +65,7 @@ func (s *memVersioned) Put(key, value []byte, ts int64) (int64, error) {
 		vs = append(vs[:i], append([]memVersion{v}, vs[i:]...)...)
 	}
 	s.m[string(key)] = vs
-	if i+1 < len(vs) {
-		return vs[i+1].ts, nil
-	}
-	return ValidToUndefined, nil
+	return effect.ValidTo, nil
 }
 
 func (s *memVersioned) Get(key []byte) (VersionedBytes, bool, error) {

@@ -8,7 +8,8 @@ import (
 )
 
 // UserProcessor is a processor written against the Processor API (process/processValues).
-// Like Kafka Streams, the engine makes one instance per task, on the task's first record.
+// Like Kafka Streams, the engine makes one instance per task and initialises it when the
+// task starts, before the task's first record (Topology.startTasks).
 type UserProcessor interface {
 	Init(ctx *ProcessorContext) error
 	Process(rec Record) error
@@ -72,25 +73,16 @@ func (p *userProcNode) Process(rec Record) error {
 	if p.global != "" {
 		task = 0
 	}
-	pc, ok := p.tasks[task]
-	if !ok {
-		proc, err := p.supplier()
-		if err != nil {
-			return err
-		}
-		pc = p.ctx.processorContext(task, p.fixedKey, proc)
-		pc.global = p.global != ""
-		p.tasks[task] = pc
-		if err := proc.Init(pc); err != nil {
-			return fmt.Errorf("init: %w", err)
-		}
+	pc, err := p.task(task)
+	if err != nil {
+		return err
 	}
 	pc.current = &rec
 	defer func() { pc.current = nil }()
 	return pc.proc.Process(rec)
 }
 
-// closeTask closes the task's processor, if its first record made one.
+// closeTask closes the task's processor, if it was made.
 func (p *userProcNode) closeTask() error {
 	var errs []error
 	for _, pc := range p.tasks {
@@ -100,6 +92,33 @@ func (p *userProcNode) closeTask() error {
 	}
 	clear(p.tasks)
 	return errors.Join(errs...)
+}
+
+// task is the processor of a task, made and initialised first if the task has none yet: a
+// task its topology made on demand (a topic a pattern source matched in the test driver)
+// starts on its first record.
+func (p *userProcNode) task(task int32) (*ProcessorContext, error) {
+	if pc, ok := p.tasks[task]; ok {
+		return pc, nil
+	}
+	proc, err := p.supplier()
+	if err != nil {
+		return nil, err
+	}
+	pc := p.ctx.processorContext(task, p.fixedKey, proc)
+	pc.global = p.global != ""
+	p.tasks[task] = pc
+	if err := proc.Init(pc); err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	return pc, nil
+}
+
+// isTaskProcessor reports whether n runs a user processor per task (not a global store's),
+// which its task starts.
+func isTaskProcessor(n *runtimeNode) bool {
+	up, ok := n.proc.(*userProcNode)
+	return ok && up.global == ""
 }
 
 // ProcessorContext is what a UserProcessor sees for its task: forwarding, punctuation,

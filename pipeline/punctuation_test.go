@@ -222,3 +222,109 @@ func TestPunctuationOfTheLongestInterval(t *testing.T) {
 		t.Fatalf("punctuations %v, want %v", got, want)
 	}
 }
+
+// A task starts, and its processors' init runs, when the driver is made (as
+// TopologyTestDriver's does), not on its first record: a wall-clock schedule made in init is
+// on the grid of the initial wall clock, 10,000, and fires before any record comes.
+func TestWallClockPunctuationStartsWithItsTask(t *testing.T) {
+	var got fired
+	d := punctuationDriver(t, &punctuationProcessor{init: func(ctx *ProcessorContext) error {
+		_, err := ctx.Schedule(100, WallClockTime, got.punctuator("w"))
+		return err
+	}})
+	if err := d.AdvanceWallClock(150); err != nil {
+		t.Fatal(err)
+	}
+	pipeAt(t, d, 1)
+	if err := d.AdvanceWallClock(50); err != nil {
+		t.Fatal(err)
+	}
+	if want := (fired{"w@10150", "w@10200"}); !slices.Equal(got, want) {
+		t.Fatalf("punctuations %v, want %v", got, want)
+	}
+}
+
+// A worker's topology starts the tasks it is given (those reading the assigned partitions
+// and those reading a repartition topic) at its next wall-clock check (or record), whether
+// records come or not, task by task, so that their wall-clock schedules start on the grid
+// of that time.
+func TestAssignedTasksStartBeforeTheirFirstRecord(t *testing.T) {
+	var inits []string
+	var got fired
+	proc := func(name string) ProcessorSupplier {
+		return func() (UserProcessor, error) {
+			return &punctuationProcessor{init: func(ctx *ProcessorContext) error {
+				inits = append(inits, fmt.Sprintf("%s/%d", ctx.Name(), ctx.Partition()))
+				_, err := ctx.Schedule(100, WallClockTime, got.punctuator(fmt.Sprintf("%s/%d", ctx.Name(), ctx.Partition())))
+				return err
+			}}, nil
+		}
+	}
+	b := newTestBuilder()
+	s, err := b.Stream([]string{"in"}, Consumed{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Process(proc("direct"), nil, "direct"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Repartition(Repartitioned{Name: "re", NumPartitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Process(proc("after"), nil, "after"); err != nil {
+		t.Fatal(err)
+	}
+	clock := int64(1000)
+	topo, err := b.Build(TopologyOptions{Collector: &Driver{}, Stores: NewMemoryStores(),
+		SourcePartitions: map[string]int32{"in": 2}, Clock: func() int64 { return clock }, ExplicitTasks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := topo.TaskIDs()
+	slices.Reverse(ids)
+	for _, id := range ids {
+		if err := topo.AddTask(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(inits) != 0 || !topo.HasWallClockPunctuators() {
+		t.Fatalf("inits %v before the next check, wall-clock punctuators %v; want none, and true to be called", inits, topo.HasWallClockPunctuators())
+	}
+	if err := topo.PunctuateWallClock(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"direct/0", "direct/1", "after/0", "after/1", "after/2"}; !slices.Equal(inits, want) {
+		t.Fatalf("inits %v, want %v", inits, want)
+	}
+	clock = 1100
+	if err := topo.PunctuateWallClock(); err != nil {
+		t.Fatal(err)
+	}
+	if want := (fired{"direct/0@1100", "direct/1@1100", "after/0@1100", "after/1@1100", "after/2@1100"}); !slices.Equal(got, want) {
+		t.Fatalf("punctuations %v, want %v", got, want)
+	}
+}
+
+// A topology without user processors has nothing to start: its tasks do not make the agent
+// check the wall clock (and open an epoch) for them.
+func TestAssignmentWithoutProcessorsHasNothingToStart(t *testing.T) {
+	b := newTestBuilder()
+	s, err := b.Stream([]string{"in"}, Consumed{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.To("out", Produced{}); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := b.Build(TopologyOptions{Collector: &Driver{}, SourcePartitions: map[string]int32{"in": 1}, ExplicitTasks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topo.AddTask(TaskID{}); err != nil {
+		t.Fatal(err)
+	}
+	if topo.HasWallClockPunctuators() {
+		t.Fatal("wall-clock punctuators reported for a topology without processors")
+	}
+}

@@ -142,3 +142,76 @@ func (c *ProcessorContext) VersionedStore(name string) (*VersionedStore, error) 
 func (d *Driver) VersionedStore(name string, partition int32) (*VersionedStore, error) {
 	return d.topo.VersionedStore(name, partition)
 }
+
+// VersionInfo is one version of a key as the put rule sees it (VersionedPut).
+type VersionInfo struct {
+	Timestamp int64
+	Tombstone bool
+	// NoGap marks a value that follows no gap in Kafka's history where its version before
+	// would say it does (VersionedPut).
+	NoGap bool
+}
+
+// VersionedPutEffect is what a put does besides writing its version.
+type VersionedPutEffect struct {
+	// Forget: drop the version at the put's timestamp, the latest value, and write nothing.
+	Forget bool
+	// NoGap marks the version written.
+	NoGap bool
+	// MarkLatest: write the latest version again, marked NoGap.
+	MarkLatest bool
+	// ValidTo is the written version's validTo.
+	ValidTo int64
+}
+
+// VersionedPut is Kafka Streams' RocksDBVersionedStore put rule where it parts from plain
+// versions (one per timestamp, each valid until the next). Kafka keeps the latest value
+// apart from its history, whose records end at their next one's timestamp or at a
+// tombstone's; a value put after the history's end (after a tombstone, or on a key
+// without history) leaves a gap between the two. A tombstone at the latest value's own
+// timestamp only removes the latest value: when the history ends right there it is as if
+// kept, after a gap it is forgotten, so that a value put later inside the gap, at an older
+// timestamp, becomes the latest (docs/state.md, Versioned stores). A put into the gap
+// closes it: the new version ends at the latest value.
+//
+// A latest value follows a gap when the version before it is a tombstone, or there is
+// none, unless it is marked NoGap: a value put at the timestamp of the tombstone the history
+// ends with, or the latest value when a put lands right before it. So the rule reads, of the
+// key's versions, those at or after the put's timestamp ts (from, in time order, the first
+// three: the common put, at or after the latest timestamp, reads one or none) and only for
+// a tombstone at the latest value's timestamp whether the version before is a value
+// (prevIsValue). Both versioned stores, in memory and on LevelDB, follow it.
+func VersionedPut(from []VersionInfo, ts int64, tombstone bool, prevIsValue func() (bool, error)) (VersionedPutEffect, error) {
+	effect := VersionedPutEffect{ValidTo: ValidToUndefined}
+	if len(from) == 0 {
+		return effect, nil
+	}
+	latest := len(from) - 1 // the latest version, if it is a value and len(from) < 3
+	if from[0].Timestamp == ts {
+		if len(from) > 1 {
+			effect.ValidTo = from[1].Timestamp
+		}
+		replaced := from[0]
+		switch {
+		case len(from) > 1:
+		case replaced.Tombstone:
+			effect.NoGap = !tombstone
+			return effect, nil
+		case !tombstone:
+			effect.NoGap = replaced.NoGap
+			return effect, nil
+		case replaced.NoGap:
+			return effect, nil
+		default:
+			prevValue, err := prevIsValue()
+			effect.Forget = !prevValue
+			return effect, err
+		}
+		latest--
+	} else {
+		effect.ValidTo = from[0].Timestamp
+	}
+	// The put lands right before the latest value, closing the gap if there is one.
+	effect.MarkLatest = latest == 0 && !from[len(from)-1].Tombstone && !from[len(from)-1].NoGap
+	return effect, nil
+}

@@ -248,6 +248,34 @@ func (k *Task) punctuate(typ PunctuationType, now int64) error {
 	}
 }
 
+// startTasks makes and initialises the user processors of the tasks added since they last
+// started, as Kafka Streams initialises a task's processors when the task starts, before
+// its first record: a wall-clock schedule made in init has its grid from the time the task
+// started, and fires whether records come or not (docs/time.md, Punctuation). Tasks start
+// one after the other in task id order, each with its processors in topology order. The
+// processors of global stores start on their first record. Whoever runs the topology calls
+// Process, ProcessRekeyed or PunctuateWallClock, which start them, inside an epoch, as what
+// a processor's init writes or forwards belongs to one.
+func (t *Topology) startTasks() error {
+	if len(t.unstarted) == 0 {
+		return nil
+	}
+	tasks := t.unstarted
+	t.unstarted = nil
+	slices.SortFunc(tasks, func(a, b *Task) int { return a.id.Compare(b.id) })
+	for _, k := range tasks {
+		for _, rn := range k.nodes {
+			if !isTaskProcessor(rn) {
+				continue
+			}
+			if _, err := rn.proc.(*userProcNode).task(k.id.Partition); err != nil {
+				return &NodeError{Node: rn.name, Err: err}
+			}
+		}
+	}
+	return nil
+}
+
 // taskCloser is a processor with something to close when its task closes (a Processor
 // API processor's close).
 type taskCloser interface{ closeTask() error }

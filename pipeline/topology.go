@@ -151,6 +151,8 @@ type Topology struct {
 	// tasks' processors that wait for it.
 	watermark int64
 	listening int
+	// unstarted are the tasks added whose processors have not started yet (startTasks).
+	unstarted []*Task
 
 	cacheMaxBytes int64
 	// cacheHold holds the watermark for the windows its caches hold updates of;
@@ -375,6 +377,9 @@ func (t *Topology) addTask(id TaskID, nodes []*Node, global bool) (*Task, error)
 	t.tasks[id] = k
 	i, _ := slices.BinarySearchFunc(t.order, id, func(x *Task, id TaskID) int { return x.id.Compare(id) })
 	t.order = slices.Insert(t.order, i, k)
+	if !global && slices.ContainsFunc(k.nodes, isTaskProcessor) {
+		t.unstarted = append(t.unstarted, k)
+	}
 	t.listen(len(k.wmListeners))
 	t.shareCaches()
 	return k, nil
@@ -394,6 +399,7 @@ func (t *Topology) CloseTask(id TaskID) error {
 	err := k.close()
 	delete(t.tasks, id)
 	t.order = slices.DeleteFunc(t.order, func(x *Task) bool { return x == k })
+	t.unstarted = slices.DeleteFunc(t.unstarted, func(x *Task) bool { return x == k })
 	t.last = lastInput{}
 	t.shareCaches()
 	if t.cacheHold != nil {
@@ -411,7 +417,7 @@ func (t *Topology) Close() error {
 	}
 	clear(t.tasks)
 	t.listen(-t.listening)
-	t.order, t.last = nil, lastInput{}
+	t.order, t.last, t.unstarted = nil, lastInput{}, nil
 	return errors.Join(errs...)
 }
 
@@ -499,6 +505,9 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // queued: the caller decides whether the record is skipped (its exception handler), and
 // Drain then processes the rest.
 func (t *Topology) Process(in *SourceRecord) error {
+	if err := t.startTasks(); err != nil {
+		return &RecordError{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset, Err: err}
+	}
 	t.input = in
 	err := t.process(in)
 	t.input = nil
@@ -623,6 +632,9 @@ func (t *Topology) drainAndFlush() error {
 // ProcessRekeyed runs a record another topology re-keyed for one of this topology's tasks,
 // then Drain. An error names the record's origin, as Process's names the consumed record.
 func (t *Topology) ProcessRekeyed(r *Rekeyed) error {
+	if err := t.startTasks(); err != nil {
+		return err
+	}
 	if err := t.processRekeyed(r); err != nil {
 		return err
 	}
@@ -658,8 +670,13 @@ func (t *Topology) processRekeyed(r *Rekeyed) error {
 	return err
 }
 
-// HasWallClockPunctuators reports whether any processor scheduled a wall-clock punctuator.
+// HasWallClockPunctuators reports whether any processor scheduled a wall-clock punctuator,
+// or tasks have not started yet (their processors may schedule one when they do:
+// PunctuateWallClock starts them).
 func (t *Topology) HasWallClockPunctuators() bool {
+	if len(t.unstarted) > 0 {
+		return true
+	}
 	for _, k := range t.order {
 		for _, p := range k.punctuators {
 			if p.typ == WallClockTime && !p.cancelled {
@@ -670,8 +687,12 @@ func (t *Topology) HasWallClockPunctuators() bool {
 	return false
 }
 
-// PunctuateWallClock runs the wall-clock punctuators that are due, then Drain.
+// PunctuateWallClock starts the tasks not started yet, then runs the wall-clock punctuators
+// that are due, then Drain.
 func (t *Topology) PunctuateWallClock() error {
+	if err := t.startTasks(); err != nil {
+		return err
+	}
 	now := t.clock()
 	for _, k := range t.order {
 		if err := k.punctuate(WallClockTime, now); err != nil {

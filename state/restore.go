@@ -31,6 +31,21 @@ func (db *DB) Restore(spec pipeline.StoreSpec, partition int32, records []Change
 	}
 	var b leveldb.Batch
 	st, seq := p.streamTime.Load(), p.seq
+	// A versioned store's records are put by Kafka Streams' put rule, as Kafka Streams
+	// restores them, which reads what the records before wrote: they go to the partition's
+	// (empty) buffer, which the batch takes at the end.
+	var versions *epochBuffer
+	putVersion := func(k, v []byte) {
+		versions.put(k, v)
+		if v[0] == opPut {
+			p.scratch = v[:0]
+		}
+	}
+	if s.Type == versionedKind {
+		versions = newEpochBuffer(0, 0)
+		p.buf.Store(versions)
+		defer p.buf.Store(newEpochBuffer(0, 0))
+	}
 	key := append([]byte{}, p.prefix...)
 	var val []byte
 	for i, r := range records {
@@ -64,10 +79,12 @@ func (db *DB) Restore(spec pipeline.StoreSpec, partition int32, records []Change
 			val = append(val, r.Value...)
 			st = max(st, end)
 		case versionedKind:
-			key = appendVersionKey(key, r.Key, r.Timestamp)
-			val = appendVersionValue(val, r.Value)
-			tombstone = false
+			// Written by the put rule, into a buffer taken into the batch at the end.
+			if _, err := p.putVersion(r.Key, r.Value, r.Timestamp, putVersion); err != nil {
+				return fmt.Errorf("restore: changelog record %d: %w", i, err)
+			}
 			st = max(st, r.Timestamp)
+			continue
 		default:
 			return p.errorf("restore: unknown store kind %s", s.Type)
 		}
@@ -76,6 +93,17 @@ func (db *DB) Restore(spec pipeline.StoreSpec, partition int32, records []Change
 		} else {
 			b.Put(key, val)
 		}
+	}
+	if versions != nil {
+		_ = versions.each(func(k, v []byte) error {
+			key = append(key[:len(p.prefix)], k...)
+			if v[0] == opPut {
+				b.Put(key, v[1:])
+			} else {
+				b.Delete(key)
+			}
+			return nil
+		})
 	}
 	meta := binary.BigEndian.AppendUint64(make([]byte, 0, 12), uint64(st))
 	b.Put(sysPartitionKey(sysPartMeta, p.id, partition, nil), binary.BigEndian.AppendUint32(meta, uint32(seq)))

@@ -8,21 +8,26 @@ import (
 )
 
 // Versioned store keys in LevelDB are [escaped key][version timestamp]; values are
-// [kind][value] with kind 0 for a tombstone version and 1 for a value. A version is valid
-// from its timestamp until the next version's timestamp (exclusive).
+// [kind][value] with kind 0 for a tombstone version, 1 for a value and 2 for a value marked
+// NoGap (pipeline.VersionedPut). A version is valid from its timestamp until the next
+// version's timestamp (exclusive).
 
 const (
 	versionTombstone = 0
 	versionValue     = 1
+	versionNoGap     = 2
 )
 
 func appendVersionKey(dst, key []byte, ts int64) []byte {
 	return appendTime(appendEscaped(dst, key), ts)
 }
 
-func appendVersionValue(dst, value []byte) []byte {
-	if value == nil {
+func appendVersionValue(dst, value []byte, noGap bool) []byte {
+	switch {
+	case value == nil:
 		return append(dst, versionTombstone)
+	case noGap:
+		return append(append(dst, versionNoGap), value...)
 	}
 	return append(append(dst, versionValue), value...)
 }
@@ -145,14 +150,71 @@ func (s *VersionedStore) Put(key, value []byte, ts int64) (int64, error) {
 		return pipeline.NotPut, err
 	}
 	p.observe(s.w, ts)
-	validTo, err := p.nextVersion(key, ts, ReadUncommitted)
+	validTo, err := p.putVersion(key, value, ts, func(k, v []byte) { p.write(s.w, k, v) })
 	if err != nil {
 		return pipeline.NotPut, err
 	}
-	p.kbuf = appendVersionKey(p.kbuf[:0], key, ts)
-	p.write(s.w, p.kbuf, appendVersionValue(p.newValue(), value))
 	p.logChange(s.w, key, value, ts, nil)
 	return validTo, nil
+}
+
+// putVersion writes a version of key at ts through write (a nil value is a tombstone) by
+// Kafka Streams' put rule (pipeline.VersionedPut), and returns its validTo.
+func (p *partition) putVersion(key, value []byte, ts int64, write func(k, v []byte)) (int64, error) {
+	var buf [3]pipeline.VersionInfo
+	from := buf[:0]
+	var latest []byte // the last version read, when the rule may mark it NoGap
+	start, limit := keyTimeBounds(key, ts, math.MaxInt64)
+	it := p.iter(start, limit, false, ReadUncommitted)
+	for len(from) < cap(from) && it.next() {
+		v := pipeline.VersionInfo{Timestamp: readTime(it.key[len(it.key)-tsSize:])}
+		if len(it.value) == 0 {
+			it.close()
+			return pipeline.NotPut, p.errorf("version %x@%d has an empty value", key, v.Timestamp)
+		}
+		v.Tombstone, v.NoGap = it.value[0] == versionTombstone, it.value[0] == versionNoGap
+		if !v.Tombstone && !v.NoGap && len(from) < 2 {
+			latest = append(latest[:0], it.value[1:]...)
+		}
+		from = append(from, v)
+	}
+	it.close()
+	if it.err != nil {
+		return pipeline.NotPut, p.errorf("get %x: %w", key, it.err)
+	}
+	effect, err := pipeline.VersionedPut(from, ts, value == nil, func() (bool, error) { return p.valueBefore(key, ts) })
+	if err != nil {
+		return pipeline.NotPut, err
+	}
+	if effect.MarkLatest {
+		last := from[len(from)-1].Timestamp
+		p.kbuf = appendVersionKey(p.kbuf[:0], key, last)
+		write(p.kbuf, appendVersionValue(p.newValue(), latest, true))
+	}
+	p.kbuf = appendVersionKey(p.kbuf[:0], key, ts)
+	if effect.Forget {
+		write(p.kbuf, deleteEntry)
+	} else {
+		write(p.kbuf, appendVersionValue(p.newValue(), value, effect.NoGap))
+	}
+	return effect.ValidTo, nil
+}
+
+// valueBefore reports whether key's last version before ts is a value.
+func (p *partition) valueBefore(key []byte, ts int64) (bool, error) {
+	if ts == math.MinInt64 {
+		return false, nil
+	}
+	start, limit := keyTimeBounds(key, math.MinInt64, ts-1)
+	it := p.iter(start, limit, true, ReadUncommitted)
+	defer it.close()
+	if it.next() {
+		return len(it.value) > 0 && it.value[0] != versionTombstone, nil
+	}
+	if it.err != nil {
+		return false, p.errorf("get %x: %w", key, it.err)
+	}
+	return false, nil
 }
 
 // Delete writes a tombstone version of key at ts and returns the version it ends, as

@@ -24,6 +24,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.TimestampedKeyValueStoreWithHeaders;
 import org.apache.kafka.streams.state.ValueTimestampHeaders;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
+import org.apache.kafka.streams.state.VersionedRecord;
 
 /** The Processor API, punctuation, headers-aware stores and partitioners. */
 final class Processors {
@@ -58,6 +60,68 @@ final class Processors {
             }
             Long n = counts.get(r.key());
             counts.put(r.key(), n == null ? 1 : n + 1);
+        }
+    }
+
+    /**
+     * Runs one versioned store operation per record, its value naming it and its timestamp
+     * ("x@1999": put x at 1999; "n@…": put null; "d@…": delete), and forwards what it returned
+     * and what the key reads then: latest, and as of every probe time.
+     */
+    static final class VersionedOps implements Processor<String, String, String, String> {
+        static final long HISTORY_RETENTION = 4500;
+        private static final long[] PROBES;
+
+        static {
+            long[] bases = {0, 1998, 3998, 6600};
+            PROBES = new long[bases.length * 7 + 3];
+            int i = 0;
+            for (long base : bases) {
+                for (int d = 0; d <= 6; d++) {
+                    PROBES[i++] = base + d;
+                }
+            }
+            PROBES[i++] = 1000;
+            PROBES[i++] = 3000;
+            PROBES[i] = 5000;
+        }
+
+        private ProcessorContext<String, String> ctx;
+        private VersionedKeyValueStore<String, String> vs;
+
+        @Override
+        public void init(ProcessorContext<String, String> c) {
+            ctx = c;
+            vs = c.getStateStore("vs");
+        }
+
+        private static String text(VersionedRecord<String> r) {
+            if (r == null) {
+                return "-";
+            }
+            return r.value() + "@" + r.timestamp() + "-" + r.validTo().map(String::valueOf).orElse("");
+        }
+
+        @Override
+        public void process(Record<String, String> r) {
+            if (r.key() == null || r.value() == null) {
+                return;
+            }
+            int at = r.value().indexOf('@');
+            String op = r.value().substring(0, at);
+            long ts = Long.parseLong(r.value().substring(at + 1));
+            StringBuilder out = new StringBuilder(r.value()).append(' ');
+            if (op.equals("d")) {
+                out.append(text(vs.delete(r.key(), ts)));
+            } else {
+                long validTo = vs.put(r.key(), op.equals("n") ? null : op, ts);
+                out.append(validTo == VersionedKeyValueStore.PUT_RETURN_CODE_NOT_PUT ? "notput" : String.valueOf(validTo));
+            }
+            out.append(" | ").append(text(vs.get(r.key())));
+            for (long t : PROBES) {
+                out.append(' ').append(t).append('=').append(text(vs.get(r.key(), t)));
+            }
+            ctx.forward(r.withValue(out.toString()));
         }
     }
 
@@ -124,6 +188,15 @@ final class Processors {
                     return Optional.empty();
                 }
             }));
+            return b.build();
+        });
+        cases.put("versioned_store_ops", p -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.addStateStore(Stores.versionedKeyValueStoreBuilder(
+                Stores.persistentVersionedKeyValueStore("vs", ms(VersionedOps.HISTORY_RETENTION)), Serdes.String(), Serdes.String()));
+            b.<String, String>stream("in")
+                .process(VersionedOps::new, Named.as("ops"), "vs")
+                .to("out");
             return b.build();
         });
         cases.put("deserialization_error", p -> {
