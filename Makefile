@@ -75,13 +75,14 @@ test-scripts:
 
 # Kafka Streams 4.4 as the oracle (conformance/README.md): Maven builds the Java side (its jars
 # stay in ~/.m2), then one JVM runs every case on CONFORMANCE_SEEDS seeds in TopologyTestDriver
-# while StoatFlow runs them too, and the two are compared. CONFORMANCE_CASES (a regexp) and
-# CONFORMANCE_SEED (one seed) narrow it down.
+# while StoatFlow runs them too, at each of CONFORMANCE_THREADS (num.stream.threads), and the
+# two are compared. CONFORMANCE_CASES (a regexp) and CONFORMANCE_SEED (one seed) narrow it down.
 CONFORMANCE_SEEDS ?= 50
+CONFORMANCE_THREADS ?= 1,2,4
 
 conformance:
 	cd conformance/java && mvn -q -B package
-	CONFORMANCE=1 CONFORMANCE_SEEDS=$(CONFORMANCE_SEEDS) $(GO) test -count=1 -timeout 15m ./conformance/
+	CONFORMANCE=1 CONFORMANCE_SEEDS=$(CONFORMANCE_SEEDS) CONFORMANCE_THREADS=$(CONFORMANCE_THREADS) $(GO) test -count=1 -timeout 15m ./conformance/
 
 # Apache Kafka 4.4 on loopback (test/kafka, docs/testing.md#real-broker-tests). Real-broker
 # tests are test files with the build tag kafka, their names starting with TestKafka.
