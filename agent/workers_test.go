@@ -83,9 +83,13 @@ statestore.cache.max.bytes = 0`)
 		t.Fatal("no worker ever waited for room in the other's inbox")
 	}
 	for th := range 2 {
-		// Two sub-topologies of four tasks each, two of each per worker.
+		// Two sub-topologies of four tasks each, two of each per worker, created at the
+		// first assignment.
 		if got := testutil.ToFloat64(m.ThreadTasks.WithLabelValues(strconv.Itoa(th))); got != 4 {
 			t.Errorf("worker %d runs %v tasks, want 4", th, got)
+		}
+		if got := testutil.ToFloat64(m.ThreadTasksCreated.WithLabelValues(strconv.Itoa(th))); got != 4 {
+			t.Errorf("worker %d created %v tasks, want 4", th, got)
 		}
 	}
 	for _, task := range []string{"0_0", "0_3", "1_0", "1_3"} {

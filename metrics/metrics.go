@@ -222,12 +222,13 @@ func New() *Metrics {
 	m.ThreadTasks = m.gaugeVec("thread", "tasks",
 		"Tasks a worker (num.stream.threads; thread 0, 1, ...) runs now.", "thread")
 	m.ThreadTasksCreated = m.counterVec("thread", "tasks_created_total",
-		"Tasks a worker took over from another worker at a commit barrier (Kafka Streams' "+
-			"thread-level task-created-total); a worker's first tasks and those it gets when the "+
-			"topology is built again (a reload, a dropped epoch) are not counted.", "thread")
+		"Tasks a worker created at a commit barrier because an assignment gave them to it: its "+
+			"first tasks and those it took over from another worker (Kafka Streams' thread-level "+
+			"task-created-total); a topology built again (a reload, a dropped epoch) makes its "+
+			"tasks anew without counting them.", "thread")
 	m.ThreadTasksClosed = m.counterVec("thread", "tasks_closed_total",
-		"Tasks a worker handed to another worker at a commit barrier (Kafka Streams' "+
-			"thread-level task-closed-total).", "thread")
+		"Tasks a worker closed at a commit barrier because an assignment took them from it, "+
+			"to another worker or away (Kafka Streams' thread-level task-closed-total).", "thread")
 	m.ThreadBlocked = m.counterVec("thread", "blocked_seconds_total",
 		"Time a worker waited for room in another worker's inbox of re-keyed records, taking "+
 			"only its own inbox meanwhile (Kafka Streams' blocked-time-ns-total, in seconds).", "thread")
