@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -188,4 +189,75 @@ return b
 			t.Errorf("task %s closed %d times; logs:\n%s", task, strings.Count(logs, "closing task "+task), logs)
 		}
 	}
+}
+
+// A rebalance that changes the application's tasks moves tasks between the workers at its
+// commit barrier, without a restart: a topic that the source pattern matches gives
+// sub-topology 0 a second task, and the even spread (Kafka Streams' assignor's) then moves
+// counting task 1_2 from worker 1 to worker 0, where its counts go on from the state it
+// committed on worker 1, each exactly once.
+func TestRebalanceMovesATaskBetweenWorkers(t *testing.T) {
+	b := onKfake(t, 3, "in", "out", "copies")
+	b.create(t, "more-a", 1, nil)
+	cfg := b.config(t, `
+local s = require("stoat")
+local b = s.builder()
+b:stream({pattern = "more-.*"}):to("copies")
+b:stream("in"):groupByKey():count({materialized = "counts"}):toStream():to("out", {valueSerde = "long"})
+return b
+`, `processing.guarantee = "exactly_once_v2"
+num.stream.threads = 2
+metadata.max.age.ms = 100
+statestore.cache.max.bytes = 0`)
+	m := metrics.New()
+	ra := startAgentWith(t, cfg, m)
+	defer func() {
+		if err := ra.stop(t); err != nil {
+			t.Error(err)
+		}
+	}()
+	addr, err := ra.a.HTTPAddr(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	threads := func() map[string]int {
+		var st console.Status
+		if err := json.Unmarshal([]byte(httpGet(t, "http://"+addr+"/v1/status")), &st); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		for id, task := range st.Tasks {
+			out[id] = task.Thread
+		}
+		return out
+	}
+	const keys = 9
+	b.produceKeys(t, 300, keys, 0, "v")
+	checkExactCounts(t, b.brokers, wantCounts(300, keys))
+	if got, want := threads(), map[string]int{"0_0": 0, "1_0": 1, "1_1": 0, "1_2": 1}; !maps.Equal(got, want) {
+		t.Fatalf("tasks on workers %v, want %v", got, want)
+	}
+	if testutil.ToFloat64(m.TaskProcessed.WithLabelValues("1_2")) == 0 {
+		t.Fatal("task 1_2 counted nothing before it moves")
+	}
+
+	b.create(t, "more-b", 2, nil)
+	sendKV(t, b.brokers, "more-b", 1, "k", "b1")
+	readUntil(t, b.brokers, "copies", hasValue("b1"))
+	pollFor(t, 30*time.Second, "worker 1 closing the task that moves", func() bool {
+		return testutil.ToFloat64(m.ThreadTasksClosed.WithLabelValues("1")) == 1
+	})
+	if got, want := threads(), map[string]int{"0_0": 0, "0_1": 1, "1_0": 1, "1_1": 0, "1_2": 0}; !maps.Equal(got, want) {
+		t.Fatalf("tasks on workers after the rebalance %v, want %v", got, want)
+	}
+	for th, want := range []float64{3, 3} {
+		if got := testutil.ToFloat64(m.ThreadTasksCreated.WithLabelValues(strconv.Itoa(th))); got != want {
+			t.Errorf("worker %d created %v tasks, want %v", th, got, want)
+		}
+	}
+	if got := testutil.ToFloat64(m.ThreadTasksClosed.WithLabelValues("0")); got != 0 {
+		t.Errorf("worker 0 closed %v tasks, want 0", got)
+	}
+	b.produceKeys(t, 300, keys, 300, "v")
+	checkExactCounts(t, b.brokers, wantCounts(600, keys))
 }

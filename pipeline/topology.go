@@ -320,6 +320,11 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 	return t, nil
 }
 
+// SetSourcePartitions gives the topology its source topics' partition counts anew, after a
+// source pattern matched other topics: TaskIDs then lists the tasks the new topics'
+// partitions need, for the next assignment to add (AddTask).
+func (t *Topology) SetSourcePartitions(counts map[string]int32) { t.sourcePartitions = counts }
+
 // TaskIDs are the tasks of the application: for every sub-topology (the global stores'
 // aside) one per partition of its source topics (the largest count among them), as Kafka
 // Streams creates them.
