@@ -266,8 +266,17 @@ func (l *loop) run(ctx context.Context) error {
 	if l.b.HasPatternSources() {
 		subscriptions = make(chan subscriptionChange)
 		watchCtx, stopWatch := context.WithCancel(ctx)
-		defer stopWatch()
-		go l.watchPatterns(watchCtx, subscriptions)
+		// The watcher is gone before run returns: the agent then closes the consumer it
+		// lists the topics with.
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			l.watchPatterns(watchCtx, subscriptions)
+		}()
+		defer func() {
+			stopWatch()
+			<-watched
+		}()
 	}
 	progress := &l.a.progress
 	defer progress.wait()
