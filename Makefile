@@ -9,6 +9,12 @@ FUZZMINIMIZE ?= 1000x
 
 .PHONY: build run test conformance test-kafka kafka-up kafka-down soak bench lint fuzz install check-unit docker clean ui ui-check
 
+# The agent tests that run again with 2 and 4 workers (num.stream.threads, through
+# STOATFLOW_TEST_THREADS: agent/agent_test.go's testThreads): the end-to-end runs, the
+# examples, the fault loops, and what workers change the most (windows and suppression,
+# standbys and takeovers, global stores, queries, reloads, exception handlers, corrupt state).
+THREADS_TESTS := '^(TestAgent|TestStopMidStream|TestExamples|TestPurchasesExampleRuns|TestFault|TestWindow|TestSuppressed|TestSeveralAgents|TestTakeover|TestStoppingActive|TestGlobal|TestAddGlobalStore|TestQuery|TestReload|TestCorruptState|TestHandler|TestProductionHandler|TestUncommittedBudget|TestCommitIntervalZero|TestRecordCache|TestPatternSource|TestWorkers)'
+
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/stoatflow
 
@@ -25,7 +31,7 @@ run: build
 # make test runs every suite below, also after one fails, lists the ones that failed and
 # then fails: a red line early must not hide the state of the suites after it. Each suite
 # runs alone too (make test-race).
-TEST_SUITES := test-vet test-gofmt test-race test-iterpoison test-iterpoison-agent test-faults test-scripts conformance test-kafka
+TEST_SUITES := test-vet test-gofmt test-race test-iterpoison test-iterpoison-agent test-faults test-threads test-scripts conformance test-kafka
 .PHONY: $(TEST_SUITES)
 
 test:
@@ -59,18 +65,24 @@ test-iterpoison-agent:
 test-faults:
 	$(GO) test -timeout 10m -run '^TestFault' ./agent/
 
+# the same agents with 2 workers (under the race detector) and with 4
+test-threads:
+	STOATFLOW_TEST_THREADS=2 $(GO) test -race -timeout 15m -run $(THREADS_TESTS) ./agent/
+	STOATFLOW_TEST_THREADS=4 $(GO) test -timeout 15m -run $(THREADS_TESTS) ./agent/
+
 test-scripts:
 	$(GO) run ./cmd/stoatflow test scripts deploy
 
 # Kafka Streams 4.4 as the oracle (conformance/README.md): Maven builds the Java side (its jars
 # stay in ~/.m2), then one JVM runs every case on CONFORMANCE_SEEDS seeds in TopologyTestDriver
-# while StoatFlow runs them too, and the two are compared. CONFORMANCE_CASES (a regexp) and
-# CONFORMANCE_SEED (one seed) narrow it down.
+# while StoatFlow runs them too, at each of CONFORMANCE_THREADS (num.stream.threads), and the
+# two are compared. CONFORMANCE_CASES (a regexp) and CONFORMANCE_SEED (one seed) narrow it down.
 CONFORMANCE_SEEDS ?= 50
+CONFORMANCE_THREADS ?= 1,2,4
 
 conformance:
 	cd conformance/java && mvn -q -B package
-	CONFORMANCE=1 CONFORMANCE_SEEDS=$(CONFORMANCE_SEEDS) $(GO) test -count=1 -timeout 15m ./conformance/
+	CONFORMANCE=1 CONFORMANCE_SEEDS=$(CONFORMANCE_SEEDS) CONFORMANCE_THREADS=$(CONFORMANCE_THREADS) $(GO) test -count=1 -timeout 15m ./conformance/
 
 # Apache Kafka 4.4 on loopback (test/kafka, docs/testing.md#real-broker-tests). Real-broker
 # tests are test files with the build tag kafka, their names starting with TestKafka.
@@ -112,11 +124,12 @@ BENCH_MICRO := $(or $(TMPDIR),/tmp)/stoatflow-bench-micro.txt
 BENCH_BROKERS ?= kfake,kafka
 BENCH_FLAGS ?=
 # The long fault-injection run: 50 SIGKILLs at random points (make test runs 6), and 50
-# cycles of killing or freezing the active of three agents (make test runs 3); then each
-# fault of the 3-node Apache Kafka cluster (docs/reliability.md) 5 times into one running
-# agent (make test runs each once).
+# cycles of killing or freezing the active of three agents (make test runs 3); the kill loops
+# again with 2 workers per agent; then each fault of the 3-node Apache Kafka cluster
+# (docs/reliability.md) 5 times into one running agent (make test runs each once).
 soak:
 	STOATFLOW_SOAK_KILLS=50 $(GO) test -timeout 60m -count=1 -v -run '^TestFault' ./agent/
+	STOATFLOW_SOAK_KILLS=50 STOATFLOW_TEST_THREADS=2 $(GO) test -timeout 60m -count=1 -v -run '^TestFault(SIGKILL|KillTheActive)' ./agent/
 	STOATFLOW_KAFKA_FAULT_ROUNDS=5 $(MAKE) test-kafka KAFKA_PKGS=./agent/ KAFKA_RUN='^TestKafkaFault' KAFKA_FLAGS='-v -timeout 90m'
 
 bench:

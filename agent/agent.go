@@ -65,15 +65,19 @@ type Agent struct {
 	// registryWait is the start of the oldest Schema Registry call in progress (Unix
 	// nanoseconds; 0: none).
 	registryWait atomic.Int64
-	// progress is the processing loop's heartbeat, which the systemd watchdog follows.
-	progress loopProgress
+	// progress is the processing loop's heartbeat, workerProgress its workers', which the
+	// systemd watchdog follows.
+	progress       loopProgress
+	workerProgress workerProgresses
 
 	// What the console shows (agent/console): the last warnings and errors, the restore in
 	// progress, the engine's time as the loop last published it, and the live taps.
 	recent   *console.RecentLog
 	restores *console.RestoreProgress
 	time     atomic.Pointer[console.TimeStatus]
-	taps     *console.Taps
+	// tasks says which worker runs each task (by task id), as the loop last assigned them.
+	tasks atomic.Pointer[map[string]int]
+	taps  *console.Taps
 	// group is the agent's role in its latest generation (standby.go); nil before the first.
 	group atomic.Pointer[kafkaio.GroupRole]
 	// copies are, while a warm standby follows the changelogs, the store partitions it

@@ -57,9 +57,23 @@ func saramaTestConfig() *sarama.Config {
 	return c
 }
 
+// testThreads is num.stream.threads for the agents the tests start: STOATFLOW_TEST_THREADS,
+// or 1. `make test` runs the agents' end-to-end tests, the examples and the fault loops with
+// 2 and 4 workers as well as 1.
+func testThreads() int {
+	if n, err := strconv.Atoi(os.Getenv("STOATFLOW_TEST_THREADS")); err == nil && n > 0 {
+		return n
+	}
+	return 1
+}
+
 // agentTOML is the config of a test agent that runs dir/p.lua with its state in dir/state
-// and an application id made unique from prefix.
+// and an application id made unique from prefix, with testThreads workers unless extra
+// says how many.
 func agentTOML(brokers []string, dir, prefix, extra string) string {
+	if n := testThreads(); n > 1 && !strings.Contains(extra, "num.stream.threads") {
+		extra = fmt.Sprintf("num.stream.threads = %d\n%s", n, extra)
+	}
 	return fmt.Sprintf(`
 [agent]
 scripts = ["p.lua"]

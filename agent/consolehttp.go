@@ -16,7 +16,13 @@ func (a *Agent) serveConsole() {
 			}
 			return nil
 		},
-		Time:                a.time.Load,
+		Time: a.time.Load,
+		Tasks: func() map[string]int {
+			if t := a.tasks.Load(); t != nil {
+				return *t
+			}
+			return nil
+		},
 		StoreSizes:          a.storeSizes,
 		UncommittedMaxBytes: a.cfg.UncommittedMaxBytes,
 		Restore:             a.restores,

@@ -30,6 +30,9 @@ func runAgentProcess(path string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if cfg.NumStreamThreads == 1 {
+		cfg.NumStreamThreads = testThreads()
+	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a, err := New(cfg, Options{Logger: logger, Stdout: io.Discard})
 	if err != nil {

@@ -41,6 +41,7 @@ func loadExample(t *testing.T, path, stateDir string) *config.Config {
 		t.Fatal(err)
 	}
 	cfg.HTTPListen, cfg.EmbeddedListen, cfg.StateDir = "127.0.0.1:0", "127.0.0.1:0", stateDir
+	cfg.NumStreamThreads = testThreads()
 	if cfg.SchemaRegistry.Embedded {
 		cfg.SchemaRegistry.EmbeddedListen = "127.0.0.1:0"
 	}

@@ -32,11 +32,11 @@ func (e *failedRecord) Error() string { return e.err.Error() }
 func (e *failedRecord) Unwrap() error { return e.err }
 
 // handleRecordError applies the deserialization or processing exception handler to a record
-// the topology failed on. nil means the handler continued: the record is skipped and its dead
-// letter, if a dead-letter topic is set, is sent in the epoch (inside its transaction under
-// exactly-once). Errors the handlers do not cover (a failed send, a fenced producer, a bad
-// timestamp) are returned as they are.
-func (l *loop) handleRecordError(msg *pipeline.SourceRecord, err error) error {
+// the topology built from b failed on. nil means the handler continued: the record is
+// skipped and its dead letter, if a dead-letter topic is set, is sent through out in the
+// epoch (inside its transaction under exactly-once). Errors the handlers do not cover (a
+// failed send, a fenced producer, a bad timestamp) are returned as they are.
+func (l *loop) handleRecordError(out recordSender, b *pipeline.StreamsBuilder, msg *pipeline.SourceRecord, err error) error {
 	var reason, exception, node string
 	var de *pipeline.DeserializationError
 	var ne *pipeline.NodeError
@@ -50,7 +50,7 @@ func (l *loop) handleRecordError(msg *pipeline.SourceRecord, err error) error {
 	case pe != nil || errors.Is(err, kafkaio.ErrFenced):
 		return err
 	case errors.As(err, &de):
-		reason, exception, node, cont = metrics.DropDeserialization, pipeline.ExceptionDeserialization, l.b.SourceNode(msg.Topic), l.a.cfg.ContinueOnDeserializationError()
+		reason, exception, node, cont = metrics.DropDeserialization, pipeline.ExceptionDeserialization, b.SourceNode(msg.Topic), l.a.cfg.ContinueOnDeserializationError()
 	case errors.As(err, &ne):
 		reason, exception, node, cont = metrics.DropProcessing, pipeline.ExceptionProcessing, ne.Node, l.a.cfg.ContinueOnProcessingError()
 	default:
@@ -69,7 +69,13 @@ func (l *loop) handleRecordError(msg *pipeline.SourceRecord, err error) error {
 	if letter == nil {
 		return nil
 	}
-	return l.sendDeadLetter(letter, msg)
+	return l.sendDeadLetter(out, letter, msg)
+}
+
+// recordSender sends a record through the producer: a worker's lane (kafkaio.Lane), or the
+// producer itself from the loop.
+type recordSender interface {
+	Send(topic string, partition int32, key, value []byte, headers pipeline.Headers, timestampMs int64, source *pipeline.SourceRecord) error
 }
 
 // newDeadLetter builds the dead letter of msg as Kafka Streams 4.2+ does
@@ -115,11 +121,11 @@ func cutBytes(b []byte, n int) []byte {
 	return b[:n:n]
 }
 
-// sendDeadLetter queues a dead letter in the current epoch; source is the record being
-// processed, if any. With the embedded broker the
-// agent creates the topic if it is missing, as it creates sinks; elsewhere it must exist.
-// Dead letters are rare, so the check is not cached.
-func (l *loop) sendDeadLetter(d *deadLetter, source *pipeline.SourceRecord) error {
+// sendDeadLetter queues a dead letter in the current epoch, through out; source is the
+// record being processed, if any. With the embedded broker the agent creates the topic if
+// it is missing, as it creates sinks; elsewhere it must exist. Dead letters are rare, so the
+// check is not cached.
+func (l *loop) sendDeadLetter(out recordSender, d *deadLetter, source *pipeline.SourceRecord) error {
 	topic := l.a.cfg.DeadLetterQueueTopic()
 	if l.k.embedded != nil {
 		adminCfg, err := kafkaio.SaramaConfig(l.a.cfg, kafkaio.RoleAdmin)
@@ -131,7 +137,7 @@ func (l *loop) sendDeadLetter(d *deadLetter, source *pipeline.SourceRecord) erro
 			return fmt.Errorf("dead-letter topic: %w", err)
 		}
 	}
-	err := l.k.producer.Send(topic, -1, d.key, d.value, d.headers, d.timestamp, source)
+	err := out.Send(topic, -1, d.key, d.value, d.headers, d.timestamp, source)
 	var pe *kafkaio.ProduceError
 	if errors.As(err, &pe) && pe.Unsent && errors.Is(err, kafkaio.ErrRecordTooLarge) {
 		// Larger than max.request.size even with its error headers capped: the record
@@ -140,7 +146,7 @@ func (l *loop) sendDeadLetter(d *deadLetter, source *pipeline.SourceRecord) erro
 		cut := d.truncated(int(config.MaxRequestSize.Get(l.a.cfg.Client(config.ForProducer))))
 		l.a.log.Warn("the dead letter is larger than max.request.size: its key and value are cut", "record", d.record, "topic", topic,
 			"key bytes", len(d.key), "value bytes", len(d.value))
-		err = l.k.producer.Send(topic, -1, cut.key, cut.value, cut.headers, cut.timestamp, source)
+		err = out.Send(topic, -1, cut.key, cut.value, cut.headers, cut.timestamp, source)
 	}
 	if errors.As(err, &pe) && pe.Unsent {
 		// Refused before it was sent, even cut: it would fail the same way after every

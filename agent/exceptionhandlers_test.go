@@ -358,7 +358,7 @@ func TestHandleRecordErrorLeavesOtherErrorsAlone(t *testing.T) {
 		&pipeline.RecordError{Topic: "in", Offset: 3, Err: errors.New("invalid (negative) record timestamp -1")},
 		fmt.Errorf("begin transaction: %w", kafkaio.ErrFenced),
 	} {
-		if got := l.handleRecordError(msg, err); got != err {
+		if got := l.handleRecordError(nil, nil, msg, err); got != err {
 			t.Errorf("handleRecordError(%v) = %v, want the error unchanged", err, got)
 		}
 	}
@@ -384,7 +384,7 @@ func TestDeadLetterTopicCreatedOnEmbeddedBroker(t *testing.T) {
 	l := &loop{a: &Agent{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: metrics.New()},
 		k: &kafkaClients{brokers: emb.Addrs(), embedded: emb, producer: p}}
 	msg := &pipeline.SourceRecord{Topic: "in", Offset: 7, Key: []byte("k"), Value: []byte("{")}
-	if err := l.sendDeadLetter(newDeadLetter(msg, pipeline.ExceptionDeserialization, errors.New("boom")), nil); err != nil {
+	if err := l.sendDeadLetter(p, newDeadLetter(msg, pipeline.ExceptionDeserialization, errors.New("boom")), nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -49,7 +49,13 @@ type pendingInternal struct {
 // topic whose records cannot be taken over is an error naming it and how many records wait
 // there, before anything is processed.
 func (l *loop) takeOverFromKafkaStreams(ctx context.Context) error {
-	topics := l.topo.InternalTopics()
+	var topics []pipeline.InternalTopic
+	if err := l.workers[0].do(func() error {
+		topics = l.workers[0].topo.InternalTopics()
+		return nil
+	}); err != nil {
+		return err
+	}
 	// The embedded broker starts empty: no Kafka Streams ever ran against it.
 	if l.k.embedded != nil || len(topics) == 0 && !l.hasOwnLayouts() {
 		return nil
@@ -93,23 +99,31 @@ func (l *loop) takeOverFromKafkaStreams(ctx context.Context) error {
 	defer tr.Close()
 	for _, p := range pending {
 		n := 0
+		// The worker that runs the task reading the partition processes its records.
+		w := l.workers[l.owners[pipeline.TaskID{Subtopology: p.topic.Subtopology, Partition: p.tp.Partition}]]
 		_, err := tr.ReadToEnd(ctx, p.physical, p.tp.Partition, p.from, func(msgs []pipeline.SourceRecord) error {
+			l.a.progress.step(time.Now())
 			if err := l.epoch.begin(); err != nil {
 				return err
 			}
-			for i := range msgs {
-				l.a.progress.step(time.Now())
-				if err := l.topo.ProcessInternal(p.topic.Name, &msgs[i]); err != nil {
-					if err := l.handleRecordError(&msgs[i], err); err != nil {
+			err := w.do(func() error {
+				for i := range msgs {
+					w.progress.step(time.Now())
+					if err := w.settleRecord(&msgs[i], w.topo.ProcessInternal(p.topic.Name, &msgs[i])); err != nil {
 						return err
 					}
 				}
+				return w.sendChangelog()
+			})
+			if err != nil {
+				return err
 			}
 			n += len(msgs)
 			l.epoch.consumed(p.tp, msgs[len(msgs)-1].Offset+1, len(msgs))
-			return l.epoch.sendChangelog()
+			return nil
 		})
 		if err != nil {
+			l.halt()
 			l.epoch.abortAfterFailure()
 			return fmt.Errorf("take over internal topic %s: %w", p.physical, err)
 		}
@@ -118,7 +132,7 @@ func (l *loop) takeOverFromKafkaStreams(ctx context.Context) error {
 		l.epoch.consumed(p.tp, p.end, 0)
 		l.a.log.Info("took over internal topic partition", "topic", p.physical, "partition", p.tp.Partition, "records", n, "from", p.from, "to", p.end)
 	}
-	err = l.topo.FlushCaches()
+	err = l.quiesce()
 	done := false
 	if err == nil {
 		done, err = l.epoch.commit(time.Now(), true)
@@ -127,6 +141,7 @@ func (l *loop) takeOverFromKafkaStreams(ctx context.Context) error {
 		err = errors.New("the group coordinator refused the offsets")
 	}
 	if err != nil {
+		l.halt()
 		l.epoch.abortAfterFailure()
 		return fmt.Errorf("commit the records taken over from the internal topics: %w", err)
 	}

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/console"
@@ -18,38 +17,58 @@ import (
 	"github.com/stoatflow/stoatflow/state"
 )
 
-// loop is the processing goroutine: it runs consumed records through the topology and
-// closes an epoch at each commit barrier (every commit.interval.ms, or early when the
-// stores' uncommitted bytes cross statestore.uncommitted.max.bytes); epoch.go says what the
-// barrier commits.
+// loop is the processing loop: it hands the consumed records to the workers (worker.go)
+// that run their tasks, and closes an epoch at each commit barrier (every
+// commit.interval.ms, or early when the stores' uncommitted bytes cross
+// statestore.uncommitted.max.bytes) once every worker has processed what it was given;
+// epoch.go says what the barrier commits. It also serves the group's rebalances, reloads
+// and the punctuation clock. docs/architecture.md has the picture.
 type loop struct {
 	a     *Agent
 	k     *kafkaClients
-	topo  *pipeline.Topology
 	db    *state.DB // nil without stores; replaceDB tells the epoch a rebuilt one
 	b     *pipeline.StreamsBuilder
 	epoch *epoch
 
 	// caughtUpSince is when each partition's consumer last reached the log end.
 	caughtUpSince map[pipeline.TopicPartition]time.Time
-	// build makes a fresh topology from a builder, with the running store provider and
-	// global update schedule. After a dropped epoch the processors' in-memory state
-	// (operator stream times, buffers, punctuators) starts again from the committed state,
-	// as Kafka Streams re-initialises a corrupted task; a reload builds its new topology
-	// the same way. assignment is re-applied.
-	build      func(*pipeline.StreamsBuilder) (*pipeline.Topology, error)
+	// opts are what every worker builds its topology with (worker.build adds its own
+	// parts); globals keeps the global stores current, on worker 0. After a dropped epoch
+	// the processors' in-memory state (operator stream times, buffers, punctuators) starts
+	// again from the committed state, as Kafka Streams re-initialises a corrupted task; a
+	// reload builds its new topologies the same way. assignment is re-applied.
+	opts       pipeline.TopologyOptions
+	globals    *globalStores
 	assignment []pipeline.TopicPartition
+
+	// workers run the tasks and owners says which one runs each task. time and ex are the
+	// watermark and the exchange of re-keyed records the workers share; sources says which
+	// task reads each source partition.
+	workers []*worker
+	owners  map[pipeline.TaskID]int
+	time    *pipeline.GlobalTime
+	ex      *pipeline.Exchange
+	sources *pipeline.SourceTasks
+	// queued counts the records given to the workers and not processed yet: the loop takes
+	// no more from the consumer while it is at queueMax (queue.go).
+	queued   atomic.Int64
+	queueMax int64
+	// failure is a worker's first failure since the loop last handled one; failures
+	// receives when one is set.
+	failMu   sync.Mutex
+	failure  *failure
+	failures chan struct{}
+	// processed receives when a worker finished a batch.
+	processed chan struct{}
+	// changelogGate holds the workers' changelog records back while the previous
+	// at-least-once epoch's are not acknowledged (worker.sendChangelog).
+	changelogGate atomic.Pointer[chan struct{}]
 
 	assigned chan []pipeline.TopicPartition
 	revoke   chan chan error
 	done     chan struct{}
 
 	everRunning bool
-	consumed    map[string]prometheus.Counter
-	// rt is the Lua runtime the topology calls; lastLua is the part of each node's Lua
-	// time already exported.
-	rt      *luart.Runtime
-	lastLua map[string]time.Duration
 	// staged is a reloaded topology waiting for a commit barrier.
 	staged *reloadCandidate
 	// probation is the trial of a reloaded topology, with the one it replaced (rollback.go).
@@ -62,22 +81,150 @@ type loop struct {
 	roleState   // active or standby (standby.go)
 }
 
-// newLoop makes the loop of a run; startTopology builds its topology.
+// exchangeCapacity is the bound of each worker's inbox of re-keyed records; a test that
+// fills the inboxes lowers it.
+var exchangeCapacity = pipeline.DefaultExchangeCapacity
+
+// newLoop makes the loop of a run; startWorkers gives it its workers and startTopology
+// builds their topologies.
 func newLoop(a *Agent, k *kafkaClients, db *state.DB, b *pipeline.StreamsBuilder) *loop {
 	l := &loop{
 		a: a, k: k, db: db, b: b,
-		epoch:    newEpoch(a, k, db, b.Stores()),
-		assigned: make(chan []pipeline.TopicPartition),
-		revoke:   make(chan chan error),
-		done:     make(chan struct{}),
-		consumed: map[string]prometheus.Counter{},
+		epoch:     newEpoch(a, k, db, b.Stores()),
+		assigned:  make(chan []pipeline.TopicPartition),
+		revoke:    make(chan chan error),
+		done:      make(chan struct{}),
+		failures:  make(chan struct{}, 1),
+		processed: make(chan struct{}, 1),
 
 		caughtUpSince: map[pipeline.TopicPartition]time.Time{},
 	}
-	l.epoch.sendLetter = func(d *deadLetter) error { return l.sendDeadLetter(d, nil) }
+	l.epoch.sendLetter = func(d *deadLetter) error { return l.sendDeadLetter(l.k.producer, d, nil) }
 	l.epoch.restore = l.wipeAndRestore
 	l.handleProductionErrors()
 	return l
+}
+
+// startWorkers starts cfg.NumStreamThreads workers: the first runs rt, whose scripts made
+// b; each other loads the scripts into a runtime of its own.
+func (l *loop) startWorkers(cfg *config.Config, rt *luart.Runtime, b *pipeline.StreamsBuilder) error {
+	more, err := l.a.loadWorkerRuntimes(cfg, b)
+	if err != nil {
+		rt.Close()
+		return err
+	}
+	l.useWorkers(l.workersOn(append([]workerRuntime{{rt: rt, b: b}}, more...)), cfg)
+	l.b = b
+	return nil
+}
+
+// queueRecords is how many consumed records the workers may hold before the loop takes no
+// more from the consumer: four batches of max.poll.records per worker, so that no worker
+// waits for the loop while the consumer has records, and a worker whose tasks' partitions
+// bring more than its share keeps the others fed until it holds all of that.
+func queueRecords(cfg *config.Config, workers int) int64 {
+	return int64(4 * workers * int(config.MaxPollRecords.Get(cfg.Client(config.ForConsumer))))
+}
+
+// loadWorkerRuntimes loads cfg's scripts into a runtime of its own for each worker after the
+// first (num.stream.threads - 1), each checked to make b's topology; on an error none is
+// left open.
+func (a *Agent) loadWorkerRuntimes(cfg *config.Config, b *pipeline.StreamsBuilder) ([]workerRuntime, error) {
+	var more []workerRuntime
+	want := b.Describe().String()
+	for id := 1; id < cfg.NumStreamThreads; id++ {
+		wrt, wb, err := loadTopology(cfg, a.schemas, a.log, a.opts.Stdout, a.onLuaError)
+		if err == nil && wb.Describe().String() != want {
+			wrt.Close()
+			err = errors.New("the scripts changed while they were loaded: the workers would run different topologies")
+		}
+		if err != nil {
+			for _, r := range more {
+				r.rt.Close()
+			}
+			return nil, fmt.Errorf("load the scripts of worker %d: %w", id, err)
+		}
+		more = append(more, workerRuntime{rt: wrt, b: wb})
+	}
+	return more, nil
+}
+
+// workersOn starts a worker on each runtime, worker i on rts[i].
+func (l *loop) workersOn(rts []workerRuntime) []*worker {
+	workers := make([]*worker, len(rts))
+	for i, r := range rts {
+		workers[i] = newWorker(l, i, r.rt, r.b)
+	}
+	return workers
+}
+
+// useWorkers makes workers the loop's, for the config they were loaded from: the tasks are
+// spread over them again, those of the workers that stay staying where they are, and the
+// metrics of the workers beyond them go. Their topologies are built by rebuildTopology.
+func (l *loop) useWorkers(workers []*worker, cfg *config.Config) {
+	for id := len(workers); id < len(l.workers); id++ {
+		l.a.metrics.ThreadTasks.DeleteLabelValues(strconv.Itoa(id))
+	}
+	l.workers = workers
+	l.queueMax = queueRecords(cfg, len(workers))
+	if l.owners != nil {
+		l.owners = assignTasks(taskIDsOf(l.owners), len(workers), l.owners)
+		l.publishTasks()
+	}
+}
+
+// stopWorkers ends every worker and closes its runtime.
+func (l *loop) stopWorkers() {
+	for _, w := range l.workers {
+		w.stop()
+	}
+	l.workers = nil
+}
+
+// all runs fn on every worker at once, each on its goroutine after what it was given
+// before, and waits for them.
+func (l *loop) all(fn func(w *worker) error) error {
+	replies := make([]chan error, len(l.workers))
+	for i, w := range l.workers {
+		reply := make(chan error, 1)
+		replies[i] = reply
+		w.cmds.push(func() { reply <- fn(w) })
+	}
+	var errs []error
+	for _, reply := range replies {
+		errs = append(errs, <-reply)
+	}
+	return errors.Join(errs...)
+}
+
+// failed records a worker's failure and wakes the loop; the first one since the loop
+// last handled one is kept (halt drops those that follow it).
+func (l *loop) failed(f failure) {
+	l.failMu.Lock()
+	if l.failure == nil {
+		l.failure = &f
+	}
+	l.failMu.Unlock()
+	select {
+	case l.failures <- struct{}{}:
+	default:
+	}
+}
+
+func (l *loop) takeFailure() *failure {
+	l.failMu.Lock()
+	defer l.failMu.Unlock()
+	f := l.failure
+	l.failure = nil
+	return f
+}
+
+// batchProcessed tells the loop a worker finished a batch.
+func (l *loop) batchProcessed() {
+	select {
+	case l.processed <- struct{}{}:
+	default:
+	}
 }
 
 // Assigned implements kafkaio.RebalanceHandler; it runs on the consumer's goroutine.
@@ -104,7 +251,7 @@ func (l *loop) run(ctx context.Context) error {
 	defer l.follow.stop()
 	defer func() {
 		if l.staged != nil {
-			l.staged.rt.Close()
+			l.staged.close()
 			l.a.reloadFailed(errors.New("the agent stopped before the next commit barrier"))
 		}
 		l.endProbation()
@@ -114,44 +261,51 @@ func (l *loop) run(ctx context.Context) error {
 	// Wall-clock punctuators are checked between batches and at least this often.
 	punctuate := time.NewTicker(min(l.commitTick(), 100*time.Millisecond))
 	defer punctuate.Stop()
-	msgs := l.k.consumer.Messages()
 	errs := l.k.consumer.Errors()
 	var subscriptions chan subscriptionChange // nil (never ready) without source patterns
 	if l.b.HasPatternSources() {
 		subscriptions = make(chan subscriptionChange)
 		watchCtx, stopWatch := context.WithCancel(ctx)
-		defer stopWatch()
-		go l.watchPatterns(watchCtx, subscriptions)
+		// The watcher is gone before run returns: the agent then closes the consumer it
+		// lists the topics with.
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			l.watchPatterns(watchCtx, subscriptions)
+		}()
+		defer func() {
+			stopWatch()
+			<-watched
+		}()
 	}
 	progress := &l.a.progress
 	defer progress.wait()
 	for {
 		progress.wait()
+		// While the workers hold as many records as they may, nothing more is taken from
+		// the consumer, which then stops fetching: the workers push back.
+		msgs := l.k.consumer.Messages()
+		if l.queued.Load() >= l.queueMax {
+			msgs = nil
+		}
 		select {
 		case <-ctx.Done():
 			progress.step(time.Now())
 			return l.commit(true)
 		case batch := <-msgs:
-			progress.step(time.Now()) // and process marks the start of each record
-			if err := l.process(batch); err != nil {
+			progress.step(time.Now())
+			if err := l.dispatch(batch); err != nil {
 				if err := l.retry(err); err != nil {
 					return err
 				}
-				continue
 			}
-			// The changelog records go as they are written, while the epoch goes on, so the
-			// barrier waits for less. Under exactly-once they are in the epoch's transaction
-			// and abort with it; under at-least-once a dropped epoch may leave some in the
-			// changelog, as a crash does, and processing its records again writes them again.
-			if err := l.epoch.sendChangelog(); err != nil {
-				if err := l.retry(err); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := l.recoverState(l.punctuate()); err != nil {
+		case <-l.failures:
+			progress.step(time.Now())
+			if err := l.handleFailure(); err != nil {
 				return err
 			}
+		case <-l.processed:
+			progress.step(time.Now())
 			l.reportUncommitted()
 			if maxBytes := l.a.cfg.UncommittedMaxBytes; l.db != nil && maxBytes >= 0 && l.db.UncommittedBytes() > maxBytes {
 				l.a.metrics.EarlyCommits.Inc()
@@ -164,8 +318,10 @@ func (l *loop) run(ctx context.Context) error {
 			}
 		case <-punctuate.C:
 			progress.step(time.Now())
-			if err := l.recoverState(l.punctuate()); err != nil {
-				return err
+			if err := l.punctuate(); err != nil {
+				if err := l.retry(err); err != nil {
+					return err
+				}
 			}
 			l.publishTime()
 		case <-l.epoch.committingDone():
@@ -176,7 +332,8 @@ func (l *loop) run(ctx context.Context) error {
 				}
 			}
 		case <-l.a.taps.Changed():
-			l.a.taps.Apply(l.topo)
+			progress.step(time.Now())
+			l.applyTaps()
 		case <-ticker.C:
 			progress.step(time.Now())
 			if err := l.commit(false); err != nil {
@@ -206,9 +363,12 @@ func (l *loop) run(ctx context.Context) error {
 			}
 			l.a.log.Info("partitions assigned", "partitions", len(tps))
 			l.a.log.Debug("assignment", "partitions", tps)
-			l.topo.SetAssignment(tps)
+			l.time.SetAssignment(tps)
 			l.assignment = tps
 			clear(l.caughtUpSince)
+			if err := l.assignTasks(); err != nil {
+				return err
+			}
 			if err := l.takeOverFromKafkaStreams(ctx); err != nil {
 				return err
 			}
@@ -236,6 +396,54 @@ func (l *loop) run(ctx context.Context) error {
 	}
 }
 
+// dispatch hands a batch of one partition's records to the worker that runs the
+// partition's task, opening the epoch's transaction first under exactly-once.
+func (l *loop) dispatch(batch []pipeline.SourceRecord) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	if err := l.epoch.begin(); err != nil {
+		return err
+	}
+	l.epoch.dirty = true
+	id, _ := l.sources.Of(pipeline.TopicPartition{Topic: batch[0].Topic, Partition: batch[0].Partition})
+	// A partition no task reads goes to worker 0, whose topology says so.
+	w := l.workers[l.owners[id]]
+	l.queued.Add(int64(len(batch)))
+	w.cmds.push(func() { w.processBatch(batch) })
+	return nil
+}
+
+// handleFailure handles a worker's failure: every worker halts, then the epoch is dropped
+// and processing goes on from the committed offsets (retry), or the application stops
+// unless the state database is at fault.
+func (l *loop) handleFailure() error {
+	f := l.takeFailure()
+	if f == nil {
+		return nil
+	}
+	return l.handle(f)
+}
+
+func (l *loop) handle(f *failure) error {
+	if f.retry {
+		return l.retry(f.err)
+	}
+	l.halt()
+	l.epoch.abortAfterFailure()
+	return l.recoverState(f.err)
+}
+
+// halt stops the workers' processing before an epoch is dropped: each drops what it was
+// given and what reaches its inbox, until its topology is built again.
+func (l *loop) halt() {
+	for _, w := range l.workers {
+		w.failed.Store(true)
+	}
+	_ = l.all(func(*worker) error { return nil })
+	l.takeFailure() // what the halted workers ran into belongs to the dropped epoch
+}
+
 // commitTick is how often the commit barrier runs: every commit.interval.ms, or, with
 // commit.interval.ms = 0 (Kafka Streams' "commit as often as possible"), every poll.ms
 // besides after every batch (commitAfterBatch), as Kafka Streams commits in every
@@ -261,51 +469,101 @@ func (l *loop) commitAfterBatch() error {
 
 // swapStaged swaps in a reloaded topology right after a commit barrier: the epoch is
 // closed, so every record before it went through the old topology and every record after
-// it goes through the new one, and the consumer goes on from where it is.
+// it goes through the new one, and the consumer goes on from where it is. The workers are
+// as many as the new config's num.stream.threads, each with the runtime the reload loaded
+// for it, and the tasks stay on their workers where they can. The replaced workers' runtimes
+// stay open while the new topology is on probation (rollback.go).
 func (l *loop) swapStaged() {
 	c := l.staged
 	if c == nil || l.epoch.open() {
 		return
 	}
 	l.staged = nil
-	topo, err := l.build(c.b)
-	if err != nil {
-		c.rt.Close()
+	base := l.a.reload.base.Load()
+	old := l.workers
+	l.useWorkers(l.workersOn(c.runtimes()), c.cfg)
+	if err := l.rebuildTopology(); err != nil {
+		for _, w := range l.workers {
+			w.stop()
+		}
+		l.useWorkers(old, base.cfg)
+		if rerr := l.rebuildTopology(); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
 		l.a.reloadFailed(fmt.Errorf("build the new topology: %w", err))
 		return
 	}
-	if l.assignment != nil {
-		topo.SetAssignment(l.assignment)
+	replaced := make([]workerRuntime, len(old))
+	for i, w := range old {
+		replaced[i] = w.retire()
 	}
-	base := l.a.reload.base.Load()
-	l.startProbation(&reloadCandidate{cfg: base.cfg, rt: l.rt, b: l.b, base: base})
-	l.topo, l.b, l.rt = topo, c.b, c.rt
-	l.chargeLua()
-	l.a.taps.Apply(l.topo)
+	l.startProbation(&reloadCandidate{cfg: base.cfg, rt: replaced[0].rt, b: replaced[0].b, more: replaced[1:], base: base})
+	l.b = c.b
 	l.a.reloaded(c)
 }
 
-// punctuate runs the wall-clock punctuators that are due and lets idle partitions stop
-// holding the watermark back; what they emit belongs to the epoch.
+// publishTasks shares which worker runs each task with the HTTP handlers (GET /v1/status).
+func (l *loop) publishTasks() {
+	byID := make(map[string]int, len(l.owners))
+	for id, w := range l.owners {
+		byID[id.String()] = w
+	}
+	l.a.tasks.Store(&byID)
+}
+
+// taskIDsOf lists the tasks of an assignment.
+func taskIDsOf(owners map[pipeline.TaskID]int) []pipeline.TaskID {
+	out := make([]pipeline.TaskID, 0, len(owners))
+	for id := range owners {
+		out = append(out, id)
+	}
+	return out
+}
+
+// assignTasks gives the workers the application's tasks, evenly and stickily, after a
+// rebalance's barrier: a task that moves is closed where it ran (its state committed) and
+// made afresh on its new worker.
+func (l *loop) assignTasks() error {
+	var ids []pipeline.TaskID
+	err := l.workers[0].do(func() error {
+		ids = l.workers[0].topo.TaskIDs()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	owners := assignTasks(ids, len(l.workers), l.owners)
+	l.owners = owners
+	l.ex.SetOwners(owners)
+	l.publishTasks()
+	return l.all(func(w *worker) error { return w.moveTasks(tasksOf(owners, w.id)) })
+}
+
+// punctuate has every worker run its wall-clock punctuators that are due and apply the
+// watermark, which idle partitions may have moved; what they emit belongs to the epoch. A
+// worker busy with its records punctuates at the next tick.
 func (l *loop) punctuate() error {
-	wall, wm := l.topo.HasWallClockPunctuators(), l.topo.HasWatermarkListeners()
-	if !wall && !wm || l.standby {
+	if l.standby {
 		return nil
 	}
-	if err := l.epoch.begin(); err != nil {
-		return l.retry(err)
+	var wall, wm bool
+	for _, w := range l.workers {
+		wall = wall || w.wallClock.Load()
+		wm = wm || w.listening.Load()
 	}
-	if wall {
-		if err := l.topo.PunctuateWallClock(); err != nil {
-			l.epoch.abortAfterFailure()
-			return err
-		}
+	if !wall && !wm {
+		return nil
 	}
 	if wm {
 		l.markIdle()
-		if err := l.topo.AdvanceWatermark(); err != nil {
-			l.epoch.abortAfterFailure()
-			return err
+	}
+	if err := l.epoch.begin(); err != nil {
+		return err
+	}
+	for _, w := range l.workers {
+		// A worker busy with its records punctuates at the next tick.
+		if w.cmds.len() == 0 {
+			w.cmds.push(w.punctuate)
 		}
 	}
 	return nil
@@ -319,11 +577,11 @@ func (l *loop) punctuate() error {
 func (l *loop) markIdle() {
 	need := max(l.a.cfg.MaxTaskIdle, config.FetchMaxWait.Get(l.a.cfg.Client(config.ForConsumer)))
 	now := time.Now()
-	buffered := len(l.k.consumer.Messages()) > 0
+	buffered := len(l.k.consumer.Messages()) > 0 || l.queued.Load() > 0
 	for tp, lag := range l.k.consumer.Lag() {
 		if lag > 0 || buffered {
 			delete(l.caughtUpSince, tp)
-			l.topo.SetIdle(tp, false)
+			l.time.SetIdle(tp, false)
 			continue
 		}
 		since, ok := l.caughtUpSince[tp]
@@ -331,15 +589,14 @@ func (l *loop) markIdle() {
 			since = now
 			l.caughtUpSince[tp] = now
 		}
-		l.topo.SetIdle(tp, now.Sub(since) >= need)
+		l.time.SetIdle(tp, now.Sub(since) >= need)
 	}
 }
 
-// reportProgress exports, once per epoch, the Lua time of each node, consumer lag and the
-// engine's time (publishTime).
+// reportProgress exports, once per epoch, consumer lag and the engine's time
+// (publishTime).
 func (l *loop) reportProgress() {
 	m := l.a.metrics
-	l.reportLua()
 	for tp, lag := range l.k.consumer.Lag() {
 		m.ConsumerLag.WithLabelValues(tp.Topic, strconv.Itoa(int(tp.Partition))).Set(float64(lag))
 	}
@@ -350,15 +607,18 @@ func (l *loop) reportProgress() {
 // watermark and how far it trails the wall clock) and shares it, with each partition's
 // consumer lag, with the HTTP handlers (GET /v1/status). It runs at every commit and every
 // punctuation tick, so the watermark a partition's idleness moves shows without a commit.
-// Where no processor waits for the watermark the topology does not move it per record, so
+// Where no processor waits for the watermark the workers do not move it per record, so
 // it is moved here, idleness first.
 func (l *loop) publishTime() {
-	if !l.topo.HasWatermarkListeners() {
-		l.markIdle()
-		// With no processor waiting, moving the watermark runs nothing that could fail.
-		_ = l.topo.AdvanceWatermark()
+	listening := false
+	for _, w := range l.workers {
+		listening = listening || w.listening.Load()
 	}
-	view := l.topo.Time()
+	if !listening {
+		l.markIdle()
+		l.time.Advance()
+	}
+	view := l.time.Time()
 	lags, positions := l.k.consumer.Lag(), l.k.consumer.Positions()
 	out := &console.TimeStatus{Watermark: view.Watermark, Partitions: make([]console.PartitionStatus, len(view.Partitions))}
 	for i, p := range view.Partitions {
@@ -387,39 +647,6 @@ func (l *loop) publishTime() {
 	}
 }
 
-// chargeLua makes the runtime keep each node's Lua time; the runtime asks the running
-// topology, whichever it is, which node calls.
-func (l *loop) chargeLua() {
-	if l.rt == nil {
-		return
-	}
-	l.rt.ChargeNodes(func() string { return l.topo.CurrentNode() })
-	l.lastLua = map[string]time.Duration{}
-}
-
-// reportLua adds each node's Lua time since the last report to the Lua time metric. Time
-// spent outside any node (loading the scripts) counts under node "".
-func (l *loop) reportLua() {
-	if l.rt == nil {
-		return
-	}
-	spent := maps.Clone(l.rt.LuaTimeByNode())
-	if spent == nil {
-		spent = map[string]time.Duration{}
-	}
-	outside := l.rt.LuaTime()
-	for _, d := range spent {
-		outside -= d
-	}
-	spent[""] += outside
-	for node, d := range spent {
-		if delta := d - l.lastLua[node]; delta > 0 {
-			l.a.metrics.LuaTime.WithLabelValues(node).Add(delta.Seconds())
-			l.lastLua[node] = d
-		}
-	}
-}
-
 // reportUncommitted sets the uncommitted-bytes gauge of every store.
 func (l *loop) reportUncommitted() {
 	if l.db == nil {
@@ -431,63 +658,26 @@ func (l *loop) reportUncommitted() {
 	}
 }
 
-func (l *loop) process(batch []pipeline.SourceRecord) error {
-	if len(batch) == 0 {
-		return nil
-	}
-	if err := l.epoch.begin(); err != nil {
-		return err
-	}
-	m := l.a.metrics
-	// A batch holds records of one partition (Consumer.Messages), so what is counted per
-	// partition is counted once per batch, for the records processed so far.
-	tp := pipeline.TopicPartition{Topic: batch[0].Topic, Partition: batch[0].Partition}
-	consumed := func(n int) {
-		if n == 0 {
-			return
-		}
-		l.consumedCounter(tp.Topic).Add(float64(n))
-		l.epoch.consumed(tp, batch[n-1].Offset+1, n)
-	}
-	// One clock read per record: a record's end is the next one's start.
-	start := time.Now()
-	for i := range batch {
-		l.a.progress.step(start)
-		// The records sent while processing msg name it if the broker refuses them.
-		msg := &batch[i]
-		err := l.topo.Process(msg)
-		if err != nil {
-			// A store that found its database corrupt failed the record, whatever error
-			// reached here (a script may wrap it): the database is rebuilt, the record
-			// not skipped.
-			if l.stateCorrupt(err) {
-				return err
-			}
-			// A record the handler continued on is skipped, and consumed like any other.
-			if err := l.handleRecordError(msg, err); err != nil {
-				consumed(i)
-				return err
-			}
-		}
-		end := time.Now()
-		m.ProcessLatency.Observe(end.Sub(start).Seconds())
-		start = end
-	}
-	consumed(len(batch))
-	return nil
+// applyTaps installs the hooks of the watched nodes in every worker's topology.
+func (l *loop) applyTaps() {
+	l.a.taps.Apply(workerTaps{l})
 }
 
-func (l *loop) consumedCounter(topic string) prometheus.Counter {
-	c, ok := l.consumed[topic]
-	if !ok {
-		c = l.a.metrics.RecordsConsumed.WithLabelValues(topic)
-		l.consumed[topic] = c
-	}
-	return c
+// workerTaps sets a tap in every worker's topology, on the worker's goroutine.
+type workerTaps struct{ l *loop }
+
+// ValueSerde is the first worker's builder's: every worker's scripts made the same graph.
+func (t workerTaps) ValueSerde(node string) pipeline.Serde { return t.l.b.ValueSerde(node) }
+
+func (t workerTaps) SetTap(node string, fn pipeline.TapFunc) error {
+	return t.l.all(func(w *worker) error { return w.topo.SetTap(node, fn) })
 }
 
 // commit is the commit barrier; wait says the offsets must be committed when it returns (a
-// rebalance, a shutdown), not in the background (epoch.commitInBackground).
+// rebalance, a shutdown), not in the background (epoch.commitInBackground). The workers
+// first process what they were given and what they re-keyed for each other, and flush
+// their record caches (quiesce); then the epoch commits as one, every worker's records
+// with it.
 func (l *loop) commit(wait bool) error {
 	// A corruption found by any read (a script may have swallowed the error, or an
 	// interactive query found it) means the epoch may stand on damaged state: it is never
@@ -496,6 +686,20 @@ func (l *loop) commit(wait bool) error {
 		if err := l.db.Corruption(); err != nil {
 			return l.rebuildCorruptState(err)
 		}
+	}
+	start := time.Now()
+	if err := l.quiesce(); err != nil {
+		if errors.Is(err, kafkaio.ErrFenced) {
+			return l.retry(err)
+		}
+		// A script error downstream of a cache, as in processing.
+		l.halt()
+		l.epoch.abortAfterFailure()
+		return l.recoverState(err)
+	}
+	// A worker that failed while the barrier ran: its epoch is not committed.
+	if f := l.takeFailure(); f != nil {
+		return l.handle(f)
 	}
 	pending := l.db != nil && len(l.db.Changelog()) > 0
 	if !l.epoch.open() && !pending {
@@ -506,18 +710,12 @@ func (l *loop) commit(wait bool) error {
 		}
 		return nil
 	}
-	start := time.Now()
-	// What the record caches hold was produced in this epoch and is forwarded with it.
-	if err := l.topo.FlushCaches(); err != nil {
-		if errors.Is(err, kafkaio.ErrFenced) {
-			return l.retry(err)
-		}
-		l.epoch.abortAfterFailure() // a script error downstream of a cache, as in process()
-		return l.recoverState(err)
-	}
 	committed, err := l.epoch.commit(start, wait)
 	if err != nil {
 		return l.retry(err)
+	}
+	if c := l.epoch.committing; c != nil && !l.epoch.eos {
+		l.changelogGate.Store(&c.changelogAcked)
 	}
 	if committed {
 		l.reportUncommitted()
@@ -527,11 +725,66 @@ func (l *loop) commit(wait bool) error {
 	return nil
 }
 
+// quiesce brings the workers to the barrier: each has processed what it was given, the
+// exchange is empty, every record cache is flushed and what it forwarded processed (a
+// flush forwards into other workers' tasks, whose caches then flush in turn), and the
+// processors that keep state in memory have written it. It adds the workers' consumed
+// offsets to the epoch and exports their Lua time and their tasks' stream times.
+func (l *loop) quiesce() error {
+	if len(l.workers) == 0 {
+		return nil
+	}
+	if err := l.all(func(*worker) error { return nil }); err != nil {
+		return err
+	}
+	l.ex.WaitQuiet(nil)
+	for {
+		var flushed atomic.Bool
+		err := l.all(func(w *worker) error {
+			if w.failed.Load() {
+				return nil
+			}
+			f, err := w.topo.FlushRecordCaches()
+			if f {
+				flushed.Store(true)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		l.ex.WaitQuiet(nil)
+		if !flushed.Load() {
+			break
+		}
+	}
+	offsets := make([]map[pipeline.TopicPartition]int64, len(l.workers))
+	records := make([]int, len(l.workers))
+	err := l.all(func(w *worker) error {
+		offsets[w.id] = map[pipeline.TopicPartition]int64{}
+		records[w.id] = w.takeConsumed(offsets[w.id])
+		w.reportLua()
+		w.reportTaskTimes()
+		if w.failed.Load() {
+			return nil
+		}
+		return w.topo.PrepareCommit()
+	})
+	for i := range l.workers {
+		for tp, next := range offsets[i] {
+			l.epoch.consumed(tp, next, 0)
+		}
+		l.epoch.records += records[i]
+	}
+	return err
+}
+
 // retry handles an epoch that failed (epoch.fail): a corrupt state database is rebuilt; an
 // epoch the epoch dropped goes on from the committed offsets. A store write LevelDB did not
 // take (an *applyError) is the database's fault: it is rebuilt if corrupt, else it stops
-// the application.
+// the application. The workers halt first.
 func (l *loop) retry(cause error) error {
+	l.halt()
 	var apply *applyError
 	if errors.As(cause, &apply) {
 		return l.recoverState(apply.err)
@@ -560,8 +813,8 @@ func (l *loop) retry(cause error) error {
 	return l.resumeFromCommitted(cause)
 }
 
-// resumeFromCommitted goes on from the committed state after a dropped epoch: a fresh
-// topology, and the consumer back at the committed offsets.
+// resumeFromCommitted goes on from the committed state after a dropped epoch: fresh
+// topologies, and the consumer back at the committed offsets.
 func (l *loop) resumeFromCommitted(cause error) error {
 	if err := l.rebuildTopology(); err != nil {
 		return errors.Join(cause, err)
@@ -572,21 +825,25 @@ func (l *loop) resumeFromCommitted(cause error) error {
 	return nil
 }
 
-// rebuildTopology builds the topology again, on l.db, for the assigned partitions: after a
-// dropped epoch the processors' in-memory state starts again from the committed state.
+// rebuildTopology builds every worker's topology again, on l.db, with a fresh time and
+// exchange, for the tasks the workers run: after a dropped epoch the processors'
+// in-memory state starts again from the committed state.
 func (l *loop) rebuildTopology() error {
-	if l.build == nil {
+	if len(l.workers) == 0 {
 		return nil
 	}
-	topo, err := l.build(l.b)
-	if err != nil {
-		return fmt.Errorf("rebuild the topology: %w", err)
-	}
-	l.topo = topo
+	l.time = pipeline.NewGlobalTime()
 	if l.assignment != nil {
-		l.topo.SetAssignment(l.assignment)
+		l.time.SetAssignment(l.assignment)
 	}
-	l.a.taps.Apply(l.topo)
+	l.ex = pipeline.NewExchange(len(l.workers), exchangeCapacity, l.time)
+	l.ex.SetOwners(l.owners)
+	l.sources = l.workers[0].b.SourceTasks()
+	owners := l.owners
+	if err := l.all(func(w *worker) error { return w.build(tasksOf(owners, w.id)) }); err != nil {
+		return err
+	}
+	l.applyTaps()
 	return nil
 }
 

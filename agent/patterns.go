@@ -92,6 +92,18 @@ func (l *loop) resubscribe(c subscriptionChange) error {
 	// A fresh map: the store catalog shares the old one with the query handlers.
 	l.k.sourcePartitions = counts
 	l.k.subscription = c.topics
+	// The topologies (and those built later) learn the new topics' partitions before the
+	// rebalance, so that the assignment after it gives each new task a worker: a record of
+	// a partition no task ran before would otherwise reach a worker that does not run it.
+	l.opts.SourcePartitions = counts
+	if err := l.all(func(w *worker) error {
+		if w.topo != nil {
+			w.topo.SetSourcePartitions(counts)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	l.k.consumer.Subscribe(c.topics)
 	return nil
 }

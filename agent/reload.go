@@ -108,12 +108,30 @@ func lineDiff(old, new string) (removed, added []string) {
 	return removed, added
 }
 
-// reloadCandidate is a new topology that passed the compatibility checks.
+// reloadCandidate is a new topology that passed the compatibility checks: the first
+// worker's runtime and the builder its scripts filled in, and a runtime of its own for
+// each other worker (num.stream.threads), loaded before the barrier it takes over at.
 type reloadCandidate struct {
 	cfg  *config.Config
 	rt   *luart.Runtime
 	b    *pipeline.StreamsBuilder
+	more []workerRuntime
 	base *reloadBase // what the running topology is built from once it takes over
+}
+
+// runtimes are the candidate's runtimes, worker 0's first.
+func (c *reloadCandidate) runtimes() []workerRuntime {
+	return append([]workerRuntime{{rt: c.rt, b: c.b}}, c.more...)
+}
+
+// close closes the candidate's runtimes.
+func (c *reloadCandidate) close() {
+	if c.rt != nil {
+		c.rt.Close()
+	}
+	for _, r := range c.more {
+		r.rt.Close()
+	}
 }
 
 // Reload asks the agent to re-read its config file and scripts and, when the new
@@ -164,9 +182,14 @@ func (a *Agent) prepareReload() (*reloadCandidate, error) {
 		rt.Close()
 		return nil, &needsRestart{err}
 	}
+	more, err := a.loadWorkerRuntimes(cfg, b)
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
 	a.logReloadDiff(base, next)
 	a.zeroLuaErrors(rt)
-	return &reloadCandidate{cfg: cfg, rt: rt, b: b, base: next}, nil
+	return &reloadCandidate{cfg: cfg, rt: rt, b: b, more: more, base: next}, nil
 }
 
 func (a *Agent) onLuaError(script string) { a.metrics.LuaErrors.WithLabelValues(script).Inc() }
@@ -215,7 +238,7 @@ func (a *Agent) reloaded(c *reloadCandidate) {
 func (a *Agent) discardStaged() {
 	select {
 	case c := <-a.reload.staged:
-		c.rt.Close()
+		c.close()
 		a.reloadFailed(errors.New("the agent stopped before the next commit barrier"))
 	default:
 	}

@@ -31,13 +31,11 @@ func (l *loop) startProbation(fallback *reloadCandidate) {
 	l.probation = &probation{fallback: fallback, since: time.Now()}
 }
 
-// endProbation ends the trial: the replaced topology's runtime is closed.
+// endProbation ends the trial: the replaced topology's runtimes are closed.
 func (l *loop) endProbation() {
 	if p := l.probation; p != nil {
 		l.probation = nil
-		if p.fallback.rt != nil {
-			p.fallback.rt.Close()
-		}
+		p.fallback.close()
 	}
 }
 
@@ -74,15 +72,17 @@ func (l *loop) rollsBack(cause error) bool {
 	return errors.As(cause, &re) || errors.As(cause, &ne) || errors.As(cause, &se)
 }
 
-// rollBack replaces the failed topology on probation by the one it replaced. The failed
-// epoch is dropped whole, as a retried one is (under exactly-once its transaction aborts;
-// under at-least-once what it sent stays sent, as after a crash), and its records are
-// processed again from the committed offsets by the replaced topology: nothing is lost.
+// rollBack replaces the failed topology on probation by the one it replaced, on as many
+// workers as it ran on, each on its runtime again. The failed epoch is dropped whole, as a
+// retried one is (under exactly-once its transaction aborts; under at-least-once what it
+// sent stays sent, as after a crash), and its records are processed again from the
+// committed offsets by the replaced topology: nothing is lost.
 func (l *loop) rollBack(cause error) error {
 	p := l.probation
 	l.probation = nil
 	l.a.log.Error("reload: the new topology failed on probation; rolling back to the topology it replaced, which processes the failed epoch's records again",
 		"err", cause, "scripts", p.fallback.cfg.Scripts)
+	l.halt()
 	if l.epoch.open() {
 		if err := l.epoch.abort(); err != nil {
 			if !errors.Is(err, kafkaio.ErrFenced) {
@@ -94,12 +94,12 @@ func (l *loop) rollBack(cause error) error {
 			}
 		}
 	}
-	failed := l.rt
-	l.b, l.rt = p.fallback.b, p.fallback.rt
-	l.chargeLua()
-	if failed != nil {
-		failed.Close()
+	failed := l.workers
+	l.useWorkers(l.workersOn(p.fallback.runtimes()), p.fallback.cfg)
+	for _, w := range failed {
+		w.stop()
 	}
+	l.b = p.fallback.b
 	l.a.rolledBack(p.fallback)
 	return l.resumeFromCommitted(cause)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +134,61 @@ func TestProbationCoversOnlyTheTopologysOwnFailuresInItsWindow(t *testing.T) {
 	l.probationCommitted()
 	if l.probation == nil || !l.rollsBack(recordErr) {
 		t.Fatal("the trial ended with a committed epoch before reloadProbation")
+	}
+}
+
+// A reload that changes the workers and fails on probation rolls back to the workers it
+// replaced, each on its own runtime with the old scripts again: as many as before, running
+// every task, and every record after the reload goes through the old mapping exactly once.
+func TestReloadRollsBackTheWorkersItReplaced(t *testing.T) {
+	brokers := testBroker(t, 4, "in", "out")
+	f := startReloadable(t, brokers, mapScript("A", ""), "num.stream.threads = 2\nprocessing.guarantee = \"exactly_once_v2\"\ncommit.interval.ms = 50")
+	defer f.stop(t)
+	const batch = 50
+	for p := range int32(4) {
+		produce(t, brokers, "in", p, batch, nil, int(p)*batch)
+	}
+	readCommittedValues(t, brokers, "out", 4*batch)
+
+	f.writeScript(t, typoScript)
+	f.writeConfig(t, strings.Replace(f.toml, "num.stream.threads = 2\n", "num.stream.threads = 3\n", 1))
+	if code := f.postReload(t); code != http.StatusAccepted {
+		t.Fatalf("POST /-/reload: %d, want 202", code)
+	}
+	f.waitReloads(t, metrics.ResultSuccess, 1)
+	for p := range int32(4) {
+		produce(t, brokers, "in", p, batch, nil, (4+int(p))*batch)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for testutil.ToFloat64(f.m.ReloadRollbacks) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no rollback; log:\n%s", f.logText())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	seen := map[string]int{}
+	for _, values := range readCommittedValues(t, brokers, "out", 8*batch) {
+		for _, v := range values {
+			if !strings.HasPrefix(v, "A:") {
+				t.Fatalf("output %q did not come from the topology rolled back to", v)
+			}
+			seen[strings.TrimPrefix(v, "A:")]++
+		}
+	}
+	for i := range 8 * batch {
+		if n := seen[fmt.Sprintf("v%d", i)]; n != 1 {
+			t.Fatalf("input v%d appears %d times in the output", i, n)
+		}
+	}
+	// The two workers run the four tasks again; the third is gone.
+	var tasks []float64
+	for th := range 3 {
+		tasks = append(tasks, testutil.ToFloat64(f.m.ThreadTasks.WithLabelValues(strconv.Itoa(th))))
+	}
+	if tasks[0] != 2 || tasks[1] != 2 || tasks[2] != 0 {
+		t.Fatalf("tasks per worker after the rollback %v, want [2 2 0]", tasks)
+	}
+	if st := f.a.State(); st != StateRunning {
+		t.Fatalf("state %s after the rollback, want RUNNING", st)
 	}
 }

@@ -54,8 +54,12 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return a.fail(err)
 	}
 	a.zeroLuaErrors(rt)
-	// A reload replaces the runtime; rt is the one running when Run returns.
-	defer func() { rt.Close() }()
+	// The loop's first worker takes rt over, and closes it; until then it is Run's.
+	defer func() {
+		if rt != nil {
+			rt.Close()
+		}
+	}()
 	defer a.discardStaged()
 	feeder, err := demoFeeder(cfg, builder)
 	if err != nil {
@@ -112,19 +116,14 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 
 	l := newLoop(a, k, db, builder)
-	l.rt = rt
-	l.chargeLua()
 	l.stateDir, l.bootGlobals = dbDir, globals.boot
-	l.build = func(b *pipeline.StreamsBuilder) (*pipeline.Topology, error) {
-		if l.db != nil {
-			opts.Stores = l.db.StoreProvider()
-		}
-		t, err := b.Build(opts)
-		if err == nil {
-			err = globals.schedule(t)
-		}
-		return t, err
+	l.opts, l.globals = opts, globals
+	err = l.startWorkers(cfg, rt, builder)
+	rt = nil
+	if err != nil {
+		return a.fail(err)
 	}
+	defer l.stopWorkers()
 	err = l.startTopology(ctx)
 	db = l.db
 	if err != nil {
@@ -166,7 +165,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	loopCtx, stopLoop := a.closer.context(ctx)
 	defer stopLoop()
 	loopErr := l.run(loopCtx)
-	rt, db = l.rt, l.db
+	db = l.db
 	a.notifySystemd(sdStopping)
 	if loopErr != nil {
 		return a.fail(loopErr)

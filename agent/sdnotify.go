@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -95,7 +97,7 @@ func (a *Agent) healthyAt(now time.Time, timeout time.Duration) bool {
 	if a.state.Current() == StateError {
 		return false
 	}
-	stalled := a.progress.stalled(now)
+	stalled := max(a.progress.stalled(now), a.workerProgress.stalled(now))
 	if stalled <= timeout {
 		a.progress.reported.Store(false)
 		return true
@@ -134,6 +136,36 @@ func (p *loopProgress) stalled(now time.Time) time.Duration {
 		return 0
 	}
 	return now.Sub(time.Unix(0, since))
+}
+
+// workerProgresses are the heartbeats of the loop's workers, which the watchdog follows
+// with the loop's: a worker works in steps too (a record, an inbox, a barrier's step).
+type workerProgresses struct {
+	mu   sync.Mutex
+	list []*loopProgress
+}
+
+func (w *workerProgresses) watch(p *loopProgress) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, p)
+}
+
+func (w *workerProgresses) unwatch(p *loopProgress) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = slices.DeleteFunc(w.list, func(x *loopProgress) bool { return x == p })
+}
+
+// stalled is the longest any worker's step in progress has lasted at now.
+func (w *workerProgresses) stalled(now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var longest time.Duration
+	for _, p := range w.list {
+		longest = max(longest, p.stalled(now))
+	}
+	return longest
 }
 
 // watchdogLoop is sdRunWatchdog's loop with the clock passed in, so tests drive the ticks.

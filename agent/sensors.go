@@ -36,3 +36,7 @@ func (s metricSensors) Punctuation(node string) pipeline.Observer {
 func (s metricSensors) StoreLatency(store, op string) pipeline.Observer {
 	return s.m.StoreLatency.WithLabelValues(store, op)
 }
+
+func (s metricSensors) TaskProcessed(task string) pipeline.Counter {
+	return s.m.TaskProcessed.WithLabelValues(task)
+}

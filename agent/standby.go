@@ -81,7 +81,7 @@ func (l *loop) takeRole(ctx context.Context, tps []pipeline.TopicPartition) (sta
 		m.GroupRole.WithLabelValues(metrics.RoleStandby).Set(1)
 		l.wasActive = false
 		l.standby = true
-		l.topo.SetAssignment(nil)
+		l.time.SetAssignment(nil)
 		l.assignment = nil
 		if role.Warm && l.db != nil {
 			db := l.db // the loop may replace l.db (a rebuild); the follower keeps its own
@@ -134,10 +134,8 @@ func (l *loop) catchUp(ctx context.Context, takeover bool) error {
 		}
 		// A standby runs no punctuation, so its global stores stand where its start left
 		// them: they read their topics to the end before the first record is joined.
-		if l.bootGlobals != nil {
-			if err := l.bootGlobals(ctx, l.topo, l.db); err != nil {
-				return fmt.Errorf("take over as the active: bootstrap the global stores: %w", err)
-			}
+		if err := l.bootGlobalStores(ctx); err != nil {
+			return fmt.Errorf("take over as the active: bootstrap the global stores: %w", err)
 		}
 	}
 	l.resetStandbyLag()

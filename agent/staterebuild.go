@@ -42,10 +42,11 @@ func (l *loop) recoverState(err error) error {
 	return l.rebuildCorruptState(err)
 }
 
-// rebuildCorruptState drops the epoch, rebuilds the corrupt state database and resumes
-// from the committed offsets (Rewind rejoins the group; its assignment makes the
-// application RUNNING again).
+// rebuildCorruptState halts the workers, drops the epoch, rebuilds the corrupt state
+// database and resumes from the committed offsets (Rewind rejoins the group; its assignment
+// makes the application RUNNING again).
 func (l *loop) rebuildCorruptState(cause error) error {
+	l.halt()
 	l.a.metrics.Commits.WithLabelValues(metrics.ResultFailure).Inc()
 	if l.a.state.Current() == StateRunning {
 		_ = l.a.state.Transition(StateRebalancing)
@@ -85,10 +86,17 @@ func (l *loop) buildOnState(ctx context.Context) error {
 	if err := l.rebuildTopology(); err != nil {
 		return err
 	}
-	if l.db == nil {
+	return l.bootGlobalStores(ctx)
+}
+
+// bootGlobalStores bootstraps the global stores on the topology of worker 0, which keeps
+// them.
+func (l *loop) bootGlobalStores(ctx context.Context) error {
+	if l.db == nil || l.bootGlobals == nil {
 		return nil
 	}
-	return l.bootGlobals(ctx, l.topo, l.db)
+	w := l.workers[0]
+	return w.do(func() error { return l.bootGlobals(ctx, w.topo, l.db) })
 }
 
 // replaceDB rebuilds l.db from the changelogs. Interactive queries answer 503 meanwhile.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -70,8 +71,10 @@ type generator struct {
 	words []string
 	rng   *rand.Rand
 	next  int
-	// avro, when set, encodes each value as an Avro record of its word, number, time and line.
+	// avro, when set, encodes each value as an Avro record of its word, number, time and
+	// line; json as a JSON object of them.
 	avro *avroInput
+	json bool
 }
 
 // newGenerator draws keys from a vocabulary of n words; 0 is vocabSize.
@@ -86,11 +89,22 @@ func newGenerator(n int) *generator {
 func (g *generator) record(ts int64) (key string, value []byte, err error) {
 	key = g.words[g.rng.IntN(len(g.words))]
 	value = line(key, g.next, ts)
-	if g.avro != nil {
+	switch {
+	case g.avro != nil:
 		value, err = g.avro.encode(key, g.next, ts, value)
+	case g.json:
+		value, err = json.Marshal(jsonLine{Word: key, N: g.next, TS: ts, Text: string(value)})
 	}
 	g.next++
 	return key, value, err
+}
+
+// jsonLine is an input value of the JSON scenarios.
+type jsonLine struct {
+	Word string `json:"word"`
+	N    int    `json:"n"`
+	TS   int64  `json:"ts"`
+	Text string `json:"text"`
 }
 
 // producerConfig is the harness's own producer: batched like the agent's, acks from every

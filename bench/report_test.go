@@ -158,6 +158,45 @@ func TestGokaTargetsCompareRoundByRound(t *testing.T) {
 	}
 }
 
+func TestThreadTargets(t *testing.T) {
+	rep := testReport(t)
+	byName := func(n string) scenario {
+		sc, err := scenarioNamed(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	runs := func(cpu float64, seconds ...float64) []runResult {
+		var out []runResult
+		for _, s := range seconds {
+			out = append(out, runResult{elapsed: time.Duration(s * float64(time.Second)), stats: childproc.Stats{CPUSeconds: cpu}})
+		}
+		return out
+	}
+	rep.opts.runs = 2
+	rep.results = []scenarioResult{
+		{sc: byName("ceiling"), runs: runs(3, 2, 2)},
+		{sc: byName("lua-heavy"), runs: runs(8, 20, 30)},
+		{sc: byName("lua-heavy-2t"), runs: runs(8, 11, 15)},
+		{sc: byName("wordcount"), runs: runs(8, 10, 10)},
+		{sc: byName("wordcount-2t"), runs: runs(9, 8, 8)},
+	}
+	got := map[string]target{}
+	for _, tg := range rep.threadTargets() {
+		got[tg.what] = tg
+	}
+	for what, want := range map[string]target{
+		"Lua-heavy stateless at 2 threads ≥ 1.7× its 1-thread rate":                {measured: "1.91×", met: "yes"},
+		"word count, exactly-once, at 2 threads: CPU per record ≤ 1.1× 1 thread's": {measured: "1.12× (9.00 / 8.00 CPU s per M records)", met: "**no**"},
+		"word count, exactly-once: CPU per record ≤ 2× the raw pipe's (ceiling)":   {measured: "2.67× (8.00 / 3.00 CPU s per M records)", met: "**no**"},
+	} {
+		if g := got[what]; g.measured != want.measured || g.met != want.met {
+			t.Errorf("%s: %q, %q; want %q, %q", what, g.measured, g.met, want.measured, want.met)
+		}
+	}
+}
+
 // RESULTS.md is written whole from one run: it names the machine, the commit, the date and the
 // load the run shared the machine with, and sends analyses to NOTES.md.
 func TestMarkdownNamesItsOneRun(t *testing.T) {

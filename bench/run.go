@@ -92,6 +92,7 @@ func runScenario(sc scenario, run int, o options, on benchBroker) (runResult, er
 	}
 	defer done()
 	gen := newGenerator(sc.vocabulary)
+	gen.json = sc.json
 	var registry string
 	if sc.avro {
 		if gen.avro, err = newAvroInput(); err != nil {

@@ -39,8 +39,9 @@ type scenario struct {
 	// closeWindows ends the input with records past every window's end and grace.
 	closeWindows bool
 	// avro makes the input values Avro records (bench/scripts/line.avsc) on a schema
-	// registry the harness runs.
+	// registry the harness runs; json makes them JSON objects of the same fields.
 	avro bool
+	json bool
 	// goka runs goka's processor of that name (bench/goka) instead of an agent, with the
 	// Kafka client settings of the agent config the scenario's script and streams make.
 	goka string
@@ -57,6 +58,9 @@ const millionKeys = 1_000_000
 
 // atLeastOnce is the [streams] config of the at-least-once scenarios.
 const atLeastOnce = `processing.guarantee = "at_least_once"`
+
+// twoThreads runs a scenario's agent with two workers (issue 30).
+const twoThreads = "\nnum.stream.threads = 2"
 
 // wordcountStreams is the word counts' [streams] config under a guarantee: every count
 // update is emitted downstream (statestore.cache.max.bytes = 0, as issue 8 measures), and
@@ -93,6 +97,22 @@ var scenarios = []scenario{
 		goka:    "stateless",
 	},
 	{
+		name:    "lua-heavy",
+		script:  "lua_heavy.lua",
+		streams: atLeastOnce,
+		expect:  everyRecord,
+		latency: true,
+		json:    true,
+	},
+	{
+		name:    "lua-heavy-2t",
+		script:  "lua_heavy.lua",
+		streams: atLeastOnce + twoThreads,
+		expect:  everyRecord,
+		latency: true,
+		json:    true,
+	},
+	{
 		name:    "stateless-avro",
 		script:  "stateless_avro.lua",
 		streams: atLeastOnce,
@@ -105,6 +125,13 @@ var scenarios = []scenario{
 		script:  "wordcount.lua",
 		streams: wordcountStreams("exactly_once_v2"),
 		// Every line holds one word, and every count update is emitted.
+		expect:  everyRecord,
+		latency: true,
+	},
+	{
+		name:    "wordcount-2t",
+		script:  "wordcount.lua",
+		streams: wordcountStreams("exactly_once_v2") + twoThreads,
 		expect:  everyRecord,
 		latency: true,
 	},

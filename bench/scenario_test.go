@@ -51,13 +51,14 @@ func TestParseScenariosKeepsTableOrder(t *testing.T) {
 // The harness waits for the number of outputs its Go expectation computes: check it
 // against the scenario scripts themselves, run by the engine without a broker.
 func TestExpectedOutputsMatchTheScripts(t *testing.T) {
-	for _, name := range []string{"stateless", "stateless-avro", "wordcount", "wordcount-1m-keys"} {
+	for _, name := range []string{"stateless", "stateless-avro", "lua-heavy", "wordcount", "wordcount-1m-keys"} {
 		t.Run(name, func(t *testing.T) {
 			sc, err := scenarioNamed(name)
 			if err != nil {
 				t.Fatal(err)
 			}
 			gen, want := newGenerator(sc.vocabulary), sc.expect()
+			gen.json = sc.json
 			var sf *schemas.Factory
 			if sc.avro {
 				if gen.avro, err = newAvroInput(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +15,9 @@ import (
 // Streams' TopologyTestDriver and through StoatFlow and compares the two. make conformance
 // builds the Java side and runs it; elsewhere (go test ./...) it is skipped.
 // CONFORMANCE_CASES (a regexp) picks cases, CONFORMANCE_SEED runs one seed only,
-// CONFORMANCE_STRICT=1 fails on the known defects too.
+// CONFORMANCE_STRICT=1 fails on the known defects too. CONFORMANCE_THREADS lists the
+// num.stream.threads StoatFlow's side runs each input with (default 1; make conformance:
+// 1,2,4), each run compared with the one run of Kafka Streams.
 func TestConformance(t *testing.T) {
 	if os.Getenv("CONFORMANCE") == "" {
 		t.Skip("make conformance runs this suite: it needs the Java side built (conformance/java)")
@@ -47,21 +50,27 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours := make([]*Result, len(ins))
+	threads := envInts(t, "CONFORMANCE_THREADS", []int{1})
+	ours := make([][]*Result, len(threads)) // by thread count, then input
 	var wg sync.WaitGroup
-	next := make(chan int)
-	eng := Engine{CaseDir: "cases", Threads: envInt(t, "CONFORMANCE_THREADS", 1)}
+	next := make(chan [2]int)
+	for i := range threads {
+		ours[i] = make([]*Result, len(ins))
+	}
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				ours[i] = eng.Run(byName[ins[i].Case], ins[i])
+			for job := range next {
+				th, i := job[0], job[1]
+				ours[th][i] = Engine{CaseDir: "cases", Threads: threads[th]}.Run(byName[ins[i].Case], ins[i])
 			}
 		}()
 	}
-	for i := range ins {
-		next <- i
+	for th := range threads {
+		for i := range ins {
+			next <- [2]int{th, i}
+		}
 	}
 	close(next)
 	wg.Wait()
@@ -70,7 +79,7 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d runs: StoatFlow %v, both sides %v", len(ins), goTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d inputs, StoatFlow at %v thread(s): StoatFlow %v, both sides %v", len(ins), threads, goTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	if len(java) != len(ins) {
 		t.Fatalf("the Java side returned %d results for %d runs", len(java), len(ins))
 	}
@@ -80,14 +89,18 @@ func TestConformance(t *testing.T) {
 		if java[i].Case != in.Case || java[i].Seed != in.Seed {
 			t.Fatalf("result %d is of %s seed %d, not of %s seed %d", i, java[i].Case, java[i].Seed, in.Case, in.Seed)
 		}
-		if err := Compare(c, in, java[i], ours[i]); err != nil {
-			// The first failing seed of a case says what differs; the others are counted.
-			if failed[c.Name]++; failed[c.Name] == 1 {
-				report := t.Errorf
-				if c.Defect != "" && !strict {
-					report = t.Logf
+		for th, n := range threads {
+			// Compare may rewrite parts of both sides (documented differences): each run
+			// of StoatFlow's is compared with a copy of Kafka Streams' result.
+			if err := Compare(c, in, java[i].clone(), ours[th][i]); err != nil {
+				// The first failing seed of a case says what differs; the others are counted.
+				if failed[c.Name]++; failed[c.Name] == 1 {
+					report := t.Errorf
+					if c.Defect != "" && !strict {
+						report = t.Logf
+					}
+					report("%d thread(s): %v\n(rerun: make conformance CONFORMANCE_CASES='^%s$' CONFORMANCE_SEED=%d CONFORMANCE_THREADS=%d)", n, err, c.Name, in.Seed, n)
 				}
-				report("%v\n(rerun: make conformance CONFORMANCE_CASES='^%s$' CONFORMANCE_SEED=%d)", err, c.Name, in.Seed)
 			}
 		}
 	}
@@ -101,11 +114,28 @@ func TestConformance(t *testing.T) {
 		case c.Defect != "" && n == 0 && seeds >= 50:
 			t.Errorf("case %s passes: remove its known defect (%s)", c.Name, c.Defect)
 		case c.Defect != "" && !strict:
-			t.Logf("case %s: known defect on %d seeds: %s", c.Name, n, c.Defect)
+			t.Logf("case %s: known defect in %d runs (seeds times thread counts): %s", c.Name, n, c.Defect)
 		case n > 1:
-			t.Errorf("case %s failed on %d seeds", c.Name, n)
+			t.Errorf("case %s failed in %d runs (seeds times thread counts)", c.Name, n)
 		}
 	}
+}
+
+// envInts reads a comma-separated list of positive integers.
+func envInts(t *testing.T, name string, def []int) []int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want positive integers separated by commas", name, s)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func envInt(t *testing.T, name string, def int) int {

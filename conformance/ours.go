@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 
 	"github.com/stoatflow/stoatflow/luart"
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -20,8 +21,9 @@ const ApplicationID = "conformance"
 type Engine struct {
 	// CaseDir holds the cases' Lua scripts (NAME.lua).
 	CaseDir string
-	// Threads is num.stream.threads. The engine's test driver runs one task on the calling
-	// goroutine, as TopologyTestDriver does; several threads come with issue 30.
+	// Threads is num.stream.threads: above 1, the case's tasks run on that many workers,
+	// each with a Lua runtime of its own, as an agent runs them (pipeline.NewWorkersDriver);
+	// 0 and 1 run every task on the calling goroutine, as TopologyTestDriver does.
 	Threads int
 }
 
@@ -88,35 +90,54 @@ func flushStep(in Input) Step {
 
 func (e Engine) run(c *Case, in Input) *Result {
 	res := &Result{Case: in.Case, Seed: in.Seed, Outputs: map[int][]Record{}, ErrorStep: -1, StoreTimes: map[int]map[string]int64{}}
-	if e.Threads > 1 {
-		res.Fatal = fmt.Sprintf("num.stream.threads = %d: not supported yet by the conformance driver (issue 30)", e.Threads)
-		return res
+	var rts []*luart.Runtime
+	var builders []*pipeline.StreamsBuilder
+	defer func() {
+		for _, rt := range rts {
+			rt.Close()
+		}
+	}()
+	for range max(e.Threads, 1) {
+		rt, err := luart.New(luart.Options{
+			DefaultKeySerde:   "string",
+			DefaultValueSerde: "string",
+			Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Stdout:            io.Discard,
+		})
+		if err != nil {
+			res.Fatal = err.Error()
+			return res
+		}
+		rts = append(rts, rt)
+		b, err := rt.LoadScripts([]string{filepath.Join(e.CaseDir, c.Name+".lua")})
+		if err != nil {
+			res.Fatal = "load: " + err.Error()
+			return res
+		}
+		builders = append(builders, b)
 	}
-	rt, err := luart.New(luart.Options{
-		DefaultKeySerde:   "string",
-		DefaultValueSerde: "string",
-		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Stdout:            io.Discard,
-	})
-	if err != nil {
-		res.Fatal = err.Error()
-		return res
-	}
-	defer rt.Close()
-	b, err := rt.LoadScripts([]string{filepath.Join(e.CaseDir, c.Name+".lua")})
-	if err != nil {
-		res.Fatal = "load: " + err.Error()
-		return res
-	}
+	b := builders[0]
 	res.Describe = b.Describe().String()
 	stores := pipeline.NewMemoryStores()
-	d, err := pipeline.NewDriver(b, pipeline.DriverOptions{Stores: stores, ApplicationID: ApplicationID,
-		ExceptionHandlers: c.Handlers, Sensors: dropCounter{&res.WindowClosed}})
+	var windowClosed atomic.Int64
+	opts := pipeline.DriverOptions{Stores: stores, ApplicationID: ApplicationID,
+		ExceptionHandlers: c.Handlers, Sensors: dropCounter{&windowClosed}}
+	var d *pipeline.Driver
+	var err error
+	if len(builders) > 1 {
+		d, err = pipeline.NewWorkersDriver(builders, opts)
+	} else {
+		d, err = pipeline.NewDriver(b, opts)
+	}
 	if err != nil {
 		res.Fatal = "build: " + err.Error()
 		return res
 	}
-	rt.SetClock(d.WallClock)
+	defer d.Close()
+	defer func() { res.WindowClosed = int(windowClosed.Load()) }()
+	for _, rt := range rts {
+		rt.SetClock(d.WallClock)
+	}
 	for i, s := range in.Steps {
 		if s.Topic == "" {
 			err = d.AdvanceWallClock(s.WallMs)
@@ -266,9 +287,9 @@ func clone(b []byte) []byte {
 	return append([]byte{}, b...)
 }
 
-// dropCounter counts the records dropped with reason window-closed; it measures nothing
-// else.
-type dropCounter struct{ windowClosed *int }
+// dropCounter counts the records dropped with reason window-closed, by any worker; it
+// measures nothing else.
+type dropCounter struct{ windowClosed *atomic.Int64 }
 
 type counter func()
 
@@ -284,9 +305,10 @@ func (d dropCounter) Dropped(_ string, reason pipeline.DropReason) pipeline.Coun
 	if reason != pipeline.DropWindowClosed {
 		return counter(func() {})
 	}
-	return counter(func() { *d.windowClosed++ })
+	return counter(func() { d.windowClosed.Add(1) })
 }
 
 func (dropCounter) EndToEnd(string) pipeline.Observer             { return noObserver{} }
 func (dropCounter) Punctuation(string) pipeline.Observer          { return noObserver{} }
 func (dropCounter) StoreLatency(string, string) pipeline.Observer { return noObserver{} }
+func (dropCounter) TaskProcessed(string) pipeline.Counter         { return counter(func() {}) }

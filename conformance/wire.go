@@ -9,6 +9,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -289,4 +291,25 @@ func decEntry(f []string) (Entry, error) {
 	}
 	e.Headers, err = decHeaders(f[6])
 	return e, err
+}
+
+// clone copies r deep enough for a documented difference's Apply, which rewrites records,
+// store entries and describe() of a result: the same Kafka Streams result is compared with
+// each of StoatFlow's runs (one per thread count).
+func (r *Result) clone() *Result {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Outputs = make(map[int][]Record, len(r.Outputs))
+	for step, rs := range r.Outputs {
+		c.Outputs[step] = slices.Clone(rs)
+	}
+	c.Stores = slices.Clone(r.Stores)
+	for i := range c.Stores {
+		c.Stores[i].Entries = slices.Clone(c.Stores[i].Entries)
+	}
+	c.StoreTimes = maps.Clone(r.StoreTimes)
+	c.Unseen, c.Flushed = r.Unseen.clone(), r.Flushed.clone()
+	return &c
 }

@@ -184,3 +184,4 @@ func (s *droppedSensors) Dropped(_ string, r pipeline.DropReason) pipeline.Count
 func (s *droppedSensors) EndToEnd(string) pipeline.Observer             { return noObserve{} }
 func (s *droppedSensors) Punctuation(string) pipeline.Observer          { return noObserve{} }
 func (s *droppedSensors) StoreLatency(string, string) pipeline.Observer { return noObserve{} }
+func (s *droppedSensors) TaskProcessed(string) pipeline.Counter         { return countFn(func() {}) }

@@ -45,6 +45,8 @@ type Metrics struct {
 	RecordsProduced    *prometheus.CounterVec   // label topic
 	RecordsProcessed   *prometheus.CounterVec   // label node
 	RecordsDropped     *prometheus.CounterVec   // labels node, reason
+	TaskProcessed      *prometheus.CounterVec   // label task
+	TaskStreamTime     *prometheus.GaugeVec     // label task; epoch milliseconds
 	ProcessLatency     prometheus.Histogram     // per consumed record, whole topology
 	RecordE2ELatency   *prometheus.HistogramVec // label node (source and terminal nodes)
 	PunctuationLatency *prometheus.HistogramVec // label node
@@ -74,6 +76,11 @@ type Metrics struct {
 	AppState        *prometheus.GaugeVec   // label state; 1 for the current state, 0 for the others
 	Reloads         *prometheus.CounterVec // label result
 	ReloadRollbacks prometheus.Counter     // reloaded topologies that failed on probation
+
+	ThreadTasks        *prometheus.GaugeVec   // label thread
+	ThreadTasksCreated *prometheus.CounterVec // label thread
+	ThreadTasksClosed  *prometheus.CounterVec // label thread
+	ThreadBlocked      *prometheus.CounterVec // label thread; seconds
 
 	GroupRole  *prometheus.GaugeVec // label role (active, standby); 1 for this agent's role
 	Takeovers  prometheus.Counter   // standby → active
@@ -118,6 +125,13 @@ func New() *Metrics {
 			"(a script error), production (send to Kafka failed; node empty), dead-letter (the dead "+
 			"letter of a skipped record was larger than max.request.size and was not written; node "+
 			"empty). Sum by reason for the application's drops.", "node", "reason")
+	m.TaskProcessed = m.counterVec("task", "records_processed_total",
+		"Records a task processed (consumed from its source partitions, or re-keyed to it by "+
+			"another task), by task id <sub-topology>_<partition> (Kafka Streams' task-level "+
+			"process-total; its rate is process-rate).", "task")
+	m.TaskStreamTime = m.gaugeVec("task", "stream_time_milliseconds",
+		"A task's stream time (the largest timestamp of the records it processed), by task id, "+
+			"in milliseconds since the Unix epoch; updated at every commit.", "task")
 	m.ProcessLatency = m.histogram("processor", "process_latency_seconds",
 		"Time to run one consumed record through the whole topology, Lua included.",
 		prometheus.ExponentialBuckets(0.00001, 3, 14)) // 10µs .. ~16s
@@ -205,6 +219,19 @@ func New() *Metrics {
 			"(their first minute and first committed epoch of records) and were replaced by the "+
 			"topology they had replaced; the failed epoch was dropped and its records processed again.")
 
+	m.ThreadTasks = m.gaugeVec("thread", "tasks",
+		"Tasks a worker (num.stream.threads; thread 0, 1, ...) runs now.", "thread")
+	m.ThreadTasksCreated = m.counterVec("thread", "tasks_created_total",
+		"Tasks a worker created at a commit barrier because an assignment gave them to it: its "+
+			"first tasks and those it took over from another worker (Kafka Streams' thread-level "+
+			"task-created-total); a topology built again (a reload, a dropped epoch) makes its "+
+			"tasks anew without counting them.", "thread")
+	m.ThreadTasksClosed = m.counterVec("thread", "tasks_closed_total",
+		"Tasks a worker closed at a commit barrier because an assignment took them from it, "+
+			"to another worker or away (Kafka Streams' thread-level task-closed-total).", "thread")
+	m.ThreadBlocked = m.counterVec("thread", "blocked_seconds_total",
+		"Time a worker waited for room in another worker's inbox of re-keyed records, taking "+
+			"only its own inbox meanwhile (Kafka Streams' blocked-time-ns-total, in seconds).", "thread")
 	m.GroupRole = m.gaugeVec("group", "role",
 		"This agent's role among the agents of its application (one consumer group): 1 for "+
 			"the current role, active (processes every source partition) or standby, 0 for the other; "+

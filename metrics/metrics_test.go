@@ -26,8 +26,14 @@ var touch = map[string]func(m *Metrics){
 	"RecordsDropped": func(m *Metrics) {
 		m.RecordsDropped.WithLabelValues("KSTREAM-MAPVALUES-0000000001", DropProcessing).Inc()
 	},
-	"ProcessLatency":   func(m *Metrics) { m.ProcessLatency.Observe(0.0001) },
-	"RecordE2ELatency": func(m *Metrics) { m.RecordE2ELatency.WithLabelValues("KSTREAM-SINK-0000000001").Observe(0.5) },
+	"TaskProcessed":      func(m *Metrics) { m.TaskProcessed.WithLabelValues("1_0").Inc() },
+	"TaskStreamTime":     func(m *Metrics) { m.TaskStreamTime.WithLabelValues("1_0").Set(1_700_000_000_000) },
+	"ThreadTasks":        func(m *Metrics) { m.ThreadTasks.WithLabelValues("0").Set(4) },
+	"ThreadTasksCreated": func(m *Metrics) { m.ThreadTasksCreated.WithLabelValues("1").Inc() },
+	"ThreadTasksClosed":  func(m *Metrics) { m.ThreadTasksClosed.WithLabelValues("0").Inc() },
+	"ThreadBlocked":      func(m *Metrics) { m.ThreadBlocked.WithLabelValues("0").Add(0.5) },
+	"ProcessLatency":     func(m *Metrics) { m.ProcessLatency.Observe(0.0001) },
+	"RecordE2ELatency":   func(m *Metrics) { m.RecordE2ELatency.WithLabelValues("KSTREAM-SINK-0000000001").Observe(0.5) },
 	"PunctuationLatency": func(m *Metrics) {
 		m.PunctuationLatency.WithLabelValues("KSTREAM-PROCESSOR-0000000001").Observe(0.001)
 	},
@@ -62,6 +68,8 @@ var allowedLabels = map[string]bool{
 	"result": true, "state": true, "store": true, "script": true, "operation": true, "when": true,
 	"broker": true, // the bootstrap servers of the config
 	"role":   true, // active or standby
+	"task":   true, // <sub-topology>_<partition>: the topology's sub-topologies times their partitions
+	"thread": true, // 0 .. num.stream.threads-1
 }
 
 var (

@@ -120,7 +120,8 @@ func (c *countingSensors) observer(key string) Observer {
 	return fnObserver(func(v float64) { c.observed[key] = append(c.observed[key], v) })
 }
 
-func (c *countingSensors) Processed(string) Counter { return fnCounter(func() {}) }
+func (c *countingSensors) Processed(string) Counter     { return fnCounter(func() {}) }
+func (c *countingSensors) TaskProcessed(string) Counter { return fnCounter(func() {}) }
 func (c *countingSensors) EndToEnd(node string) Observer {
 	return c.observer("e2e/" + node)
 }

@@ -19,7 +19,9 @@ type recordCache struct {
 	forward func(Record) error
 	// minEnd is the earliest end of a window whose update may be cached, math.MaxInt64
 	// when none is: the watermark must not close such a window before the update is out.
+	// t is told when it moves (Topology.holdCaches).
 	minEnd int64
+	t      *Topology
 }
 
 type cacheEntry struct {
@@ -41,6 +43,9 @@ func (c *recordCache) put(rec Record) error {
 	k := cacheKey(rec.Partition, rec.Key)
 	if w, ok := rec.Key.(Windowed); ok {
 		c.minEnd = min(c.minEnd, w.End)
+		if c.t != nil {
+			c.t.lowerCacheHold(c.minEnd)
+		}
 	}
 	if el, ok := c.index[k]; ok {
 		e := el.Value.(*cacheEntry)
@@ -77,7 +82,12 @@ func (c *recordCache) flush() error {
 			return err
 		}
 	}
-	c.minEnd = math.MaxInt64
+	if c.minEnd != math.MaxInt64 {
+		c.minEnd = math.MaxInt64
+		if c.t != nil {
+			c.t.cachesFlushed = true
+		}
+	}
 	return nil
 }
 
@@ -117,31 +127,68 @@ func valueSize(v any) int64 {
 	}
 }
 
-// emitFor is how a processor materialized in store forwards its updates: through a record
-// cache in front of store, or straight to forward when caching is off for it
+// emitFor is how a processor materialized in store forwards its updates: through the
+// task's record cache in front of store, or straight to forward when caching is off for it
 // (statestore.cache.max.bytes = 0, or the store's Materialized disabled caching). The
 // processors of a cogroup share their store, and so its one cache, which forwards through
 // the last of them, as the last flush listener set on a Kafka Streams caching store wins.
-func (t *Topology) emitFor(store string, forward func(Record) error) func(Record) error {
+func (k *Task) emitFor(store string, forward func(Record) error) func(Record) error {
+	t := k.t
 	spec, ok := t.storeSpecs[store]
 	if t.cacheMaxBytes <= 0 || !ok || spec.CachingDisabled {
 		return forward
 	}
-	c, ok := t.cacheOf[store]
+	c, ok := k.cacheOf[store]
 	if !ok {
 		c = newRecordCache(forward)
-		t.caches = append(t.caches, c)
-		t.cacheOf[store] = c
+		c.t = t
+		k.caches = append(k.caches, c)
+		k.cacheOf[store] = c
 	}
 	c.forward = forward
 	return c.put
 }
 
-// shareCaches splits the cache budget evenly among the caches, as Kafka Streams splits
-// statestore.cache.max.bytes among its stores.
+// shareCaches splits the cache budget evenly among the caches of the topology's tasks, as
+// Kafka Streams splits a thread's share of statestore.cache.max.bytes among its tasks'
+// stores.
 func (t *Topology) shareCaches() {
-	for _, c := range t.caches {
-		c.max = t.cacheMaxBytes / int64(len(t.caches))
+	n := 0
+	for _, k := range t.order {
+		n += len(k.caches)
+	}
+	for _, k := range t.order {
+		for _, c := range k.caches {
+			c.max = t.cacheMaxBytes / int64(n)
+		}
+	}
+}
+
+// holdCaches holds the global watermark below the earliest end of a window whose update a
+// cache of this topology holds, which other topologies must not close before the update
+// reaches them (flushCachesBefore). A cache's update lowers the hold at once
+// (lowerCacheHold); a flush raises it only once what the cache forwarded is processed or
+// handed to the router (drainAndFlush).
+func (t *Topology) holdCaches() {
+	earliest := int64(math.MaxInt64)
+	if t.time.listening.Load() == 0 {
+		t.cacheHold.Set(earliest)
+		return
+	}
+	for _, k := range t.order {
+		for _, c := range k.caches {
+			earliest = min(earliest, c.minEnd)
+		}
+	}
+	t.cacheHold.Set(earliest)
+}
+
+// lowerCacheHold holds the watermark below a window end a cache now holds an update of,
+// while some processor of the application waits for the watermark (otherwise the caches
+// need not hold it, and are only flushed at the barrier).
+func (t *Topology) lowerCacheHold(end int64) {
+	if end < t.cacheHold.at.Load() && t.time.listening.Load() > 0 {
+		t.cacheHold.Set(end)
 	}
 }
 
@@ -150,32 +197,53 @@ func (t *Topology) shareCaches() {
 // time; it must reach the processors waiting for the watermark before wm closes the window,
 // or they would take it for a late update of a final result.
 func (t *Topology) flushCachesBefore(wm int64) error {
-	for _, c := range t.caches {
-		if c.minEnd <= wm {
-			if err := c.flush(); err != nil {
-				return err
+	for _, k := range t.order {
+		for _, c := range k.caches {
+			if c.minEnd <= wm {
+				if err := c.flush(); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// FlushCaches forwards every cached update, then lets the processors that keep state in
-// memory write what a restart needs: the commit barrier calls it first, so that what the
-// epoch forwards and writes belongs to the epoch.
+// FlushCaches forwards every cached update and processes what that re-keys for this
+// topology's tasks (FlushRecordCaches), then lets the processors that keep state in memory
+// write what a restart needs (PrepareCommit): the commit barrier calls it first, so that
+// what the epoch forwards and writes belongs to the epoch.
 func (t *Topology) FlushCaches() error {
-	for _, c := range t.caches {
-		if err := c.flush(); err != nil {
-			return err
+	if _, err := t.FlushRecordCaches(); err != nil {
+		return err
+	}
+	return t.PrepareCommit()
+}
+
+// FlushRecordCaches forwards every cached update and Drains; it reports whether a cache
+// forwarded anything.
+func (t *Topology) FlushRecordCaches() (bool, error) {
+	flushed := false
+	for _, k := range t.order {
+		for _, c := range k.caches {
+			flushed = flushed || c.order.Len() > 0
+			if err := c.flush(); err != nil {
+				return flushed, err
+			}
 		}
 	}
-	for _, fn := range t.commitListeners {
-		if err := fn(); err != nil {
-			return err
+	return flushed, t.Drain()
+}
+
+// PrepareCommit lets the processors that keep state in memory write what a restart needs,
+// once every record of the epoch is processed and every cache flushed.
+func (t *Topology) PrepareCommit() error {
+	for _, k := range t.order {
+		for _, fn := range k.commitListeners {
+			if err := fn(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
-
-// onCommit registers a processor that writes in-memory state at the commit barrier.
-func (t *Topology) onCommit(fn func() error) { t.commitListeners = append(t.commitListeners, fn) }

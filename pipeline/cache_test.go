@@ -90,12 +90,27 @@ func TestRecordCacheEvictsWhenFull(t *testing.T) {
 
 func TestRecordCacheOffWithZeroBudgetOrCachingDisabled(t *testing.T) {
 	topo, _ := cachedCount(t, 0)
-	if len(topo.caches) != 0 {
+	if caches := topo.testCaches(t, TaskID{}); len(caches) != 0 {
 		t.Fatal("a zero budget must not create caches")
 	}
 	topo, _ = cachedCount(t, 1<<20)
-	if len(topo.caches) != 1 || topo.caches[0].max != 1<<20 {
-		t.Fatalf("caches %d", len(topo.caches))
+	if caches := topo.testCaches(t, TaskID{}); len(caches) != 1 || caches[0].max != 1<<20 {
+		t.Fatalf("caches %d", len(caches))
+	}
+}
+
+// The caches of a topology's tasks share its budget, as a thread's are shared among its
+// tasks' stores in Kafka Streams; a task that closes gives its share back.
+func TestRecordCachesShareTheBudgetAmongTasks(t *testing.T) {
+	topo, _ := cachedCount(t, 1<<20)
+	topo.testCaches(t, TaskID{Partition: 0})
+	second := topo.testCaches(t, TaskID{Partition: 1})
+	if second[0].max != 1<<19 {
+		t.Fatalf("two tasks' caches get %d bytes each, want %d", second[0].max, 1<<19)
+	}
+	topo.CloseTask(TaskID{Partition: 0})
+	if second[0].max != 1<<20 {
+		t.Fatalf("the task left gets %d bytes, want %d", second[0].max, 1<<20)
 	}
 }
 

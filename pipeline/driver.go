@@ -2,15 +2,21 @@ package pipeline
 
 import (
 	"fmt"
-	"maps"
 	"slices"
+	"sync"
 )
 
 // Driver runs a topology without Kafka, deterministically, like Kafka Streams'
 // TopologyTestDriver: input records are piped in one at a time, sink output is kept in
-// memory per topic, and wall-clock time only moves when the caller advances it.
+// memory per topic, and wall-clock time only moves when the caller advances it. Made by
+// NewWorkersDriver, it runs the tasks on several goroutines (driver_workers.go).
 type Driver struct {
-	topo       *Topology
+	topo *Topology
+	// workers run the tasks when the driver has several, topo being the first one's; nil
+	// when topo runs every task on the caller's goroutine.
+	workers *driverWorkers
+	// mu guards outputs, which workers write at once.
+	mu         sync.Mutex
 	outputs    map[string][]OutputRecord
 	partitions map[string]int32
 	offsets    map[string]int64
@@ -48,6 +54,36 @@ type DriverOptions struct {
 
 // NewDriver builds the topology from b and wires its sinks to in-memory topics.
 func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
+	d := newDriver(opts)
+	topo, err := b.Build(TopologyOptions{
+		Collector:        d,
+		Sensors:          opts.Sensors,
+		Clock:            func() int64 { return d.clock },
+		SourcePartitions: d.sourcePartitions(b),
+		Stores:           opts.Stores,
+		ApplicationID:    opts.ApplicationID,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Piped records are processed at once: no partition ever has a backlog, so every one is
+	// idle and the watermark is the largest stream time, as an operator's stream time is.
+	topo.time.idleAll = true
+	// Every task from the start, as an application's are once they are assigned.
+	for _, id := range topo.TaskIDs() {
+		if err := topo.AddTask(id); err != nil {
+			return nil, err
+		}
+	}
+	d.topo = topo
+	// TopologyTestDriver starts its task when it is made, at the initial wall-clock time.
+	if err := topo.startTasks(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func newDriver(opts DriverOptions) *Driver {
 	d := &Driver{
 		outputs:    map[string][]OutputRecord{},
 		partitions: map[string]int32{},
@@ -58,36 +94,24 @@ func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
 	for t, n := range opts.Partitions {
 		d.partitions[t] = n
 	}
+	return d
+}
+
+// sourcePartitions are the partition counts of b's source topics.
+func (d *Driver) sourcePartitions(b *StreamsBuilder) map[string]int32 {
 	src := map[string]int32{}
 	for _, t := range b.SourceTopics() {
 		src[t], _ = d.PartitionsFor(t)
 	}
-	topo, err := b.Build(TopologyOptions{
-		Collector:        d,
-		Sensors:          opts.Sensors,
-		Clock:            func() int64 { return d.clock },
-		SourcePartitions: src,
-		Stores:           opts.Stores,
-		ApplicationID:    opts.ApplicationID,
-	})
-	if err != nil {
-		return nil, err
+	return src
+}
+
+// Close stops the workers of a driver made by NewWorkersDriver; the driver is not used
+// afterwards. It does nothing for one made by NewDriver.
+func (d *Driver) Close() {
+	if d.workers != nil {
+		d.workers.close()
 	}
-	// Piped records are processed at once: no partition ever has a backlog, so every one is
-	// idle and the watermark is the largest stream time, as an operator's stream time is.
-	topo.idleAll = true
-	d.topo = topo
-	// TopologyTestDriver starts its task when it is made, at the initial wall-clock time.
-	var tps []TopicPartition
-	for _, topic := range slices.Sorted(maps.Keys(src)) {
-		for p := range src[topic] {
-			tps = append(tps, TopicPartition{Topic: topic, Partition: p})
-		}
-	}
-	if err := topo.startTasks(tps); err != nil {
-		return nil, err
-	}
-	return d, nil
 }
 
 // Send implements RecordCollector.
@@ -95,6 +119,8 @@ func (d *Driver) Send(topic string, partition int32, key, value []byte, headers 
 	if partition < 0 {
 		partition = 0
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.outputs[topic] = append(d.outputs[topic], OutputRecord{
 		Topic: topic, Partition: partition, Key: key, Value: value, Headers: headers, Timestamp: ts,
 	})
@@ -116,11 +142,7 @@ func (d *Driver) Pipe(topic string, key, value []byte, timestamp int64, headers 
 
 // PipeTo feeds one record into a partition of a source topic, at its next offset.
 func (d *Driver) PipeTo(topic string, partition int32, key, value []byte, timestamp int64, headers Headers) error {
-	_, ok := d.topo.sources[topic]
-	if !ok {
-		_, ok = d.topo.matchPattern(topic)
-	}
-	if !ok {
+	if _, ok := d.topo.sourceSubtopology(topic); !ok || d.topo.internal[topic] != nil {
 		return fmt.Errorf("topic %q is not a source of this topology", topic)
 	}
 	if n, _ := d.PartitionsFor(topic); partition < 0 || partition >= n {
@@ -133,7 +155,10 @@ func (d *Driver) PipeTo(topic string, partition int32, key, value []byte, timest
 		Topic: topic, Partition: partition, Offset: off, Timestamp: timestamp,
 		Key: key, Value: value, Headers: headers,
 	}
-	if _, _, err := d.topo.globalSource(topic); err == nil {
+	if d.workers != nil {
+		return d.workers.pipe(d)
+	}
+	if _, _, _, err := d.topo.globalSource(topic); err == nil {
 		// A global table's topic updates its store only: it moves no stream time.
 		return d.topo.ProcessGlobal(d.in)
 	}
@@ -148,6 +173,8 @@ func (d *Driver) PipeTo(topic string, partition int32, key, value []byte, timest
 
 // ReadOutput removes and returns the oldest record written to topic; ok=false when none is left.
 func (d *Driver) ReadOutput(topic string) (OutputRecord, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	q := d.outputs[topic]
 	if len(q) == 0 {
 		return OutputRecord{}, false
@@ -158,6 +185,8 @@ func (d *Driver) ReadOutput(topic string) (OutputRecord, bool) {
 
 // OutputTopics lists, in name order, the topics with records not read yet.
 func (d *Driver) OutputTopics() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	var ts []string
 	for t, q := range d.outputs {
 		if len(q) > 0 {
@@ -169,22 +198,32 @@ func (d *Driver) OutputTopics() []string {
 }
 
 // Pending is the number of unread records in topic.
-func (d *Driver) Pending(topic string) int { return len(d.outputs[topic]) }
+func (d *Driver) Pending(topic string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.outputs[topic])
+}
 
 // AdvanceWallClock moves the mock wall clock forward by ms and runs the wall-clock
 // punctuators that became due.
 func (d *Driver) AdvanceWallClock(ms int64) error {
 	d.clock += ms
+	if d.workers != nil {
+		return d.workers.punctuate(d)
+	}
 	return d.topo.PunctuateWallClock()
 }
 
 // Store returns one partition of a state store.
 func (d *Driver) Store(name string, partition int32) (*KeyValueStore, error) {
+	if d.workers != nil {
+		return d.workers.store(name, partition)
+	}
 	return d.topo.Store(name, partition)
 }
 
 // WallClock is the mock wall-clock time.
 func (d *Driver) WallClock() int64 { return d.clock }
 
-// Topology is the topology the driver runs.
+// Topology is the topology the driver runs (its first worker's, with workers).
 func (d *Driver) Topology() *Topology { return d.topo }

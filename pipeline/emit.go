@@ -8,15 +8,10 @@ import (
 // Helpers of the processors that emit final results when the global watermark closes their
 // windows (windowed aggregations with emit on close).
 
-// forEachTask runs fn for every task partition, not only those that saw a record since
-// start: windows restored from the changelog close too.
+// forEachTask runs fn for the task's partition, whether or not it saw a record since it
+// was made: windows restored from the changelog close too.
 func (c *Context) forEachTask(fn func(partition int32) error) error {
-	for partition := range max(c.maxSourcePartitions(), 1) {
-		if err := fn(partition); err != nil {
-			return err
-		}
-	}
-	return nil
+	return fn(c.task.id.Partition)
 }
 
 // emittedPosition reads the position an emitter saved with its store partition, -1 when

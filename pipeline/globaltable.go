@@ -140,7 +140,7 @@ func globalOffsetKey(partition int32) string {
 // GlobalNextOffset is the next offset of a global topic partition that the global store
 // has not applied yet (0 when it has applied none).
 func (t *Topology) GlobalNextOffset(topic string, partition int32) (int64, error) {
-	_, store, err := t.globalSource(topic)
+	_, _, store, err := t.globalSource(topic)
 	if err != nil {
 		return 0, err
 	}
@@ -157,21 +157,25 @@ func (t *Topology) GlobalNextOffset(topic string, partition int32) (int64, error
 	return int64(binary.BigEndian.Uint64(v)), nil
 }
 
-func (t *Topology) globalSource(topic string) (*runtimeNode, string, error) {
-	src, ok := t.sources[topic]
-	if ok && len(src.children) == 1 {
-		if g, ok := src.children[0].proc.(globalWriter); ok && g.globalStore() != "" {
-			return src, g.globalStore(), nil
+// globalSource is the global task's source of a global table's topic, and its store.
+func (t *Topology) globalSource(topic string) (*Task, *runtimeNode, string, error) {
+	k := t.tasks[globalTaskID]
+	if k != nil {
+		src, ok := k.sources[topic]
+		if ok && len(src.children) == 1 {
+			if g, ok := src.children[0].proc.(globalWriter); ok && g.globalStore() != "" {
+				return k, src, g.globalStore(), nil
+			}
 		}
 	}
-	return nil, "", fmt.Errorf("topic %q is not the topic of a global table", topic)
+	return nil, nil, "", fmt.Errorf("topic %q is not the topic of a global table this topology keeps", topic)
 }
 
 // ProcessGlobal applies one record of a global table's topic to its store and records the
 // partition's next offset with it. Unlike Process it leaves stream time and the watermark
 // alone: global records are not part of any task.
 func (t *Topology) ProcessGlobal(in SourceRecord) error {
-	src, store, err := t.globalSource(in.Topic)
+	_, src, store, err := t.globalSource(in.Topic)
 	if err != nil {
 		return err
 	}
@@ -195,7 +199,11 @@ type GlobalFetcher func(topic string, next func(partition int32) (int64, error),
 
 // UpdateGlobalStores brings every global store up to the current end of its topic.
 func (t *Topology) UpdateGlobalStores(fetch GlobalFetcher) error {
-	for topic, src := range t.sources {
+	k := t.tasks[globalTaskID]
+	if k == nil {
+		return nil
+	}
+	for topic, src := range k.sources {
 		if _, ok := src.proc.(*sourceProc); !ok || len(src.children) != 1 {
 			continue
 		}
@@ -215,11 +223,15 @@ func (t *Topology) UpdateGlobalStores(fetch GlobalFetcher) error {
 // is new every interval ms. The store's writes and its offsets commit together, so an
 // aborted epoch is read again from the committed offsets.
 func (t *Topology) ScheduleGlobalUpdates(intervalMs int64, fetch GlobalFetcher) error {
-	for _, rn := range t.nodes {
+	k := t.tasks[globalTaskID]
+	if k == nil {
+		return nil
+	}
+	for _, rn := range k.nodes {
 		if g, ok := rn.proc.(globalWriter); !ok || g.globalStore() == "" {
 			continue
 		}
-		pc := &ProcessorContext{node: rn, t: t}
+		pc := &ProcessorContext{node: rn, task: k}
 		_, err := pc.Schedule(intervalMs, WallClockTime, func(int64) error { return t.UpdateGlobalStores(fetch) })
 		return err
 	}

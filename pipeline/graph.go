@@ -66,6 +66,7 @@ type Processor interface {
 type Context struct {
 	node     *runtimeNode
 	topology *Topology
+	task     *Task
 	// lastKV is the key-value store partition store returned last: an aggregation asks for
 	// the same one for most records, and finding it takes two map look-ups by name.
 	lastKV struct {
@@ -134,22 +135,22 @@ func (c *Context) store(name string, partition int32) (*KeyValueStore, error) {
 	var err error
 	if spec, ok := c.topology.storeSpecs[name]; ok && spec.Type == VersionedKeyValueStoreType {
 		// An aggregation materialized as a versioned store (KIP-914).
-		s, err = c.topology.versionedKeyValue(name, partition)
+		s, err = c.task.versionedKeyValue(name, partition)
 	} else {
-		s, err = c.topology.Store(name, partition)
+		s, err = c.topology.kvStore(name, partition, c.task)
 	}
 	if err != nil {
 		return nil, err
 	}
-	// The topology keeps every store partition it opened for its lifetime, so the one kept
-	// here stays the one store would find.
+	// A task keeps every store partition it opened for its lifetime, which is the
+	// context's, so the one kept here stays the one store would find.
 	c.lastKV.name, c.lastKV.partition, c.lastKV.store = name, partition, s
 	return s, nil
 }
 
 // versionedStore returns a partition of a versioned key-value store.
 func (c *Context) versionedStore(name string, partition int32) (*VersionedStore, error) {
-	return c.topology.VersionedStore(name, partition)
+	return c.topology.versionedStore(name, partition, c.task)
 }
 
 // putVersioned puts value under rec's key at rec's time into a versioned store, as
@@ -170,18 +171,18 @@ func (c *Context) putVersioned(store *VersionedStore, rec Record, value any) (ou
 
 // windowStore returns a partition of a window store.
 func (c *Context) windowStore(name string, partition int32) (*WindowStore, error) {
-	return c.topology.WindowStore(name, partition)
+	return c.topology.windowStore(name, partition, c.task)
 }
 
 // sessionStore returns a partition of a session store.
 func (c *Context) sessionStore(name string, partition int32) (*SessionStore, error) {
-	return c.topology.SessionStore(name, partition)
+	return c.topology.sessionStore(name, partition, c.task)
 }
 
 // emitter is how the node forwards the updates of a store it materializes: through the
 // record cache in front of the store, or straight to its children (Topology.emitFor).
 func (c *Context) emitter(store string) func(Record) error {
-	return c.topology.emitFor(store, c.Forward)
+	return c.task.emitFor(store, c.Forward)
 }
 
 // send writes a record to a topic through the record collector, naming the record being
@@ -193,29 +194,30 @@ func (c *Context) send(topic string, partition int32, key, value []byte, headers
 // endToEnd observes the node's record-e2e-latency.
 func (c *Context) endToEnd() Observer { return c.topology.sensors.EndToEnd(c.node.name) }
 
-// watermark is the global watermark, -1 before there is one.
+// watermark is the global watermark as the task's topology has applied it, -1 before there
+// is one.
 func (c *Context) watermark() int64 { return c.topology.watermark }
 
 // onWatermark runs fn each time the global watermark advances.
-func (c *Context) onWatermark(fn func(wm int64) error) { c.topology.onWatermark(fn) }
+func (c *Context) onWatermark(fn func(wm int64) error) {
+	c.task.wmListeners = append(c.task.wmListeners, fn)
+}
 
 // onCommit runs fn at each commit barrier, after the record caches are flushed.
-func (c *Context) onCommit(fn func() error) { c.topology.onCommit(fn) }
+func (c *Context) onCommit(fn func() error) {
+	c.task.commitListeners = append(c.task.commitListeners, fn)
+}
 
 // parents are the processors of the nodes this one is a child of.
 func (c *Context) parents() []Processor {
 	var out []Processor
-	for _, rn := range c.topology.nodes {
+	for _, rn := range c.task.nodes {
 		if slices.Contains(rn.children, c.node) {
 			out = append(out, rn.proc)
 		}
 	}
 	return out
 }
-
-// maxSourcePartitions is the largest partition count of the source topics, the number of
-// tasks; 0 when the topology was given none.
-func (c *Context) maxSourcePartitions() int32 { return c.topology.maxSourcePartitions }
 
 // internalTopic is an internal topic's name as Kafka Streams decorates it:
 // <application.id>-<name>.
@@ -226,12 +228,17 @@ func (c *Context) repartitionPartitions(topic string) int32 {
 	return c.topology.repartitionPartitions[topic]
 }
 
-// forEachSeenTask runs fn for every task partition that has seen a record since start.
+// forEachSeenTask runs fn for the task's partition if the task has seen a record since it
+// was made.
 func (c *Context) forEachSeenTask(fn func(partition int32) error) error {
-	for partition := range c.topology.streamTime {
-		if err := fn(partition); err != nil {
-			return err
-		}
+	if !c.task.seen() {
+		return nil
 	}
-	return nil
+	return fn(c.task.id.Partition)
+}
+
+// rekey hands a record to the task of another sub-topology that reads topic, for its
+// partition: a repartition topic's records, in memory.
+func (c *Context) rekey(sub int, topic string, rec Record) error {
+	return c.topology.route(Rekeyed{Task: TaskID{Subtopology: sub, Partition: rec.Partition}, Topic: topic, Record: rec, Origin: c.topology.input})
 }

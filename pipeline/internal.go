@@ -21,6 +21,8 @@ type InternalTopic struct {
 	Partitions int32
 	// Refused says why records left in it cannot be taken over ("" when they can).
 	Refused string
+	// Subtopology reads it: partition p's records go to task <Subtopology>_p.
+	Subtopology int
 }
 
 // refusedChanges is why the records of a KTable groupBy's repartition topic are not taken
@@ -28,10 +30,10 @@ type InternalTopic struct {
 // ChangedSerializer bytes.
 const refusedChanges = "not supported yet: taking over records of a KTable groupBy's repartition topic (Kafka's Change encoding)"
 
-// internalSource is where a record read from an internal topic goes, and how its bytes
+// internalSource is the sub-topology whose tasks read an internal topic, and how its bytes
 // become the record the in-memory route would have handed over.
 type internalSource struct {
-	target *runtimeNode
+	sub    int
 	decode func(ctx *Context, in *SourceRecord) (Record, error)
 }
 
@@ -39,7 +41,7 @@ type internalSource struct {
 func (t *Topology) InternalTopics() []InternalTopic {
 	out := make([]InternalTopic, 0, len(t.internalOrder))
 	for _, name := range t.internalOrder {
-		it := InternalTopic{Name: name, Partitions: t.repartitionPartitions[name]}
+		it := InternalTopic{Name: name, Partitions: t.repartitionPartitions[name], Subtopology: t.internal[name].sub}
 		if t.internal[name].decode == nil {
 			it.Refused = refusedChanges
 		}
@@ -49,38 +51,40 @@ func (t *Topology) InternalTopics() []InternalTopic {
 }
 
 // ProcessInternal runs a record a Kafka Streams instance of the application wrote to the
-// internal topic name (without the application id) through the part of the topology that
-// reads it, in the partition it was written to: what the in-memory route would have handed
-// over. Its record context names the internal topic and offset, as in Kafka Streams.
+// internal topic name (without the application id) through the task that reads it, the one
+// of the partition it was written to, which must run on this topology: what the in-memory
+// route would have handed over. Its record context names the internal topic and offset, as
+// in Kafka Streams; then Drain.
 func (t *Topology) ProcessInternal(name string, in *SourceRecord) error {
 	src, ok := t.internal[name]
-	if !ok {
-		return &RecordError{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset,
-			Err: fmt.Errorf("%s is no internal topic of this topology", name)}
+	var err error
+	switch {
+	case !ok:
+		err = fmt.Errorf("%s is no internal topic of this topology", name)
+	case src.decode == nil:
+		err = errors.New(refusedChanges)
 	}
-	if src.decode == nil {
-		return &RecordError{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset,
-			Err: errors.New(refusedChanges)}
-	}
-	t.input = in
-	defer func() { t.input = nil }()
-	rec, err := src.decode(src.target.ctx, in)
+	var id TaskID
+	var k *Task
 	if err == nil {
-		st := t.timeSlot(in.Partition)
-		*st = max(*st, rec.Timestamp)
-		err = src.target.process(rec)
+		id = TaskID{Subtopology: src.sub, Partition: in.Partition}
+		k, err = t.task(id)
 	}
+	if err == nil && k == nil {
+		err = fmt.Errorf("task %s does not run on this topology", id)
+	}
+	var rec Record
 	if err == nil {
-		err = t.punctuateStreamTime(in.Partition, *t.timeSlot(in.Partition))
+		rec, err = src.decode(k.sources[name].ctx, in)
 	}
 	if err != nil {
 		return &RecordError{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset, Err: err}
 	}
-	return nil
+	return t.ProcessRekeyed(&Rekeyed{Task: id, Topic: name, Record: rec, Origin: in})
 }
 
 // addInternal registers the internal topic of a sink that routes in memory.
-func (t *Topology) addInternal(spec *sinkSpec, target *runtimeNode) {
+func (t *Topology) addInternal(spec *sinkSpec, sub int) {
 	if t.internal == nil {
 		t.internal = map[string]*internalSource{}
 	}
@@ -88,7 +92,7 @@ func (t *Topology) addInternal(spec *sinkSpec, target *runtimeNode) {
 		// A stream joined again under its own name reuses its repartition topic.
 		return
 	}
-	src := &internalSource{target: target, decode: spec.decodeInternal}
+	src := &internalSource{sub: sub, decode: spec.decodeInternal}
 	if src.decode == nil && spec.route == nil && spec.serdes.Key != nil && spec.serdes.Value != nil {
 		src.decode = spec.serdes.decodeInternal
 	}

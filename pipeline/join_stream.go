@@ -343,7 +343,7 @@ type joinTime struct {
 
 func (p *streamJoinSide) Init(ctx *Context) error {
 	p.ctx = ctx
-	for _, rn := range ctx.topology.nodes {
+	for _, rn := range ctx.task.nodes {
 		if o, ok := rn.proc.(*streamJoinSide); ok && rn.name == p.partner && o.times != nil {
 			p.times = o.times
 		}

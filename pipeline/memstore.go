@@ -6,12 +6,16 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 )
 
 // MemoryStores is an in-memory StoreProvider without changelogs or commits, for engine
 // tests and benchmarks that must not depend on LevelDB. Running agents use package state.
-// Its stores follow package state's semantics: retention, expiry and versions.
+// Its stores follow package state's semantics: retention, expiry and versions. Topologies
+// on several goroutines may share it, each writing its own tasks' partitions (the test
+// driver's workers): mu guards which partitions exist and the metadata.
 type MemoryStores struct {
+	mu    sync.Mutex
 	parts map[storeKey]any
 	meta  map[string][]byte
 }
@@ -27,11 +31,15 @@ func metaKey(store string, partition int32, key string) string {
 
 // Meta implements StoreProvider.
 func (m *MemoryStores) Meta(store string, partition int32, key string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	return m.meta[metaKey(store, partition, key)], nil
 }
 
 // PutMeta implements StoreProvider.
 func (m *MemoryStores) PutMeta(store string, partition int32, key string, value []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.meta[metaKey(store, partition, key)] = append([]byte(nil), value...)
 	return nil
 }
@@ -39,6 +47,8 @@ func (m *MemoryStores) PutMeta(store string, partition int32, key string, value 
 // memPart returns the partition of a store, making it on first use.
 func memPart[S any](m *MemoryStores, spec StoreSpec, partition int32, make func() S) (S, error) {
 	k := storeKey{spec.Name, partition}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if s, ok := m.parts[k]; ok {
 		typed, ok := s.(S)
 		if !ok {
@@ -151,7 +161,10 @@ func (i *memIter) Headers() (Headers, error) {
 // dropped.
 func (m *MemoryStores) StreamTime(store string, partition int32) (int64, bool) {
 	var st int64
-	switch s := m.parts[storeKey{store, partition}].(type) {
+	m.mu.Lock()
+	part := m.parts[storeKey{store, partition}]
+	m.mu.Unlock()
+	switch s := part.(type) {
 	case *memWindows:
 		st = s.streamTime
 	case *memSessions:

@@ -42,7 +42,7 @@ func opBench(b *testing.B, late bool, build func(b *testing.B, sb *StreamsBuilde
 		if late && n%2 == 1 {
 			ts -= 1000
 		}
-		if n%2 == 1 && d.topo.sources["right"] != nil {
+		if _, ok := d.topo.sourceSubtopology("right"); n%2 == 1 && ok {
 			topic = "right"
 		}
 		if err := d.Pipe(topic, keys[n%len(keys)], value, ts, nil); err != nil {

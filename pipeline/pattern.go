@@ -105,15 +105,3 @@ type patternSource struct {
 	re   *regexp.Regexp
 	node *runtimeNode
 }
-
-// matchPattern finds the pattern source of a topic no named source reads (one that
-// appeared after the start, too) and remembers it for the topic's next records.
-func (t *Topology) matchPattern(topic string) (*runtimeNode, bool) {
-	for _, p := range t.patternSources {
-		if p.re.MatchString(topic) {
-			t.sources[topic] = p.node
-			return p.node, true
-		}
-	}
-	return nil, false
-}

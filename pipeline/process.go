@@ -1,17 +1,15 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
-	"strconv"
 	"time"
 )
 
 // UserProcessor is a processor written against the Processor API (process/processValues).
-// Like Kafka Streams, the engine makes one instance per task (input partition) and
-// initialises it when the task starts, before the task's first record (startTasks).
+// Like Kafka Streams, the engine makes one instance per task and initialises it when the
+// task starts, before the task's first record (Topology.startTasks).
 type UserProcessor interface {
 	Init(ctx *ProcessorContext) error
 	Process(rec Record) error
@@ -84,8 +82,20 @@ func (p *userProcNode) Process(rec Record) error {
 	return pc.proc.Process(rec)
 }
 
+// closeTask closes the task's processor, if it was made.
+func (p *userProcNode) closeTask() error {
+	var errs []error
+	for _, pc := range p.tasks {
+		if err := pc.proc.Close(); err != nil {
+			errs = append(errs, &NodeError{Node: pc.node.name, Err: fmt.Errorf("close: %w", err)})
+		}
+	}
+	clear(p.tasks)
+	return errors.Join(errs...)
+}
+
 // task is the processor of a task, made and initialised first if the task has none yet: a
-// task the topology was not told of (a topic a pattern source matched in the test driver)
+// task its topology made on demand (a topic a pattern source matched in the test driver)
 // starts on its first record.
 func (p *userProcNode) task(task int32) (*ProcessorContext, error) {
 	if pc, ok := p.tasks[task]; ok {
@@ -104,55 +114,18 @@ func (p *userProcNode) task(task int32) (*ProcessorContext, error) {
 	return pc, nil
 }
 
-// startTasks makes and initialises the user processors of the tasks that read tps, and of
-// the tasks of sub-topologies that read repartition topics (the one active agent runs them
-// all), as Kafka Streams initialises a task's processors when the task starts, before its
-// first record: a wall-clock schedule made in init has its grid from the time the task
-// started, and fires whether records come or not (docs/time.md, Punctuation). Tasks start
-// one after the other, by sub-topology and partition, each with its processors in
-// topology order. The processors of global stores start on their first record.
-func (t *Topology) startTasks(tps []TopicPartition) error {
-	if len(tps) == 0 {
-		return nil
-	}
-	partitions := map[int][]int32{} // by sub-topology
-	for _, tp := range tps {
-		src, ok := t.sources[tp.Topic]
-		if !ok {
-			src, ok = t.matchPattern(tp.Topic)
-		}
-		if ok {
-			s := t.subtopologyOf[src.name]
-			partitions[s] = append(partitions[s], tp.Partition)
-		}
-	}
-	for s, n := range t.internalTasks {
-		for p := range n {
-			partitions[s] = append(partitions[s], p)
-		}
-	}
-	for _, s := range slices.Sorted(maps.Keys(partitions)) {
-		ps := partitions[s]
-		slices.Sort(ps)
-		for _, p := range slices.Compact(ps) {
-			for _, rn := range t.nodes {
-				if !isTaskProcessor(rn) || t.subtopologyOf[rn.name] != s {
-					continue
-				}
-				if _, err := rn.proc.(*userProcNode).task(p); err != nil {
-					return &NodeError{Node: rn.name, Err: err}
-				}
-			}
-		}
-	}
-	return nil
+// isTaskProcessor reports whether n runs a user processor per task (not a global store's),
+// which its task starts.
+func isTaskProcessor(n *runtimeNode) bool {
+	up, ok := n.proc.(*userProcNode)
+	return ok && up.global == ""
 }
 
 // ProcessorContext is what a UserProcessor sees for its task: forwarding, punctuation,
 // state stores and the task's time.
 type ProcessorContext struct {
 	node      *runtimeNode
-	t         *Topology
+	task      *Task
 	partition int32
 	fixedKey  bool
 	// global marks the processor of a global store, whose output is Void: it neither
@@ -164,7 +137,7 @@ type ProcessorContext struct {
 
 // processorContext is the ProcessorContext of one task of the node.
 func (c *Context) processorContext(partition int32, fixedKey bool, proc UserProcessor) *ProcessorContext {
-	return &ProcessorContext{node: c.node, t: c.topology, partition: partition, fixedKey: fixedKey, proc: proc}
+	return &ProcessorContext{node: c.node, task: c.task, partition: partition, fixedKey: fixedKey, proc: proc}
 }
 
 // Name is the processor node's name.
@@ -175,14 +148,14 @@ func (c *ProcessorContext) Partition() int32 { return c.partition }
 
 // TaskID is Kafka Streams' task id, <sub-topology>_<partition>.
 func (c *ProcessorContext) TaskID() string {
-	return strconv.Itoa(c.t.subtopologyOf[c.node.name]) + "_" + strconv.Itoa(int(c.partition))
+	return TaskID{Subtopology: c.task.t.subtopologyOf[c.node.name], Partition: c.partition}.String()
 }
 
 // StreamTime is the task's stream time (largest record timestamp seen), -1 before any.
-func (c *ProcessorContext) StreamTime() int64 { return c.t.streamTimeOf(c.partition) }
+func (c *ProcessorContext) StreamTime() int64 { return c.task.StreamTime() }
 
 // WallClock is the current wall-clock time in milliseconds.
-func (c *ProcessorContext) WallClock() int64 { return c.t.clock() }
+func (c *ProcessorContext) WallClock() int64 { return c.task.t.clock() }
 
 // Current is the record being processed, or nil in a punctuation.
 func (c *ProcessorContext) Current() *Record { return c.current }
@@ -224,7 +197,7 @@ func (c *ProcessorContext) StateStore(name string) (*KeyValueStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.t.Store(name, partition)
+	return c.task.t.kvStore(name, partition, c.task)
 }
 
 // StoreType is the type of a store connected to this processor.
@@ -232,13 +205,13 @@ func (c *ProcessorContext) StoreType(name string) (StoreType, error) {
 	if _, err := c.storePartition(name); err != nil {
 		return 0, err
 	}
-	return c.t.StoreType(name)
+	return c.task.t.StoreType(name)
 }
 
 // storePartition is the partition of a store this processor reads: its task's, or 0 for
 // a global store, which every processor may read unconnected, as in Kafka Streams.
 func (c *ProcessorContext) storePartition(name string) (int32, error) {
-	if c.t.globalStores[name] {
+	if c.task.t.globalStores[name] {
 		return 0, nil
 	}
 	return c.partition, c.connected(name)
@@ -246,7 +219,7 @@ func (c *ProcessorContext) storePartition(name string) (int32, error) {
 
 // connected checks that the processor listed the store, as Kafka Streams requires.
 func (c *ProcessorContext) connected(name string) error {
-	for _, s := range c.t.nodeStores[c.node.name] {
+	for _, s := range c.task.t.nodeStores[c.node.name] {
 		if s == name {
 			return nil
 		}
@@ -276,7 +249,7 @@ type Cancellable struct{ p *punctuator }
 func (c *Cancellable) Cancel() {
 	if !c.p.cancelled {
 		c.p.cancelled = true
-		c.p.ctx.t.cancelledPunctuators++
+		c.p.ctx.task.cancelledPunctuators++
 	}
 }
 
@@ -304,11 +277,11 @@ func (c *ProcessorContext) Schedule(interval int64, typ PunctuationType, fn Punc
 	if interval < 1 {
 		return nil, fmt.Errorf("schedule: the interval must be at least 1 ms, not %d", interval)
 	}
-	p := &punctuator{ctx: c, typ: typ, interval: interval, fn: fn, latency: c.t.sensors.Punctuation(c.node.name)}
+	p := &punctuator{ctx: c, typ: typ, interval: interval, fn: fn, latency: c.task.t.sensors.Punctuation(c.node.name)}
 	if typ == WallClockTime {
-		p.next = addUpTo(c.t.clock(), interval)
+		p.next = addUpTo(c.task.t.clock(), interval)
 	}
-	c.t.punctuators = append(c.t.punctuators, p)
+	c.task.punctuators = append(c.task.punctuators, p)
 	return &Cancellable{p: p}, nil
 }
 

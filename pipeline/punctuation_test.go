@@ -136,8 +136,10 @@ func TestPunctuationOrderAndCancel(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("punctuations %v, want %v", got, want)
 	}
-	if n := len(d.Topology().punctuators); n != 0 {
-		t.Fatalf("%d cancelled punctuators kept", n)
+	for _, k := range d.Topology().order {
+		if n := len(k.punctuators); n != 0 {
+			t.Fatalf("task %s: %d cancelled punctuators kept", k.id, n)
+		}
 	}
 }
 
@@ -242,10 +244,10 @@ func TestWallClockPunctuationStartsWithItsTask(t *testing.T) {
 	}
 }
 
-// The agent's topology starts the tasks of the partitions it is assigned at its next
-// wall-clock check (or record), whether records come or not: those reading the assigned
-// partitions and those reading a repartition topic, task by task, so that their wall-clock
-// schedules start on the grid of that time.
+// A worker's topology starts the tasks it is given (those reading the assigned partitions
+// and those reading a repartition topic) at its next wall-clock check (or record), whether
+// records come or not, task by task, so that their wall-clock schedules start on the grid
+// of that time.
 func TestAssignedTasksStartBeforeTheirFirstRecord(t *testing.T) {
 	var inits []string
 	var got fired
@@ -275,11 +277,17 @@ func TestAssignedTasksStartBeforeTheirFirstRecord(t *testing.T) {
 	}
 	clock := int64(1000)
 	topo, err := b.Build(TopologyOptions{Collector: &Driver{}, Stores: NewMemoryStores(),
-		SourcePartitions: map[string]int32{"in": 2}, Clock: func() int64 { return clock }})
+		SourcePartitions: map[string]int32{"in": 2}, Clock: func() int64 { return clock }, ExplicitTasks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo.SetAssignment([]TopicPartition{{"in", 1}, {"in", 0}})
+	ids := topo.TaskIDs()
+	slices.Reverse(ids)
+	for _, id := range ids {
+		if err := topo.AddTask(id); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if len(inits) != 0 || !topo.HasWallClockPunctuators() {
 		t.Fatalf("inits %v before the next check, wall-clock punctuators %v; want none, and true to be called", inits, topo.HasWallClockPunctuators())
 	}
@@ -298,8 +306,8 @@ func TestAssignedTasksStartBeforeTheirFirstRecord(t *testing.T) {
 	}
 }
 
-// A topology without user processors has nothing to start: an assignment does not make the
-// agent check the wall clock (and open an epoch) for it.
+// A topology without user processors has nothing to start: its tasks do not make the agent
+// check the wall clock (and open an epoch) for them.
 func TestAssignmentWithoutProcessorsHasNothingToStart(t *testing.T) {
 	b := newTestBuilder()
 	s, err := b.Stream([]string{"in"}, Consumed{})
@@ -309,11 +317,13 @@ func TestAssignmentWithoutProcessorsHasNothingToStart(t *testing.T) {
 	if err := s.To("out", Produced{}); err != nil {
 		t.Fatal(err)
 	}
-	topo, err := b.Build(TopologyOptions{Collector: &Driver{}, SourcePartitions: map[string]int32{"in": 1}})
+	topo, err := b.Build(TopologyOptions{Collector: &Driver{}, SourcePartitions: map[string]int32{"in": 1}, ExplicitTasks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo.SetAssignment([]TopicPartition{{"in", 0}})
+	if err := topo.AddTask(TaskID{}); err != nil {
+		t.Fatal(err)
+	}
 	if topo.HasWallClockPunctuators() {
 		t.Fatal("wall-clock punctuators reported for a topology without processors")
 	}

@@ -41,7 +41,8 @@ var generatedName = regexp.MustCompile(`^KSTREAM.*-[0-9]{10}$`)
 // addRepartition adds the nodes Kafka Streams adds for a repartition topic named
 // <prefix>-repartition: parent → null-key filter → sink, and a source reading the topic.
 // StoatFlow is one instance and never writes the topic: at run time the sink hands each
-// record straight to the source, with the partition the record would have had in the topic.
+// record to the task of the source's sub-topology for the partition the record would have
+// had in the topic, in memory (Topology.route).
 // The graph keeps Kafka Streams' nodes and names so that `describe`, sub-topologies and
 // generated names match.
 func (b *StreamsBuilder) addRepartition(parent *Node, prefix string, serdes Serdes, partitions int32, partitioner StreamPartitioner) (*Node, error) {
@@ -130,11 +131,13 @@ func (s *KStream) repartitionForJoin(name string, serdes Serdes) (*KStream, erro
 	return s.derive(src, serdes, false), nil
 }
 
-// repartitionSink moves a record to the in-memory source of its repartition topic.
+// repartitionSink moves a record to the in-memory source of its repartition topic: to the
+// task of the source's sub-topology (target) for the partition Kafka Streams would write it
+// to.
 type repartitionSink struct {
 	ctx        *Context
 	spec       *sinkSpec
-	target     *runtimeNode
+	target     int
 	partitions int32
 }
 
@@ -154,7 +157,7 @@ func (p *repartitionSink) Process(rec Record) error {
 			return err
 		}
 		rec.Partition = part
-		return p.target.process(rec)
+		return p.ctx.rekey(p.target, p.spec.topic, rec)
 	}
 	if p.spec.partitioner != nil {
 		parts, ok, err := p.spec.partitioner(p.spec.topic, rec, p.partitions)
@@ -171,7 +174,7 @@ func (p *repartitionSink) Process(rec Record) error {
 				}
 				out := rec
 				out.Partition = part
-				if err := p.target.process(out); err != nil {
+				if err := p.ctx.rekey(p.target, p.spec.topic, out); err != nil {
 					return err
 				}
 			}
@@ -185,5 +188,5 @@ func (p *repartitionSink) Process(rec Record) error {
 	if kb != nil {
 		rec.Partition = DefaultPartition(kb, p.partitions)
 	}
-	return p.target.process(rec)
+	return p.ctx.rekey(p.target, p.spec.topic, rec)
 }

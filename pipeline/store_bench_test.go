@@ -18,6 +18,7 @@ func (s sumSensors) Dropped(string, DropReason) Counter   { return nopCounter{} 
 func (s sumSensors) EndToEnd(string) Observer             { return s.o }
 func (s sumSensors) Punctuation(string) Observer          { return s.o }
 func (s sumSensors) StoreLatency(string, string) Observer { return s.o }
+func (s sumSensors) TaskProcessed(string) Counter         { return nopCounter{} }
 
 // BenchmarkKeyValueStorePutGet is the per-record store path of a count: one Get and one
 // Put through the typed store over in-memory bytes, so the engine's own overhead (serdes,

@@ -145,7 +145,15 @@ func (i *SessionIterator) Session() Session { return i.cur }
 
 // SessionStore returns one partition of a declared session store, for queries and tests.
 func (t *Topology) SessionStore(name string, partition int32) (*SessionStore, error) {
-	return openStore(t, name, partition, "session", func(spec *StoreSpec, topic string) (*SessionStore, error) {
+	return t.sessionStore(name, partition, nil)
+}
+
+func (t *Topology) sessionStore(name string, partition int32, from *Task) (*SessionStore, error) {
+	m, err := t.storeHandles(name, partition, from)
+	if err != nil {
+		return nil, err
+	}
+	return openStore(t, m, name, partition, "session", func(spec *StoreSpec, topic string) (*SessionStore, error) {
 		if spec.Type != SessionStoreType {
 			return nil, errWrongStoreType(spec, "session")
 		}
@@ -163,7 +171,7 @@ func (c *ProcessorContext) SessionStore(name string) (*SessionStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.t.SessionStore(name, partition)
+	return c.task.t.sessionStore(name, partition, c.task)
 }
 
 // SessionStore returns one partition of a session store.

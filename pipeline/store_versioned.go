@@ -108,7 +108,15 @@ func (s *VersionedStore) record(b VersionedBytes, found bool, err error) (Versio
 
 // VersionedStore returns one partition of a declared versioned store, for queries and tests.
 func (t *Topology) VersionedStore(name string, partition int32) (*VersionedStore, error) {
-	return openStore(t, name, partition, "versioned key-value", func(spec *StoreSpec, topic string) (*VersionedStore, error) {
+	return t.versionedStore(name, partition, nil)
+}
+
+func (t *Topology) versionedStore(name string, partition int32, from *Task) (*VersionedStore, error) {
+	m, err := t.storeHandles(name, partition, from)
+	if err != nil {
+		return nil, err
+	}
+	return openStore(t, m, name, partition, "versioned key-value", func(spec *StoreSpec, topic string) (*VersionedStore, error) {
 		if spec.Type != VersionedKeyValueStoreType {
 			return nil, errWrongStoreType(spec, "versioned key-value")
 		}
@@ -127,7 +135,7 @@ func (c *ProcessorContext) VersionedStore(name string) (*VersionedStore, error) 
 	if err != nil {
 		return nil, err
 	}
-	return c.t.VersionedStore(name, partition)
+	return c.task.t.versionedStore(name, partition, c.task)
 }
 
 // VersionedStore returns one partition of a versioned key-value store.

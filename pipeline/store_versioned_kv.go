@@ -52,16 +52,16 @@ func (it failedIterator) Err() error             { return it.err }
 func (failedIterator) Close()                    {}
 
 // versionedKeyValue is the key-value view of a versioned store's partition, made once.
-func (t *Topology) versionedKeyValue(name string, partition int32) (*KeyValueStore, error) {
-	k := storeKey{name, partition}
-	if s, ok := t.versionedKV[k]; ok {
+func (k *Task) versionedKeyValue(name string, partition int32) (*KeyValueStore, error) {
+	key := storeKey{name, partition}
+	if s, ok := k.versionedKV[key]; ok {
 		return s, nil
 	}
-	vs, err := t.VersionedStore(name, partition)
+	vs, err := k.t.versionedStore(name, partition, k)
 	if err != nil {
 		return nil, err
 	}
 	s := &KeyValueStore{storeCodec: vs.storeCodec, bytes: versionedAsKeyValue{name: name, bytes: vs.bytes}}
-	t.versionedKV[k] = s
+	k.versionedKV[key] = s
 	return s, nil
 }

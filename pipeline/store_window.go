@@ -200,7 +200,15 @@ func windowEnd(start, size int64) int64 {
 
 // WindowStore returns one partition of a declared window store, for queries and tests.
 func (t *Topology) WindowStore(name string, partition int32) (*WindowStore, error) {
-	return openStore(t, name, partition, "window", func(spec *StoreSpec, topic string) (*WindowStore, error) {
+	return t.windowStore(name, partition, nil)
+}
+
+func (t *Topology) windowStore(name string, partition int32, from *Task) (*WindowStore, error) {
+	m, err := t.storeHandles(name, partition, from)
+	if err != nil {
+		return nil, err
+	}
+	return openStore(t, m, name, partition, "window", func(spec *StoreSpec, topic string) (*WindowStore, error) {
 		if spec.Type != WindowStoreType && spec.Type != TimestampedWindowStoreType {
 			return nil, errWrongStoreType(spec, "window")
 		}
@@ -218,7 +226,7 @@ func (c *ProcessorContext) WindowStore(name string) (*WindowStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.t.WindowStore(name, partition)
+	return c.task.t.windowStore(name, partition, c.task)
 }
 
 // WindowStore returns one partition of a window store.

@@ -275,8 +275,8 @@ func (p *finalSuppress) writeEntry(part *finalPart, end int64, ow *openWindow) e
 // watermark), in the order of suppress's buffers: by window end, then serialised key, then
 // partition.
 func (p *finalSuppress) emitClosed(wm int64) error {
-	if len(p.parts) < int(max(p.ctx.maxSourcePartitions(), 1)) {
-		// Every task's, not only those that saw a record since the start: after a
+	if len(p.parts) == 0 {
+		// The task's partition whether or not it saw a record since the start: after a
 		// restart, the stored windows of a partition that has not delivered yet close too.
 		err := p.ctx.forEachTask(func(partition int32) error {
 			_, err := p.partition(partition)

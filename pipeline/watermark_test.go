@@ -1,6 +1,9 @@
 package pipeline
 
-import "testing"
+import (
+	"maps"
+	"testing"
+)
 
 // Two partitions: the slow one holds the watermark back, and idleness releases it; the
 // watermark never moves backwards.
@@ -167,18 +170,20 @@ func TestStreamTimesOfInterleavedPartitions(t *testing.T) {
 	send("other", 1, 3)
 	send("in", 1, 8)
 	want := map[TopicPartition]int64{{"in", 0}: 12, {"in", 1}: 8, {"other", 0}: 30, {"other", 1}: 3}
-	for tp, st := range want {
-		if got, seen := topo.partitionTime(tp); !seen || got != st {
-			t.Errorf("stream time of %v: got %d (seen %v), want %d", tp, got, seen, st)
-		}
+	got := map[TopicPartition]int64{}
+	for _, p := range topo.Time().Partitions {
+		got[p.TopicPartition] = p.StreamTime
 	}
-	if got := topo.streamTimeOf(0); got != 30 {
-		t.Errorf("task partition 0: stream time %d, want 30", got)
+	if !maps.Equal(got, want) {
+		t.Errorf("stream times %v, want %v", got, want)
 	}
-	if got := topo.streamTimeOf(1); got != 8 {
-		t.Errorf("task partition 1: stream time %d, want 8", got)
+	if got := topo.TaskTime(TaskID{Partition: 0}); got != 30 {
+		t.Errorf("task 0_0: stream time %d, want 30", got)
 	}
-	if got := topo.streamTimeOf(2); got != -1 {
-		t.Errorf("task partition 2 saw no record: stream time %d, want -1", got)
+	if got := topo.TaskTime(TaskID{Partition: 1}); got != 8 {
+		t.Errorf("task 0_1: stream time %d, want 8", got)
+	}
+	if got := topo.TaskTime(TaskID{Partition: 2}); got != -1 {
+		t.Errorf("task 0_2 saw no record: stream time %d, want -1", got)
 	}
 }

@@ -21,17 +21,33 @@ type ChangelogPartition struct {
 	Partition int32
 }
 
-// Changelog returns the changelog records of the current epoch in write order. Repeated
-// writes of a key are all there. The slice is valid until the next Commit or Abort.
-func (db *DB) Changelog() []ChangelogRecord { return db.changelog }
+// Changelog returns the changelog records of the current epoch, each writer's in write
+// order. Repeated writes of a key are all there. The slice is valid until the next Commit
+// or Abort. Only the goroutine that commits calls it, while no writer writes.
+func (db *DB) Changelog() []ChangelogRecord {
+	ws := db.epochWriters()
+	if len(ws) == 1 {
+		return ws[0].changelog
+	}
+	var out []ChangelogRecord
+	for _, w := range ws {
+		out = append(out, w.changelog...)
+	}
+	return out
+}
 
-// TakeChangelog returns the changelog records of the current epoch written since the last
-// TakeChangelog, in write order, so that a caller can send them while the epoch goes on.
-// The slice is valid until the next Commit or Abort.
+// TakeChangelog is Writer.TakeChangelog of every writer: each writer's records in write
+// order. Only the goroutine that commits calls it, while no writer writes.
 func (db *DB) TakeChangelog() []ChangelogRecord {
-	recs := db.changelog[db.changelogTaken:]
-	db.changelogTaken = len(db.changelog)
-	return recs
+	ws := db.epochWriters()
+	if len(ws) == 1 {
+		return ws[0].TakeChangelog()
+	}
+	var out []ChangelogRecord
+	for _, w := range ws {
+		out = append(out, w.TakeChangelog()...)
+	}
+	return out
 }
 
 // changelogChunk is the size of the blocks changelog keys and values are copied into.
@@ -57,13 +73,13 @@ func (p *partition) refuseChange(key []byte, keySuffix int, value []byte, header
 	return nil
 }
 
-// logChange records a write of a logged store. Key and value are copied because callers
-// reuse their buffers.
-func (p *partition) logChange(key, value []byte, ts int64, headers pipeline.Headers) {
+// logChange records a write of a logged store, one of w's. Key and value are copied
+// because callers reuse their buffers.
+func (p *partition) logChange(w *Writer, key, value []byte, ts int64, headers pipeline.Headers) {
 	if !p.spec.Logged {
 		return
 	}
-	kv := p.db.changelogBytes(len(key) + len(value))
+	kv := w.changelogBytes(len(key) + len(value))
 	copy(kv, key)
 	copy(kv[len(key):], value)
 	rec := ChangelogRecord{Store: p.spec.Name, Partition: p.num, Key: kv[:len(key):len(key)], Timestamp: ts}
@@ -76,7 +92,7 @@ func (p *partition) logChange(key, value []byte, ts int64, headers pipeline.Head
 	case len(headers) > 0:
 		rec.Headers = cloneHeaders(headers)
 	}
-	p.db.changelog = append(p.db.changelog, rec)
+	w.changelog = append(w.changelog, rec)
 }
 
 // versionHeaders are the changelog headers of each StoreSpec.ChangelogVersion, shared by
@@ -92,13 +108,13 @@ var versionHeaders = func() [256]pipeline.Headers {
 // changelogBytes returns n bytes for a changelog record's key and value. They are cut from
 // a block that is only ever appended to, one allocation for many records: the producer
 // may still hold the records' slices after the epoch ends, so no byte is used twice.
-func (db *DB) changelogBytes(n int) []byte {
-	if cap(db.changelogData)-len(db.changelogData) < n {
-		db.changelogData = make([]byte, 0, max(n, changelogChunk))
+func (w *Writer) changelogBytes(n int) []byte {
+	if cap(w.changelogData)-len(w.changelogData) < n {
+		w.changelogData = make([]byte, 0, max(n, changelogChunk))
 	}
-	end := len(db.changelogData) + n
-	b := db.changelogData[len(db.changelogData):end:end]
-	db.changelogData = db.changelogData[:end]
+	end := len(w.changelogData) + n
+	b := w.changelogData[len(w.changelogData):end:end]
+	w.changelogData = w.changelogData[:end]
 	return b
 }
 

@@ -147,8 +147,12 @@ func (db *DB) settle() error {
 func (db *DB) buildBatch() (*leveldb.Batch, []sealedPart, error) {
 	b := &db.batch
 	b.Reset()
-	parts := make([]sealedPart, len(db.dirty))
-	for i, p := range db.dirty {
+	var dirty []*partition
+	for _, w := range db.epochWriters() {
+		dirty = append(dirty, w.dirty...)
+	}
+	parts := make([]sealedPart, len(dirty))
+	for i, p := range dirty {
 		if err := p.appendBuffer(b); err != nil {
 			return nil, nil, err
 		}
@@ -189,20 +193,25 @@ func (db *DB) Abort() {
 		}
 		db.pending = nil
 	}
-	for _, p := range db.dirty {
-		p.streamTime.Store(p.committedStreamTime.Load())
-		p.seq = p.committedSeq
-		p.resetBuffer()
+	for _, w := range db.epochWriters() {
+		for _, p := range w.dirty {
+			p.streamTime.Store(p.committedStreamTime.Load())
+			p.seq = p.committedSeq
+			p.resetBuffer()
+		}
 	}
 	db.endEpoch()
 }
 
+// endEpoch forgets every writer's share of the epoch, and the writers released during it.
 func (db *DB) endEpoch() {
-	clear(db.dirty)
-	db.dirty = db.dirty[:0]
-	clear(db.changelog)
-	db.changelog = db.changelog[:0]
-	db.changelogTaken = 0
+	for _, w := range db.epochWriters() {
+		w.endEpoch()
+	}
+	db.mu.Lock()
+	clear(db.released)
+	db.released = db.released[:0]
+	db.mu.Unlock()
 }
 
 // appendBuffer adds the buffered writes; entries that expired during the epoch are
@@ -271,8 +280,12 @@ func (db *DB) ChangelogOffset(store string, partition int32) (int64, bool, error
 }
 
 // PutMeta buffers a small metadata value of an open store partition (e.g. a processor's
-// last emit-close time); Commit writes it with the data.
+// last emit-close time) in the main writer; Commit writes it with the data.
 func (db *DB) PutMeta(store string, partition int32, key string, value []byte) error {
+	return db.putMeta(db.main, store, partition, key, value)
+}
+
+func (db *DB) putMeta(w *Writer, store string, partition int32, key string, value []byte) error {
 	p, err := db.openedPartition(store, partition)
 	if err != nil {
 		return err
@@ -284,7 +297,7 @@ func (db *DB) PutMeta(store string, partition int32, key string, value []byte) e
 		p.meta = map[string][]byte{}
 	}
 	p.meta[key] = bytes.Clone(value)
-	p.markDirty()
+	p.markDirty(w)
 	return nil
 }
 
@@ -348,18 +361,23 @@ func (db *DB) Wipe(store string, partition int32) error {
 	if p != nil {
 		wasDirty := p.dirty
 		p.resetBuffer()
-		p.dirty = wasDirty // stays in db.dirty until the epoch ends
+		p.dirty = wasDirty // stays in its writer's dirty list until the epoch ends
 		p.setStreamTime(math.MinInt64)
 		p.seq, p.committedSeq = 0, 0
 		p.lastSweep = math.MinInt64
 	}
-	kept := db.changelog[:0]
-	for _, r := range db.changelog {
-		if r.Store != store || r.Partition != partition {
-			kept = append(kept, r)
+	for _, w := range db.epochWriters() {
+		kept, taken := w.changelog[:0], 0
+		for i, r := range w.changelog {
+			if r.Store != store || r.Partition != partition {
+				kept = append(kept, r)
+				if i < w.changelogTaken {
+					taken++
+				}
+			}
 		}
+		clear(w.changelog[len(kept):])
+		w.changelog, w.changelogTaken = kept, taken
 	}
-	clear(db.changelog[len(kept):])
-	db.changelog = kept
 	return nil
 }

@@ -64,27 +64,26 @@ type DB struct {
 	cache *valueCache
 	keys  *keyFilter
 
-	mu       sync.RWMutex // guards catalog, nextID, parts and runSpecs
+	mu       sync.RWMutex // guards catalog, nextID, parts, runSpecs, writers and released
 	catalog  map[string]catalogEntry
 	nextID   uint32
 	parts    map[partKey]*partition
 	runSpecs map[string]catalogSpec // the spec each store was opened with in this run
+	// writers write the open epoch (writer.go); main is the DB's own. released are
+	// writers released during the epoch that still hold some of its writes.
+	writers  []*Writer
+	released []*Writer
+	main     *Writer
 
 	uncommitted atomic.Int64
 	// checkChange is Options.CheckChange; nil accepts every write.
 	checkChange func(keyLen, valueLen int, headers pipeline.Headers) error
-
-	// Owned by the processing goroutine.
-	dirty     []*partition
-	changelog []ChangelogRecord
-	// changelogTaken is how many of them TakeChangelog has returned.
-	changelogTaken int
-	// changelogData holds the records' keys and values (changelogBytes).
-	changelogData []byte
-	batch         leveldb.Batch
 	// expiryBytes is what the expiry indexes of all store partitions hold together
 	// (retention.go), bounded by expiryIndexMaxBytes.
-	expiryBytes int64
+	expiryBytes atomic.Int64
+
+	// Owned by the goroutine that commits.
+	batch leveldb.Batch
 	// pending is the commit CommitInBackground is writing, until settled.
 	pending *BackgroundCommit
 }
@@ -147,6 +146,7 @@ func Open(dir string, opts Options) (*DB, error) {
 
 		checkChange: opts.CheckChange,
 	}
+	db.main = db.NewWriter()
 	if opts.CacheBytes > 0 {
 		db.cache = newValueCache(opts.CacheBytes)
 	}
@@ -382,48 +382,75 @@ func (db *DB) typed(spec pipeline.StoreSpec, partition int32, want storeKind) (*
 	return db.open(s, partition)
 }
 
-// KeyValueStore opens a partition of a plain key-value store.
+// KeyValueStore opens a partition of a plain key-value store, writing into the main writer.
 func (db *DB) KeyValueStore(spec pipeline.StoreSpec, partition int32) (*KeyValueStore, error) {
-	p, err := db.typed(spec, partition, keyValueKind)
-	if err != nil {
-		return nil, err
-	}
-	return &KeyValueStore{KeyValueView{kvReader{p: p, level: ReadUncommitted}}}, nil
+	return db.main.KeyValueStore(spec, partition)
 }
 
 // TimestampedKeyValueStore opens a partition of a timestamped (optionally headers-aware)
-// key-value store.
+// key-value store, writing into the main writer.
 func (db *DB) TimestampedKeyValueStore(spec pipeline.StoreSpec, partition int32) (*TimestampedKeyValueStore, error) {
-	p, err := db.typed(spec, partition, timestampedKeyValueKind)
-	if err != nil {
-		return nil, err
-	}
-	return &TimestampedKeyValueStore{TimestampedKeyValueView{kvReader{p: p, level: ReadUncommitted}}}, nil
+	return db.main.TimestampedKeyValueStore(spec, partition)
 }
 
-// WindowStore opens a partition of a timestamped window store.
+// WindowStore opens a partition of a timestamped window store, writing into the main writer.
 func (db *DB) WindowStore(spec pipeline.StoreSpec, partition int32) (*WindowStore, error) {
-	p, err := db.typed(spec, partition, windowKind)
-	if err != nil {
-		return nil, err
-	}
-	return &WindowStore{WindowView{p: p, level: ReadUncommitted}}, nil
+	return db.main.WindowStore(spec, partition)
 }
 
-// SessionStore opens a partition of a session store.
+// SessionStore opens a partition of a session store, writing into the main writer.
 func (db *DB) SessionStore(spec pipeline.StoreSpec, partition int32) (*SessionStore, error) {
-	p, err := db.typed(spec, partition, sessionKind)
-	if err != nil {
-		return nil, err
-	}
-	return &SessionStore{SessionView{p: p, level: ReadUncommitted}}, nil
+	return db.main.SessionStore(spec, partition)
 }
 
-// VersionedStore opens a partition of a versioned key-value store.
+// VersionedStore opens a partition of a versioned key-value store, writing into the main
+// writer.
 func (db *DB) VersionedStore(spec pipeline.StoreSpec, partition int32) (*VersionedStore, error) {
-	p, err := db.typed(spec, partition, versionedKind)
+	return db.main.VersionedStore(spec, partition)
+}
+
+// KeyValueStore opens a partition of a plain key-value store, writing into w.
+func (w *Writer) KeyValueStore(spec pipeline.StoreSpec, partition int32) (*KeyValueStore, error) {
+	p, err := w.db.typed(spec, partition, keyValueKind)
 	if err != nil {
 		return nil, err
 	}
-	return &VersionedStore{VersionedView{p: p, level: ReadUncommitted}}, nil
+	return &KeyValueStore{KeyValueView{kvReader{p: p, level: ReadUncommitted}}, w}, nil
+}
+
+// TimestampedKeyValueStore opens a partition of a timestamped (optionally headers-aware)
+// key-value store, writing into w.
+func (w *Writer) TimestampedKeyValueStore(spec pipeline.StoreSpec, partition int32) (*TimestampedKeyValueStore, error) {
+	p, err := w.db.typed(spec, partition, timestampedKeyValueKind)
+	if err != nil {
+		return nil, err
+	}
+	return &TimestampedKeyValueStore{TimestampedKeyValueView{kvReader{p: p, level: ReadUncommitted}}, w}, nil
+}
+
+// WindowStore opens a partition of a timestamped window store, writing into w.
+func (w *Writer) WindowStore(spec pipeline.StoreSpec, partition int32) (*WindowStore, error) {
+	p, err := w.db.typed(spec, partition, windowKind)
+	if err != nil {
+		return nil, err
+	}
+	return &WindowStore{WindowView{p: p, level: ReadUncommitted}, w}, nil
+}
+
+// SessionStore opens a partition of a session store, writing into w.
+func (w *Writer) SessionStore(spec pipeline.StoreSpec, partition int32) (*SessionStore, error) {
+	p, err := w.db.typed(spec, partition, sessionKind)
+	if err != nil {
+		return nil, err
+	}
+	return &SessionStore{SessionView{p: p, level: ReadUncommitted}, w}, nil
+}
+
+// VersionedStore opens a partition of a versioned key-value store, writing into w.
+func (w *Writer) VersionedStore(spec pipeline.StoreSpec, partition int32) (*VersionedStore, error) {
+	p, err := w.db.typed(spec, partition, versionedKind)
+	if err != nil {
+		return nil, err
+	}
+	return &VersionedStore{VersionedView{p: p, level: ReadUncommitted}, w}, nil
 }

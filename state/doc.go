@@ -7,7 +7,8 @@
 // batch; Abort drops them. Reads choose an isolation level: READ_UNCOMMITTED merges the
 // buffer over LevelDB, READ_COMMITTED sees LevelDB only.
 //
-// Writes, Commit, Abort, Restore and Wipe belong to one goroutine (the processing
-// goroutine); reads through views are safe from any goroutine. docs/state.md describes the
-// layout, the formats and what is atomic.
+// Several goroutines (the agent's workers) may write at once, each through a Writer of its
+// own and each to the store partitions of its own tasks; Commit, Abort, Restore and Wipe
+// belong to one goroutine and run while no Writer writes. Reads through views are safe
+// from any goroutine. docs/state.md describes the layout, the formats and what is atomic.
 package state

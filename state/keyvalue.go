@@ -136,7 +136,10 @@ func (v KeyValueView) Get(key []byte) ([]byte, error) {
 }
 
 // KeyValueStore is a plain key-value store partition. Its reads are READ_UNCOMMITTED.
-type KeyValueStore struct{ KeyValueView }
+type KeyValueStore struct {
+	KeyValueView
+	w *Writer
+}
 
 // View returns a read-only view at level.
 func (s *KeyValueStore) View(level IsolationLevel) KeyValueView {
@@ -157,8 +160,8 @@ func (s *KeyValueStore) Put(key, value []byte, ts int64) error {
 		s.delete(key, ts)
 		return nil
 	}
-	s.p.write(key, append(s.p.newValue(), value...))
-	s.p.logChange(key, value, ts, nil)
+	s.p.write(s.w, key, append(s.p.newValue(), value...))
+	s.p.logChange(s.w, key, value, ts, nil)
 	return nil
 }
 
@@ -184,8 +187,8 @@ func (s *KeyValueStore) Delete(key []byte, ts int64) error {
 }
 
 func (s *KeyValueStore) delete(key []byte, ts int64) {
-	s.p.write(key, deleteEntry)
-	s.p.logChange(key, nil, ts, nil)
+	s.p.write(s.w, key, deleteEntry)
+	s.p.logChange(s.w, key, nil, ts, nil)
 }
 
 // TimestampedKeyValueView reads a timestamped key-value store partition at one isolation
@@ -226,7 +229,10 @@ func (v TimestampedKeyValueView) GetWithHeaders(key []byte) ([]byte, int64, pipe
 
 // TimestampedKeyValueStore is a timestamped key-value store partition, the kind the DSL
 // materialises. Its reads are READ_UNCOMMITTED.
-type TimestampedKeyValueStore struct{ TimestampedKeyValueView }
+type TimestampedKeyValueStore struct {
+	TimestampedKeyValueView
+	w *Writer
+}
 
 // View returns a read-only view at level.
 func (s *TimestampedKeyValueStore) View(level IsolationLevel) TimestampedKeyValueView {
@@ -251,12 +257,12 @@ func (s *TimestampedKeyValueStore) PutWithHeaders(key, value []byte, ts int64, h
 		return err
 	}
 	if value == nil {
-		s.p.write(key, deleteEntry)
-		s.p.logChange(key, nil, ts, nil)
+		s.p.write(s.w, key, deleteEntry)
+		s.p.logChange(s.w, key, nil, ts, nil)
 		return nil
 	}
-	s.p.write(key, s.p.appendTimestampedValue(s.p.newValue(), value, ts, headers))
-	s.p.logChange(key, value, ts, headers)
+	s.p.write(s.w, key, s.p.appendTimestampedValue(s.p.newValue(), value, ts, headers))
+	s.p.logChange(s.w, key, value, ts, headers)
 	return nil
 }
 

@@ -73,7 +73,8 @@ type partition struct {
 	// holds none.
 	hold atomic.Int64
 
-	// Owned by the processing goroutine.
+	// Owned by the goroutine that writes the partition (its task's worker), and between
+	// epochs by the one that commits.
 	dirty        bool
 	metaChanged  bool
 	seq          int32
@@ -122,19 +123,20 @@ func (p *partition) streamTimeAt(level IsolationLevel) int64 {
 	return p.streamTime.Load()
 }
 
-// observe advances the observed stream time.
-func (p *partition) observe(t int64) {
+// observe advances the observed stream time, a write of w's.
+func (p *partition) observe(w *Writer, t int64) {
 	if t > p.streamTime.Load() {
 		p.streamTime.Store(t)
 		p.metaChanged = true
-		p.markDirty()
+		p.markDirty(w)
 	}
 }
 
-func (p *partition) markDirty() {
+// markDirty puts the partition in w's share of the epoch on its first write.
+func (p *partition) markDirty(w *Writer) {
 	if !p.dirty {
 		p.dirty = true
-		p.db.dirty = append(p.db.dirty, p)
+		w.dirty = append(w.dirty, p)
 	}
 }
 
@@ -216,8 +218,9 @@ func (p *partition) newValue() []byte {
 	return append(p.scratch[:0], opPut)
 }
 
-// write buffers a put (v from newValue) or a delete (deleteEntry) of store key k.
-func (p *partition) write(k, v []byte) {
+// write buffers a put (v from newValue) or a delete (deleteEntry) of store key k, a write
+// of w's.
+func (p *partition) write(w *Writer, k, v []byte) {
 	p.buf.Load().put(k, v)
 	if v[0] == opPut {
 		p.scratch = v[:0]
@@ -225,7 +228,7 @@ func (p *partition) write(k, v []byte) {
 	n := int64(len(k) + len(v))
 	p.uncommitted.Add(n)
 	p.db.uncommitted.Add(n)
-	p.markDirty()
+	p.markDirty(w)
 }
 
 // iter iterates the store keys in [start, limit) (nil = unbounded) in key order.

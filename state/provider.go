@@ -4,23 +4,23 @@ import (
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
-// StoreProvider returns db as the engine opens its stores (pipeline.StoreProvider). Its
-// stores read at READ_UNCOMMITTED and write into the epoch, like the handles DB opens; they
-// differ from those only where the engine's interfaces want another shape (a found flag,
-// interface-typed iterators).
-func (db *DB) StoreProvider() pipeline.StoreProvider { return provider{db} }
+// StoreProvider returns db as the engine opens its stores (pipeline.StoreProvider), writing
+// into the main writer. Its stores read at READ_UNCOMMITTED and write into the epoch, like
+// the handles DB opens; they differ from those only where the engine's interfaces want
+// another shape (a found flag, interface-typed iterators).
+func (db *DB) StoreProvider() pipeline.StoreProvider { return provider{db.main} }
 
-type provider struct{ db *DB }
+type provider struct{ w *Writer }
 
 func (p provider) KeyValueStore(spec pipeline.StoreSpec, partition int32) (pipeline.KeyValueBytesStore, error) {
 	if spec.Type == pipeline.TimestampedKeyValueStoreType {
-		s, err := p.db.TimestampedKeyValueStore(spec, partition)
+		s, err := p.w.TimestampedKeyValueStore(spec, partition)
 		if err != nil {
 			return nil, err
 		}
 		return engineTimestampedKV{s}, nil
 	}
-	s, err := p.db.KeyValueStore(spec, partition)
+	s, err := p.w.KeyValueStore(spec, partition)
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +28,7 @@ func (p provider) KeyValueStore(spec pipeline.StoreSpec, partition int32) (pipel
 }
 
 func (p provider) WindowStore(spec pipeline.StoreSpec, partition int32) (pipeline.WindowBytesStore, error) {
-	s, err := p.db.WindowStore(spec, partition)
+	s, err := p.w.WindowStore(spec, partition)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (p provider) WindowStore(spec pipeline.StoreSpec, partition int32) (pipelin
 }
 
 func (p provider) SessionStore(spec pipeline.StoreSpec, partition int32) (pipeline.SessionBytesStore, error) {
-	s, err := p.db.SessionStore(spec, partition)
+	s, err := p.w.SessionStore(spec, partition)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func (p provider) SessionStore(spec pipeline.StoreSpec, partition int32) (pipeli
 }
 
 func (p provider) VersionedStore(spec pipeline.StoreSpec, partition int32) (pipeline.VersionedBytesStore, error) {
-	s, err := p.db.VersionedStore(spec, partition)
+	s, err := p.w.VersionedStore(spec, partition)
 	if err != nil {
 		return nil, err
 	}
@@ -52,11 +52,11 @@ func (p provider) VersionedStore(spec pipeline.StoreSpec, partition int32) (pipe
 }
 
 func (p provider) Meta(store string, partition int32, key string) ([]byte, error) {
-	return p.db.Meta(store, partition, key)
+	return p.w.db.Meta(store, partition, key)
 }
 
 func (p provider) PutMeta(store string, partition int32, key string, value []byte) error {
-	return p.db.PutMeta(store, partition, key, value)
+	return p.w.PutMeta(store, partition, key, value)
 }
 
 // enginePlainKV reports NoTimestamp and no headers: a plain store keeps neither.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/syndtr/goleveldb/leveldb"
 )
@@ -189,8 +190,8 @@ type expiryIndex struct {
 	tail    int
 	buckets map[int64]*expiryBucket
 	bytes   int64
-	total   *int64   // the database's expiryBytes, which bytes is part of
-	expired []string // reused by sweep
+	total   *atomic.Int64 // the database's expiryBytes, which bytes is part of
+	expired []string      // reused by sweep
 	kbuf    []byte
 }
 
@@ -199,20 +200,20 @@ type expiryBucket struct {
 	bytes int64
 }
 
-func newExpiryIndex(retention int64, tail int, total *int64) *expiryIndex {
+func newExpiryIndex(retention int64, tail int, total *atomic.Int64) *expiryIndex {
 	return &expiryIndex{width: max(retention/4, 1), tail: tail, buckets: map[int64]*expiryBucket{}, total: total}
 }
 
 // release gives the index's bytes back to the database's bound; the index is not used again.
 func (x *expiryIndex) release() {
-	*x.total -= x.bytes
+	x.total.Add(-x.bytes)
 	x.bytes = 0
 }
 
 // account adds n bytes (negative: frees them) to the index and to the database's bound.
 func (x *expiryIndex) account(n int64) {
 	x.bytes += n
-	*x.total += n
+	x.total.Add(n)
 }
 
 // bucket is floor(t / width).
@@ -238,7 +239,7 @@ func (x *expiryIndex) add(k []byte, t int64) bool {
 	n := int64(len(k)) + expiryEntryOverhead
 	b.bytes += n
 	x.account(n)
-	return *x.total <= expiryIndexMaxBytes
+	return x.total.Load() <= expiryIndexMaxBytes
 }
 
 // sweep deletes the indexed keys older than cutoff, in key order as LevelDB takes a batch

@@ -121,8 +121,8 @@ func TestExpiryIndexesOfADatabaseShareOneBound(t *testing.T) {
 	if stores[2].p.expiry != nil {
 		t.Fatalf("partition 2 kept an index of %d bytes over the database's bound", stores[2].p.expiry.bytes)
 	}
-	if db.expiryBytes != 4*entry {
-		t.Fatalf("the database counts %d bytes of expiry indexes, want %d (the dropped index given back)", db.expiryBytes, 4*entry)
+	if db.expiryBytes.Load() != 4*entry {
+		t.Fatalf("the database counts %d bytes of expiry indexes, want %d (the dropped index given back)", db.expiryBytes.Load(), 4*entry)
 	}
 }
 

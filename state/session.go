@@ -136,7 +136,10 @@ func (i *SessionIterator) Err() error {
 func (i *SessionIterator) Close() { i.it.close() }
 
 // SessionStore is a session store partition. Its reads are READ_UNCOMMITTED.
-type SessionStore struct{ SessionView }
+type SessionStore struct {
+	SessionView
+	w *Writer
+}
 
 // View returns a read-only view at level.
 func (s *SessionStore) View(level IsolationLevel) SessionView {
@@ -162,7 +165,7 @@ func (s *SessionStore) Put(key []byte, start, end int64, value []byte, ts int64)
 	if start > end {
 		return false, p.errorf("put: session start %d is after its end %d", start, end)
 	}
-	p.observe(end)
+	p.observe(s.w, end)
 	if end < p.expiryCutoff(p.streamTime.Load()) {
 		return false, nil
 	}
@@ -171,14 +174,14 @@ func (s *SessionStore) Put(key []byte, start, end int64, value []byte, ts int64)
 	}
 	p.kbuf = appendSessionKey(p.kbuf[:0], key, start, end)
 	if value == nil {
-		p.write(p.kbuf, deleteEntry)
+		p.write(s.w, p.kbuf, deleteEntry)
 	} else {
-		p.write(p.kbuf, append(p.newValue(), value...))
+		p.write(s.w, p.kbuf, append(p.newValue(), value...))
 		p.indexExpiry(p.kbuf, end)
 	}
 	if p.spec.Logged {
 		p.ckbuf = appendSessionChangelogKey(p.ckbuf[:0], key, start, end)
-		p.logChange(p.ckbuf, value, ts, nil)
+		p.logChange(s.w, p.ckbuf, value, ts, nil)
 	}
 	return true, nil
 }

@@ -125,7 +125,10 @@ func (p *partition) nextVersion(key []byte, ts int64, level IsolationLevel) (int
 }
 
 // VersionedStore is a versioned key-value store partition. Its reads are READ_UNCOMMITTED.
-type VersionedStore struct{ VersionedView }
+type VersionedStore struct {
+	VersionedView
+	w *Writer
+}
 
 // View returns a read-only view at level.
 func (s *VersionedStore) View(level IsolationLevel) VersionedView {
@@ -146,12 +149,12 @@ func (s *VersionedStore) Put(key, value []byte, ts int64) (int64, error) {
 	if err := p.refuseChange(key, 0, value, nil); err != nil {
 		return pipeline.NotPut, err
 	}
-	p.observe(ts)
-	validTo, err := p.putVersion(key, value, ts, p.write)
+	p.observe(s.w, ts)
+	validTo, err := p.putVersion(key, value, ts, func(k, v []byte) { p.write(s.w, k, v) })
 	if err != nil {
 		return pipeline.NotPut, err
 	}
-	p.logChange(key, value, ts, nil)
+	p.logChange(s.w, key, value, ts, nil)
 	return validTo, nil
 }
 

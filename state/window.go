@@ -222,7 +222,10 @@ func (i *WindowIterator) Err() error {
 func (i *WindowIterator) Close() { i.it.close() }
 
 // WindowStore is a timestamped window store partition. Its reads are READ_UNCOMMITTED.
-type WindowStore struct{ WindowView }
+type WindowStore struct {
+	WindowView
+	w *Writer
+}
 
 // View returns a read-only view at level.
 func (s *WindowStore) View(level IsolationLevel) WindowView {
@@ -252,7 +255,7 @@ func (s *WindowStore) PutWithHeaders(key []byte, windowStart int64, value []byte
 	if value == nil && p.spec.RetainDuplicates {
 		return true, nil
 	}
-	p.observe(windowStart)
+	p.observe(s.w, windowStart)
 	if windowStart < p.expiryCutoff(p.streamTime.Load()) {
 		return false, nil
 	}
@@ -271,14 +274,14 @@ func (s *WindowStore) PutWithHeaders(key []byte, windowStart int64, value []byte
 	p.kbuf = appendWindowKey(p.kbuf[:0], key, windowStart, seq)
 	k := p.kbuf
 	if value == nil {
-		p.write(k, deleteEntry)
+		p.write(s.w, k, deleteEntry)
 	} else {
-		p.write(k, p.appendTimestampedValue(p.newValue(), value, ts, headers))
+		p.write(s.w, k, p.appendTimestampedValue(p.newValue(), value, ts, headers))
 		p.indexExpiry(k, windowStart)
 	}
 	if p.spec.Logged {
 		p.ckbuf = appendWindowChangelogKey(p.ckbuf[:0], key, windowStart, seq)
-		p.logChange(p.ckbuf, value, ts, headers)
+		p.logChange(s.w, p.ckbuf, value, ts, headers)
 	}
 	return true, nil
 }

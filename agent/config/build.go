@@ -267,6 +267,7 @@ func (b *builder) buildStreams() {
 	c.WindowStoreChangelogAdditionalRetention = windowStoreChangelogAdditionalRetention.Get(c)
 	c.DSLStoreFormat = dslStoreFormat.Get(c)
 	c.NumStandbyReplicas = int(numStandbyReplicas.Get(c))
+	c.NumStreamThreads = int(numStreamThreads.Get(c))
 	c.GroupProtocol = groupProtocol.Get(c)
 	if c.GroupProtocol == "streams" {
 		// agent/kafkaio has the streams-group member; the agent does not run tasks spread

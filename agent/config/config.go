@@ -63,6 +63,8 @@ type Config struct {
 	ReplicationFactor int16  // -1 = broker default
 	// NumStandbyReplicas is how many standby agents keep warm state.
 	NumStandbyReplicas int
+	// NumStreamThreads is how many workers run the tasks (num.stream.threads).
+	NumStreamThreads int
 	// GroupProtocol is "classic" (one active agent) or "streams" (a streams group).
 	GroupProtocol string
 

@@ -309,6 +309,9 @@ var (
 		Doc: "Replication factor of the changelog topics the agent creates; -1 = the broker default."})
 	windowStoreChangelogAdditionalRetention = declare[time.Duration](&streamsKeys, Key{Name: "windowstore.changelog.additional.retention.ms", Type: TypeDuration, Default: "86400000",
 		Doc: "Added to a window store's retention for its changelog topic's retention.ms."})
+	numStreamThreads = declare[int64](&streamsKeys, Key{Name: "num.stream.threads", Type: TypeInt, Default: "1", Min: 1, Max: 64,
+		MaxReason: "each worker holds a Lua state and a share of the record cache; more workers than cores only take turns",
+		Doc:       "Workers (Kafka Streams' stream threads) that run the tasks, each with its own Lua state, the tasks spread evenly among them and kept where they are across rebalances; a reload may change it (docs/architecture.md). There is no `auto`: Kafka Streams has none, and the cores an agent should take are the operator's to say (the Kafka clients and LevelDB need some too)."})
 	numStandbyReplicas = declare[int64](&streamsKeys, Key{Name: "num.standby.replicas", Type: TypeInt, Default: "1", Min: 0, Max: 1000,
 		MaxReason: "each warm standby is an agent of the application reading every changelog",
 		Doc:       "How many standby agents of the application keep warm state (follow the changelogs into their state.dir) so that a takeover replays only the tail; the other standbys stay cold and restore when they take over. Kafka Streams' default is 0; StoatFlow's is 1 (docs/scaling.md says why)."})
@@ -339,8 +342,6 @@ var (
 	deadLetterQueueTopic = declare[string](&streamsKeys, Key{Name: "errors.dead.letter.queue.topic.name", Type: TypeString,
 		Doc: "KIP-1034: topic that receives every record the deserialization or processing handler skips or fails on, and the consumed record behind each output the production handler skips, with its original key and value bytes, its headers and then the __streams.errors.* headers (Kafka 4.2's format; message and stacktrace cut to 8192 bytes each); empty means none. A dead letter larger than producer.max.request.size has its key and value cut to fit and a __stoatflow.errors.truncated header with their sizes; one that cannot fit even then is dropped and counted (reason dead-letter). Created by the agent with the embedded broker only."})
 
-	_ = streamsKeys.add(Key{Name: "num.stream.threads", Type: TypeInt, Default: "1", Disposition: Ignored,
-		Reason: "StoatFlow processes on one thread", Doc: "Kafka Streams' processing threads."})
 	_ = streamsKeys.add(Key{Name: "acceptable.recovery.lag", Type: TypeLong, Default: "10000", Disposition: Ignored,
 		Reason: reasonSingleInstance, Doc: "Lag under which an instance counts as caught up for a task."})
 	_ = streamsKeys.add(Key{Name: "max.warmup.replicas", Type: TypeInt, Default: "2", Disposition: Ignored,

@@ -11,8 +11,9 @@ import (
 )
 
 // reloadable are the keys a reload may change: the scripts are judged by the topology
-// they build, and the log level is applied on the spot.
-var reloadable = []*Key{scripts.key, logLevel.key}
+// they build, the log level is applied on the spot, and the workers are as many as
+// num.stream.threads says from the barrier the new topology takes over at.
+var reloadable = []*Key{scripts.key, logLevel.key, numStreamThreads.key}
 
 // CheckReload says why a reload cannot replace c, the config the agent runs with, by
 // next, the file as it is now: a key other than the reloadable ones changed, as written
@@ -58,7 +59,7 @@ func refusedReload(key string) error {
 	if key == "" {
 		return nil
 	}
-	return fmt.Errorf("config key %s changed; a reload may change only the scripts and agent.log.level (restart the agent to apply it)", key)
+	return fmt.Errorf("config key %s changed; a reload may change only the scripts, agent.log.level and streams.num.stream.threads (restart the agent to apply it)", key)
 }
 
 // firstChange names the first key (application.id first, then by name) that is not

@@ -14,6 +14,7 @@ func TestCheckReload(t *testing.T) {
 		{name: "nothing changed", streams: start},
 		{name: "the same keys spelled otherwise", streams: "\"commit.interval.ms\" = 50\nmax.warmup.replicas = 1\nproducer = { linger.ms = 5 }"},
 		{name: "the log level", agent: `log.level = "debug"`, streams: start},
+		{name: "the workers", streams: "num.stream.threads = 4\n" + start},
 		{name: "a changed value", streams: strings.Replace(start, "= 50", "= 200", 1), changed: "streams.commit.interval.ms"},
 		{name: "a value written otherwise", streams: strings.Replace(start, "= 50", `= "50ms"`, 1), changed: "streams.commit.interval.ms"},
 		{name: "an added key", streams: start + "\n[streams.consumer]\nfetch.min.bytes = 2", changed: "streams.consumer.fetch.min.bytes"},
@@ -46,7 +47,7 @@ func TestCheckReload(t *testing.T) {
 				}
 				return
 			}
-			want := "config key " + c.changed + " changed; a reload may change only the scripts and agent.log.level (restart the agent to apply it)"
+			want := "config key " + c.changed + " changed; a reload may change only the scripts, agent.log.level and streams.num.stream.threads (restart the agent to apply it)"
 			if err == nil || err.Error() != want {
 				t.Fatalf("got %v, want %s", err, want)
 			}

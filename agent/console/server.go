@@ -29,6 +29,8 @@ type Sources struct {
 	Nodes func() []string
 	// Time is the engine's time as the processing loop last published it, nil before.
 	Time func() *TimeStatus
+	// Tasks says which worker runs each task, by task id; nil before the first assignment.
+	Tasks func() map[string]int
 	// StoreSizes are the approximate sizes of the stores on disk, by name.
 	StoreSizes          func() map[string]int64
 	UncommittedMaxBytes int64

@@ -16,7 +16,9 @@ type Status struct {
 	At    int64  `json:"at"` // wall clock, milliseconds since the epoch
 	State string `json:"state"`
 	// Nodes are keyed by node name: records in, drops by reason, Lua seconds.
-	Nodes    map[string]*NodeStatus `json:"nodes"`
+	Nodes map[string]*NodeStatus `json:"nodes"`
+	// Tasks are keyed by task id (<sub-topology>_<partition>).
+	Tasks    map[string]*TaskStatus `json:"tasks"`
 	Consumed map[string]float64     `json:"consumed"` // records read, by source topic
 	Produced map[string]float64     `json:"produced"` // records written, by sink topic
 	Time     *TimeStatus            `json:"time"`     // null before the first records
@@ -34,6 +36,14 @@ type NodeStatus struct {
 	Processed  float64            `json:"processed"`
 	Dropped    map[string]float64 `json:"dropped"`
 	LuaSeconds float64            `json:"luaSeconds"`
+}
+
+// TaskStatus is one task: the worker (num.stream.threads) that runs it, the records it
+// processed and its stream time (-1 before its first record, updated at every commit).
+type TaskStatus struct {
+	Thread     int     `json:"thread"`
+	Processed  float64 `json:"processed"`
+	StreamTime int64   `json:"streamTime"`
 }
 
 // TimeStatus is the engine's time: the global watermark and each source partition's part
@@ -86,6 +96,7 @@ func (s *Server) status() *Status {
 		At:       time.Now().UnixMilli(),
 		State:    s.src.State(),
 		Nodes:    map[string]*NodeStatus{},
+		Tasks:    map[string]*TaskStatus{},
 		Consumed: map[string]float64{},
 		Produced: map[string]float64{},
 		Time:     s.src.Time(),
@@ -113,6 +124,21 @@ func (s *Server) status() *Status {
 	each(m.LuaTime, func(l labels, x *dto.Metric) {
 		if l["node"] != "" {
 			node(l["node"]).LuaSeconds = x.GetCounter().GetValue()
+		}
+	})
+	if s.src.Tasks != nil {
+		for id, thread := range s.src.Tasks() {
+			st.Tasks[id] = &TaskStatus{Thread: thread, StreamTime: -1}
+		}
+	}
+	each(m.TaskProcessed, func(l labels, x *dto.Metric) {
+		if t := st.Tasks[l["task"]]; t != nil {
+			t.Processed = x.GetCounter().GetValue()
+		}
+	})
+	each(m.TaskStreamTime, func(l labels, x *dto.Metric) {
+		if t := st.Tasks[l["task"]]; t != nil {
+			t.StreamTime = int64(x.GetGauge().GetValue())
 		}
 	})
 	each(m.RecordsConsumed, func(l labels, x *dto.Metric) { st.Consumed[l["topic"]] = x.GetCounter().GetValue() })

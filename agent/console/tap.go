@@ -178,8 +178,9 @@ type Tappable interface {
 	ValueSerde(node string) pipeline.Serde
 }
 
-// Apply installs the hooks of the watched nodes in topo and removes the others. The
-// processing goroutine calls it when Changed says so and after it replaces its topology.
+// Apply installs the hooks of the watched nodes in topo (every worker's topology, through
+// it) and removes the others. The processing loop calls it when Changed says so and after it
+// replaces its topologies.
 func (t *Taps) Apply(topo Tappable) {
 	t.mu.Lock()
 	watched := make(map[string]bool, len(t.subs))
@@ -200,7 +201,10 @@ func (t *Taps) Apply(topo Tappable) {
 			nt = &nodeTap{taps: t, node: node, burst: max(float64(t.rate)/10, 1)}
 			t.installed[node] = nt
 		}
-		nt.serde = topo.ValueSerde(node)
+		serde := topo.ValueSerde(node)
+		nt.mu.Lock()
+		nt.serde = serde
+		nt.mu.Unlock()
 		// A node the running topology does not have (its watchers connected before a
 		// reload removed it) shows nothing.
 		_ = topo.SetTap(node, nt.see)
@@ -211,12 +215,15 @@ func (t *Taps) Apply(topo Tappable) {
 }
 
 // nodeTap is the hook of one watched node: a token bucket of rate per second, at most a
-// tenth of a second of them at once, so the records shown are spread over each second.
+// tenth of a second of them at once, so the records shown are spread over each second. The
+// node runs in every task of it, on every worker: mu serialises the hook's calls.
 type nodeTap struct {
-	taps   *Taps
-	node   string
+	taps  *Taps
+	node  string
+	burst float64
+	// mu guards serde, tokens and last.
+	mu     sync.Mutex
 	serde  pipeline.Serde // what the node's values are written with, nil when unknown
-	burst  float64
 	tokens float64
 	last   int64 // the clock when tokens were last counted, 0 before the first record
 	// skipped counts the records not shown since the last event; shown says a record was
@@ -226,6 +233,8 @@ type nodeTap struct {
 }
 
 func (n *nodeTap) see(rec pipeline.Record) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	now := n.taps.now.Load()
 	if n.last == 0 {
 		n.tokens = n.burst

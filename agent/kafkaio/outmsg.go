@@ -118,32 +118,30 @@ const (
 )
 
 // msgRecycler hands acknowledged messages back from the broker senders to the sending
-// goroutine with one lock per recycleBatch messages: each sender gathers them in its own
-// slice, and the sending goroutine keeps its own stack and takes the returned stack whole
-// when its own is empty. sync.Pool cost a steal from the other processor's cache on most
-// Gets (the goroutines run on different Ps), and dropped its messages at every garbage
-// collection.
+// goroutines with one lock per recycleBatch messages: each broker sender gathers them in its
+// own slice, and each sending goroutine keeps its own stack (its Lane's) and takes the
+// returned stack whole when its own is empty. sync.Pool cost a steal from the other
+// processor's cache on most Gets (the goroutines run on different Ps), and dropped its
+// messages at every garbage collection.
 type msgRecycler struct {
-	free []*outMsg // the sender's
-
 	mu   sync.Mutex
-	back []*outMsg // handed back, for the sender to take
+	back []*outMsg // handed back, for a sending goroutine to take
 }
 
-// get returns a reset message; only the sending goroutine calls it.
-func (r *msgRecycler) get() *outMsg {
-	if len(r.free) == 0 {
+// get returns a reset message from free, the calling goroutine's own stack.
+func (r *msgRecycler) get(free *[]*outMsg) *outMsg {
+	if len(*free) == 0 {
 		r.mu.Lock()
-		r.free, r.back = r.back, r.free
+		*free, r.back = r.back, *free
 		r.mu.Unlock()
-		if len(r.free) == 0 {
+		if len(*free) == 0 {
 			return new(outMsg)
 		}
 	}
-	last := len(r.free) - 1
-	m := r.free[last]
-	r.free[last] = nil
-	r.free = r.free[:last]
+	last := len(*free) - 1
+	m := (*free)[last]
+	(*free)[last] = nil
+	*free = (*free)[:last]
 	return m
 }
 

@@ -70,6 +70,8 @@ type Producer struct {
 
 	partitions sync.Map // topic → int32 partition count
 	msgs       msgRecycler
+	// lane is Send's: the lane of one goroutine at a time (lane.go).
+	lane Lane
 
 	mu           sync.Mutex // guards the batches, the partitions' state and what follows
 	space        sync.Cond  // on mu: Send waits for buffer room
@@ -188,6 +190,7 @@ func NewProducerWith(brokers []string, cfg *sarama.Config, limits ProducerLimits
 		stop:            make(chan struct{}),
 	}
 	p.space.L = &p.mu
+	p.lane.p = p
 	p.epoch.Store(newSendEpoch())
 	client, err := sarama.NewClient(brokers, p.cfg)
 	if err != nil {
@@ -232,9 +235,13 @@ func NewProducerWith(brokers []string, cfg *sarama.Config, limits ProducerLimits
 // partition count is not known within max.block.ms (ErrTimeout).
 //
 // Send is called from one goroutine at a time (the processing loop, or the demo feeder on
-// its own producer): the partitions and messages it reuses are kept unlocked on the
-// sending side.
+// its own producer): the messages it reuses are kept unlocked on the sending side. Goroutines
+// that send at once (the agent's workers) each send through a Lane of their own.
 func (p *Producer) Send(topic string, partition int32, key, value []byte, headers pipeline.Headers, timestampMs int64, source *pipeline.SourceRecord) error {
+	return p.lane.Send(topic, partition, key, value, headers, timestampMs, source)
+}
+
+func (p *Producer) send(free *[]*outMsg, topic string, partition int32, key, value []byte, headers pipeline.Headers, timestampMs int64, source *pipeline.SourceRecord) error {
 	if e := p.firstErr.Load(); e != nil {
 		return *e
 	}
@@ -251,7 +258,7 @@ func (p *Producer) Send(topic string, partition int32, key, value []byte, header
 	if p.txnID != "" && !p.inTxn.Load() {
 		return unsent(fmt.Errorf("transactional producer %q: record sent outside a transaction (BeginTxn first)", p.txnID))
 	}
-	m := p.msgs.get()
+	m := p.msgs.get(free)
 	m.fill(key, value, headers, timestampMs, size)
 	m.topic, m.requested, m.source = topic, partition, source
 	m.epoch = p.epoch.Load()

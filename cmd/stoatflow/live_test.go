@@ -91,7 +91,8 @@ func TestTopAndTapOfARunningAgent(t *testing.T) {
 		t.Fatalf("top: exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{"StoatFlow RUNNING", "watermark ", "consumer lag", "commits ", "NODE", "RECORDS/S",
-		"KSTREAM-SOURCE-0000000000", "KSTREAM-FLATMAPVALUES-0000000001", "KSTREAM-SINK-0000000009"} {
+		"KSTREAM-SOURCE-0000000000", "KSTREAM-FLATMAPVALUES-0000000001", "KSTREAM-SINK-0000000009",
+		"TASK", "THREAD", "STREAM TIME", "\n0_0 ", "\n1_0 "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("top lacks %q:\n%s", want, out)
 		}

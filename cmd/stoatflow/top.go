@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -35,9 +36,10 @@ func agentFlags(fs *flag.FlagSet) func() *queryClient {
 	}
 }
 
-// cmdTop shows a running agent's per-node rates, lag, watermark and commits, refreshed
-// every interval, like `vector top`. It reads GET /v1/status and GET /topology. q quits,
-// as in top(1): on a terminal without Enter (its input is put in cbreak mode meanwhile).
+// cmdTop shows a running agent's per-node rates, lag, watermark and commits, and its tasks
+// (the worker each runs on, its rate, its stream time), refreshed every interval, like
+// `vector top`. It reads GET /v1/status and GET /topology. q quits, as in top(1): on a
+// terminal without Enter (its input is put in cbreak mode meanwhile).
 func cmdTop(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("stoatflow top", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -173,6 +175,31 @@ func writeTop(w io.Writer, nodes []string, a, b *console.Status) {
 			dropText += " (" + strings.Join(reasons, ", ") + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%.1f\t\n", name, per(x.Processed, y.Processed), dropText, 100*per(x.LuaSeconds, y.LuaSeconds))
+	}
+	if len(b.Tasks) > 0 {
+		fmt.Fprintln(tw, "\t\t\t\t")
+		fmt.Fprintln(tw, "TASK\tTHREAD\tRECORDS/S\tSTREAM TIME\t")
+		ids := make([]string, 0, len(b.Tasks))
+		for id := range b.Tasks {
+			ids = append(ids, id)
+		}
+		slices.SortFunc(ids, func(p, q string) int {
+			x, _ := pipeline.ParseTaskID(p)
+			y, _ := pipeline.ParseTaskID(q)
+			return x.Compare(y)
+		})
+		for _, id := range ids {
+			y := b.Tasks[id]
+			var before float64
+			if x := a.Tasks[id]; x != nil {
+				before = x.Processed
+			}
+			st := "none yet"
+			if y.StreamTime >= 0 {
+				st = time.UnixMilli(y.StreamTime).UTC().Format("2006-01-02 15:04:05.000")
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t\n", id, y.Thread, per(before, y.Processed), st)
+		}
 	}
 	if err := tw.Flush(); err != nil && !errors.Is(err, os.ErrClosed) {
 		fmt.Fprintln(w, err)
