@@ -174,6 +174,15 @@ func (ra *runningAgent) stop(t *testing.T) error {
 	}
 }
 
+// producedAt is the timestamp produce gives its first record: an hour ago, on a whole hour
+// (so on every window grid the tests use). Not a fixed date: the changelogs of window stores
+// are deleted after their retention, as Kafka Streams creates them, so a broker would
+// delete a fixed date's records of long ago while a test reads them.
+var producedAt = time.Now().Add(-time.Hour).Truncate(time.Hour).UnixMilli()
+
+// promFloat is ms as the Prometheus text format writes a gauge's value.
+func promFloat(ms int64) string { return strconv.FormatFloat(float64(ms), 'g', -1, 64) }
+
 func produce(t *testing.T, brokers []string, topic string, partition int32, n int, headers []sarama.RecordHeader, from int) {
 	t.Helper()
 	p, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
@@ -188,7 +197,7 @@ func produce(t *testing.T, brokers []string, topic string, partition int32, n in
 			Key:       sarama.StringEncoder(fmt.Sprintf("k%d", i)),
 			Value:     sarama.StringEncoder(fmt.Sprintf("v%d", i)),
 			Headers:   headers,
-			Timestamp: time.UnixMilli(int64(1_700_000_000_000 + i)),
+			Timestamp: time.UnixMilli(producedAt + int64(i)),
 		})
 	}
 	if err := p.SendMessages(msgs); err != nil {
@@ -304,7 +313,7 @@ func endToEndWithHeaders(t *testing.T, b *brokerUnderTest) {
 		if want := fmt.Sprintf("V%s@T-1", k[1:]); string(m.Value) != strings.ToUpper(want) && string(m.Value) != fmt.Sprintf("V%s@t-1", k[1:]) {
 			t.Fatalf("value %q for key %s", m.Value, k)
 		}
-		if m.Timestamp.UnixMilli() < 1_700_000_000_000 {
+		if m.Timestamp.UnixMilli() < producedAt {
 			t.Fatalf("timestamp not carried: %v", m.Timestamp)
 		}
 	}
@@ -331,9 +340,9 @@ func endToEndWithHeaders(t *testing.T, b *brokerUnderTest) {
 		`stoatflow_consumer_records_consumed_total{topic="` + in + `"} 10`,
 		`stoatflow_processor_record_e2e_latency_seconds_count{node="KSTREAM-SINK-0000000002"} 10`,
 		`stoatflow_consumer_lag_records{partition="1",topic="` + in + `"} 0`,
-		`stoatflow_time_stream_time_milliseconds{partition="0",topic="` + in + `"} 1.700000000004e+12`,
-		`stoatflow_time_stream_time_milliseconds{partition="1",topic="` + in + `"} 1.700000000009e+12`,
-		`stoatflow_time_watermark_milliseconds 1.700000000009e+12`,
+		`stoatflow_time_stream_time_milliseconds{partition="0",topic="` + in + `"} ` + promFloat(producedAt+4),
+		`stoatflow_time_stream_time_milliseconds{partition="1",topic="` + in + `"} ` + promFloat(producedAt+9),
+		`stoatflow_time_watermark_milliseconds ` + promFloat(producedAt+9),
 	} {
 		deadline := time.Now().Add(10 * time.Second)
 		for body := ""; !strings.Contains(body, want); body = httpGet(t, "http://"+addr+"/metrics") {

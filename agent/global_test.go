@@ -32,7 +32,7 @@ func sendKV(t *testing.T, brokers []string, topic string, partition int32, kvs .
 	defer p.Close()
 	for i := 0; i < len(kvs); i += 2 {
 		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: partition,
-			Key: sarama.StringEncoder(kvs[i]), Value: sarama.StringEncoder(kvs[i+1]), Timestamp: time.UnixMilli(1_700_000_000_000)}); err != nil {
+			Key: sarama.StringEncoder(kvs[i]), Value: sarama.StringEncoder(kvs[i+1]), Timestamp: time.UnixMilli(producedAt)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -73,7 +73,7 @@ func storeKindsChangelogBytesAndRestore(t *testing.T, b *brokerUnderTest) {
 	// Kafka Streams' changelog formats (ChangeLoggingTimestampedKeyValueBytesStore, WindowKeySchema, SessionKeySchema, KIP-1271's headers-aware values): window keys
 	// [key][start][seqnum], session keys [key][end][start], raw values, the value's
 	// timestamp as record timestamp; headers-aware stores send their headers.
-	const t0 = int64(1_700_000_000_000)
+	t0 := producedAt
 	for _, c := range []struct {
 		store   string
 		key     func(i int) []byte
@@ -122,7 +122,7 @@ func storeKindsChangelogBytesAndRestore(t *testing.T, b *brokerUnderTest) {
 		t.Fatal(err)
 	}
 	after := dumpStoreKinds(t, dbDir, n)
-	if before != after || !strings.Contains(before, "win k2@1700000000000=0000000000000001@1700000000002") {
+	if before != after || !strings.Contains(before, fmt.Sprintf("win k2@%d=0000000000000001@%d", t0, t0+2)) {
 		t.Fatalf("restored stores differ:\nbefore %s\nafter  %s", before, after)
 	}
 }

@@ -28,8 +28,7 @@ var declarationCases = []struct {
 	{name: "stream_table_join", topics: []string{"in", "table", "out"}},
 	{name: "rekey_join", topics: []string{"in", "other", "out"}},
 	{name: "global_table", topics: []string{"in", "table", "out"}},
-	{name: "fk_join", topics: []string{"in", "table", "out"},
-		differs: "a foreign-key join runs in one sub-topology in StoatFlow, without Kafka Streams' subscription-registration and subscription-response topics (issue 31 item 2)"},
+	{name: "fk_join", topics: []string{"in", "table", "out"}},
 }
 
 // TestKafkaStreamsTopologyMatchesKafkaStreams: for each topology, Kafka Streams 4.4 joins a
