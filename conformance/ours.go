@@ -23,6 +23,9 @@ type Engine struct {
 	// Threads is num.stream.threads. The engine's test driver runs one task on the calling
 	// goroutine, as TopologyTestDriver does; several threads come with issue 30.
 	Threads int
+	// RepartitionTopics runs re-keyed records through their internal topics in bytes, as
+	// the agents of a streams group do (pipeline.DriverOptions.RepartitionTopics).
+	RepartitionTopics bool
 }
 
 // Run runs one case on one input through StoatFlow's engine, the way `stoatflow test`
@@ -111,7 +114,7 @@ func (e Engine) run(c *Case, in Input) *Result {
 	res.Describe = b.Describe().String()
 	stores := pipeline.NewMemoryStores()
 	d, err := pipeline.NewDriver(b, pipeline.DriverOptions{Stores: stores, ApplicationID: ApplicationID,
-		ExceptionHandlers: c.Handlers, Sensors: dropCounter{&res.WindowClosed}})
+		ExceptionHandlers: c.Handlers, Sensors: dropCounter{&res.WindowClosed}, RepartitionTopics: e.RepartitionTopics})
 	if err != nil {
 		res.Fatal = "build: " + err.Error()
 		return res
