@@ -58,6 +58,10 @@ type Agent struct {
 	reload *reloader
 	// topology is what GET /topology and /topology/ks serve; a reload replaces it.
 	topology atomic.Pointer[topologyView]
+	// repartitionTopics sends re-keyed records through the repartition topics instead of
+	// the workers' exchange (repartition.go), as the agents of a streams group must: set by
+	// the streams-group membership (issue 31), and by tests of the path before it.
+	repartitionTopics bool
 	// schemas makes the Schema Registry serdes of the running scripts; nil without a registry.
 	schemas *schemas.Factory
 	// registryURL is the embedded schema registry's URL, once it runs.
@@ -316,6 +320,9 @@ type kafkaClients struct {
 	// subscription is the source topics read: the named ones and those a pattern matches.
 	subscription     []string
 	sourcePartitions map[string]int32
+	// internal are the repartition topics in the subscription, when re-keyed records go
+	// through them (repartition.go).
+	internal map[string]bool
 }
 
 // maxPartitions is the largest source partition count: the number of tasks, and so of

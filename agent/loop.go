@@ -49,6 +49,9 @@ type loop struct {
 	time    *pipeline.GlobalTime
 	ex      *pipeline.Exchange
 	sources *pipeline.SourceTasks
+	// internal are the repartition topics the tasks read, when re-keyed records go through
+	// them (repartition.go), by their names with the application id.
+	internal map[string]pipeline.InternalTopic
 	// queued counts the records given to the workers and not processed yet: the loop takes
 	// no more from the consumer while it is at queueMax (queue.go).
 	queued   atomic.Int64
@@ -354,7 +357,7 @@ func (l *loop) run(ctx context.Context) error {
 			}
 			l.a.log.Info("partitions assigned", "partitions", len(tps))
 			l.a.log.Debug("assignment", "partitions", tps)
-			l.time.SetAssignment(tps)
+			l.time.SetAssignment(l.k.sourcesOnly(tps))
 			l.assignment = tps
 			clear(l.caughtUpSince)
 			if err := l.assignTasks(); err != nil {
@@ -397,7 +400,10 @@ func (l *loop) dispatch(batch []pipeline.SourceRecord) error {
 		return err
 	}
 	l.epoch.dirty = true
-	id, _ := l.sources.Of(pipeline.TopicPartition{Topic: batch[0].Topic, Partition: batch[0].Partition})
+	id, ok := l.sources.Of(pipeline.TopicPartition{Topic: batch[0].Topic, Partition: batch[0].Partition})
+	if it, internal := l.internal[batch[0].Topic]; !ok && internal {
+		id = pipeline.TaskID{Subtopology: it.Subtopology, Partition: batch[0].Partition}
+	}
 	// A partition no task reads goes to worker 0, whose topology says so.
 	w := l.workers[l.owners[id]]
 	l.queued.Add(int64(len(batch)))
@@ -825,7 +831,7 @@ func (l *loop) rebuildTopology() error {
 	}
 	l.time = pipeline.NewGlobalTime()
 	if l.assignment != nil {
-		l.time.SetAssignment(l.assignment)
+		l.time.SetAssignment(l.k.sourcesOnly(l.assignment))
 	}
 	l.ex = pipeline.NewExchange(len(l.workers), exchangeCapacity, l.time)
 	l.ex.SetOwners(l.owners)
@@ -834,6 +840,7 @@ func (l *loop) rebuildTopology() error {
 	if err := l.all(func(w *worker) error { return w.build(tasksOf(owners, w.id)) }); err != nil {
 		return err
 	}
+	l.internal = l.workers[0].internal
 	l.applyTaps()
 	return nil
 }

@@ -109,6 +109,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		SourcePartitions: k.sourcePartitions,
 		ApplicationID:    cfg.ApplicationID,
 		CacheMaxBytes:    cfg.CacheMaxBytes,
+		// Re-keyed records go through the repartition topics when some tasks may run on
+		// other agents (repartition.go).
+		RepartitionTopics: a.repartitionTopics,
 	}
 	globals, err := a.globalStoresOf(k, builder)
 	if err != nil {
@@ -141,6 +144,10 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return a.fail(fmt.Errorf("consumer: %w", err))
 	}
 	consumer.SetOffsetReset(func(topic string) pipeline.OffsetReset {
+		if k.internal[topic] {
+			// Kafka Streams reads its internal topics from the earliest offset.
+			return pipeline.OffsetReset{Strategy: pipeline.ResetEarliest}
+		}
 		if r := builder.OffsetResetOf(topic); r.Strategy != pipeline.ResetDefault {
 			return r
 		}
@@ -275,6 +282,11 @@ func (a *Agent) connect(ctx context.Context, k *kafkaClients, b *pipeline.Stream
 		return fmt.Errorf("no topic matches the source patterns yet: create one first (Kafka Streams would wait for it with no tasks)")
 	}
 	k.sourcePartitions = counts
+	if a.repartitionTopics {
+		if err := a.subscribeInternal(k, b); err != nil {
+			return err
+		}
+	}
 	if err := a.ensureChangelogs(k, b); err != nil {
 		return err
 	}
