@@ -59,8 +59,8 @@ type Agent struct {
 	// topology is what GET /topology and /topology/ks serve; a reload replaces it.
 	topology atomic.Pointer[topologyView]
 	// repartitionTopics sends re-keyed records through the repartition topics instead of
-	// the workers' exchange (repartition.go), as the agents of a streams group must: set by
-	// the streams-group membership (issue 31), and by tests of the path before it.
+	// the workers' exchange (repartition.go), as the agents of a streams group must. Joining
+	// a streams group (issue 31, not built yet) will set it; until then only tests do.
 	repartitionTopics bool
 	// schemas makes the Schema Registry serdes of the running scripts; nil without a registry.
 	schemas *schemas.Factory
