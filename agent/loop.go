@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,10 @@ type loop struct {
 	// changelogGate holds the workers' changelog records back while the previous
 	// at-least-once epoch's are not acknowledged (worker.sendChangelog).
 	changelogGate atomic.Pointer[chan struct{}]
+
+	// active are the tasks the agent's streams group gave it (streamsgroup.go); nil in a
+	// classic group, where the agent runs every task.
+	active map[pipeline.TaskID]bool
 
 	assigned chan []pipeline.TopicPartition
 	revoke   chan chan error
@@ -349,7 +354,14 @@ func (l *loop) run(ctx context.Context) error {
 			}
 		case tps := <-l.assigned:
 			progress.step(time.Now())
-			if standby, err := l.takeRole(ctx, tps); err != nil || standby {
+			if l.k.member != nil {
+				if err := l.takeTasks(ctx, tps); err != nil {
+					if ctx.Err() == nil {
+						return err
+					}
+					continue
+				}
+			} else if standby, err := l.takeRole(ctx, tps); err != nil || standby {
 				if err != nil && ctx.Err() == nil {
 					return err
 				}
@@ -400,10 +412,7 @@ func (l *loop) dispatch(batch []pipeline.SourceRecord) error {
 		return err
 	}
 	l.epoch.dirty = true
-	id, ok := l.sources.Of(pipeline.TopicPartition{Topic: batch[0].Topic, Partition: batch[0].Partition})
-	if it, internal := l.internal[batch[0].Topic]; !ok && internal {
-		id = pipeline.TaskID{Subtopology: it.Subtopology, Partition: batch[0].Partition}
-	}
+	id := l.taskOf(pipeline.TopicPartition{Topic: batch[0].Topic, Partition: batch[0].Partition})
 	// A partition no task reads goes to worker 0, whose topology says so.
 	w := l.workers[l.owners[id]]
 	l.queued.Add(int64(len(batch)))
@@ -528,6 +537,10 @@ func (l *loop) assignTasks() error {
 	})
 	if err != nil {
 		return err
+	}
+	if l.active != nil {
+		// In a streams group the agent runs only the tasks the broker gave it.
+		ids = slices.DeleteFunc(ids, func(id pipeline.TaskID) bool { return !l.active[id] })
 	}
 	owners := assignTasks(ids, len(l.workers), l.owners)
 	l.owners = owners
