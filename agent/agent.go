@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/console"
@@ -58,6 +59,13 @@ type Agent struct {
 	reload *reloader
 	// topology is what GET /topology and /topology/ks serve; a reload replaces it.
 	topology atomic.Pointer[topologyView]
+	// repartitionTopics sends re-keyed records through the repartition topics instead of
+	// the workers' exchange (repartition.go), as the agents of a streams group must: set
+	// with group.protocol = "streams", and by tests.
+	repartitionTopics bool
+	// held are the active tasks the agent runs in its streams group, as the loop last took
+	// them; nil in a classic group, where the agent runs every task.
+	held atomic.Pointer[heldTasks]
 	// schemas makes the Schema Registry serdes of the running scripts; nil without a registry.
 	schemas *schemas.Factory
 	// registryURL is the embedded schema registry's URL, once it runs.
@@ -99,7 +107,7 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	}
 	zeroDropReasons(m)
 	recent := console.NewRecentLog(opts.Logger.Handler(), recentLogEntries)
-	a := &Agent{cfg: cfg, opts: opts, log: slog.New(recent), metrics: m, ready: make(chan struct{}), closer: newCloser(), reload: newReloader(),
+	a := &Agent{cfg: cfg, opts: opts, repartitionTopics: cfg.GroupProtocol == "streams", log: slog.New(recent), metrics: m, ready: make(chan struct{}), closer: newCloser(), reload: newReloader(),
 		recent: recent, restores: &console.RestoreProgress{}, taps: console.NewTaps(cfg.TapRecordsPerSecond, cfg.TapMaxClients)}
 	gauge := StateGauge(m.AppState)
 	a.state = NewStateMachine(func(old, new AppState) {
@@ -311,11 +319,18 @@ type kafkaClients struct {
 	embedded *kafkaio.Embedded
 	producer *kafkaio.Producer
 	consumer *kafkaio.Consumer
-	group    *kafkaio.ActiveStrategy // the consumer's, which says this agent's role
+	group    *kafkaio.ActiveStrategy // the consumer's, which says this agent's role (classic)
+	// member is the agent's membership of its streams group, and tasks lists each task's
+	// partitions (group.protocol = "streams", streamsgroup.go); nil in a classic group.
+	member *kafkaio.StreamsMember
+	tasks  func(kafkaio.TaskID) []pipeline.TopicPartition
 
 	// subscription is the source topics read: the named ones and those a pattern matches.
 	subscription     []string
 	sourcePartitions map[string]int32
+	// internal are the repartition topics in the subscription, when re-keyed records go
+	// through them (repartition.go).
+	internal map[string]bool
 }
 
 // maxPartitions is the largest source partition count: the number of tasks, and so of
@@ -334,6 +349,10 @@ func (k *kafkaClients) close(leaveGroup bool, log *slog.Logger) {
 			log.Warn("closing the consumer", "err", err)
 		}
 	}
+	if err := k.closeMember(30 * time.Second); err != nil {
+		log.Warn("leaving the streams group", "err", err)
+	}
+	k.member = nil
 	if k.producer != nil {
 		if err := k.producer.Close(); err != nil {
 			log.Warn("closing the producer", "err", err)

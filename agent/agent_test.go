@@ -139,6 +139,12 @@ func startAgentWith(t *testing.T, cfg *config.Config, m *metrics.Metrics) *runni
 // startAgentUntil starts an agent and waits until it reaches one of states.
 func startAgentUntil(t *testing.T, cfg *config.Config, m *metrics.Metrics, states ...AppState) *runningAgent {
 	t.Helper()
+	return startAgentMade(t, cfg, m, nil, states...)
+}
+
+// startAgentMade is startAgentUntil with prepare run on the agent before it runs.
+func startAgentMade(t *testing.T, cfg *config.Config, m *metrics.Metrics, prepare func(*Agent), states ...AppState) *runningAgent {
+	t.Helper()
 	out, logs := &lockedBuffer{}, &lockedBuffer{}
 	var w io.Writer = logs
 	if testing.Verbose() {
@@ -150,6 +156,9 @@ func startAgentUntil(t *testing.T, cfg *config.Config, m *metrics.Metrics, state
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	if prepare != nil {
+		prepare(a)
+	}
 	ra := &runningAgent{a: a, cancel: cancel, done: make(chan error, 1), out: out, logs: logs}
 	go func() { ra.done <- a.Run(ctx) }()
 	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -56,6 +56,10 @@ func (l *loop) takeOverFromKafkaStreams(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	if l.opts.RepartitionTopics {
+		// The consumer reads the internal topics from the group's offsets.
+		topics = nil
+	}
 	// The embedded broker starts empty: no Kafka Streams ever ran against it.
 	if l.k.embedded != nil || len(topics) == 0 && !l.hasOwnLayouts() {
 		return nil

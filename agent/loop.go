@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,9 @@ type loop struct {
 	time    *pipeline.GlobalTime
 	ex      *pipeline.Exchange
 	sources *pipeline.SourceTasks
+	// internal are the repartition topics the tasks read, when re-keyed records go through
+	// them (repartition.go), by their names with the application id.
+	internal map[string]pipeline.InternalTopic
 	// queued counts the records given to the workers and not processed yet: the loop takes
 	// no more from the consumer while it is at queueMax (queue.go).
 	queued   atomic.Int64
@@ -63,6 +67,10 @@ type loop struct {
 	// changelogGate holds the workers' changelog records back while the previous
 	// at-least-once epoch's are not acknowledged (worker.sendChangelog).
 	changelogGate atomic.Pointer[chan struct{}]
+
+	// active are the tasks the agent's streams group gave it (streamsgroup.go); nil in a
+	// classic group, where the agent runs every task.
+	active map[pipeline.TaskID]bool
 
 	assigned chan []pipeline.TopicPartition
 	revoke   chan chan error
@@ -355,7 +363,14 @@ func (l *loop) run(ctx context.Context) error {
 			}
 		case tps := <-l.assigned:
 			progress.step(time.Now())
-			if standby, err := l.takeRole(ctx, tps); err != nil || standby {
+			if l.k.member != nil {
+				if err := l.takeTasks(ctx, tps); err != nil {
+					if ctx.Err() == nil {
+						return err
+					}
+					continue
+				}
+			} else if standby, err := l.takeRole(ctx, tps); err != nil || standby {
 				if err != nil && ctx.Err() == nil {
 					return err
 				}
@@ -363,7 +378,7 @@ func (l *loop) run(ctx context.Context) error {
 			}
 			l.a.log.Info("partitions assigned", "partitions", len(tps))
 			l.a.log.Debug("assignment", "partitions", tps)
-			l.time.SetAssignment(tps)
+			l.time.SetAssignment(l.k.sourcesOnly(tps))
 			l.assignment = tps
 			clear(l.caughtUpSince)
 			if err := l.assignTasks(); err != nil {
@@ -406,7 +421,7 @@ func (l *loop) dispatch(batch []pipeline.SourceRecord) error {
 		return err
 	}
 	l.epoch.dirty = true
-	id, _ := l.sources.Of(pipeline.TopicPartition{Topic: batch[0].Topic, Partition: batch[0].Partition})
+	id := l.taskOf(pipeline.TopicPartition{Topic: batch[0].Topic, Partition: batch[0].Partition})
 	// A partition no task reads goes to worker 0, whose topology says so.
 	w := l.workers[l.owners[id]]
 	l.queued.Add(int64(len(batch)))
@@ -531,6 +546,10 @@ func (l *loop) assignTasks() error {
 	})
 	if err != nil {
 		return err
+	}
+	if l.active != nil {
+		// In a streams group the agent runs only the tasks the broker gave it.
+		ids = slices.DeleteFunc(ids, func(id pipeline.TaskID) bool { return !l.active[id] })
 	}
 	owners := assignTasks(ids, len(l.workers), l.owners)
 	l.owners = owners
@@ -834,7 +853,7 @@ func (l *loop) rebuildTopology() error {
 	}
 	l.time = pipeline.NewGlobalTime()
 	if l.assignment != nil {
-		l.time.SetAssignment(l.assignment)
+		l.time.SetAssignment(l.k.sourcesOnly(l.assignment))
 	}
 	l.ex = pipeline.NewExchange(len(l.workers), exchangeCapacity, l.time)
 	l.ex.SetOwners(l.owners)
@@ -843,6 +862,7 @@ func (l *loop) rebuildTopology() error {
 	if err := l.all(func(w *worker) error { return w.build(tasksOf(owners, w.id)) }); err != nil {
 		return err
 	}
+	l.internal = l.workers[0].internal
 	l.applyTaps()
 	return nil
 }

@@ -65,6 +65,13 @@ func (v queryView) Standby() (instance, host string, ok bool) {
 // mode one agent owns every task); a warm standby holds a copy of each logged store
 // partition it follows, with its lag as of its latest round.
 func (v queryView) Holding(store string, p int32) query.Holding {
+	if held := v.a.held.Load(); held != nil {
+		if c := v.a.stores.Load(); (c != nil && c.Global[store]) || held.holds(store, p) {
+			return query.Holding{Active: true}
+		}
+		return query.Holding{Why: fmt.Sprintf("not supported yet: interactive queries across agents (issue 31): partition %d of store %s "+
+			"belongs to a task another agent of the streams group runs", p, store)}
+	}
 	if v.a.state.Current() != StateStandby {
 		return query.Holding{Active: true}
 	}

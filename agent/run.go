@@ -109,6 +109,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		SourcePartitions: k.sourcePartitions,
 		ApplicationID:    cfg.ApplicationID,
 		CacheMaxBytes:    cfg.CacheMaxBytes,
+		// Re-keyed records go through the repartition topics when some tasks may run on
+		// other agents (repartition.go).
+		RepartitionTopics: a.repartitionTopics,
 	}
 	globals, err := a.globalStoresOf(k, builder)
 	if err != nil {
@@ -133,14 +136,23 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return a.fail(err)
 	}
-	k.group = a.activeStrategy()
-	k.group.Use(consumerCfg)
 	maxPoll := int(config.MaxPollRecords.Get(cfg.Client(config.ForConsumer)))
-	consumer, err := kafkaio.NewConsumer(k.brokers, cfg.ApplicationID, k.subscription, consumerCfg, maxPoll, l)
+	var consumer *kafkaio.Consumer
+	if k.member != nil {
+		consumer, err = kafkaio.NewStreamsConsumer(k.brokers, k.member, k.subscription, k.tasks, consumerCfg, maxPoll, l)
+	} else {
+		k.group = a.activeStrategy()
+		k.group.Use(consumerCfg)
+		consumer, err = kafkaio.NewConsumer(k.brokers, cfg.ApplicationID, k.subscription, consumerCfg, maxPoll, l)
+	}
 	if err != nil {
 		return a.fail(fmt.Errorf("consumer: %w", err))
 	}
 	consumer.SetOffsetReset(func(topic string) pipeline.OffsetReset {
+		if k.internal[topic] {
+			// Kafka Streams reads its internal topics from the earliest offset.
+			return pipeline.OffsetReset{Strategy: pipeline.ResetEarliest}
+		}
 		if r := builder.OffsetResetOf(topic); r.Strategy != pipeline.ResetDefault {
 			return r
 		}
@@ -275,8 +287,21 @@ func (a *Agent) connect(ctx context.Context, k *kafkaClients, b *pipeline.Stream
 		return fmt.Errorf("no topic matches the source patterns yet: create one first (Kafka Streams would wait for it with no tasks)")
 	}
 	k.sourcePartitions = counts
-	if err := a.ensureChangelogs(k, b); err != nil {
-		return err
+	if a.streamsGroup() {
+		// The group's coordinator makes the internal topics from the declared topology.
+		if err := a.joinStreamsGroup(ctx, k, b); err != nil {
+			return err
+		}
+	}
+	if a.repartitionTopics {
+		if err := a.subscribeInternal(k, b); err != nil {
+			return err
+		}
+	}
+	if k.member == nil {
+		if err := a.ensureChangelogs(k, b); err != nil {
+			return err
+		}
 	}
 	producerCfg, err := kafkaio.SaramaConfig(cfg, kafkaio.RoleProducer)
 	if err != nil {

@@ -35,8 +35,10 @@ type worker struct {
 	b     *pipeline.StreamsBuilder
 	topo  *pipeline.Topology
 	tasks []pipeline.TaskID
-	lane  *pipeline.Lane
-	out   *kafkaio.Lane
+	// internal are the repartition topics topo reads through Kafka (repartition.go).
+	internal map[string]pipeline.InternalTopic
+	lane     *pipeline.Lane
+	out      *kafkaio.Lane
 	// w writes the worker's tasks' store partitions into db, the loop's database when it
 	// was built (nil without stores).
 	w  *state.Writer
@@ -180,13 +182,17 @@ func (w *worker) processBatch(batch []pipeline.SourceRecord) {
 		w.next[tp] = batch[n-1].Offset + 1
 		w.records += n
 	}
+	process := w.topo.Process
+	if it, ok := w.internal[tp.Topic]; ok {
+		process = func(msg *pipeline.SourceRecord) error { return w.topo.ProcessInternal(it.Name, msg) }
+	}
 	// One clock read per record: a record's end is the next one's start.
 	start := time.Now()
 	for i := range batch {
 		w.progress.step(start)
 		// The records sent while processing msg name it if the broker refuses them.
 		msg := &batch[i]
-		if err := w.settleRecord(msg, w.topo.Process(msg)); err != nil {
+		if err := w.settleRecord(msg, process(msg)); err != nil {
 			consumed(i)
 			w.l.queued.Add(-int64(len(batch)))
 			w.fail(err, true)
@@ -398,6 +404,7 @@ func (w *worker) build(tasks []pipeline.TaskID) error {
 		}
 	}
 	w.topo, w.lane, w.tasks = topo, l.ex.Lane(w.id), tasks
+	w.internal = internalByTopic(topo, l.a.cfg.ApplicationID, opts.RepartitionTopics)
 	clear(w.next)
 	w.records = 0
 	w.failed.Store(false)

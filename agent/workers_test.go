@@ -31,9 +31,15 @@ b:stream("in")
 return b
 `
 
-// produceLines writes n lines of three words each, round robin over partitions, and
-// returns how often each word occurs.
+// produceLines writes n lines of three words each to "in", round robin over partitions,
+// and returns how often each word occurs.
 func produceLines(t *testing.T, brokers []string, partitions int32, n, from int) map[string]int64 {
+	t.Helper()
+	return produceLinesTo(t, brokers, "in", partitions, n, from)
+}
+
+// produceLinesTo is produceLines to topic.
+func produceLinesTo(t *testing.T, brokers []string, topic string, partitions int32, n, from int) map[string]int64 {
 	t.Helper()
 	prod, err := sarama.NewSyncProducer(brokers, saramaTestConfig())
 	if err != nil {
@@ -47,7 +53,7 @@ func produceLines(t *testing.T, brokers []string, partitions int32, n, from int)
 		for _, w := range []string{fmt.Sprintf("a%d", i%7), fmt.Sprintf("b%d", i%11), fmt.Sprintf("c%d", i%13)} {
 			words[w]++
 		}
-		msgs = append(msgs, &sarama.ProducerMessage{Topic: "in", Partition: int32(i) % partitions, Value: sarama.StringEncoder(line)})
+		msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Partition: int32(i) % partitions, Value: sarama.StringEncoder(line)})
 	}
 	if err := prod.SendMessages(msgs); err != nil {
 		t.Fatal(err)

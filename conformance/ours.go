@@ -25,6 +25,9 @@ type Engine struct {
 	// each with a Lua runtime of its own, as an agent runs them (pipeline.NewWorkersDriver);
 	// 0 and 1 run every task on the calling goroutine, as TopologyTestDriver does.
 	Threads int
+	// RepartitionTopics runs re-keyed records through their internal topics in bytes, as
+	// the agents of a streams group do (pipeline.DriverOptions.RepartitionTopics).
+	RepartitionTopics bool
 }
 
 // Run runs one case on one input through StoatFlow's engine, the way `stoatflow test`
@@ -121,7 +124,7 @@ func (e Engine) run(c *Case, in Input) *Result {
 	stores := pipeline.NewMemoryStores()
 	var windowClosed atomic.Int64
 	opts := pipeline.DriverOptions{Stores: stores, ApplicationID: ApplicationID,
-		ExceptionHandlers: c.Handlers, Sensors: dropCounter{&windowClosed}}
+		ExceptionHandlers: c.Handlers, Sensors: dropCounter{&windowClosed}, RepartitionTopics: e.RepartitionTopics}
 	var d *pipeline.Driver
 	var err error
 	if len(builders) > 1 {

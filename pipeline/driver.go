@@ -25,6 +25,11 @@ type Driver struct {
 	// topology keeps a pointer to it while it runs (Topology.Process).
 	in       SourceRecord
 	handlers ExceptionHandlers
+	// internal are the records written to internal topics not processed yet, in the order
+	// they were written, when the topology writes them (DriverOptions.RepartitionTopics);
+	// internalTopics maps those topics' names to the names without the application id.
+	internal       []SourceRecord
+	internalTopics map[string]string
 }
 
 // OutputRecord is a record a sink wrote.
@@ -50,21 +55,34 @@ type DriverOptions struct {
 	// ExceptionHandlers say what a record the topology fails on does; by default it fails
 	// the Pipe call.
 	ExceptionHandlers ExceptionHandlers
+	// RepartitionTopics runs re-keyed records through their internal topics, in bytes, as
+	// the agents of a streams group do (TopologyOptions.RepartitionTopics): each is read back
+	// once the record that wrote it is through, in the order they were written, as
+	// TopologyTestDriver processes its internal topics.
+	RepartitionTopics bool
 }
 
 // NewDriver builds the topology from b and wires its sinks to in-memory topics.
 func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
 	d := newDriver(opts)
 	topo, err := b.Build(TopologyOptions{
-		Collector:        d,
-		Sensors:          opts.Sensors,
-		Clock:            func() int64 { return d.clock },
-		SourcePartitions: d.sourcePartitions(b),
-		Stores:           opts.Stores,
-		ApplicationID:    opts.ApplicationID,
+		Collector:         d,
+		Sensors:           opts.Sensors,
+		Clock:             func() int64 { return d.clock },
+		SourcePartitions:  d.sourcePartitions(b),
+		Stores:            opts.Stores,
+		ApplicationID:     opts.ApplicationID,
+		RepartitionTopics: opts.RepartitionTopics,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if opts.RepartitionTopics {
+		d.internalTopics = map[string]string{}
+		for _, it := range topo.InternalTopics() {
+			d.internalTopics[opts.ApplicationID+"-"+it.Name] = it.Name
+			d.partitions[opts.ApplicationID+"-"+it.Name] = it.Partitions
+		}
 	}
 	// Piped records are processed at once: no partition ever has a backlog, so every one is
 	// idle and the watermark is the largest stream time, as an operator's stream time is.
@@ -121,6 +139,14 @@ func (d *Driver) Send(topic string, partition int32, key, value []byte, headers 
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if _, ok := d.internalTopics[topic]; ok {
+		tp := topic + "/" + fmt.Sprint(partition)
+		off := d.offsets[tp]
+		d.offsets[tp] = off + 1
+		d.internal = append(d.internal, SourceRecord{Topic: topic, Partition: partition, Offset: off, Timestamp: ts,
+			Key: key, Value: value, Headers: headers})
+		return nil
+	}
 	d.outputs[topic] = append(d.outputs[topic], OutputRecord{
 		Topic: topic, Partition: partition, Key: key, Value: value, Headers: headers, Timestamp: ts,
 	})
@@ -168,7 +194,29 @@ func (d *Driver) PipeTo(topic string, partition int32, key, value []byte, timest
 		}
 	}
 	// TopologyTestDriver commits after every record.
-	return d.topo.FlushCaches()
+	for {
+		if err := d.processInternal(); err != nil {
+			return err
+		}
+		if err := d.topo.FlushCaches(); err != nil || len(d.internal) == 0 {
+			return err
+		}
+	}
+}
+
+// processInternal processes the records written to internal topics, those they write in
+// turn included, in the order they were written.
+func (d *Driver) processInternal() error {
+	for len(d.internal) > 0 {
+		rec := d.internal[0]
+		d.internal = d.internal[1:]
+		if err := d.topo.ProcessInternal(d.internalTopics[rec.Topic], &rec); err != nil {
+			if err := d.handlers.handle(d, &rec, err); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ReadOutput removes and returns the oldest record written to topic; ok=false when none is left.
@@ -211,7 +259,10 @@ func (d *Driver) AdvanceWallClock(ms int64) error {
 	if d.workers != nil {
 		return d.workers.punctuate(d)
 	}
-	return d.topo.PunctuateWallClock()
+	if err := d.topo.PunctuateWallClock(); err != nil {
+		return err
+	}
+	return d.processInternal()
 }
 
 // Store returns one partition of a state store.

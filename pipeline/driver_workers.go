@@ -21,6 +21,10 @@ func NewWorkersDriver(builders []*StreamsBuilder, opts DriverOptions) (*Driver, 
 	if len(builders) < 2 {
 		return nil, errors.New("a driver with workers needs a builder for each of at least two")
 	}
+	if opts.RepartitionTopics {
+		// The agent's workers run them (agent/repartition.go); this driver's turns do not.
+		return nil, errors.New("not supported yet: repartition topics in a driver with workers")
+	}
 	d := newDriver(opts)
 	src := d.sourcePartitions(builders[0])
 	gt := NewGlobalTime()

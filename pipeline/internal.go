@@ -8,7 +8,10 @@ import (
 
 // Kafka Streams writes re-keyed records to internal topics (repartition topics, a
 // foreign-key join's registration and response topics) and reads them back in another
-// sub-topology; StoatFlow routes them in memory (repartition.go). An application moved from
+// sub-topology. StoatFlow routes them in memory (repartition.go) unless the topology is
+// built with TopologyOptions.RepartitionTopics (the agents of a streams group): then its
+// repartition sinks write them to those topics as Kafka Streams does, and whoever runs the
+// topology reads them back and hands them to ProcessInternal. An application moved from
 // Kafka Streams to StoatFlow may find records there that Kafka Streams wrote and had not
 // processed when it stopped: the agent hands them to ProcessInternal before anything else
 // (docs/scaling.md).
@@ -30,11 +33,18 @@ type InternalTopic struct {
 // ChangedSerializer bytes.
 const refusedChanges = "not supported yet: taking over records of a KTable groupBy's repartition topic (Kafka's Change encoding)"
 
-// internalSource is the sub-topology whose tasks read an internal topic, and how its bytes
-// become the record the in-memory route would have handed over.
+// unwritableChanges is why a topology with a KTable groupBy cannot write its repartition
+// topic: StoatFlow has no writer of Kafka's ChangedSerializer bytes.
+const unwritableChanges = "not supported yet: writing the repartition topic %s of a KTable groupBy (Kafka's Change encoding) through Kafka, " +
+	"as the agents of a streams group must (group.protocol = \"streams\"); use group.protocol = \"classic\", or group the stream (KStream#groupBy) instead"
+
+// internalSource is the sub-topology whose tasks read an internal topic, how its bytes
+// become the record the in-memory route would have handed over, and how that record
+// becomes the bytes Kafka Streams writes (nil when neither is known).
 type internalSource struct {
 	sub    int
 	decode func(ctx *Context, in *SourceRecord) (Record, error)
+	encode func(ctx *Context, topic string, rec Record) (key, value []byte, err error)
 }
 
 // InternalTopics are the topology's internal topics, in the order their sinks were added.
@@ -92,12 +102,93 @@ func (t *Topology) addInternal(spec *sinkSpec, sub int) {
 		// A stream joined again under its own name reuses its repartition topic.
 		return
 	}
-	src := &internalSource{sub: sub, decode: spec.decodeInternal}
+	src := &internalSource{sub: sub, decode: spec.decodeInternal, encode: spec.encodeInternal}
 	if src.decode == nil && spec.route == nil && spec.serdes.Key != nil && spec.serdes.Value != nil {
-		src.decode = spec.serdes.decodeInternal
+		src.decode, src.encode = spec.serdes.decodeInternal, spec.serdes.encodeInternal
 	}
 	t.internal[spec.topic] = src
 	t.internalOrder = append(t.internalOrder, spec.topic)
+}
+
+// checkInternalWritable refuses, for a topology that writes its internal topics, one whose
+// records it cannot write as Kafka Streams does.
+func (t *Topology) checkInternalWritable() error {
+	for _, name := range t.internalOrder {
+		if t.internal[name].encode == nil {
+			return fmt.Errorf(unwritableChanges, t.appID+"-"+name)
+		}
+	}
+	return nil
+}
+
+// sendInternal writes a record of the internal topic name (without the application id) to
+// its partition rec.Partition as Kafka Streams does, in the epoch of the record being
+// processed: whoever runs the topology reads it back and hands it to ProcessInternal.
+func (t *Topology) sendInternal(ctx *Context, name string, rec Record) error {
+	topic := t.appID + "-" + name
+	key, value, err := t.internal[name].encode(ctx, topic, rec)
+	if err != nil {
+		return err
+	}
+	return t.collector.Send(topic, rec.Partition, key, value, rec.Headers, rec.Timestamp, t.input)
+}
+
+// encodeInternal writes a repartition record: key and value in the repartition's serdes.
+func (s Serdes) encodeInternal(_ *Context, topic string, rec Record) ([]byte, []byte, error) {
+	key, err := s.Key.Serialize(topic, rec.Headers, rec.Key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("serialize key for %s: %w", topic, err)
+	}
+	value, err := s.Value.Serialize(topic, rec.Headers, rec.Value)
+	if err != nil {
+		return nil, nil, fmt.Errorf("serialize value for %s: %w", topic, err)
+	}
+	return key, value, nil
+}
+
+// encodeSubscription writes a registration record as decodeSubscription reads it: the foreign
+// key in the other table's key serde, the subscription in SubscriptionWrapperSerde's layout.
+func (s *fkJoinSpec) encodeSubscription(ctx *Context, topic string, rec Record) ([]byte, []byte, error) {
+	var key []byte
+	if rec.Key != nil {
+		var err error
+		if key, err = s.otherKeys.Serialize(topic, rec.Headers, rec.Key); err != nil {
+			return nil, nil, fmt.Errorf("serialize foreign key for %s: %w", topic, err)
+		}
+	}
+	sub := rec.Value.(*fkSubscription)
+	pk, err := s.primaryKeyBytes(ctx, rec.Headers, sub.pk)
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, appendSubscription(nil, sub, pk), nil
+}
+
+// encodeResponse writes a response record as decodeResponse reads it
+// (SubscriptionResponseWrapperSerde, version 0): the primary key in this table's key serde,
+// then the version byte (its top bit set when there is no hash), the hash, and the other
+// table's value in its serde (nothing for none).
+func (s *fkJoinSpec) encodeResponse(_ *Context, topic string, rec Record) ([]byte, []byte, error) {
+	key, err := s.thisKeys.Serialize(topic, rec.Headers, rec.Key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("serialize primary key for %s: %w", topic, err)
+	}
+	resp := rec.Value.(*fkResponse)
+	value := []byte{0}
+	if resp.hash == nil {
+		value[0] |= 0x80
+	} else {
+		value = binary.BigEndian.AppendUint64(value, resp.hash[0])
+		value = binary.BigEndian.AppendUint64(value, resp.hash[1])
+	}
+	if resp.foreign != nil {
+		fv, err := s.otherValues.Serialize(topic, rec.Headers, resp.foreign)
+		if err != nil {
+			return nil, nil, fmt.Errorf("serialize foreign value for %s: %w", topic, err)
+		}
+		value = append(value, fv...)
+	}
+	return key, value, nil
 }
 
 // decodeInternal reads a repartition record: key and value in the repartition's serdes.

@@ -121,7 +121,7 @@ func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner Va
 	if err != nil {
 		return nil, err
 	}
-	regSink := &sinkSpec{topic: spec.registration, route: spec.routeSubscription, decodeInternal: spec.decodeSubscription}
+	regSink := &sinkSpec{topic: spec.registration, route: spec.routeSubscription, decodeInternal: spec.decodeSubscription, encodeInternal: spec.encodeSubscription}
 	if _, err := add(&Node{Name: regSinkName, Kind: SinkNode, Topic: spec.registration, Internal: true, sink: regSink}, send); err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func (t *KTable) JoinForeignKey(other *KTable, fk ForeignKeyExtractor, joiner Va
 	if err != nil {
 		return nil, err
 	}
-	respSinkSpec := &sinkSpec{topic: spec.response, route: spec.routeResponse, decodeInternal: spec.decodeResponse}
+	respSinkSpec := &sinkSpec{topic: spec.response, route: spec.routeResponse, decodeInternal: spec.decodeResponse, encodeInternal: spec.encodeResponse}
 	respSink, err := add(&Node{Name: respSinkName, Kind: SinkNode, Topic: spec.response, Internal: true, sink: respSinkSpec}, joinForeign)
 	if err != nil {
 		return nil, err

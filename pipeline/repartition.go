@@ -40,9 +40,9 @@ var generatedName = regexp.MustCompile(`^KSTREAM.*-[0-9]{10}$`)
 
 // addRepartition adds the nodes Kafka Streams adds for a repartition topic named
 // <prefix>-repartition: parent → null-key filter → sink, and a source reading the topic.
-// StoatFlow is one instance and never writes the topic: at run time the sink hands each
-// record to the task of the source's sub-topology for the partition the record would have
-// had in the topic, in memory (Topology.route).
+// At run time the sink hands each record to the task of the source's sub-topology for the
+// partition the record would have had in the topic, in memory (Topology.route), unless the
+// topology writes the topic (TopologyOptions.RepartitionTopics).
 // The graph keeps Kafka Streams' nodes and names so that `describe`, sub-topologies and
 // generated names match.
 func (b *StreamsBuilder) addRepartition(parent *Node, prefix string, serdes Serdes, partitions int32, partitioner StreamPartitioner) (*Node, error) {
@@ -131,14 +131,17 @@ func (s *KStream) repartitionForJoin(name string, serdes Serdes) (*KStream, erro
 	return s.derive(src, serdes, false), nil
 }
 
-// repartitionSink moves a record to the in-memory source of its repartition topic: to the
-// task of the source's sub-topology (target) for the partition Kafka Streams would write it
-// to.
+// repartitionSink moves a record to the source of its repartition topic: to the task of the
+// source's sub-topology (target) for the partition Kafka Streams would write it to, in
+// memory, or, when the topology writes its internal topics (RepartitionTopics), through the
+// topic itself.
 type repartitionSink struct {
 	ctx        *Context
 	spec       *sinkSpec
 	target     int
 	partitions int32
+	// physical is the topic's name with the application id, set when it is written.
+	physical string
 }
 
 func (p *repartitionSink) Init(ctx *Context) error {
@@ -147,7 +150,18 @@ func (p *repartitionSink) Init(ctx *Context) error {
 	if p.partitions <= 0 {
 		return fmt.Errorf("repartition topic %s: unknown partition count", p.spec.topic)
 	}
+	if ctx.topology.throughTopics {
+		p.physical = ctx.internalTopic(p.spec.topic)
+	}
 	return nil
+}
+
+// emit hands on a record whose partition is set.
+func (p *repartitionSink) emit(rec Record) error {
+	if p.physical != "" {
+		return p.ctx.topology.sendInternal(p.ctx, p.spec.topic, rec)
+	}
+	return p.ctx.rekey(p.target, p.spec.topic, rec)
 }
 
 func (p *repartitionSink) Process(rec Record) error {
@@ -157,7 +171,7 @@ func (p *repartitionSink) Process(rec Record) error {
 			return err
 		}
 		rec.Partition = part
-		return p.ctx.rekey(p.target, p.spec.topic, rec)
+		return p.emit(rec)
 	}
 	if p.spec.partitioner != nil {
 		parts, ok, err := p.spec.partitioner(p.spec.topic, rec, p.partitions)
@@ -174,12 +188,15 @@ func (p *repartitionSink) Process(rec Record) error {
 				}
 				out := rec
 				out.Partition = part
-				if err := p.ctx.rekey(p.target, p.spec.topic, out); err != nil {
+				if err := p.emit(out); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
+	}
+	if p.physical != "" {
+		return p.send(rec)
 	}
 	kb, err := p.spec.serdes.Key.Serialize(p.spec.topic, rec.Headers, rec.Key)
 	if err != nil {
@@ -189,4 +206,21 @@ func (p *repartitionSink) Process(rec Record) error {
 		rec.Partition = DefaultPartition(kb, p.partitions)
 	}
 	return p.ctx.rekey(p.target, p.spec.topic, rec)
+}
+
+// send writes a record of the default partitioning to the topic: the key serialised once,
+// for its partition and its bytes. A record without a key (a join downstream takes them)
+// keeps its partition, within the topic's.
+func (p *repartitionSink) send(rec Record) error {
+	t := p.ctx.topology
+	key, value, err := t.internal[p.spec.topic].encode(p.ctx, p.physical, rec)
+	if err != nil {
+		return err
+	}
+	if key != nil {
+		rec.Partition = DefaultPartition(key, p.partitions)
+	} else {
+		rec.Partition %= p.partitions
+	}
+	return t.collector.Send(p.physical, rec.Partition, key, value, rec.Headers, rec.Timestamp, t.input)
 }

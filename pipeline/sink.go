@@ -16,9 +16,10 @@ type sinkSpec struct {
 	// route, when set, picks the partition of each record in the repartition topic instead
 	// of the partitioner and the key (a foreign-key join's topics).
 	route func(ctx *Context, rec Record) (int32, error)
-	// decodeInternal reads a record Kafka Streams wrote to the topic, when the serdes do not
-	// (internal.go).
+	// decodeInternal reads a record Kafka Streams wrote to the topic, and encodeInternal
+	// writes one as Kafka Streams does, when the serdes do not (internal.go).
 	decodeInternal func(ctx *Context, in *SourceRecord) (Record, error)
+	encodeInternal func(ctx *Context, topic string, rec Record) (key, value []byte, err error)
 }
 
 type sinkProc struct {

@@ -72,6 +72,13 @@ type TopologyOptions struct {
 	// SkipGlobalStores leaves the global stores to another topology of the application,
 	// which keeps them; this one only reads them.
 	SkipGlobalStores bool
+	// RepartitionTopics writes the re-keyed records to their internal topics (repartition
+	// topics, a foreign-key join's registration and response topics), named and encoded as
+	// Kafka Streams writes them, through the Collector, instead of routing them in memory:
+	// the agents of a streams group, which run only some of an application's tasks, do so.
+	// Whoever runs the topology reads those topics and hands their records to
+	// ProcessInternal. A topology with an internal topic it cannot write fails to build.
+	RepartitionTopics bool
 }
 
 // Router carries re-keyed records to the topologies that run their tasks: what Kafka
@@ -126,9 +133,10 @@ type Topology struct {
 	// repartitionPartitions is the partition count of each repartition topic.
 	repartitionPartitions map[string]int32
 	// internal are the internal topics by name (without the application id), in the order
-	// of internalOrder (internal.go).
+	// of internalOrder (internal.go); throughTopics: the repartition sinks write them.
 	internal      map[string]*internalSource
 	internalOrder []string
+	throughTopics bool
 
 	tasks      map[TaskID]*Task
 	order      []*Task // the tasks in id order, the global task first
@@ -247,6 +255,7 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 		watermark:        -1,
 		cacheMaxBytes:    opts.CacheMaxBytes,
 		sourcePartitions: opts.SourcePartitions,
+		throughTopics:    opts.RepartitionTopics,
 	}
 	if t.time == nil {
 		t.time = NewGlobalTime()
@@ -304,6 +313,11 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 	for _, n := range b.nodes {
 		if n.Kind == SinkNode && n.sink.repartitionTo != nil {
 			t.addInternal(n.sink, t.subtopologyOf[n.sink.repartitionTo.Name])
+		}
+	}
+	if t.throughTopics {
+		if err := t.checkInternalWritable(); err != nil {
+			return nil, err
 		}
 	}
 	if len(t.global) > 0 && !t.skipGlobal {

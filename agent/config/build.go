@@ -269,10 +269,11 @@ func (b *builder) buildStreams() {
 	c.NumStandbyReplicas = int(numStandbyReplicas.Get(c))
 	c.NumStreamThreads = int(numStreamThreads.Get(c))
 	c.GroupProtocol = groupProtocol.Get(c)
-	if c.GroupProtocol == "streams" {
-		// agent/kafkaio has the streams-group member; the agent does not run tasks spread
-		// over several agents yet, and must not fall back to classic behind the user's back.
-		b.fail(KindUnsupported, groupProtocol.FullName(), `not supported yet: group.protocol = "streams" (issue 31: the agent cannot run tasks spread over several agents yet); use "classic"`)
+	if c.GroupProtocol == "streams" && numStandbyReplicas.IsSet(c) && c.NumStandbyReplicas > 0 {
+		// In a streams group the broker places standby tasks (the group's
+		// streams.num.standby.replicas), and the agent keeps none caught up yet.
+		b.fail(KindUnsupported, numStandbyReplicas.FullName(), `not supported yet: standby tasks with group.protocol = "streams" (issue 31); `+
+			`set 0, and keep the group's streams.num.standby.replicas at 0`)
 	}
 	b.checkDeadLetterQueue()
 

@@ -97,8 +97,8 @@ func TestErrorClasses(t *testing.T) {
 			`streams.processing.guarantee: invalid value "twice": allowed values are "at_least_once", "exactly_once_v2"`, KindInvalid},
 		{"bad duration", "", `commit.interval.ms = "abc"`,
 			`agent.toml:7: streams.commit.interval.ms: invalid value "abc": expected milliseconds (integer) or a duration like "10s"`, KindInvalid},
-		{"group.protocol streams not supported yet", "", `group.protocol = "streams"`,
-			`streams.group.protocol: not supported yet: group.protocol = "streams" (issue 31`, KindUnsupported},
+		{"standby tasks in a streams group not supported yet", "", "group.protocol = \"streams\"\nnum.standby.replicas = 1",
+			`streams.num.standby.replicas: not supported yet: standby tasks with group.protocol = "streams" (issue 31)`, KindUnsupported},
 		{"refused group.protocol consumer", "", `group.protocol = "consumer"`,
 			`streams.group.protocol: value "consumer" refused: Kafka Streams' consumer uses the classic group protocol`, KindRefused},
 		{"refused exactly_once", "", `processing.guarantee = "exactly_once"`,
@@ -508,6 +508,8 @@ default.value.serde = "org.apache.kafka.common.serialization.Serdes$LongSerde"
 max.task.idle.ms = -1
 application.server = "stoat.example:9464"
 group.instance.id = "stoat-1"
+group.protocol = "streams"
+num.standby.replicas = 0
 client.id = "wc"
 replication.factor = 3
 topology.optimization = ["reuse.ktable.source.topics", "merge.repartition.topics"]
@@ -537,6 +539,7 @@ default.timestamp.extractor = "org.apache.kafka.streams.processor.WallclockTimes
 		{"idle", cfg.MaxTaskIdle, -time.Millisecond},
 		{"app server", cfg.ApplicationServer, "stoat.example:9464"},
 		{"instance", cfg.GroupInstanceID, "stoat-1"},
+		{"group protocol", cfg.GroupProtocol, "streams"},
 		{"client id", cfg.ClientID, "wc"},
 		{"rf", cfg.ReplicationFactor, int16(3)},
 		{"optimization", strings.Join(cfg.TopologyOptimization, ","), "reuse.ktable.source.topics,merge.repartition.topics"},

@@ -31,9 +31,12 @@ type Consumer struct {
 	// commit would wait behind a fetch the broker holds for up to fetch.max.wait.ms when the
 	// coordinator leads a fetched partition too (a broker answers a connection's requests in
 	// order).
-	commits  sarama.Client
-	group    sarama.ConsumerGroup
-	groupID  string
+	commits sarama.Client
+	group   groupRunner
+	groupID string
+	// member is the streams-group member whose tasks the consumer reads (NewStreamsConsumer),
+	// nil in a classic group: offsets are committed in its current epoch.
+	member   *StreamsMember
 	cfg      *sarama.Config
 	handler  RebalanceHandler
 	maxBatch int // the most messages of one batch (max.poll.records)
@@ -89,6 +92,22 @@ func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.
 		return nil, fmt.Errorf("new consumer %q: group.instance.id %q needs Kafka version >= 2.3.0, have %s",
 			groupID, cfg.Consumer.Group.InstanceId, cfg.Version)
 	}
+	return newConsumer(brokers, groupID, topics, cfg, maxPollRecords, h, func(c *Consumer) (groupRunner, error) {
+		return sarama.NewConsumerGroupFromClient(groupID, c.client)
+	})
+}
+
+// groupRunner runs the consumer's generations: sarama's consumer group in a classic group,
+// a streamsGroup in a streams group.
+type groupRunner interface {
+	Consume(ctx context.Context, topics []string, handler sarama.ConsumerGroupHandler) error
+	Errors() <-chan error
+	Close() error
+}
+
+// newConsumer makes a consumer whose generations group runs.
+func newConsumer(brokers []string, groupID string, topics []string, cfg *sarama.Config, maxPollRecords int, h RebalanceHandler,
+	group func(*Consumer) (groupRunner, error)) (*Consumer, error) {
 	c := *cfg
 	c.Consumer.Return.Errors = true
 	// Offsets are committed by Commit alone; sarama would commit what resolveStarts marks.
@@ -105,16 +124,9 @@ func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.
 		_ = client.Close()
 		return nil, fmt.Errorf("new consumer %q: connect to %v for offset commits: %w", groupID, brokers, err)
 	}
-	group, err := sarama.NewConsumerGroupFromClient(groupID, client)
-	if err != nil {
-		_ = client.Close()
-		_ = commits.Close()
-		return nil, fmt.Errorf("new consumer %q: %w", groupID, err)
-	}
 	cons := &Consumer{
 		client:   client,
 		commits:  commits,
-		group:    group,
 		groupID:  groupID,
 		topics:   append([]string(nil), topics...),
 		cfg:      &c,
@@ -125,8 +137,13 @@ func NewConsumer(brokers []string, groupID string, topics []string, cfg *sarama.
 		replaced: make(chan struct{}),
 		failed:   make(chan struct{}),
 	}
+	if cons.group, err = group(cons); err != nil {
+		_ = client.Close()
+		_ = commits.Close()
+		return nil, fmt.Errorf("new consumer %q: %w", groupID, err)
+	}
 	cons.forwards.Add(1)
-	go cons.forwardErrors(group)
+	go cons.forwardErrors(cons.group)
 	return cons, nil
 }
 
@@ -211,7 +228,7 @@ func (c *Consumer) loop(ctx context.Context) {
 			close(c.replaced)
 			return
 		}
-		if errors.Is(err, ErrNoOffset) {
+		if errors.Is(err, ErrNoOffset) || errors.Is(err, errMemberStopped) {
 			c.failedErr = fmt.Errorf("consumer group %q: %w", c.groupID, err)
 			close(c.failed)
 			return
@@ -254,9 +271,19 @@ func (c *Consumer) GroupMetadata() *sarama.ConsumerGroupMetadata {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen != nil {
-		m.GenerationID, m.MemberID = c.gen.id, c.gen.memberID
+		m.GenerationID, m.MemberID = c.generationID(c.gen), c.gen.memberID
 	}
 	return m
+}
+
+// generationID is the generation g's offsets are committed in: its own in a classic group;
+// in a streams group the member's current epoch, which the coordinator checks offsets
+// against (a new assignment bumps it before the revoked tasks are committed).
+func (c *Consumer) generationID(g *generation) int32 {
+	if c.member != nil {
+		return c.member.Epoch()
+	}
+	return g.id
 }
 
 // Replaced is closed when another member joined the group with this member's
@@ -312,7 +339,7 @@ func (c *Consumer) report(err error) {
 	}
 }
 
-func (c *Consumer) forwardErrors(group sarama.ConsumerGroup) {
+func (c *Consumer) forwardErrors(group groupRunner) {
 	defer c.forwards.Done()
 	for err := range group.Errors() {
 		c.report(err)

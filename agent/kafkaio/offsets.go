@@ -33,7 +33,7 @@ func (c *Consumer) Commit(offsets map[pipeline.TopicPartition]int64) error {
 	}
 
 	req := sarama.NewOffsetCommitRequest(c.cfg, c.groupID)
-	req.ConsumerGroupGeneration = g.id
+	req.ConsumerGroupGeneration = c.generationID(g)
 	req.ConsumerID = g.memberID
 	if id := c.cfg.Consumer.Group.InstanceId; id != "" && req.Version >= 7 {
 		req.GroupInstanceId = &id

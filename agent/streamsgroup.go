@@ -1,0 +1,165 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/stoatflow/stoatflow/agent/config"
+	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/pipeline"
+)
+
+// With group.protocol = "streams" the agent is a member of its application's streams group
+// (KIP-1071, group id = application.id): it declares the topology, the broker creates the
+// internal topics and assigns the tasks, and the agent runs the active tasks it is given.
+// The consumer (kafkaio.NewStreamsConsumer) turns each change of the member's tasks into a
+// generation, as a classic group's rebalance: the loop commits at the barrier before the
+// tasks go (Revoking), then takes the new ones, restoring their stores from the changelogs
+// (Assigned). Re-keyed records go through the repartition topics (repartition.go).
+
+// streamsGroup reports whether the agent runs in a streams group.
+func (a *Agent) streamsGroup() bool { return a.cfg.GroupProtocol == "streams" }
+
+// joinStreamsGroup joins the application's streams group with b's topology and waits until
+// the broker made the internal topics (repartition and changelog) the agent reads and
+// writes, as Kafka Streams waits for them before it runs tasks.
+func (a *Agent) joinStreamsGroup(ctx context.Context, k *kafkaClients, b *pipeline.StreamsBuilder) error {
+	cfg := a.cfg
+	subs := b.SubtopologyTopics(cfg.ApplicationID)
+	topo, err := kafkaio.DeclareTopology(subs, kafkaio.TopologyOptions{
+		ReplicationFactor:                       cfg.ReplicationFactor,
+		WindowStoreChangelogAdditionalRetention: cfg.WindowStoreChangelogAdditionalRetention,
+	})
+	if err != nil {
+		return err
+	}
+	sc, err := kafkaio.SaramaConfig(cfg, kafkaio.RoleConsumer)
+	if err != nil {
+		return err
+	}
+	consumer := cfg.Client(config.ForConsumer)
+	m, err := kafkaio.JoinStreamsGroup(kafkaio.StreamsMemberConfig{
+		Brokers: k.brokers, Client: sc, Group: cfg.ApplicationID,
+		Endpoint:         cfg.ApplicationServer,
+		RackID:           config.ClientRack.Get(consumer),
+		RebalanceTimeout: config.MaxPollInterval.Get(consumer),
+		RequestTimeout:   config.RequestTimeout.Get(consumer),
+		RetryBackoff:     config.RetryBackoff.Get(consumer),
+		Topology:         topo,
+		Logger:           a.log,
+	})
+	if err != nil {
+		return err
+	}
+	k.member = m
+	k.tasks = taskPartitions(subs)
+	var internal []string
+	for _, s := range subs {
+		for _, r := range s.RepartitionSources {
+			internal = append(internal, r.Name)
+		}
+		for _, c := range s.Changelogs {
+			internal = append(internal, c.Name)
+		}
+	}
+	a.log.Info("joined the streams group; waiting for the broker to make the internal topics", "group", cfg.ApplicationID, "topics", internal)
+	wait := 100 * time.Millisecond
+	for {
+		counts, err := kafkaio.ExistingPartitionCounts(k.brokers, k.adminCfg, internal)
+		if err == nil && len(counts) == len(internal) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-m.Done():
+			return fmt.Errorf("streams group %s: %w", cfg.ApplicationID, m.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// taskPartitions lists each task's partitions: the partition of the task's number of its
+// sub-topology's source and repartition topics.
+func taskPartitions(subs []pipeline.SubtopologyTopics) func(kafkaio.TaskID) []pipeline.TopicPartition {
+	topics := map[int][]string{}
+	for _, s := range subs {
+		t := slices.Clone(s.SourceTopics)
+		for _, r := range s.RepartitionSources {
+			t = append(t, r.Name)
+		}
+		topics[s.ID] = t
+	}
+	return func(id kafkaio.TaskID) []pipeline.TopicPartition {
+		var out []pipeline.TopicPartition
+		for _, t := range topics[id.Subtopology] {
+			out = append(out, pipeline.TopicPartition{Topic: t, Partition: id.Partition})
+		}
+		return out
+	}
+}
+
+// takeTasks readies the agent for the tasks of a new generation of its streams group: the
+// local state catches up with every changelog (a task new here may have run on another
+// agent since this one last had it), then the topology starts afresh from it.
+func (l *loop) takeTasks(ctx context.Context, tps []pipeline.TopicPartition) error {
+	if err := l.catchUp(ctx, false); err != nil {
+		return err
+	}
+	ids := map[pipeline.TaskID]bool{}
+	for _, tp := range tps {
+		ids[l.taskOf(tp)] = true
+	}
+	l.active = ids
+	held := &heldTasks{tasks: ids, stores: map[string]int{}}
+	for _, s := range l.b.SubtopologyTopics(l.a.cfg.ApplicationID) {
+		for _, c := range s.Changelogs {
+			held.stores[c.Store.Name] = s.ID
+		}
+	}
+	l.a.held.Store(held)
+	return nil
+}
+
+// heldTasks are the active tasks an agent runs in its streams group, and the sub-topology
+// of each logged store, to tell which store partitions are current here.
+type heldTasks struct {
+	tasks  map[pipeline.TaskID]bool
+	stores map[string]int
+}
+
+// holds reports whether the agent runs the task of a store's partition. A store without a
+// changelog is not in the declaration the sub-topologies come from: its partitions count
+// as held nowhere, and queries of it are refused in this mode.
+func (h *heldTasks) holds(store string, p int32) bool {
+	sub, ok := h.stores[store]
+	return ok && h.tasks[pipeline.TaskID{Subtopology: sub, Partition: p}]
+}
+
+// taskOf is the task that reads a partition: a source's, or a repartition topic's.
+func (l *loop) taskOf(tp pipeline.TopicPartition) pipeline.TaskID {
+	id, ok := l.sources.Of(tp)
+	if it, internal := l.internal[tp.Topic]; !ok && internal {
+		id = pipeline.TaskID{Subtopology: it.Subtopology, Partition: tp.Partition}
+	}
+	return id
+}
+
+// closeMember leaves the streams group, after the consumer committed and let go of its
+// tasks.
+func (k *kafkaClients) closeMember(timeout time.Duration) error {
+	if k.member == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := k.member.Close(ctx, kafkaio.LeaveGroup)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("leave the streams group: %w", err)
+	}
+	return err
+}

@@ -1,0 +1,157 @@
+//go:build kafka && !race
+
+// Agents sharing a streams group on Apache Kafka 4.4 (processes killed with SIGKILL; without
+// the race detector, as the other process tests: IBM/sarama#2913).
+
+package agent
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
+)
+
+// TestKafkaStreamsGroupSharesAndTakesOverTasks: two agent processes with group.protocol =
+// "streams" share an exactly-once word count (a repartition and a count): the broker splits
+// its tasks between them and each runs some; the read_committed output counts every word
+// exactly once. Then one is killed with SIGKILL: once the broker drops it, the other runs
+// every task, and the output stays exact.
+func TestKafkaStreamsGroupSharesAndTakesOverTasks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills processes; not in -short")
+	}
+	o := kafkatest.Options{}
+	c := kafkatest.Start(t, o)
+	b := onKafka(t, o, 4, "in", "out")
+	app := kafkatest.Name(t, "app")
+	// The broker drops a killed member after the group's session timeout (45 s by default).
+	setStreamsGroupConfig(t, c, app, map[string]string{"streams.session.timeout.ms": "6000", "streams.heartbeat.interval.ms": "500"})
+	var procs []*replicaProcess
+	for i := range 2 {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(b.script(wordCountScript)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := &replicaProcess{config: filepath.Join(dir, "agent.toml"), addr: freeAddr(t)}
+		toml := fmt.Sprintf(`
+[agent]
+scripts = ["p.lua"]
+http.listen = %q
+[streams]
+application.id = %q
+bootstrap.servers = %q
+group.protocol = "streams"
+processing.guarantee = "exactly_once_v2"
+commit.interval.ms = 100
+statestore.cache.max.bytes = 0
+state.dir = %q
+group.instance.id = "agent-%d"
+application.server = %q
+transaction.timeout.ms = 5000
+`, p.addr, app, strings.Join(b.brokers, ","), filepath.Join(dir, "state"), i, p.addr)
+		if err := os.WriteFile(p.config, []byte(toml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	t.Cleanup(func() {
+		for _, p := range procs {
+			if p.cmd != nil && p.cmd.ProcessState == nil {
+				_ = p.cmd.Process.Kill()
+				_ = p.cmd.Wait()
+			}
+		}
+	})
+	for _, p := range procs {
+		p.start(t)
+	}
+	const tasks = 8 // two sub-topologies of 4 partitions
+	sharing := func() bool {
+		n0, n1 := procs[0].tasks(), procs[1].tasks()
+		return n0 > 0 && n1 > 0 && n0+n1 == tasks && procs[0].state() == "RUNNING" && procs[1].state() == "RUNNING"
+	}
+	pollFor(t, 2*time.Minute, "both agents RUNNING with the 8 tasks between them", sharing)
+	t.Logf("tasks: agent-0 %d, agent-1 %d", procs[0].tasks(), procs[1].tasks())
+	want := produceLinesTo(t, b.brokers, b.topic(t, "in"), 4, 600, 0)
+	b.checkExactCounts(t, want)
+
+	if err := procs[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = procs[0].cmd.Wait()
+	killed := time.Now()
+	more := produceLinesTo(t, b.brokers, b.topic(t, "in"), 4, 600, 600)
+	for w, n := range more {
+		want[w] += n
+	}
+	pollFor(t, 2*time.Minute, "the other agent running every task", func() bool { return procs[1].tasks() == tasks })
+	t.Logf("agent-1 runs every task %v after agent-0 was killed", time.Since(killed).Round(10*time.Millisecond))
+	b.checkExactCounts(t, want)
+	if err := procs[1].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := procs[1].cmd.Wait(); err != nil {
+		t.Fatalf("agent exit: %v", err)
+	}
+}
+
+// tasks is how many tasks the process's workers run (stoatflow_thread_tasks), -1 while it
+// does not answer.
+func (p *replicaProcess) tasks() int {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get("http://" + p.addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	n := 0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "stoatflow_thread_tasks{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			return -1
+		}
+		n += int(v)
+	}
+	return n
+}
+
+// setStreamsGroupConfig sets a streams group's configs (streams.session.timeout.ms, ...)
+// before its members join.
+func setStreamsGroupConfig(t *testing.T, c *kafkatest.Cluster, group string, configs map[string]string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for k, v := range configs {
+		cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		cfg.Name, cfg.Value, cfg.Op = k, kmsg.StringPtr(v), kmsg.IncrementalAlterConfigOpSet
+		r.Configs = append(r.Configs, cfg)
+	}
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(t.Context(), c.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range resp.Resources {
+		if err := kerr.ErrorForCode(res.ErrorCode); err != nil {
+			t.Fatalf("group config of %s: %v (%v)", group, err, res.ErrorMessage)
+		}
+	}
+}
