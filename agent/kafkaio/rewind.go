@@ -22,8 +22,9 @@ import "fmt"
 //     goroutine, and from Assigned Rewind would wait for a generation that cannot end
 //     until Assigned returns.
 //
-// Between generations there is nothing fetched to drop and Rewind returns at once: the
-// next generation starts at the committed offsets anyway.
+// Between generations, and in a generation whose Assigned has not returned yet, there is
+// nothing fetched to drop and Rewind returns at once: the next messages start at the
+// committed offsets anyway.
 func (c *Consumer) Rewind() error {
 	c.mu.Lock()
 	g, endSession, closed := c.gen, c.endSession, c.closed
@@ -31,7 +32,12 @@ func (c *Consumer) Rewind() error {
 	if closed {
 		return fmt.Errorf("rewind consumer group %q: consumer is closed", c.groupID)
 	}
-	if g == nil {
+	if g == nil || !g.claimsStarted.Load() {
+		// A generation none of whose claims started has delivered nothing, and its claims
+		// will start at the committed offsets Setup resolved. Its Setup may be blocked in
+		// Assigned, which this very goroutine serves: waiting for it to end would wait
+		// forever (an epoch failing between the end of one generation and the delivery of
+		// the next one's Assigned).
 		return nil
 	}
 	// g is set only inside the Consume call that endSession belongs to (both change

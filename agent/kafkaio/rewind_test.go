@@ -115,6 +115,69 @@ func rewindResumesFromCommittedOffsets(t *testing.T, broker func(t *testing.T) t
 	}
 }
 
+// An epoch can fail after one generation ended and before the next one's Assigned was
+// served: the goroutine that calls Rewind is the one Assigned waits for, so Rewind must not
+// wait for that generation to end. Nothing of it was delivered, and it starts at the
+// committed offsets.
+func TestRewindBeforeTheNextGenerationIsAssigned(t *testing.T) {
+	e := startBroker(t)
+	topic := kafkatest.Name(t, "rewind-unassigned")
+	createTopic(t, e, topic, 1)
+	produceN(t, e, topic, 0, 0, 10)
+	tp := pipeline.TopicPartition{Topic: topic, Partition: 0}
+	h := newChannelHandler()
+	defer close(h.stop) // runs before the Close registered by newTestConsumer
+	c := newTestConsumer(t, e, kafkatest.Name(t, "rewind-unassigned-group"), []string{topic}, testConfig(), h)
+	c.Start(t.Context())
+	var got []pipeline.SourceRecord
+	timeout := time.After(30 * time.Second)
+	for len(got) < 10 {
+		select {
+		case <-h.assigned:
+		case batch := <-c.Messages():
+			got = append(got, batch...)
+		case <-timeout:
+			t.Fatalf("%d of 10 messages before the deadline", len(got))
+		}
+	}
+	if err := c.Commit(map[pipeline.TopicPartition]int64{tp: 5}); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	first := c.gen
+	c.mu.Unlock()
+	if err := c.Rewind(); err != nil {
+		t.Fatal(err)
+	}
+	<-h.revoking
+	h.served <- struct{}{}
+	// The next generation's Setup is waiting in Assigned, which nobody serves yet.
+	eventually(t, 30*time.Second, "the next generation's Setup", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.gen != nil && c.gen != first
+	})
+	rewound := make(chan error, 1)
+	go func() { rewound <- c.Rewind() }()
+	select {
+	case err := <-rewound:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Rewind waits for a generation whose Assigned only its caller can serve")
+	}
+	select {
+	case <-h.assigned:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no Assigned of the next generation")
+	}
+	batch := nextBatch(t, c)
+	if batch[0].Offset != 5 {
+		t.Fatalf("first message after Rewind at offset %d, want 5 (the committed offset)", batch[0].Offset)
+	}
+}
+
 func TestRewindWithoutGeneration(t *testing.T) {
 	rewindWithoutGeneration(t, startBroker(t))
 }

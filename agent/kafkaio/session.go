@@ -21,6 +21,9 @@ type generation struct {
 	// ended is closed once no message of the generation can reach the caller any more:
 	// every claim has stopped and the Messages channel is drained.
 	ended chan struct{}
+	// claimsStarted is set when sarama starts fetching one of its partitions, which it does
+	// only once Setup (and so Assigned) returned.
+	claimsStarted atomic.Bool
 }
 
 // claimState tracks how far one assigned partition has been handed to the caller.
@@ -93,6 +96,7 @@ func (h *sessionHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sa
 	var cs *claimState
 	if h.c.gen != nil {
 		cs = h.c.gen.claims[tp]
+		h.c.gen.claimsStarted.Store(true)
 	}
 	h.c.mu.Unlock()
 	if cs == nil {
