@@ -185,7 +185,10 @@ func TestTaskTimeStreamJoinDoesNotWaitForOtherTasks(t *testing.T) {
 		j, err := l.JoinStream(r, LeftStreamJoin, joiner, JoinWindows{Before: 10, After: 10}, StreamJoined{})
 		must(t, err)
 		var out []string
-		must(t, j.Foreach(func(r Record) error { out = append(out, fmt.Sprintf("%s:%s@%d", r.Key, r.Value, r.Timestamp)); return nil }, ""))
+		must(t, j.Foreach(func(r Record) error {
+			out = append(out, fmt.Sprintf("%s:%s@%d", r.Key, r.Value, r.Timestamp))
+			return nil
+		}, ""))
 		parts := map[string]int32{"left": 2, "right": 2}
 		topo, err := b.Build(TopologyOptions{Collector: &Driver{}, Stores: NewMemoryStores(), SourcePartitions: parts, TaskTime: taskTime})
 		must(t, err)
