@@ -77,12 +77,15 @@ test-scripts:
 # stay in ~/.m2), then one JVM runs every case on CONFORMANCE_SEEDS seeds in TopologyTestDriver
 # while StoatFlow runs them too, at each of CONFORMANCE_THREADS (num.stream.threads), and the
 # two are compared. CONFORMANCE_CASES (a regexp) and CONFORMANCE_SEED (one seed) narrow it down.
+# CONFORMANCE_TIME lists StoatFlow's time modes: the global watermark (classic mode) and each
+# task's own time (streams mode), each run at every thread count.
 CONFORMANCE_SEEDS ?= 50
 CONFORMANCE_THREADS ?= 1,2,4
+CONFORMANCE_TIME ?= watermark,task
 
 conformance:
 	cd conformance/java && mvn -q -B package
-	CONFORMANCE=1 CONFORMANCE_SEEDS=$(CONFORMANCE_SEEDS) CONFORMANCE_THREADS=$(CONFORMANCE_THREADS) $(GO) test -count=1 -timeout 15m ./conformance/
+	CONFORMANCE=1 CONFORMANCE_SEEDS=$(CONFORMANCE_SEEDS) CONFORMANCE_THREADS=$(CONFORMANCE_THREADS) CONFORMANCE_TIME=$(CONFORMANCE_TIME) $(GO) test -count=1 -timeout 15m ./conformance/
 
 # Apache Kafka 4.4 on loopback (test/kafka, docs/testing.md#real-broker-tests). Real-broker
 # tests are test files with the build tag kafka, their names starting with TestKafka.

@@ -63,6 +63,9 @@ type Agent struct {
 	// the workers' exchange (repartition.go), as the agents of a streams group must: set
 	// with group.protocol = "streams", and by tests.
 	repartitionTopics bool
+	// taskTime closes each task's windows on its own time instead of on the global
+	// watermark (pipeline.TopologyOptions.TaskTime): set with group.protocol = "streams".
+	taskTime bool
 	// held are the active tasks the agent runs in its streams group, as the loop last took
 	// them; nil in a classic group, where the agent runs every task.
 	held atomic.Pointer[heldTasks]
@@ -107,7 +110,7 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	}
 	zeroDropReasons(m)
 	recent := console.NewRecentLog(opts.Logger.Handler(), recentLogEntries)
-	a := &Agent{cfg: cfg, opts: opts, repartitionTopics: cfg.GroupProtocol == "streams", log: slog.New(recent), metrics: m, ready: make(chan struct{}), closer: newCloser(), reload: newReloader(),
+	a := &Agent{cfg: cfg, opts: opts, repartitionTopics: cfg.GroupProtocol == "streams", taskTime: cfg.GroupProtocol == "streams", log: slog.New(recent), metrics: m, ready: make(chan struct{}), closer: newCloser(), reload: newReloader(),
 		recent: recent, restores: &console.RestoreProgress{}, taps: console.NewTaps(cfg.TapRecordsPerSecond, cfg.TapMaxClients)}
 	gauge := StateGauge(m.AppState)
 	a.state = NewStateMachine(func(old, new AppState) {

@@ -103,16 +103,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	a.stores.Store(&query.Catalog{DB: db, Specs: builder.Stores(), Partitions: k.maxPartitions(), Global: global})
 	defer a.stores.Store(nil)
-	opts := pipeline.TopologyOptions{
-		Collector:        k.producer,
-		Sensors:          metricSensors{a.metrics},
-		SourcePartitions: k.sourcePartitions,
-		ApplicationID:    cfg.ApplicationID,
-		CacheMaxBytes:    cfg.CacheMaxBytes,
-		// Re-keyed records go through the repartition topics when some tasks may run on
-		// other agents (repartition.go).
-		RepartitionTopics: a.repartitionTopics,
-	}
+	opts := a.topologyOptions(k)
 	globals, err := a.globalStoresOf(k, builder)
 	if err != nil {
 		return a.fail(err)
@@ -339,5 +330,22 @@ func (a *Agent) countProduced(b *pipeline.StreamsBuilder) func(topic string) {
 		if c != nil {
 			c.Inc()
 		}
+	}
+}
+
+// topologyOptions are what the workers' topologies share. When some tasks may run on other
+// agents (a streams group), re-keyed records go through the repartition topics
+// (repartition.go), and each task closes its windows on its own time, as Kafka Streams does:
+// the agent sees only its own tasks' partitions, so a watermark over them would close
+// windows on the times of whichever tasks it holds.
+func (a *Agent) topologyOptions(k *kafkaClients) pipeline.TopologyOptions {
+	return pipeline.TopologyOptions{
+		Collector:         k.producer,
+		Sensors:           metricSensors{a.metrics},
+		SourcePartitions:  k.sourcePartitions,
+		ApplicationID:     a.cfg.ApplicationID,
+		CacheMaxBytes:     a.cfg.CacheMaxBytes,
+		RepartitionTopics: a.repartitionTopics,
+		TaskTime:          a.taskTime,
 	}
 }

@@ -52,7 +52,8 @@ func versionedOpProbes() []int64 {
 // nonNullKeys are keys without null, for cases whose windows close on the watermark: a
 // null-key record, which a windowed aggregation drops, advances StoatFlow's watermark but not
 // Kafka's observed stream time of the operators after the aggregation, so the two close
-// windows at different records (the global watermark, a documented difference: DESIGN §5).
+// windows at different records (the global watermark, a documented difference: DESIGN §5;
+// suppress_window_close_null_keys shows it, and that task time has none).
 var nonNullKeys = oneOf(0, "a", "b", "c", "d", "e")
 
 func one(name string, value Gen) []Topic { return []Topic{{Name: name, Key: keys, Value: value}} }
@@ -102,6 +103,9 @@ var Cases = []*Case{
 	{Name: "session_count", Inputs: one("in", vals)},
 	{Name: "session_aggregate", Inputs: one("in", vals)},
 	{Name: "suppress_window_close", Inputs: []Topic{{Name: "in", Key: nonNullKeys, Value: vals}}},
+	// suppress_window_close on keys that may be null: the global watermark's difference, none
+	// in task time.
+	{Name: "suppress_window_close_null_keys", Inputs: one("in", vals), Differences: []Difference{watermarkClose(nullKey, true)}},
 	{Name: "suppress_time_limit", Inputs: one("in", vals)},
 	{Name: "emit_on_window_close", Inputs: one("in", vals), Differences: []Difference{emitNoHeaders, watermarkClose(nullKey, true), expiredBeforeEmit("final", 100+20, startAfterAt), emittedDeleted("final")}},
 	{Name: "sliding_emit_on_close", Inputs: one("in", vals), Differences: []Difference{emitNoHeaders, watermarkClose(nullKeyOrValue, false), expiredBeforeEmit("slfinal", 2*50+10, startAfterAt), emittedDeleted("slfinal")}},

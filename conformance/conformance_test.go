@@ -17,7 +17,10 @@ import (
 // CONFORMANCE_CASES (a regexp) picks cases, CONFORMANCE_SEED runs one seed only,
 // CONFORMANCE_STRICT=1 fails on the known defects too. CONFORMANCE_THREADS lists the
 // num.stream.threads StoatFlow's side runs each input with (default 1; make conformance:
-// 1,2,4), each run compared with the one run of Kafka Streams.
+// 1,2,4), each run compared with the one run of Kafka Streams. CONFORMANCE_TIME lists the
+// time modes StoatFlow's side runs in, each at every thread count: "watermark" (the global
+// watermark, classic mode's; the default) and "task" (each task's own time, streams mode's,
+// Kafka Streams' rule: compared without the differences that come from the watermark).
 func TestConformance(t *testing.T) {
 	if os.Getenv("CONFORMANCE") == "" {
 		t.Skip("make conformance runs this suite: it needs the Java side built (conformance/java)")
@@ -50,11 +53,16 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	threads := envInts(t, "CONFORMANCE_THREADS", []int{1})
-	ours := make([][]*Result, len(threads)) // by thread count, then input
+	var engines []Engine
+	for _, taskTime := range envTimes(t) {
+		for _, n := range envInts(t, "CONFORMANCE_THREADS", []int{1}) {
+			engines = append(engines, Engine{CaseDir: "cases", Threads: n, TaskTime: taskTime})
+		}
+	}
+	ours := make([][]*Result, len(engines)) // by engine, then input
 	var wg sync.WaitGroup
 	next := make(chan [2]int)
-	for i := range threads {
+	for i := range engines {
 		ours[i] = make([]*Result, len(ins))
 	}
 	for range workers {
@@ -63,11 +71,11 @@ func TestConformance(t *testing.T) {
 			defer wg.Done()
 			for job := range next {
 				th, i := job[0], job[1]
-				ours[th][i] = Engine{CaseDir: "cases", Threads: threads[th]}.Run(byName[ins[i].Case], ins[i])
+				ours[th][i] = engines[th].Run(byName[ins[i].Case], ins[i])
 			}
 		}()
 	}
-	for th := range threads {
+	for th := range engines {
 		for i := range ins {
 			next <- [2]int{th, i}
 		}
@@ -79,7 +87,7 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d inputs, StoatFlow at %v thread(s): StoatFlow %v, both sides %v", len(ins), threads, goTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d inputs, StoatFlow in %d runs each (thread counts times time modes): StoatFlow %v, both sides %v", len(ins), len(engines), goTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	if len(java) != len(ins) {
 		t.Fatalf("the Java side returned %d results for %d runs", len(java), len(ins))
 	}
@@ -89,7 +97,7 @@ func TestConformance(t *testing.T) {
 		if java[i].Case != in.Case || java[i].Seed != in.Seed {
 			t.Fatalf("result %d is of %s seed %d, not of %s seed %d", i, java[i].Case, java[i].Seed, in.Case, in.Seed)
 		}
-		for th, n := range threads {
+		for th, e := range engines {
 			// Compare may rewrite parts of both sides (documented differences): each run
 			// of StoatFlow's is compared with a copy of Kafka Streams' result.
 			if err := Compare(c, in, java[i].clone(), ours[th][i]); err != nil {
@@ -99,7 +107,8 @@ func TestConformance(t *testing.T) {
 					if c.Defect != "" && !strict {
 						report = t.Logf
 					}
-					report("%d thread(s): %v\n(rerun: make conformance CONFORMANCE_CASES='^%s$' CONFORMANCE_SEED=%d CONFORMANCE_THREADS=%d)", n, err, c.Name, in.Seed, n)
+					report("%d thread(s), %s time: %v\n(rerun: make conformance CONFORMANCE_CASES='^%s$' CONFORMANCE_SEED=%d CONFORMANCE_THREADS=%d CONFORMANCE_TIME=%s)",
+						e.Threads, timeMode(e.TaskTime), err, c.Name, in.Seed, e.Threads, timeMode(e.TaskTime))
 				}
 			}
 		}
@@ -114,11 +123,39 @@ func TestConformance(t *testing.T) {
 		case c.Defect != "" && n == 0 && seeds >= 50:
 			t.Errorf("case %s passes: remove its known defect (%s)", c.Name, c.Defect)
 		case c.Defect != "" && !strict:
-			t.Logf("case %s: known defect in %d runs (seeds times thread counts): %s", c.Name, n, c.Defect)
+			t.Logf("case %s: known defect in %d runs (seeds times engines): %s", c.Name, n, c.Defect)
 		case n > 1:
-			t.Errorf("case %s failed in %d runs (seeds times thread counts)", c.Name, n)
+			t.Errorf("case %s failed in %d runs (seeds times engines)", c.Name, n)
 		}
 	}
+}
+
+// envTimes reads CONFORMANCE_TIME: for each time mode listed, whether it is task time.
+func envTimes(t *testing.T) []bool {
+	s := os.Getenv("CONFORMANCE_TIME")
+	if s == "" {
+		return []bool{false}
+	}
+	var out []bool
+	for _, f := range strings.Split(s, ",") {
+		switch strings.TrimSpace(f) {
+		case "watermark":
+			out = append(out, false)
+		case "task":
+			out = append(out, true)
+		default:
+			t.Fatalf("CONFORMANCE_TIME=%q: want watermark, task, or both separated by a comma", s)
+		}
+	}
+	return out
+}
+
+// timeMode names a time mode as CONFORMANCE_TIME does.
+func timeMode(taskTime bool) string {
+	if taskTime {
+		return "task"
+	}
+	return "watermark"
 }
 
 // envInts reads a comma-separated list of positive integers.

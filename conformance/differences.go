@@ -121,7 +121,7 @@ var deadLetterErrors = Difference{Name: "dead letters' exception, message and st
 // consequences of their own (a record within the gap of an emitted session starts a new
 // one; a sliding window is seeded without an emitted one), so only the first check holds.
 func watermarkClose(unseen func(Step) bool, timeWindows bool) Difference {
-	return Difference{Name: "windows close on the global watermark", Unseen: unseen, Apply: func(in Input, _, ours *Result) error {
+	return Difference{Name: "windows close on the global watermark", Unseen: unseen, GlobalWatermark: true, Apply: func(in Input, _, ours *Result) error {
 		seen := ours.Unseen
 		for _, r := range []*Result{seen, ours.Flushed, seen.Flushed} {
 			if r.Fatal != "" || r.ErrorStep >= 0 {

@@ -28,6 +28,10 @@ type Engine struct {
 	// RepartitionTopics runs re-keyed records through their internal topics in bytes, as
 	// the agents of a streams group do (pipeline.DriverOptions.RepartitionTopics).
 	RepartitionTopics bool
+	// TaskTime closes windows on each task's own time, as Kafka Streams does and the agents
+	// of a streams group run (pipeline.DriverOptions.TaskTime), instead of on the global
+	// watermark: the differences that come from the watermark do not apply.
+	TaskTime bool
 }
 
 // Run runs one case on one input through StoatFlow's engine, the way `stoatflow test`
@@ -36,7 +40,7 @@ type Engine struct {
 func (e Engine) Run(c *Case, in Input) *Result {
 	res := e.run(c, in)
 	for _, d := range c.Differences {
-		if d.Unseen == nil {
+		if d.Unseen == nil || (e.TaskTime && d.GlobalWatermark) {
 			continue
 		}
 		res.Unseen = e.runWithout(c, in, d.Unseen)
@@ -92,7 +96,7 @@ func flushStep(in Input) Step {
 }
 
 func (e Engine) run(c *Case, in Input) *Result {
-	res := &Result{Case: in.Case, Seed: in.Seed, Outputs: map[int][]Record{}, ErrorStep: -1, StoreTimes: map[int]map[string]int64{}}
+	res := &Result{Case: in.Case, Seed: in.Seed, Outputs: map[int][]Record{}, ErrorStep: -1, StoreTimes: map[int]map[string]int64{}, TaskTime: e.TaskTime}
 	var rts []*luart.Runtime
 	var builders []*pipeline.StreamsBuilder
 	defer func() {
@@ -124,7 +128,8 @@ func (e Engine) run(c *Case, in Input) *Result {
 	stores := pipeline.NewMemoryStores()
 	var windowClosed atomic.Int64
 	opts := pipeline.DriverOptions{Stores: stores, ApplicationID: ApplicationID,
-		ExceptionHandlers: c.Handlers, Sensors: dropCounter{&windowClosed}, RepartitionTopics: e.RepartitionTopics}
+		ExceptionHandlers: c.Handlers, Sensors: dropCounter{&windowClosed}, RepartitionTopics: e.RepartitionTopics,
+		TaskTime: e.TaskTime}
 	var d *pipeline.Driver
 	var err error
 	if len(builders) > 1 {

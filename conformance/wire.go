@@ -91,6 +91,8 @@ type Result struct {
 	// Flushed is the same run with a last record appended that every operator sees, far
 	// in the future, so that every window closes (differences with Unseen).
 	Flushed *Result
+	// TaskTime: StoatFlow ran in task time (Engine.TaskTime).
+	TaskTime bool
 }
 
 func encBytes(b []byte) string {

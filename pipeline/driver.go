@@ -60,6 +60,9 @@ type DriverOptions struct {
 	// once the record that wrote it is through, in the order they were written, as
 	// TopologyTestDriver processes its internal topics.
 	RepartitionTopics bool
+	// TaskTime closes windows on each task's own time, as Kafka Streams does and as the
+	// agents of a streams group run (TopologyOptions.TaskTime), not on the global watermark.
+	TaskTime bool
 }
 
 // NewDriver builds the topology from b and wires its sinks to in-memory topics.
@@ -73,6 +76,7 @@ func NewDriver(b *StreamsBuilder, opts DriverOptions) (*Driver, error) {
 		Stores:            opts.Stores,
 		ApplicationID:     opts.ApplicationID,
 		RepartitionTopics: opts.RepartitionTopics,
+		TaskTime:          opts.TaskTime,
 	})
 	if err != nil {
 		return nil, err

@@ -43,6 +43,7 @@ func NewWorkersDriver(builders []*StreamsBuilder, opts DriverOptions) (*Driver, 
 			Time:             gt,
 			Router:           ws.ex.Lane(i),
 			SkipGlobalStores: i > 0,
+			TaskTime:         opts.TaskTime,
 		})
 		if err != nil {
 			return nil, err

@@ -366,8 +366,11 @@ func (p *streamJoinSide) time(partition int32) *joinTime {
 // closeTime is the time against which the join finds windows closed: its stream time, as in
 // Kafka Streams, and no later than the global watermark including the record being
 // processed (DESIGN §5), so that no result waits for a partner that another partition may
-// still deliver.
+// still deliver; in task time (TopologyOptions.TaskTime) its stream time alone.
 func (p *streamJoinSide) closeTime(jt *joinTime) int64 {
+	if p.ctx.topology.taskTime {
+		return jt.streamTime
+	}
 	wm, ok := p.ctx.topology.computeWatermark()
 	if !ok {
 		return -1

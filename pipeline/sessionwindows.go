@@ -182,7 +182,7 @@ func (p *sessionAggregate) Init(ctx *Context) error {
 	p.time = sessionWindowsTime(ctx, p.windows, p.emitOnClose)
 	if p.emitOnClose {
 		p.holds = newSessionHolds(p.store, emittedSessionMeta)
-		ctx.onWatermark(p.emitClosed)
+		p.time.onClose(p.emitClosed)
 		ctx.onCommit(func() error { return p.holds.ensureAll(ctx) })
 	}
 	return nil
@@ -194,6 +194,14 @@ func (p *sessionAggregate) Process(rec Record) error {
 		return nil
 	}
 	st := p.time.observe(rec.Partition, rec.Timestamp)
+	if err := p.process(rec, st); err != nil {
+		return err
+	}
+	return p.time.closeOn(st)
+}
+
+// process merges the record into its key's sessions, st being the operator's stream time.
+func (p *sessionAggregate) process(rec Record, st int64) error {
 	gap := p.windows.Gap
 	store, err := p.ctx.sessionStore(p.store, rec.Partition)
 	if err != nil {
@@ -275,8 +283,9 @@ func (p *sessionAggregate) forward(rec Record, start, end int64, c Change) error
 // emitted, so that a restart (or a replayed epoch) never emits a final result twice.
 const emittedSessionMeta = "emit-on-close.emitted-session-end"
 
-// emitClosed forwards, by session end, every session of every task that the watermark has
-// closed since the last emission: sessions whose end + gap + grace < watermark.
+// emitClosed forwards, by session end, every session of the task that the watermark (in
+// task time, the operator's stream time) has closed since the last emission: sessions whose
+// end + gap + grace < watermark.
 func (p *sessionAggregate) emitClosed(wm int64) error {
 	upper := p.time.lastClosed(wm) // the last end whose session is closed
 	if upper < 0 {

@@ -29,7 +29,7 @@ func (p *slidingAggregate) Init(ctx *Context) error {
 	p.time = slidingWindowsTime(ctx, p.windows, p.emitOnClose)
 	if p.emitOnClose {
 		p.holds = newWindowHolds(p.store, emittedSlidingMeta)
-		ctx.onWatermark(p.emitClosed)
+		p.time.onClose(p.emitClosed)
 		ctx.onCommit(func() error { return p.holds.ensureAll(ctx) })
 	}
 	return nil
@@ -70,9 +70,14 @@ func (p *slidingAggregate) Process(rec Record) error {
 	}
 	r := &slidingRecord{p: p, rec: rec, store: store, streamTime: st}
 	if ts < d {
-		return r.early()
+		err = r.early()
+	} else {
+		err = r.reverse()
 	}
-	return r.reverse()
+	if err != nil {
+		return err
+	}
+	return p.time.closeOn(st)
 }
 
 // windows returns the key's windows with start in [from, to], read before any update.

@@ -4,8 +4,8 @@ package pipeline
 // already emitted, so that a restart (or a replayed epoch) never emits a final result twice.
 const emittedSlidingMeta = "emit-on-close.emitted-sliding-start"
 
-// emitClosed forwards, in window-start order, every window of every task that the
-// watermark has closed since the last emission.
+// emitClosed forwards, in window-start order, every window of the task that the watermark
+// (in task time, the operator's stream time) has closed since the last emission.
 func (p *slidingAggregate) emitClosed(wm int64) error {
 	// The complement of KStreamSlidingWindowAggregate's update acceptance (end ≥ stream
 	// time − grace) with the watermark in place of stream time, which is its emit bound

@@ -176,7 +176,7 @@ type suppressProc struct {
 func (p *suppressProc) Init(ctx *Context) error {
 	p.ctx = ctx
 	p.time = suppressTime(ctx, p.cfg, p.grace)
-	if p.cfg.UntilWindowCloses {
+	if p.cfg.UntilWindowCloses && !p.time.taskTime {
 		ctx.onWatermark(p.emitClosed)
 	}
 	return nil
@@ -238,7 +238,9 @@ func (p *suppressProc) Process(rec Record) error {
 		return err
 	}
 	idx.put(string(kb), e.BufferTime, int64(len(kb)+len(vb)))
-	if !p.cfg.UntilWindowCloses {
+	if !p.cfg.UntilWindowCloses || p.time.taskTime {
+		// Kafka Streams' rule, also for final results in task time: what is due on the
+		// operator's stream time goes out, the buffer time being the window end then.
 		st := p.time.observe(rec.Partition, rec.Timestamp)
 		if err := p.evictWhile(rec.Partition, func(ref bufferRef) bool { return p.time.closedAt(ref.time, st) }); err != nil {
 			return err

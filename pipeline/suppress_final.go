@@ -142,7 +142,7 @@ type dueFinal struct {
 func (p *finalSuppress) Init(ctx *Context) error {
 	p.ctx = ctx
 	p.time = suppressTime(ctx, Suppressed{UntilWindowCloses: true}, p.grace)
-	ctx.onWatermark(p.emitClosed)
+	p.time.onClose(p.emitClosed)
 	ctx.onCommit(p.commit)
 	for _, proc := range ctx.parents() {
 		if wa, ok := proc.(*windowAggregate); ok && wa.store == p.src.store {
@@ -155,7 +155,8 @@ func (p *finalSuppress) Init(ctx *Context) error {
 
 // Process sees the aggregation's updates as suppress would (through the record cache) and
 // drops, as suppress does, those of windows already closed; the open windows' updates
-// reached it through written already.
+// reached it through written already. In task time the update's timestamp advances the
+// suppression's stream time, on which it then emits what is due, as suppress does.
 func (p *finalSuppress) Process(rec Record) error {
 	if rec.Key == nil {
 		p.ctx.Drop(DropNullKey)
@@ -173,11 +174,14 @@ func (p *finalSuppress) Process(rec Record) error {
 		// The final result is out (or the window closed empty): it is never revised.
 		p.ctx.Drop(DropWindowClosed)
 	}
-	return nil
+	if !p.time.taskTime {
+		return nil
+	}
+	return p.time.closeOn(p.time.observe(rec.Partition, rec.Timestamp))
 }
 
-// closed reports whether a window of the partition has closed: by the watermark, or, after
-// a restart, by the marker.
+// closed reports whether a window of the partition has closed: by the watermark (in task
+// time, emitted on the suppression's stream time), or, after a restart, by the marker.
 func (p *finalSuppress) closed(part *finalPart, end int64) bool {
 	return end <= part.emitted || p.time.closedByWatermark(end)
 }

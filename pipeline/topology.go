@@ -79,6 +79,13 @@ type TopologyOptions struct {
 	// Whoever runs the topology reads those topics and hands their records to
 	// ProcessInternal. A topology with an internal topic it cannot write fails to build.
 	RepartitionTopics bool
+	// TaskTime closes windows on each task's own time, Kafka Streams' rule, instead of on
+	// the global watermark (DESIGN.md §5): every windowed aggregation, suppress and
+	// stream-stream join emits its final results on its own stream time in its task (the
+	// largest timestamp of the records that reached it, re-keyed ones included, as lateness
+	// is judged), after each record, and nothing waits for the watermark. The agents of a
+	// streams group, each of which sees only its tasks' partitions, run so.
+	TaskTime bool
 }
 
 // Router carries re-keyed records to the topologies that run their tasks: what Kafka
@@ -137,6 +144,8 @@ type Topology struct {
 	internal      map[string]*internalSource
 	internalOrder []string
 	throughTopics bool
+	// taskTime: windows close on their tasks' own time (TopologyOptions.TaskTime).
+	taskTime bool
 
 	tasks      map[TaskID]*Task
 	order      []*Task // the tasks in id order, the global task first
@@ -256,6 +265,7 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 		cacheMaxBytes:    opts.CacheMaxBytes,
 		sourcePartitions: opts.SourcePartitions,
 		throughTopics:    opts.RepartitionTopics,
+		taskTime:         opts.TaskTime,
 	}
 	if t.time == nil {
 		t.time = NewGlobalTime()

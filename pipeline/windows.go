@@ -221,7 +221,7 @@ func (p *windowAggregate) Init(ctx *Context) error {
 		// Final results bypass the record cache, as in Kafka Streams.
 		p.emit = ctx.Forward
 		p.holds = newWindowHolds(p.store, emittedMeta)
-		ctx.onWatermark(p.emitClosed)
+		p.time.onClose(p.emitClosed)
 		ctx.onCommit(func() error { return p.holds.ensureAll(ctx) })
 	} else {
 		p.emit = ctx.emitter(p.store)
@@ -303,7 +303,7 @@ func (p *windowAggregate) Process(rec Record) error {
 			return err
 		}
 	}
-	return nil
+	return p.time.closeOn(st)
 }
 
 // fetch reads the window of rec's key starting at start: from the suppression taking the
@@ -328,8 +328,9 @@ func (p *windowAggregate) fetch(store *WindowStore, rec Record, kb []byte, start
 // so that a restart (or a replayed epoch) never emits a final result twice.
 const emittedMeta = "emit-on-close.emitted-start"
 
-// emitClosed forwards, in window-start order, every window of every task that the
-// watermark has closed since the last emission: windows whose end + grace ≤ watermark.
+// emitClosed forwards, in window-start order, every window of the task that the watermark
+// (in task time, the operator's stream time) has closed since the last emission: windows
+// whose end + grace ≤ watermark.
 func (p *windowAggregate) emitClosed(wm int64) error {
 	upper := p.time.lastClosed(wm) // the last start whose window is closed
 	if upper < 0 {

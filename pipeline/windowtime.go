@@ -11,18 +11,26 @@ import "math"
 // closeAfter ms after it: it is closed at time t once position + closeAfter ≤ t. Late records
 // are judged on the operator's stream time (DropLate); final results wait for the global
 // watermark, which closes windows by the same rule (DESIGN.md §5), and a record for a window
-// the watermark has closed is dropped (DropWindowClosed). The constructors below give each
-// window kind's rule.
+// the watermark has closed is dropped (DropWindowClosed). In task time
+// (TopologyOptions.TaskTime) final results come out on the operator's stream time too, after
+// each record, as Kafka Streams emits them: a record for a window already emitted is late
+// then, and no window waits for the watermark. The constructors below give each window
+// kind's rule.
 type windowTime struct {
 	ctx        *Context
 	streamTime map[int32]int64 // by task partition
 	closeAfter int64
-	// finalResults: the operator emits each window once, when the watermark closes it.
+	// finalResults: the operator emits each window once, when its time closes it.
 	finalResults bool
+	// taskTime: windows close on the operator's stream time, not on the watermark.
+	taskTime bool
+	// emitClosed emits the final results of the windows closed at a time (onClose).
+	emitClosed func(t int64) error
 }
 
 func newWindowTime(ctx *Context, closeAfter int64, finalResults bool) windowTime {
-	return windowTime{ctx: ctx, streamTime: map[int32]int64{}, closeAfter: closeAfter, finalResults: finalResults}
+	return windowTime{ctx: ctx, streamTime: map[int32]int64{}, closeAfter: closeAfter, finalResults: finalResults,
+		taskTime: ctx.topology.taskTime}
 }
 
 // timeWindowsTime: a time window [start, start + size) is known by its start and closed once
@@ -86,9 +94,30 @@ func (w *windowTime) lastClosed(t int64) int64 {
 	return t - w.closeAfter
 }
 
-// closedByWatermark reports whether the window at pos has had its final result.
+// closedByWatermark reports whether the window at pos has had its final result from the
+// watermark; never in task time, where the operator's stream time closes windows, on which
+// such a record is late.
 func (w *windowTime) closedByWatermark(pos int64) bool {
-	return w.finalResults && w.closedAt(pos, w.ctx.watermark())
+	return w.finalResults && !w.taskTime && w.closedAt(pos, w.ctx.watermark())
+}
+
+// onClose sets what emits the final results of the windows closed at a time: each time the
+// watermark advances, or in task time after each record (closeOn).
+func (w *windowTime) onClose(emit func(t int64) error) {
+	if w.taskTime {
+		w.emitClosed = emit
+		return
+	}
+	w.ctx.onWatermark(emit)
+}
+
+// closeOn emits, in task time, the final results of the windows the operator's stream time
+// st has closed, as Kafka Streams' windowed operators and suppress do after each record.
+func (w *windowTime) closeOn(st int64) error {
+	if w.emitClosed == nil {
+		return nil
+	}
+	return w.emitClosed(st)
 }
 
 // admits reports whether a record may still update the window at pos, streamTime being the

@@ -120,6 +120,8 @@ final class Windows {
                 .to(Case.topic(p, "out"), Produced.with(Serdes.String(), Serdes.Long()));
             return b.build();
         });
+        // The same topology on keys that may be null (conformance/cases.go).
+        cases.put("suppress_window_close_null_keys", cases.get("suppress_window_close"));
         cases.put("suppress_time_limit", p -> {
             StreamsBuilder b = new StreamsBuilder();
             b.<String, String>stream("in")
