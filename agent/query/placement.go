@@ -204,9 +204,9 @@ func (sv *server) metadataHosts() ([]StreamsMetadata, *apiError) {
 	}
 	out := []StreamsMetadata{entry(host, stores, nil)}
 	var standbys []string
-	for name := range logged {
-		standbys = sv.agent.StandbyHosts(name, 0)
-		break
+	if names := storeNames(logged); len(names) > 0 {
+		// The warm standbys follow every partition of every logged store.
+		standbys = sv.agent.StandbyHosts(names[0], 0)
 	}
 	for _, h := range standbys {
 		out = append(out, entry(h, nil, logged))
