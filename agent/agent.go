@@ -69,6 +69,9 @@ type Agent struct {
 	// held are the active tasks the agent runs in its streams group, as the loop last took
 	// them; nil in a classic group, where the agent runs every task.
 	held atomic.Pointer[heldTasks]
+	// endpoints is where the agent reads which agent of its streams group runs each store
+	// partition, for interactive queries; nil in a classic group.
+	endpoints atomic.Pointer[endpointSource]
 	// schemas makes the Schema Registry serdes of the running scripts; nil without a registry.
 	schemas *schemas.Factory
 	// registryURL is the embedded schema registry's URL, once it runs.

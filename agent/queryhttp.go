@@ -65,12 +65,12 @@ func (v queryView) Standby() (instance, host string, ok bool) {
 // mode one agent owns every task); a warm standby holds a copy of each logged store
 // partition it follows, with its lag as of its latest round.
 func (v queryView) Holding(store string, p int32) query.Holding {
-	if held := v.a.held.Load(); held != nil {
-		if c := v.a.stores.Load(); (c != nil && c.Global[store]) || held.holds(store, p) {
+	if v.a.streamsGroup() {
+		held := v.a.held.Load()
+		if c := v.a.stores.Load(); (c != nil && c.Global[store]) || (held != nil && held.holds(store, p)) {
 			return query.Holding{Active: true}
 		}
-		return query.Holding{Why: fmt.Sprintf("not supported yet: interactive queries across agents (issue 31): partition %d of store %s "+
-			"belongs to a task another agent of the streams group runs", p, store)}
+		return query.Holding{Why: fmt.Sprintf("partition %d of store %s belongs to a task another agent of the streams group runs", p, store)}
 	}
 	if v.a.state.Current() != StateStandby {
 		return query.Holding{Active: true}
@@ -100,6 +100,18 @@ func storeLogged(c *query.Catalog, store string) bool {
 		}
 	}
 	return false
+}
+
+// Placement: in a streams group, which agent runs each store partition, from the group's
+// endpoint information (streamsgroup.go).
+func (v queryView) Placement() (*query.Placement, bool) {
+	if !v.a.streamsGroup() {
+		return nil, false
+	}
+	if src := v.a.endpoints.Load(); src != nil {
+		return src.placement(), true
+	}
+	return nil, true
 }
 
 // StandbyHosts are the warm standbys' application.server, as the group's leader named them

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/agent/query"
 	"github.com/stoatflow/stoatflow/pipeline"
 )
 
@@ -56,6 +58,7 @@ func (a *Agent) joinStreamsGroup(ctx context.Context, k *kafkaClients, b *pipeli
 	}
 	k.member = m
 	k.tasks = taskPartitions(subs)
+	a.endpoints.Store(&endpointSource{member: m, self: cfg.ApplicationServer, topics: topicSubtopologies(subs)})
 	var internal []string
 	for _, s := range subs {
 		for _, r := range s.RepartitionSources {
@@ -117,8 +120,8 @@ func (l *loop) takeTasks(ctx context.Context, tps []pipeline.TopicPartition) err
 	l.active = ids
 	held := &heldTasks{tasks: ids, stores: map[string]int{}}
 	for _, s := range l.b.SubtopologyTopics(l.a.cfg.ApplicationID) {
-		for _, c := range s.Changelogs {
-			held.stores[c.Store.Name] = s.ID
+		for _, name := range s.Stores {
+			held.stores[name] = s.ID
 		}
 	}
 	l.a.held.Store(held)
@@ -126,15 +129,14 @@ func (l *loop) takeTasks(ctx context.Context, tps []pipeline.TopicPartition) err
 }
 
 // heldTasks are the active tasks an agent runs in its streams group, and the sub-topology
-// of each logged store, to tell which store partitions are current here.
+// of each store, to tell which store partitions are current here.
 type heldTasks struct {
 	tasks  map[pipeline.TaskID]bool
 	stores map[string]int
 }
 
-// holds reports whether the agent runs the task of a store's partition. A store without a
-// changelog is not in the declaration the sub-topologies come from: its partitions count
-// as held nowhere, and queries of it are refused in this mode.
+// holds reports whether the agent runs the task of a store's partition (a store without
+// changelog too: its local partitions are the ones its tasks here write).
 func (h *heldTasks) holds(store string, p int32) bool {
 	sub, ok := h.stores[store]
 	return ok && h.tasks[pipeline.TaskID{Subtopology: sub, Partition: p}]
@@ -162,4 +164,71 @@ func (k *kafkaClients) closeMember(timeout time.Duration) error {
 		return fmt.Errorf("leave the streams group: %w", err)
 	}
 	return err
+}
+
+// topicSubtopologies maps each topic a task reads (source and repartition) to its
+// sub-topology, with the stores of each sub-topology: what turns the group's endpoint
+// information, by topic partition, into store partitions.
+func topicSubtopologies(subs []pipeline.SubtopologyTopics) map[string][]string {
+	out := map[string][]string{}
+	for _, s := range subs {
+		for _, t := range s.SourceTopics {
+			out[t] = s.Stores
+		}
+		for _, r := range s.RepartitionSources {
+			out[r.Name] = s.Stores
+		}
+	}
+	return out
+}
+
+// endpointSource is where the agent reads which agent of its streams group runs each store
+// partition: its member's endpoint information, and the stores each topic's tasks hold.
+type endpointSource struct {
+	member *kafkaio.StreamsMember
+	self   string              // application.server
+	topics map[string][]string // topic → the stores of the sub-topology reading it
+	// last is the placement made from the member's latest endpoint information, remade
+	// when a heartbeat brings newer.
+	last atomic.Pointer[placementOf]
+}
+
+type placementOf struct {
+	index *kafkaio.EndpointIndex
+	pl    *query.Placement
+}
+
+// placement is which agent runs each store partition; nil before the coordinator named them.
+func (s *endpointSource) placement() *query.Placement {
+	idx := s.member.Endpoints()
+	if idx == nil {
+		return nil
+	}
+	if last := s.last.Load(); last != nil && last.index == idx {
+		return last.pl
+	}
+	pl := storePlacement(s.self, idx, s.topics)
+	s.last.Store(&placementOf{index: idx, pl: pl})
+	return pl
+}
+
+// storePlacement turns the endpoint information into store partitions: an agent runs
+// partition p of a store when it runs the active task of partition p of a topic of the
+// store's sub-topology.
+func storePlacement(self string, idx *kafkaio.EndpointIndex, topics map[string][]string) *query.Placement {
+	hosts := map[string]map[string][]int32{}
+	for host, ep := range idx.Endpoints {
+		stores := map[string][]int32{}
+		for _, tp := range ep.Active {
+			for _, name := range topics[tp.Topic] {
+				stores[name] = append(stores[name], tp.Partition)
+			}
+		}
+		for name, ps := range stores {
+			slices.Sort(ps)
+			stores[name] = slices.Compact(ps)
+		}
+		hosts[host] = stores
+	}
+	return query.NewPlacement(self, hosts)
 }

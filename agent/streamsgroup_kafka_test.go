@@ -7,10 +7,13 @@ package agent
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,8 +29,11 @@ import (
 // TestKafkaStreamsGroupSharesAndTakesOverTasks: two agent processes with group.protocol =
 // "streams" share an exactly-once word count (a repartition and a count): the broker splits
 // its tasks between them and each runs some; the read_committed output counts every word
-// exactly once. Then one is killed with SIGKILL: once the broker drops it, the other runs
-// every task, and the output stays exact.
+// exactly once. Each agent names, for every word, the agent whose task counts it
+// (/v1/metadata, from the group's endpoint information), which answers its count, and the
+// other redirects a read of it there. Then one is killed with SIGKILL: once the broker
+// drops it, the other runs every task, names itself for every word, and the output stays
+// exact.
 func TestKafkaStreamsGroupSharesAndTakesOverTasks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills processes; not in -short")
@@ -86,6 +92,11 @@ transaction.timeout.ms = 5000
 	t.Logf("tasks: agent-0 %d, agent-1 %d", procs[0].tasks(), procs[1].tasks())
 	want := produceLinesTo(t, b.brokers, b.topic(t, "in"), 4, 600, 0)
 	b.checkExactCounts(t, want)
+	owned := checkQueriesAcrossAgents(t, procs, want)
+	if len(owned[procs[0].addr]) == 0 || len(owned[procs[1].addr]) == 0 {
+		t.Fatalf("words by owner %v: want words on both agents", owned)
+	}
+	t.Logf("words by owner: %v", owned)
 
 	if err := procs[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -99,12 +110,116 @@ transaction.timeout.ms = 5000
 	pollFor(t, 2*time.Minute, "the other agent running every task", func() bool { return procs[1].tasks() == tasks })
 	t.Logf("agent-1 runs every task %v after agent-0 was killed", time.Since(killed).Round(10*time.Millisecond))
 	b.checkExactCounts(t, want)
+	if owned := checkQueriesAcrossAgents(t, procs[1:], want); len(owned[procs[1].addr]) != len(want) {
+		t.Fatalf("words by owner after the kill: %v, want every word on the survivor", owned)
+	}
+	t.Logf("the survivor names itself for every word %v after agent-0 was killed", time.Since(killed).Round(10*time.Millisecond))
 	if err := procs[1].cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if err := procs[1].cmd.Wait(); err != nil {
 		t.Fatalf("agent exit: %v", err)
 	}
+}
+
+// checkQueriesAcrossAgents waits until every agent of procs names, for every word of want,
+// the same agent of procs as the one counting it (GET /v1/metadata/counts/{word}), and
+// /v1/metadata lists each agent's partitions; then reads each word's count at its owner, and
+// from every other agent, which redirects the read to the owner. It returns the words by
+// owner.
+func checkQueriesAcrossAgents(t *testing.T, procs []*replicaProcess, want map[string]int64) map[string][]string {
+	t.Helper()
+	noFollow := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	getJSON := func(c *http.Client, url string, v any) (int, http.Header, error) {
+		resp, err := c.Get(url)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err == nil && v != nil && resp.StatusCode == http.StatusOK {
+			err = json.Unmarshal(body, v)
+		}
+		if err == nil && resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusTemporaryRedirect {
+			err = fmt.Errorf("%s: %d %s", url, resp.StatusCode, body)
+		}
+		return resp.StatusCode, resp.Header, err
+	}
+	addrs := map[string]bool{}
+	for _, p := range procs {
+		addrs[p.addr] = true
+	}
+	var owners map[string]string
+	var last string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		owners, last = map[string]string{}, ""
+		for w := range want {
+			for _, p := range procs {
+				var md struct{ ActiveHost string }
+				if _, _, err := getJSON(noFollow, "http://"+p.addr+"/v1/metadata/counts/"+w, &md); err != nil {
+					last = err.Error()
+					continue
+				}
+				if o, seen := owners[w]; !addrs[md.ActiveHost] || (seen && o != md.ActiveHost) {
+					last = fmt.Sprintf("%s names %s as the owner of %q, another agent %q", p.addr, md.ActiveHost, w, o)
+					continue
+				}
+				owners[w] = md.ActiveHost
+			}
+		}
+		for _, p := range procs {
+			var all []struct {
+				HostInfo        string
+				StorePartitions map[string][]int32
+			}
+			if _, _, err := getJSON(noFollow, "http://"+p.addr+"/v1/metadata", &all); err != nil {
+				last = err.Error()
+				continue
+			}
+			n := 0
+			for _, h := range all {
+				n += len(h.StorePartitions["counts"])
+			}
+			if len(all) != len(procs) || n != 4 {
+				last = fmt.Sprintf("%s lists %+v, want the %d agents with the 4 partitions of counts between them", p.addr, all, len(procs))
+			}
+		}
+		if last == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agents do not agree on where each word is counted: %s", last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	byOwner := map[string][]string{}
+	for w, n := range want {
+		owner := owners[w]
+		byOwner[owner] = append(byOwner[owner], w)
+		path := "/v1/stores/counts/keys/" + w + "?isolation=READ_COMMITTED"
+		var item struct{ Value int64 }
+		if st, _, err := getJSON(noFollow, "http://"+owner+path, &item); err != nil || st != http.StatusOK || item.Value != n {
+			t.Fatalf("GET %s at its owner %s: %d %+v %v, want the count %d", path, owner, st, item, err, n)
+		}
+		for _, p := range procs {
+			if p.addr == owner {
+				continue
+			}
+			st, h, err := getJSON(noFollow, "http://"+p.addr+path, nil)
+			if err != nil || st != http.StatusTemporaryRedirect || h.Get("Location") != "http://"+owner+path {
+				t.Fatalf("GET %s at %s: %d %v %v, want 307 to %s", path, p.addr, st, h, err, owner)
+			}
+			item.Value = 0
+			if st, _, err := getJSON(http.DefaultClient, "http://"+p.addr+path, &item); err != nil || st != http.StatusOK || item.Value != n {
+				t.Fatalf("GET %s at %s, following the redirect: %d %+v %v, want the count %d", path, p.addr, st, item, err, n)
+			}
+		}
+	}
+	for _, ws := range byOwner {
+		slices.Sort(ws)
+	}
+	return byOwner
 }
 
 // tasks is how many tasks the process's workers run (stoatflow_thread_tasks), -1 while it

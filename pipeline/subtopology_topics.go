@@ -23,6 +23,10 @@ type SubtopologyTopics struct {
 	RepartitionSinks []string
 	// Changelogs are the changelog topics of its logged stores, sorted by name.
 	Changelogs []StoreChangelog
+	// Stores are the names of every store its processors use, logged or not, sorted: the
+	// store partitions its tasks hold (interactive queries across agents ask which agent
+	// runs the task of a store partition).
+	Stores []string
 	// CopartitionGroups are the sets of its source topics (repartition topics included)
 	// that joins require to be co-partitioned, each set and the list in the order Kafka
 	// Streams iterates them (java.util.HashSet's): a broker compares a declaration with
@@ -103,10 +107,12 @@ func (b *StreamsBuilder) SubtopologyTopics(appID string) []SubtopologyTopics {
 			}
 		}
 		for name := range stores {
+			st.Stores = append(st.Stores, name)
 			if spec, ok := b.stores[name]; ok && spec.Logged {
 				st.Changelogs = append(st.Changelogs, StoreChangelog{Name: ChangelogTopic(appID, name), Store: *spec})
 			}
 		}
+		sort.Strings(st.Stores)
 		sort.Strings(st.SourceTopics)
 		sort.Strings(st.SourcePatterns)
 		sort.Strings(st.RepartitionSinks)

@@ -78,6 +78,9 @@ func TestSubtopologyTopicsAreKafkaStreamsTopicsInfo(t *testing.T) {
 	if len(count.Changelogs) != 0 {
 		t.Errorf("a count without logging has changelogs %+v", count.Changelogs)
 	}
+	if !slices.Equal(count.Stores, []string{"counts"}) || !slices.Equal(join.Stores, []string{"users"}) {
+		t.Errorf("stores: the count's %v, want [counts] (not logged, still its); the join's %v, want [users]", count.Stores, join.Stores)
+	}
 	if len(count.RepartitionSources) != 1 || count.RepartitionSources[0].Partitions != 0 || !slices.Contains(second.RepartitionSinks, count.RepartitionSources[0].Name) {
 		t.Errorf("groupBy's repartition: written %v, read %+v", second.RepartitionSinks, count.RepartitionSources)
 	}

@@ -321,7 +321,7 @@ var (
 		Refuse: map[string]string{
 			"consumer": "Kafka Streams' consumer uses the classic group protocol; the consumer protocol (KIP-848) is not supported",
 		},
-		Doc: "How the agents of an application share it (docs/scaling.md): classic, a consumer group where one agent is active and the others are standbys (the default, and the only mode the embedded broker has), or streams, a Kafka streams group (KIP-1071, Apache Kafka 4.1 or later) where the broker spreads the tasks over the agents; streams is not supported yet (issue 31)."})
+		Doc: "How the agents of an application share it (docs/scaling.md): classic, a consumer group where one agent is active and the others are standbys (the default, and the only mode the embedded broker has), or streams, a Kafka streams group (KIP-1071, Apache Kafka 4.1 or later) where the broker spreads the tasks over the agents, each agent runs the active tasks it is given and answers interactive queries of their store partitions, redirecting reads of the others to the agent that runs them (docs/queries.md); standby tasks are not run in this mode yet."})
 	deserializationHandler = declare[string](&streamsKeys, Key{Name: "deserialization.exception.handler", Type: TypeClass, Default: "LogAndFail",
 		Allowed: []string{"LogAndFail", "LogAndContinue"}, Aliases: handlerAliases,
 		Doc: "What a record that cannot be deserialized does: LogAndFail stops the agent, LogAndContinue logs, counts and skips it."})

@@ -67,7 +67,7 @@ type StreamsMember struct {
 	interval, offsetInterval time.Duration
 	recoveryLag              int64
 	endpointEpoch            int32
-	endpoints                map[string]EndpointPartitions
+	endpoints                *EndpointIndex
 	statuses                 []GroupStatus
 	missingSince             time.Time
 	shutdown                 bool
@@ -340,8 +340,10 @@ func (m *StreamsMember) ReportOffsets(offsets, endOffsets map[TaskID]int64) {
 }
 
 // Endpoints are the partitions each application.server endpoint of the group runs, as the
-// broker sent them last (for interactive queries across agents); nil until it sends them.
-func (m *StreamsMember) Endpoints() map[string]EndpointPartitions {
+// broker sent them last, for interactive queries across agents; nil until it sends them
+// (with the member's first assignment). Each heartbeat that brings newer information
+// replaces it.
+func (m *StreamsMember) Endpoints() *EndpointIndex {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.endpoints
@@ -716,7 +718,7 @@ func (m *StreamsMember) handle(hr *kmsg.StreamsGroupHeartbeatResponse) error {
 	}
 	m.endpointEpoch = hr.EndpointInformationEpoch
 	if hr.PartitionsByUserEndpoint != nil {
-		m.endpoints = endpointsFrom(hr.PartitionsByUserEndpoint)
+		m.endpoints = indexEndpoints(hr.PartitionsByUserEndpoint)
 	}
 	if err := m.statusesLocked(hr.Status); err != nil {
 		return err

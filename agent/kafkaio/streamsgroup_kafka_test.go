@@ -344,8 +344,12 @@ func TestKafkaStreamsGroupEndpoints(t *testing.T) {
 				if r := viewer.Pending(); r != nil {
 					viewer.Reconciled(r)
 				}
-				ep, ok := viewer.Endpoints()[endpoints[i]]
-				if !ok || !slices.Equal(ep.Active, want) {
+				idx := viewer.Endpoints()
+				if idx == nil {
+					return false, viewer.MemberID() + " has no endpoint information yet"
+				}
+				ep, ok := idx.Endpoints[endpoints[i]]
+				if !ok || !slices.Equal(ep.Active, want) || idx.Active[want[0]] != endpoints[i] {
 					return false, fmt.Sprintf("%s as seen by %s: %+v (tasks %v)", endpoints[i], viewer.MemberID(), ep, shares[i])
 				}
 			}

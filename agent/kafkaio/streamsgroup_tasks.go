@@ -2,6 +2,7 @@ package kafkaio
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -118,13 +119,27 @@ type EndpointPartitions struct {
 	Standby []pipeline.TopicPartition
 }
 
-// endpointsFrom reads the partitions by endpoint the broker sends, the entries of one
+// EndpointIndex is the group's endpoint information as the broker last sent it (Kafka
+// Streams' StreamsMetadataState): the partitions each application.server endpoint runs,
+// and, indexed by topic partition, the endpoint running each one's active task and those
+// keeping standby copies. A member without an endpoint is in none of it. It is not
+// changed once made: a newer heartbeat's information makes a new one.
+type EndpointIndex struct {
+	// Endpoints are the partitions by endpoint (host:port).
+	Endpoints map[string]EndpointPartitions
+	// Active is the endpoint whose member runs the partition's active task.
+	Active map[pipeline.TopicPartition]string
+	// Standby are the endpoints keeping standby copies of the partition's task, sorted.
+	Standby map[pipeline.TopicPartition][]string
+}
+
+// indexEndpoints reads the partitions by endpoint the broker sends, the entries of one
 // endpoint (one per member, so several for an agent with several members) put together.
-func endpointsFrom(list []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint) map[string]EndpointPartitions {
-	out := map[string]EndpointPartitions{}
+func indexEndpoints(list []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint) *EndpointIndex {
+	idx := &EndpointIndex{Endpoints: map[string]EndpointPartitions{}, Active: map[pipeline.TopicPartition]string{}, Standby: map[pipeline.TopicPartition][]string{}}
 	for _, e := range list {
 		key := hostPort(e.UserEndpoint.Host, int(e.UserEndpoint.Port))
-		ep := out[key]
+		ep := idx.Endpoints[key]
 		for _, tp := range e.ActivePartitions {
 			for _, p := range tp.Partitions {
 				ep.Active = append(ep.Active, pipeline.TopicPartition{Topic: tp.Topic, Partition: p})
@@ -135,13 +150,20 @@ func endpointsFrom(list []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndp
 				ep.Standby = append(ep.Standby, pipeline.TopicPartition{Topic: tp.Topic, Partition: p})
 			}
 		}
-		out[key] = ep
+		idx.Endpoints[key] = ep
 	}
-	for k, ep := range out {
+	for _, key := range slices.Sorted(maps.Keys(idx.Endpoints)) {
+		ep := idx.Endpoints[key]
 		ep.Active, ep.Standby = sortedPartitions(ep.Active), sortedPartitions(ep.Standby)
-		out[k] = ep
+		idx.Endpoints[key] = ep
+		for _, tp := range ep.Active {
+			idx.Active[tp] = key
+		}
+		for _, tp := range ep.Standby {
+			idx.Standby[tp] = append(idx.Standby[tp], key)
+		}
 	}
-	return out
+	return idx
 }
 
 func sortedPartitions(tps []pipeline.TopicPartition) []pipeline.TopicPartition {

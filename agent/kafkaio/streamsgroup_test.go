@@ -142,3 +142,52 @@ func TestPatternSourcesAreNotDeclared(t *testing.T) {
 		t.Fatal("a topology without tasks (only global tables) was declared")
 	}
 }
+
+// The endpoint information is indexed by topic partition: the endpoint running each one's
+// active task and those keeping standby copies, the entries of one endpoint (one per
+// member) put together.
+func TestEndpointIndexByTopicPartition(t *testing.T) {
+	entry := func(host string, port uint16, active, standby map[string][]int32) kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint {
+		e := kmsg.NewStreamsGroupHeartbeatResponsePartitionsByUserEndpoint()
+		e.UserEndpoint.Host, e.UserEndpoint.Port = host, port
+		for topic, ps := range active {
+			tp := kmsg.NewStreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition()
+			tp.Topic, tp.Partitions = topic, ps
+			e.ActivePartitions = append(e.ActivePartitions, tp)
+		}
+		for topic, ps := range standby {
+			tp := kmsg.NewStreamsGroupHeartbeatResponsePartitionsByUserEndpointStandbyPartition()
+			tp.Topic, tp.Partitions = topic, ps
+			e.StandbyPartitions = append(e.StandbyPartitions, tp)
+		}
+		return e
+	}
+	idx := indexEndpoints([]kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint{
+		entry("agent-a", 9464, map[string][]int32{"in": {2, 0}, "app-rekey-repartition": {0}}, map[string][]int32{"in": {1}}),
+		entry("agent-b", 9464, map[string][]int32{"in": {1}}, map[string][]int32{"in": {0}}),
+		// A second member of agent-a (another thread, as Kafka Streams has).
+		entry("agent-a", 9464, map[string][]int32{"in": {3}}, nil),
+		entry("agent-c", 9464, nil, map[string][]int32{"in": {1}}),
+	})
+	tp := func(topic string, p int32) pipeline.TopicPartition {
+		return pipeline.TopicPartition{Topic: topic, Partition: p}
+	}
+	for tp, want := range map[pipeline.TopicPartition]string{
+		tp("in", 0): "agent-a:9464", tp("in", 1): "agent-b:9464", tp("in", 2): "agent-a:9464", tp("in", 3): "agent-a:9464",
+		tp("app-rekey-repartition", 0): "agent-a:9464", tp("in", 4): "",
+	} {
+		if got := idx.Active[tp]; got != want {
+			t.Errorf("active of %v: %q, want %q", tp, got, want)
+		}
+	}
+	if got := idx.Standby[tp("in", 1)]; !slices.Equal(got, []string{"agent-a:9464", "agent-c:9464"}) {
+		t.Errorf("standbys of in-1: %v", got)
+	}
+	a := idx.Endpoints["agent-a:9464"].Active
+	if want := []pipeline.TopicPartition{tp("app-rekey-repartition", 0), tp("in", 0), tp("in", 2), tp("in", 3)}; !slices.Equal(a, want) {
+		t.Errorf("agent-a runs %v, want %v (sorted, both members')", a, want)
+	}
+	if len(idx.Endpoints) != 3 {
+		t.Errorf("endpoints %v, want the three", idx.Endpoints)
+	}
+}

@@ -25,6 +25,10 @@ type testAgent struct {
 	copies atomic.Pointer[map[int32]LagInfo]
 	// standbyHosts are what StandbyHosts answers for every store partition.
 	standbyHosts []string
+	// local, when set, makes the agent a member of a streams group running the partitions
+	// it lists (of every store), and placement the group's as the agent knows it.
+	local     atomic.Pointer[map[int32]bool]
+	placement atomic.Pointer[Placement]
 }
 
 func (a *testAgent) Stores() *Catalog { return a.stores.Load() }
@@ -46,6 +50,9 @@ func (a *testAgent) Standby() (string, string, bool) {
 }
 
 func (a *testAgent) Holding(_ string, p int32) Holding {
+	if local := a.local.Load(); local != nil {
+		return Holding{Active: (*local)[p]}
+	}
 	if a.active.Load() == nil {
 		return Holding{Active: true}
 	}
@@ -58,6 +65,8 @@ func (a *testAgent) Holding(_ string, p int32) Holding {
 }
 
 func (a *testAgent) StandbyHosts(string, int32) []string { return a.standbyHosts }
+
+func (a *testAgent) Placement() (*Placement, bool) { return a.placement.Load(), a.local.Load() != nil }
 
 // fixture serves the query endpoints of a testAgent, as the agent does.
 type fixture struct {

@@ -62,6 +62,18 @@ func (sv *server) metadataFor(store, keyText string, headers pipeline.Headers) (
 		return KeyMetadata{ActiveHost: host, StandbyHosts: []string{}, Partition: -1}, nil
 	}
 	partition := s.keyPartition(key)
+	if pd := s.replicas.placed; pd.spread {
+		// The agent of the streams group that runs the key's partition; standby tasks are not
+		// run in this mode, so no agent keeps a copy to read stale.
+		if pd.pl == nil {
+			return KeyMetadata{}, notPlaced()
+		}
+		owner := pd.pl.Owner(store, partition)
+		if owner == "" {
+			return KeyMetadata{}, unowned(store, partition)
+		}
+		return KeyMetadata{ActiveHost: owner, StandbyHosts: []string{}, Partition: partition}, nil
+	}
 	standbys := sv.agent.StandbyHosts(store, partition)
 	if standbys == nil {
 		standbys = []string{}

@@ -33,6 +33,11 @@ type Agent interface {
 	// StandbyHosts are the application.server of the agents that keep standby copies of
 	// partition p of store (Kafka Streams' KeyQueryMetadata.standbyHosts).
 	StandbyHosts(store string, p int32) []string
+	// Placement, when the application's tasks are spread over agents (group.protocol =
+	// "streams"), says which agent runs each store partition: spread is true, and pl is nil
+	// until the group's coordinator first named the agents (before the first assignment).
+	// In the single-active mode spread is false: the active agent runs every partition.
+	Placement() (pl *Placement, spread bool)
 }
 
 // Holding is how an agent holds one store partition. Stale reads are decided per store
@@ -112,6 +117,8 @@ func Serve(handle func(pattern string, h http.Handler), agent Agent, opts Option
 	gated("GET "+RouteWindows, sv.api([]string{"isolation", StaleParam, "from", "to", "reverse"}, sv.fetchWindows))
 	gated("POST "+RouteIQv2, sv.api(nil, sv.queryV2))
 	gated("GET "+RouteMetadata, http.HandlerFunc(sv.keyMetadata))
+	gated("GET "+RouteAllMetadata, sv.api([]string{"isolation"}, sv.allMetadata))
+	gated("GET "+RouteStoreMetadata, sv.api([]string{"isolation"}, sv.storeMetadata))
 }
 
 // UnavailableHost is the activeHost of a key whose agent cannot be named: Kafka Streams'

@@ -80,7 +80,7 @@ func (sv *server) lookupStore(name string) (*queryStore, *apiError) {
 			name: name, typeName: spec.Type.String(), spec: spec,
 			key: newFieldCodec(spec.Serdes.Key, topic), value: newFieldCodec(spec.Serdes.Value, topic),
 			partitions: c.PartitionsOf(name), global: c.Global[name], changelog: topic, db: c.DB,
-			replicas: &replicas{sv: sv, store: name},
+			replicas: &replicas{sv: sv, store: name, placed: sv.placement()},
 		}, nil
 	}
 	slices.Sort(names)
@@ -95,6 +95,8 @@ type replicas struct {
 	store string
 	stale bool
 	lags  Lags
+	// placed is, in a streams group, which agent runs each partition.
+	placed placed
 }
 
 // check allows reading partition p, or says why not.
@@ -113,9 +115,15 @@ func (rs *replicas) check(p int32) *apiError {
 	return rs.sv.notActive(rs.store, p, h, rs.stale)
 }
 
-// checkAll allows reading every one of the store's partitions, or says why not.
-func (rs *replicas) checkAll(partitions int32) *apiError {
-	for p := range partitions {
+// checkAll allows reading every one of the store's partitions, or says why not; what names
+// the read for the refusal of one across the agents of a streams group.
+func (rs *replicas) checkAll(s *queryStore, what string) *apiError {
+	if rs.placed.spread {
+		if here := s.localPartitions(); len(here) < int(s.partitions) {
+			return rs.placed.acrossAgents(s, what, here)
+		}
+	}
+	for p := range s.partitions {
 		if e := rs.check(p); e != nil {
 			return e
 		}

@@ -155,7 +155,11 @@ func (sv *server) getKey(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return badParam("key", "%v", err)
 	}
-	for _, p := range s.searchOrder(key) {
+	order, e := s.keyOrder(w, r, key)
+	if e != nil {
+		return e
+	}
+	for _, p := range order {
 		if e := s.replicas.check(p); e != nil {
 			return e
 		}
@@ -177,7 +181,7 @@ func (sv *server) getKey(w http.ResponseWriter, r *http.Request) *apiError {
 			return nil
 		}
 	}
-	return &apiError{http.StatusNotFound, "key_not_found", fmt.Sprintf("key %q is not in store %s (%s)", text, s.name, level)}
+	return &apiError{http.StatusNotFound, "key_not_found", fmt.Sprintf("key %q is not in store %s (%s)%s", text, s.name, level, s.unsearched(len(order)))}
 }
 
 // countKeys is approximateNumEntries of a key-value store (exact: it walks the store) and,
@@ -186,7 +190,7 @@ func (sv *server) getKey(w http.ResponseWriter, r *http.Request) *apiError {
 func (sv *server) countKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	s, level, e := sv.storeAt(r)
 	if e == nil {
-		e = s.replicas.checkAll(s.partitions)
+		e = s.replicas.checkAll(s, "a count")
 	}
 	if e != nil {
 		return e
@@ -325,7 +329,7 @@ func (sv *server) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	q := r.URL.Query()
 	rp, e := s.parseRange(q)
 	if e == nil {
-		e = s.replicas.checkAll(s.partitions)
+		e = s.replicas.checkAll(s, "a range query")
 	}
 	if e != nil {
 		return e

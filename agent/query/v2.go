@@ -127,18 +127,29 @@ func (sv *server) queryV2(w http.ResponseWriter, r *http.Request) *apiError {
 	slices.Sort(parts)
 	parts = slices.Compact(parts)
 	// Without staleStores, an agent that processes none of the partitions asked for refuses
-	// the whole query, pointing at the active, as every store query does.
+	// the whole query, pointing at the active, as every store query does. In a streams group
+	// it redirects the query to an agent running one of them (pd.route); an agent running
+	// some answers those, and the others fail NOT_PRESENT naming the agent that runs them.
+	pd := s.replicas.placed
 	holdings := map[int32]Holding{}
 	var refusal *apiError
+	var elsewhere []int32
 	for _, p := range parts {
 		if p < 0 || p >= s.partitions {
 			continue
 		}
 		h := sv.agent.Holding(s.name, p)
 		holdings[p] = h
-		if refusal == nil && !h.Active && !req.StaleStores {
+		switch {
+		case h.Active:
+		case pd.spread:
+			elsewhere = append(elsewhere, p)
+		case refusal == nil && !req.StaleStores:
 			refusal = sv.notActive(s.name, p, h, false)
 		}
+	}
+	if pd.spread && len(elsewhere) > 0 && len(elsewhere) == len(holdings) {
+		refusal = pd.route(w, r, s.name, elsewhere)
 	}
 	for _, h := range holdings {
 		if h.Active {
@@ -161,6 +172,9 @@ func (sv *server) queryV2(w http.ResponseWriter, r *http.Request) *apiError {
 			continue
 		case p < 0 || p >= s.partitions:
 			out.failure(p, failNotPresent, "The requested partition was not present at the time of the query.")
+			continue
+		case pd.spread && !holdings[p].Active:
+			out.failure(p, failNotPresent, pd.notPresent(s.name, p))
 			continue
 		case req.RequireActive && !running:
 			out.failure(p, failNotActive, fmt.Sprintf("Query requires a running active task, but partition %d was in state %s and was active.", p, appState))

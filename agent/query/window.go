@@ -118,7 +118,11 @@ func (sv *server) fetchWindows(w http.ResponseWriter, r *http.Request) *apiError
 			return badParam("reverse", "%q is not true or false", v)
 		}
 	}
-	for _, p := range s.searchOrder(key) {
+	order, e := s.keyOrder(w, r, key)
+	if e != nil {
+		return e
+	}
+	for _, p := range order {
 		if e := s.replicas.check(p); e != nil {
 			return e
 		}

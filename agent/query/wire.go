@@ -15,6 +15,10 @@ const (
 	RouteWindows  = "/v1/stores/{store}/windows/{key}"
 	RouteIQv2     = "/v2/query"
 	RouteMetadata = "/v1/metadata/{store}/{key}"
+	// RouteAllMetadata and RouteStoreMetadata list the agents of the application and the
+	// store partitions each holds (metadataForAllStreamsClients, streamsMetadataForStore).
+	RouteAllMetadata   = "/v1/metadata"
+	RouteStoreMetadata = "/v1/metadata/{store}"
 )
 
 // HeaderParam prefixes the parameters of RouteMetadata that carry record headers for the
@@ -84,6 +88,18 @@ type PageEnd struct {
 type Count struct {
 	Count int64 `json:"count"`
 	Lags  Lags  `json:"lags,omitempty"`
+}
+
+// StreamsMetadata is one agent in the answer of GET /v1/metadata and
+// /v1/metadata/{store}: Kafka Streams' StreamsMetadata, with the store partitions the agent
+// runs (and keeps standby copies of) by store, where Kafka Streams gives its source topic
+// partitions. A global store is held whole by every agent: partition 0.
+type StreamsMetadata struct {
+	HostInfo               string             `json:"hostInfo"`
+	StateStoreNames        []string           `json:"stateStoreNames"`
+	StorePartitions        map[string][]int32 `json:"storePartitions"`
+	StandbyStateStoreNames []string           `json:"standbyStateStoreNames"`
+	StandbyStorePartitions map[string][]int32 `json:"standbyStorePartitions"`
 }
 
 // KeyMetadata is the answer of GET /v1/metadata/{store}/{key}: the partition holding the

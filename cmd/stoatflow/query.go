@@ -88,7 +88,8 @@ func cmdQuery(args []string, stdout, stderr io.Writer) int {
 	if *token == "" {
 		*token = os.Getenv("STOATFLOW_TOKEN")
 	}
-	c := &queryClient{base: base, token: *token, isolation: *isolation, stale: *stale, http: &http.Client{Timeout: time.Minute}, stdout: stdout}
+	c := &queryClient{base: base, token: *token, isolation: *isolation, stale: *stale, stdout: stdout}
+	c.http = &http.Client{Timeout: time.Minute, CheckRedirect: c.redirect}
 	err := c.dispatch(fs.Arg(0), fs.Args()[1:], stderr)
 	switch {
 	case err == nil:
@@ -258,6 +259,20 @@ func (c *queryClient) do(method, path string, q url.Values, body io.Reader, out 
 		u += "?" + enc
 	}
 	return c.send(method, u, body, out)
+}
+
+// redirect follows an agent of a streams group that sends a read of another agent's
+// partition there (docs/queries.md). The agents of one application share agent.http.token,
+// so the token goes along, where Go's client would drop it on the way to another host; but
+// never from https to http.
+func (c *queryClient) redirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects: the agents disagree on which of them holds the partition while it moves; retry")
+	}
+	if c.token != "" && (req.URL.Scheme == "https" || via[0].URL.Scheme == "http") {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return nil
 }
 
 func (c *queryClient) send(method, u string, body io.Reader, out any) error {

@@ -134,3 +134,25 @@ func TestQueryCommandErrors(t *testing.T) {
 		t.Fatalf("no agent: exit %d, err %q", code, errOut)
 	}
 }
+
+// A read redirected to another agent of a streams group (307) is followed, with the token:
+// the agents of one application share it.
+func TestQueryCommandFollowsRedirectsWithTheToken(t *testing.T) {
+	owner, ownerAddr := startFake(t, map[string]string{
+		"GET /v1/stores/counts/keys/k1": `200 {"key":"k1","value":3,"timestamp":-1,"partition":1}`,
+	})
+	// Another host name for the same listener: Go's client keeps the token only for the same host.
+	_, port, _ := strings.Cut(ownerAddr, ":")
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "http://localhost:"+port+r.URL.RequestURI())
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(other.Close)
+	code, out, errOut := runCLI("query", "-addr", strings.TrimPrefix(other.URL, "http://"), "-token", "s3cret", "get", "counts", "k1")
+	if code != 0 || !strings.HasPrefix(out, "key        k1\nvalue      3\n") {
+		t.Fatalf("exit %d\nout:\n%s\nerr: %s", code, out, errOut)
+	}
+	if fmt.Sprint(owner.auth) != "[Bearer s3cret]" {
+		t.Fatalf("the owner saw authorization %q, want the token", owner.auth)
+	}
+}
