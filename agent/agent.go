@@ -355,7 +355,7 @@ func (k *kafkaClients) close(leaveGroup bool, log *slog.Logger) {
 			log.Warn("closing the consumer", "err", err)
 		}
 	}
-	if err := k.closeMember(30 * time.Second); err != nil {
+	if err := k.closeMember(leaveGroup, 30*time.Second); err != nil {
 		log.Warn("leaving the streams group", "err", err)
 	}
 	k.member = nil

@@ -46,6 +46,7 @@ func (a *Agent) joinStreamsGroup(ctx context.Context, k *kafkaClients, b *pipeli
 	m, err := kafkaio.JoinStreamsGroup(kafkaio.StreamsMemberConfig{
 		Brokers: k.brokers, Client: sc, Group: cfg.ApplicationID,
 		Endpoint:         cfg.ApplicationServer,
+		InstanceID:       staticInstanceID(cfg),
 		RackID:           config.ClientRack.Get(consumer),
 		RebalanceTimeout: config.MaxPollInterval.Get(consumer),
 		RequestTimeout:   config.RequestTimeout.Get(consumer),
@@ -151,15 +152,30 @@ func (l *loop) taskOf(tp pipeline.TopicPartition) pipeline.TaskID {
 	return id
 }
 
+// staticInstanceID is the streams-group member's group.instance.id: the one written in the
+// config, which makes the member static, as Kafka Streams 4.4 does; "" (dynamic) when it is
+// the default <application.id>-<hostname>, which still names the transactional producer.
+func staticInstanceID(cfg *config.Config) string {
+	if !cfg.GroupInstanceIDSet {
+		return ""
+	}
+	return cfg.GroupInstanceID
+}
+
 // closeMember leaves the streams group, after the consumer committed and let go of its
-// tasks.
-func (k *kafkaClients) closeMember(timeout time.Duration) error {
+// tasks: for good with leaveGroup (leave.group.on.close, or a close asking for it), else a
+// static member leaves for now and its tasks wait for its restart until its session ends.
+func (k *kafkaClients) closeMember(leaveGroup bool, timeout time.Duration) error {
 	if k.member == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	err := k.member.Close(ctx, kafkaio.LeaveGroup)
+	mode := kafkaio.LeaveDefault
+	if leaveGroup {
+		mode = kafkaio.LeaveGroup
+	}
+	err := k.member.Close(ctx, mode)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("leave the streams group: %w", err)
 	}

@@ -313,6 +313,7 @@ func (b *builder) buildStreams() {
 		c.ClientID = c.ApplicationID
 	}
 	c.GroupInstanceID = groupInstanceID.Get(consumer)
+	c.GroupInstanceIDSet = c.GroupInstanceID != ""
 	c.AutoOffsetReset, _ = pipeline.ParseOffsetReset(AutoOffsetReset.Get(consumer)) // checkClient reports a bad value
 
 	if b.partial {

@@ -56,6 +56,9 @@ type Config struct {
 	CacheMaxBytes     int64
 	ApplicationServer string // host:port or ""
 	GroupInstanceID   string
+	// GroupInstanceIDSet says group.instance.id was written rather than defaulted: in a
+	// streams group only such an id makes the member static, as in Kafka Streams.
+	GroupInstanceIDSet bool
 	// AutoOffsetReset is the consumer's auto.offset.reset: where a source partition without a
 	// committed offset starts unless its source has a policy of its own.
 	AutoOffsetReset   pipeline.OffsetReset
