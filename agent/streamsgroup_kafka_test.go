@@ -46,40 +46,8 @@ func TestKafkaStreamsGroupSharesAndTakesOverTasks(t *testing.T) {
 	setStreamsGroupConfig(t, c, app, map[string]string{"streams.session.timeout.ms": "6000", "streams.heartbeat.interval.ms": "500"})
 	var procs []*replicaProcess
 	for i := range 2 {
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(b.script(wordCountScript)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		p := &replicaProcess{config: filepath.Join(dir, "agent.toml"), addr: freeAddr(t)}
-		toml := fmt.Sprintf(`
-[agent]
-scripts = ["p.lua"]
-http.listen = %q
-[streams]
-application.id = %q
-bootstrap.servers = %q
-group.protocol = "streams"
-processing.guarantee = "exactly_once_v2"
-commit.interval.ms = 100
-statestore.cache.max.bytes = 0
-state.dir = %q
-group.instance.id = "agent-%d"
-application.server = %q
-transaction.timeout.ms = 5000
-`, p.addr, app, strings.Join(b.brokers, ","), filepath.Join(dir, "state"), i, p.addr)
-		if err := os.WriteFile(p.config, []byte(toml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, p)
+		procs = append(procs, streamsAgent(t, b, app, fmt.Sprintf("group.instance.id = \"agent-%d\"", i)))
 	}
-	t.Cleanup(func() {
-		for _, p := range procs {
-			if p.cmd != nil && p.cmd.ProcessState == nil {
-				_ = p.cmd.Process.Kill()
-				_ = p.cmd.Wait()
-			}
-		}
-	})
 	for _, p := range procs {
 		p.start(t)
 	}
@@ -120,6 +88,44 @@ transaction.timeout.ms = 5000
 	if err := procs[1].cmd.Wait(); err != nil {
 		t.Fatalf("agent exit: %v", err)
 	}
+}
+
+// streamsAgent writes the config of an agent process running b's word count, exactly-once,
+// in app's streams group, with extra lines in its [streams] table, and kills the process
+// at the end of the test if it still runs. The caller starts it.
+func streamsAgent(t *testing.T, b *brokerUnderTest, app, extra string) *replicaProcess {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(b.script(wordCountScript)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &replicaProcess{config: filepath.Join(dir, "agent.toml"), addr: freeAddr(t)}
+	toml := fmt.Sprintf(`
+[agent]
+scripts = ["p.lua"]
+http.listen = %q
+[streams]
+application.id = %q
+bootstrap.servers = %q
+group.protocol = "streams"
+processing.guarantee = "exactly_once_v2"
+commit.interval.ms = 100
+statestore.cache.max.bytes = 0
+state.dir = %q
+application.server = %q
+transaction.timeout.ms = 5000
+%s
+`, p.addr, app, strings.Join(b.brokers, ","), filepath.Join(dir, "state"), p.addr, extra)
+	if err := os.WriteFile(p.config, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.cmd != nil && p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+	})
+	return p
 }
 
 // checkQueriesAcrossAgents waits until every agent of procs names, for every word of want,

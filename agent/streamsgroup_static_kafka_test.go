@@ -6,17 +6,10 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
@@ -40,45 +33,8 @@ func TestKafkaStreamsGroupStaticMemberKeepsItsTasks(t *testing.T) {
 	const session = 45 * time.Second // the broker's default, and below its group.streams.max.session.timeout.ms
 	setStreamsGroupConfig(t, c, app, map[string]string{
 		"streams.session.timeout.ms": fmt.Sprint(session.Milliseconds()), "streams.heartbeat.interval.ms": "500"})
-	static, dynamic := &replicaProcess{addr: freeAddr(t)}, &replicaProcess{addr: freeAddr(t)}
-	for _, p := range []*replicaProcess{static, dynamic} {
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(b.script(wordCountScript)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		instance := ""
-		if p == static {
-			instance = `group.instance.id = "static-agent"`
-		}
-		p.config = filepath.Join(dir, "agent.toml")
-		toml := fmt.Sprintf(`
-[agent]
-scripts = ["p.lua"]
-http.listen = %q
-[streams]
-application.id = %q
-bootstrap.servers = %q
-group.protocol = "streams"
-processing.guarantee = "exactly_once_v2"
-commit.interval.ms = 100
-statestore.cache.max.bytes = 0
-state.dir = %q
-application.server = %q
-transaction.timeout.ms = 5000
-%s
-`, p.addr, app, strings.Join(b.brokers, ","), filepath.Join(dir, "state"), p.addr, instance)
-		if err := os.WriteFile(p.config, []byte(toml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, p := range []*replicaProcess{static, dynamic} {
-			if p.cmd != nil && p.cmd.ProcessState == nil {
-				_ = p.cmd.Process.Kill()
-				_ = p.cmd.Wait()
-			}
-		}
-	})
+	static := streamsAgent(t, b, app, `group.instance.id = "static-agent"`)
+	dynamic := streamsAgent(t, b, app, "")
 	static.start(t)
 	dynamic.start(t)
 	const tasks = 8 // two sub-topologies of 4 partitions
@@ -89,7 +45,7 @@ transaction.timeout.ms = 5000
 	pollFor(t, 2*time.Minute, "both agents RUNNING with the 8 tasks between them", sharing)
 	kept := static.tasks()
 	instances := func() map[string]int {
-		g := describeStreamsGroup(t, c, app)
+		g := c.DescribeStreamsGroup(t, app)
 		m := map[string]int{}
 		for _, mb := range g.Members {
 			id := "dynamic"
@@ -145,20 +101,4 @@ transaction.timeout.ms = 5000
 	}
 	b.checkExactCounts(t, want)
 	stop(static)
-}
-
-// describeStreamsGroup asks the group's coordinator for StreamsGroupDescribe.
-func describeStreamsGroup(t *testing.T, c *kafkatest.Cluster, group string) kmsg.StreamsGroupDescribeResponseGroup {
-	t.Helper()
-	req := kmsg.NewPtrStreamsGroupDescribeRequest()
-	req.Groups = []string{group}
-	resp := c.Request(t, c.GroupCoordinator(t, group), req).(*kmsg.StreamsGroupDescribeResponse)
-	if len(resp.Groups) != 1 {
-		t.Fatalf("StreamsGroupDescribe %s: %d groups", group, len(resp.Groups))
-	}
-	g := resp.Groups[0]
-	if err := kerr.ErrorForCode(g.ErrorCode); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
-		t.Fatalf("StreamsGroupDescribe %s: %v", group, err)
-	}
-	return g
 }

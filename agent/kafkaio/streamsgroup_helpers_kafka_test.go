@@ -4,7 +4,6 @@ package kafkaio_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -105,23 +104,6 @@ func setGroupConfig(t *testing.T, c *kafkatest.Cluster, group string, configs ma
 			t.Fatalf("group config of %s: %v (%v)", group, err, res.ErrorMessage)
 		}
 	}
-}
-
-// describeGroup asks the group's coordinator for StreamsGroupDescribe; a group the broker
-// does not know yet is an empty one.
-func describeGroup(t *testing.T, c *kafkatest.Cluster, group string) kmsg.StreamsGroupDescribeResponseGroup {
-	t.Helper()
-	req := kmsg.NewPtrStreamsGroupDescribeRequest()
-	req.Groups = []string{group}
-	resp := c.Request(t, c.GroupCoordinator(t, group), req).(*kmsg.StreamsGroupDescribeResponse)
-	if len(resp.Groups) != 1 {
-		t.Fatalf("StreamsGroupDescribe %s: %d groups", group, len(resp.Groups))
-	}
-	g := resp.Groups[0]
-	if err := kerr.ErrorForCode(g.ErrorCode); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
-		t.Fatalf("StreamsGroupDescribe %s: %v", group, err)
-	}
-	return g
 }
 
 // storedTopology is the topology the broker keeps for a group, as text, the application id

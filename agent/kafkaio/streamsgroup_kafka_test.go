@@ -160,7 +160,7 @@ func TestKafkaStreamsGroupRevocationWaitsForTheApplication(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	g := describeGroup(t, c, a.id)
+	g := c.DescribeStreamsGroup(t, a.id)
 	for _, m := range g.Members {
 		for _, task := range revoke.Revoke {
 			if m.MemberID == second.MemberID() && slices.Contains(flatten(m.Assignment.ActiveTasks), task.String()) {
@@ -266,7 +266,7 @@ func TestKafkaStreamsGroupFencedMemberRejoins(t *testing.T) {
 	}
 	// It does not join again while its application still holds the tasks.
 	time.Sleep(500 * time.Millisecond) // several heartbeat intervals: nothing may happen
-	if g := describeGroup(t, c, a.id); len(g.Members) != 0 {
+	if g := c.DescribeStreamsGroup(t, a.id); len(g.Members) != 0 {
 		t.Fatalf("the fenced member joined again before its application let go: %d members", len(g.Members))
 	}
 	m.Reconciled(lost)
@@ -304,7 +304,7 @@ func TestKafkaStreamsGroupReportsLag(t *testing.T) {
 	other := join(t, memberConfig(t, c, a.id, topo))
 	shareUntil(t, []*kafkaio.StreamsMember{m, other}, allTasks(2, 4))
 	waitFor(t, time.Minute, "the offsets in StreamsGroupDescribe", func() (bool, string) {
-		g := describeGroup(t, c, a.id)
+		g := c.DescribeStreamsGroup(t, a.id)
 		for _, gm := range g.Members {
 			if gm.MemberID != m.MemberID() {
 				continue

@@ -52,7 +52,7 @@ func TestKafkaStreamsMixedGroup(t *testing.T) {
 		ours := taskNames(m.Assignment().Active)
 		theirs, _ := jvm.Tasks()
 		t.Logf("%s: StoatFlow %v, Kafka Streams %v", what, ours, theirs)
-		for _, gm := range describeGroup(t, c, a.id).Members {
+		for _, gm := range c.DescribeStreamsGroup(t, a.id).Members {
 			t.Logf("  member %s client %s process %s epoch %d active %v", gm.MemberID, gm.ClientID, gm.ProcessID, gm.MemberEpoch, flatten(gm.Assignment.ActiveTasks))
 		}
 	}

@@ -49,7 +49,7 @@ func TestKafkaStreamsTopologyMatchesKafkaStreams(t *testing.T) {
 			ks.WaitLine(t, time.Minute, "RUNNING", func(l string) bool { return l == "STATE RUNNING" })
 			var theirs string
 			waitFor(t, time.Minute, "the topology Kafka Streams declared, configured", func() (bool, string) {
-				theirs = storedTopology(describeGroup(t, c, a.id))
+				theirs = storedTopology(c.DescribeStreamsGroup(t, a.id))
 				return theirs != "", "none"
 			})
 			t.Logf("Kafka Streams' topology as the broker keeps it:\n%s", theirs)
@@ -60,7 +60,7 @@ func TestKafkaStreamsTopologyMatchesKafkaStreams(t *testing.T) {
 			alone := join(t, memberConfig(t, c, ours, topo))
 			// Tasks come once the broker made the internal topics: the topology is configured.
 			reconcileUntil(t, alone, time.Minute, "StoatFlow's tasks", func(a kafkaio.Assignment) bool { return len(a.Active) > 0 })
-			stored := storedTopology(describeGroup(t, c, ours))
+			stored := storedTopology(c.DescribeStreamsGroup(t, ours))
 			if tc.differs == "" && stored != theirs {
 				t.Errorf("the broker keeps another topology for StoatFlow's declaration:\n--- Kafka Streams\n%s--- StoatFlow\n%s", theirs, stored)
 			}

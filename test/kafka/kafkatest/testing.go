@@ -278,6 +278,23 @@ func (c *Cluster) GroupCoordinator(t testing.TB, group string) int {
 	})
 }
 
+// DescribeStreamsGroup asks the group's coordinator for StreamsGroupDescribe; a group the
+// broker does not know yet is an empty one.
+func (c *Cluster) DescribeStreamsGroup(t testing.TB, group string) kmsg.StreamsGroupDescribeResponseGroup {
+	t.Helper()
+	req := kmsg.NewPtrStreamsGroupDescribeRequest()
+	req.Groups = []string{group}
+	resp := c.Request(t, c.GroupCoordinator(t, group), req).(*kmsg.StreamsGroupDescribeResponse)
+	if len(resp.Groups) != 1 {
+		t.Fatalf("StreamsGroupDescribe %s: %d groups", group, len(resp.Groups))
+	}
+	g := resp.Groups[0]
+	if err := kerr.ErrorForCode(g.ErrorCode); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("StreamsGroupDescribe %s: %v", group, err)
+	}
+	return g
+}
+
 // Features are the finalized feature levels (transaction.version, streams.version,
 // metadata.version, ...) as a running node reports them.
 func (c *Cluster) Features(t testing.TB) map[string]int16 {
