@@ -95,7 +95,7 @@ type Agent struct {
 	// taskLags the lag of each task the agent runs, as of the latest epoch (taskassignment.go).
 	appTasks atomic.Pointer[appTasks]
 	taskLags atomic.Pointer[map[pipeline.TaskID]int64]
-	taps  *console.Taps
+	taps     *console.Taps
 	// group is the agent's role in its latest generation (standby.go); nil before the first.
 	group atomic.Pointer[kafkaio.GroupRole]
 	// copies are, while a warm standby follows the changelogs, the store partitions it

@@ -103,7 +103,7 @@ func TestAssignmentInAStreamsGroup(t *testing.T) {
 	idx := &kafkaio.EndpointIndex{
 		Active: map[pipeline.TopicPartition]string{
 			{Topic: "in", Partition: 0}: "a:9464", {Topic: "in", Partition: 1}: "b:9464",
-			{Topic: rep, Partition: 1}: "b:9464",
+			{Topic: rep, Partition: 1}:         "b:9464",
 			{Topic: "elsewhere", Partition: 0}: "c:9464", // no topic of this topology
 		},
 		Standby: map[pipeline.TopicPartition][]string{
@@ -161,7 +161,9 @@ func TestTaskLagSumsTheTasksPartitions(t *testing.T) {
 	if got := *l.a.taskLags.Load(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("lags %v, want %v", got, want)
 	}
-	label := func(id pipeline.TaskID) string { return strconv.Itoa(id.Subtopology) + "_" + strconv.Itoa(int(id.Partition)) }
+	label := func(id pipeline.TaskID) string {
+		return strconv.Itoa(id.Subtopology) + "_" + strconv.Itoa(int(id.Partition))
+	}
 	if n := testutil.CollectAndCount(m.TaskLag); n != 3 {
 		t.Errorf("%d task lag series, want 3 (none for the task whose lag is unknown)", n)
 	}
