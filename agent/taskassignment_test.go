@@ -3,7 +3,6 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -161,13 +160,10 @@ func TestTaskLagSumsTheTasksPartitions(t *testing.T) {
 	if got := *l.a.taskLags.Load(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("lags %v, want %v", got, want)
 	}
-	label := func(id pipeline.TaskID) string {
-		return strconv.Itoa(id.Subtopology) + "_" + strconv.Itoa(int(id.Partition))
-	}
 	if n := testutil.CollectAndCount(m.TaskLag); n != 3 {
 		t.Errorf("%d task lag series, want 3 (none for the task whose lag is unknown)", n)
 	}
-	if got := testutil.ToFloat64(m.TaskLag.WithLabelValues(label(task(l0, 0)))); got != 5 {
+	if got := testutil.ToFloat64(m.TaskLag.WithLabelValues(task(l0, 0).String())); got != 5 {
 		t.Errorf("gauge of %v: %v", task(l0, 0), got)
 	}
 
