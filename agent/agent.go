@@ -91,7 +91,11 @@ type Agent struct {
 	time     atomic.Pointer[console.TimeStatus]
 	// tasks says which worker runs each task (by task id), as the loop last assigned them.
 	tasks atomic.Pointer[map[string]int]
-	taps  *console.Taps
+	// appTasks are the application's tasks, as the loop last built the topology;
+	// taskLags the lag of each task the agent runs, as of the latest epoch (taskassignment.go).
+	appTasks atomic.Pointer[appTasks]
+	taskLags atomic.Pointer[map[pipeline.TaskID]int64]
+	taps     *console.Taps
 	// group is the agent's role in its latest generation (standby.go); nil before the first.
 	group atomic.Pointer[kafkaio.GroupRole]
 	// copies are, while a warm standby follows the changelogs, the store partitions it

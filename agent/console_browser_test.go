@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -264,6 +265,95 @@ func TestConsoleInChromium(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if p := problems(); len(p) > 0 {
+		t.Fatalf("the page logged errors:\n%s", strings.Join(p, "\n"))
+	}
+}
+
+// The Tasks card, at the widths people use, in both group protocols: in a classic group
+// this agent runs every task of the word count, each with its lag; in a streams group (its
+// status faked in the page: no broker here spreads tasks) the rows name the other agents,
+// whose lag only they know. Nothing is wider than its card and the page logs no error.
+// STOATFLOW_CONSOLE_SHOTS=dir saves a screenshot at each width.
+func TestConsoleTasksInChromium(t *testing.T) {
+	ctx, problems := chromiumTab(t, 90*time.Second)
+	script, err := os.ReadFile("../scripts/wordcount.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokers := testBroker(t, 3, "text-lines", "word-counts")
+	ra := startAgent(t, testConfig(t, brokers, string(script), `application.server = "stoat-1.stoatflow-headless.production.svc.cluster.local:9464"`))
+	t.Cleanup(func() { _ = ra.stop(t) })
+	feedLines(t, brokers, "text-lines", 3, "the stoat streams records", "a stoat counts words in lua")
+	addr, err := ra.a.HTTPAddr(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, id := range ra.a.appTasks.Load().ids {
+		ids = append(ids, id.String())
+	}
+	want, _ := json.Marshal(ids)
+	rowIDs := `JSON.stringify([...document.querySelectorAll("#task-rows tr")].map((r) => r.dataset.task))`
+	cell := func(task string, col int) string {
+		return fmt.Sprintf(`document.querySelector('#task-rows tr[data-task=%q]').children[%d].textContent`, task, col)
+	}
+	streams := `{"groupProtocol":"streams","self":"stoat-1.stoatflow-headless.production.svc.cluster.local:9464","tasks":[
+	  {"taskId":"0_0","agent":"stoat-1.stoatflow-headless.production.svc.cluster.local:9464","thisAgent":true,"standbys":[],"recordsLag":1234567},
+	  {"taskId":"0_1","agent":"stoat-2.stoatflow-headless.production.svc.cluster.local:9464","thisAgent":false,"standbys":["stoat-1.stoatflow-headless.production.svc.cluster.local:9464","stoat-3.stoatflow-headless.production.svc.cluster.local:9464"],"recordsLag":null},
+	  {"taskId":"0_2","agent":"","thisAgent":false,"standbys":[],"recordsLag":null},
+	  {"taskId":"1_0","agent":"stoat-1.stoatflow-headless.production.svc.cluster.local:9464","thisAgent":true,"standbys":[],"recordsLag":-1},
+	  {"taskId":"1_1","agent":"stoat-3.stoatflow-headless.production.svc.cluster.local:9464","thisAgent":false,"standbys":[],"recordsLag":null},
+	  {"taskId":"1_2","agent":"stoat-2.stoatflow-headless.production.svc.cluster.local:9464","thisAgent":false,"standbys":[],"recordsLag":null}]}`
+	// fakeStreams makes the page read the streams group's assignment in every status.
+	fakeStreams := `(() => { const real = window.fetch; const shape = ` + streams + `;
+	  window.fetch = async (path, init) => {
+	    const res = await real(path, init);
+	    if (path !== "/v1/status") return res;
+	    const s = await res.json();
+	    s.assignment = shape;
+	    return new Response(JSON.stringify(s), { status: 200, headers: { "Content-Type": "application/json" } });
+	  };
+	  return true; })()`
+	for _, width := range consoleWidths {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 1000), chromedp.Navigate("http://"+addr+"/ui")); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, "a row per task of the word count", fmt.Sprintf(`%s === %q`, rowIDs, want))
+		waitJS(t, ctx, "this agent and a lag on every row", `[...document.querySelectorAll("#task-rows tr")].every((r) =>
+		  r.children[1].textContent === "this agentstoat-1.stoatflow-headless.production.svc.cluster.local:9464" && /^[0-9,]+$/.test(r.children[2].textContent))`)
+		waitJS(t, ctx, "the classic summary", `document.getElementById("tasks-summary").textContent.startsWith("classic group: this agent (stoat-1")`)
+		checkNoOverflow(t, ctx, width)
+
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fakeStreams)); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, "the streams group's summary",
+			`document.getElementById("tasks-summary").textContent === "streams group: 2 of 6 tasks on this agent (stoat-1.stoatflow-headless.production.svc.cluster.local:9464), the others on 2 other agents"`)
+		for _, c := range []struct{ task, agent, lag, standbys string }{
+			{"0_0", "this agentstoat-1.stoatflow-headless.production.svc.cluster.local:9464", "1,234,567", "–"},
+			{"0_1", "stoat-2.stoatflow-headless.production.svc.cluster.local:9464", "–",
+				"stoat-1.stoatflow-headless.production.svc.cluster.local:9464, stoat-3.stoatflow-headless.production.svc.cluster.local:9464"},
+			{"0_2", "none named", "–", "–"},
+			{"1_0", "this agentstoat-1.stoatflow-headless.production.svc.cluster.local:9464", "not fetched yet", "–"},
+			{"1_1", "stoat-3.stoatflow-headless.production.svc.cluster.local:9464", "–", "–"},
+		} {
+			checkJS(t, ctx, "task "+c.task, fmt.Sprintf(`%s === %q && %s === %q && %s === %q`,
+				cell(c.task, 1), c.agent, cell(c.task, 2), c.lag, cell(c.task, 3), c.standbys))
+		}
+		checkJS(t, ctx, "the note on other agents' lag", `document.getElementById("tasks-note").textContent.includes("known for this agent's tasks only")`)
+		checkNoOverflow(t, ctx, width)
+		if dir := os.Getenv("STOATFLOW_CONSOLE_SHOTS"); dir != "" {
+			png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("tasks-%d.png", width)), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	checkJS(t, ctx, "no error banner", `document.getElementById("error").hidden`)
 	if p := problems(); len(p) > 0 {
 		t.Fatalf("the page logged errors:\n%s", strings.Join(p, "\n"))
 	}

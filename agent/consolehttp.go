@@ -23,6 +23,7 @@ func (a *Agent) serveConsole() {
 			}
 			return nil
 		},
+		Assignment:          a.assignment,
 		StoreSizes:          a.storeSizes,
 		UncommittedMaxBytes: a.cfg.UncommittedMaxBytes,
 		Restore:             a.restores,

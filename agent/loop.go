@@ -624,7 +624,7 @@ func (l *loop) reportProgress() {
 
 // publishTime exports the engine's time (each source partition's stream time, the
 // watermark and how far it trails the wall clock) and shares it, with each partition's
-// consumer lag, with the HTTP handlers (GET /v1/status). It runs at every commit and every
+// consumer lag and each task's (reportTaskLags), with the HTTP handlers (GET /v1/status). It runs at every commit and every
 // punctuation tick, so the watermark a partition's idleness moves shows without a commit.
 // Where no processor waits for the watermark the workers do not move it per record, so
 // it is moved here, idleness first.
@@ -654,6 +654,7 @@ func (l *loop) publishTime() {
 			Idle: p.Idle, HoldsBack: p.HoldsBack, Lag: lag, Position: pos}
 	}
 	l.a.time.Store(out)
+	l.reportTaskLags(lags)
 	m := l.a.metrics
 	for _, p := range view.Partitions {
 		if p.StreamTime >= 0 {
@@ -864,7 +865,7 @@ func (l *loop) rebuildTopology() error {
 	}
 	l.internal = l.workers[0].internal
 	l.applyTaps()
-	return nil
+	return l.publishAppTasks()
 }
 
 // wipeAndRestore is Kafka Streams' behaviour for non-transactional stores under

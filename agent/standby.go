@@ -83,6 +83,7 @@ func (l *loop) takeRole(ctx context.Context, tps []pipeline.TopicPartition) (sta
 		l.standby = true
 		l.time.SetAssignment(nil)
 		l.assignment = nil
+		l.setTaskLags(nil)
 		if role.Warm && l.db != nil {
 			db := l.db // the loop may replace l.db (a rebuild); the follower keeps its own
 			l.follow.start(ctx, func(ctx context.Context) { l.followChangelogs(ctx, db) })

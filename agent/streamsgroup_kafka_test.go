@@ -65,6 +65,9 @@ func TestKafkaStreamsGroupSharesAndTakesOverTasks(t *testing.T) {
 		t.Fatalf("words by owner %v: want words on both agents", owned)
 	}
 	t.Logf("words by owner: %v", owned)
+	if n := checkTaskAgents(t, procs, tasks); n[procs[0].addr] != procs[0].tasks() || n[procs[1].addr] != procs[1].tasks() {
+		t.Fatalf("tasks by agent in /v1/status %v, want those the agents run", n)
+	}
 
 	if err := procs[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -82,6 +85,7 @@ func TestKafkaStreamsGroupSharesAndTakesOverTasks(t *testing.T) {
 		t.Fatalf("words by owner after the kill: %v, want every word on the survivor", owned)
 	}
 	t.Logf("the survivor names itself for every word %v after agent-0 was killed", time.Since(killed).Round(10*time.Millisecond))
+	checkTaskAgents(t, procs[1:], tasks)
 	if err := procs[1].cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

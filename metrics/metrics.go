@@ -47,6 +47,7 @@ type Metrics struct {
 	RecordsDropped     *prometheus.CounterVec   // labels node, reason
 	TaskProcessed      *prometheus.CounterVec   // label task
 	TaskStreamTime     *prometheus.GaugeVec     // label task; epoch milliseconds
+	TaskLag            *prometheus.GaugeVec     // label task; records
 	ProcessLatency     prometheus.Histogram     // per consumed record, whole topology
 	RecordE2ELatency   *prometheus.HistogramVec // label node (source and terminal nodes)
 	PunctuationLatency *prometheus.HistogramVec // label node
@@ -132,6 +133,12 @@ func New() *Metrics {
 	m.TaskStreamTime = m.gaugeVec("task", "stream_time_milliseconds",
 		"A task's stream time (the largest timestamp of the records it processed), by task id, "+
 			"in milliseconds since the Unix epoch; updated at every commit.", "task")
+	m.TaskLag = m.gaugeVec("task", "lag_records",
+		"Records a task this agent runs has yet to read: the sum over its input partitions "+
+			"(source and repartition topics) of the log end offset minus the consumer position "+
+			"(Kafka Streams' consumer records-lag, summed by task), by task id; updated at every "+
+			"commit and at least every 100 ms from the consumer's first fetch of one of them, and "+
+			"gone when the task leaves the agent.", "task")
 	m.ProcessLatency = m.histogram("processor", "process_latency_seconds",
 		"Time to run one consumed record through the whole topology, Lua included.",
 		prometheus.ExponentialBuckets(0.00001, 3, 14)) // 10µs .. ~16s

@@ -28,6 +28,7 @@ var touch = map[string]func(m *Metrics){
 	},
 	"TaskProcessed":      func(m *Metrics) { m.TaskProcessed.WithLabelValues("1_0").Inc() },
 	"TaskStreamTime":     func(m *Metrics) { m.TaskStreamTime.WithLabelValues("1_0").Set(1_700_000_000_000) },
+	"TaskLag":            func(m *Metrics) { m.TaskLag.WithLabelValues("1_0").Set(7) },
 	"ThreadTasks":        func(m *Metrics) { m.ThreadTasks.WithLabelValues("0").Set(4) },
 	"ThreadTasksCreated": func(m *Metrics) { m.ThreadTasksCreated.WithLabelValues("1").Inc() },
 	"ThreadTasksClosed":  func(m *Metrics) { m.ThreadTasksClosed.WithLabelValues("0").Inc() },

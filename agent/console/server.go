@@ -31,6 +31,9 @@ type Sources struct {
 	Time func() *TimeStatus
 	// Tasks says which worker runs each task, by task id; nil before the first assignment.
 	Tasks func() map[string]int
+	// Assignment says which agent runs each task of the application; nil before the
+	// topology is built.
+	Assignment func() *Assignment
 	// StoreSizes are the approximate sizes of the stores on disk, by name.
 	StoreSizes          func() map[string]int64
 	UncommittedMaxBytes int64

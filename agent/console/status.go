@@ -18,11 +18,14 @@ type Status struct {
 	// Nodes are keyed by node name: records in, drops by reason, Lua seconds.
 	Nodes map[string]*NodeStatus `json:"nodes"`
 	// Tasks are keyed by task id (<sub-topology>_<partition>).
-	Tasks    map[string]*TaskStatus `json:"tasks"`
-	Consumed map[string]float64     `json:"consumed"` // records read, by source topic
-	Produced map[string]float64     `json:"produced"` // records written, by sink topic
-	Time     *TimeStatus            `json:"time"`     // null before the first records
-	Stores   map[string]StoreStatus `json:"stores"`
+	Tasks map[string]*TaskStatus `json:"tasks"`
+	// Assignment is which agent runs each task of the application, with the lag of this
+	// agent's tasks; null before the topology is built.
+	Assignment *Assignment            `json:"assignment"`
+	Consumed   map[string]float64     `json:"consumed"` // records read, by source topic
+	Produced   map[string]float64     `json:"produced"` // records written, by sink topic
+	Time       *TimeStatus            `json:"time"`     // null before the first records
+	Stores     map[string]StoreStatus `json:"stores"`
 	// Uncommitted is the epoch's buffered store writes against
 	// statestore.uncommitted.max.bytes (-1: unbounded).
 	Uncommitted Budget         `json:"uncommitted"`
@@ -44,6 +47,38 @@ type TaskStatus struct {
 	Thread     int     `json:"thread"`
 	Processed  float64 `json:"processed"`
 	StreamTime int64   `json:"streamTime"`
+}
+
+// Assignment is which agent of the application runs each of its tasks as the active (Kafka
+// Streams' StreamsMetadata, by task), and how far behind their input this agent's tasks are.
+type Assignment struct {
+	// GroupProtocol is group.protocol: "classic", where one agent runs every task and the
+	// others are standbys, or "streams", where the broker spreads the tasks over the agents.
+	GroupProtocol string `json:"groupProtocol"`
+	// Self is this agent's application.server, "" when it has none.
+	Self string `json:"self"`
+	// Tasks are every task of the application, by sub-topology then partition.
+	Tasks []TaskAgent `json:"tasks"`
+}
+
+// TaskAgent is one task of the application: the agent that runs it and, for a task of
+// this agent, its lag.
+type TaskAgent struct {
+	TaskID string `json:"taskId"` // <sub-topology>_<partition>
+	// Agent is the application.server of the agent that runs the task; "" when none is
+	// named: this agent without an application.server (ThisAgent), a task moving between
+	// agents, or one run by an agent without an application.server.
+	Agent     string `json:"agent"`
+	ThisAgent bool   `json:"thisAgent"`
+	// Standbys are the application.server of the agents keeping a standby copy of the
+	// task's state, sorted.
+	Standbys []string `json:"standbys"`
+	// RecordsLag, for a task this agent runs, is the records its consumer has yet to read:
+	// the sum over the task's input partitions (source and repartition topics) of their end
+	// offset minus the consumer's position, Kafka Streams' consumer records-lag per task;
+	// -1 before the consumer fetched any of them. Null for another agent's task: only that
+	// agent knows its lag.
+	RecordsLag *int64 `json:"recordsLag"`
 }
 
 // TimeStatus is the engine's time: the global watermark and each source partition's part
@@ -103,6 +138,9 @@ func (s *Server) status() *Status {
 		Stores:   map[string]StoreStatus{},
 		Restore:  s.src.Restore.Status(),
 		Log:      s.src.Log.Recent(),
+	}
+	if s.src.Assignment != nil {
+		st.Assignment = s.src.Assignment()
 	}
 	node := func(name string) *NodeStatus {
 		n, ok := st.Nodes[name]

@@ -92,7 +92,7 @@ func TestTopAndTapOfARunningAgent(t *testing.T) {
 	}
 	for _, want := range []string{"StoatFlow RUNNING", "watermark ", "consumer lag", "commits ", "NODE", "RECORDS/S",
 		"KSTREAM-SOURCE-0000000000", "KSTREAM-FLATMAPVALUES-0000000001", "KSTREAM-SINK-0000000009",
-		"TASK", "THREAD", "STREAM TIME", "\n0_0 ", "\n1_0 "} {
+		"TASK", "AGENT", "LAG", "THREAD", "STREAM TIME", "\n0_0   this agent", "\n1_0   this agent", "tasks on this agent (classic group)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("top lacks %q:\n%s", want, out)
 		}

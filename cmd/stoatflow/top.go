@@ -36,8 +36,9 @@ func agentFlags(fs *flag.FlagSet) func() *queryClient {
 	}
 }
 
-// cmdTop shows a running agent's per-node rates, lag, watermark and commits, and its tasks
-// (the worker each runs on, its rate, its stream time), refreshed every interval, like
+// cmdTop shows a running agent's per-node rates, lag, watermark and commits, and the
+// application's tasks (the agent running each; for this agent's, its lag, the worker it
+// runs on, its rate, its stream time), refreshed every interval, like
 // `vector top`. It reads GET /v1/status and GET /topology. q quits, as in top(1): on a
 // terminal without Enter (its input is put in cbreak mode meanwhile).
 func cmdTop(args []string, stdout, stderr io.Writer) int {
@@ -176,32 +177,78 @@ func writeTop(w io.Writer, nodes []string, a, b *console.Status) {
 		}
 		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%.1f\t\n", name, per(x.Processed, y.Processed), dropText, 100*per(x.LuaSeconds, y.LuaSeconds))
 	}
-	if len(b.Tasks) > 0 {
-		fmt.Fprintln(tw, "\t\t\t\t")
-		fmt.Fprintln(tw, "TASK\tTHREAD\tRECORDS/S\tSTREAM TIME\t")
-		ids := make([]string, 0, len(b.Tasks))
-		for id := range b.Tasks {
-			ids = append(ids, id)
-		}
-		slices.SortFunc(ids, func(p, q string) int {
-			x, _ := pipeline.ParseTaskID(p)
-			y, _ := pipeline.ParseTaskID(q)
-			return x.Compare(y)
-		})
-		for _, id := range ids {
-			y := b.Tasks[id]
-			var before float64
-			if x := a.Tasks[id]; x != nil {
-				before = x.Processed
-			}
-			st := "none yet"
-			if y.StreamTime >= 0 {
-				st = time.UnixMilli(y.StreamTime).UTC().Format("2006-01-02 15:04:05.000")
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t\n", id, y.Thread, per(before, y.Processed), st)
-		}
-	}
+	writeTasks(tw, a, b, per)
 	if err := tw.Flush(); err != nil && !errors.Is(err, os.ErrClosed) {
 		fmt.Fprintln(w, err)
+	}
+}
+
+// writeTasks prints the tasks: every task of the application with the agent running it
+// and, for this agent's, its lag, worker, rate and stream time. An agent older than the
+// status's assignment names only its own tasks.
+func writeTasks(tw io.Writer, a, b *console.Status, per func(x, y float64) float64) {
+	type row struct {
+		id, agent, lag string
+		here           bool
+	}
+	var rows []row
+	if as := b.Assignment; as != nil {
+		here := 0
+		for _, t := range as.Tasks {
+			r := row{id: t.TaskID, agent: t.Agent, lag: "–", here: t.ThisAgent}
+			switch {
+			case t.ThisAgent:
+				here++
+				r.agent = "this agent"
+			case t.Agent == "":
+				r.agent = "none named"
+			}
+			if t.RecordsLag != nil {
+				r.lag = "not fetched"
+				if *t.RecordsLag >= 0 {
+					r.lag = fmt.Sprint(*t.RecordsLag)
+				}
+			}
+			rows = append(rows, r)
+		}
+		if len(rows) == 0 {
+			return
+		}
+		fmt.Fprintln(tw, "\t\t\t\t")
+		fmt.Fprintf(tw, "%d of %d tasks on this agent (%s group)", here, len(rows), as.GroupProtocol)
+		if here < len(rows) {
+			fmt.Fprint(tw, "; lag is known for its own tasks only")
+		}
+		fmt.Fprintln(tw)
+	} else {
+		for id := range b.Tasks {
+			rows = append(rows, row{id: id, agent: "this agent", lag: "–", here: true})
+		}
+		if len(rows) == 0 {
+			return
+		}
+		slices.SortFunc(rows, func(p, q row) int {
+			x, _ := pipeline.ParseTaskID(p.id)
+			y, _ := pipeline.ParseTaskID(q.id)
+			return x.Compare(y)
+		})
+		fmt.Fprintln(tw, "\t\t\t\t")
+	}
+	fmt.Fprintln(tw, "TASK\tAGENT\tLAG\tTHREAD\tRECORDS/S\tSTREAM TIME\t")
+	for _, r := range rows {
+		y := b.Tasks[r.id]
+		if !r.here || y == nil {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t–\t–\t–\t\n", r.id, r.agent, r.lag)
+			continue
+		}
+		var before float64
+		if x := a.Tasks[r.id]; x != nil {
+			before = x.Processed
+		}
+		st := "none yet"
+		if y.StreamTime >= 0 {
+			st = time.UnixMilli(y.StreamTime).UTC().Format("2006-01-02 15:04:05.000")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f\t%s\t\n", r.id, r.agent, r.lag, y.Thread, per(before, y.Processed), st)
 	}
 }

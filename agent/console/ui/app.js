@@ -389,6 +389,37 @@ function paintHealth(s) {
   $("summary").textContent = `${fmt(consumed)} records consumed`;
 }
 
+// which agent runs each task of the application; the lag of this agent's tasks
+function paintTasks(s) {
+  const a = s.assignment;
+  $("tasks").hidden = !a;
+  if (!a) return;
+  const self = a.self ? `this agent (${a.self})` : "this agent";
+  const here = a.tasks.filter((t) => t.thisAgent).length;
+  const agents = new Set(a.tasks.filter((t) => t.agent && !t.thisAgent).map((t) => t.agent));
+  $("tasks-summary").textContent = a.groupProtocol === "streams"
+    ? `streams group: ${here} of ${a.tasks.length} tasks on ${self}, the others on ${agents.size} other agent${agents.size === 1 ? "" : "s"}`
+    : here ? `classic group: ${self} runs every task; any other agent of the application is a standby`
+    : s.state === "STANDBY" ? `classic group: this agent is a standby; ${agents.size ? "the agent at " + [...agents][0] : "the active agent (without application.server)"} runs every task`
+    : "classic group: no agent runs the tasks yet";
+  $("task-rows").replaceChildren(...a.tasks.map((t) => {
+    const who = el("span");
+    if (t.thisAgent) who.append(el("span", "this agent", "tag here"), t.agent || "");
+    else who.textContent = t.agent || "none named";
+    if (!t.thisAgent && !t.agent) {
+      who.title = "the task is moving, or runs on an agent without application.server";
+    }
+    const lag = num(t.recordsLag === null ? "–" : t.recordsLag < 0 ? "not fetched yet" : fmt(t.recordsLag));
+    if (t.recordsLag === null) lag.title = "only the agent running the task knows its lag";
+    const tr = row([t.taskId, who, lag, t.standbys.join(", ") || "–"]);
+    tr.dataset.task = t.taskId;
+    return tr;
+  }));
+  $("tasks-note").textContent = here < a.tasks.length
+    ? "Lag (records its consumer has yet to read, over the task's input partitions) is known for this agent's tasks only; the others show the agent running them."
+    : "Lag: records the task's consumer has yet to read, over its input partitions.";
+}
+
 async function countEntries() {
   lastCount = Date.now();
   for (const st of stores) {
@@ -625,6 +656,7 @@ async function poll() {
     paintDetails();
     paintTime(s);
     paintState(s);
+    paintTasks(s);
     paintHealth(s);
     showError(null);
   } catch (err) {
