@@ -87,7 +87,7 @@ func TestKafkaStreamsGroupKillCycles(t *testing.T) {
 				survivors = append(survivors, a)
 			}
 		}
-		before := g.restored(survivors)
+		replayedBefore, failedBefore := g.metric(survivors, restoredRecords), g.metric(survivors, failedCommits)
 		killed := victim.kill(t)
 		var took time.Duration
 		g.until(groupRecovery, "the survivors running every task", func() bool {
@@ -107,13 +107,13 @@ func TestKafkaStreamsGroupKillCycles(t *testing.T) {
 			})
 			last = max(last, at.Sub(killed))
 		}
-		replay := g.restored(survivors) - before
+		replay, failed := g.metric(survivors, restoredRecords)-replayedBefore, g.metric(survivors, failedCommits)-failedBefore
 		reassigned, producing, replayed = append(reassigned, took), append(producing, last), append(replayed, replay)
 		victim.start(t)
 		g.waitShared(g.agents)
-		restarted = append(restarted, g.restored([]*groupAgent{victim}))
-		t.Logf("cycle %d: killed %s (tasks %v); reassigned after %v, producing again after %v; the takeover replayed %.0f changelog records, the restarted agent %.0f",
-			cycle+1, victim.name, tasks, took.Round(10*time.Millisecond), last.Round(10*time.Millisecond), replay, restarted[len(restarted)-1])
+		restarted = append(restarted, g.metric([]*groupAgent{victim}, restoredRecords))
+		t.Logf("cycle %d: killed %s (tasks %v); reassigned after %v, producing again after %v; the takeover replayed %.0f changelog records (the survivors dropped %.0f epochs), the restarted agent %.0f",
+			cycle+1, victim.name, tasks, took.Round(10*time.Millisecond), last.Round(10*time.Millisecond), replay, failed, restarted[len(restarted)-1])
 	}
 	t.Logf("over %d kills: reassigned after %s, producing again after %s; changelog records replayed by the takeover %s, by the restarted agent %s",
 		len(reassigned), durationRange(reassigned), durationRange(producing), countRange(replayed), countRange(restarted))
@@ -404,9 +404,9 @@ func (a *groupAgent) stop(t *testing.T) {
 
 func (a *groupAgent) tasks() int { return a.p.tasks() }
 
-// restored is the agent's stoatflow_state_records_restored_total, summed over its stores:
-// the changelog records it replayed since it started.
-func (a *groupAgent) restored() float64 {
+// metric is the sum of the agent's series of a metric whose line starts with prefix
+// (stoatflow_state_records_restored_total{ for every store's), 0 while it does not answer.
+func (a *groupAgent) metric(prefix string) float64 {
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get("http://" + a.p.addr + "/metrics")
 	if err != nil {
@@ -417,7 +417,7 @@ func (a *groupAgent) restored() float64 {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "stoatflow_state_records_restored_total{") {
+		if !strings.HasPrefix(line, prefix) {
 			continue
 		}
 		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
@@ -507,14 +507,21 @@ func (g *streamsGroupRig) waitFlowing(since time.Time) {
 	})
 }
 
-// restored is the changelog records agents replayed since they started.
-func (g *streamsGroupRig) restored(agents []*groupAgent) float64 {
+// metric is the sum of the agents' series of a metric whose line starts with prefix.
+func (g *streamsGroupRig) metric(agents []*groupAgent, prefix string) float64 {
 	var sum float64
 	for _, a := range agents {
-		sum += a.restored()
+		sum += a.metric(prefix)
 	}
 	return sum
 }
+
+const (
+	// restoredRecords are the changelog records an agent replayed since it started.
+	restoredRecords = "stoatflow_state_records_restored_total{"
+	// failedCommits are the epochs an agent dropped since it started.
+	failedCommits = `stoatflow_commit_commits_total{result="failure"}`
+)
 
 // activeTasks are the active tasks the broker gave agent ("0_3": sub-topology 0, partition
 // 3), as the group's StreamsGroupDescribe names them (its member with the agent's
@@ -550,8 +557,8 @@ func (g *streamsGroupRig) finish(agents []*groupAgent) {
 	g.t.Helper()
 	want := g.feed.finish(g.t)
 	if !g.read.await(groupRecovery, want) {
-		g.read.check(g.t, want) // says what is wrong when a count is missing or repeated
 		g.dumpAgents()
+		g.read.check(g.t, want) // says what is wrong when a count is missing or repeated
 		g.t.Fatalf("no count for %v: the agents do not process (tasks: %s)", groupRecovery, g.taskCounts())
 	}
 	for _, a := range agents {
@@ -674,8 +681,10 @@ type taskCount struct {
 	key       string
 	count     int64
 	line      string // the number of the input line counted
-	pid       int64
-	pepoch    int16
+	// producer and producerEpoch name the transactional producer that wrote it: the agent
+	// (its transactional.id) and its process.
+	producer      int64
+	producerEpoch int16
 }
 
 func startTaskOutputReader(t *testing.T, c *kafkatest.Cluster, topic string) *taskOutputReader {
@@ -712,14 +721,14 @@ func startTaskOutputReader(t *testing.T, c *kafkatest.Cluster, topic string) *ta
 				if _, err := fmt.Sscanf(k, "p%d", &source); err != nil {
 					source = -1
 				}
-				line := "?"
+				var line string
 				for _, h := range rec.Headers {
 					if h.Key == lineHeader {
 						line = string(h.Value)
 					}
 				}
 				o.counts = append(o.counts, taskCount{at: now, written: rec.Timestamp, partition: rec.Partition, offset: rec.Offset,
-					source: source, key: k, count: n, line: line, pid: rec.ProducerID, pepoch: rec.ProducerEpoch})
+					source: source, key: k, count: n, line: line, producer: rec.ProducerID, producerEpoch: rec.ProducerEpoch})
 			})
 			if !written.IsZero() {
 				o.reads = append(o.reads, outputRead{at: now, written: written})
@@ -754,14 +763,17 @@ func (o *taskOutputReader) taskProduced(task string, since time.Time) (time.Time
 	return time.Time{}, false
 }
 
-// doubles describes the input lines counted more than once for a word: each count of
-// such a line with where and when it was read.
+// doubles describes the input lines (of a lineFeeder) counted more than once for a word:
+// each count of such a line with where and when it was read, and which producer wrote it.
 func (o *taskOutputReader) doubles() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	byLine := map[string][]taskCount{}
 	var order []string
 	for _, c := range o.counts {
+		if c.line == "" {
+			continue // not a lineFeeder's line
+		}
 		k := c.key + " line " + c.line
 		if len(byLine[k]) == 0 {
 			order = append(order, k)
@@ -776,7 +788,7 @@ func (o *taskOutputReader) doubles() []string {
 		}
 		var parts []string
 		for _, c := range cs {
-			parts = append(parts, fmt.Sprintf("count %d at out-%d@%d read %s pid %d/%d", c.count, c.partition, c.offset, c.at.Format("15:04:05.000"), c.pid, c.pepoch))
+			parts = append(parts, fmt.Sprintf("count %d at out-%d@%d read %s, producer %d epoch %d", c.count, c.partition, c.offset, c.at.Format("15:04:05.000"), c.producer, c.producerEpoch))
 		}
 		out = append(out, fmt.Sprintf("%s (written %s): %s", k, cs[0].written.Format("15:04:05.000"), strings.Join(parts, ", ")))
 	}
