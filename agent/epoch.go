@@ -106,6 +106,15 @@ func (e *epoch) consumed(tp pipeline.TopicPartition, next int64, n int) {
 	e.records += n
 }
 
+// endGeneration forgets the offsets the epochs of a generation of the group reached, once
+// its last epoch is committed (or dropped) as the generation ends: the next generation
+// reads each of its partitions from the group's committed offset. A partition given up
+// with the generation is read on by another member (in a streams group, tasks move between
+// agents), which moves its committed offset on; committed again with a later epoch, the
+// offset kept here would set the group back, and whoever read the partition next would
+// process those records again.
+func (e *epoch) endGeneration() { clear(e.next) }
+
 // begin starts the epoch's transaction before its first write under exactly-once.
 func (e *epoch) begin() error {
 	if !e.eos || e.inTxn {

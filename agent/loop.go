@@ -354,6 +354,7 @@ func (l *loop) run(ctx context.Context) error {
 		case reply := <-l.revoke:
 			progress.step(time.Now())
 			err := l.commit(true)
+			l.epoch.endGeneration()
 			reply <- err
 			if err != nil {
 				return err
