@@ -8,6 +8,7 @@ package agent
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -67,55 +68,12 @@ func TestKafkaStreamsMixedGroupExactOutput(t *testing.T) {
 		}
 	}
 
-	ksOptions := kstreamstest.Options{
-		Topology: "wordcount",
-		Topics:   map[string]string{"in": b.topic(t, "in"), "out": b.topic(t, "out")},
-		Props: map[string]string{
-			"bootstrap.servers":          strings.Join(b.brokers, ","),
-			"application.id":             app,
-			"processing.guarantee":       "exactly_once_v2",
-			"commit.interval.ms":         "100",
-			"statestore.cache.max.bytes": "0",
-			// As the agent's: a killed instance's open transaction is aborted soon.
-			"producer.transaction.timeout.ms": "5000",
-		},
-	}
+	ksOptions := kstreamstest.Options{Topology: "wordcount", Topics: map[string]string{"in": b.topic(t, "in"), "out": b.topic(t, "out")}, Props: mixedStreamsProps(b, app)}
 	ks := kstreamstest.Start(t, ksOptions)
 	ks.WaitLine(t, 2*time.Minute, "every task", func(l string) bool {
 		return l == "TASKS active="+strings.Join(all, ",")+" standby="
 	})
-
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(b.script(mixedWordCountScript)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	agent := &replicaProcess{config: filepath.Join(dir, "agent.toml"), addr: freeAddr(t)}
-	toml := fmt.Sprintf(`
-[agent]
-scripts = ["p.lua"]
-http.listen = %q
-[streams]
-application.id = %q
-bootstrap.servers = %q
-group.protocol = "streams"
-processing.guarantee = "exactly_once_v2"
-commit.interval.ms = 100
-statestore.cache.max.bytes = 0
-state.dir = %q
-group.instance.id = "agent-0"
-application.server = %q
-transaction.timeout.ms = 5000
-`, agent.addr, app, strings.Join(b.brokers, ","), filepath.Join(dir, "state"), agent.addr)
-	if err := os.WriteFile(agent.config, []byte(toml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if agent.cmd.ProcessState == nil {
-			_ = agent.cmd.Process.Kill()
-			_ = agent.cmd.Wait()
-		}
-	})
-	agent.start(t)
+	agent := startMixedAgent(t, b, app, mixedWordCountScript, nil)
 
 	split := func(what string, jvm *kstreamstest.App) {
 		t.Helper()
@@ -173,6 +131,58 @@ transaction.timeout.ms = 5000
 		t.Errorf("Kafka Streams logged errors:\n%s", grepLogLines(log, " ERROR "))
 	}
 	ks2.Close(t, true)
+}
+
+// mixedStreamsProps are the Kafka Streams properties of a mixed group's application, as
+// startMixedAgent's agent has them.
+func mixedStreamsProps(b *brokerUnderTest, app string) map[string]string {
+	return map[string]string{
+		"bootstrap.servers":          strings.Join(b.brokers, ","),
+		"application.id":             app,
+		"processing.guarantee":       "exactly_once_v2",
+		"commit.interval.ms":         "100",
+		"statestore.cache.max.bytes": "0",
+		// As the agent's: a killed instance's open transaction is aborted soon.
+		"producer.transaction.timeout.ms": "5000",
+	}
+}
+
+// startMixedAgent starts an agent process running script in the streams group app, its log
+// to stderr (nil: the test's).
+func startMixedAgent(t *testing.T, b *brokerUnderTest, app, script string, stderr io.Writer) *replicaProcess {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(b.script(script)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &replicaProcess{config: filepath.Join(dir, "agent.toml"), addr: freeAddr(t), stderr: stderr}
+	toml := fmt.Sprintf(`
+[agent]
+scripts = ["p.lua"]
+http.listen = %q
+[streams]
+application.id = %q
+bootstrap.servers = %q
+group.protocol = "streams"
+processing.guarantee = "exactly_once_v2"
+commit.interval.ms = 100
+statestore.cache.max.bytes = 0
+state.dir = %q
+group.instance.id = "agent-0"
+application.server = %q
+transaction.timeout.ms = 5000
+`, p.addr, app, strings.Join(b.brokers, ","), filepath.Join(dir, "state"), p.addr)
+	if err := os.WriteFile(p.config, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.start(t)
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+	})
+	return p
 }
 
 // logStreamsGroup logs the members of a streams group and their active tasks, as the broker
