@@ -12,7 +12,13 @@ import (
 // topics of the test's own, partitions each.
 func onKafka(t *testing.T, o kafkatest.Options, partitions int32, topics ...string) *brokerUnderTest {
 	t.Helper()
-	c := kafkatest.Start(t, o)
+	return onCluster(t, kafkatest.Start(t, o), partitions, topics...)
+}
+
+// onCluster is onKafka on a cluster the test already has (to set its group configs): outside
+// make test-kafka, each kafkatest.Start of a test starts a cluster of its own.
+func onCluster(t *testing.T, c *kafkatest.Cluster, partitions int32, topics ...string) *brokerUnderTest {
+	t.Helper()
 	b := &brokerUnderTest{
 		kind: "kafka", brokers: c.Bootstrap(), nodes: len(c.NodeIDs()),
 		name: kafkatest.Name,

@@ -38,9 +38,8 @@ func TestKafkaStreamsGroupSharesAndTakesOverTasks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills processes; not in -short")
 	}
-	o := kafkatest.Options{}
-	c := kafkatest.Start(t, o)
-	b := onKafka(t, o, 4, "in", "out")
+	c := kafkatest.Start(t, kafkatest.Options{})
+	b := onCluster(t, c, 4, "in", "out")
 	app := kafkatest.Name(t, "app")
 	// The broker drops a killed member after the group's session timeout (45 s by default).
 	setStreamsGroupConfig(t, c, app, map[string]string{"streams.session.timeout.ms": "6000", "streams.heartbeat.interval.ms": "500"})

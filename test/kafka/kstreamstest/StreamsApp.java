@@ -180,6 +180,13 @@ public final class StreamsApp {
                     .to(topic(t, "out"));
                 break;
             }
+            case "left_join": {
+                KStream<String, String> l = b.stream(topic(t, "in"));
+                KStream<String, String> r = b.stream(topic(t, "other"));
+                l.leftJoin(r, (lv, rv) -> lv + "+" + rv, JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(1)))
+                    .to(topic(t, "out"));
+                break;
+            }
             case "fk_join": {
                 KTable<String, String> orders = b.table(topic(t, "in"));
                 KTable<String, String> customers = b.table(topic(t, "table"));
