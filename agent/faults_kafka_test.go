@@ -76,7 +76,7 @@ const (
 )
 
 // faultRounds is how often each test injects its fault, into the same running agent:
-// STOATFLOW_KAFKA_FAULT_ROUNDS (make soak-kafka), else 1.
+// STOATFLOW_KAFKA_FAULT_ROUNDS (make soak), else 1.
 func faultRounds() int {
 	if n, err := strconv.Atoi(os.Getenv("STOATFLOW_KAFKA_FAULT_ROUNDS")); err == nil && n > 0 {
 		return n

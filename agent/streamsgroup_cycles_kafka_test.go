@@ -15,7 +15,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -310,35 +309,12 @@ func newStreamsGroupRig(t *testing.T, agents int) *streamsGroupRig {
 	g := &streamsGroupRig{t: t, c: kafkatest.Start(t, o), b: onKafka(t, o, groupPartitions, "in", "out"), app: kafkatest.Name(t, "app")}
 	// The broker drops a killed member after the group's session timeout (45 s by default).
 	setStreamsGroupConfig(t, g.c, g.app, map[string]string{"streams.session.timeout.ms": "6000", "streams.heartbeat.interval.ms": "500"})
-	script := []byte(g.b.script(wordCountScript))
 	for i := range agents {
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "p.lua"), script, 0o644); err != nil {
-			t.Fatal(err)
-		}
 		a := &groupAgent{name: fmt.Sprintf("agent-%d", i), logs: &lockedBuffer{}}
-		a.p = &replicaProcess{config: filepath.Join(dir, "agent.toml"), addr: freeAddr(t), stderr: a.logs}
-		// transaction.timeout.ms below the session: a killed agent's open transaction is
+		// transaction.timeout.ms (5 s) below the session: a killed agent's open transaction is
 		// aborted by the time its tasks move.
-		toml := fmt.Sprintf(`
-[agent]
-scripts = ["p.lua"]
-http.listen = %q
-[streams]
-application.id = %q
-bootstrap.servers = %q
-group.protocol = "streams"
-processing.guarantee = "exactly_once_v2"
-commit.interval.ms = 100
-statestore.cache.max.bytes = 0
-state.dir = %q
-group.instance.id = %q
-application.server = %q
-transaction.timeout.ms = 5000
-`, a.p.addr, g.app, strings.Join(g.b.brokers, ","), filepath.Join(dir, "state"), a.name, a.p.addr)
-		if err := os.WriteFile(a.p.config, []byte(toml), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		a.p = streamsAgent(t, g.b, g.app, wordCountScript, fmt.Sprintf("group.instance.id = %q", a.name))
+		a.p.stderr = a.logs
 		g.agents = append(g.agents, a)
 	}
 	g.read = startTaskOutputReader(t, g.c, g.b.topic(t, "out"))

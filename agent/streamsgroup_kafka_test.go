@@ -45,7 +45,7 @@ func TestKafkaStreamsGroupSharesAndTakesOverTasks(t *testing.T) {
 	setStreamsGroupConfig(t, c, app, map[string]string{"streams.session.timeout.ms": "6000", "streams.heartbeat.interval.ms": "500"})
 	var procs []*replicaProcess
 	for i := range 2 {
-		procs = append(procs, streamsAgent(t, b, app, fmt.Sprintf("group.instance.id = \"agent-%d\"", i)))
+		procs = append(procs, streamsAgent(t, b, app, wordCountScript, fmt.Sprintf("group.instance.id = \"agent-%d\"", i)))
 	}
 	for _, p := range procs {
 		p.start(t)
@@ -93,13 +93,13 @@ func TestKafkaStreamsGroupSharesAndTakesOverTasks(t *testing.T) {
 	}
 }
 
-// streamsAgent writes the config of an agent process running b's word count, exactly-once,
-// in app's streams group, with extra lines in its [streams] table, and kills the process
-// at the end of the test if it still runs. The caller starts it.
-func streamsAgent(t *testing.T, b *brokerUnderTest, app, extra string) *replicaProcess {
+// streamsAgent writes the config of an agent process running script on b, exactly-once, in
+// app's streams group, with extra lines in its [streams] table, and kills the process at the
+// end of the test if it still runs. The caller starts it.
+func streamsAgent(t *testing.T, b *brokerUnderTest, app, script, extra string) *replicaProcess {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(b.script(wordCountScript)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(b.script(script)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := &replicaProcess{config: filepath.Join(dir, "agent.toml"), addr: freeAddr(t)}

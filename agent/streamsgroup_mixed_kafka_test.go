@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -151,37 +149,9 @@ func mixedStreamsProps(b *brokerUnderTest, app string) map[string]string {
 // to stderr (nil: the test's).
 func startMixedAgent(t *testing.T, b *brokerUnderTest, app, script string, stderr io.Writer) *replicaProcess {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "p.lua"), []byte(b.script(script)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := &replicaProcess{config: filepath.Join(dir, "agent.toml"), addr: freeAddr(t), stderr: stderr}
-	toml := fmt.Sprintf(`
-[agent]
-scripts = ["p.lua"]
-http.listen = %q
-[streams]
-application.id = %q
-bootstrap.servers = %q
-group.protocol = "streams"
-processing.guarantee = "exactly_once_v2"
-commit.interval.ms = 100
-statestore.cache.max.bytes = 0
-state.dir = %q
-group.instance.id = "agent-0"
-application.server = %q
-transaction.timeout.ms = 5000
-`, p.addr, app, strings.Join(b.brokers, ","), filepath.Join(dir, "state"), p.addr)
-	if err := os.WriteFile(p.config, []byte(toml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	p := streamsAgent(t, b, app, script, `group.instance.id = "agent-0"`)
+	p.stderr = stderr
 	p.start(t)
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Kill()
-			_ = p.cmd.Wait()
-		}
-	})
 	return p
 }
 

@@ -33,8 +33,8 @@ func TestKafkaStreamsGroupStaticMemberKeepsItsTasks(t *testing.T) {
 	const session = 45 * time.Second // the broker's default, and below its group.streams.max.session.timeout.ms
 	setStreamsGroupConfig(t, c, app, map[string]string{
 		"streams.session.timeout.ms": fmt.Sprint(session.Milliseconds()), "streams.heartbeat.interval.ms": "500"})
-	static := streamsAgent(t, b, app, `group.instance.id = "static-agent"`)
-	dynamic := streamsAgent(t, b, app, "")
+	static := streamsAgent(t, b, app, wordCountScript, `group.instance.id = "static-agent"`)
+	dynamic := streamsAgent(t, b, app, wordCountScript, "")
 	static.start(t)
 	dynamic.start(t)
 	const tasks = 8 // two sub-topologies of 4 partitions
