@@ -306,7 +306,8 @@ type streamsGroupRig struct {
 func newStreamsGroupRig(t *testing.T, agents int) *streamsGroupRig {
 	t.Helper()
 	o := kafkatest.Options{Nodes: 3}
-	g := &streamsGroupRig{t: t, c: kafkatest.Start(t, o), b: onKafka(t, o, groupPartitions, "in", "out"), app: kafkatest.Name(t, "app")}
+	c := kafkatest.Start(t, o)
+	g := &streamsGroupRig{t: t, c: c, b: onCluster(t, c, groupPartitions, "in", "out"), app: kafkatest.Name(t, "app")}
 	// The broker drops a killed member after the group's session timeout (45 s by default).
 	setStreamsGroupConfig(t, g.c, g.app, map[string]string{"streams.session.timeout.ms": "6000", "streams.heartbeat.interval.ms": "500"})
 	for i := range agents {

@@ -26,7 +26,7 @@ func TestKafkaStreamsGroupStaticMemberKeepsItsTasks(t *testing.T) {
 	}
 	o := kafkatest.Options{}
 	c := kafkatest.Start(t, o)
-	b := onKafka(t, o, 4, "in", "out")
+	b := onCluster(t, c, 4, "in", "out")
 	app := kafkatest.Name(t, "app")
 	// A session far longer than the test waits: only static membership gives the tasks back
 	// to the restarted agent in time, only a leave moves the dynamic agent's at once.

@@ -255,6 +255,9 @@ func TestKafkaExclusiveHeals(t *testing.T) {
 		c.Kill(t, killed)
 		c.Pause(t, paused)
 	})
+	if t.Failed() {
+		return
+	}
 	c := kafkatest.Start(t, kafkatest.Options{Nodes: 3})
 	for _, id := range []int{killed, paused} {
 		req := kmsg.NewPtrMetadataRequest()
@@ -337,4 +340,22 @@ func TestKafkaStreamsGroup(t *testing.T) {
 	if err := kerr.ErrorForCode(c.Request(t, coordinator, req).(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode); err != nil {
 		t.Errorf("leaving: %v", err)
 	}
+}
+
+// TestKafkaStartTwiceHoldsOnce: a test (or its subtest) starting the shared cluster it
+// already uses gets the same cluster without taking its lock again; a second hold could wait
+// for ever behind an exclusive test that waits for the first.
+func TestKafkaStartTwiceHoldsOnce(t *testing.T) {
+	if os.Getenv(kafkatest.EnvDir) == "" {
+		t.Skip("the shared clusters' locks: run it under make test-kafka")
+	}
+	c := kafkatest.Start(t, kafkatest.Options{})
+	if again := kafkatest.Start(t, kafkatest.Options{}); again != c {
+		t.Error("a second Start in the same test gave another cluster")
+	}
+	t.Run("subtest", func(t *testing.T) {
+		if again := kafkatest.Start(t, kafkatest.Options{}); again != c {
+			t.Error("a subtest's Start gave another cluster than its parent's")
+		}
+	})
 }

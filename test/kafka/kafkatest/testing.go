@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -118,10 +119,43 @@ func startOwn(t testing.TB, spec Spec) *Cluster {
 	return c
 }
 
+// holding lists the shared clusters each running test of this process holds. A test (or a
+// subtest of it) starting the same cluster again gets the one it holds: taking the use lock
+// a second time would deadlock with an exclusive taker that arrived in between, which waits
+// for the first hold while the second waits behind it.
+var holding = struct {
+	sync.Mutex
+	m map[heldCluster]*Cluster
+}{m: map[heldCluster]*Cluster{}}
+
+type heldCluster struct{ test, dir, cluster string }
+
+// heldBy is the cluster the test or one of its parents holds, if any.
+func heldBy(test, dir, cluster string) *Cluster {
+	holding.Lock()
+	defer holding.Unlock()
+	for name := test; ; {
+		if c, ok := holding.m[heldCluster{name, dir, cluster}]; ok {
+			return c
+		}
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			return nil
+		}
+		name = name[:i]
+	}
+}
+
 // useShared takes the shared cluster of spec in dir (starting it if needed) for the test:
 // shared with other tests, or exclusive until the test ends and the cluster is healed.
 func useShared(t testing.TB, dir string, spec Spec, exclusive bool) *Cluster {
 	t.Helper()
+	if c := heldBy(t.Name(), dir, spec.Name()); c != nil {
+		if exclusive && !c.control {
+			t.Fatalf("kafkatest: %s already uses the shared cluster %s with other tests; it cannot have it exclusively too", t.Name(), spec.Name())
+		}
+		return c
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +169,15 @@ func useShared(t testing.TB, dir string, spec Spec, exclusive bool) *Cluster {
 		t.Fatal(err)
 	}
 	c.control = exclusive
+	key := heldCluster{t.Name(), dir, spec.Name()}
+	holding.Lock()
+	holding.m[key] = c
+	holding.Unlock()
 	t.Cleanup(func() {
 		defer unlock()
+		holding.Lock()
+		delete(holding.m, key)
+		holding.Unlock()
 		defer c.closeClients()
 		if exclusive {
 			if err := c.heal(); err != nil {
