@@ -130,7 +130,7 @@ transaction.timeout.ms = 5000
 	// Input flows for a few seconds before the kill: what the killed agent wrote to its
 	// changelogs meanwhile is what a survivor without standby tasks replays.
 	flowing := produceWhile(t, b.brokers, b.topic(t, "in"), 4, 600)
-	pollFor(t, time.Minute, "input flowing", func() bool { return flowing.sent() >= 1500 })
+	pollFor(t, time.Minute, "input flowing", func() bool { return flowing.sent() >= 3000 })
 	before := restoredRecords(t, procs[1].addr)
 	if err := procs[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
