@@ -74,7 +74,10 @@ type loop struct {
 
 	assigned chan []pipeline.TopicPartition
 	revoke   chan chan error
-	done     chan struct{}
+	// writes are the standby and warmup tasks' writes into the state database in a streams
+	// group (onLoop), run between the loop's other steps.
+	writes chan loopWrite
+	done   chan struct{}
 
 	everRunning bool
 	// staged is a reloaded topology waiting for a commit barrier.
@@ -101,6 +104,7 @@ func newLoop(a *Agent, k *kafkaClients, db *state.DB, b *pipeline.StreamsBuilder
 		epoch:     newEpoch(a, k, db, b.Stores()),
 		assigned:  make(chan []pipeline.TopicPartition),
 		revoke:    make(chan chan error),
+		writes:    make(chan loopWrite),
 		done:      make(chan struct{}),
 		failures:  make(chan struct{}, 1),
 		processed: make(chan struct{}, 1),
@@ -362,6 +366,9 @@ func (l *loop) run(ctx context.Context) error {
 			if cur := l.a.state.Current(); cur == StateRunning || cur == StateStandby {
 				_ = l.a.state.Transition(StateRebalancing)
 			}
+		case w := <-l.writes:
+			progress.step(time.Now())
+			w.reply <- w.write()
 		case tps := <-l.assigned:
 			progress.step(time.Now())
 			if l.k.member != nil {

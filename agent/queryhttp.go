@@ -63,14 +63,27 @@ func (v queryView) Standby() (instance, host string, ok bool) {
 
 // Holding: an agent that is not a standby processes every partition (in the single-active
 // mode one agent owns every task); a warm standby holds a copy of each logged store
-// partition it follows, with its lag as of its latest round.
+// partition it follows, with its lag as of its latest round. In a streams group, the
+// partitions of the agent's active tasks are current, those of its standby and warmup
+// tasks are copies once followed.
 func (v queryView) Holding(store string, p int32) query.Holding {
 	if v.a.streamsGroup() {
 		held := v.a.held.Load()
 		if c := v.a.stores.Load(); (c != nil && c.Global[store]) || (held != nil && held.holds(store, p)) {
 			return query.Holding{Active: true}
 		}
-		return query.Holding{Why: fmt.Sprintf("partition %d of store %s belongs to a task another agent of the streams group runs", p, store)}
+		if held == nil || !held.keeps(store, p) {
+			return query.Holding{Why: fmt.Sprintf("partition %d of store %s belongs to a task another agent of the streams group runs", p, store)}
+		}
+		if copies := v.a.copies.Load(); copies != nil {
+			if lag, ok := (*copies)[state.ChangelogPartition{Store: store, Partition: p}]; ok {
+				return query.Holding{Standby: true, Lag: lag}
+			}
+		}
+		if c := v.a.stores.Load(); c != nil && !storeLogged(c, store) {
+			return query.Holding{Why: "the store has no changelog to follow"}
+		}
+		return query.Holding{Why: "this agent keeps a standby task of the partition but has not read its changelog yet; retry in a second"}
 	}
 	if v.a.state.Current() != StateStandby {
 		return query.Holding{Active: true}

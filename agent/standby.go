@@ -86,7 +86,7 @@ func (l *loop) takeRole(ctx context.Context, tps []pipeline.TopicPartition) (sta
 		l.setTaskLags(nil)
 		if role.Warm && l.db != nil {
 			db := l.db // the loop may replace l.db (a rebuild); the follower keeps its own
-			l.follow.start(ctx, func(ctx context.Context) { l.followChangelogs(ctx, db) })
+			l.follow.start(ctx, func(ctx context.Context) { l.followChangelogs(ctx, db, nil) })
 		} else {
 			l.follow.stop()
 			l.resetStandbyLag()
@@ -196,7 +196,9 @@ func (f *follower) stop() {
 // followChangelogs reads, at standbyPace, the changelog records committed since the last
 // round into db, in the formats the active wrote them (the restore path), and exports how
 // far each store partition was behind. One reader serves every round until one fails.
-func (l *loop) followChangelogs(ctx context.Context, db *state.DB) {
+// scope narrows it to some store partitions (a streams group's standby and warmup tasks');
+// nil follows every one.
+func (l *loop) followChangelogs(ctx context.Context, db *state.DB, scope *readScope) {
 	cfg, err := kafkaio.SaramaConfig(l.a.cfg, kafkaio.RoleConsumer)
 	if err != nil {
 		l.a.log.Error("standby: cannot follow the changelogs", "err", err)
@@ -218,7 +220,7 @@ func (l *loop) followChangelogs(ctx context.Context, db *state.DB) {
 				return err
 			}
 		}
-		err := l.followRound(ctx, db, tr, read)
+		err := l.followRound(ctx, db, tr, read, scope)
 		if err != nil {
 			// A fresh client next round: this one may hold connections to a broker that left.
 			_ = tr.Close()
@@ -263,8 +265,8 @@ func (a *Agent) paceFollowing(ctx context.Context, pace followPace, round func(c
 // that stood at from (the offset after its last record) when the round began.
 type followed struct{ from, to int64 }
 
-func (l *loop) followRound(ctx context.Context, db *state.DB, tr *kafkaio.TopicReader, read map[state.ChangelogPartition]followed) error {
-	reads, err := l.a.changelogReads(ctx, db, l.b, tr, l.k.maxPartitions())
+func (l *loop) followRound(ctx context.Context, db *state.DB, tr *kafkaio.TopicReader, read map[state.ChangelogPartition]followed, scope *readScope) error {
+	reads, err := l.a.changelogReads(ctx, db, l.b, tr, l.k.maxPartitions(), scope)
 	if err != nil {
 		return err
 	}
@@ -282,7 +284,7 @@ func (l *loop) followRound(ctx context.Context, db *state.DB, tr *kafkaio.TopicR
 		l.a.metrics.StandbyLag.WithLabelValues(r.store, strconv.Itoa(int(r.partition))).Set(float64(max(r.end-r.from, 0)))
 		at := max(r.from, r.end)
 		if r.from < r.end {
-			if _, _, err := l.a.replay(ctx, db, tr, r, func(int, int64) {}); err != nil {
+			if _, _, err := l.a.replay(ctx, db, tr, r, scope, func(int, int64) {}); err != nil {
 				errs = append(errs, fmt.Errorf("store %s partition %d from %s: %w", r.store, r.partition, r.topic, err))
 				at = r.from
 			} else {
@@ -293,6 +295,28 @@ func (l *loop) followRound(ctx context.Context, db *state.DB, tr *kafkaio.TopicR
 	}
 	if ctx.Err() == nil {
 		l.a.copies.Store(&copies)
+		if scope != nil && scope.followed != nil {
+			scope.followed(copies)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// readScope narrows a reading of the changelogs to some store partitions and says how it
+// writes into the state database. The nil scope reads every partition and writes at once.
+type readScope struct {
+	want map[state.ChangelogPartition]bool
+	// onDB runs each write into the database (nil: at once).
+	onDB func(func() error) error
+	// followed is told, after each round of following, where each partition's copy stands.
+	followed func(map[state.ChangelogPartition]query.LagInfo)
+}
+
+func (s *readScope) wants(cp state.ChangelogPartition) bool { return s == nil || s.want[cp] }
+
+func (s *readScope) write(f func() error) error {
+	if s == nil || s.onDB == nil {
+		return f()
+	}
+	return s.onDB(f)
 }

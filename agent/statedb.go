@@ -175,7 +175,7 @@ func (a *Agent) changelogsStable(ctx context.Context, db *state.DB, b *pipeline.
 		return err
 	}
 	defer tr.Close()
-	_, err = a.changelogReads(ctx, db, b, tr, partitions)
+	_, err = a.changelogReads(ctx, db, b, tr, partitions, nil)
 	return err
 }
 
@@ -198,7 +198,7 @@ func (a *Agent) restoreOnce(ctx context.Context, db *state.DB, b *pipeline.Strea
 		return err
 	}
 	defer tr.Close()
-	reads, err := a.changelogReads(ctx, db, b, tr, partitions)
+	reads, err := a.changelogReads(ctx, db, b, tr, partitions, nil)
 	if err != nil {
 		return err
 	}
@@ -218,7 +218,7 @@ func (a *Agent) restoreOnce(ctx context.Context, db *state.DB, b *pipeline.Strea
 		a.restores.At(r.store, r.partition)
 		start := time.Now()
 		next := r.from
-		n, last, err := a.replay(ctx, db, tr, r, func(batch int, lastOffset int64) {
+		n, last, err := a.replay(ctx, db, tr, r, nil, func(batch int, lastOffset int64) {
 			a.restores.Advance(int64(batch), lastOffset+1-next)
 			// A batch restored is a step of the loop when it rebuilds the state.
 			a.progress.step(time.Now())
@@ -237,7 +237,8 @@ func (a *Agent) restoreOnce(ctx context.Context, db *state.DB, b *pipeline.Strea
 
 // replay reads r's changelog from r.from to its end into db, calling batch after each
 // batch it applied. It returns how many records it applied and the offset of the last.
-func (a *Agent) replay(ctx context.Context, db *state.DB, tr *kafkaio.TopicReader, r changelogRead, batch func(n int, lastOffset int64)) (int, int64, error) {
+// scope's write applies each batch (nil: at once).
+func (a *Agent) replay(ctx context.Context, db *state.DB, tr *kafkaio.TopicReader, r changelogRead, scope *readScope, batch func(n int, lastOffset int64)) (int, int64, error) {
 	restored := a.metrics.RecordsRestored.WithLabelValues(r.store)
 	n := 0
 	last, err := tr.ReadToEnd(ctx, r.topic, r.partition, r.from, func(msgs []pipeline.SourceRecord) error {
@@ -246,7 +247,7 @@ func (a *Agent) replay(ctx context.Context, db *state.DB, tr *kafkaio.TopicReade
 			recs[i] = state.ChangelogRecord{Store: r.store, Partition: r.partition, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp, Headers: m.Headers}
 		}
 		lastOffset := msgs[len(msgs)-1].Offset
-		if err := db.Restore(r.spec, r.partition, recs, lastOffset); err != nil {
+		if err := scope.write(func() error { return db.Restore(r.spec, r.partition, recs, lastOffset) }); err != nil {
 			return err
 		}
 		n += len(msgs)
@@ -264,7 +265,9 @@ func (a *Agent) replay(ctx context.Context, db *state.DB, tr *kafkaio.TopicReade
 // written its commit markers yet (its coordinator is moving), and a restore to the last
 // stable offset would leave them out while the consumer's committed offsets, stable only
 // once the markers are written, already count them.
-func (a *Agent) changelogReads(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, tr *kafkaio.TopicReader, partitions int32) ([]changelogRead, error) {
+//
+// scope narrows the reads to some store partitions; nil reads every one.
+func (a *Agent) changelogReads(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, tr *kafkaio.TopicReader, partitions int32, scope *readScope) ([]changelogRead, error) {
 	var reads []changelogRead
 	for _, spec := range b.Stores() {
 		if !spec.Logged {
@@ -274,16 +277,22 @@ func (a *Agent) changelogReads(ctx context.Context, db *state.DB, b *pipeline.St
 		// At zero from the start, so a restore shows as an increase of a series that exists.
 		a.metrics.RecordsRestored.WithLabelValues(name)
 		topic := pipeline.ChangelogTopic(a.cfg.ApplicationID, name)
-		tps := make([]pipeline.TopicPartition, partitions)
+		var tps []pipeline.TopicPartition
 		for p := range partitions {
-			tps[p] = pipeline.TopicPartition{Topic: topic, Partition: p}
+			if scope.wants(state.ChangelogPartition{Store: name, Partition: p}) {
+				tps = append(tps, pipeline.TopicPartition{Topic: topic, Partition: p})
+			}
+		}
+		if len(tps) == 0 {
+			continue
 		}
 		ends, err := tr.EndOffsets(ctx, tps)
 		if err != nil {
 			return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
 		}
 		var hwms map[pipeline.TopicPartition]int64
-		for p := int32(0); p < partitions; p++ {
+		for _, tp := range tps {
+			p := tp.Partition
 			applied, ok, err := db.ChangelogOffset(name, p)
 			if err != nil {
 				return nil, err
@@ -292,13 +301,13 @@ func (a *Agent) changelogReads(ctx context.Context, db *state.DB, b *pipeline.St
 			if ok {
 				from = applied + 1
 			}
-			if end := ends[tps[p]]; from > end {
+			if end := ends[tp]; from > end {
 				if hwms == nil {
 					if hwms, err = tr.HighWaterMarks(ctx, tps); err != nil {
 						return nil, fmt.Errorf("high-water marks of %s: %w", topic, err)
 					}
 				}
-				if from <= hwms[tps[p]] {
+				if from <= hwms[tp] {
 					return nil, fmt.Errorf("%w: store %s partition %d has applied %s-%d up to offset %d, committed, but it is stable only up to offset %d: the transaction that committed it is still being completed",
 						kafkaio.ErrTimeout, name, p, topic, p, applied, end)
 				}
@@ -306,12 +315,12 @@ func (a *Agent) changelogReads(ctx context.Context, db *state.DB, b *pipeline.St
 				// was deleted or recreated): its contents cannot be trusted, so it is rebuilt.
 				a.log.Warn("store partition is ahead of its changelog; wiping it and restoring from the changelog",
 					"store", name, "partition", p, "applied", applied, "changelog end", end)
-				if err := db.Wipe(name, p); err != nil {
+				if err := scope.write(func() error { return db.Wipe(name, p) }); err != nil {
 					return nil, err
 				}
 				from = 0
 			}
-			reads = append(reads, changelogRead{store: name, spec: spec, topic: topic, partition: p, from: from, end: ends[tps[p]]})
+			reads = append(reads, changelogRead{store: name, spec: spec, topic: topic, partition: p, from: from, end: ends[tp]})
 		}
 	}
 	return reads, nil

@@ -108,9 +108,13 @@ func taskPartitions(subs []pipeline.SubtopologyTopics) func(kafkaio.TaskID) []pi
 }
 
 // takeTasks readies the agent for the tasks of a new generation of its streams group: the
-// local state catches up with every changelog (a task new here may have run on another
-// agent since this one last had it), then the topology starts afresh from it.
+// following of the last generation's standby and warmup tasks stops, the local state
+// catches up with every changelog (a task new here may have run on another agent since
+// this one last had it: a standby or warmup task kept here replays only the tail), the
+// topology starts afresh from it, and the generation's standby and warmup tasks are
+// followed (streamsstandby.go).
 func (l *loop) takeTasks(ctx context.Context, tps []pipeline.TopicPartition) error {
+	l.follow.stop()
 	if err := l.catchUp(ctx, false); err != nil {
 		return err
 	}
@@ -119,20 +123,28 @@ func (l *loop) takeTasks(ctx context.Context, tps []pipeline.TopicPartition) err
 		ids[l.taskOf(tp)] = true
 	}
 	l.active = ids
-	held := &heldTasks{tasks: ids, stores: map[string]int{}}
+	tasks := l.k.consumer.Tasks()
+	kept := append(slices.Clone(tasks.Standby), tasks.Warmup...)
+	held := &heldTasks{tasks: ids, kept: map[pipeline.TaskID]bool{}, stores: map[string]int{}}
+	for _, t := range kept {
+		held.kept[pipeline.TaskID(t)] = true
+	}
 	for _, s := range l.b.SubtopologyTopics(l.a.cfg.ApplicationID) {
 		for _, name := range s.Stores {
 			held.stores[name] = s.ID
 		}
 	}
 	l.a.held.Store(held)
+	l.keepTasks(ctx, kept)
 	return nil
 }
 
-// heldTasks are the active tasks an agent runs in its streams group, and the sub-topology
-// of each store, to tell which store partitions are current here.
+// heldTasks are the active tasks an agent runs in its streams group, the standby and
+// warmup tasks it keeps, and the sub-topology of each store, to tell which store partitions
+// are current here and which are copies.
 type heldTasks struct {
 	tasks  map[pipeline.TaskID]bool
+	kept   map[pipeline.TaskID]bool
 	stores map[string]int
 }
 
@@ -230,21 +242,29 @@ func (s *endpointSource) placement() *query.Placement {
 
 // storePlacement turns the endpoint information into store partitions: an agent runs
 // partition p of a store when it runs the active task of partition p of a topic of the
-// store's sub-topology.
+// store's sub-topology, and keeps a copy of it when it runs such a standby task.
 func storePlacement(self string, idx *kafkaio.EndpointIndex, topics map[string][]string) *query.Placement {
-	hosts := map[string]map[string][]int32{}
+	hosts, standbys := map[string]map[string][]int32{}, map[string]map[string][]int32{}
 	for host, ep := range idx.Endpoints {
-		stores := map[string][]int32{}
-		for _, tp := range ep.Active {
-			for _, name := range topics[tp.Topic] {
-				stores[name] = append(stores[name], tp.Partition)
-			}
+		hosts[host] = storePartitions(ep.Active, topics)
+		if len(ep.Standby) > 0 {
+			standbys[host] = storePartitions(ep.Standby, topics)
 		}
-		for name, ps := range stores {
-			slices.Sort(ps)
-			stores[name] = slices.Compact(ps)
-		}
-		hosts[host] = stores
 	}
-	return query.NewPlacement(self, hosts)
+	return query.NewPlacementWithStandbys(self, hosts, standbys)
+}
+
+// storePartitions are the store partitions of the tasks reading tps.
+func storePartitions(tps []pipeline.TopicPartition, topics map[string][]string) map[string][]int32 {
+	stores := map[string][]int32{}
+	for _, tp := range tps {
+		for _, name := range topics[tp.Topic] {
+			stores[name] = append(stores[name], tp.Partition)
+		}
+	}
+	for name, ps := range stores {
+		slices.Sort(ps)
+		stores[name] = slices.Compact(ps)
+	}
+	return stores
 }

@@ -381,11 +381,14 @@ func (a *groupAgent) stop(t *testing.T) {
 
 func (a *groupAgent) tasks() int { return a.p.tasks() }
 
-// metric is the sum of the agent's series of a metric whose line starts with prefix
-// (stoatflow_state_records_restored_total{ for every store's), 0 while it does not answer.
-func (a *groupAgent) metric(prefix string) float64 {
+func (a *groupAgent) metric(prefix string) float64 { return metricSum(a.p.addr, prefix) }
+
+// metricSum is the sum of the series, at the agent listening on addr, of a metric whose
+// line starts with prefix (stoatflow_state_records_restored_total{ for every store's), 0
+// while it does not answer.
+func metricSum(addr, prefix string) float64 {
 	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + a.p.addr + "/metrics")
+	resp, err := c.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return 0
 	}

@@ -2,10 +2,14 @@ package agent
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/agent/query"
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state"
 )
 
 // The group's endpoint information, by topic partition, becomes store partitions: an agent
@@ -33,5 +37,73 @@ func TestStorePlacementFromEndpoints(t *testing.T) {
 	}
 	if pl.Owner("unlogged", 1) != "b:9464" || pl.Owner("counts", 2) != "a:9464" || pl.Owner("counts", 3) != "" || pl.Self != "a:9464" {
 		t.Fatalf("owners: %+v", pl)
+	}
+}
+
+// The standby partitions of the endpoint information name the agents keeping standby
+// copies of each store partition (KeyQueryMetadata.standbyHosts, allMetadata's standby
+// partitions).
+func TestStorePlacementNamesStandbyCopies(t *testing.T) {
+	subs := []pipeline.SubtopologyTopics{
+		{ID: 1, RepartitionSources: []pipeline.RepartitionTopic{{Name: "app-rekey-repartition"}}, Stores: []string{"counts"}},
+	}
+	tp := func(p int32) pipeline.TopicPartition {
+		return pipeline.TopicPartition{Topic: "app-rekey-repartition", Partition: p}
+	}
+	idx := &kafkaio.EndpointIndex{Endpoints: map[string]kafkaio.EndpointPartitions{
+		"a:9464": {Active: []pipeline.TopicPartition{tp(0)}, Standby: []pipeline.TopicPartition{tp(1)}},
+		"b:9464": {Active: []pipeline.TopicPartition{tp(1)}, Standby: []pipeline.TopicPartition{tp(0)}},
+		"c:9464": {Standby: []pipeline.TopicPartition{tp(0)}},
+	}}
+	pl := storePlacement("a:9464", idx, topicSubtopologies(subs))
+	if got := pl.StandbyHosts("counts", 0); !reflect.DeepEqual(got, []string{"b:9464", "c:9464"}) {
+		t.Fatalf("standby hosts of counts-0: %v", got)
+	}
+	if got := pl.StandbyHosts("counts", 1); !reflect.DeepEqual(got, []string{"a:9464"}) {
+		t.Fatalf("standby hosts of counts-1: %v", got)
+	}
+	if got := pl.Standbys["c:9464"]; !reflect.DeepEqual(got, map[string][]int32{"counts": {0}}) {
+		t.Fatalf("c's standby partitions: %v", got)
+	}
+}
+
+// A kept task's offsets are its store partitions' changelog positions and ends summed, as
+// Kafka Streams sums them per task; a task whose partitions were not all read, or without a
+// logged store, is left out.
+func TestTaskOffsetsSumTheTasksStores(t *testing.T) {
+	stores := map[int][]string{1: {"counts", "other"}}
+	copies := map[state.ChangelogPartition]query.LagInfo{
+		{Store: "counts", Partition: 0}: {CurrentOffsetPosition: 10, EndOffsetPosition: 12},
+		{Store: "other", Partition: 0}:  {CurrentOffsetPosition: 5, EndOffsetPosition: 5},
+		{Store: "counts", Partition: 1}: {CurrentOffsetPosition: 3, EndOffsetPosition: 3},
+	}
+	kept := []kafkaio.TaskID{{Subtopology: 1, Partition: 0}, {Subtopology: 1, Partition: 1}, {Subtopology: 0, Partition: 0}}
+	offsets, ends := taskOffsets(kept, stores, copies)
+	t10 := kafkaio.TaskID{Subtopology: 1, Partition: 0}
+	if !reflect.DeepEqual(offsets, map[kafkaio.TaskID]int64{t10: 15}) || !reflect.DeepEqual(ends, map[kafkaio.TaskID]int64{t10: 17}) {
+		t.Fatalf("offsets %v, ends %v", offsets, ends)
+	}
+}
+
+// In a streams group a partition of a standby task answers as a standby copy with its lag
+// once followed, and is refused, saying why, before; another agent's partition is not held.
+func TestHoldingStandbyTaskInStreamsGroup(t *testing.T) {
+	a := &Agent{cfg: &config.Config{GroupProtocol: "streams"}}
+	a.held.Store(&heldTasks{tasks: map[pipeline.TaskID]bool{{Subtopology: 1, Partition: 0}: true},
+		kept: map[pipeline.TaskID]bool{{Subtopology: 1, Partition: 1}: true}, stores: map[string]int{"counts": 1}})
+	v := queryView{a: a}
+	if h := v.Holding("counts", 0); !h.Active {
+		t.Fatalf("active partition: %+v", h)
+	}
+	if h := v.Holding("counts", 1); h.Standby || !strings.Contains(h.Why, "has not read its changelog yet") {
+		t.Fatalf("standby partition before its first round: %+v", h)
+	}
+	lag := query.LagInfo{CurrentOffsetPosition: 7, EndOffsetPosition: 9, OffsetLag: 2}
+	a.copies.Store(&map[state.ChangelogPartition]query.LagInfo{{Store: "counts", Partition: 1}: lag})
+	if h := v.Holding("counts", 1); !h.Standby || h.Lag != lag {
+		t.Fatalf("followed standby partition: %+v", h)
+	}
+	if h := v.Holding("counts", 2); h.Active || h.Standby || !strings.Contains(h.Why, "another agent") {
+		t.Fatalf("another agent's partition: %+v", h)
 	}
 }

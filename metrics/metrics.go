@@ -247,7 +247,7 @@ func New() *Metrics {
 		"Times this agent went from standby to active (the active before it left or its "+
 			"session timed out).")
 	m.StandbyLag = m.gaugeVec("standby", "lag_records",
-		"While this agent is a warm standby: changelog records (offsets) its local state was "+
+		"While this agent is a warm standby (in a streams group, for the partitions of its standby and warmup tasks): changelog records (offsets) its local state was "+
 			"behind at the start of its last follow round, which reads them; rounds run every "+
 			"second (while they fail, at doubling waits up to 30 s). By store and changelog partition.", "store", "partition")
 	for _, role := range []string{RoleActive, RoleStandby} {

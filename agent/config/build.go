@@ -269,11 +269,11 @@ func (b *builder) buildStreams() {
 	c.NumStandbyReplicas = int(numStandbyReplicas.Get(c))
 	c.NumStreamThreads = int(numStreamThreads.Get(c))
 	c.GroupProtocol = groupProtocol.Get(c)
-	if c.GroupProtocol == "streams" && numStandbyReplicas.IsSet(c) && c.NumStandbyReplicas > 0 {
-		// In a streams group the broker places standby tasks (the group's
-		// streams.num.standby.replicas), and the agent keeps none caught up yet.
-		b.fail(KindUnsupported, numStandbyReplicas.FullName(), `not supported yet: standby tasks with group.protocol = "streams" (issue 31); `+
-			`set 0, and keep the group's streams.num.standby.replicas at 0`)
+	if c.GroupProtocol == "streams" && numStandbyReplicas.IsSet(c) {
+		// In a streams group the broker places the standby tasks, as many as the group's
+		// streams.num.standby.replicas says; Kafka Streams ignores its client-side key then.
+		b.fail(KindIgnored, numStandbyReplicas.FullName(), `ignored with group.protocol = "streams", as Kafka Streams ignores it: `+
+			`the group's streams.num.standby.replicas, a config of the group on the brokers (kafka-configs.sh --entity-type groups), sets the standby tasks`)
 	}
 	b.checkDeadLetterQueue()
 

@@ -97,8 +97,6 @@ func TestErrorClasses(t *testing.T) {
 			`streams.processing.guarantee: invalid value "twice": allowed values are "at_least_once", "exactly_once_v2"`, KindInvalid},
 		{"bad duration", "", `commit.interval.ms = "abc"`,
 			`agent.toml:7: streams.commit.interval.ms: invalid value "abc": expected milliseconds (integer) or a duration like "10s"`, KindInvalid},
-		{"standby tasks in a streams group not supported yet", "", "group.protocol = \"streams\"\nnum.standby.replicas = 1",
-			`streams.num.standby.replicas: not supported yet: standby tasks with group.protocol = "streams" (issue 31)`, KindUnsupported},
 		{"refused group.protocol consumer", "", `group.protocol = "consumer"`,
 			`streams.group.protocol: value "consumer" refused: Kafka Streams' consumer uses the classic group protocol`, KindRefused},
 		{"refused exactly_once", "", `processing.guarantee = "exactly_once"`,
@@ -230,6 +228,20 @@ func TestIgnoredKeyIsNotice(t *testing.T) {
 	}
 	if got := n.Format("agent.toml"); !strings.HasPrefix(got, "agent.toml:7: streams.max.warmup.replicas: ignored: applies to tasks spread") {
 		t.Fatalf("unexpected notice line %q", got)
+	}
+}
+
+// In a streams group the broker places the standby tasks (the group's
+// streams.num.standby.replicas): num.standby.replicas is ignored, with a notice, as Kafka
+// Streams ignores it; the classic mode takes it.
+func TestNumStandbyReplicasIgnoredInStreamsGroup(t *testing.T) {
+	cfg := mustParse(t, "", "group.protocol = \"streams\"\nnum.standby.replicas = 2")
+	wantNotices(t, cfg, KindIgnored, `agent.toml:8: streams.num.standby.replicas: ignored with group.protocol = "streams", as Kafka Streams ignores it: `+
+		`the group's streams.num.standby.replicas, a config of the group on the brokers (kafka-configs.sh --entity-type groups), sets the standby tasks`)
+	cfg = mustParse(t, "", "num.standby.replicas = 2")
+	wantNotices(t, cfg, KindIgnored)
+	if cfg.NumStandbyReplicas != 2 {
+		t.Fatalf("num.standby.replicas = %d in the classic mode, want 2", cfg.NumStandbyReplicas)
 	}
 }
 

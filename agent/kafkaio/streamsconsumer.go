@@ -20,7 +20,7 @@ var errMemberStopped = errors.New("the streams group member stopped")
 // of the member's reconciliations is a generation, as a classic group's rebalance is, so the
 // caller's RebalanceHandler serves both. When the broker changes the member's tasks, the
 // running generation ends (Revoking: the caller commits), the next one starts with the
-// target's active tasks (Assigned), and only then is the reconciliation acknowledged, so the
+// target's active tasks (Assigned; Tasks has its standby and warmup tasks), and only then is the reconciliation acknowledged, so the
 // broker gives the revoked tasks to another member once their offsets are committed. A lost
 // assignment (the member was fenced) ends the generation the same way; its commit is refused
 // by the coordinator, which no longer knows the member's epoch, and the caller drops the
@@ -50,7 +50,7 @@ func NewStreamsConsumer(brokers []string, member *StreamsMember, topics []string
 		if err != nil {
 			return nil, err
 		}
-		return &streamsGroup{c: c, member: member, partitions: partitions, consumer: pc, errs: make(chan error, c.cfg.ChannelBufferSize)}, nil
+		return &streamsGroup{c: c, member: member, partitions: partitions, consumer: pc, errs: make(chan error, c.cfg.ChannelBufferSize), tasks: emptyAssignment()}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -67,6 +67,26 @@ type streamsGroup struct {
 	consumer   sarama.Consumer
 	errs       chan error
 	closeOnce  sync.Once
+
+	mu    sync.Mutex
+	tasks Assignment // the running generation's
+}
+
+// Tasks are the streams-group member's tasks in the running generation (the last one
+// between generations): the active tasks whose partitions the generation reads, and the
+// standby and warmup tasks the application keeps caught up from their changelogs. It is set
+// before the generation's Assigned, so the handler reads the generation's own. Empty outside
+// a streams group.
+func (c *Consumer) Tasks() Assignment {
+	c.mu.Lock()
+	g, ok := c.group.(*streamsGroup)
+	c.mu.Unlock()
+	if !ok {
+		return emptyAssignment()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.tasks
 }
 
 // Consume runs one generation: the member's pending reconciliation if one waits, else what
@@ -77,16 +97,15 @@ func (g *streamsGroup) Consume(ctx context.Context, _ []string, handler sarama.C
 		return err
 	}
 	r := g.member.Pending()
-	active := g.member.Assignment().Active
+	tasks := g.member.Assignment()
 	if r != nil {
-		active = r.Target.Active
-		if len(r.Target.Standby) > 0 || len(r.Target.Warmup) > 0 {
-			return fmt.Errorf("%w: not supported yet: standby and warmup tasks of a streams group (the broker assigned standby %v, warmup %v; "+
-				"set the group's streams.num.standby.replicas to 0)", errMemberStopped, r.Target.Standby, r.Target.Warmup)
-		}
+		tasks = r.Target
 	}
+	g.mu.Lock()
+	g.tasks = tasks
+	g.mu.Unlock()
 	var tps []pipeline.TopicPartition
-	for _, t := range active {
+	for _, t := range tasks.Active {
 		tps = append(tps, g.partitions(t)...)
 	}
 	slices.SortFunc(tps, compareTP)

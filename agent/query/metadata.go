@@ -63,8 +63,8 @@ func (sv *server) metadataFor(store, keyText string, headers pipeline.Headers) (
 	}
 	partition := s.keyPartition(key)
 	if pd := s.replicas.placed; pd.spread {
-		// The agent of the streams group that runs the key's partition; standby tasks are not
-		// run in this mode, so no agent keeps a copy to read stale.
+		// The agent of the streams group that runs the key's partition, and those keeping
+		// standby copies of it (its standby tasks), which answer stale reads.
 		if pd.pl == nil {
 			return KeyMetadata{}, notPlaced()
 		}
@@ -72,7 +72,7 @@ func (sv *server) metadataFor(store, keyText string, headers pipeline.Headers) (
 		if owner == "" {
 			return KeyMetadata{}, unowned(store, partition)
 		}
-		return KeyMetadata{ActiveHost: owner, StandbyHosts: []string{}, Partition: partition}, nil
+		return KeyMetadata{ActiveHost: owner, StandbyHosts: pd.pl.StandbyHosts(store, partition), Partition: partition}, nil
 	}
 	standbys := sv.agent.StandbyHosts(store, partition)
 	if standbys == nil {

@@ -18,8 +18,12 @@ type Placement struct {
 	Self string
 	// Hosts are the store partitions each agent runs, by application.server, then store;
 	// each list sorted.
-	Hosts  map[string]map[string][]int32
-	owners map[storePartition]string
+	Hosts map[string]map[string][]int32
+	// Standbys are the store partitions each agent keeps standby copies of (its standby
+	// tasks'), in the same form.
+	Standbys map[string]map[string][]int32
+	owners   map[storePartition]string
+	copies   map[storePartition][]string
 }
 
 type storePartition struct {
@@ -29,7 +33,13 @@ type storePartition struct {
 
 // NewPlacement indexes hosts by store partition.
 func NewPlacement(self string, hosts map[string]map[string][]int32) *Placement {
-	pl := &Placement{Self: self, Hosts: hosts, owners: map[storePartition]string{}}
+	return NewPlacementWithStandbys(self, hosts, nil)
+}
+
+// NewPlacementWithStandbys indexes hosts, and the agents keeping standby copies, by store
+// partition.
+func NewPlacementWithStandbys(self string, hosts, standbys map[string]map[string][]int32) *Placement {
+	pl := &Placement{Self: self, Hosts: hosts, Standbys: standbys, owners: map[storePartition]string{}, copies: map[storePartition][]string{}}
 	for host, stores := range hosts {
 		for store, ps := range stores {
 			for _, p := range ps {
@@ -37,7 +47,21 @@ func NewPlacement(self string, hosts map[string]map[string][]int32) *Placement {
 			}
 		}
 	}
+	for _, host := range slices.Sorted(maps.Keys(standbys)) {
+		for store, ps := range standbys[host] {
+			for _, p := range ps {
+				sp := storePartition{store, p}
+				pl.copies[sp] = append(pl.copies[sp], host)
+			}
+		}
+	}
 	return pl
+}
+
+// StandbyHosts are the application.server of the agents keeping standby copies of
+// partition p of store, sorted; an empty list for none.
+func (pl *Placement) StandbyHosts(store string, p int32) []string {
+	return append([]string{}, pl.copies[storePartition{store, p}]...)
 }
 
 // Owner is the application.server of the agent that runs partition p of store, "" when
@@ -179,8 +203,14 @@ func (sv *server) metadataHosts() ([]StreamsMetadata, *apiError) {
 			return nil, notPlaced()
 		}
 		out := []StreamsMetadata{}
-		for _, host := range slices.Sorted(maps.Keys(pl.Hosts)) {
-			out = append(out, entry(host, pl.Hosts[host], nil))
+		hosts := maps.Clone(pl.Hosts)
+		for host := range pl.Standbys {
+			if _, ok := hosts[host]; !ok {
+				hosts[host] = nil
+			}
+		}
+		for _, host := range slices.Sorted(maps.Keys(hosts)) {
+			out = append(out, entry(host, pl.Hosts[host], pl.Standbys[host]))
 		}
 		return out, nil
 	}
@@ -266,30 +296,39 @@ func (sv *server) storeMetadata(w http.ResponseWriter, r *http.Request) *apiErro
 	return nil
 }
 
-// localPartitions are the partitions of s this agent runs.
+// localPartitions are the partitions of s this agent answers from: those it runs, and
+// those it keeps a standby copy of when the caller allows stale stores.
 func (s *queryStore) localPartitions() []int32 {
 	var out []int32
 	for p := range s.partitions {
-		if s.replicas.sv.agent.Holding(s.name, p).Active {
+		if s.replicas.readable(p) {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
+// readable reports whether this agent answers from partition p: it runs it, or keeps a
+// standby copy of it and the caller allows stale stores.
+func (rs *replicas) readable(p int32) bool {
+	h := rs.sv.agent.Holding(rs.store, p)
+	return h.Active || (rs.stale && h.Standby)
+}
+
 // keyOrder is the partitions a read by key looks in, in order (searchOrder). In a streams
 // group the key's own partition must be this agent's (else the read is redirected to the
-// agent running it), and only this agent's partitions are searched.
+// agent running it, unless this agent keeps a standby copy of it and the caller allows
+// stale stores), and only the partitions this agent answers from are searched.
 func (s *queryStore) keyOrder(w http.ResponseWriter, r *http.Request, key []byte) ([]int32, *apiError) {
 	order := s.searchOrder(key)
 	pd := s.replicas.placed
 	if !pd.spread {
 		return order, nil
 	}
-	if !s.replicas.sv.agent.Holding(s.name, order[0]).Active {
+	if !s.replicas.readable(order[0]) {
 		return nil, pd.redirect(w, r, s.name, order[0])
 	}
-	return slices.DeleteFunc(order, func(p int32) bool { return !s.replicas.sv.agent.Holding(s.name, p).Active }), nil
+	return slices.DeleteFunc(order, func(p int32) bool { return !s.replicas.readable(p) }), nil
 }
 
 // unsearched says, for a key not found, which partitions other agents run and the read

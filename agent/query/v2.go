@@ -131,6 +131,9 @@ func (sv *server) queryV2(w http.ResponseWriter, r *http.Request) *apiError {
 	// it redirects the query to an agent running one of them (pd.route); an agent running
 	// some answers those, and the others fail NOT_PRESENT naming the agent that runs them.
 	pd := s.replicas.placed
+	// In a streams group a standby copy answers a query that allows stale stores and does
+	// not require the active.
+	stale := req.StaleStores && !req.RequireActive
 	holdings := map[int32]Holding{}
 	var refusal *apiError
 	var elsewhere []int32
@@ -142,7 +145,7 @@ func (sv *server) queryV2(w http.ResponseWriter, r *http.Request) *apiError {
 		holdings[p] = h
 		switch {
 		case h.Active:
-		case pd.spread:
+		case pd.spread && !(stale && h.Standby):
 			elsewhere = append(elsewhere, p)
 		case refusal == nil && !req.StaleStores:
 			refusal = sv.notActive(s.name, p, h, false)
@@ -152,7 +155,7 @@ func (sv *server) queryV2(w http.ResponseWriter, r *http.Request) *apiError {
 		refusal = pd.route(w, r, s.name, elsewhere)
 	}
 	for _, h := range holdings {
-		if h.Active {
+		if h.Active || (stale && h.Standby) {
 			refusal = nil
 		}
 	}
@@ -173,7 +176,7 @@ func (sv *server) queryV2(w http.ResponseWriter, r *http.Request) *apiError {
 		case p < 0 || p >= s.partitions:
 			out.failure(p, failNotPresent, "The requested partition was not present at the time of the query.")
 			continue
-		case pd.spread && !holdings[p].Active:
+		case pd.spread && !holdings[p].Active && !(stale && holdings[p].Standby):
 			out.failure(p, failNotPresent, pd.notPresent(s.name, p))
 			continue
 		case req.RequireActive && !running:
