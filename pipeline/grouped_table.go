@@ -138,6 +138,9 @@ func (g *KGroupedTable) aggregate(prefix string, m Materialized, name string, in
 		topicPrefix = storeName
 	}
 	topic := topicPrefix + "-repartition"
+	// The repartition topic's serdes are Grouped's, else the defaults, as in
+	// KGroupedTableImpl; the store's key serde is Materialized's, else the repartition's.
+	changed := changedSerde{keys: b.orDefaults(Serdes{Key: g.serdes.Key}).Key, values: b.orDefaults(Serdes{Value: g.serdes.Value}).Value}
 	keySerde := b.orDefaults(Serdes{Key: orSerde(m.Serdes.Key, g.serdes.Key)}).Key
 	sinkName := b.newName("KSTREAM-SINK-", "")
 	sourceName := b.newName("KSTREAM-SOURCE-", "")
@@ -147,7 +150,8 @@ func (g *KGroupedTable) aggregate(prefix string, m Materialized, name string, in
 	}
 	sink, err := b.addNode(&Node{
 		Name: sinkName, Kind: SinkNode, Topic: topic, Internal: true,
-		sink: &sinkSpec{topic: topic, serdes: Serdes{Key: keySerde}, repartitionTo: source},
+		sink: &sinkSpec{topic: topic, serdes: Serdes{Key: changed.keys}, repartitionTo: source,
+			decodeInternal: changed.decode, encodeInternal: changed.encode},
 	})
 	if err != nil {
 		return nil, err
