@@ -72,10 +72,10 @@ type Store struct {
 // none) and why, the stores at the end and the topology's description. Fatal is an error of
 // the harness, not of the topology.
 type Result struct {
-	Case      string
-	Seed      int64
-	Describe  string
-	Outputs   map[int][]Record
+	Case     string
+	Seed     int64
+	Describe string
+	Outputs  map[int][]Record
 	// Internal are the records each step wrote to the repartition and foreign-key join
 	// topics, topic by topic in name order: Kafka Streams' always, StoatFlow's when it
 	// writes them (Engine.RepartitionTopics).
