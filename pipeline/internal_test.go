@@ -315,20 +315,46 @@ func TestRepartitionTopicsWriteForeignKeyJoinLayouts(t *testing.T) {
 	}
 }
 
-// A KTable groupBy's repartition topic carries Kafka's Change encoding, which StoatFlow does
-// not write: a topology that must write it does not build, saying so.
-func TestRepartitionTopicsRefuseATableGroupBy(t *testing.T) {
+// Through the topics, a KTable groupBy writes what KTableRepartitionMap sends, in
+// ChangedSerializer's layout: a row moving to another group as two records, the subtraction
+// first, each in the partition of its own group; a row keeping its group as one; each with the
+// row's timestamp and headers.
+func TestRepartitionTopicsWriteATableGroupBy(t *testing.T) {
 	b := newTestBuilder()
 	tables := testTables(t, b, "in")
 	g, err := tables[0].GroupBy(func(rec Record) (any, any, error) { return rec.Value, rec.Key, nil }, Grouped{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Count(Materialized{}, bytesSerde{}, ""); err != nil {
+	concat := func(sign string) Aggregator {
+		return func(rec Record, agg any) (any, error) { return agg.(string) + sign + rec.Value.(string), nil }
+	}
+	if _, err := g.Reduce(concat("+"), concat("-"), Materialized{}, ""); err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewDriver(b, DriverOptions{Stores: NewMemoryStores(), ApplicationID: "app", RepartitionTopics: true})
-	if err == nil || !strings.Contains(err.Error(), "not supported yet") || !strings.Contains(err.Error(), "app-KTABLE-AGGREGATE-STATE-STORE-") {
-		t.Fatalf("got %v, want the not-supported error naming the topic", err)
+	d, err := NewDriver(b, DriverOptions{Partitions: map[string]int32{"in": 3}, Stores: NewMemoryStores(), ApplicationID: "app", RepartitionTopics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Headers{{Key: "h", Value: []byte("v")}}
+	for i, v := range []string{"g1", "g2", "g2"} {
+		if err := d.PipeTo("in", 0, []byte("u1"), []byte(v), int64(5+i), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, r := range d.ReadInternal() {
+		got = append(got, fmt.Sprintf("%s/%d %s=%q@%d %s", r.Topic, r.Partition, r.Key, r.Value, r.Timestamp, r.Headers[0].Value))
+	}
+	topic := "app-KTABLE-REDUCE-STATE-STORE-0000000004-repartition"
+	p1, p2 := DefaultPartition([]byte("g1"), 3), DefaultPartition([]byte("g2"), 3)
+	want := []string{
+		fmt.Sprintf("%s/%d g1=%q@5 v", topic, p1, "u1\x01"),
+		fmt.Sprintf("%s/%d g1=%q@6 v", topic, p1, "u1\x00"),
+		fmt.Sprintf("%s/%d g2=%q@6 v", topic, p2, "u1\x01"),
+		fmt.Sprintf("%s/%d g2=%q@7 v", topic, p2, "\x04u1u1\x02"),
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("repartition records\n%q, want\n%q", got, want)
 	}
 }
