@@ -50,6 +50,15 @@ final class Aggregations {
                 .to(Case.topic(p, "out"), Produced.with(Serdes.String(), Serdes.Long()));
             return b.build();
         });
+        cases.put("table_groupby_null_key", p -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.<String, String>table("in")
+                .groupBy((k, v) -> KeyValue.pair(v.length() > 3 ? v : null, k))
+                .count(Materialized.as("by-value"))
+                .toStream()
+                .to("out", Produced.with(Serdes.String(), Serdes.Long()));
+            return b.build();
+        });
         cases.put("table_groupby_reduce", p -> {
             StreamsBuilder b = new StreamsBuilder();
             b.table("nums", Consumed.with(Serdes.String(), Serdes.Long()))
