@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -77,25 +78,26 @@ func TestRepartitionTopicsMatchKafka(t *testing.T) {
 	}
 	seeds := int64(envInt(t, "CONFORMANCE_SEEDS", 10))
 	pick := regexp.MustCompile(os.Getenv("CONFORMANCE_CASES"))
+	topics := Engine{CaseDir: "cases", RepartitionTopics: true, TaskTime: true}
 	var ins []Input
-	byName := map[string]*Case{}
+	var ours []*Result
 	for _, c := range Cases {
-		byName[c.Name] = c
 		if !pick.MatchString(c.Name) {
 			continue
 		}
 		for seed := int64(1); seed <= seeds && (c.Fixed == nil || seed == 1); seed++ {
-			ins = append(ins, Generate(c, seed))
+			in := Generate(c, seed)
+			res := topics.Run(c, in)
+			// Only topologies with internal topics go to the JVM.
+			if !strings.Contains(res.Describe, "-repartition") && !strings.Contains(res.Describe, "-topic") {
+				break
+			}
+			ins, ours = append(ins, in), append(ours, res)
 		}
 	}
 	wait, err := JVM{JavaDir: "java", Threads: runtime.GOMAXPROCS(0)}.Start(t.TempDir(), ins)
 	if err != nil {
 		t.Fatal(err)
-	}
-	topics := Engine{CaseDir: "cases", RepartitionTopics: true, TaskTime: true}
-	ours := make([]*Result, len(ins))
-	for i, in := range ins {
-		ours[i] = topics.Run(byName[in.Case], in)
 	}
 	java, err := wait()
 	if err != nil {
