@@ -53,6 +53,7 @@ func (s changedSerde) encode(_ *Context, topic string, rec Record) ([]byte, []by
 		value := binary.AppendVarint(make([]byte, 0, 5+len(newData)+len(oldData)+1), int64(len(newData)))
 		return key, append(append(append(value, newData...), oldData...), changedBoth), nil
 	case c.New != nil:
+		// Appended to a copy: a serde may hand out bytes it keeps.
 		return key, append(newData[:len(newData):len(newData)], changedNew), nil
 	case c.Old != nil:
 		return key, append(oldData[:len(oldData):len(oldData)], changedOld), nil
