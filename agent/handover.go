@@ -45,9 +45,7 @@ type pendingInternal struct {
 }
 
 // takeOverFromKafkaStreams refuses stores Kafka Streams wrote that StoatFlow lays out its
-// own way, and processes what Kafka Streams left in the application's internal topics. A
-// topic whose records cannot be taken over is an error naming it and how many records wait
-// there, before anything is processed.
+// own way, and processes what Kafka Streams left in the application's internal topics.
 func (l *loop) takeOverFromKafkaStreams(ctx context.Context) error {
 	var topics []pipeline.InternalTopic
 	if err := l.workers[0].do(func() error {
@@ -85,10 +83,6 @@ func (l *loop) takeOverFromKafkaStreams(ctx context.Context) error {
 	}
 	var total int64
 	for _, p := range pending {
-		if p.topic.Refused != "" {
-			return fmt.Errorf("internal topic %s partition %d holds %d records Kafka Streams wrote and has not processed (offsets %d to %d): %s; "+
-				"let Kafka Streams process them before it stops (docs/scaling.md)", p.physical, p.tp.Partition, p.end-p.from, p.from, p.end, p.topic.Refused)
-		}
 		total += p.end - p.from
 	}
 	l.a.log.Info("taking over the records Kafka Streams left in the internal topics", "partitions", len(pending), "offsets", total)

@@ -85,6 +85,7 @@ var Cases = []*Case{
 	{Name: "reduce_concat", Inputs: one("in", vals)},
 	{Name: "aggregate_groupby", Inputs: one("in", vals)},
 	{Name: "table_groupby_count", Inputs: one("in", tableVal)},
+	{Name: "table_groupby_null_key", Inputs: one("in", tableVal)},
 	{Name: "table_groupby_reduce", Inputs: one("nums", longIn(0.2, -20, 20))},
 	{Name: "table_groupby_aggregate", Inputs: one("in", tableVal)},
 	{Name: "cogroup", Inputs: two("a", "b", vals, vals)},

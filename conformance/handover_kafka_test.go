@@ -53,6 +53,7 @@ var handoverCases = []handoverCase{
 	{name: "suppress_window_close", outputs: []string{"out"}, groups: [][]string{{"in"}}},
 	{name: "stream_table_join", outputs: []string{"out"}, groups: [][]string{{"users"}, {"orders"}}},
 	{name: "fk_join", outputs: []string{"out"}, groups: [][]string{{"customers"}, {"orders"}}, latest: true},
+	{name: "table_groupby_count", outputs: []string{"out"}, groups: [][]string{{"in"}}},
 	{name: "stream_stream_left_join", outputs: []string{"out"}, groups: [][]string{{"left", "right"}}, refused: "KSTREAM-OUTERSHARED-0000000004-store"},
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/stoatflow/stoatflow/luart"
@@ -151,6 +152,16 @@ func (e Engine) run(c *Case, in Input) *Result {
 			err = d.AdvanceWallClock(s.WallMs)
 		} else {
 			err = d.PipeTo(s.Topic, s.Partition, s.Key, s.Value, s.Timestamp, s.Headers)
+		}
+		if written := d.ReadInternal(); len(written) > 0 {
+			// Kafka's side reads them topic by topic in name order.
+			slices.SortStableFunc(written, func(a, b pipeline.OutputRecord) int { return strings.Compare(a.Topic, b.Topic) })
+			if res.Internal == nil {
+				res.Internal = map[int][]Record{}
+			}
+			for _, r := range written {
+				res.Internal[i] = append(res.Internal[i], Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Headers: r.Headers})
+			}
 		}
 		for _, t := range d.OutputTopics() {
 			for r, ok := d.ReadOutput(t); ok; r, ok = d.ReadOutput(t) {

@@ -72,10 +72,14 @@ type Store struct {
 // none) and why, the stores at the end and the topology's description. Fatal is an error of
 // the harness, not of the topology.
 type Result struct {
-	Case      string
-	Seed      int64
-	Describe  string
-	Outputs   map[int][]Record
+	Case     string
+	Seed     int64
+	Describe string
+	Outputs  map[int][]Record
+	// Internal are the records each step wrote to the repartition and foreign-key join
+	// topics, topic by topic in name order: Kafka Streams' always, StoatFlow's when it
+	// writes them (Engine.RepartitionTopics).
+	Internal  map[int][]Record
 	ErrorStep int
 	Error     string
 	Stores    []Store
@@ -216,6 +220,13 @@ func ReadResults(r io.Reader) ([]*Result, error) {
 			case "out":
 				rec, err := decRecord(f)
 				cur.Outputs[step] = append(cur.Outputs[step], rec)
+				return err
+			case "internal":
+				rec, err := decRecord(f)
+				if cur.Internal == nil {
+					cur.Internal = map[int][]Record{}
+				}
+				cur.Internal[step] = append(cur.Internal[step], rec)
 				return err
 			case "error":
 				var err error

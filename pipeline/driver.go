@@ -30,6 +30,8 @@ type Driver struct {
 	// internalTopics maps those topics' names to the names without the application id.
 	internal       []SourceRecord
 	internalTopics map[string]string
+	// written are the records written to internal topics since ReadInternal last took them.
+	written []OutputRecord
 }
 
 // OutputRecord is a record a sink wrote.
@@ -149,6 +151,7 @@ func (d *Driver) Send(topic string, partition int32, key, value []byte, headers 
 		d.offsets[tp] = off + 1
 		d.internal = append(d.internal, SourceRecord{Topic: topic, Partition: partition, Offset: off, Timestamp: ts,
 			Key: key, Value: value, Headers: headers})
+		d.written = append(d.written, OutputRecord{Topic: topic, Partition: partition, Key: key, Value: value, Headers: headers, Timestamp: ts})
 		return nil
 	}
 	d.outputs[topic] = append(d.outputs[topic], OutputRecord{
@@ -221,6 +224,18 @@ func (d *Driver) processInternal() error {
 		}
 	}
 	return nil
+}
+
+// ReadInternal removes and returns the records written to internal topics (with the
+// application id) since it was last called, in the order they were written, when the
+// topology writes them (DriverOptions.RepartitionTopics): what Kafka Streams' bytes are
+// compared with.
+func (d *Driver) ReadInternal() []OutputRecord {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.written
+	d.written = nil
+	return out
 }
 
 // ReadOutput removes and returns the oldest record written to topic; ok=false when none is left.

@@ -30,7 +30,7 @@ func (t *KTable) GroupBy(fn KeyValueMapper, g Grouped) (*KGroupedTable, error) {
 var errNullGroupingKey = kafkaMessage("Record key for the grouping KTable should not be null.")
 
 // tableSelect is KTableRepartitionMap: an update that moves a key sends the subtraction to
-// the old key first, then the addition to the new one.
+// the old key first, then the addition to the new one; a row without a key is an error.
 type tableSelect struct {
 	ctx *Context
 	fn  KeyValueMapper
@@ -44,6 +44,9 @@ func (p *tableSelect) Process(rec Record) error {
 		// An aggregate of a versioned table holds the latest versions only (KIP-914).
 		return nil
 	}
+	if rec.Key == nil {
+		return errNullGroupingKey
+	}
 	var newKey, newVal, oldKey, oldVal any
 	var err error
 	if c.New != nil {
@@ -52,9 +55,6 @@ func (p *tableSelect) Process(rec Record) error {
 		if newKey, newVal, err = p.fn(r); err != nil {
 			return err
 		}
-		if newKey == nil {
-			return errNullGroupingKey
-		}
 	}
 	if c.Old != nil {
 		r := rec
@@ -62,9 +62,13 @@ func (p *tableSelect) Process(rec Record) error {
 		if oldKey, oldVal, err = p.fn(r); err != nil {
 			return err
 		}
-		if oldKey == nil {
-			return errNullGroupingKey
-		}
+	}
+	// A pair with no key or no value goes nowhere (KTableRepartitionMap skips it).
+	if newKey == nil {
+		newVal = nil
+	}
+	if oldKey == nil {
+		oldVal = nil
 	}
 	if newVal != nil && oldVal != nil && sameKey(newKey, oldKey) {
 		out := rec
@@ -138,6 +142,9 @@ func (g *KGroupedTable) aggregate(prefix string, m Materialized, name string, in
 		topicPrefix = storeName
 	}
 	topic := topicPrefix + "-repartition"
+	// The repartition topic's serdes are Grouped's, else the defaults, as in
+	// KGroupedTableImpl; the store's key serde is Materialized's, else the repartition's.
+	changed := changedSerde{keys: b.orDefaults(Serdes{Key: g.serdes.Key}).Key, values: b.orDefaults(Serdes{Value: g.serdes.Value}).Value}
 	keySerde := b.orDefaults(Serdes{Key: orSerde(m.Serdes.Key, g.serdes.Key)}).Key
 	sinkName := b.newName("KSTREAM-SINK-", "")
 	sourceName := b.newName("KSTREAM-SOURCE-", "")
@@ -147,7 +154,8 @@ func (g *KGroupedTable) aggregate(prefix string, m Materialized, name string, in
 	}
 	sink, err := b.addNode(&Node{
 		Name: sinkName, Kind: SinkNode, Topic: topic, Internal: true,
-		sink: &sinkSpec{topic: topic, serdes: Serdes{Key: keySerde}, repartitionTo: source},
+		sink: &sinkSpec{topic: topic, serdes: Serdes{Key: changed.keys}, repartitionTo: source,
+			decodeInternal: changed.decode, encodeInternal: changed.encode},
 	})
 	if err != nil {
 		return nil, err

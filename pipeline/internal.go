@@ -22,25 +22,13 @@ type InternalTopic struct {
 	Name string
 	// Partitions is the partition count Kafka Streams gives it.
 	Partitions int32
-	// Refused says why records left in it cannot be taken over ("" when they can).
-	Refused string
 	// Subtopology reads it: partition p's records go to task <Subtopology>_p.
 	Subtopology int
 }
 
-// refusedChanges is why the records of a KTable groupBy's repartition topic are not taken
-// over: StoatFlow routes its Change values in memory and has no reader of Kafka's
-// ChangedSerializer bytes.
-const refusedChanges = "not supported yet: taking over records of a KTable groupBy's repartition topic (Kafka's Change encoding)"
-
-// unwritableChanges is why a topology with a KTable groupBy cannot write its repartition
-// topic: StoatFlow has no writer of Kafka's ChangedSerializer bytes.
-const unwritableChanges = "not supported yet: writing the repartition topic %s of a KTable groupBy (Kafka's Change encoding) through Kafka, " +
-	"as the agents of a streams group must (group.protocol = \"streams\"); use group.protocol = \"classic\", or group the stream (KStream#groupBy) instead"
-
 // internalSource is the sub-topology whose tasks read an internal topic, how its bytes
 // become the record the in-memory route would have handed over, and how that record
-// becomes the bytes Kafka Streams writes (nil when neither is known).
+// becomes the bytes Kafka Streams writes.
 type internalSource struct {
 	sub    int
 	decode func(ctx *Context, in *SourceRecord) (Record, error)
@@ -51,11 +39,7 @@ type internalSource struct {
 func (t *Topology) InternalTopics() []InternalTopic {
 	out := make([]InternalTopic, 0, len(t.internalOrder))
 	for _, name := range t.internalOrder {
-		it := InternalTopic{Name: name, Partitions: t.repartitionPartitions[name], Subtopology: t.internal[name].sub}
-		if t.internal[name].decode == nil {
-			it.Refused = refusedChanges
-		}
-		out = append(out, it)
+		out = append(out, InternalTopic{Name: name, Partitions: t.repartitionPartitions[name], Subtopology: t.internal[name].sub})
 	}
 	return out
 }
@@ -71,8 +55,6 @@ func (t *Topology) ProcessInternal(name string, in *SourceRecord) error {
 	switch {
 	case !ok:
 		err = fmt.Errorf("%s is no internal topic of this topology", name)
-	case src.decode == nil:
-		err = errors.New(refusedChanges)
 	}
 	var id TaskID
 	var k *Task
@@ -103,22 +85,11 @@ func (t *Topology) addInternal(spec *sinkSpec, sub int) {
 		return
 	}
 	src := &internalSource{sub: sub, decode: spec.decodeInternal, encode: spec.encodeInternal}
-	if src.decode == nil && spec.route == nil && spec.serdes.Key != nil && spec.serdes.Value != nil {
+	if src.decode == nil {
 		src.decode, src.encode = spec.serdes.decodeInternal, spec.serdes.encodeInternal
 	}
 	t.internal[spec.topic] = src
 	t.internalOrder = append(t.internalOrder, spec.topic)
-}
-
-// checkInternalWritable refuses, for a topology that writes its internal topics, one whose
-// records it cannot write as Kafka Streams does.
-func (t *Topology) checkInternalWritable() error {
-	for _, name := range t.internalOrder {
-		if t.internal[name].encode == nil {
-			return fmt.Errorf(unwritableChanges, t.appID+"-"+name)
-		}
-	}
-	return nil
 }
 
 // sendInternal writes a record of the internal topic name (without the application id) to

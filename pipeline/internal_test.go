@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func TestProcessInternalTakesOverARepartitionTopic(t *testing.T) {
 		processAt(t, d, "users", DefaultPartition([]byte(u), 3), u, "name-"+u, 1)
 	}
 	topics := d.topo.InternalTopics()
-	if len(topics) != 1 || !strings.HasSuffix(topics[0].Name, "-repartition") || topics[0].Partitions != 3 || topics[0].Refused != "" {
+	if len(topics) != 1 || !strings.HasSuffix(topics[0].Name, "-repartition") || topics[0].Partitions != 3 {
 		t.Fatalf("internal topics %+v, want one repartition topic of 3 partitions", topics)
 	}
 	in := &SourceRecord{Topic: "app-" + topics[0].Name, Partition: DefaultPartition([]byte("u2"), 3), Offset: 7,
@@ -56,16 +57,72 @@ func TestProcessInternalTakesOverARepartitionTopic(t *testing.T) {
 	}
 }
 
-// A KTable groupBy's repartition topic carries Kafka's Change encoding, which StoatFlow does
-// not read: its records are refused, saying so.
-func TestProcessInternalRefusesATableGroupByRepartition(t *testing.T) {
+// A KTable groupBy's repartition topic carries Kafka's ChangedSerializer bytes: StoatFlow
+// writes the three layouts Kafka Streams 4.4 writes, and reads those and the three with an
+// isLatest byte that ChangedDeserializer also reads.
+func TestChangedSerdeLayouts(t *testing.T) {
+	s := changedSerde{keys: bytesSerde{}, values: bytesSerde{}}
+	for _, c := range []struct {
+		change Change
+		value  []byte
+	}{
+		{Change{Old: "old"}, []byte("old\x00")},
+		{Change{New: "new"}, []byte("new\x01")},
+		{Change{New: "new", Old: "old"}, []byte("\x06newold\x02")},
+		{Change{New: "", Old: "o"}, []byte("\x00o\x02")},
+	} {
+		key, value, err := s.encode(nil, "app-t-repartition", Record{Key: "k", Value: c.change})
+		if err != nil || string(key) != "k" || !bytes.Equal(value, c.value) {
+			t.Errorf("encode %+v: %q %q %v, want %q", c.change, key, value, err, c.value)
+		}
+		rec, err := s.decode(nil, &SourceRecord{Topic: "app-t-repartition", Key: key, Value: value})
+		if err != nil || rec.Key != "k" || rec.Value != c.change {
+			t.Errorf("decode %q: %+v %v, want %+v", value, rec, err, c.change)
+		}
+	}
+	if _, _, err := s.encode(nil, "app-t-repartition", Record{Key: "k", Value: Change{}}); err == nil {
+		t.Error("a change without old or new value was written")
+	}
+	for value, want := range map[string]Change{
+		"old\x01\x03":        {Old: "old"},
+		"new\x00\x04":        {New: "new", OutOfOrder: true},
+		"\x06newold\x01\x05": {New: "new", Old: "old"},
+		"\x06newold\x00\x05": {New: "new", Old: "old", OutOfOrder: true},
+	} {
+		rec, err := s.decode(nil, &SourceRecord{Key: []byte("k"), Value: []byte(value)})
+		if err != nil || rec.Value != want {
+			t.Errorf("decode %q: %+v %v, want %+v", value, rec.Value, err, want)
+		}
+	}
+	for _, value := range []string{"", "x\x06", "x\x02\x03", "\x10ab\x02", "\x06newold\x00"[:1] + "\x05"} {
+		var de *DeserializationError
+		if _, err := s.decode(nil, &SourceRecord{Key: []byte("k"), Value: []byte(value)}); !errors.As(err, &de) {
+			t.Errorf("decode %q: %v, want a deserialization error", value, err)
+		}
+	}
+}
+
+// A record Kafka Streams left in a KTable groupBy's repartition topic goes through the
+// aggregation as the in-memory route's Change: subtract the old value, add the new one.
+func TestProcessInternalTakesOverATableGroupByRepartition(t *testing.T) {
 	b := newTestBuilder()
 	tables := testTables(t, b, "in")
 	g, err := tables[0].GroupBy(func(rec Record) (any, any, error) { return rec.Value, rec.Key, nil }, Grouped{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Count(Materialized{}, bytesSerde{}, ""); err != nil {
+	concat := func(sign string) Aggregator {
+		return func(rec Record, agg any) (any, error) { return agg.(string) + sign + rec.Value.(string), nil }
+	}
+	sums, err := g.Reduce(concat("+"), concat("-"), Materialized{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sums.ToStream("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.To("out", Produced{}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := NewDriver(b, DriverOptions{Stores: NewMemoryStores(), ApplicationID: "app"})
@@ -73,12 +130,17 @@ func TestProcessInternalRefusesATableGroupByRepartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	topics := d.topo.InternalTopics()
-	if len(topics) != 1 || !strings.Contains(topics[0].Refused, "not supported yet") {
-		t.Fatalf("internal topics %+v, want the repartition refused", topics)
+	if len(topics) != 1 || !strings.HasSuffix(topics[0].Name, "-repartition") {
+		t.Fatalf("internal topics %+v, want the groupBy's repartition topic", topics)
 	}
-	err = d.topo.ProcessInternal(topics[0].Name, &SourceRecord{Topic: "app-" + topics[0].Name, Key: []byte("k"), Value: []byte{1}})
-	if err == nil || !strings.Contains(err.Error(), "not supported yet") {
-		t.Fatalf("got %v, want the not-supported error", err)
+	for i, value := range []string{"a\x01", "\x02ba\x02", "b\x00", "c\x01\x04"} {
+		in := &SourceRecord{Topic: "app-" + topics[0].Name, Offset: int64(i), Timestamp: int64(i), Key: []byte("g"), Value: []byte(value)}
+		if err := d.topo.ProcessInternal(topics[0].Name, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := readOut(d), []string{"g=a@0", "g=a-a+b@1", "g=a-a+b-b@2", "g=a-a+b-b+c@3"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("output %q, want %q", got, want)
 	}
 }
 
@@ -253,20 +315,46 @@ func TestRepartitionTopicsWriteForeignKeyJoinLayouts(t *testing.T) {
 	}
 }
 
-// A KTable groupBy's repartition topic carries Kafka's Change encoding, which StoatFlow does
-// not write: a topology that must write it does not build, saying so.
-func TestRepartitionTopicsRefuseATableGroupBy(t *testing.T) {
+// Through the topics, a KTable groupBy writes what KTableRepartitionMap sends, in
+// ChangedSerializer's layout: a row moving to another group as two records, the subtraction
+// first, each in the partition of its own group; a row keeping its group as one; each with the
+// row's timestamp and headers.
+func TestRepartitionTopicsWriteATableGroupBy(t *testing.T) {
 	b := newTestBuilder()
 	tables := testTables(t, b, "in")
 	g, err := tables[0].GroupBy(func(rec Record) (any, any, error) { return rec.Value, rec.Key, nil }, Grouped{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Count(Materialized{}, bytesSerde{}, ""); err != nil {
+	concat := func(sign string) Aggregator {
+		return func(rec Record, agg any) (any, error) { return agg.(string) + sign + rec.Value.(string), nil }
+	}
+	if _, err := g.Reduce(concat("+"), concat("-"), Materialized{}, ""); err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewDriver(b, DriverOptions{Stores: NewMemoryStores(), ApplicationID: "app", RepartitionTopics: true})
-	if err == nil || !strings.Contains(err.Error(), "not supported yet") || !strings.Contains(err.Error(), "app-KTABLE-AGGREGATE-STATE-STORE-") {
-		t.Fatalf("got %v, want the not-supported error naming the topic", err)
+	d, err := NewDriver(b, DriverOptions{Partitions: map[string]int32{"in": 3}, Stores: NewMemoryStores(), ApplicationID: "app", RepartitionTopics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Headers{{Key: "h", Value: []byte("v")}}
+	for i, v := range []string{"g1", "g2", "g2"} {
+		if err := d.PipeTo("in", 0, []byte("u1"), []byte(v), int64(5+i), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, r := range d.ReadInternal() {
+		got = append(got, fmt.Sprintf("%s/%d %s=%q@%d %s", r.Topic, r.Partition, r.Key, r.Value, r.Timestamp, r.Headers[0].Value))
+	}
+	topic := "app-KTABLE-REDUCE-STATE-STORE-0000000004-repartition"
+	p1, p2 := DefaultPartition([]byte("g1"), 3), DefaultPartition([]byte("g2"), 3)
+	want := []string{
+		fmt.Sprintf("%s/%d g1=%q@5 v", topic, p1, "u1\x01"),
+		fmt.Sprintf("%s/%d g1=%q@6 v", topic, p1, "u1\x00"),
+		fmt.Sprintf("%s/%d g2=%q@6 v", topic, p2, "u1\x01"),
+		fmt.Sprintf("%s/%d g2=%q@7 v", topic, p2, "\x04u1u1\x02"),
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("repartition records\n%q, want\n%q", got, want)
 	}
 }

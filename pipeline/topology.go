@@ -325,11 +325,6 @@ func (b *StreamsBuilder) Build(opts TopologyOptions) (*Topology, error) {
 			t.addInternal(n.sink, t.subtopologyOf[n.sink.repartitionTo.Name])
 		}
 	}
-	if t.throughTopics {
-		if err := t.checkInternalWritable(); err != nil {
-			return nil, err
-		}
-	}
 	if len(t.global) > 0 && !t.skipGlobal {
 		var nodes []*Node
 		for id, group := range t.groups {

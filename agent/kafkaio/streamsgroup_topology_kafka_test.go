@@ -23,6 +23,7 @@ var declarationCases = []struct {
 	differs string
 }{
 	{name: "wordcount", topics: []string{"in", "out"}},
+	{name: "table_groupby_count", topics: []string{"in", "out"}},
 	{name: "windowed", topics: []string{"in", "out"}},
 	{name: "session", topics: []string{"in", "out"}},
 	{name: "stream_table_join", topics: []string{"in", "table", "out"}},

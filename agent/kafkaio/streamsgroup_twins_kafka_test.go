@@ -31,6 +31,12 @@ b:stream(IN)
   :count()
   :toStream()
   :to(OUT, { valueSerde = "long" })`,
+	"table_groupby_count": `
+b:table(IN)
+  :groupBy(function(k, v) return v, k end)
+  :count({ materialized = "by-region" })
+  :toStream()
+  :to(OUT, { valueSerde = "long" })`,
 	"windowed": `
 b:stream(IN)
   :groupByKey()

@@ -14,6 +14,7 @@ import java.util.TreeSet;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TaskMetadata;
@@ -148,6 +149,13 @@ public final class StreamsApp {
                     })
                     .groupBy((k, w) -> w)
                     .count()
+                    .toStream()
+                    .to(topic(t, "out"), Produced.with(Serdes.String(), Serdes.Long()));
+                break;
+            case "table_groupby_count":
+                b.<String, String>table(topic(t, "in"))
+                    .groupBy((k, v) -> KeyValue.pair(v, k))
+                    .count(Materialized.as("by-region"))
                     .toStream()
                     .to(topic(t, "out"), Produced.with(Serdes.String(), Serdes.Long()));
                 break;

@@ -122,8 +122,8 @@ func jarsExist(cp string) bool {
 
 // Options start an application.
 type Options struct {
-	// Topology is one of StreamsApp's: wordcount, windowed, session, stream_table_join,
-	// rekey_join, left_join, fk_join, global_table.
+	// Topology is one of StreamsApp's: wordcount, table_groupby_count, windowed, session,
+	// stream_table_join, rekey_join, left_join, fk_join, global_table.
 	Topology string
 	// Topics name the topology's topics: in, out, table, other.
 	Topics map[string]string

@@ -43,8 +43,17 @@ final class Aggregations {
         });
         cases.put("table_groupby_count", p -> {
             StreamsBuilder b = new StreamsBuilder();
-            b.<String, String>table("in")
+            b.<String, String>table(Case.topic(p, "in"))
                 .groupBy((k, v) -> KeyValue.pair(v, k))
+                .count(Materialized.as("by-value"))
+                .toStream()
+                .to(Case.topic(p, "out"), Produced.with(Serdes.String(), Serdes.Long()));
+            return b.build();
+        });
+        cases.put("table_groupby_null_key", p -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.<String, String>table("in")
+                .groupBy((k, v) -> KeyValue.pair(v.length() > 3 ? v : null, k))
                 .count(Materialized.as("by-value"))
                 .toStream()
                 .to("out", Produced.with(Serdes.String(), Serdes.Long()));

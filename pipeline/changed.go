@@ -1,0 +1,117 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// A KTable groupBy's repartition topic carries each Change as Kafka Streams 4.4 writes it
+// (ChangedSerializer, KIP-904): the value serialised in the repartition's value serde, then a
+// flag byte saying what the record holds. The key is the new grouping key in the
+// repartition's key serde, and the partition murmur2 of it, as for every repartition.
+//
+//	[old][0]                      the old value only (the subtraction)
+//	[new][1]                      the new value only (the addition)
+//	[varint len(new)][new][old][2] both, when the key did not move
+//
+// Kafka Streams 4.4 writes only these; ChangedDeserializer also reads flags 3 to 5, the same
+// three layouts with an isLatest byte (1 or 0) before the flag, and so does decode.
+type changedSerde struct {
+	keys, values Serde
+}
+
+const (
+	changedOld byte = iota
+	changedNew
+	changedBoth
+	changedOldLatest
+	changedNewLatest
+	changedBothLatest
+)
+
+// encode writes a record of the repartition topic as ChangedSerializer does.
+func (s changedSerde) encode(_ *Context, topic string, rec Record) ([]byte, []byte, error) {
+	key, err := s.keys.Serialize(topic, rec.Headers, rec.Key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("serialize key for %s: %w", topic, err)
+	}
+	c, _ := rec.Value.(Change)
+	var newData, oldData []byte
+	if c.New != nil {
+		if newData, err = s.values.Serialize(topic, rec.Headers, c.New); err != nil {
+			return nil, nil, fmt.Errorf("serialize new value for %s: %w", topic, err)
+		}
+	}
+	if c.Old != nil {
+		if oldData, err = s.values.Serialize(topic, rec.Headers, c.Old); err != nil {
+			return nil, nil, fmt.Errorf("serialize old value for %s: %w", topic, err)
+		}
+	}
+	switch {
+	case c.New != nil && c.Old != nil:
+		value := binary.AppendVarint(make([]byte, 0, 5+len(newData)+len(oldData)+1), int64(len(newData)))
+		return key, append(append(append(value, newData...), oldData...), changedBoth), nil
+	case c.New != nil:
+		// Appended to a copy: a serde may hand out bytes it keeps.
+		return key, append(newData[:len(newData):len(newData)], changedNew), nil
+	case c.Old != nil:
+		return key, append(oldData[:len(oldData):len(oldData)], changedOld), nil
+	}
+	// Kafka's error: KTableRepartitionMap never forwards such a change.
+	return nil, nil, fmt.Errorf("serialize value for %s: Both old and new values are null in ChangeSerializer, which is not allowed", topic)
+}
+
+var errNotChanged = errors.New("not a Change in ChangedSerializer's layout")
+
+// decode reads a record of the repartition topic in any layout ChangedDeserializer reads.
+func (s changedSerde) decode(_ *Context, in *SourceRecord) (Record, error) {
+	rec := internalRecord(in)
+	var err error
+	if rec.Key, err = s.keys.Deserialize(in.Topic, in.Headers, in.Key); err != nil {
+		return rec, &DeserializationError{Part: "key", Err: err}
+	}
+	b := in.Value
+	if len(b) == 0 {
+		return rec, &DeserializationError{Part: "value", Err: errNotChanged}
+	}
+	flag := b[len(b)-1]
+	b = b[:len(b)-1]
+	latest := true
+	if flag >= changedOldLatest && flag <= changedBothLatest {
+		if len(b) == 0 || b[len(b)-1] > 1 {
+			return rec, &DeserializationError{Part: "value", Err: fmt.Errorf("isLatest byte: %w", errNotChanged)}
+		}
+		latest = b[len(b)-1] == 1
+		b = b[:len(b)-1]
+		flag -= changedOldLatest
+	}
+	var newData, oldData []byte
+	switch flag {
+	case changedOld:
+		oldData = b
+	case changedNew:
+		newData = b
+	case changedBoth:
+		n, k := binary.Varint(b)
+		if k <= 0 || n < 0 || int64(len(b)-k) < n {
+			return rec, &DeserializationError{Part: "value", Err: fmt.Errorf("new value's length: %w", errNotChanged)}
+		}
+		newData, oldData = b[k:k+int(n)], b[k+int(n):]
+	default:
+		return rec, &DeserializationError{Part: "value", Err: fmt.Errorf("encoding flag %d: %w", flag, errNotChanged)}
+	}
+	c := Change{OutOfOrder: !latest}
+	if newData != nil {
+		if c.New, err = s.values.Deserialize(in.Topic, in.Headers, newData); err != nil {
+			return rec, &DeserializationError{Part: "value", Err: fmt.Errorf("new value: %w", err)}
+		}
+	}
+	if oldData != nil {
+		if c.Old, err = s.values.Deserialize(in.Topic, in.Headers, oldData); err != nil {
+			return rec, &DeserializationError{Part: "value", Err: fmt.Errorf("old value: %w", err)}
+		}
+	}
+	rec.Value = c
+	return rec, nil
+}
