@@ -90,9 +90,15 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 // fixtureWithDB is a fixture and an empty state database.
 func fixtureWithDB(t testing.TB) (*fixture, *state.DB) {
 	t.Helper()
+	return fixtureWithOptions(t, testOptions)
+}
+
+// fixtureWithOptions is fixtureWithDB serving with opts.
+func fixtureWithOptions(t testing.TB, opts Options) (*fixture, *state.DB) {
+	t.Helper()
 	f := &fixture{agent: &testAgent{}, mux: http.NewServeMux()}
-	f.sv = &server{agent: f.agent, opts: testOptions}
-	Serve(f.mux.Handle, f.agent, testOptions)
+	f.sv = &server{agent: f.agent, opts: opts}
+	Serve(f.mux.Handle, f.agent, opts)
 	db, err := state.Open(t.TempDir(), state.Options{})
 	if err != nil {
 		t.Fatal(err)

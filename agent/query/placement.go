@@ -98,8 +98,7 @@ func (pd placed) redirect(w http.ResponseWriter, r *http.Request, store string, 
 	case "":
 		return unowned(store, p)
 	case pd.pl.Self:
-		return &apiError{http.StatusServiceUnavailable, "not_available", fmt.Sprintf(
-			"partition %d of store %s is moving to this agent, which has not taken its task yet: retry", p, store)}
+		return movingHere(store, p)
 	}
 	scheme := "http"
 	if r.TLS != nil {
@@ -130,6 +129,11 @@ func unowned(store string, p int32) *apiError {
 			"(its task is moving, or runs on an agent without application.server): retry", p, store)}
 }
 
+func movingHere(store string, p int32) *apiError {
+	return &apiError{http.StatusServiceUnavailable, "not_available", fmt.Sprintf(
+		"partition %d of store %s is moving to this agent, which has not taken its task yet: retry", p, store)}
+}
+
 func notPlaced() *apiError {
 	return &apiError{http.StatusServiceUnavailable, "not_available",
 		"the streams group's coordinator has not named the agents running the tasks yet (before the first assignment): retry"}
@@ -147,16 +151,6 @@ func (pd placed) notPresent(store string, p int32) string {
 	}
 	return fmt.Sprintf("The requested partition was not present at the time of the query: partition %d of store %s belongs to a task "+
 		"another agent of the streams group runs; %s", p, store, where)
-}
-
-// acrossAgents refuses a read over every partition of a store (a range, a count) when
-// some of them run on other agents of the streams group: each agent answers only its own.
-func (pd placed) acrossAgents(s *queryStore, what string, here []int32) *apiError {
-	return &apiError{http.StatusNotImplemented, "not_supported", fmt.Sprintf(
-		"not supported yet: %s across agents (group.protocol = streams): this agent answers only the partitions of store %s "+
-			"its own tasks hold (%v of %d); GET /v1/metadata/%s lists the partitions each agent runs: query each agent "+
-			"with POST /v2/query naming its \"partitions\" (a RangeQuery for a range), and merge the answers",
-		what, s.name, here, s.partitions, s.name)}
 }
 
 // metadataHosts lists the agents for allMetadata: in a streams group every agent the
