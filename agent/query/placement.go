@@ -88,7 +88,8 @@ func (sv *server) placement() placed {
 // another agent answers, and make this agent a client of its peers with their TLS and
 // tokens; the client instead reaches the owner with its own, and can learn the owners from
 // /v1/metadata and go there first, as Kafka Streams applications route with
-// queryMetadataForKey. While no other agent can be named the answer is 503 not_available.
+// queryMetadataForKey. Ranges and counts, which no one agent answers, are forwarded
+// (fanout.go). While no other agent can be named the answer is 503 not_available.
 func (pd placed) redirect(w http.ResponseWriter, r *http.Request, store string, p int32) *apiError {
 	if pd.pl == nil {
 		return notPlaced()
@@ -288,18 +289,6 @@ func (sv *server) storeMetadata(w http.ResponseWriter, r *http.Request) *apiErro
 	}
 	sv.opts.WriteJSON(w, http.StatusOK, out)
 	return nil
-}
-
-// localPartitions are the partitions of s this agent answers from: those it runs, and
-// those it keeps a standby copy of when the caller allows stale stores.
-func (s *queryStore) localPartitions() []int32 {
-	var out []int32
-	for p := range s.partitions {
-		if s.replicas.readable(p) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // readable reports whether this agent answers from partition p: it runs it, or keeps a

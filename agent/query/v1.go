@@ -381,7 +381,7 @@ func (sv *server) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 			return kvEntry{value: rec.Value, ts: rec.Timestamp}, nil
 		}
 		if peers != nil {
-			out, next, err, e = sv.fanOutRange(w, s, plan, peers, pace, rp, newLocalSource(s, m, rp, entry))
+			out, next, err = sv.fanOutRange(w, s, plan, peers, pace, rp, newLocalSource(s, m, rp, entry))
 		} else {
 			out = startItems(w)
 			next, err = streamRange(s, out, m, rp, plan.forwarded, entry)
@@ -402,14 +402,15 @@ func (sv *server) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 			return e, nil
 		}
 		if peers != nil {
-			out, next, err, e = sv.fanOutRange(w, s, plan, peers, pace, rp, newLocalSource(s, m, rp, entry))
+			out, next, err = sv.fanOutRange(w, s, plan, peers, pace, rp, newLocalSource(s, m, rp, entry))
 		} else {
 			out = startItems(w)
 			next, err = streamRange(s, out, m, rp, plan.forwarded, entry)
 		}
 	}
-	if e != nil {
-		return e
+	if out == nil {
+		// Refused before the answer started.
+		return asAPIError(err)
 	}
 	end := PageEnd{Lags: s.replicas.lags}
 	switch {
@@ -425,20 +426,20 @@ func (sv *server) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 }
 
 // fanOutRange merges this agent's partitions (local) with the other agents' answers once
-// every agent's answer has started; a refusal before then is the read's error (e), one
-// after it is the page's (err). With staleStores the other agents' answers are read to
-// their end, where their lags are.
-func (sv *server) fanOutRange(w http.ResponseWriter, s *queryStore, plan readPlan, peers *peerReads, pace *pacer, rp rangeParams, local rangeSource) (out *itemStream, next string, err error, e *apiError) {
+// every agent's answer has started; a refusal before then is the read's error (no out),
+// one after it the page's. With staleStores the other agents' answers are read to their
+// end, where their lags are.
+func (sv *server) fanOutRange(w http.ResponseWriter, s *queryStore, plan readPlan, peers *peerReads, pace *pacer, rp rangeParams, local rangeSource) (out *itemStream, next string, err error) {
 	resps, e := peers.wait(pace)
 	if e != nil {
-		return nil, "", nil, e
+		return nil, "", e
 	}
 	srcs := []rangeSource{local}
 	var remote []*peerSource
 	for i, resp := range resps {
 		ps, e := newPeerSource(resp, s.name, plan.peers[i])
 		if e != nil {
-			return nil, "", nil, e
+			return nil, "", e
 		}
 		srcs = append(srcs, ps)
 		remote = append(remote, ps)
@@ -451,7 +452,7 @@ func (sv *server) fanOutRange(w http.ResponseWriter, s *queryStore, plan readPla
 		}
 		addLags(&s.replicas.lags, ps.end.Lags)
 	}
-	return out, next, err, nil
+	return out, next, err
 }
 
 // streamRange writes up to rp.limit entries in merged key order, each read by entry, and
