@@ -114,7 +114,8 @@ func peerUnavailable(store string, share peerShare, why string) *apiError {
 
 // peerReads are the requests of one read to the other agents, sent together.
 type peerReads struct {
-	done  chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
 	resps []*http.Response
 	errs  []*apiError
 }
@@ -124,7 +125,9 @@ type peerReads struct {
 // parameters (staleStores, bounds, limit, cursor). Each request ends with the query's
 // deadline (agent.http.query.timeout).
 func (sv *server) startPeers(r *http.Request, store string, shares []peerShare, level state.IsolationLevel) *peerReads {
-	pr := &peerReads{done: make(chan struct{}), resps: make([]*http.Response, len(shares)), errs: make([]*apiError, len(shares))}
+	ctx, cancel := context.WithCancel(r.Context())
+	pr := &peerReads{cancel: cancel, done: make(chan struct{}), resps: make([]*http.Response, len(shares)), errs: make([]*apiError, len(shares))}
+	r = r.WithContext(ctx)
 	var wg sync.WaitGroup
 	for i, share := range shares {
 		wg.Add(1)
@@ -194,8 +197,10 @@ func (pr *peerReads) wait(pace *pacer) ([]*http.Response, *apiError) {
 	return pr.resps, nil
 }
 
-// close waits for the requests and releases their answers.
+// close ends the requests (a read that failed here does not wait for the other agents)
+// and releases their answers.
 func (pr *peerReads) close() {
+	pr.cancel()
 	<-pr.done
 	for _, resp := range pr.resps {
 		if resp != nil {

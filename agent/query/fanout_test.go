@@ -262,3 +262,42 @@ func TestFanOutWaitsForAnAgentUntilTheDeadline(t *testing.T) {
 		t.Errorf("the count took %v", d)
 	}
 }
+
+// A read that fails here answers at once, without waiting for the other agents.
+func TestFanOutFailingHereDoesNotWaitForTheOthers(t *testing.T) {
+	a, _, _, fa, _ := fanPair(t, testOptions, func(http.Handler) http.Handler {
+		return http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	})
+	if err := fa.agent.stores.Load().DB.Close(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	st, body := getBody(t, a.URL+"/v1/stores/counts/count")
+	if st != http.StatusInternalServerError || !strings.Contains(body, "store_error") {
+		t.Errorf("count with a's store closed: %d %s", st, body)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the failed count took %v, waiting for b", d)
+	}
+}
+
+// With staleStores, standby copies answer here and at the other agents, and the answer
+// gives the lags of every copy read, those of the other agents' too (after their items,
+// which a page cut at its limit reads to the end for them).
+func TestFanOutGivesEveryAgentsLags(t *testing.T) {
+	a, _, _, fa, fb := fanPair(t, testOptions, nil)
+	// a keeps a copy of partition 1 (empty: its DB holds none of it); partition 3 is moving away from b, which keeps a copy.
+	fa.agent.copies.Store(&map[int32]LagInfo{1: {CurrentOffsetPosition: 5, EndOffsetPosition: 10, OffsetLag: 5}})
+	fb.agent.local.Store(&map[int32]bool{1: true})
+	fb.agent.copies.Store(&map[int32]LagInfo{3: {CurrentOffsetPosition: 3, EndOffsetPosition: 10, OffsetLag: 7}})
+	lags := `"lags":{"1":{"currentOffsetPosition":5,"endOffsetPosition":10,"offsetLag":5},"3":{"currentOffsetPosition":3,"endOffsetPosition":10,"offsetLag":7}}`
+	for _, target := range []string{"/v1/stores/counts/keys?staleStores=true&limit=2", "/v1/stores/counts/count?staleStores=true"} {
+		if st, body := getBody(t, a.URL+target); st != http.StatusOK || !strings.Contains(body, lags) {
+			t.Errorf("GET %s: %d %s, want %s", target, st, body, lags)
+		}
+	}
+	// Without staleStores, the partition b no longer runs fails the read.
+	if st, body := getBody(t, a.URL+"/v1/stores/counts/count"); st != http.StatusServiceUnavailable || !strings.Contains(body, "partitions [1 3]") {
+		t.Errorf("count without staleStores: %d %s", st, body)
+	}
+}
