@@ -116,8 +116,8 @@ func peerUnavailable(store string, share peerShare, why string) *apiError {
 type peerReads struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-	resps []*http.Response
-	errs  []*apiError
+	resps  []*http.Response
+	errs   []*apiError
 }
 
 // startPeers sends the read r, restricted to each share's partitions, to the agents running
