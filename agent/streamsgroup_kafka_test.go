@@ -242,10 +242,12 @@ func checkQueriesAcrossAgents(t *testing.T, procs []*replicaProcess, want map[st
 // agents for theirs and merges).
 func checkRangeAndCountAt(t *testing.T, addr string, want map[string]int64) {
 	t.Helper()
+	start := time.Now()
 	got := map[string]int64{}
 	var order []string
 	after := ""
-	for pages := 0; ; pages++ {
+	pages := 0
+	for ; ; pages++ {
 		if pages > len(want) {
 			t.Fatalf("paging through counts at %s did not end: %v", addr, order)
 		}
@@ -294,6 +296,7 @@ func checkRangeAndCountAt(t *testing.T, addr string, want map[string]int64) {
 	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || resp.StatusCode != http.StatusOK || c.Count != int64(len(want)) {
 		t.Errorf("count at %s: %d %+v %v, want %d words", addr, resp.StatusCode, c, err, len(want))
 	}
+	t.Logf("%s read the %d words in %d pages and counted them in %v", addr, len(order), pages+1, time.Since(start).Round(time.Millisecond))
 }
 
 // tasks is how many tasks the process's workers run (stoatflow_thread_tasks), -1 while it

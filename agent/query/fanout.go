@@ -338,15 +338,17 @@ func (ps *peerSource) next() ([]byte, json.RawMessage, int32, bool, error) {
 		if err := ps.dec.Decode(&it); err != nil {
 			return nil, nil, 0, false, ps.broken(err)
 		}
-		out := KVItem{Key: it.Key, Value: it.Value, Timestamp: it.Timestamp, Partition: it.Partition}
+		// The item as KVItem encodes it, without RawKey: its fields are the agent's own
+		// encoding, so they are written as they came.
+		b := make([]byte, 0, len(it.Key)+len(it.Value)+len(it.Headers)+64)
+		b = append(append(append(b, `{"key":`...), it.Key...), `,"value":`...)
+		b = append(append(b, it.Value...), `,"timestamp":`...)
+		b = append(strconv.AppendInt(b, it.Timestamp, 10), `,"partition":`...)
+		b = strconv.AppendInt(b, int64(it.Partition), 10)
 		if len(it.Headers) > 0 {
-			out.Headers = it.Headers
+			b = append(append(b, `,"headers":`...), it.Headers...)
 		}
-		b, err := json.Marshal(out)
-		if err != nil {
-			return nil, nil, 0, false, ps.broken(err)
-		}
-		return it.RawKey, b, it.Partition, true, nil
+		return it.RawKey, append(b, '}'), it.Partition, true, nil
 	}
 	ps.done = true
 	if _, err := ps.dec.Token(); err != nil {
@@ -452,7 +454,7 @@ func mergeSources(s *queryStore, out *itemStream, srcs []rangeSource, rp rangePa
 		if (n >= rp.limit || cut) && !bytes.Equal(h.key, last) {
 			return s.key.text(last)
 		}
-		if err := out.add(h.item); err != nil {
+		if err := out.addRaw(h.item); err != nil {
 			return "", err
 		}
 		last = h.key

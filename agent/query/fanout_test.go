@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,10 @@ import (
 
 // fanStore is the store the fan-out tests read: string keys, 4 partitions.
 var fanStore = pipeline.StoreSpec{Name: "counts", Type: pipeline.KeyValueStoreType, Serdes: pipeline.Serdes{Key: serdes.String{}, Value: serdes.String{}}}
+
+// hdrStore is a second store: long keys (negative ones sort after the others in serialised
+// byte order), JSON values, record headers.
+var hdrStore = pipeline.StoreSpec{Name: "hdr", Type: pipeline.TimestampedKeyValueStoreType, Serdes: pipeline.Serdes{Key: serdes.Long{}, Value: serdes.JSON{}}, Headers: true}
 
 // fanKeys are the fan-out tests' entries by partition: 120 keys, each in its default
 // partition, and "dup" in every partition (custom-partitioned input), which a range lists
@@ -52,10 +57,23 @@ func fanAgent(t *testing.T, opts Options, parts ...int32) (*fixture, *httptest.S
 			}
 		}
 	}
+	for i := int64(-30); i < 30; i++ {
+		k, _ := serdes.Long{}.Serialize("", nil, i)
+		if p := pipeline.DefaultPartition(k, 4); slices.Contains(parts, p) {
+			kv, err := db.TimestampedKeyValueStore(hdrStore, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := pipeline.Headers{{Key: "n", Value: []byte(fmt.Sprint(i))}, {Key: "raw", Value: []byte{0xff, byte(i)}}}
+			if err := kv.PutWithHeaders(k, []byte(fmt.Sprintf(`{"i":%d,"s":"<%d>"}`, i, p)), 1000+i, hs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	if err := db.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
-	f.serveStores(db, []pipeline.StoreSpec{fanStore}, 4)
+	f.serveStores(db, []pipeline.StoreSpec{fanStore, hdrStore}, 4)
 	running := stateRunning
 	f.agent.state.Store(&running)
 	srv := httptest.NewServer(f.mux)
@@ -74,7 +92,7 @@ func fanPair(t *testing.T, opts Options, wrap func(http.Handler) http.Handler) (
 		b.Config.Handler = wrap(fb.mux)
 	}
 	hostA, hostB := strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")
-	hosts := map[string]map[string][]int32{hostA: {"counts": {0, 2}}, hostB: {"counts": {1, 3}}}
+	hosts := map[string]map[string][]int32{hostA: {"counts": {0, 2}, "hdr": {0, 2}}, hostB: {"counts": {1, 3}, "hdr": {1, 3}}}
 	fa.agent.local.Store(&map[int32]bool{0: true, 2: true})
 	fb.agent.local.Store(&map[int32]bool{1: true, 3: true})
 	fa.agent.placement.Store(NewPlacement(hostA, hosts))
@@ -110,6 +128,10 @@ func TestFanOutMergesAsOneAgent(t *testing.T) {
 		"/v1/stores/counts/keys?isolation=READ_COMMITTED&limit=1",
 		"/v1/stores/counts/count",
 		"/v1/stores/counts/count?isolation=READ_COMMITTED",
+		"/v1/stores/hdr/keys",
+		"/v1/stores/hdr/keys?reverse=true&limit=4",
+		"/v1/stores/hdr/keys?from=-3&limit=5",
+		"/v1/stores/hdr/count",
 	}
 	for _, q := range queries {
 		st, want := getBody(t, alone.URL+q)

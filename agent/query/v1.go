@@ -530,6 +530,16 @@ func (s *itemStream) add(v any) error {
 	return err
 }
 
+// addRaw adds an item already encoded (as add encodes it, without its newline).
+func (s *itemStream) addRaw(item []byte) error {
+	if s.n > 0 {
+		_ = s.bw.WriteByte(',')
+	}
+	s.n++
+	_, _ = s.bw.Write(item)
+	return s.bw.WriteByte('\n')
+}
+
 // end closes the list and adds the page's end, the fields of Page after its items.
 func (s *itemStream) end(end PageEnd) error {
 	_ = s.bw.WriteByte(']')
