@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 
 	"github.com/stoatflow/stoatflow/agent/query"
@@ -16,9 +19,32 @@ func (a *Agent) serveQueries() {
 		DefaultIsolation: a.cfg.DefaultIQIsolation,
 		MaxConcurrency:   a.cfg.QueryMaxConcurrency,
 		Timeout:          a.cfg.QueryTimeout,
+		Peers:            peerClient(a.http.tls),
 		WriteJSON:        writeJSON,
 		WriteError:       writeHTTPError,
 	})
+}
+
+// peerClient is the client a range or count spread over the agents of a streams group
+// reaches the other agents with (agent/query fans it out). Over TLS it trusts the system's
+// roots and the certificates of this agent's own chain (agent.http.tls.cert): the agents of
+// one application present certificates of one issuer, or the same one. It never follows a
+// redirect: an agent asked for its own partitions answers them or refuses.
+func peerClient(own *tls.Config) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if own != nil && len(own.Certificates) > 0 {
+		roots, err := x509.SystemCertPool()
+		if err != nil {
+			roots = x509.NewCertPool()
+		}
+		for _, der := range own.Certificates[0].Certificate {
+			if c, err := x509.ParseCertificate(der); err == nil {
+				roots.AddCert(c)
+			}
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 // queryView is the agent as interactive queries read it.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,7 +32,8 @@ import (
 // its tasks between them and each runs some; the read_committed output counts every word
 // exactly once. Each agent names, for every word, the agent whose task counts it
 // (/v1/metadata, from the group's endpoint information), which answers its count, and the
-// other redirects a read of it there. Then one is killed with SIGKILL: once the broker
+// other redirects a read of it there; a range over the whole store and its count, asked of
+// either, are answered exactly from both agents' partitions. Then one is killed with SIGKILL: once the broker
 // drops it, the other runs every task, names itself for every word, and the output stays
 // exact.
 func TestKafkaStreamsGroupSharesAndTakesOverTasks(t *testing.T) {
@@ -134,8 +136,8 @@ transaction.timeout.ms = 5000
 // checkQueriesAcrossAgents waits until every agent of procs names, for every word of want,
 // the same agent of procs as the one counting it (GET /v1/metadata/counts/{word}), and
 // /v1/metadata lists each agent's partitions; then reads each word's count at its owner, and
-// from every other agent, which redirects the read to the owner. It returns the words by
-// owner.
+// from every other agent, which redirects the read to the owner, and the whole store and its
+// count at every agent. It returns the words by owner.
 func checkQueriesAcrossAgents(t *testing.T, procs []*replicaProcess, want map[string]int64) map[string][]string {
 	t.Helper()
 	noFollow := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -225,10 +227,76 @@ func checkQueriesAcrossAgents(t *testing.T, procs []*replicaProcess, want map[st
 			}
 		}
 	}
+	for _, p := range procs {
+		checkRangeAndCountAt(t, p.addr, want)
+	}
 	for _, ws := range byOwner {
 		slices.Sort(ws)
 	}
 	return byOwner
+}
+
+// checkRangeAndCountAt reads the whole counts store at one agent, 7 words a page, and its
+// count: whichever agents run its partitions, the agent asked answers every word's count
+// exactly, in key order, and counts every word once (docs/queries.md: it asks the other
+// agents for theirs and merges).
+func checkRangeAndCountAt(t *testing.T, addr string, want map[string]int64) {
+	t.Helper()
+	start := time.Now()
+	got := map[string]int64{}
+	var order []string
+	after := ""
+	pages := 0
+	for ; ; pages++ {
+		if pages > len(want) {
+			t.Fatalf("paging through counts at %s did not end: %v", addr, order)
+		}
+		u := "http://" + addr + "/v1/stores/counts/keys?isolation=READ_COMMITTED&limit=7"
+		if after != "" {
+			u += "&after=" + url.QueryEscape(after)
+		}
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var page struct {
+			Items []struct {
+				Key   string
+				Value int64
+			}
+			Next, Error string
+		}
+		if err != nil || resp.StatusCode != http.StatusOK || json.Unmarshal(body, &page) != nil || page.Error != "" {
+			t.Fatalf("GET %s: %d %s %v", u, resp.StatusCode, body, err)
+		}
+		for _, it := range page.Items {
+			got[it.Key] += it.Value
+			order = append(order, it.Key)
+		}
+		if after = page.Next; after == "" {
+			break
+		}
+	}
+	if !slices.IsSorted(order) || len(order) != len(want) {
+		t.Errorf("the range at %s read %d words, in order %v; want the %d words once each, in key order", addr, len(order), order, len(want))
+	}
+	for w, n := range want {
+		if got[w] != n {
+			t.Errorf("the range at %s: %q counted %d, want %d", addr, w, got[w], n)
+		}
+	}
+	resp, err := http.Get("http://" + addr + "/v1/stores/counts/count?isolation=READ_COMMITTED")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct{ Count int64 }
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || resp.StatusCode != http.StatusOK || c.Count != int64(len(want)) {
+		t.Errorf("count at %s: %d %+v %v, want %d words", addr, resp.StatusCode, c, err, len(want))
+	}
+	t.Logf("%s read the %d words in %d pages and counted them in %v", addr, len(order), pages+1, time.Since(start).Round(time.Millisecond))
 }
 
 // tasks is how many tasks the process's workers run (stoatflow_thread_tasks), -1 while it

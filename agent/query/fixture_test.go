@@ -21,7 +21,7 @@ type testAgent struct {
 	// active, when set, makes the agent a standby of the active it names (instance, host).
 	active atomic.Pointer[[2]string]
 	// copies are a standby's copies of store partitions, with their lags: the partitions it
-	// follows. The others it holds no copy of.
+	// follows (in a streams group, those of its standby tasks). The others it holds no copy of.
 	copies atomic.Pointer[map[int32]LagInfo]
 	// standbyHosts are what StandbyHosts answers for every store partition.
 	standbyHosts []string
@@ -51,6 +51,11 @@ func (a *testAgent) Standby() (string, string, bool) {
 
 func (a *testAgent) Holding(_ string, p int32) Holding {
 	if local := a.local.Load(); local != nil {
+		if c := a.copies.Load(); c != nil && !(*local)[p] {
+			if lag, ok := (*c)[p]; ok {
+				return Holding{Standby: true, Lag: lag}
+			}
+		}
 		return Holding{Active: (*local)[p]}
 	}
 	if a.active.Load() == nil {
@@ -90,9 +95,15 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 // fixtureWithDB is a fixture and an empty state database.
 func fixtureWithDB(t testing.TB) (*fixture, *state.DB) {
 	t.Helper()
+	return fixtureWithOptions(t, testOptions)
+}
+
+// fixtureWithOptions is fixtureWithDB serving with opts.
+func fixtureWithOptions(t testing.TB, opts Options) (*fixture, *state.DB) {
+	t.Helper()
 	f := &fixture{agent: &testAgent{}, mux: http.NewServeMux()}
-	f.sv = &server{agent: f.agent, opts: testOptions}
-	Serve(f.mux.Handle, f.agent, testOptions)
+	f.sv = &server{agent: f.agent, opts: opts}
+	Serve(f.mux.Handle, f.agent, opts)
 	db, err := state.Open(t.TempDir(), state.Options{})
 	if err != nil {
 		t.Fatal(err)

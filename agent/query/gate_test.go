@@ -313,7 +313,7 @@ func TestQueryScansReleaseTheirSnapshot(t *testing.T) {
 	if e != nil {
 		t.Fatal(e)
 	}
-	m, err := s.openMerge(pacerOf(context.Background()), state.ReadCommitted, nil, nil, false)
+	m, err := s.openMerge(pacerOf(context.Background()), state.ReadCommitted, []int32{0, 1, 2}, nil, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}

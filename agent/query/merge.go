@@ -56,21 +56,13 @@ func mergeRange[C kvCursor](pace *pacer, parts []int32, lo, hi []byte, reverse b
 	return m, nil
 }
 
-// openMerge walks every partition of a plain or timestamped key-value store.
-func (s *queryStore) openMerge(pace *pacer, level state.IsolationLevel, lo, hi []byte, reverse bool) (*kvMerge[*state.KeyValueIterator], error) {
-	parts := make([]int32, s.partitions)
-	for p := range parts {
-		parts[p] = int32(p)
-	}
+// openMerge walks the given partitions of a plain or timestamped key-value store.
+func (s *queryStore) openMerge(pace *pacer, level state.IsolationLevel, parts []int32, lo, hi []byte, reverse bool) (*kvMerge[*state.KeyValueIterator], error) {
 	return mergeRange(pace, parts, lo, hi, reverse, s.rangeOpener(level, reverse))
 }
 
-// openVersionedMerge walks the latest versions of every partition of a versioned store.
-func (s *queryStore) openVersionedMerge(pace *pacer, level state.IsolationLevel, lo, hi []byte, reverse bool) (*kvMerge[*state.VersionedRangeIterator], error) {
-	parts := make([]int32, s.partitions)
-	for p := range parts {
-		parts[p] = int32(p)
-	}
+// openVersionedMerge walks the latest versions of the given partitions of a versioned store.
+func (s *queryStore) openVersionedMerge(pace *pacer, level state.IsolationLevel, parts []int32, lo, hi []byte, reverse bool) (*kvMerge[*state.VersionedRangeIterator], error) {
 	return mergeRange(pace, parts, lo, hi, reverse, s.versionedOpener(level, reverse))
 }
 

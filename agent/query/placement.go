@@ -88,7 +88,8 @@ func (sv *server) placement() placed {
 // another agent answers, and make this agent a client of its peers with their TLS and
 // tokens; the client instead reaches the owner with its own, and can learn the owners from
 // /v1/metadata and go there first, as Kafka Streams applications route with
-// queryMetadataForKey. While no other agent can be named the answer is 503 not_available.
+// queryMetadataForKey. Ranges and counts, which no one agent answers, are forwarded
+// (fanout.go). While no other agent can be named the answer is 503 not_available.
 func (pd placed) redirect(w http.ResponseWriter, r *http.Request, store string, p int32) *apiError {
 	if pd.pl == nil {
 		return notPlaced()
@@ -98,8 +99,7 @@ func (pd placed) redirect(w http.ResponseWriter, r *http.Request, store string, 
 	case "":
 		return unowned(store, p)
 	case pd.pl.Self:
-		return &apiError{http.StatusServiceUnavailable, "not_available", fmt.Sprintf(
-			"partition %d of store %s is moving to this agent, which has not taken its task yet: retry", p, store)}
+		return movingHere(store, p)
 	}
 	scheme := "http"
 	if r.TLS != nil {
@@ -130,6 +130,11 @@ func unowned(store string, p int32) *apiError {
 			"(its task is moving, or runs on an agent without application.server): retry", p, store)}
 }
 
+func movingHere(store string, p int32) *apiError {
+	return &apiError{http.StatusServiceUnavailable, "not_available", fmt.Sprintf(
+		"partition %d of store %s is moving to this agent, which has not taken its task yet: retry", p, store)}
+}
+
 func notPlaced() *apiError {
 	return &apiError{http.StatusServiceUnavailable, "not_available",
 		"the streams group's coordinator has not named the agents running the tasks yet (before the first assignment): retry"}
@@ -147,16 +152,6 @@ func (pd placed) notPresent(store string, p int32) string {
 	}
 	return fmt.Sprintf("The requested partition was not present at the time of the query: partition %d of store %s belongs to a task "+
 		"another agent of the streams group runs; %s", p, store, where)
-}
-
-// acrossAgents refuses a read over every partition of a store (a range, a count) when
-// some of them run on other agents of the streams group: each agent answers only its own.
-func (pd placed) acrossAgents(s *queryStore, what string, here []int32) *apiError {
-	return &apiError{http.StatusNotImplemented, "not_supported", fmt.Sprintf(
-		"not supported yet: %s across agents (group.protocol = streams): this agent answers only the partitions of store %s "+
-			"its own tasks hold (%v of %d); GET /v1/metadata/%s lists the partitions each agent runs: query each agent "+
-			"with POST /v2/query naming its \"partitions\" (a RangeQuery for a range), and merge the answers",
-		what, s.name, here, s.partitions, s.name)}
 }
 
 // metadataHosts lists the agents for allMetadata: in a streams group every agent the
@@ -294,18 +289,6 @@ func (sv *server) storeMetadata(w http.ResponseWriter, r *http.Request) *apiErro
 	}
 	sv.opts.WriteJSON(w, http.StatusOK, out)
 	return nil
-}
-
-// localPartitions are the partitions of s this agent answers from: those it runs, and
-// those it keeps a standby copy of when the caller allows stale stores.
-func (s *queryStore) localPartitions() []int32 {
-	var out []int32
-	for p := range s.partitions {
-		if s.replicas.readable(p) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // readable reports whether this agent answers from partition p: it runs it, or keeps a

@@ -121,24 +121,6 @@ func TestSpreadUnknownOwnerIsNotAvailable(t *testing.T) {
 	}
 }
 
-// Reads over every partition (ranges, counts) are refused while other agents run some of
-// them, saying how to query each agent; with every partition here they answer.
-func TestSpreadRangesAcrossAgentsAreNotSupported(t *testing.T) {
-	f, _ := spreadFixture(t)
-	for _, target := range []string{"/v1/stores/counts/keys", "/v1/stores/counts/keys?from=a", "/v1/stores/counts/count"} {
-		st, o := f.serve(t, "GET", target, "")
-		msg := fmt.Sprint(o["error"])
-		if st != http.StatusNotImplemented || o["code"] != "not_supported" || !strings.HasPrefix(msg, "not supported yet: ") ||
-			!strings.Contains(msg, "[0 2] of 4") || !strings.Contains(msg, "POST /v2/query") || !strings.Contains(msg, "GET /v1/metadata/counts") {
-			t.Errorf("GET %s: %d %v, want 501 not_supported saying how to query each agent", target, st, o)
-		}
-	}
-	f.agent.local.Store(&map[int32]bool{0: true, 1: true, 2: true, 3: true})
-	if st, o := f.serve(t, "GET", "/v1/stores/counts/count", ""); st != http.StatusOK || fmt.Sprint(o["count"]) != "4" {
-		t.Errorf("count with every partition here: %d %v", st, o)
-	}
-}
-
 // IQv2 answers this agent's partitions and fails the others NOT_PRESENT naming the agent
 // that runs them; a query of none of this agent's partitions is redirected.
 func TestSpreadIQv2AnswersLocalPartitions(t *testing.T) {

@@ -93,6 +93,9 @@ type Options struct {
 	DefaultIsolation string        // default.interactive.query.isolation.level; "" is READ_UNCOMMITTED
 	MaxConcurrency   int           // agent.http.query.max.concurrency
 	Timeout          time.Duration // agent.http.query.timeout
+	// Peers is the client a range or count fanned out across the agents of a streams group
+	// reaches the other agents with; it must not follow redirects. Nil: a plain client.
+	Peers *http.Client
 	// WriteJSON and WriteError answer as every endpoint of the agent does.
 	WriteJSON  func(w http.ResponseWriter, status int, v any)
 	WriteError func(w http.ResponseWriter, status int, code, msg string)
@@ -102,18 +105,22 @@ type Options struct {
 type server struct {
 	agent Agent
 	opts  Options
+	peers *http.Client
 }
 
 // Serve adds the interactive-query endpoints (DESIGN §7, docs/queries.md) through handle,
 // all behind one gate (agent.http.query.max.concurrency, agent.http.query.timeout).
 func Serve(handle func(pattern string, h http.Handler), agent Agent, opts Options) {
-	sv := &server{agent: agent, opts: opts}
+	sv := &server{agent: agent, opts: opts, peers: opts.Peers}
+	if sv.peers == nil {
+		sv.peers = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
 	g := newQueryGate(opts.MaxConcurrency, runtime.GOMAXPROCS(0), opts.Timeout, opts.WriteError)
 	gated := func(pattern string, h http.Handler) { handle(pattern, g.admit(h)) }
 	gated("GET "+RouteStores, sv.api([]string{"isolation"}, sv.listStores))
 	gated("GET "+RouteKey, sv.api([]string{"isolation", StaleParam}, sv.getKey))
-	gated("GET "+RouteKeys, sv.api([]string{"isolation", StaleParam, "from", "to", "prefix", "reverse", "limit", "after"}, sv.rangeKeys))
-	gated("GET "+RouteCount, sv.api([]string{"isolation", StaleParam}, sv.countKeys))
+	gated("GET "+RouteKeys, sv.api([]string{"isolation", StaleParam, "from", "to", "prefix", "reverse", "limit", "after", PartitionsParam}, sv.rangeKeys))
+	gated("GET "+RouteCount, sv.api([]string{"isolation", StaleParam, PartitionsParam}, sv.countKeys))
 	gated("GET "+RouteWindows, sv.api([]string{"isolation", StaleParam, "from", "to", "reverse"}, sv.fetchWindows))
 	gated("POST "+RouteIQv2, sv.api(nil, sv.queryV2))
 	gated("GET "+RouteMetadata, http.HandlerFunc(sv.keyMetadata))

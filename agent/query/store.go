@@ -115,22 +115,6 @@ func (rs *replicas) check(p int32) *apiError {
 	return rs.sv.notActive(rs.store, p, h, rs.stale)
 }
 
-// checkAll allows reading every one of the store's partitions, or says why not; what names
-// the read for the refusal of one across the agents of a streams group.
-func (rs *replicas) checkAll(s *queryStore, what string) *apiError {
-	if rs.placed.spread {
-		if here := s.localPartitions(); len(here) < int(s.partitions) {
-			return rs.placed.acrossAgents(s, what, here)
-		}
-	}
-	for p := range s.partitions {
-		if e := rs.check(p); e != nil {
-			return e
-		}
-	}
-	return nil
-}
-
 // notActive is the refusal of a store partition this agent does not process: 503
 // "standby", pointing at the active and, for a standby copy, at stale reads.
 func (sv *server) notActive(store string, p int32, h Holding, stale bool) *apiError {

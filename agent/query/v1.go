@@ -186,28 +186,50 @@ func (sv *server) getKey(w http.ResponseWriter, r *http.Request) *apiError {
 
 // countKeys is approximateNumEntries of a key-value store (exact: it walks the store) and,
 // beyond Kafka Streams' IQv1, the same count of the other stores: a versioned store's keys
-// with a live latest version, a window store's windows, a session store's sessions.
+// with a live latest version, a window store's windows, a session store's sessions. In a
+// streams group the agents running the other partitions count theirs meanwhile, and the
+// counts are summed.
 func (sv *server) countKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	s, level, e := sv.storeAt(r)
+	var plan readPlan
 	if e == nil {
-		e = s.replicas.checkAll(s, "a count")
+		plan, e = s.planAll(r.URL.Query())
 	}
 	if e != nil {
 		return e
+	}
+	pace := pacerOf(r.Context())
+	var peers *peerReads
+	if len(plan.peers) > 0 {
+		peers = sv.startPeers(r, s.name, plan.peers, level)
+		defer peers.close()
 	}
 	// The count walks the store, so it is a paced walk like a range read.
 	var n int64
 	var err error
 	switch {
 	case isVersioned(s.spec):
-		n, err = countMerge(s.openVersionedMerge(pacerOf(r.Context()), level, nil, nil, false))
+		n, err = countMerge(s.openVersionedMerge(pace, level, plan.local, nil, nil, false))
 	case s.isKeyValue():
-		n, err = countMerge(s.openMerge(pacerOf(r.Context()), level, nil, nil, false))
+		n, err = countMerge(s.openMerge(pace, level, plan.local, nil, nil, false))
 	default:
-		n, err = s.countWindows(pacerOf(r.Context()), level)
+		n, err = s.countWindows(pace, level, plan.local)
 	}
 	if err != nil {
 		return asAPIError(err)
+	}
+	if peers != nil {
+		resps, e := peers.wait(pace)
+		if e != nil {
+			return e
+		}
+		for i, resp := range resps {
+			c, e := peerCount(resp, s.name, plan.peers[i], &s.replicas.lags)
+			if e != nil {
+				return e
+			}
+			n += c
+		}
 	}
 	sv.opts.WriteJSON(w, http.StatusOK, Count{Count: n, Lags: s.replicas.lags})
 	return nil
@@ -227,10 +249,10 @@ func countMerge[C kvCursor](m *kvMerge[C], err error) (int64, error) {
 	return n, m.err
 }
 
-// countWindows counts the windows (or sessions) of every partition.
-func (s *queryStore) countWindows(pace *pacer, level state.IsolationLevel) (int64, error) {
+// countWindows counts the windows (or sessions) of the given partitions.
+func (s *queryStore) countWindows(pace *pacer, level state.IsolationLevel, parts []int32) (int64, error) {
 	var n int64
-	for p := range s.partitions {
+	for _, p := range parts {
 		it, err := s.allWindows(p, level)
 		if err != nil {
 			return 0, err
@@ -321,6 +343,8 @@ func (rp rangeParams) bounds() (lo, hi []byte) {
 	return lo, hi
 }
 
+// rangeKeys reads a range of a key-value store. In a streams group the agents running the
+// other partitions each answer theirs, and their answers are merged with this agent's.
 func (sv *server) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	s, level, e := sv.keyValueStoreAt(r)
 	if e != nil {
@@ -328,37 +352,47 @@ func (sv *server) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	q := r.URL.Query()
 	rp, e := s.parseRange(q)
+	var plan readPlan
 	if e == nil {
-		e = s.replicas.checkAll(s, "a range query")
+		plan, e = s.planAll(q)
 	}
 	if e != nil {
 		return e
 	}
 	lo, hi := rp.bounds()
 	pace := pacerOf(r.Context())
+	var peers *peerReads
+	if len(plan.peers) > 0 {
+		peers = sv.startPeers(r, s.name, plan.peers, level)
+		defer peers.close()
+	}
 	var next string
 	var out *itemStream
 	var err error
 	if isVersioned(s.spec) {
 		// Each key's latest version, as IQv2's RangeQuery answers on a versioned store.
-		m, merr := s.openVersionedMerge(pace, level, lo, hi, rp.reverse)
+		m, merr := s.openVersionedMerge(pace, level, plan.local, lo, hi, rp.reverse)
 		if merr != nil {
 			return asAPIError(merr)
 		}
 		defer m.close()
-		out = startItems(w)
-		next, err = streamRange(s, out, m, rp, func(it *state.VersionedRangeIterator) (kvEntry, error) {
+		entry := func(it *state.VersionedRangeIterator) (kvEntry, error) {
 			rec := it.Record()
 			return kvEntry{value: rec.Value, ts: rec.Timestamp}, nil
-		})
+		}
+		if peers != nil {
+			out, next, err = sv.fanOutRange(w, s, plan, peers, pace, rp, newLocalSource(s, m, rp, entry))
+		} else {
+			out = startItems(w)
+			next, err = streamRange(s, out, m, rp, plan.forwarded, entry)
+		}
 	} else {
-		m, merr := s.openMerge(pace, level, lo, hi, rp.reverse)
+		m, merr := s.openMerge(pace, level, plan.local, lo, hi, rp.reverse)
 		if merr != nil {
 			return asAPIError(merr)
 		}
 		defer m.close()
-		out = startItems(w)
-		next, err = streamRange(s, out, m, rp, func(it *state.KeyValueIterator) (kvEntry, error) {
+		entry := func(it *state.KeyValueIterator) (kvEntry, error) {
 			e := kvEntry{value: it.Value(), ts: it.Timestamp()}
 			if s.spec.Headers {
 				var herr error
@@ -366,7 +400,17 @@ func (sv *server) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 				return e, herr
 			}
 			return e, nil
-		})
+		}
+		if peers != nil {
+			out, next, err = sv.fanOutRange(w, s, plan, peers, pace, rp, newLocalSource(s, m, rp, entry))
+		} else {
+			out = startItems(w)
+			next, err = streamRange(s, out, m, rp, plan.forwarded, entry)
+		}
+	}
+	if out == nil {
+		// Refused before the answer started.
+		return asAPIError(err)
 	}
 	end := PageEnd{Lags: s.replicas.lags}
 	switch {
@@ -381,10 +425,41 @@ func (sv *server) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 	return nil
 }
 
+// fanOutRange merges this agent's partitions (local) with the other agents' answers once
+// every agent's answer has started; a refusal before then is the read's error (no out),
+// one after it the page's. With staleStores the other agents' answers are read to their
+// end, where their lags are.
+func (sv *server) fanOutRange(w http.ResponseWriter, s *queryStore, plan readPlan, peers *peerReads, pace *pacer, rp rangeParams, local rangeSource) (out *itemStream, next string, err error) {
+	resps, e := peers.wait(pace)
+	if e != nil {
+		return nil, "", e
+	}
+	srcs := []rangeSource{local}
+	var remote []*peerSource
+	for i, resp := range resps {
+		ps, e := newPeerSource(resp, s.name, plan.peers[i])
+		if e != nil {
+			return nil, "", e
+		}
+		srcs = append(srcs, ps)
+		remote = append(remote, ps)
+	}
+	out = startItems(w)
+	next, err = mergeSources(s, out, srcs, rp)
+	for _, ps := range remote {
+		if err == nil && s.replicas.stale {
+			err = ps.drain()
+		}
+		addLags(&s.replicas.lags, ps.end.Lags)
+	}
+	return out, next, err
+}
+
 // streamRange writes up to rp.limit entries in merged key order, each read by entry, and
-// returns the cursor to continue from when it stopped early. Equal keys from several
+// returns the cursor to continue from when it stopped early; rawKeys adds each item's
+// serialised key (a read restricted by PartitionsParam). Equal keys from several
 // partitions are never split across pages, since the cursor skips the key.
-func streamRange[C kvCursor](s *queryStore, out *itemStream, m *kvMerge[C], rp rangeParams, entry func(C) (kvEntry, error)) (string, error) {
+func streamRange[C kvCursor](s *queryStore, out *itemStream, m *kvMerge[C], rp rangeParams, rawKeys bool, entry func(C) (kvEntry, error)) (string, error) {
 	var last []byte
 	n := 0
 	for {
@@ -410,6 +485,9 @@ func streamRange[C kvCursor](s *queryStore, out *itemStream, m *kvMerge[C], rp r
 		item, err := s.item(k, e, m.parts[i])
 		if err != nil {
 			return "", err
+		}
+		if rawKeys {
+			item.RawKey = k
 		}
 		if err := out.add(item); err != nil {
 			return "", err
@@ -450,6 +528,16 @@ func (s *itemStream) add(v any) error {
 	s.n++
 	_, err := s.bw.Write(s.buf.Bytes())
 	return err
+}
+
+// addRaw adds an item already encoded (as add encodes it, without its newline).
+func (s *itemStream) addRaw(item []byte) error {
+	if s.n > 0 {
+		_ = s.bw.WriteByte(',')
+	}
+	s.n++
+	_, _ = s.bw.Write(item)
+	return s.bw.WriteByte('\n')
 }
 
 // end closes the list and adds the page's end, the fields of Page after its items.

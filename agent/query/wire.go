@@ -30,6 +30,14 @@ const HeaderParam = "header."
 // and "staleStores": true in an IQv2 body. The answer gives each standby partition's lag.
 const StaleParam = "staleStores"
 
+// PartitionsParam restricts a range or count (RouteKeys, RouteCount) to the listed store
+// partitions, ?partitions=1,3, each of which the agent must answer from itself (else 503):
+// an agent of a streams group fanning a read out to the agents running the other partitions
+// sends it, and an agent answering it never fans out again, so a read is forwarded once at
+// most. Each item of a range so restricted also carries its serialised key (RawKey), the
+// order the fanning agent merges in.
+const PartitionsParam = "partitions"
+
 // Lags are the lags of the standby copies an answer was read from, by store partition.
 type Lags map[string]LagInfo
 
@@ -58,6 +66,8 @@ type KVItem struct {
 	Headers any `json:"headers,omitempty"`
 	// Lags, in an answer read from a standby copy, is its partition's lag.
 	Lags Lags `json:"lags,omitempty"`
+	// RawKey, in a range restricted by PartitionsParam, is the serialised key (base64).
+	RawKey []byte `json:"rawKey,omitempty"`
 }
 
 // WindowItem is one window (or session) of GET /v1/stores/{store}/windows/{key}.

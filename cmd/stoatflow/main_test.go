@@ -162,7 +162,7 @@ func TestHelpCommand(t *testing.T) {
 		t.Fatalf("help test: exit %d out %q", code, out)
 	}
 	code, out, _ = runCLI("help", "query")
-	if code != 0 || !strings.Contains(out, "metadata STORE KEY") {
+	if code != 0 || !strings.Contains(out, "metadata STORE KEY") || !strings.Contains(out, "metadata STORE  ") {
 		t.Fatalf("help query: exit %d out %q", code, out)
 	}
 	code, out, _ = runCLI("help", "config")

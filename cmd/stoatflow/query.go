@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -29,6 +30,9 @@ Commands (docs/queries.md):
   count STORE                     approximate number of entries
   windows STORE KEY [-from T] [-to T] [-reverse]
                                   windows or sessions of a key (T: epoch ms or RFC 3339)
+  metadata                        every agent with the store partitions it runs and keeps
+                                  standby copies of
+  metadata STORE                  the agents holding STORE
   metadata STORE KEY [-header NAME=VALUE]...
                                   the partition holding KEY and the host serving it
   iqv2 BODY                       POST an IQv2 request (JSON text, or - for stdin)
@@ -214,13 +218,18 @@ func (c *queryClient) run(cmd string, args []string, stderr io.Writer) error {
 		}
 		return c.windows(pos[0], pos[1], q)
 	case "metadata":
-		pos, rest, err := positional(cmd, args, []string{"STORE", "KEY"}, stderr)
-		if err != nil {
-			return err
+		// metadata, metadata STORE, metadata STORE KEY: a key may start with "-" (a negative
+		// number), so only this command's own flags end the positional arguments.
+		n := 0
+		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+			n = 1
+			if len(args) > 1 && !isOwnFlag(args[1], "header") {
+				n = 2
+			}
 		}
 		fs := subFlags(cmd, stderr)
 		var headers []string
-		fs.Func("header", "NAME=VALUE record header passed to the key serialiser (repeatable)", func(v string) error {
+		fs.Func("header", "NAME=VALUE record header passed to the key serialiser (repeatable; with KEY)", func(v string) error {
 			name, value, ok := strings.Cut(v, "=")
 			if !ok || name == "" {
 				return fmt.Errorf("%q is not NAME=VALUE", v)
@@ -228,10 +237,19 @@ func (c *queryClient) run(cmd string, args []string, stderr io.Writer) error {
 			headers = append(headers, url.QueryEscape(query.HeaderParam+name)+"="+url.QueryEscape(value))
 			return nil
 		})
-		if err := parseSub(fs, rest, stderr); err != nil {
+		if err := parseSub(fs, args[n:], stderr); err != nil {
 			return err
 		}
-		return c.metadata(pos[0], pos[1], strings.Join(headers, "&"))
+		switch {
+		case n == 2:
+			return c.metadata(args[0], args[1], strings.Join(headers, "&"))
+		case len(headers) > 0:
+			fmt.Fprintln(stderr, "stoatflow query metadata: -header needs STORE KEY (it is handed to the key serialiser)")
+			return errUsage
+		case n == 1:
+			return c.agents(query.Path(query.RouteStoreMetadata, args[0], ""))
+		}
+		return c.agents(query.RouteAllMetadata)
 	case "iqv2":
 		pos, rest, err := positional(cmd, args, []string{"BODY"}, stderr)
 		if err != nil {
@@ -408,6 +426,56 @@ func (c *queryClient) metadata(store, key, headers string) error {
 	}
 	fmt.Fprintf(c.stdout, "partition     %d\nactiveHost    %s\nstandbyHosts  %s\n", m.Partition, m.ActiveHost, strings.Join(m.StandbyHosts, " "))
 	return nil
+}
+
+// isOwnFlag reports whether arg is the flag name, or help, as the flag package reads them.
+func isOwnFlag(arg, name string) bool {
+	f := strings.TrimPrefix(strings.TrimPrefix(arg, "-"), "-")
+	f, _, _ = strings.Cut(f, "=")
+	return strings.HasPrefix(arg, "-") && (f == name || f == "h" || f == "help")
+}
+
+// agents prints the agents of GET /v1/metadata or /v1/metadata/{store}: a line per agent
+// and store, with the partitions it runs and those it keeps standby copies of.
+func (c *queryClient) agents(path string) error {
+	var ms []query.StreamsMetadata
+	// Not c.do: the metadata takes no staleStores, and its isolation changes nothing.
+	if err := c.send(http.MethodGet, c.base+path, nil, &ms); err != nil {
+		return err
+	}
+	parts := func(ps []int32, ok bool) string {
+		if !ok {
+			return "-"
+		}
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = strconv.Itoa(int(p))
+		}
+		return strings.Join(out, " ")
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tSTORE\tPARTITIONS\tSTANDBY PARTITIONS")
+	for _, m := range ms {
+		held := maps.Clone(m.StorePartitions)
+		if held == nil {
+			held = map[string][]int32{}
+		}
+		for s, ps := range m.StandbyStorePartitions {
+			if _, ok := held[s]; !ok {
+				held[s] = ps
+			}
+		}
+		stores := slices.Sorted(maps.Keys(held))
+		if len(stores) == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\n", m.HostInfo)
+		}
+		for _, s := range stores {
+			active, ok := m.StorePartitions[s]
+			standby, sok := m.StandbyStorePartitions[s]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.HostInfo, s, parts(active, ok), parts(standby, sok))
+		}
+	}
+	return tw.Flush()
 }
 
 func (c *queryClient) iqv2(body string) error {

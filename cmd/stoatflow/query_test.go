@@ -53,9 +53,14 @@ func TestQueryCommandPrintsAnswers(t *testing.T) {
 		"GET /v1/stores/counts/count":                    `200 {"count":10}`,
 		"GET /v1/stores/wins/windows/-5?from=0&to=10":    `200 {"items":[{"key":-5,"windowStart":0,"windowEnd":10,"value":2}]}`,
 		"GET /v1/metadata/counts/k1?header.tenant=a%26b": `200 {"partition":2,"activeHost":"h:1","standbyHosts":["h:2","h:3"]}`,
+		"GET /v1/metadata/counts/-5":                     `200 {"partition":0,"activeHost":"h:1","standbyHosts":[]}`,
+		"GET /v1/metadata": `200 [{"hostInfo":"h:1","stateStoreNames":["counts","prices"],"storePartitions":{"counts":[0,2],"prices":[0]},"standbyStateStoreNames":["counts"],"standbyStorePartitions":{"counts":[1]}},
+{"hostInfo":"h:2","stateStoreNames":[],"storePartitions":{},"standbyStateStoreNames":["counts"],"standbyStorePartitions":{"counts":[0,2]}},
+{"hostInfo":"h:3","stateStoreNames":[],"storePartitions":{},"standbyStateStoreNames":[],"standbyStorePartitions":{}}]`,
+		"GET /v1/metadata/counts":                        `200 [{"hostInfo":"h:1","stateStoreNames":["counts"],"storePartitions":{"counts":[0,1,2]},"standbyStateStoreNames":[],"standbyStorePartitions":{}}]`,
 		"GET /v1/stores/counts/keys/k1?staleStores=true": `200 {"key":"k1","value":3,"timestamp":-1,"partition":1,"lags":{"1":{"currentOffsetPosition":7,"endOffsetPosition":10,"offsetLag":3}}}`,
 		"GET /v1/stores/counts/count?staleStores=true":   `200 {"count":10,"lags":{"1":{"currentOffsetPosition":7,"endOffsetPosition":10,"offsetLag":3},"0":{"currentOffsetPosition":2,"endOffsetPosition":2,"offsetLag":0}}}`,
-		`POST /v2/query`: `200 {"store":"counts","partitionResults":[],"position":{}}`,
+		`POST /v2/query`:                                 `200 {"store":"counts","partitionResults":[],"position":{}}`,
 		"GET /v1/stores/counts/keys?from=a&prefix=&to=b": `200 {"items":[{"key":"a","value":1,"timestamp":1,"partition":0}],"error":"disk gone","code":"store_error"}`,
 	})
 	for _, c := range []struct {
@@ -72,6 +77,9 @@ func TestQueryCommandPrintsAnswers(t *testing.T) {
 		{[]string{"windows", "wins", "-5", "-from", "0", "-to", "10"}, 0,
 			"KEY  WINDOW START                  WINDOW END                     VALUE\n-5   1970-01-01T00:00:00.000Z (0)  1970-01-01T00:00:00.010Z (10)  2\n"},
 		{[]string{"metadata", "counts", "k1", "-header", "tenant=a&b"}, 0, "partition     2\nactiveHost    h:1\nstandbyHosts  h:2 h:3\n"},
+		{[]string{"metadata", "counts", "-5"}, 0, "partition     0\nactiveHost    h:1\nstandbyHosts\n"},
+		{[]string{"-stale-stores", "metadata"}, 0, "HOST  STORE   PARTITIONS  STANDBY PARTITIONS\nh:1   counts  0 2         1\nh:1   prices  0           -\nh:2   counts  -           0 2\nh:3   -       -           -\n"},
+		{[]string{"metadata", "counts"}, 0, "HOST  STORE   PARTITIONS  STANDBY PARTITIONS\nh:1   counts  0 1 2       -\n"},
 		{[]string{"-stale-stores", "get", "counts", "k1"}, 0,
 			"key        k1\nvalue      3\ntimestamp  -\npartition  1\nlag        partition 1 3 offsets behind (at 7 of 10)\n"},
 		{[]string{"-stale-stores", "count", "counts"}, 0,
@@ -123,6 +131,8 @@ func TestQueryCommandErrors(t *testing.T) {
 		{[]string{"stores", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"range", "counts", "-bogus"}, 2, "flag provided but not defined: -bogus"},
 		{[]string{"metadata", "s", "k", "-header", "novalue"}, 2, "is not NAME=VALUE"},
+		{[]string{"metadata", "s", "-header", "a=b"}, 2, "-header needs STORE KEY"},
+		{[]string{"metadata", "s", "k", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"frob"}, 2, `unknown command "frob"`},
 	} {
 		code, _, errOut := runCLI(append([]string{"query", "-addr", addr}, c.args...)...)

@@ -1,0 +1,466 @@
+package query
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/stoatflow/stoatflow/state"
+)
+
+// readPlan is who answers each partition of a read over a whole store (a range, a count):
+// this agent the partitions it holds, and in a streams group the agents running the others,
+// each asked for its own with PartitionsParam.
+type readPlan struct {
+	local []int32
+	peers []peerShare // sorted by host
+	// forwarded: the read came restricted by PartitionsParam, so items carry their
+	// serialised key for the agent merging them.
+	forwarded bool
+}
+
+// peerShare is the partitions of a store one other agent of the streams group runs.
+type peerShare struct {
+	host  string
+	parts []int32
+}
+
+// planAll decides who answers each partition of s for a read over the whole store. A read
+// restricted by PartitionsParam is answered here or not at all (it was forwarded once
+// already); otherwise, in a streams group, each partition another agent runs goes to that
+// agent, and a partition no agent can be named for fails the read: never a partial answer.
+func (s *queryStore) planAll(q url.Values) (readPlan, *apiError) {
+	rs := s.replicas
+	if q.Has(PartitionsParam) {
+		parts, e := s.parsePartitions(q.Get(PartitionsParam))
+		if e != nil {
+			return readPlan{}, e
+		}
+		for _, p := range parts {
+			if e := rs.check(p); e != nil {
+				return readPlan{}, e
+			}
+		}
+		return readPlan{local: parts, forwarded: true}, nil
+	}
+	var plan readPlan
+	byHost := map[string][]int32{}
+	pd := rs.placed
+	for p := range s.partitions {
+		if !pd.spread || rs.readable(p) {
+			if e := rs.check(p); e != nil {
+				return readPlan{}, e
+			}
+			plan.local = append(plan.local, p)
+			continue
+		}
+		if pd.pl == nil {
+			return readPlan{}, notPlaced()
+		}
+		switch owner := pd.pl.Owner(s.name, p); owner {
+		case "":
+			return readPlan{}, unowned(s.name, p)
+		case pd.pl.Self:
+			return readPlan{}, movingHere(s.name, p)
+		default:
+			byHost[owner] = append(byHost[owner], p)
+		}
+	}
+	for _, h := range slices.Sorted(maps.Keys(byHost)) {
+		plan.peers = append(plan.peers, peerShare{h, byHost[h]})
+	}
+	return plan, nil
+}
+
+// parsePartitions reads PartitionsParam: distinct partition numbers of the store, by commas.
+func (s *queryStore) parsePartitions(v string) ([]int32, *apiError) {
+	var out []int32
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.ParseInt(f, 10, 32)
+		if err != nil || n < 0 || n >= int64(s.partitions) {
+			return nil, badParam(PartitionsParam, "%q is not a partition of store %s (0 to %d)", f, s.name, s.partitions-1)
+		}
+		out = append(out, int32(n))
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func joinPartitions(ps []int32) string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = strconv.Itoa(int(p))
+	}
+	return strings.Join(out, ",")
+}
+
+// peerUnavailable is the refusal of a read one of whose agents did not answer: the answer
+// would miss that agent's partitions.
+func peerUnavailable(store string, share peerShare, why string) *apiError {
+	return &apiError{http.StatusServiceUnavailable, "not_available", fmt.Sprintf(
+		"partitions %v of store %s are not available: the agent at %s that runs them %s; an answer without them would be partial: retry",
+		share.parts, store, share.host, why)}
+}
+
+// peerReads are the requests of one read to the other agents, sent together.
+type peerReads struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	resps  []*http.Response
+	errs   []*apiError
+}
+
+// startPeers sends the read r, restricted to each share's partitions, to the agents running
+// them, at the isolation level this agent resolved, with the caller's token and its other
+// parameters (staleStores, bounds, limit, cursor). Each request ends with the query's
+// deadline (agent.http.query.timeout).
+func (sv *server) startPeers(r *http.Request, store string, shares []peerShare, level state.IsolationLevel) *peerReads {
+	ctx, cancel := context.WithCancel(r.Context())
+	pr := &peerReads{cancel: cancel, done: make(chan struct{}), resps: make([]*http.Response, len(shares)), errs: make([]*apiError, len(shares))}
+	r = r.WithContext(ctx)
+	var wg sync.WaitGroup
+	for i, share := range shares {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pr.resps[i], pr.errs[i] = sv.peerRead(r, store, share, level)
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(pr.done)
+	}()
+	return pr
+}
+
+func (sv *server) peerRead(r *http.Request, store string, share peerShare, level state.IsolationLevel) (*http.Response, *apiError) {
+	q := url.Values{}
+	for k, v := range r.URL.Query() {
+		q[k] = v
+	}
+	q.Set("isolation", level.String())
+	q.Set(PartitionsParam, joinPartitions(share.parts))
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, scheme+"://"+share.host+r.URL.EscapedPath()+"?"+q.Encode(), nil)
+	if err != nil {
+		return nil, peerUnavailable(store, share, "cannot be asked: "+err.Error())
+	}
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := sv.peers.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, peerUnavailable(store, share, "did not answer before the query's deadline (agent.http.query.timeout)")
+		}
+		return nil, peerUnavailable(store, share, "did not answer: "+err.Error())
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	var e struct{ Error, Code string }
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if json.Unmarshal(body, &e) != nil || e.Error == "" {
+		return nil, peerUnavailable(store, share, "answered "+resp.Status)
+	}
+	return nil, peerUnavailable(store, share, fmt.Sprintf("answered %s %s: %s", resp.Status, e.Code, e.Error))
+}
+
+// wait waits for every agent's answer to start, without the query's CPU token (each request
+// ends with the query's deadline); the first refusal in host order fails the read, naming
+// its agent.
+func (pr *peerReads) wait(pace *pacer) ([]*http.Response, *apiError) {
+	pace.rest()
+	<-pr.done
+	for _, e := range pr.errs {
+		if e != nil {
+			return nil, e
+		}
+	}
+	if e := pace.run(); e != nil {
+		return nil, e
+	}
+	return pr.resps, nil
+}
+
+// close ends the requests (a read that failed here does not wait for the other agents)
+// and releases their answers.
+func (pr *peerReads) close() {
+	pr.cancel()
+	<-pr.done
+	for _, resp := range pr.resps {
+		if resp != nil {
+			resp.Body.Close()
+		}
+	}
+}
+
+// peerCount reads an agent's count of its partitions, adding its lags to lags.
+func peerCount(resp *http.Response, store string, share peerShare, lags *Lags) (int64, *apiError) {
+	var c Count
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		return 0, peerUnavailable(store, share, "answered a count that could not be read: "+err.Error())
+	}
+	addLags(lags, c.Lags)
+	return c.Count, nil
+}
+
+func addLags(dst *Lags, src Lags) {
+	if len(src) == 0 {
+		return
+	}
+	if *dst == nil {
+		*dst = Lags{}
+	}
+	maps.Copy(*dst, src)
+}
+
+// rangeSource yields the items of a range in key order (descending when reverse; equal keys
+// in partition order), each encoded, with its serialised key and partition.
+type rangeSource interface {
+	next() (key []byte, item json.RawMessage, p int32, ok bool, err error)
+	// cut reports, once the source is done, whether its answer stopped at the limit with more
+	// to come.
+	cut() bool
+}
+
+// localSource is this agent's partitions, walked as a single-agent range is (streamRange).
+type localSource[C kvCursor] struct {
+	s     *queryStore
+	m     *kvMerge[C]
+	rp    rangeParams
+	entry func(C) (kvEntry, error)
+	buf   bytes.Buffer
+	enc   *json.Encoder
+}
+
+func newLocalSource[C kvCursor](s *queryStore, m *kvMerge[C], rp rangeParams, entry func(C) (kvEntry, error)) *localSource[C] {
+	l := &localSource[C]{s: s, m: m, rp: rp, entry: entry}
+	l.enc = json.NewEncoder(&l.buf)
+	l.enc.SetEscapeHTML(false)
+	return l
+}
+
+func (l *localSource[C]) next() ([]byte, json.RawMessage, int32, bool, error) {
+	for {
+		i := l.m.head()
+		if i < 0 {
+			return nil, nil, 0, false, l.m.err
+		}
+		it := l.m.its[i]
+		k := it.Key()
+		switch {
+		case l.rp.after != nil && bytes.Equal(k, l.rp.after):
+			l.m.advance(i)
+			continue
+		case l.rp.prefix != nil && !bytes.HasPrefix(k, l.rp.prefix):
+			return nil, nil, 0, false, nil
+		}
+		e, err := l.entry(it)
+		if err != nil {
+			return nil, nil, 0, false, err
+		}
+		p := l.m.parts[i]
+		item, err := l.s.item(k, e, p)
+		if err != nil {
+			return nil, nil, 0, false, err
+		}
+		// The item may alias the iterator's bytes: encode it before the iterator moves.
+		l.buf.Reset()
+		if err := l.enc.Encode(item); err != nil {
+			return nil, nil, 0, false, err
+		}
+		key := bytes.Clone(k)
+		l.m.advance(i)
+		return key, bytes.Clone(bytes.TrimRight(l.buf.Bytes(), "\n")), p, true, nil
+	}
+}
+
+func (l *localSource[C]) cut() bool { return false }
+
+// peerSource is another agent's answer to a range restricted to its partitions, read as it
+// streams in.
+type peerSource struct {
+	store string
+	share peerShare
+	dec   *json.Decoder
+	end   PageEnd
+	done  bool
+}
+
+// peerItem is an item of a peer's answer, its key and value kept as they were written.
+type peerItem struct {
+	Key       json.RawMessage `json:"key"`
+	Value     json.RawMessage `json:"value"`
+	Timestamp int64           `json:"timestamp"`
+	Partition int32           `json:"partition"`
+	Headers   json.RawMessage `json:"headers"`
+	RawKey    []byte          `json:"rawKey"`
+}
+
+func newPeerSource(resp *http.Response, store string, share peerShare) (*peerSource, *apiError) {
+	ps := &peerSource{store: store, share: share, dec: json.NewDecoder(resp.Body)}
+	for _, want := range []any{json.Delim('{'), "items", json.Delim('[')} {
+		if t, err := ps.dec.Token(); err != nil || t != want {
+			return nil, ps.broken(fmt.Errorf("not a page of items (at %v: %v)", t, err))
+		}
+	}
+	return ps, nil
+}
+
+func (ps *peerSource) broken(err error) *apiError {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return peerUnavailable(ps.store, ps.share, "did not answer in full before the query's deadline (agent.http.query.timeout)")
+	}
+	return peerUnavailable(ps.store, ps.share, "answered a range that could not be read: "+err.Error())
+}
+
+func (ps *peerSource) next() ([]byte, json.RawMessage, int32, bool, error) {
+	if ps.done {
+		return nil, nil, 0, false, nil
+	}
+	if ps.dec.More() {
+		var it peerItem
+		if err := ps.dec.Decode(&it); err != nil {
+			return nil, nil, 0, false, ps.broken(err)
+		}
+		// The item as KVItem encodes it, without RawKey: its fields are the agent's own
+		// encoding, so they are written as they came.
+		b := make([]byte, 0, len(it.Key)+len(it.Value)+len(it.Headers)+64)
+		b = append(append(append(b, `{"key":`...), it.Key...), `,"value":`...)
+		b = append(append(b, it.Value...), `,"timestamp":`...)
+		b = append(strconv.AppendInt(b, it.Timestamp, 10), `,"partition":`...)
+		b = strconv.AppendInt(b, int64(it.Partition), 10)
+		if len(it.Headers) > 0 {
+			b = append(append(b, `,"headers":`...), it.Headers...)
+		}
+		return it.RawKey, append(b, '}'), it.Partition, true, nil
+	}
+	ps.done = true
+	if _, err := ps.dec.Token(); err != nil {
+		return nil, nil, 0, false, ps.broken(err)
+	}
+	for ps.dec.More() {
+		t, err := ps.dec.Token()
+		if err != nil {
+			return nil, nil, 0, false, ps.broken(err)
+		}
+		var dst any = new(json.RawMessage)
+		switch t {
+		case "code":
+			dst = &ps.end.Code
+		case "error":
+			dst = &ps.end.Error
+		case "lags":
+			dst = &ps.end.Lags
+		case "next":
+			dst = &ps.end.Next
+		}
+		if err := ps.dec.Decode(dst); err != nil {
+			return nil, nil, 0, false, ps.broken(err)
+		}
+	}
+	if ps.end.Error != "" {
+		// The agent's read stopped after its answer started: its error, naming it.
+		return nil, nil, 0, false, &apiError{http.StatusServiceUnavailable, ps.end.Code, fmt.Sprintf(
+			"the agent at %s reading partitions %v of store %s: %s", ps.share.host, ps.share.parts, ps.store, ps.end.Error)}
+	}
+	return nil, nil, 0, false, nil
+}
+
+func (ps *peerSource) cut() bool { return ps.end.Next != "" }
+
+// drain reads the rest of a source: the lags follow its items.
+func (ps *peerSource) drain() error {
+	for {
+		_, _, _, ok, err := ps.next()
+		if err != nil || !ok {
+			return err
+		}
+	}
+}
+
+// mergeSources writes up to rp.limit items of srcs in merged key order and returns the
+// cursor to continue from when it stopped early, as streamRange does over one agent's
+// partitions: equal keys are never split across pages. A source whose own answer was cut
+// at the limit holds nothing beyond its last key, so once it runs out the page ends at the
+// next key that differs: the next page asks every agent again from there.
+func mergeSources(s *queryStore, out *itemStream, srcs []rangeSource, rp rangeParams) (string, error) {
+	type head struct {
+		key  []byte
+		item json.RawMessage
+		p    int32
+		ok   bool
+	}
+	heads := make([]head, len(srcs))
+	cut := false
+	fill := func(i int) error {
+		k, item, p, ok, err := srcs[i].next()
+		if err != nil {
+			return err
+		}
+		heads[i] = head{k, item, p, ok}
+		if !ok && srcs[i].cut() {
+			cut = true
+		}
+		return nil
+	}
+	for i := range srcs {
+		if err := fill(i); err != nil {
+			return "", err
+		}
+	}
+	var last []byte
+	n := 0
+	for {
+		best := -1
+		for i, h := range heads {
+			if !h.ok {
+				continue
+			}
+			if best < 0 {
+				best = i
+				continue
+			}
+			c := bytes.Compare(h.key, heads[best].key)
+			if rp.reverse {
+				c = -c
+			}
+			if c < 0 || (c == 0 && h.p < heads[best].p) {
+				best = i
+			}
+		}
+		if best < 0 {
+			if cut {
+				return s.key.text(last)
+			}
+			return "", nil
+		}
+		h := heads[best]
+		if (n >= rp.limit || cut) && !bytes.Equal(h.key, last) {
+			return s.key.text(last)
+		}
+		if err := out.addRaw(h.item); err != nil {
+			return "", err
+		}
+		last = h.key
+		n++
+		if err := fill(best); err != nil {
+			return "", err
+		}
+	}
+}
