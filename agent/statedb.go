@@ -74,7 +74,7 @@ func (a *Agent) rebuildState(ctx context.Context, old *state.DB, dir string, b *
 	if err != nil {
 		return nil, err
 	}
-	if err := a.restore(ctx, db, b, k, k.maxPartitions()); err != nil {
+	if err := a.restore(ctx, db, b, k, k.maxPartitions(), nil); err != nil {
 		db.Close()
 		if errors.Is(err, state.ErrCorrupt) {
 			return nil, fmt.Errorf("the state database was corrupt again right after it was rebuilt (is the disk failing?): %w", err)
@@ -93,7 +93,7 @@ func (a *Agent) openRestoredState(ctx context.Context, dir string, b *pipeline.S
 		return nil, err
 	}
 	a.log.Info("restoring state stores from their changelogs")
-	err = a.restore(ctx, db, b, k, k.maxPartitions())
+	err = a.restore(ctx, db, b, k, k.maxPartitions(), nil)
 	if errors.Is(err, state.ErrCorrupt) {
 		return a.rebuildState(ctx, db, dir, b, k, "start", err)
 	}
@@ -132,15 +132,16 @@ type changelogRead struct {
 }
 
 // restore brings every logged store partition up to the end of its changelog, replaying only
-// the records after the offset the store has applied (KIP-1035). Its progress is logged
-// every few seconds and shown in /readyz's body and the console.
+// the records after the offset the store has applied (KIP-1035); scope narrows it to some
+// store partitions (nil: every one). Its progress is logged every few seconds and shown in
+// /readyz's body and the console.
 //
 // A restore that fails for want of the cluster (kafkaio.ErrTimeout: no broker answers, a
 // leader just elected serves no offsets yet, a changelog's last committed transaction is
 // still being completed) goes on from where it stopped, for up to request.timeout.ms plus
 // task.timeout.ms, as Kafka Streams bounds retriable failures by task.timeout.ms.
-func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, partitions int32) error {
-	return a.retryKafka(ctx, "restoring the stores", func() error { return a.restoreOnce(ctx, db, b, k, partitions) })
+func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, partitions int32, scope *readScope) error {
+	return a.retryKafka(ctx, "restoring the stores", func() error { return a.restoreOnce(ctx, db, b, k, partitions, scope) })
 }
 
 // kafkaRetryBackoff is the wait before a step that failed for want of the cluster is tried
@@ -192,13 +193,13 @@ func (a *Agent) changelogReader(k *kafkaClients) (*kafkaio.TopicReader, error) {
 }
 
 // restoreOnce is one try of restore.
-func (a *Agent) restoreOnce(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, partitions int32) error {
+func (a *Agent) restoreOnce(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, partitions int32, scope *readScope) error {
 	tr, err := a.changelogReader(k)
 	if err != nil {
 		return err
 	}
 	defer tr.Close()
-	reads, err := a.changelogReads(ctx, db, b, tr, partitions, nil)
+	reads, err := a.changelogReads(ctx, db, b, tr, partitions, scope)
 	if err != nil {
 		return err
 	}
