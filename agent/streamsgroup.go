@@ -48,6 +48,7 @@ func (a *Agent) joinStreamsGroup(ctx context.Context, k *kafkaClients, b *pipeli
 		Brokers: k.brokers, Client: sc, Group: cfg.ApplicationID,
 		Endpoint:         cfg.ApplicationServer,
 		InstanceID:       staticInstanceID(cfg),
+		ProcessID:        a.processID,
 		RackID:           config.ClientRack.Get(consumer),
 		RebalanceTimeout: config.MaxPollInterval.Get(consumer),
 		RequestTimeout:   config.RequestTimeout.Get(consumer),
@@ -70,7 +71,8 @@ func (a *Agent) joinStreamsGroup(ctx context.Context, k *kafkaClients, b *pipeli
 			internal = append(internal, c.Name)
 		}
 	}
-	a.log.Info("joined the streams group; waiting for the broker to make the internal topics", "group", cfg.ApplicationID, "topics", internal)
+	a.log.Info("joined the streams group; waiting for the broker to make the internal topics", "group", cfg.ApplicationID,
+		"process id", a.processID, "topics", internal)
 	wait := 100 * time.Millisecond
 	for {
 		counts, err := kafkaio.ExistingPartitionCounts(k.brokers, k.adminCfg, internal)
@@ -180,7 +182,7 @@ func (l *loop) taskOf(tp pipeline.TopicPartition) pipeline.TaskID {
 
 // staticInstanceID is the streams-group member's group.instance.id: the one written in the
 // config, which makes the member static, as Kafka Streams 4.4 does; "" (dynamic) when it is
-// the default <application.id>-<hostname>, which still names the transactional producer.
+// the default <application.id>-<hostname>.
 func staticInstanceID(cfg *config.Config) string {
 	if !cfg.GroupInstanceIDSet {
 		return ""

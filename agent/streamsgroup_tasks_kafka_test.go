@@ -8,6 +8,7 @@ package agent
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -80,4 +81,107 @@ func TestKafkaStreamsGroupRestoresOnlyItsTasks(t *testing.T) {
 			t.Fatalf("agent exit: %v", err)
 		}
 	}
+}
+
+// TestKafkaStreamsGroupAgentsOnOneHost: two agents on one host, each with its own state
+// directory and neither with a group.instance.id (both default to
+// <application.id>-<hostname>), share an exactly-once word count in a streams group. Their
+// transactional ids come from their process ids, so neither fences the other: the output
+// is exact, no epoch fails and neither logs a fenced producer. An agent stopped and started
+// again joins with the process id it kept in its state directory.
+func TestKafkaStreamsGroupAgentsOnOneHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs agent processes; not in -short")
+	}
+	c := kafkatest.Start(t, kafkatest.Options{})
+	b := onCluster(t, c, 4, "in", "out")
+	app := kafkatest.Name(t, "app")
+	setStreamsGroupConfig(t, c, app, map[string]string{"streams.heartbeat.interval.ms": "500"})
+	var procs []*replicaProcess
+	logs := []*lockedBuffer{{}, {}}
+	for i := range 2 {
+		p := streamsAgent(t, b, app, wordCountScript, "")
+		p.stderr = logs[i]
+		procs = append(procs, p)
+		p.start(t)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, l := range logs {
+				t.Logf("agent-%d's log:\n%s", i, l.String())
+			}
+		}
+	})
+	const tasks = 8 // two sub-topologies of 4 partitions
+	sharing := func() bool {
+		n0, n1 := procs[0].tasks(), procs[1].tasks()
+		return n0 > 0 && n1 > 0 && n0+n1 == tasks && procs[0].state() == "RUNNING" && procs[1].state() == "RUNNING"
+	}
+	pollFor(t, time.Minute, "both agents RUNNING with the 8 tasks between them", sharing)
+	want := produceLinesTo(t, b.brokers, b.topic(t, "in"), 4, 600, 0)
+	b.checkExactCounts(t, want)
+	quiet := func() {
+		t.Helper()
+		for i, p := range procs {
+			if n := metricSum(p.addr, failedCommits); n != 0 {
+				t.Errorf("agent-%d dropped %.0f epochs", i, n)
+			}
+			if strings.Contains(logs[i].String(), "the producer was fenced") {
+				t.Errorf("agent-%d's producer was fenced", i)
+			}
+		}
+	}
+	quiet()
+	first := processIDs(t, c, app, procs)
+	if first[0] == first[1] {
+		t.Fatalf("both agents joined with process id %s", first[0])
+	}
+
+	if err := procs[0].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := procs[0].cmd.Wait(); err != nil {
+		t.Fatalf("agent exit: %v", err)
+	}
+	procs[0].start(t)
+	pollFor(t, time.Minute, "both agents RUNNING with the 8 tasks between them after agent-0 restarted", sharing)
+	more := produceLinesTo(t, b.brokers, b.topic(t, "in"), 4, 600, 600)
+	for w, n := range more {
+		want[w] += n
+	}
+	b.checkExactCounts(t, want)
+	quiet()
+	if again := processIDs(t, c, app, procs); again != first {
+		t.Fatalf("process ids %v after agent-0 restarted, want %v: it keeps its id", again, first)
+	}
+	t.Logf("process ids %v kept across the restart", first)
+	for _, p := range procs {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.cmd.Wait(); err != nil {
+			t.Fatalf("agent exit: %v", err)
+		}
+	}
+}
+
+// processIDs are the process ids the members of app's streams group with the agents'
+// application.server joined with (StreamsGroupDescribe).
+func processIDs(t *testing.T, c *kafkatest.Cluster, app string, procs []*replicaProcess) [2]string {
+	t.Helper()
+	var ids [2]string
+	for _, m := range c.DescribeStreamsGroup(t, app).Members {
+		if m.UserEndpoint == nil {
+			continue
+		}
+		for i, p := range procs {
+			if fmt.Sprintf("%s:%d", m.UserEndpoint.Host, m.UserEndpoint.Port) == p.addr {
+				ids[i] = m.ProcessID
+			}
+		}
+	}
+	if ids[0] == "" || ids[1] == "" {
+		t.Fatalf("StreamsGroupDescribe names the agents' process ids %v", ids)
+	}
+	return ids
 }
