@@ -85,15 +85,22 @@ func (a *Agent) rebuildState(ctx context.Context, old *state.DB, dir string, b *
 }
 
 // openRestoredState opens the state database and restores every logged store from its
-// changelog. A database the restore finds corrupt (damage goleveldb reports only when a
-// read reaches it) is rebuilt.
+// changelog. In a streams group it restores none: as Kafka Streams, the agent restores the
+// stores of the tasks the group gives it as it takes them (takeTasks). It only reads there
+// the changelog offset of every store partition, as a restore starts with, so that damage
+// to them is found at start as in the classic mode. A database the restore, or that
+// reading, finds corrupt (damage goleveldb reports only when a read reaches it) is rebuilt.
 func (a *Agent) openRestoredState(ctx context.Context, dir string, b *pipeline.StreamsBuilder, k *kafkaClients) (*state.DB, error) {
 	db, err := a.openState(dir)
 	if err != nil {
 		return nil, err
 	}
-	a.log.Info("restoring state stores from their changelogs")
-	err = a.restore(ctx, db, b, k, k.maxPartitions(), nil)
+	if a.streamsGroup() {
+		err = changelogOffsets(db, b.Stores(), k.maxPartitions())
+	} else {
+		a.log.Info("restoring state stores from their changelogs")
+		err = a.restore(ctx, db, b, k, k.maxPartitions(), nil)
+	}
 	if errors.Is(err, state.ErrCorrupt) {
 		return a.rebuildState(ctx, db, dir, b, k, "start", err)
 	}
@@ -115,6 +122,22 @@ func (a *Agent) forgetEmbeddedState(dir string) error {
 	a.log.Info("the embedded broker starts empty, so the stores do too: deleted the state of the last run", "dir", dir)
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("delete the state of the last run %s: %w", dir, err)
+	}
+	return nil
+}
+
+// changelogOffsets reads the changelog offset each logged store partition was committed
+// with.
+func changelogOffsets(db *state.DB, stores []pipeline.StoreSpec, partitions int32) error {
+	for _, spec := range stores {
+		if !spec.Logged {
+			continue
+		}
+		for p := range partitions {
+			if _, _, err := db.ChangelogOffset(spec.Name, p); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -13,15 +13,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/stoatflow/stoatflow/test/kafka/kafkatest"
 )
 
-// TestKafkaStreamsGroupRestoresOnlyItsTasks: two agents share an exactly-once word count
-// while input flows; a third joins and the broker gives it tasks of theirs. The two keep
-// tasks they ran: their catch-up at the change replays the store partitions of their own
-// tasks only, which they wrote themselves, and not what the other wrote to its partitions
-// meanwhile (Kafka Streams restores only the stores of the tasks it is given). The output
-// stays exact.
+// TestKafkaStreamsGroupRestoresOnlyItsTasks: two agents share an exactly-once word count;
+// then a third joins and the broker gives it tasks of theirs. As Kafka Streams restores
+// only the stores of the tasks it is given: the two, keeping tasks they ran, replay at the
+// change the store partitions of their own tasks only, which they wrote themselves, not
+// what the other wrote to its partitions; the third restores the changelog partitions of
+// its own tasks only, not every store partition as it starts. The output stays exact.
 func TestKafkaStreamsGroupRestoresOnlyItsTasks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs agent processes; not in -short")
@@ -50,29 +53,51 @@ func TestKafkaStreamsGroupRestoresOnlyItsTasks(t *testing.T) {
 	procs[0].start(t)
 	procs[1].start(t)
 	pollFor(t, time.Minute, "two agents RUNNING with the 8 tasks between them", sharing(procs[:2]))
-	want := produceLinesTo(t, b.brokers, b.topic(t, "in"), 4, 200, 0)
-	b.checkExactCounts(t, want)
-
 	// Each line's three words are three changelog records (no record cache), about half of
 	// them written by each agent.
-	flowing := produceWhile(t, b.brokers, b.topic(t, "in"), 4, 200)
+	flowing := produceWhile(t, b.brokers, b.topic(t, "in"), 4, 0)
 	pollFor(t, time.Minute, "input flowing", func() bool { return flowing.sent() >= 2000 })
-	written := 3 * float64(flowing.sent())
+	want := flowing.stop(t)
+	b.checkExactCounts(t, want)
+	var written int64
+	for _, n := range want {
+		written += n
+	}
+	changelog := app + "-counts-changelog"
+	ends := partitionEnds(t, c, changelog, 4)
 	before := []float64{metricSum(procs[0].addr, restoredRecords), metricSum(procs[1].addr, restoredRecords)}
+
 	procs[2].start(t)
 	pollFor(t, time.Minute, "three agents RUNNING with the 8 tasks between them", sharing(procs))
-	for w, n := range flowing.stop(t) {
-		want[w] += n
-	}
-	b.checkExactCounts(t, want)
 	for i, p := range procs[:2] {
 		replayed := metricSum(p.addr, restoredRecords) - before[i]
-		t.Logf("agent-%d (%d tasks now) replayed %.0f changelog records as the third agent joined (%.0f written in the flow before)", i, p.tasks(), replayed, written)
-		if replayed > written/10 {
-			t.Errorf("agent-%d replayed %.0f changelog records when the third agent joined, of %.0f the two wrote meanwhile: want only its own tasks' store partitions, which it wrote itself", i, replayed, written)
+		t.Logf("agent-%d (%d tasks now) replayed %.0f changelog records as the third agent joined (the two wrote %d)", i, p.tasks(), replayed, written)
+		if replayed > float64(written)/10 {
+			t.Errorf("agent-%d replayed %.0f changelog records when the third agent joined, of %d the two wrote: want only its own tasks' store partitions, which it wrote itself", i, replayed, written)
 		}
 	}
-	t.Logf("the joining agent restored %.0f changelog records", metricSum(procs[2].addr, restoredRecords))
+	// The counts partitions of the third agent's tasks (sub-topology 1) are all it may read.
+	var mine []int32
+	var own int64
+	for _, m := range c.DescribeStreamsGroup(t, app).Members {
+		if m.UserEndpoint == nil || fmt.Sprintf("%s:%d", m.UserEndpoint.Host, m.UserEndpoint.Port) != procs[2].addr {
+			continue
+		}
+		for _, ts := range m.Assignment.ActiveTasks {
+			if ts.SubtopologyID == "1" {
+				mine = append(mine, ts.Partitions...)
+			}
+		}
+	}
+	for _, p := range mine {
+		own += ends[p]
+	}
+	restored := metricSum(procs[2].addr, restoredRecords)
+	t.Logf("the joining agent restored %.0f changelog records: its counts partitions %v end at %d offsets together, all four at %v", restored, mine, own, ends)
+	if restored > float64(own) {
+		t.Errorf("the joining agent restored %.0f changelog records, more than its tasks' counts partitions %v hold (%d offsets of %v)", restored, mine, own, ends)
+	}
+	b.checkExactCounts(t, want)
 	for _, p := range procs {
 		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -81,6 +106,34 @@ func TestKafkaStreamsGroupRestoresOnlyItsTasks(t *testing.T) {
 			t.Fatalf("agent exit: %v", err)
 		}
 	}
+}
+
+// partitionEnds are the end offsets of partitions 0..n-1 of topic.
+func partitionEnds(t *testing.T, c *kafkatest.Cluster, topic string, n int32) map[int32]int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for p := range n {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(t.Context(), c.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	for _, rt := range resp.Topics {
+		for _, p := range rt.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				t.Fatalf("end of %s-%d: %v", topic, p.Partition, err)
+			}
+			out[p.Partition] = p.Offset
+		}
+	}
+	return out
 }
 
 // TestKafkaStreamsGroupAgentsOnOneHost: two agents on one host, each with its own state
