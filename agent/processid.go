@@ -36,11 +36,14 @@ func (a *Agent) keepProcessID(dir string) (string, error) {
 	case err == nil:
 		var md processMetadata
 		err := json.Unmarshal(b, &md)
-		if err == nil && md.ProcessID != nil && uuidForm.MatchString(*md.ProcessID) {
+		if err == nil && (md.ProcessID == nil || !uuidForm.MatchString(*md.ProcessID)) {
+			err = errors.New("its processId is not a UUID")
+		}
+		if err == nil {
 			a.log.Info("process id read from the state directory", "process id", *md.ProcessID, "file", path)
 			return *md.ProcessID, nil
 		}
-		a.log.Warn("the process id file cannot be read; making a new process id", "file", path, "err", err, "contents", string(b))
+		a.log.Warn("the process id file cannot be read; making a new process id", "file", path, "err", err)
 	case !errors.Is(err, os.ErrNotExist):
 		return "", fmt.Errorf("process id: %w", err)
 	}

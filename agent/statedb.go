@@ -86,10 +86,10 @@ func (a *Agent) rebuildState(ctx context.Context, old *state.DB, dir string, b *
 
 // openRestoredState opens the state database and restores every logged store from its
 // changelog. In a streams group it restores none: as Kafka Streams, the agent restores the
-// stores of the tasks the group gives it as it takes them (takeTasks). It only reads there
-// the changelog offset of every store partition, as a restore starts with, so that damage
-// to them is found at start as in the classic mode. A database the restore, or that
-// reading, finds corrupt (damage goleveldb reports only when a read reaches it) is rebuilt.
+// stores of the tasks the group gives it as it takes them (takeTasks); it only reads the
+// changelog offset of every store partition, which a restore reads first, so that damage
+// there is found at start, as in the classic mode. A database the restore, or that reading,
+// finds corrupt (damage goleveldb reports only when a read reaches it) is rebuilt.
 func (a *Agent) openRestoredState(ctx context.Context, dir string, b *pipeline.StreamsBuilder, k *kafkaClients) (*state.DB, error) {
 	db, err := a.openState(dir)
 	if err != nil {
