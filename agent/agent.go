@@ -72,6 +72,9 @@ type Agent struct {
 	// endpoints is where the agent reads which agent of its streams group runs each store
 	// partition, for interactive queries; nil in a classic group.
 	endpoints atomic.Pointer[endpointSource]
+	// processID names the agent in its streams group, kept in its state directory
+	// (processid.go); "" in a classic group.
+	processID string
 	// schemas makes the Schema Registry serdes of the running scripts; nil without a registry.
 	schemas *schemas.Factory
 	// registryURL is the embedded schema registry's URL, once it runs.

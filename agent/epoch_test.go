@@ -73,7 +73,7 @@ func newEpochRig(t *testing.T, extra string) *epochRig {
 		t.Fatal(err)
 	}
 	if r.cfg.ExactlyOnce() {
-		kafkaio.MakeTransactional(pc, r.cfg)
+		kafkaio.MakeTransactional(pc, r.cfg, "")
 	}
 	p, err := kafkaio.NewProducer(r.brokers, pc)
 	if err != nil {

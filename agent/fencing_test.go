@@ -37,7 +37,7 @@ func fenceWithProducer(t *testing.T, cfg *config.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kafkaio.MakeTransactional(pc, cfg)
+	kafkaio.MakeTransactional(pc, cfg, "")
 	p, err := kafkaio.NewProducer(cfg.BootstrapServers, pc)
 	if err != nil {
 		t.Fatal(err)

@@ -899,5 +899,5 @@ func (l *loop) wipeAndRestore() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return l.a.restore(ctx, l.db, l.b, l.k, partitions)
+	return l.a.restore(ctx, l.db, l.b, l.k, partitions, nil)
 }

@@ -43,6 +43,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return a.fail(err)
 	}
 	defer lock.Close()
+	if a.streamsGroup() {
+		if a.processID, err = a.keepProcessID(appDir); err != nil {
+			return a.fail(err)
+		}
+	}
 
 	stopRegistry, err := a.startSchemaRegistry()
 	if err != nil {
@@ -299,7 +304,7 @@ func (a *Agent) connect(ctx context.Context, k *kafkaClients, b *pipeline.Stream
 		return err
 	}
 	if cfg.ExactlyOnce() {
-		kafkaio.MakeTransactional(producerCfg, cfg)
+		kafkaio.MakeTransactional(producerCfg, cfg, a.processID)
 	}
 	if k.producer, err = kafkaio.NewProducerWith(k.brokers, producerCfg, kafkaio.ProducerLimitsFor(cfg)); err != nil {
 		return fmt.Errorf("producer: %w", err)

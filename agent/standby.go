@@ -111,7 +111,7 @@ func (l *loop) takeRole(ctx context.Context, tps []pipeline.TopicPartition) (sta
 	m.GroupRole.WithLabelValues(metrics.RoleActive).Set(1)
 	l.follow.stop()
 	if !l.wasActive {
-		if err := l.catchUp(ctx, l.standby); err != nil {
+		if err := l.catchUp(ctx, l.standby, nil); err != nil {
 			return false, err
 		}
 	}
@@ -122,11 +122,12 @@ func (l *loop) takeRole(ctx context.Context, tps []pipeline.TopicPartition) (sta
 
 // catchUp replays what the changelogs hold beyond the local state before this agent
 // processes as the active: the previous active's last epochs. takeover says this agent was a
-// standby (counted in the takeovers metric).
-func (l *loop) catchUp(ctx context.Context, takeover bool) error {
+// standby (counted in the takeovers metric). scope narrows the replay to the store
+// partitions of the agent's tasks (nil: every one).
+func (l *loop) catchUp(ctx context.Context, takeover bool, scope *readScope) error {
 	start := time.Now()
 	if l.db != nil {
-		if err := l.a.restore(ctx, l.db, l.b, l.k, l.k.maxPartitions()); err != nil {
+		if err := l.a.restore(ctx, l.db, l.b, l.k, l.k.maxPartitions(), scope); err != nil {
 			return fmt.Errorf("take over as the active: replay the changelogs: %w", err)
 		}
 		// The topology's record caches may hold what the local state held before.

@@ -74,7 +74,7 @@ func (a *Agent) rebuildState(ctx context.Context, old *state.DB, dir string, b *
 	if err != nil {
 		return nil, err
 	}
-	if err := a.restore(ctx, db, b, k, k.maxPartitions()); err != nil {
+	if err := a.restore(ctx, db, b, k, k.maxPartitions(), nil); err != nil {
 		db.Close()
 		if errors.Is(err, state.ErrCorrupt) {
 			return nil, fmt.Errorf("the state database was corrupt again right after it was rebuilt (is the disk failing?): %w", err)
@@ -85,15 +85,22 @@ func (a *Agent) rebuildState(ctx context.Context, old *state.DB, dir string, b *
 }
 
 // openRestoredState opens the state database and restores every logged store from its
-// changelog. A database the restore finds corrupt (damage goleveldb reports only when a
-// read reaches it) is rebuilt.
+// changelog. In a streams group it restores none: as Kafka Streams, the agent restores the
+// stores of the tasks the group gives it as it takes them (takeTasks); it only reads the
+// changelog offset of every store partition, which a restore reads first, so that damage
+// there is found at start, as in the classic mode. A database the restore, or that reading,
+// finds corrupt (damage goleveldb reports only when a read reaches it) is rebuilt.
 func (a *Agent) openRestoredState(ctx context.Context, dir string, b *pipeline.StreamsBuilder, k *kafkaClients) (*state.DB, error) {
 	db, err := a.openState(dir)
 	if err != nil {
 		return nil, err
 	}
-	a.log.Info("restoring state stores from their changelogs")
-	err = a.restore(ctx, db, b, k, k.maxPartitions())
+	if a.streamsGroup() {
+		err = changelogOffsets(db, b.Stores(), k.maxPartitions())
+	} else {
+		a.log.Info("restoring state stores from their changelogs")
+		err = a.restore(ctx, db, b, k, k.maxPartitions(), nil)
+	}
 	if errors.Is(err, state.ErrCorrupt) {
 		return a.rebuildState(ctx, db, dir, b, k, "start", err)
 	}
@@ -119,6 +126,22 @@ func (a *Agent) forgetEmbeddedState(dir string) error {
 	return nil
 }
 
+// changelogOffsets reads the changelog offset each logged store partition was committed
+// with.
+func changelogOffsets(db *state.DB, stores []pipeline.StoreSpec, partitions int32) error {
+	for _, spec := range stores {
+		if !spec.Logged {
+			continue
+		}
+		for p := range partitions {
+			if _, _, err := db.ChangelogOffset(spec.Name, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // restoreLogInterval is how often a restoration in progress is logged.
 const restoreLogInterval = 5 * time.Second
 
@@ -132,15 +155,16 @@ type changelogRead struct {
 }
 
 // restore brings every logged store partition up to the end of its changelog, replaying only
-// the records after the offset the store has applied (KIP-1035). Its progress is logged
-// every few seconds and shown in /readyz's body and the console.
+// the records after the offset the store has applied (KIP-1035); scope narrows it to some
+// store partitions (nil: every one). Its progress is logged every few seconds and shown in
+// /readyz's body and the console.
 //
 // A restore that fails for want of the cluster (kafkaio.ErrTimeout: no broker answers, a
 // leader just elected serves no offsets yet, a changelog's last committed transaction is
 // still being completed) goes on from where it stopped, for up to request.timeout.ms plus
 // task.timeout.ms, as Kafka Streams bounds retriable failures by task.timeout.ms.
-func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, partitions int32) error {
-	return a.retryKafka(ctx, "restoring the stores", func() error { return a.restoreOnce(ctx, db, b, k, partitions) })
+func (a *Agent) restore(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, partitions int32, scope *readScope) error {
+	return a.retryKafka(ctx, "restoring the stores", func() error { return a.restoreOnce(ctx, db, b, k, partitions, scope) })
 }
 
 // kafkaRetryBackoff is the wait before a step that failed for want of the cluster is tried
@@ -192,13 +216,13 @@ func (a *Agent) changelogReader(k *kafkaClients) (*kafkaio.TopicReader, error) {
 }
 
 // restoreOnce is one try of restore.
-func (a *Agent) restoreOnce(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, partitions int32) error {
+func (a *Agent) restoreOnce(ctx context.Context, db *state.DB, b *pipeline.StreamsBuilder, k *kafkaClients, partitions int32, scope *readScope) error {
 	tr, err := a.changelogReader(k)
 	if err != nil {
 		return err
 	}
 	defer tr.Close()
-	reads, err := a.changelogReads(ctx, db, b, tr, partitions, nil)
+	reads, err := a.changelogReads(ctx, db, b, tr, partitions, scope)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/metrics"
+	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state"
 	"github.com/stoatflow/stoatflow/state/faultdisk"
 )
 
@@ -282,4 +285,44 @@ func TestCorruptStateFoundByAQueryIsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkStoreCounts(t, dbDir, 2)
+}
+
+// In a streams group the agent restores no store as it starts (the group's assignment
+// restores those of its tasks), but reads every store partition's changelog offset, as the
+// classic mode's restore starts with, so that a database whose offsets are damaged where
+// opening it reads nothing is found corrupt at start, and rebuilt, rather than each time
+// the agent takes tasks.
+func TestStreamsGroupStartFindsCorruptOffsets(t *testing.T) {
+	dir := t.TempDir()
+	db, err := state.Open(dir, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Enough partitions that their offsets fill tables past the first, which opening reads.
+	const partitions = 400
+	spec := pipeline.StoreSpec{Name: "counts", Type: pipeline.KeyValueStoreType, Logged: true}
+	for p := range int32(partitions) {
+		if err := db.Restore(spec, p, []state.ChangelogRecord{{Store: spec.Name, Partition: p, Key: []byte("k"), Value: []byte("v")}}, 7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tables, err := faultdisk.SplitTables(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eachFile(tables[1:], faultdisk.GarbleBlock); err != nil {
+		t.Fatal(err)
+	}
+	db, err = state.Open(dir, state.Options{WrapStorage: faultdisk.New(dir).Wrap})
+	if err != nil {
+		t.Fatalf("the damage is found when the database opens (%v): this test checks the reads after", err)
+	}
+	defer db.Close()
+	err = changelogOffsets(db, []pipeline.StoreSpec{spec}, partitions)
+	if !errors.Is(err, state.ErrCorrupt) {
+		t.Fatalf("reading the changelog offsets of a damaged database: %v, want state.ErrCorrupt", err)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 	"github.com/stoatflow/stoatflow/agent/query"
 	"github.com/stoatflow/stoatflow/pipeline"
+	"github.com/stoatflow/stoatflow/state"
 )
 
 // With group.protocol = "streams" the agent is a member of its application's streams group
@@ -47,6 +48,7 @@ func (a *Agent) joinStreamsGroup(ctx context.Context, k *kafkaClients, b *pipeli
 		Brokers: k.brokers, Client: sc, Group: cfg.ApplicationID,
 		Endpoint:         cfg.ApplicationServer,
 		InstanceID:       staticInstanceID(cfg),
+		ProcessID:        a.processID,
 		RackID:           config.ClientRack.Get(consumer),
 		RebalanceTimeout: config.MaxPollInterval.Get(consumer),
 		RequestTimeout:   config.RequestTimeout.Get(consumer),
@@ -69,7 +71,8 @@ func (a *Agent) joinStreamsGroup(ctx context.Context, k *kafkaClients, b *pipeli
 			internal = append(internal, c.Name)
 		}
 	}
-	a.log.Info("joined the streams group; waiting for the broker to make the internal topics", "group", cfg.ApplicationID, "topics", internal)
+	a.log.Info("joined the streams group; waiting for the broker to make the internal topics", "group", cfg.ApplicationID,
+		"process id", a.processID, "topics", internal)
 	wait := 100 * time.Millisecond
 	for {
 		counts, err := kafkaio.ExistingPartitionCounts(k.brokers, k.adminCfg, internal)
@@ -108,19 +111,21 @@ func taskPartitions(subs []pipeline.SubtopologyTopics) func(kafkaio.TaskID) []pi
 }
 
 // takeTasks readies the agent for the tasks of a new generation of its streams group: the
-// following of the last generation's standby and warmup tasks stops, the local state
-// catches up with every changelog (a task new here may have run on another agent since
-// this one last had it: a standby or warmup task kept here replays only the tail), the
-// topology starts afresh from it, and the generation's standby and warmup tasks are
-// followed (streamsstandby.go).
+// following of the last generation's standby and warmup tasks stops, the store partitions
+// of its active tasks catch up with their changelogs (a task new here may have run on
+// another agent since this one last had it: a standby or warmup task kept here replays only
+// the tail), the topology starts afresh from them, and the generation's standby and warmup
+// tasks are followed (streamsstandby.go). As Kafka Streams restores only the stores of the
+// tasks it is given, the store partitions of tasks elsewhere are not read: they stand where
+// this agent left them, and catch up when a task of theirs comes back.
 func (l *loop) takeTasks(ctx context.Context, tps []pipeline.TopicPartition) error {
 	l.follow.stop()
-	if err := l.catchUp(ctx, false); err != nil {
-		return err
-	}
 	ids := map[pipeline.TaskID]bool{}
 	for _, tp := range tps {
 		ids[l.taskOf(tp)] = true
+	}
+	if err := l.catchUp(ctx, false, activeScope(ids, l.loggedStores())); err != nil {
+		return err
 	}
 	l.active = ids
 	tasks := l.k.consumer.Tasks()
@@ -137,6 +142,17 @@ func (l *loop) takeTasks(ctx context.Context, tps []pipeline.TopicPartition) err
 	l.a.held.Store(held)
 	l.keepTasks(ctx, kept)
 	return nil
+}
+
+// activeScope narrows a restore to the logged store partitions of the active tasks.
+func activeScope(tasks map[pipeline.TaskID]bool, logged map[int][]string) *readScope {
+	want := map[state.ChangelogPartition]bool{}
+	for t := range tasks {
+		for _, name := range logged[t.Subtopology] {
+			want[state.ChangelogPartition{Store: name, Partition: t.Partition}] = true
+		}
+	}
+	return &readScope{want: want}
 }
 
 // heldTasks are the active tasks an agent runs in its streams group, the standby and
@@ -166,7 +182,7 @@ func (l *loop) taskOf(tp pipeline.TopicPartition) pipeline.TaskID {
 
 // staticInstanceID is the streams-group member's group.instance.id: the one written in the
 // config, which makes the member static, as Kafka Streams 4.4 does; "" (dynamic) when it is
-// the default <application.id>-<hostname>, which still names the transactional producer.
+// the default <application.id>-<hostname>.
 func staticInstanceID(cfg *config.Config) string {
 	if !cfg.GroupInstanceIDSet {
 		return ""

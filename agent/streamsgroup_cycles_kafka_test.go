@@ -74,7 +74,7 @@ func TestKafkaStreamsGroupKillCycles(t *testing.T) {
 	}
 	g.feed = startLineFeeder(t, g.c, g.b.topic(t, "in"))
 	var reassigned, producing []time.Duration
-	var replayed, restarted []float64
+	var replayed, restarted, cycles []float64
 	for cycle := range streamsKillCycles() {
 		g.waitShared(g.agents)
 		g.waitFlowing(time.Now())
@@ -111,11 +111,14 @@ func TestKafkaStreamsGroupKillCycles(t *testing.T) {
 		victim.start(t)
 		g.waitShared(g.agents)
 		restarted = append(restarted, g.metric([]*groupAgent{victim}, restoredRecords))
-		t.Logf("cycle %d: killed %s (tasks %v); reassigned after %v, producing again after %v; the takeover replayed %.0f changelog records (the survivors dropped %.0f epochs), the restarted agent %.0f",
-			cycle+1, victim.name, tasks, took.Round(10*time.Millisecond), last.Round(10*time.Millisecond), replay, failed, restarted[len(restarted)-1])
+		// The whole cycle: the survivors' takeover and their change of tasks as the restarted
+		// agent takes its share back, and the restarted agent's restores.
+		cycles = append(cycles, g.metric(survivors, restoredRecords)-replayedBefore+restarted[len(restarted)-1])
+		t.Logf("cycle %d: killed %s (tasks %v); reassigned after %v, producing again after %v; the takeover replayed %.0f changelog records (the survivors dropped %.0f epochs), the restarted agent %.0f, the three over the cycle %.0f",
+			cycle+1, victim.name, tasks, took.Round(10*time.Millisecond), last.Round(10*time.Millisecond), replay, failed, restarted[len(restarted)-1], cycles[len(cycles)-1])
 	}
-	t.Logf("over %d kills: reassigned after %s, producing again after %s; changelog records replayed by the takeover %s, by the restarted agent %s",
-		len(reassigned), durationRange(reassigned), durationRange(producing), countRange(replayed), countRange(restarted))
+	t.Logf("over %d kills: reassigned after %s, producing again after %s; changelog records replayed by the takeover %s, by the restarted agent %s, by the three over each cycle %s",
+		len(reassigned), durationRange(reassigned), durationRange(producing), countRange(replayed), countRange(restarted), countRange(cycles))
 	g.finish(g.agents)
 }
 

@@ -82,7 +82,7 @@ var (
 		Doc: `"https" checks that a broker's certificate names its host; "" disables the check.`})
 
 	groupInstanceID = declareClient[string](&clientKeys, Key{Name: "group.instance.id", Type: TypeString, Client: ForConsumer, DefaultDoc: "<application.id>-<hostname>",
-		Doc: "Static group membership: a restarted agent takes its partitions back at once, a second one with the same id is fenced. In a streams group (group.protocol = \"streams\") only an id written here makes the member static, as in Kafka Streams; the default still names the transactional producer."})
+		Doc: "Static group membership: a restarted agent takes its partitions back at once, a second one with the same id is fenced. In a streams group (group.protocol = \"streams\") only an id written here makes the member static, as in Kafka Streams, and names the transactional producer (<application.id>-<group.instance.id>); without one the producer is named after the process id the agent keeps in state.dir (<application.id>-<processId>-1, as Kafka Streams), so agents sharing a host need no id of their own."})
 	SessionTimeout = declareClient[time.Duration](&clientKeys, Key{Name: "session.timeout.ms", Type: TypeDuration, Default: "45000", Min: 1, Max: maxInt32, MaxReason: reasonInt32, Client: ForConsumer,
 		Doc: "How long the group coordinator waits for a heartbeat before it removes the agent from the group."})
 	HeartbeatInterval = declareClient[time.Duration](&clientKeys, Key{Name: "heartbeat.interval.ms", Type: TypeDuration, Default: "3000", Min: 1, Max: maxInt32, MaxReason: reasonInt32, Client: ForConsumer,

@@ -235,7 +235,7 @@ func JoinStreamsGroup(cfg StreamsMemberConfig) (*StreamsMember, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.ProcessID == "" {
-		cfg.ProcessID = randomUUID()
+		cfg.ProcessID = RandomUUID()
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 30 * time.Second
@@ -888,8 +888,8 @@ func randomMemberID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// randomUUID is a random (version 4) UUID as java.util.UUID writes it.
-func randomUUID() string {
+// RandomUUID is a random (version 4) UUID as java.util.UUID writes it.
+func RandomUUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
