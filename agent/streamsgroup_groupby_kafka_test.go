@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -186,71 +185,28 @@ func TestKafkaStreamsMixedGroupTableGroupBy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills processes; not in -short")
 	}
-	c := kafkatest.Start(t, kafkatest.Options{})
-	const parts = 4
-	b := onCluster(t, c, parts, "in", "out")
-	app := kafkatest.Name(t, "app")
-	setStreamsGroupConfig(t, c, app, map[string]string{"streams.session.timeout.ms": "6000", "streams.heartbeat.interval.ms": "500"})
-	const tasks = 2 * parts
-	all := make([]string, 0, tasks)
-	for sub := range 2 {
-		for p := range parts {
-			all = append(all, fmt.Sprintf("%d_%d", sub, p))
-		}
-	}
-	ksOptions := kstreamstest.Options{Topology: "table_groupby_count", Topics: map[string]string{"in": b.topic(t, "in"), "out": b.topic(t, "out")}, Props: mixedStreamsProps(b, app)}
-	ks := kstreamstest.Start(t, ksOptions)
-	ks.WaitLine(t, 2*time.Minute, "every task", func(l string) bool {
-		return l == "TASKS active="+strings.Join(all, ",")+" standby="
-	})
-	agent := startMixedAgent(t, b, app, regionCountScript, nil)
-	split := func(what string, jvm *kstreamstest.App) {
-		t.Helper()
-		pollFor(t, 2*time.Minute, what, func() bool {
-			theirs, _ := jvm.Tasks()
-			n := agent.tasks()
-			return n > 0 && len(theirs) > 0 && n+len(theirs) == tasks && agent.state() == "RUNNING"
-		})
-		theirs, _ := jvm.Tasks()
-		t.Logf("%s: the agent runs %d tasks, Kafka Streams %v", what, agent.tasks(), theirs)
-		logStreamsGroup(t, c, app)
-	}
-	split("the agent and Kafka Streams share the tasks", ks)
-
+	g := startMixedGroup(t, "table_groupby_count", regionCountScript)
+	b := g.b
 	const users, regions = 400, 7
-	feed := newRegionFeed(t, b.brokers, b.topic(t, "in"), parts, users)
+	feed := newRegionFeed(t, b.brokers, b.topic(t, "in"), mixedPartitions, users)
 	feed.write(func(u int) int { return u % regions })
 	b.checkExactCounts(t, feed.counts())
 
 	// Kafka Streams is killed while users move: the agent takes its tasks.
 	moving := feed.moving(regions)
-	ks.Kill()
-	killed := time.Now()
-	pollFor(t, 2*time.Minute, "the agent running every task after Kafka Streams was killed", func() bool { return agent.tasks() == tasks })
-	t.Logf("the agent runs every task %v after Kafka Streams was killed", time.Since(killed).Round(10*time.Millisecond))
+	g.killStreams()
 	moving.stop()
 	checkLatestCounts(t, b.brokers, b.topic(t, "out"), feed.counts())
 
 	// A new Kafka Streams instance joins; the agent is killed while users move.
-	ks2 := kstreamstest.Start(t, ksOptions)
-	split("a new Kafka Streams instance and the agent share the tasks", ks2)
+	ks2 := kstreamstest.Start(t, g.ksOptions)
+	g.split("a new Kafka Streams instance and the agent share the tasks", ks2)
 	moving = feed.moving(regions)
-	if err := agent.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = agent.cmd.Wait()
-	killed = time.Now()
-	ks2.WaitLine(t, 2*time.Minute, "every task after the agent was killed", func(l string) bool {
-		return l == "TASKS active="+strings.Join(all, ",")+" standby="
-	})
-	t.Logf("Kafka Streams runs every task %v after the agent was killed", time.Since(killed).Round(10*time.Millisecond))
+	g.killAgent(ks2)
 	moving.stop()
 	checkLatestCounts(t, b.brokers, b.topic(t, "out"), feed.counts())
 	t.Logf("%d rows written, counted exactly across the mixed group", feed.written())
-	if log := ks2.Log(); strings.Contains(log, " ERROR ") {
-		t.Errorf("Kafka Streams logged errors:\n%s", grepLogLines(log, " ERROR "))
-	}
-	ks2.Close(t, true)
+	g.closeStreams(ks2)
 }
 
 // regionFeed writes users' regions to a table's topic, each user always to the same

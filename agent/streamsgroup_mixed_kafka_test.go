@@ -53,82 +53,126 @@ func TestKafkaStreamsMixedGroupExactOutput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills processes; not in -short")
 	}
-	c := kafkatest.Start(t, kafkatest.Options{})
-	b := onCluster(t, c, 4, "in", "out")
-	app := kafkatest.Name(t, "app")
-	// The broker drops a killed member after the group's session timeout (45 s by default).
-	setStreamsGroupConfig(t, c, app, map[string]string{"streams.session.timeout.ms": "6000", "streams.heartbeat.interval.ms": "500"})
-	const tasks = 8 // two sub-topologies of 4 partitions
-	all := make([]string, 0, tasks)
-	for sub := range 2 {
-		for p := range 4 {
-			all = append(all, fmt.Sprintf("%d_%d", sub, p))
-		}
-	}
-
-	ksOptions := kstreamstest.Options{Topology: "wordcount", Topics: map[string]string{"in": b.topic(t, "in"), "out": b.topic(t, "out")}, Props: mixedStreamsProps(b, app)}
-	ks := kstreamstest.Start(t, ksOptions)
-	ks.WaitLine(t, 2*time.Minute, "every task", func(l string) bool {
-		return l == "TASKS active="+strings.Join(all, ",")+" standby="
-	})
-	agent := startMixedAgent(t, b, app, mixedWordCountScript, nil)
-
-	split := func(what string, jvm *kstreamstest.App) {
-		t.Helper()
-		pollFor(t, 2*time.Minute, what, func() bool {
-			theirs, _ := jvm.Tasks()
-			n := agent.tasks()
-			return n > 0 && len(theirs) > 0 && n+len(theirs) == tasks && agent.state() == "RUNNING"
-		})
-		theirs, _ := jvm.Tasks()
-		t.Logf("%s: the agent runs %d tasks, Kafka Streams %v", what, agent.tasks(), theirs)
-		logStreamsGroup(t, c, app)
-	}
-	split("the agent and Kafka Streams share the tasks", ks)
-	in := newWordFeed(t, b.brokers, b.topic(t, "in"), 4)
+	g := startMixedGroup(t, "wordcount", mixedWordCountScript)
+	in := newWordFeed(t, g.b.brokers, g.b.topic(t, "in"), mixedPartitions)
 	in.lines(600)
-	b.checkExactCounts(t, in.counts())
+	g.b.checkExactCounts(t, in.counts())
 
 	// Kafka Streams is killed while input flows: the agent takes its tasks.
 	in.flow()
-	ks.Kill()
-	killed := time.Now()
-	pollFor(t, 2*time.Minute, "the agent running every task after Kafka Streams was killed", func() bool { return agent.tasks() == tasks })
-	t.Logf("the agent runs every task %v after Kafka Streams was killed", time.Since(killed).Round(10*time.Millisecond))
-	logStreamsGroup(t, c, app)
+	g.killStreams()
 	in.stop()
 	in.lines(300)
-	b.checkExactCounts(t, in.counts())
+	g.b.checkExactCounts(t, in.counts())
 
 	// A new Kafka Streams instance joins while input flows: the tasks are split again.
 	in.flow()
-	ks2 := kstreamstest.Start(t, ksOptions)
-	split("a new Kafka Streams instance and the agent share the tasks", ks2)
+	ks2 := kstreamstest.Start(t, g.ksOptions)
+	g.split("a new Kafka Streams instance and the agent share the tasks", ks2)
 	in.stop()
 	in.lines(300)
-	b.checkExactCounts(t, in.counts())
+	g.b.checkExactCounts(t, in.counts())
 
 	// The agent is killed while input flows: Kafka Streams takes every task.
 	in.flow()
-	if err := agent.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = agent.cmd.Wait()
-	killed = time.Now()
-	ks2.WaitLine(t, 2*time.Minute, "every task after the agent was killed", func(l string) bool {
-		return l == "TASKS active="+strings.Join(all, ",")+" standby="
-	})
-	t.Logf("Kafka Streams runs every task %v after the agent was killed", time.Since(killed).Round(10*time.Millisecond))
-	logStreamsGroup(t, c, app)
+	g.killAgent(ks2)
 	in.stop()
 	in.lines(300)
-	b.checkExactCounts(t, in.counts())
+	g.b.checkExactCounts(t, in.counts())
 	t.Logf("%d lines counted exactly across the mixed group", in.produced())
+	g.closeStreams(ks2)
+}
 
-	if log := ks2.Log(); strings.Contains(log, " ERROR ") {
-		t.Errorf("Kafka Streams logged errors:\n%s", grepLogLines(log, " ERROR "))
+// mixedPartitions is the partition count of a mixed group's topics: with two sub-topologies,
+// twice as many tasks.
+const mixedPartitions = 4
+
+// mixedGroup is a streams group that a Kafka Streams 4.4 instance and an agent process,
+// running the same topology of two sub-topologies on the topics in and out, share.
+type mixedGroup struct {
+	t         *testing.T
+	c         *kafkatest.Cluster
+	b         *brokerUnderTest
+	app       string
+	all       []string // every task of the group: "0_0" … "1_3"
+	ksOptions kstreamstest.Options
+	ks        *kstreamstest.App // the first Kafka Streams instance
+	agent     *replicaProcess
+}
+
+// startMixedGroup starts Kafka Streams running topology (kstreamstest's name), waits until
+// it runs every task, then starts an agent running script, its Lua twin, and waits until the
+// two share the tasks.
+func startMixedGroup(t *testing.T, topology, script string) *mixedGroup {
+	t.Helper()
+	c := kafkatest.Start(t, kafkatest.Options{})
+	b := onCluster(t, c, mixedPartitions, "in", "out")
+	g := &mixedGroup{t: t, c: c, b: b, app: kafkatest.Name(t, "app")}
+	// The broker drops a killed member after the group's session timeout (45 s by default).
+	setStreamsGroupConfig(t, c, g.app, map[string]string{"streams.session.timeout.ms": "6000", "streams.heartbeat.interval.ms": "500"})
+	for sub := range 2 {
+		for p := range mixedPartitions {
+			g.all = append(g.all, fmt.Sprintf("%d_%d", sub, p))
+		}
 	}
-	ks2.Close(t, true)
+	g.ksOptions = kstreamstest.Options{Topology: topology, Topics: map[string]string{"in": b.topic(t, "in"), "out": b.topic(t, "out")}, Props: mixedStreamsProps(b, g.app)}
+	g.ks = kstreamstest.Start(t, g.ksOptions)
+	g.ks.WaitLine(t, 2*time.Minute, "every task", g.runsEveryTask)
+	g.agent = startMixedAgent(t, b, g.app, script, nil)
+	g.split("the agent and Kafka Streams share the tasks", g.ks)
+	return g
+}
+
+// runsEveryTask reports whether a Kafka Streams instance's log line says it runs every task.
+func (g *mixedGroup) runsEveryTask(line string) bool {
+	return line == "TASKS active="+strings.Join(g.all, ",")+" standby="
+}
+
+// split waits until the agent and the Kafka Streams instance jvm share every task.
+func (g *mixedGroup) split(what string, jvm *kstreamstest.App) {
+	g.t.Helper()
+	pollFor(g.t, 2*time.Minute, what, func() bool {
+		theirs, _ := jvm.Tasks()
+		n := g.agent.tasks()
+		return n > 0 && len(theirs) > 0 && n+len(theirs) == len(g.all) && g.agent.state() == "RUNNING"
+	})
+	theirs, _ := jvm.Tasks()
+	g.t.Logf("%s: the agent runs %d tasks, Kafka Streams %v", what, g.agent.tasks(), theirs)
+	logStreamsGroup(g.t, g.c, g.app)
+}
+
+// killStreams kills the first Kafka Streams instance with SIGKILL and waits until the agent
+// runs every task.
+func (g *mixedGroup) killStreams() {
+	g.t.Helper()
+	g.ks.Kill()
+	killed := time.Now()
+	pollFor(g.t, 2*time.Minute, "the agent running every task after Kafka Streams was killed", func() bool { return g.agent.tasks() == len(g.all) })
+	g.t.Logf("the agent runs every task %v after Kafka Streams was killed", time.Since(killed).Round(10*time.Millisecond))
+	logStreamsGroup(g.t, g.c, g.app)
+}
+
+// killAgent kills the agent with SIGKILL and waits until the Kafka Streams instance jvm runs
+// every task.
+func (g *mixedGroup) killAgent(jvm *kstreamstest.App) {
+	g.t.Helper()
+	if err := g.agent.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		g.t.Fatal(err)
+	}
+	_ = g.agent.cmd.Wait()
+	killed := time.Now()
+	jvm.WaitLine(g.t, 2*time.Minute, "every task after the agent was killed", g.runsEveryTask)
+	g.t.Logf("Kafka Streams runs every task %v after the agent was killed", time.Since(killed).Round(10*time.Millisecond))
+	logStreamsGroup(g.t, g.c, g.app)
+}
+
+// closeStreams fails the test if the Kafka Streams instance jvm logged errors, and closes it.
+func (g *mixedGroup) closeStreams(jvm *kstreamstest.App) {
+	g.t.Helper()
+	if log := jvm.Log(); strings.Contains(log, " ERROR ") {
+		g.t.Errorf("Kafka Streams logged errors:\n%s", grepLogLines(log, " ERROR "))
+	}
+	jvm.Close(g.t, true)
 }
 
 // mixedStreamsProps are the Kafka Streams properties of a mixed group's application, as
