@@ -345,13 +345,19 @@ func (c *Cluster) propertiesFile(id int) string {
 	return filepath.Join(c.nodeDir(id), "server.properties")
 }
 
-// newClusterID is a random cluster ID in Kafka's form: a UUID in unpadded URL base64.
+// newClusterID is a random cluster ID in Kafka's form: a UUID in unpadded URL base64. As
+// Kafka's Uuid.randomUuid, it never starts with '-': kafka-storage format would take such an
+// ID for an option (one start in 64 failed so).
 func newClusterID() (string, error) {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("kafkatest: %w", err)
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", fmt.Errorf("kafkatest: %w", err)
+		}
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id, nil
+		}
 	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
 // reservePorts binds n free loopback ports, held until closeAll.

@@ -36,3 +36,17 @@ func TestServerJVMOptionsAreABrokersOwn(t *testing.T) {
 		t.Error("ServerJVMOptions hands out its own slice")
 	}
 }
+
+// TestNewClusterIDNeverStartsWithADash: kafka-storage format reads an ID starting with '-'
+// as an option and fails, so no cluster ID may start so (1 in 64 random ones would).
+func TestNewClusterIDNeverStartsWithADash(t *testing.T) {
+	for range 5000 {
+		id, err := newClusterID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(id) != 22 || id[0] == '-' {
+			t.Fatalf("cluster ID %q: want 22 characters of URL base64, not starting with '-'", id)
+		}
+	}
+}
