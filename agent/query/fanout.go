@@ -19,8 +19,9 @@ import (
 )
 
 // readPlan is who answers each partition of a read over a whole store (a range, a count):
-// this agent the partitions it holds, and in a streams group the agents running the others,
-// each asked for its own with PartitionsParam.
+// this agent the partitions it holds, and in a streams group the agents running the others
+// (or keeping standby copies of those no agent runs), each asked for its own with
+// PartitionsParam.
 type readPlan struct {
 	local []int32
 	peers []peerShare // sorted by host
@@ -29,7 +30,8 @@ type readPlan struct {
 	forwarded bool
 }
 
-// peerShare is the partitions of a store one other agent of the streams group runs.
+// peerShare is the partitions of a store one other agent of the streams group runs, or
+// keeps standby copies of for a stale read.
 type peerShare struct {
 	host  string
 	parts []int32
@@ -39,6 +41,10 @@ type peerShare struct {
 // restricted by PartitionsParam is answered here or not at all (it was forwarded once
 // already); otherwise, in a streams group, each partition another agent runs goes to that
 // agent, and a partition no agent can be named for fails the read: never a partial answer.
+// A read allowing stale stores sends a partition no agent runs now (its task is moving, as
+// while the group takes over from an agent that died) to an agent keeping a standby copy,
+// as Kafka Streams applications read standbys then; a partition whose agent is named but
+// does not answer still fails the read, as it may be running there.
 func (s *queryStore) planAll(q url.Values) (readPlan, *apiError) {
 	rs := s.replicas
 	if q.Has(PartitionsParam) {
@@ -69,7 +75,11 @@ func (s *queryStore) planAll(q url.Values) (readPlan, *apiError) {
 		}
 		switch owner := pd.pl.Owner(s.name, p); owner {
 		case "":
-			return readPlan{}, unowned(s.name, p)
+			standby := rs.standbyPeer(p)
+			if standby == "" {
+				return readPlan{}, unowned(s.name, p)
+			}
+			byHost[standby] = append(byHost[standby], p)
 		case pd.pl.Self:
 			return readPlan{}, movingHere(s.name, p)
 		default:
@@ -80,6 +90,21 @@ func (s *queryStore) planAll(q url.Values) (readPlan, *apiError) {
 		plan.peers = append(plan.peers, peerShare{h, byHost[h]})
 	}
 	return plan, nil
+}
+
+// standbyPeer is the first other agent keeping a standby copy of partition p, when the
+// caller allows stale stores; "" for none.
+func (rs *replicas) standbyPeer(p int32) string {
+	if !rs.stale {
+		return ""
+	}
+	pd := rs.placed
+	for _, h := range pd.pl.StandbyHosts(rs.store, p) {
+		if h != pd.pl.Self {
+			return h
+		}
+	}
+	return ""
 }
 
 // parsePartitions reads PartitionsParam: distinct partition numbers of the store, by commas.

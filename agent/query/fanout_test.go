@@ -323,3 +323,64 @@ func TestFanOutGivesEveryAgentsLags(t *testing.T) {
 		t.Errorf("count without staleStores: %d %s", st, body)
 	}
 }
+
+// With staleStores, a partition no agent runs now (its agent died and the group has not
+// moved its task yet) is read from another agent's standby copy, with that copy's lag: the
+// answer is one agent's, as alone. Without staleStores it still fails the read, and a
+// partition whose agent is named but does not answer is never read from a copy instead.
+func TestFanOutReadsAPartitionNoAgentRunsFromAStandby(t *testing.T) {
+	a, b, alone, fa, fb := fanPair(t, testOptions, nil)
+	hostA, hostB := strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")
+	// Partition 3's agent died: b keeps a standby copy of it (its DB holds partition 3).
+	fb.agent.local.Store(&map[int32]bool{1: true})
+	fb.agent.copies.Store(&map[int32]LagInfo{3: {CurrentOffsetPosition: 3, EndOffsetPosition: 10, OffsetLag: 7}})
+	hosts := map[string]map[string][]int32{hostA: {"counts": {0, 2}}, hostB: {"counts": {1}}}
+	standbys := map[string]map[string][]int32{hostB: {"counts": {3}}}
+	fa.agent.placement.Store(NewPlacementWithStandbys(hostA, hosts, standbys))
+	fb.agent.placement.Store(NewPlacementWithStandbys(hostB, hosts, standbys))
+	lags := `{"3":{"currentOffsetPosition":3,"endOffsetPosition":10,"offsetLag":7}}`
+	for _, q := range []string{
+		"/v1/stores/counts/keys",
+		"/v1/stores/counts/keys?reverse=true&limit=5",
+		"/v1/stores/counts/keys?from=dup&limit=2",
+		"/v1/stores/counts/count",
+	} {
+		st, want := getBody(t, alone.URL+q)
+		if st != http.StatusOK {
+			t.Fatalf("GET %s alone: %d %s", q, st, want)
+		}
+		sep := "?"
+		if strings.Contains(q, "?") {
+			sep = "&"
+		}
+		st, got := getBody(t, a.URL+q+sep+"staleStores=true")
+		var g, w map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(got), &g); st != http.StatusOK || err != nil {
+			t.Fatalf("GET %s stale at a: %d %s", q, st, got)
+		}
+		if err := json.Unmarshal([]byte(want), &w); err != nil {
+			t.Fatal(err)
+		}
+		if string(g["lags"]) != lags {
+			t.Errorf("GET %s stale at a: lags %s, want %s", q, g["lags"], lags)
+		}
+		delete(g, "lags")
+		if gb, wb := fmt.Sprint(g), fmt.Sprint(w); gb != wb {
+			t.Errorf("GET %s stale at a:\n%s\nwant (alone)\n%s", q, got, want)
+		}
+		if st, body := getBody(t, a.URL+q); st != http.StatusServiceUnavailable || !strings.Contains(body, `"code":"not_available"`) ||
+			!strings.Contains(body, "runs partition 3 of store counts") {
+			t.Errorf("GET %s without staleStores: %d %s, want 503 not_available", q, st, body)
+		}
+	}
+	// An agent named for partition 3 that does not answer fails the read, copy or not.
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	hostDead := strings.TrimPrefix(dead.URL, "http://")
+	fa.agent.placement.Store(NewPlacementWithStandbys(hostA,
+		map[string]map[string][]int32{hostA: {"counts": {0, 2}}, hostB: {"counts": {1}}, hostDead: {"counts": {3}}}, standbys))
+	if st, body := getBody(t, a.URL+"/v1/stores/counts/count?staleStores=true"); st != http.StatusServiceUnavailable ||
+		!strings.Contains(body, "partitions [3] of store counts are not available: the agent at "+hostDead) {
+		t.Errorf("count with partition 3's agent down: %d %s", st, body)
+	}
+}
