@@ -4,6 +4,7 @@
 package agent
 
 import (
+	"bufio"
 	"cmp"
 	"encoding/json"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -59,4 +62,45 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// tasks is how many tasks the process's workers run (stoatflow_thread_tasks), -1 while it
+// does not answer.
+func (p *replicaProcess) tasks() int {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get("http://" + p.addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	n := 0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "stoatflow_thread_tasks{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			return -1
+		}
+		n += int(v)
+	}
+	return n
+}
+
+// statusTasks is how many tasks the process's GET /v1/status lists, -1 while it does not
+// answer.
+func (p *replicaProcess) statusTasks() int {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get("http://" + p.addr + "/v1/status")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var body struct{ Tasks map[string]any }
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil {
+		return -1
+	}
+	return len(body.Tasks)
 }

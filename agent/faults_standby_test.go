@@ -23,8 +23,8 @@ import (
 // TestFaultKillTheActiveCycles runs three agent processes of one application. Each cycle
 // kills the active with SIGKILL at a random moment while it processes (its transaction may
 // be open), or freezes it with SIGSTOP, waits until a standby is the active, feeds more
-// records, and starts the killed one again (or lets the frozen one go on) as a standby.
-// The read_committed output must hold every count exactly once. make test runs 3 cycles,
+// records, and starts the killed one again (or lets the frozen one go on) as a standby,
+// which runs no task. The read_committed output must hold every count exactly once. make test runs 3 cycles,
 // make soak STOATFLOW_SOAK_KILLS.
 func TestFaultKillTheActiveCycles(t *testing.T) {
 	killTheActiveCycles(t, onKfake(t, 3, "in", "out"), 3)
@@ -142,6 +142,11 @@ transaction.timeout.ms = 5000
 			procs[active].start(t)
 		}
 		pollFor(t, 60*time.Second, "the old active back as a standby", func() bool { return procs[active].state() == "STANDBY" })
+		// A standby runs no task: the frozen one closed those it ran as the active before it
+		// became a standby again, and its status and metrics say so.
+		if n, m := procs[active].statusTasks(), procs[active].tasks(); n != 0 || m != 0 {
+			t.Fatalf("cycle %d: the old active, a standby again, shows %d tasks in /v1/status and %d in stoatflow_thread_tasks, want none", c, n, m)
+		}
 		t.Logf("cycle %d: %s replica-%d, replica-%d RUNNING %v later", c, what, active, next, takeovers[c].Round(10*time.Millisecond))
 	}
 	b.checkExactCounts(t, wantCounts((cycles+1)*per, keys))

@@ -81,6 +81,9 @@ func (l *loop) takeRole(ctx context.Context, tps []pipeline.TopicPartition) (sta
 		m.GroupRole.WithLabelValues(metrics.RoleStandby).Set(1)
 		l.wasActive = false
 		l.standby = true
+		if err := l.dropTasks(); err != nil {
+			return true, fmt.Errorf("standby: close the tasks run as the active: %w", err)
+		}
 		l.time.SetAssignment(nil)
 		l.assignment = nil
 		l.setTaskLags(nil)
@@ -118,6 +121,20 @@ func (l *loop) takeRole(ctx context.Context, tps []pipeline.TopicPartition) (sta
 	l.wasActive = true
 	l.standby = false
 	return false, nil
+}
+
+// dropTasks closes the tasks the workers ran while the agent was the active: a standby runs
+// none, and GET /v1/status and stoatflow_thread_tasks must not show them. The last epoch
+// was committed when the partitions were revoked, so what the tasks' close flushes is
+// committed already. The next time the agent is active, assignTasks hands them out afresh.
+func (l *loop) dropTasks() error {
+	if len(l.owners) == 0 {
+		return nil
+	}
+	l.owners = nil
+	l.ex.SetOwners(nil)
+	l.publishTasks()
+	return l.all(func(w *worker) error { return w.moveTasks(nil) })
 }
 
 // catchUp replays what the changelogs hold beyond the local state before this agent

@@ -6,7 +6,6 @@
 package agent
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -297,31 +295,6 @@ func checkRangeAndCountAt(t *testing.T, addr string, want map[string]int64) {
 		t.Errorf("count at %s: %d %+v %v, want %d words", addr, resp.StatusCode, c, err, len(want))
 	}
 	t.Logf("%s read the %d words in %d pages and counted them in %v", addr, len(order), pages+1, time.Since(start).Round(time.Millisecond))
-}
-
-// tasks is how many tasks the process's workers run (stoatflow_thread_tasks), -1 while it
-// does not answer.
-func (p *replicaProcess) tasks() int {
-	c := http.Client{Timeout: time.Second}
-	resp, err := c.Get("http://" + p.addr + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	n := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "stoatflow_thread_tasks{") {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			return -1
-		}
-		n += int(v)
-	}
-	return n
 }
 
 // setStreamsGroupConfig sets a streams group's configs (streams.session.timeout.ms, ...)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 )
 
 // A KTable groupBy's repartition topic carries each Change as Kafka Streams 4.4 writes it
@@ -30,8 +31,11 @@ const (
 	changedBothLatest
 )
 
-// encode writes a record of the repartition topic as ChangedSerializer does.
-func (s changedSerde) encode(_ *Context, topic string, rec Record) ([]byte, []byte, error) {
+// encode writes a record of the repartition topic as ChangedSerializer does. The values'
+// bytes are copied, never appended to (a serde may hand out bytes it keeps: the bytes serde
+// returns the value's own), into bytes carved from ctx's blocks: one allocation for many
+// records rather than one per record.
+func (s changedSerde) encode(ctx *Context, topic string, rec Record) ([]byte, []byte, error) {
 	key, err := s.keys.Serialize(topic, rec.Headers, rec.Key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("serialize key for %s: %w", topic, err)
@@ -50,16 +54,25 @@ func (s changedSerde) encode(_ *Context, topic string, rec Record) ([]byte, []by
 	}
 	switch {
 	case c.New != nil && c.Old != nil:
-		value := binary.AppendVarint(make([]byte, 0, 5+len(newData)+len(oldData)+1), int64(len(newData)))
+		n := int64(len(newData))
+		value := binary.AppendVarint(ctx.carve(varintLen(n)+len(newData)+len(oldData)+1), n)
 		return key, append(append(append(value, newData...), oldData...), changedBoth), nil
 	case c.New != nil:
-		// Appended to a copy: a serde may hand out bytes it keeps.
-		return key, append(newData[:len(newData):len(newData)], changedNew), nil
+		return key, append(append(ctx.carve(len(newData)+1), newData...), changedNew), nil
 	case c.Old != nil:
-		return key, append(oldData[:len(oldData):len(oldData)], changedOld), nil
+		return key, append(append(ctx.carve(len(oldData)+1), oldData...), changedOld), nil
 	}
 	// Kafka's error: KTableRepartitionMap never forwards such a change.
 	return nil, nil, fmt.Errorf("serialize value for %s: Both old and new values are null in ChangeSerializer, which is not allowed", topic)
+}
+
+// varintLen is how many bytes binary.AppendVarint writes for v.
+func varintLen(v int64) int {
+	ux := uint64(v) << 1
+	if v < 0 {
+		ux = ^ux
+	}
+	return (bits.Len64(ux|1) + 6) / 7
 }
 
 var errNotChanged = errors.New("not a Change in ChangedSerializer's layout")

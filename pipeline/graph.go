@@ -74,6 +74,34 @@ type Context struct {
 		partition int32
 		store     *KeyValueStore
 	}
+	// block is what is left of the block carve cuts records' bytes from.
+	block []byte
+}
+
+// carveBlock is the size of the blocks carve allocates: small, since a record a collector
+// still holds keeps its whole block alive. A record larger than carveMax gets an allocation
+// of its own, so that at most a quarter of a block goes unused when a record does not fit.
+const (
+	carveBlock = 4096
+	carveMax   = carveBlock / 4
+)
+
+// carve returns an empty slice with room for n bytes, for the bytes of one record the node
+// writes. A collector keeps what it is sent until it is done with it (the producer until the
+// broker acknowledged it, the test driver for good), so these bytes are never written over:
+// each record gets a part of its own of a block shared by many, one allocation instead of
+// one per record, and the slice's capacity ends where its part does, so that appending past
+// n moves it elsewhere instead of into the next record's. A nil context allocates.
+func (c *Context) carve(n int) []byte {
+	if c == nil || n > carveMax {
+		return make([]byte, 0, n)
+	}
+	if len(c.block) < n {
+		c.block = make([]byte, carveBlock)
+	}
+	out := c.block[:0:n]
+	c.block = c.block[n:]
+	return out
 }
 
 // Name is the processor node's name.
