@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 
+	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/query"
 	"github.com/stoatflow/stoatflow/state"
 )
@@ -20,6 +21,7 @@ func (a *Agent) serveQueries() {
 		MaxConcurrency:   a.cfg.QueryMaxConcurrency,
 		Timeout:          a.cfg.QueryTimeout,
 		Peers:            peerClient(a.http.tls),
+		MaxRecordBytes:   config.MaxRequestSize.Get(a.cfg.Client(config.ForProducer)),
 		WriteJSON:        writeJSON,
 		WriteError:       writeHTTPError,
 	})

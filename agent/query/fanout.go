@@ -234,10 +234,79 @@ func (pr *peerReads) close() {
 	}
 }
 
+// A forwarded read is bounded by the query's deadline, and what it reads of each other
+// agent's answer by bytes too, so an agent answering without end (a broken or hostile peer)
+// cannot grow this agent's memory until the deadline: past a bound the read fails, naming
+// the agent, and its connection is closed.
+const (
+	// peerItemFactor × the largest entry of a logged store (producer.max.request.size, as
+	// its changelog record) bounds the JSON of a range item: a string key or value escapes a
+	// byte to at most 6 (\u00XX), and the item adds the key again as base64 (4/3).
+	peerItemFactor = 8
+	// peerItemSlack covers an item's field names, timestamp and partition, and the end of a
+	// range (code, error, lags and next).
+	peerItemSlack = 64 << 10
+	// A count's answer is a number and the lags of the standby copies read: a few hundred
+	// bytes per partition at most.
+	peerCountBase    = 4 << 10
+	peerCountPerPart = 256
+)
+
+// peerItemBytes is the most an item of another agent's range answer may take.
+func (sv *server) peerItemBytes() int64 {
+	rec := sv.opts.MaxRecordBytes
+	if rec <= 0 {
+		rec = 1 << 20
+	}
+	return peerItemFactor*rec + peerItemSlack
+}
+
+// peerCountBytes is the most another agent's count of parts partitions may take.
+func peerCountBytes(parts int) int64 { return peerCountBase + peerCountPerPart*int64(parts) }
+
+// budgetReader reads at most left more bytes of an answer, then fails with tooLargeError.
+// A JSON decoder reading through it holds at most what it read ahead before the budget was
+// set and the budget itself.
+type budgetReader struct {
+	r     io.Reader
+	left  int64
+	limit int64
+	what  string
+}
+
+func (b *budgetReader) set(limit int64, what string) { b.left, b.limit, b.what = limit, limit, what }
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, &tooLargeError{b.what, b.limit}
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// tooLargeError is an answer of another agent over its bound.
+type tooLargeError struct {
+	what  string
+	limit int64
+}
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("answered %s over %d bytes", e.what, e.limit)
+}
+
 // peerCount reads an agent's count of its partitions, adding its lags to lags.
 func peerCount(resp *http.Response, store string, share peerShare, lags *Lags) (int64, *apiError) {
+	body := &budgetReader{r: resp.Body}
+	body.set(peerCountBytes(len(share.parts)), "a count")
 	var c Count
-	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+	if err := json.NewDecoder(body).Decode(&c); err != nil {
+		if tl := (*tooLargeError)(nil); errors.As(err, &tl) {
+			return 0, peerUnavailable(store, share, tl.Error())
+		}
 		return 0, peerUnavailable(store, share, "answered a count that could not be read: "+err.Error())
 	}
 	addLags(lags, c.Lags)
@@ -318,13 +387,23 @@ func (l *localSource[C]) next() ([]byte, json.RawMessage, int32, bool, error) {
 func (l *localSource[C]) cut() bool { return false }
 
 // peerSource is another agent's answer to a range restricted to its partitions, read as it
-// streams in.
+// streams in. Each item, and the end of the answer, may take up to itemBytes; the agent
+// answers at most maxItems items, each of its partitions, in the order asked (an agent
+// answering more, or out of order, is broken), so the merged page holds no more items than
+// one agent's would.
 type peerSource struct {
-	store string
-	share peerShare
-	dec   *json.Decoder
-	end   PageEnd
-	done  bool
+	store     string
+	share     peerShare
+	body      *budgetReader
+	dec       *json.Decoder
+	itemBytes int64
+	maxItems  int
+	reverse   bool
+	n         int
+	last      []byte
+	lastP     int32
+	end       PageEnd
+	done      bool
 }
 
 // peerItem is an item of a peer's answer, its key and value kept as they were written.
@@ -337,8 +416,12 @@ type peerItem struct {
 	RawKey    []byte          `json:"rawKey"`
 }
 
-func newPeerSource(resp *http.Response, store string, share peerShare) (*peerSource, *apiError) {
-	ps := &peerSource{store: store, share: share, dec: json.NewDecoder(resp.Body)}
+func newPeerSource(resp *http.Response, store string, share peerShare, rp rangeParams, itemBytes int64) (*peerSource, *apiError) {
+	ps := &peerSource{store: store, share: share, body: &budgetReader{r: resp.Body}, itemBytes: itemBytes,
+		// Its page ends at the limit but never between equal keys: one per partition.
+		maxItems: rp.limit + len(share.parts) - 1, reverse: rp.reverse}
+	ps.dec = json.NewDecoder(ps.body)
+	ps.body.set(itemBytes, "the start of a range")
 	for _, want := range []any{json.Delim('{'), "items", json.Delim('[')} {
 		if t, err := ps.dec.Token(); err != nil || t != want {
 			return nil, ps.broken(fmt.Errorf("not a page of items (at %v: %v)", t, err))
@@ -351,17 +434,45 @@ func (ps *peerSource) broken(err error) *apiError {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return peerUnavailable(ps.store, ps.share, "did not answer in full before the query's deadline (agent.http.query.timeout)")
 	}
+	if tl := (*tooLargeError)(nil); errors.As(err, &tl) {
+		return peerUnavailable(ps.store, ps.share, fmt.Sprintf("%v (the bound is %d times producer.max.request.size, the largest entry of a logged store, plus %d KiB)",
+			tl, peerItemFactor, peerItemSlack>>10))
+	}
 	return peerUnavailable(ps.store, ps.share, "answered a range that could not be read: "+err.Error())
+}
+
+// check refuses an item beyond the answer's bounds: past maxItems, of a partition not
+// asked for, or not after the previous item in the range's order.
+func (ps *peerSource) check(it *peerItem) *apiError {
+	if ps.n++; ps.n > ps.maxItems {
+		return peerUnavailable(ps.store, ps.share, fmt.Sprintf("answered more than the %d items a page of its partitions holds", ps.maxItems))
+	}
+	if !slices.Contains(ps.share.parts, it.Partition) {
+		return peerUnavailable(ps.store, ps.share, fmt.Sprintf("answered an item of partition %d, which it was not asked for", it.Partition))
+	}
+	c := bytes.Compare(it.RawKey, ps.last)
+	if ps.reverse {
+		c = -c
+	}
+	if ps.n > 1 && (c < 0 || (c == 0 && it.Partition <= ps.lastP)) {
+		return peerUnavailable(ps.store, ps.share, "answered items out of the range's order")
+	}
+	ps.last, ps.lastP = it.RawKey, it.Partition
+	return nil
 }
 
 func (ps *peerSource) next() ([]byte, json.RawMessage, int32, bool, error) {
 	if ps.done {
 		return nil, nil, 0, false, nil
 	}
+	ps.body.set(ps.itemBytes, "a range item")
 	if ps.dec.More() {
 		var it peerItem
 		if err := ps.dec.Decode(&it); err != nil {
 			return nil, nil, 0, false, ps.broken(err)
+		}
+		if e := ps.check(&it); e != nil {
+			return nil, nil, 0, false, e
 		}
 		// The item as KVItem encodes it, without RawKey: its fields are the agent's own
 		// encoding, so they are written as they came.
@@ -376,6 +487,7 @@ func (ps *peerSource) next() ([]byte, json.RawMessage, int32, bool, error) {
 		return it.RawKey, append(b, '}'), it.Partition, true, nil
 	}
 	ps.done = true
+	ps.body.what = "the end of a range"
 	if _, err := ps.dec.Token(); err != nil {
 		return nil, nil, 0, false, ps.broken(err)
 	}
@@ -419,41 +531,56 @@ func (ps *peerSource) drain() error {
 	}
 }
 
-// mergeSources writes up to rp.limit items of srcs in merged key order and returns the
-// cursor to continue from when it stopped early, as streamRange does over one agent's
-// partitions: equal keys are never split across pages. A source whose own answer was cut
-// at the limit holds nothing beyond its last key, so once it runs out the page ends at the
-// next key that differs: the next page asks every agent again from there.
-func mergeSources(s *queryStore, out *itemStream, srcs []rangeSource, rp rangeParams) (string, error) {
-	type head struct {
-		key  []byte
-		item json.RawMessage
-		p    int32
-		ok   bool
-	}
-	heads := make([]head, len(srcs))
-	cut := false
-	fill := func(i int) error {
-		k, item, p, ok, err := srcs[i].next()
-		if err != nil {
-			return err
-		}
-		heads[i] = head{k, item, p, ok}
-		if !ok && srcs[i].cut() {
-			cut = true
-		}
-		return nil
-	}
+// sourceMerge merges range sources in key order: equal keys in partition order.
+type sourceMerge struct {
+	srcs  []rangeSource
+	heads []sourceHead
+	// cut: a source's own answer stopped at the limit with more to come.
+	cut bool
+}
+
+type sourceHead struct {
+	key  []byte
+	item json.RawMessage
+	p    int32
+	ok   bool
+}
+
+// startMerge reads the first item of every source, so that a source failing there fails
+// the read before its answer starts.
+func startMerge(srcs []rangeSource) (*sourceMerge, error) {
+	m := &sourceMerge{srcs: srcs, heads: make([]sourceHead, len(srcs))}
 	for i := range srcs {
-		if err := fill(i); err != nil {
-			return "", err
+		if err := m.fill(i); err != nil {
+			return nil, err
 		}
 	}
+	return m, nil
+}
+
+func (m *sourceMerge) fill(i int) error {
+	k, item, p, ok, err := m.srcs[i].next()
+	if err != nil {
+		return err
+	}
+	m.heads[i] = sourceHead{k, item, p, ok}
+	if !ok && m.srcs[i].cut() {
+		m.cut = true
+	}
+	return nil
+}
+
+// write writes up to rp.limit items in merged key order and returns the cursor to continue
+// from when it stopped early, as streamRange does over one agent's partitions: equal keys
+// are never split across pages. A source whose own answer was cut at the limit holds
+// nothing beyond its last key, so once it runs out the page ends at the next key that
+// differs: the next page asks every agent again from there.
+func (m *sourceMerge) write(s *queryStore, out *itemStream, rp rangeParams) (string, error) {
 	var last []byte
 	n := 0
 	for {
 		best := -1
-		for i, h := range heads {
+		for i, h := range m.heads {
 			if !h.ok {
 				continue
 			}
@@ -461,22 +588,22 @@ func mergeSources(s *queryStore, out *itemStream, srcs []rangeSource, rp rangePa
 				best = i
 				continue
 			}
-			c := bytes.Compare(h.key, heads[best].key)
+			c := bytes.Compare(h.key, m.heads[best].key)
 			if rp.reverse {
 				c = -c
 			}
-			if c < 0 || (c == 0 && h.p < heads[best].p) {
+			if c < 0 || (c == 0 && h.p < m.heads[best].p) {
 				best = i
 			}
 		}
 		if best < 0 {
-			if cut {
+			if m.cut {
 				return s.key.text(last)
 			}
 			return "", nil
 		}
-		h := heads[best]
-		if (n >= rp.limit || cut) && !bytes.Equal(h.key, last) {
+		h := m.heads[best]
+		if (n >= rp.limit || m.cut) && !bytes.Equal(h.key, last) {
 			return s.key.text(last)
 		}
 		if err := out.addRaw(h.item); err != nil {
@@ -484,7 +611,7 @@ func mergeSources(s *queryStore, out *itemStream, srcs []rangeSource, rp rangePa
 		}
 		last = h.key
 		n++
-		if err := fill(best); err != nil {
+		if err := m.fill(best); err != nil {
 			return "", err
 		}
 	}

@@ -96,6 +96,10 @@ type Options struct {
 	// Peers is the client a range or count fanned out across the agents of a streams group
 	// reaches the other agents with; it must not follow redirects. Nil: a plain client.
 	Peers *http.Client
+	// MaxRecordBytes is producer.max.request.size: no entry of a logged store is larger (its
+	// changelog record would be refused), so it bounds what an item of another agent's
+	// answer to a forwarded range may take (peerItemBytes). 0: the default, 1 MiB.
+	MaxRecordBytes int64
 	// WriteJSON and WriteError answer as every endpoint of the agent does.
 	WriteJSON  func(w http.ResponseWriter, status int, v any)
 	WriteError func(w http.ResponseWriter, status int, code, msg string)

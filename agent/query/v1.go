@@ -426,9 +426,9 @@ func (sv *server) rangeKeys(w http.ResponseWriter, r *http.Request) *apiError {
 }
 
 // fanOutRange merges this agent's partitions (local) with the other agents' answers once
-// every agent's answer has started; a refusal before then is the read's error (no out),
-// one after it the page's. With staleStores the other agents' answers are read to their
-// end, where their lags are.
+// every agent's answer has started and given its first item; a refusal before then is the
+// read's error (no out), one after it the page's. With staleStores the other agents'
+// answers are read to their end, where their lags are.
 func (sv *server) fanOutRange(w http.ResponseWriter, s *queryStore, plan readPlan, peers *peerReads, pace *pacer, rp rangeParams, local rangeSource) (out *itemStream, next string, err error) {
 	resps, e := peers.wait(pace)
 	if e != nil {
@@ -437,15 +437,19 @@ func (sv *server) fanOutRange(w http.ResponseWriter, s *queryStore, plan readPla
 	srcs := []rangeSource{local}
 	var remote []*peerSource
 	for i, resp := range resps {
-		ps, e := newPeerSource(resp, s.name, plan.peers[i])
+		ps, e := newPeerSource(resp, s.name, plan.peers[i], rp, sv.peerItemBytes())
 		if e != nil {
 			return nil, "", e
 		}
 		srcs = append(srcs, ps)
 		remote = append(remote, ps)
 	}
+	m, err := startMerge(srcs)
+	if err != nil {
+		return nil, "", err
+	}
 	out = startItems(w)
-	next, err = mergeSources(s, out, srcs, rp)
+	next, err = m.write(s, out, rp)
 	for _, ps := range remote {
 		if err == nil && s.replicas.stale {
 			err = ps.drain()
