@@ -51,9 +51,12 @@ func childMain(args childproc.Args, stdin io.Reader, emit func(childproc.Event))
 	running := make(chan struct{})
 	done := make(chan error, 1)
 	p := childproc.Processor{Running: running, Done: done, Stop: cancel}
-	if sc.pipe {
+	switch {
+	case sc.pipe:
 		go func() { done <- runPipe(ctx, cfg, running) }()
-	} else {
+	case sc.txnPipe != "":
+		go func() { done <- runTxnPipe(ctx, cfg, sc.txnPipe, running) }()
+	default:
 		m := metrics.New()
 		a, err := agent.New(cfg, agent.Options{Logger: logger, Stdout: io.Discard, Metrics: m})
 		if err != nil {

@@ -27,7 +27,7 @@ func TestHarnessMeasuresEveryRunnableScenario(t *testing.T) {
 	// goka's scenarios run too, so that bench/goka keeps building and running; the 1 M keys
 	// scenarios differ from the word counts in their input only.
 	err := run([]string{"-records", "3000", "-runs", "1", "-scenarios",
-		"ceiling,stateless,goka-stateless,lua-heavy,lua-heavy-2t,stateless-avro,wordcount,wordcount-2t,wordcount-alos,goka-wordcount",
+		"ceiling,eos-pipe-sarama,eos-pipe-kafkaio,stateless,goka-stateless,lua-heavy,lua-heavy-2t,stateless-avro,wordcount,wordcount-2t,wordcount-alos,goka-wordcount",
 		"-latency-time", "300ms", "-idle-settle", "10ms", "-out", out}, &stdout)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,9 @@ func TestHarnessMeasuresEveryRunnableScenario(t *testing.T) {
 	}
 	for _, want := range []string{
 		"- load average (1, 5, 15 min; other work on the machine counts too): ",
-		"| ceiling: raw sarama consume → produce | ", "| stateless: Lua filter + mapValues", "| stateless with Avro values in and out", "| word count: ",
+		"| ceiling: raw sarama consume → produce | ",
+		"| exactly-once pipe on sarama's transactional AsyncProducer | ", "| exactly-once pipe on the agent's producer (agent/kafkaio) | ",
+		"| stateless: Lua filter + mapValues", "| stateless with Avro values in and out", "| word count: ",
 		"| word count at-least-once ", "| goka stateless: ", "| goka word count: ",
 		"| Lua-heavy stateless: ", "| Lua-heavy stateless, 2 threads ", "| word count, exactly-once v2, 2 threads ",
 		"| Lua-heavy stateless at 2 threads ≥ 1.7× its 1-thread rate | ",

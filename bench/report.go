@@ -123,6 +123,8 @@ func (rep *report) table() string {
 
 var scenarioLabels = map[string]string{
 	"ceiling":                "ceiling: raw sarama consume → produce",
+	"eos-pipe-sarama":        "exactly-once pipe on sarama's transactional AsyncProducer",
+	"eos-pipe-kafkaio":       "exactly-once pipe on the agent's producer (agent/kafkaio)",
 	"stateless":              "stateless: Lua filter + mapValues, at-least-once",
 	"stateless-avro":         "stateless with Avro values in and out (Schema Registry wire format)",
 	"lua-heavy":              "Lua-heavy stateless: JSON in, a dozen string functions, JSON out, at-least-once",
@@ -363,6 +365,8 @@ func (rep *report) markdown() string {
 		for _, t := range v.threadTargets() {
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", t.what, t.measured, t.met)
 		}
+		b.WriteString("\n### Transactional producer: sarama's AsyncProducer against the agent's (issue 28)\n\n")
+		b.WriteString(v.txnProducerTable())
 		b.WriteString(v.loopTable())
 		b.WriteString("\n")
 	}
@@ -400,6 +404,16 @@ func (rep *report) markdown() string {
 - The ceiling is a sarama consumer group copying each record to the same output partition,
   with the sarama configs the stateless agent builds from its config (at-least-once, same
   batching and acks). The two cores are shared by the broker, the harness and the child.
+- The exactly-once pipes are the ceiling made exactly-once, as the agent's commit barrier is
+  under exactly_once_v2: a consumer group member reads the input read_committed and copies
+  each record to the same output partition in a transaction that also commits the consumed
+  offsets (TxnOffsetCommit with the member's generation), every commit.interval.ms = %d.
+  One runs on sarama's transactional AsyncProducer (BeginTxn, Input,
+  AddOffsetsToTxnWithGroupMetadata, CommitTxn), the other on the agent's (agent/kafkaio:
+  BeginTxn, Send, CommitTxnInGroup); both with the producer config the agent builds
+  (idempotent, acks all, one request in flight per broker, linger 0, its transactional id),
+  and both get every acknowledgement back (sarama's Successes channel, drained), as the agent
+  counts the records it produced.
 - goka (bench/goka, its own Go module, built by the harness into a temporary directory) runs
   as a child process like the agents, on the same input: its word count counts each key in
   its group table (every line holds one word, its key) and emits every count, its stateless
@@ -412,7 +426,7 @@ func (rep *report) markdown() string {
   the same word, number, time and line.
 - The 1 M keys word counts draw their keys from a 1,000,000-word vocabulary: 1 M records
   hold about 632,000 distinct keys, most of them absent from the store when they first come.
-`, thousands(int64(o.records)), lineBytes, o.latencyFor)
+`, thousands(int64(o.records)), lineBytes, o.latencyFor, commitIntervalMs)
 	b.WriteString(rep.howBrokers())
 	return b.String()
 }

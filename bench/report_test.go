@@ -197,6 +197,42 @@ func TestThreadTargets(t *testing.T) {
 	}
 }
 
+// The producer comparison takes each round's ratio: round 1 ran both pipes on a slow machine,
+// round 2 on a fast one, and the medians of the rates alone would mix the two phases.
+func TestTxnProducerTableComparesRoundByRound(t *testing.T) {
+	rep := testReport(t)
+	byName := func(n string) scenario {
+		sc, err := scenarioNamed(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	run := func(seconds, cpu float64) runResult {
+		return runResult{elapsed: time.Duration(seconds * float64(time.Second)), stats: childproc.Stats{CPUSeconds: cpu}}
+	}
+	rep.opts.runs = 2
+	rep.results = []scenarioResult{
+		{sc: byName("eos-pipe-sarama"), runs: []runResult{run(20, 6), run(5, 4.5)}},
+		{sc: byName("eos-pipe-kafkaio"), runs: []runResult{run(10, 3), run(4, 3)}},
+	}
+	table := rep.txnProducerTable()
+	for _, want := range []string{
+		"| exactly-once pipe on the agent's producer (agent/kafkaio) | 175,000 (100,000 – 250,000) | 3.00 | 1.00× | 1.00× |",
+		// records/s ratios 0.5 and 0.8, CPU ratios 2.0 and 1.5.
+		"| exactly-once pipe on sarama's transactional AsyncProducer | 125,000 (50,000 – 200,000) | 5.25 (4.50 – 6.00) | 0.65× (0.50× – 0.80×) | 1.75× (1.50× – 2.00×) |",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	rep.results = rep.results[:1]
+	if table := rep.txnProducerTable(); !strings.Contains(table, "| exactly-once pipe on the agent's producer (agent/kafkaio) | not measured (scenario not run or failed) | | | |") ||
+		!strings.Contains(table, "| n/a (the agent's producer not measured) | n/a |") {
+		t.Errorf("without the agent's producer:\n%s", table)
+	}
+}
+
 // RESULTS.md is written whole from one run: it names the machine, the commit, the date and the
 // load the run shared the machine with, and sends analyses to NOTES.md.
 func TestMarkdownNamesItsOneRun(t *testing.T) {

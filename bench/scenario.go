@@ -28,6 +28,10 @@ type scenario struct {
 	// pipe runs the raw sarama pipe instead of an agent, with the script's agent config for
 	// its client settings, so that both batch and acknowledge alike.
 	pipe bool
+	// txnPipe runs the exactly-once pipe (txnpipe.go) on that transactional producer,
+	// txnProducerSarama or txnProducerKafkaio, instead of an agent, with the script's
+	// agent config for its client settings and commit.interval.ms.
+	txnPipe string
 	// streams is the [streams] part of the agent config beyond the brokers and state dir.
 	streams string
 	// expect counts the output records the input yields.
@@ -62,6 +66,12 @@ const atLeastOnce = `processing.guarantee = "at_least_once"`
 // twoThreads runs a scenario's agent with two workers (issue 30).
 const twoThreads = "\nnum.stream.threads = 2"
 
+// eosPipeStreams is the exactly-once pipes' [streams] config: the agent's exactly-once
+// clients (read_committed, an idempotent transactional producer) committing as often as the
+// exactly-once word count.
+var eosPipeStreams = fmt.Sprintf(`processing.guarantee = "exactly_once_v2"
+commit.interval.ms = %d`, commitIntervalMs)
+
 // wordcountStreams is the word counts' [streams] config under a guarantee: every count
 // update is emitted downstream (statestore.cache.max.bytes = 0, as issue 8 measures), and
 // at-least-once commits as often as exactly-once, so the two differ in the guarantee only.
@@ -78,6 +88,22 @@ var scenarios = []scenario{
 		script:  "stateless.lua",
 		pipe:    true,
 		streams: atLeastOnce,
+		expect:  everyRecord,
+		latency: true,
+	},
+	{
+		name:    "eos-pipe-sarama",
+		script:  "stateless.lua",
+		txnPipe: txnProducerSarama,
+		streams: eosPipeStreams,
+		expect:  everyRecord,
+		latency: true,
+	},
+	{
+		name:    "eos-pipe-kafkaio",
+		script:  "stateless.lua",
+		txnPipe: txnProducerKafkaio,
+		streams: eosPipeStreams,
 		expect:  everyRecord,
 		latency: true,
 	},
