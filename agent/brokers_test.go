@@ -117,13 +117,17 @@ func TestSilentBrokerIsReported(t *testing.T) {
 
 // Once a bootstrap server answers, the gauge says so and the agent goes on.
 func TestReachableBrokerIsReported(t *testing.T) {
-	brokers := testBroker(t, 1, "in", "out")
-	cfg := testConfig(t, brokers, countScript, "")
+	reachableBrokerIsReported(t, onKfake(t, 1, "in", "out"))
+}
+
+func reachableBrokerIsReported(t *testing.T, b *brokerUnderTest) {
 	m := metrics.New()
-	ra := startAgentWith(t, cfg, m)
+	ra := startAgentWith(t, b.config(t, countScript, ""), m)
 	defer ra.stop(t)
-	if got := testutil.ToFloat64(m.BrokerReachable.WithLabelValues(brokers[0])); got != 1 {
-		t.Fatalf("broker_reachable{broker=%q} = %v, want 1", brokers[0], got)
+	for _, broker := range b.brokers {
+		if got := testutil.ToFloat64(m.BrokerReachable.WithLabelValues(broker)); got != 1 {
+			t.Fatalf("broker_reachable{broker=%q} = %v, want 1", broker, got)
+		}
 	}
 	if _, reason := ra.a.state.CurrentWithReason(); reason != "" {
 		t.Fatalf("reason %q while RUNNING", reason)

@@ -25,3 +25,7 @@ func TestKafkaTakeoverWhenTheActiveDies(t *testing.T) {
 func TestKafkaStoppingActiveHandsOverAtOnce(t *testing.T) {
 	transactionalTwin(t, stoppingActiveHandsOverAtOnce, 2, "in", "out")
 }
+
+func TestKafkaTakeoverReadsTheGlobalTablesFirst(t *testing.T) {
+	twin(t, kafkatest.Options{}, takeoverReadsTheGlobalTablesFirst, 1, "orders", "products", "out")
+}

@@ -517,9 +517,13 @@ func TestStandbyMetadataWithoutActiveHost(t *testing.T) {
 // A standby runs no punctuation, so its global tables do not follow their topics: taking
 // over, it reads them to the end before it joins the first record, as at start-up.
 func TestTakeoverReadsTheGlobalTablesFirst(t *testing.T) {
-	brokers := testBroker(t, 1, "orders", "products", "out")
-	sendKV(t, brokers, "products", 0, "p1", "A")
-	cfgs := replicaConfigs(t, brokers, globalJoinScript, 2, "heartbeat.interval.ms = 500")
+	takeoverReadsTheGlobalTablesFirst(t, onKfake(t, 1, "orders", "products", "out"))
+}
+
+func takeoverReadsTheGlobalTablesFirst(t *testing.T, b *brokerUnderTest) {
+	brokers, products := b.brokers, b.topic(t, "products")
+	sendKV(t, brokers, products, 0, "p1", "A")
+	cfgs := b.replicaConfigs(t, globalJoinScript, 2, "heartbeat.interval.ms = 500")
 	for _, c := range cfgs {
 		c.LeaveGroupOnClose = true
 	}
@@ -527,15 +531,15 @@ func TestTakeoverReadsTheGlobalTablesFirst(t *testing.T) {
 	active := startAgentUntil(t, cfgs[0], m, StateRunning)
 	standby := startAgentUntil(t, cfgs[1], metrics.New(), StateStandby)
 	defer standby.stop(t)
-	sendKV(t, brokers, "products", 0, "p1", "C")
+	sendKV(t, brokers, products, 0, "p1", "C")
 	pollFor(t, 30*time.Second, "the active's global table updated", func() bool {
 		return testutil.ToFloat64(m.RecordsProcessed.WithLabelValues(globalProc)) == 2
 	})
 	if err := active.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	sendKV(t, brokers, "orders", 0, "o1", "p1")
-	got := readAll(t, brokers, "out", 1)
+	sendKV(t, brokers, b.topic(t, "orders"), 0, "o1", "p1")
+	got := readAll(t, brokers, b.topic(t, "out"), 1)
 	if v := string(got[0].Value); v != "o1:p1=C" {
 		t.Fatalf("the new active joined o1 with %q, want o1:p1=C (the global table as its topic ends)", v)
 	}

@@ -69,16 +69,16 @@ func garbleEach(dir, pattern string) error {
 	return eachFile(files, func(f string) error { return faultdisk.Garble(f, 10, 20) })
 }
 
-// corruptFixture runs the count topology over one round of records (each key once) and
-// stops it: the database in dbDir holds every count, split into tables when asked.
-func corruptFixture(t *testing.T, d stateDamage, guarantee string) (brokers []string, cfg *config.Config, dbDir string, tables []string) {
+// corruptFixture runs the count topology on b (topics "in" and "out", 2 partitions each)
+// over one round of records (each key once) and stops it: the database in dbDir holds
+// every count, split into tables when asked.
+func corruptFixture(t *testing.T, b *brokerUnderTest, d stateDamage, guarantee string) (cfg *config.Config, dbDir string, tables []string) {
 	t.Helper()
-	brokers = testBroker(t, 2, "in", "out")
-	cfg = testConfig(t, brokers, countScript, fmt.Sprintf("processing.guarantee = %q\n", guarantee))
+	cfg = b.config(t, countScript, fmt.Sprintf("processing.guarantee = %q\n", guarantee))
 	dbDir = filepath.Join(cfg.StateDir, cfg.ApplicationID, "db")
 	ra := startAgentWith(t, cfg, metrics.New())
-	produceRound(t, brokers, 1)
-	readCounts(t, brokers, 1, readCommittedConfig())
+	produceRound(t, b, 1)
+	readCounts(t, b, 1, readCommittedConfig())
 	if err := ra.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -91,31 +91,31 @@ func corruptFixture(t *testing.T, d stateDamage, guarantee string) (brokers []st
 			t.Fatalf("the counts fill %d tables, want several", len(tables))
 		}
 	}
-	return brokers, cfg, dbDir, tables
+	return cfg, dbDir, tables
 }
 
 // produceRound produces round n: each key once more.
-func produceRound(t *testing.T, brokers []string, n int) {
+func produceRound(t *testing.T, b *brokerUnderTest, n int) {
 	t.Helper()
-	produceKeys(t, brokers, 2, corruptKeys, corruptKeys, (n-1)*corruptKeys, "v")
+	b.produceKeys(t, corruptKeys, corruptKeys, (n-1)*corruptKeys, "v")
 }
 
 // countRound produces round n and checks that the read_committed output holds every count
 // 1..n of every key exactly once.
-func countRound(t *testing.T, brokers []string, n int) {
+func countRound(t *testing.T, b *brokerUnderTest, n int) {
 	t.Helper()
-	produceRound(t, brokers, n)
+	produceRound(t, b, n)
 	want := map[string]int64{}
 	for i := range corruptKeys {
 		want[fmt.Sprintf("k%d", i)] = int64(n)
 	}
-	checkExactCounts(t, brokers, want)
+	b.checkExactCounts(t, want)
 }
 
 // readCounts reads the output until every key's count n came out.
-func readCounts(t *testing.T, brokers []string, n int64, cfg *sarama.Config) {
+func readCounts(t *testing.T, b *brokerUnderTest, n int64, cfg *sarama.Config) {
 	t.Helper()
-	ch := consumeAll(t, brokers, "out", cfg)
+	ch := consumeAll(t, b.brokers, b.topic(t, "out"), cfg)
 	done := map[string]bool{}
 	deadline := time.After(60 * time.Second)
 	for len(done) < corruptKeys {
@@ -160,6 +160,10 @@ func checkRebuilds(t *testing.T, m *metrics.Metrics, ra *runningAgent, start, ru
 // MANIFEST, the journal) or when processing first reads a damaged table (a data block).
 // The agent neither stops nor panics, and every count comes out exactly once.
 func TestCorruptStateFoundAtStartIsRebuilt(t *testing.T) {
+	corruptStateFoundAtStartIsRebuilt(t, onKfake)
+}
+
+func corruptStateFoundAtStartIsRebuilt(t *testing.T, on brokerFor) {
 	everyFooter := stateDamage{"every table footer", true, func(_ string, tables []string) error {
 		return eachFile(tables, faultdisk.GarbleFooter)
 	}}
@@ -174,13 +178,14 @@ func TestCorruptStateFoundAtStartIsRebuilt(t *testing.T) {
 		{damageJournal, 1, 0},
 	} {
 		t.Run(c.d.name, func(t *testing.T) {
-			brokers, cfg, dbDir, tables := corruptFixture(t, c.d, "exactly_once_v2")
+			b := on(t, 2, "in", "out")
+			cfg, dbDir, tables := corruptFixture(t, b, c.d, "exactly_once_v2")
 			if err := c.d.damage(dbDir, tables); err != nil {
 				t.Fatal(err)
 			}
 			m := metrics.New()
 			ra := startAgentOnDisk(t, cfg, faultdisk.New(dbDir), m)
-			countRound(t, brokers, 2)
+			countRound(t, b, 2)
 			checkRebuilds(t, m, ra, c.start, c.running)
 			if err := ra.stop(t); err != nil {
 				t.Fatal(err)
@@ -196,15 +201,20 @@ func TestCorruptStateFoundAtStartIsRebuilt(t *testing.T) {
 // MANIFEST and the journal only when it opens the database: damage to them changes
 // nothing while the agent runs, and the next start rebuilds.
 func TestCorruptStateFoundWhileRunningIsRebuilt(t *testing.T) {
+	corruptStateFoundWhileRunningIsRebuilt(t, onKfake)
+}
+
+func corruptStateFoundWhileRunningIsRebuilt(t *testing.T, on brokerFor) {
 	for _, d := range []stateDamage{damageBlocks, damageFooters} {
 		t.Run(d.name, func(t *testing.T) {
-			brokers, cfg, dbDir, tables := corruptFixture(t, d, "exactly_once_v2")
+			b := on(t, 2, "in", "out")
+			cfg, dbDir, tables := corruptFixture(t, b, d, "exactly_once_v2")
 			m := metrics.New()
 			ra := startAgentOnDisk(t, cfg, faultdisk.New(dbDir), m)
 			if err := d.damage(dbDir, tables); err != nil {
 				t.Fatal(err)
 			}
-			countRound(t, brokers, 2)
+			countRound(t, b, 2)
 			checkRebuilds(t, m, ra, 0, 1)
 			if err := ra.stop(t); err != nil {
 				t.Fatal(err)
@@ -214,21 +224,22 @@ func TestCorruptStateFoundWhileRunningIsRebuilt(t *testing.T) {
 	}
 	for _, d := range []stateDamage{damageManifest, damageJournal} {
 		t.Run(d.name, func(t *testing.T) {
-			brokers, cfg, dbDir, _ := corruptFixture(t, d, "exactly_once_v2")
+			b := on(t, 2, "in", "out")
+			cfg, dbDir, _ := corruptFixture(t, b, d, "exactly_once_v2")
 			m := metrics.New()
 			ra := startAgentOnDisk(t, cfg, faultdisk.New(dbDir), m)
-			countRound(t, brokers, 2) // the journal holds round 2
+			countRound(t, b, 2) // the journal holds round 2
 			if err := d.damage(dbDir, nil); err != nil {
 				t.Fatal(err)
 			}
-			countRound(t, brokers, 3)
+			countRound(t, b, 3)
 			checkRebuilds(t, m, ra, 0, 0)
 			if err := ra.stop(t); err != nil {
 				t.Fatal(err)
 			}
 			m = metrics.New()
 			ra = startAgentOnDisk(t, cfg, faultdisk.New(dbDir), m)
-			countRound(t, brokers, 4)
+			countRound(t, b, 4)
 			checkRebuilds(t, m, ra, 1, 0)
 			if err := ra.stop(t); err != nil {
 				t.Fatal(err)
@@ -242,14 +253,18 @@ func TestCorruptStateFoundWhileRunningIsRebuilt(t *testing.T) {
 // its outputs may come out twice, but its changelog records were never sent (they go at
 // the commit barrier), so the rebuilt store counts every record once.
 func TestCorruptStateFoundWhileRunningAtLeastOnce(t *testing.T) {
-	brokers, cfg, dbDir, tables := corruptFixture(t, damageBlocks, "at_least_once")
+	corruptStateFoundWhileRunningAtLeastOnce(t, onKfake(t, 2, "in", "out"))
+}
+
+func corruptStateFoundWhileRunningAtLeastOnce(t *testing.T, b *brokerUnderTest) {
+	cfg, dbDir, tables := corruptFixture(t, b, damageBlocks, "at_least_once")
 	m := metrics.New()
 	ra := startAgentOnDisk(t, cfg, faultdisk.New(dbDir), m)
 	if err := damageBlocks.damage(dbDir, tables); err != nil {
 		t.Fatal(err)
 	}
-	produceRound(t, brokers, 2)
-	readCounts(t, brokers, 2, saramaTestConfig())
+	produceRound(t, b, 2)
+	readCounts(t, b, 2, saramaTestConfig())
 	checkRebuilds(t, m, ra, 0, 1)
 	if err := ra.stop(t); err != nil {
 		t.Fatal(err)
@@ -261,7 +276,11 @@ func TestCorruptStateFoundWhileRunningAtLeastOnce(t *testing.T) {
 // query fails, and the agent rebuilds at its next commit barrier even though it is idle.
 // Queries answer again from the rebuilt stores, and processing goes on exactly once.
 func TestCorruptStateFoundByAQueryIsRebuilt(t *testing.T) {
-	brokers, cfg, dbDir, tables := corruptFixture(t, damageBlocks, "exactly_once_v2")
+	corruptStateFoundByAQueryIsRebuilt(t, onKfake(t, 2, "in", "out"))
+}
+
+func corruptStateFoundByAQueryIsRebuilt(t *testing.T, b *brokerUnderTest) {
+	cfg, dbDir, tables := corruptFixture(t, b, damageBlocks, "exactly_once_v2")
 	m := metrics.New()
 	ra := startAgentOnDisk(t, cfg, faultdisk.New(dbDir), m)
 	addr, err := ra.a.HTTPAddr(context.Background())
@@ -280,7 +299,7 @@ func TestCorruptStateFoundByAQueryIsRebuilt(t *testing.T) {
 		return st == http.StatusOK && obj["error"] == nil && len(items) == corruptKeys
 	})
 	checkRebuilds(t, m, ra, 0, 1)
-	countRound(t, brokers, 2)
+	countRound(t, b, 2)
 	if err := ra.stop(t); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -203,15 +204,20 @@ return b
 // counting task 1_2 from worker 1 to worker 0, where its counts go on from the state it
 // committed on worker 1, each exactly once.
 func TestRebalanceMovesATaskBetweenWorkers(t *testing.T) {
-	b := onKfake(t, 3, "in", "out", "copies")
-	b.create(t, "more-a", 1, nil)
-	cfg := b.config(t, `
+	rebalanceMovesATaskBetweenWorkers(t, onKfake(t, 3, "in", "out", "copies"))
+}
+
+func rebalanceMovesATaskBetweenWorkers(t *testing.T, b *brokerUnderTest) {
+	more := b.name(t, "more")
+	moreA, moreB := more+"-a", more+"-b"
+	b.create(t, moreA, 1, nil)
+	cfg := b.config(t, fmt.Sprintf(`
 local s = require("stoat")
 local b = s.builder()
-b:stream({pattern = "more-.*"}):to("copies")
+b:stream({pattern = %q}):to("copies")
 b:stream("in"):groupByKey():count({materialized = "counts"}):toStream():to("out", {valueSerde = "long"})
 return b
-`, `processing.guarantee = "exactly_once_v2"
+`, regexp.QuoteMeta(more)+"-.*"), `processing.guarantee = "exactly_once_v2"
 num.stream.threads = 2
 metadata.max.age.ms = 100
 statestore.cache.max.bytes = 0`)
@@ -239,7 +245,7 @@ statestore.cache.max.bytes = 0`)
 	}
 	const keys = 9
 	b.produceKeys(t, 300, keys, 0, "v")
-	checkExactCounts(t, b.brokers, wantCounts(300, keys))
+	b.checkExactCounts(t, wantCounts(300, keys))
 	if got, want := threads(), map[string]int{"0_0": 0, "1_0": 1, "1_1": 0, "1_2": 1}; !maps.Equal(got, want) {
 		t.Fatalf("tasks on workers %v, want %v", got, want)
 	}
@@ -247,9 +253,9 @@ statestore.cache.max.bytes = 0`)
 		t.Fatal("task 1_2 counted nothing before it moves")
 	}
 
-	b.create(t, "more-b", 2, nil)
-	sendKV(t, b.brokers, "more-b", 1, "k", "b1")
-	readUntil(t, b.brokers, "copies", hasValue("b1"))
+	b.create(t, moreB, 2, nil)
+	sendKV(t, b.brokers, moreB, 1, "k", "b1")
+	readUntil(t, b.brokers, b.topic(t, "copies"), hasValue("b1"))
 	pollFor(t, 30*time.Second, "worker 1 closing the task that moves", func() bool {
 		return testutil.ToFloat64(m.ThreadTasksClosed.WithLabelValues("1")) == 1
 	})
@@ -265,5 +271,5 @@ statestore.cache.max.bytes = 0`)
 		t.Errorf("worker 0 closed %v tasks, want 0", got)
 	}
 	b.produceKeys(t, 300, keys, 300, "v")
-	checkExactCounts(t, b.brokers, wantCounts(600, keys))
+	b.checkExactCounts(t, wantCounts(600, keys))
 }
