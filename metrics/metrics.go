@@ -227,7 +227,7 @@ func New() *Metrics {
 			"topology they had replaced; the failed epoch was dropped and its records processed again.")
 
 	m.ThreadTasks = m.gaugeVec("thread", "tasks",
-		"Tasks a worker (num.stream.threads; thread 0, 1, ...) runs now.", "thread")
+		"Tasks a worker (num.stream.threads; thread 0, 1, ...) runs now: 0 on a standby of a classic group, also after the agent falls back from active to standby.", "thread")
 	m.ThreadTasksCreated = m.counterVec("thread", "tasks_created_total",
 		"Tasks a worker created at a commit barrier because an assignment gave them to it: its "+
 			"first tasks and those it took over from another worker (Kafka Streams' thread-level "+
