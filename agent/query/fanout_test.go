@@ -384,3 +384,40 @@ func TestFanOutReadsAPartitionNoAgentRunsFromAStandby(t *testing.T) {
 		t.Errorf("count with partition 3's agent down: %d %s", st, body)
 	}
 }
+
+// With staleStores, a read by key whose partition no agent runs now (its agent died and
+// the group has not moved its task yet) is redirected to an agent keeping a standby copy
+// of it, which answers it with the copy's lag; without staleStores, or with no copy
+// elsewhere, it still fails with 503 not_available.
+func TestSpreadStaleKeyReadsOfAPartitionNoAgentRunsGoToAStandby(t *testing.T) {
+	a, b, _, fa, fb := fanPair(t, testOptions, nil)
+	hostA, hostB := strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")
+	fb.agent.local.Store(&map[int32]bool{1: true})
+	fb.agent.copies.Store(&map[int32]LagInfo{3: {CurrentOffsetPosition: 3, EndOffsetPosition: 10, OffsetLag: 7}})
+	hosts := map[string]map[string][]int32{hostA: {"counts": {0, 2}}, hostB: {"counts": {1}}}
+	standbys := map[string]map[string][]int32{hostB: {"counts": {3}}}
+	fa.agent.placement.Store(NewPlacementWithStandbys(hostA, hosts, standbys))
+	fb.agent.placement.Store(NewPlacementWithStandbys(hostB, hosts, standbys))
+	key := fanKeys()[3][0]
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(a.URL + "/v1/stores/counts/keys/" + key + "?staleStores=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if want := b.URL + "/v1/stores/counts/keys/" + key + "?staleStores=true"; resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != want {
+		t.Fatalf("stale read of %s at a: %d Location %q, want 307 to %s", key, resp.StatusCode, resp.Header.Get("Location"), want)
+	}
+	st, body := getBody(t, a.URL+"/v1/stores/counts/keys/"+key+"?staleStores=true")
+	if want := `"lags":{"3":{"currentOffsetPosition":3,"endOffsetPosition":10,"offsetLag":7}}`; st != http.StatusOK ||
+		!strings.Contains(body, `"value":"`+key+` in 3"`) || !strings.Contains(body, want) {
+		t.Errorf("stale read of %s followed: %d %s, want its value from b's copy and %s", key, st, body, want)
+	}
+	if st, body := getBody(t, a.URL+"/v1/stores/counts/keys/"+key); st != http.StatusServiceUnavailable || !strings.Contains(body, `"code":"not_available"`) {
+		t.Errorf("read of %s without staleStores: %d %s, want 503 not_available", key, st, body)
+	}
+	fa.agent.placement.Store(NewPlacement(hostA, hosts))
+	if st, body := getBody(t, a.URL+"/v1/stores/counts/keys/"+key+"?staleStores=true"); st != http.StatusServiceUnavailable || !strings.Contains(body, `"code":"not_available"`) {
+		t.Errorf("stale read of %s with no copy anywhere: %d %s, want 503 not_available", key, st, body)
+	}
+}

@@ -101,13 +101,29 @@ func (pd placed) redirect(w http.ResponseWriter, r *http.Request, store string, 
 	case pd.pl.Self:
 		return movingHere(store, p)
 	}
+	return redirectTo(w, r, owner, fmt.Sprintf(
+		"partition %d of store %s is served by the agent at %s (group.protocol = streams): follow the redirect", p, store, owner))
+}
+
+// redirectTo answers 307 to the same request at the agent at host.
+func redirectTo(w http.ResponseWriter, r *http.Request, host, why string) *apiError {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	w.Header().Set("Location", scheme+"://"+owner+r.URL.RequestURI())
-	return &apiError{http.StatusTemporaryRedirect, "redirect", fmt.Sprintf(
-		"partition %d of store %s is served by the agent at %s (group.protocol = streams): follow the redirect", p, store, owner)}
+	w.Header().Set("Location", scheme+"://"+host+r.URL.RequestURI())
+	return &apiError{http.StatusTemporaryRedirect, "redirect", why}
+}
+
+// standbyElsewhere is the first agent other than this one keeping a standby copy of
+// partition p of store, "" for none.
+func (pd placed) standbyElsewhere(store string, p int32) string {
+	for _, h := range pd.pl.StandbyHosts(store, p) {
+		if h != pd.pl.Self {
+			return h
+		}
+	}
+	return ""
 }
 
 // route redirects a query of partitions all run elsewhere to the agent running the first
@@ -309,6 +325,13 @@ func (s *queryStore) keyOrder(w http.ResponseWriter, r *http.Request, key []byte
 		return order, nil
 	}
 	if !s.replicas.readable(order[0]) {
+		if s.replicas.stale && pd.pl != nil && pd.pl.Owner(s.name, order[0]) == "" {
+			if copyHost := pd.standbyElsewhere(s.name, order[0]); copyHost != "" {
+				return nil, redirectTo(w, r, copyHost, fmt.Sprintf(
+					"no agent runs partition %d of store %s now (its task is moving); the agent at %s keeps a standby copy of it "+
+						"and answers stale reads: follow the redirect", order[0], s.name, copyHost))
+			}
+		}
 		return nil, pd.redirect(w, r, s.name, order[0])
 	}
 	return slices.DeleteFunc(order, func(p int32) bool { return !s.replicas.readable(p) }), nil
