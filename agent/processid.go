@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 
+	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
 )
 
@@ -26,12 +27,19 @@ type processMetadata struct {
 	ProcessID *string `json:"processId"`
 }
 
+// maxProcessFileBytes bounds what is read of the process file: Kafka Streams writes one
+// UUID in a small JSON object, so a larger file is not one it wrote, and a huge one (a 10 GB
+// sparse file) is never read whole.
+const maxProcessFileBytes = 64 << 10
+
 // keepProcessID reads the process id kept in the application's state directory dir (which the
 // agent holds locked), or makes one and keeps it there when there is none: as Kafka
-// Streams, a file it cannot read is replaced, with a warning.
+// Streams, a file it cannot read (as JSON, or at all when over maxProcessFileBytes) is
+// replaced, with a warning. A path that is not a regular file (a FIFO, whose opening would
+// wait for a writer, a directory, a device) is an error naming it, never opened for reading.
 func (a *Agent) keepProcessID(dir string) (string, error) {
 	path := filepath.Join(dir, processFile)
-	b, err := os.ReadFile(path)
+	b, err := config.ReadFile(path, maxProcessFileBytes)
 	switch {
 	case err == nil:
 		var md processMetadata
@@ -44,22 +52,45 @@ func (a *Agent) keepProcessID(dir string) (string, error) {
 			return *md.ProcessID, nil
 		}
 		a.log.Warn("the process id file cannot be read; making a new process id", "file", path, "err", err)
+	case errors.Is(err, config.ErrTooLarge):
+		a.log.Warn("the process id file is too large to be one; making a new process id", "file", path, "err", err)
 	case !errors.Is(err, os.ErrNotExist):
-		return "", fmt.Errorf("process id: %w", err)
+		return "", fmt.Errorf("process id file %s: %w", path, err)
 	}
 	id := kafkaio.RandomUUID()
 	b, err = json.Marshal(processMetadata{ProcessID: &id})
 	if err != nil {
 		return "", err
 	}
-	// Written whole before it replaces the old one: a crash never leaves half a file.
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o640); err != nil {
-		return "", fmt.Errorf("process id: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := replaceFile(path, b); err != nil {
 		return "", fmt.Errorf("process id: %w", err)
 	}
 	a.log.Info("no process id in the state directory; made a new one", "process id", id, "file", path)
 	return id, nil
+}
+
+// replaceFile writes b to path whole before it replaces what is there, so a crash never
+// leaves half a file, through path.tmp, which it never leaves behind on an error. The
+// temporary file is created anew (O_EXCL, after removing a crash's leftover): opening
+// whatever else stood at its name for writing, a FIFO, would wait for a reader.
+func replaceFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }

@@ -26,6 +26,8 @@ func FuzzQueryRequest(f *testing.F) {
 		{"sess/count?isolation=bogus", []byte(`{"store":"sess","query":{"type":"WindowRangeQuery","key":"a"},"requireActive":true}`)},
 		{"lua/keys?prefix=%ff&after=x", []byte(`{"store":"lua","query":{"type":"KeyQuery","key":"x"}}`)},
 		{"hdr/keys?limit=-1&unknown=1", []byte(`{"store":"hdr","query":{"type":"Nope"},"extra":1}`)},
+		{"hdr/keys/", []byte(`{"store":"hdr","query":{"type":"KeyQuery","key":""}}`)},
+		{"wins/windows/%2F?from=0&from=1", []byte(`{"store":"wins","query":{"type":"WindowKeyQuery","key":"/"}}`)},
 		{"", []byte(`{"store":"wins","query":{"type":"WindowRangeQuery","fromTime":-9223372036854775808,"toTime":9223372036854775807}}`)},
 	} {
 		f.Add(s.target, s.body)

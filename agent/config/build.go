@@ -79,7 +79,7 @@ func (b *builder) apply(e entry) {
 		b.fail(KindUnsupported, canon, "not supported yet: %s", k.Reason)
 		return
 	}
-	v, err := convert(k, e.raw)
+	v, err := convert(k, e.raw, e.text)
 	if err != nil {
 		b.fail(kindOf(err), canon, "%v", err)
 		return

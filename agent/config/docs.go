@@ -99,6 +99,8 @@ Rules:
   or one comma-separated string.
 - Relative paths (scripts, ` + "`state.dir`" + `, TLS files) resolve against the config file's directory.
 - Every problem of a file is reported at once, one line each, as ` + "`file:line: key: message`" + `.
+  A bad value is shown as the file writes it (` + "`num.stream.threads = 2.0`" + ` is
+  ` + "`invalid value 2.0: expected an integer`" + `, ` + "`0x100`" + ` stays ` + "`0x100`" + `).
   An unknown key names the closest known key. A Kafka key StoatFlow knows but does not
   implement is an error ` + "`not supported yet`" + `; keys that only matter to a group of several
   Kafka Streams instances are accepted and ignored with one notice each. A key under a name

@@ -45,7 +45,7 @@ func ReadFile(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("larger than %d bytes", max)
+		return nil, &tooLargeError{fmt.Sprintf("larger than %d bytes", max)}
 	}
 	return data, nil
 }
@@ -57,10 +57,20 @@ func regular(st os.FileInfo, max int64) error {
 	case !st.Mode().IsRegular():
 		return fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
 	case st.Size() > max:
-		return fmt.Errorf("%d bytes, larger than %d", st.Size(), max)
+		return &tooLargeError{fmt.Sprintf("%d bytes, larger than %d", st.Size(), max)}
 	}
 	return nil
 }
+
+// ErrTooLarge matches (errors.Is) ReadFile's error for a regular file over its cap, which a
+// caller may treat as a corrupt file rather than as a wrong path.
+var ErrTooLarge = errors.New("file too large")
+
+type tooLargeError struct{ msg string }
+
+func (e *tooLargeError) Error() string { return e.msg }
+
+func (e *tooLargeError) Is(target error) bool { return target == ErrTooLarge }
 
 func fileKind(m os.FileMode) string {
 	switch {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -62,7 +63,10 @@ type entry struct {
 	section Section // "" for a key outside any table
 	name    string  // the key below the section, dotted
 	raw     any
-	line    int
+	// text is a number, boolean or date-time as the file writes it, which errors show: its
+	// decoded value may print otherwise (the float 2.0 as 2, the integer 0x40 as 64).
+	text string
+	line int
 }
 
 func (e entry) full() string {
@@ -114,12 +118,19 @@ func flatten(data []byte) ([]entry, *Problem) {
 			}
 			return nil
 		}
-		line := 0
+		e := entry{name: strings.Join(path, "."), raw: raw}
 		var pe toml.ParseError
 		if err := md.PrimitiveDecode(prim, &lineProbe{}); errors.As(err, &pe) {
-			line = pe.Position.Line
+			e.line = pe.Position.Line
+			// The position spans the value's token: a scalar's whole text, only the first
+			// item of an array, a string's text without its quotes (show quotes it anyway).
+			switch raw.(type) {
+			case int64, float64, bool, time.Time:
+				if start, end := pe.Position.Start, pe.Position.Start+pe.Position.Len; start >= 0 && start < end && end <= len(data) {
+					e.text = string(data[start:end])
+				}
+			}
 		}
-		e := entry{name: strings.Join(path, "."), raw: raw, line: line}
 		if len(path) > 1 && (path[0] == string(SectionAgent) || path[0] == string(SectionStreams)) {
 			e.section, e.name = Section(path[0]), strings.Join(path[1:], ".")
 		}

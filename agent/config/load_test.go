@@ -189,6 +189,33 @@ func TestErrorClasses(t *testing.T) {
 	}
 }
 
+// TestErrorsShowTheValueAsWritten: an invalid number, boolean or date-time is shown as the
+// file writes it, not as its decoded value prints (the float 2.0 as 2, 0x100 as 256).
+func TestErrorsShowTheValueAsWritten(t *testing.T) {
+	for _, c := range []struct{ agent, streams, want string }{
+		{"", "num.stream.threads = 2.0", `agent.toml:7: streams.num.stream.threads: invalid value 2.0: expected an integer`},
+		{"", "num.stream.threads = 2e0", `agent.toml:7: streams.num.stream.threads: invalid value 2e0: expected an integer`},
+		{"", "num.stream.threads = -inf", `agent.toml:7: streams.num.stream.threads: invalid value -inf: expected an integer`},
+		{"", "num.stream.threads = 0x100", `agent.toml:7: streams.num.stream.threads: invalid value 0x100: must be at most 64`},
+		{"", "num.stream.threads = -0", `agent.toml:7: streams.num.stream.threads: invalid value -0: must be at least 1`},
+		{"", "num.stream.threads = 1_000", `agent.toml:7: streams.num.stream.threads: invalid value 1_000: must be at most 64`},
+		{"", `num.stream.threads = "0"`, `agent.toml:7: streams.num.stream.threads: invalid value "0": must be at least 1`},
+		{"", "replication.factor = 0o7777777777777", `agent.toml:7: streams.replication.factor: invalid value 0o7777777777777: out of the range of a 32-bit integer`},
+		{"", "commit.interval.ms = 1.5e3", `agent.toml:7: streams.commit.interval.ms: invalid value 1.5e3: expected milliseconds (integer) or a duration like "10s"`},
+		{"", "commit.interval.ms = 0x7fffffffffffffff", `agent.toml:7: streams.commit.interval.ms: invalid value 0x7fffffffffffffff: too large`},
+		{"", "enable.auto.commit = 0.0", `agent.toml:7: streams.enable.auto.commit: invalid value 0.0: expected true or false`},
+		{"", "processing.guarantee = 1.0", `agent.toml:7: streams.processing.guarantee: invalid value 1.0: allowed values are`},
+		{"http.listen = 1979-05-27T07:32:00Z", "", `agent.toml:3: agent.http.listen: invalid value 1979-05-27T07:32:00Z: expected a string`},
+		{"http.allowed.hosts = 9464.0", "", `agent.toml:3: agent.http.allowed.hosts: invalid value 9464.0: expected a list of strings or a comma-separated string`},
+		{`http.allowed.hosts = ["svc", 2.0, 3e0]`, "", `agent.toml:3: agent.http.allowed.hosts: invalid value ["svc", 2.0, 3.0]: expected a list of strings`},
+	} {
+		_, err := parse(t, c.agent, c.streams)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s%s: error %v, want %q", c.agent, c.streams, err, c.want)
+		}
+	}
+}
+
 func TestTopLevelKey(t *testing.T) {
 	_, err := Parse([]byte("application.id = \"x\"\n"+baseAgent+baseStreams), tempDir(t), "agent.toml")
 	want := `agent.toml:1: application.id: unknown key "application.id": it belongs in the [streams] table`

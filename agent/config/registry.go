@@ -61,7 +61,7 @@ func register(k *Key) {
 		if d.text == "" {
 			continue
 		}
-		v, err := convert(k, d.text)
+		v, err := convert(k, d.text, "")
 		if err != nil {
 			panic(fmt.Sprintf("config: default of %s: %v", full, err))
 		}

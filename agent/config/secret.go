@@ -19,9 +19,12 @@ const notShown = "(not shown: the key is secret)"
 const secretSet = "secret"
 
 // valueText is a value as an error message shows it: as written in TOML, or notShown.
-func valueText(k *Key, raw any) string {
-	if k.Secret {
+func valueText(k *Key, raw any, text string) string {
+	switch {
+	case k.Secret:
 		return notShown
+	case text != "":
+		return text
 	}
 	return show(raw)
 }

@@ -13,21 +13,21 @@ func TestConvertDuration(t *testing.T) {
 		"10s": 10 * time.Second, "5m": 5 * time.Minute, "1h": time.Hour, "1m30s": 90 * time.Second,
 	}
 	for raw, want := range ok {
-		got, err := convert(k, raw)
+		got, err := convert(k, raw, "")
 		if err != nil || got != want {
 			t.Errorf("%v: got %v, %v; want %v", raw, got, err, want)
 		}
 	}
 	for _, raw := range []any{"abc", true, 1.5, int64(-1), "-5s"} {
-		if _, err := convert(k, raw); err == nil {
+		if _, err := convert(k, raw, ""); err == nil {
 			t.Errorf("%v: no error", raw)
 		}
 	}
 	never := &Key{Type: TypeDuration, Min: -1}
-	if got, err := convert(never, int64(-1)); err != nil || got != -time.Millisecond {
+	if got, err := convert(never, int64(-1), ""); err != nil || got != -time.Millisecond {
 		t.Errorf("-1: %v %v", got, err)
 	}
-	if _, err := convert(never, int64(-2)); err == nil || !strings.Contains(err.Error(), "must be -1 or at least 0") {
+	if _, err := convert(never, int64(-2), ""); err == nil || !strings.Contains(err.Error(), "must be -1 or at least 0") {
 		t.Errorf("-2: %v", err)
 	}
 }
@@ -35,42 +35,42 @@ func TestConvertDuration(t *testing.T) {
 func TestConvertList(t *testing.T) {
 	k := &Key{Type: TypeList}
 	for _, raw := range []any{"a:1, b:2", []any{"a:1", "b:2"}, "a:1,,b:2,"} {
-		got, err := convert(k, raw)
+		got, err := convert(k, raw, "")
 		if err != nil || strings.Join(got.([]string), "|") != "a:1|b:2" {
 			t.Errorf("%v: %v %v", raw, got, err)
 		}
 	}
-	if _, err := convert(k, []any{"a", int64(1)}); err == nil {
+	if _, err := convert(k, []any{"a", int64(1)}, ""); err == nil {
 		t.Error("mixed list accepted")
 	}
 	opt := byFull["streams.topology.optimization"]
-	if _, err := convert(opt, "all, nope"); err == nil || !strings.Contains(err.Error(), `invalid value "nope": allowed values are "none", "all"`) {
+	if _, err := convert(opt, "all, nope", ""); err == nil || !strings.Contains(err.Error(), `invalid value "nope": allowed values are "none", "all"`) {
 		t.Errorf("got %v", err)
 	}
 }
 
 func TestConvertScalars(t *testing.T) {
 	i := &Key{Type: TypeInt}
-	if _, err := convert(i, int64(1)<<40); err == nil || !strings.Contains(err.Error(), "32-bit") {
+	if _, err := convert(i, int64(1)<<40, ""); err == nil || !strings.Contains(err.Error(), "32-bit") {
 		t.Errorf("int range: %v", err)
 	}
-	if v, err := convert(&Key{Type: TypeLong}, " 42 "); err != nil || v != int64(42) {
+	if v, err := convert(&Key{Type: TypeLong}, " 42 ", ""); err != nil || v != int64(42) {
 		t.Errorf("long from string: %v %v", v, err)
 	}
 	b := &Key{Type: TypeBool}
-	if v, err := convert(b, "TRUE"); err != nil || v != true {
+	if v, err := convert(b, "TRUE", ""); err != nil || v != true {
 		t.Errorf("bool from string: %v %v", v, err)
 	}
-	if _, err := convert(b, "yes"); err == nil || !strings.Contains(err.Error(), "expected true or false") {
+	if _, err := convert(b, "yes", ""); err == nil || !strings.Contains(err.Error(), "expected true or false") {
 		t.Errorf("bool: %v", err)
 	}
 	acks := byFull["streams.acks"]
 	for raw, want := range map[any]string{int64(-1): "all", "ALL": "all", int64(1): "1", "0": "0"} {
-		if v, err := convert(acks, raw); err != nil || v != want {
+		if v, err := convert(acks, raw, ""); err != nil || v != want {
 			t.Errorf("acks %v: %v %v", raw, v, err)
 		}
 	}
-	if _, err := convert(acks, "2"); err == nil || !strings.Contains(err.Error(), `allowed values are "all", "1", "0"`) {
+	if _, err := convert(acks, "2", ""); err == nil || !strings.Contains(err.Error(), `allowed values are "all", "1", "0"`) {
 		t.Errorf("acks 2: %v", err)
 	}
 }

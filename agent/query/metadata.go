@@ -82,9 +82,11 @@ func (sv *server) metadataFor(store, keyText string, headers pipeline.Headers) (
 }
 
 // metadataParams reads the headers from the raw query, keeping their order (a url.Values
-// map would lose it, and a serialiser may care), and refuses unknown parameters.
+// map would lose it, and a serialiser may care), and refuses unknown parameters and a
+// repeated isolation. A header may repeat, as in a record.
 func metadataParams(raw string) (pipeline.Headers, *apiError) {
 	var hs pipeline.Headers
+	isolations := 0
 	for _, part := range strings.Split(raw, "&") {
 		if part == "" {
 			continue
@@ -100,11 +102,15 @@ func metadataParams(raw string) (pipeline.Headers, *apiError) {
 		}
 		switch {
 		case name == "isolation":
+			isolations++
 		case strings.HasPrefix(name, HeaderParam) && len(name) > len(HeaderParam):
 			hs = append(hs, pipeline.Header{Key: name[len(HeaderParam):], Value: []byte(value)})
 		default:
 			return nil, badParam(name, "unknown parameter (known: isolation, header.NAME)")
 		}
+	}
+	if isolations > 1 {
+		return nil, repeatedParam("isolation", isolations)
 	}
 	return hs, nil
 }

@@ -6,7 +6,9 @@ package query
 
 import (
 	"net/http"
+	"net/url"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/stoatflow/stoatflow/pipeline"
@@ -121,15 +123,38 @@ func Serve(handle func(pattern string, h http.Handler), agent Agent, opts Option
 	}
 	g := newQueryGate(opts.MaxConcurrency, runtime.GOMAXPROCS(0), opts.Timeout, opts.WriteError)
 	gated := func(pattern string, h http.Handler) { handle(pattern, g.admit(h)) }
+	// byKey serves a route ending in {key}, and the same route ending in a slash: the key
+	// there is the empty one ("" of a string serde) or "/" (%2F).
+	byKey := func(route string, h http.Handler) {
+		gated("GET "+route, h)
+		gated("GET "+strings.TrimSuffix(route, "{key}")+"{$}", sv.lastSegmentKey(h))
+	}
 	gated("GET "+RouteStores, sv.api([]string{"isolation"}, sv.listStores))
-	gated("GET "+RouteKey, sv.api([]string{"isolation", StaleParam}, sv.getKey))
+	byKey(RouteKey, sv.api([]string{"isolation", StaleParam}, sv.getKey))
 	gated("GET "+RouteKeys, sv.api([]string{"isolation", StaleParam, "from", "to", "prefix", "reverse", "limit", "after", PartitionsParam}, sv.rangeKeys))
 	gated("GET "+RouteCount, sv.api([]string{"isolation", StaleParam, PartitionsParam}, sv.countKeys))
-	gated("GET "+RouteWindows, sv.api([]string{"isolation", StaleParam, "from", "to", "reverse"}, sv.fetchWindows))
+	byKey(RouteWindows, sv.api([]string{"isolation", StaleParam, "from", "to", "reverse"}, sv.fetchWindows))
 	gated("POST "+RouteIQv2, sv.api(nil, sv.queryV2))
-	gated("GET "+RouteMetadata, http.HandlerFunc(sv.keyMetadata))
+	byKey(RouteMetadata, http.HandlerFunc(sv.keyMetadata))
 	gated("GET "+RouteAllMetadata, sv.api([]string{"isolation"}, sv.allMetadata))
 	gated("GET "+RouteStoreMetadata, sv.api([]string{"isolation"}, sv.storeMetadata))
+}
+
+// lastSegmentKey serves a key route that ends in a slash, its key being the path's last
+// segment. The mux matches {key} to no empty segment, and takes an escaped slash (%2F)
+// standing alone for a trailing slash: both come here, so the key is read from the escaped
+// path, where the two differ.
+func (sv *server) lastSegmentKey(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		key, err := url.PathUnescape(p[strings.LastIndexByte(p, '/')+1:])
+		if err != nil {
+			sv.opts.WriteError(w, http.StatusBadRequest, "bad_parameter", "key: "+err.Error())
+			return
+		}
+		r.SetPathValue("key", key)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // UnavailableHost is the activeHost of a key whose agent cannot be named: Kafka Streams'

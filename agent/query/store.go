@@ -26,6 +26,11 @@ func badParam(name, format string, args ...any) *apiError {
 	return &apiError{http.StatusBadRequest, "bad_parameter", name + ": " + fmt.Sprintf(format, args...)}
 }
 
+// repeatedParam refuses a parameter given n > 1 times.
+func repeatedParam(name string, n int) *apiError {
+	return badParam(name, "given %d times; give it once", n)
+}
+
 func storeError(err error) *apiError {
 	return &apiError{http.StatusInternalServerError, "store_error", err.Error()}
 }

@@ -27,16 +27,23 @@ const (
 type apiHandler func(w http.ResponseWriter, r *http.Request) *apiError
 
 // api refuses parameters the endpoint does not know (a typo would otherwise silently
-// widen a query) and turns the handler's error into the JSON error answer.
+// widen a query), and any given more than once (which one counts would be a guess: a
+// client meaning limit=1000 and a proxy adding limit=1 differ), and turns the handler's
+// error into the JSON error answer.
 func (sv *server) api(params []string, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for name := range r.URL.Query() {
+		for name, values := range r.URL.Query() {
 			if !slices.Contains(params, name) {
 				known := "none"
 				if len(params) > 0 {
 					known = strings.Join(params, ", ")
 				}
 				sv.opts.WriteError(w, http.StatusBadRequest, "bad_parameter", fmt.Sprintf("unknown parameter %q (known: %s)", name, known))
+				return
+			}
+			if len(values) > 1 {
+				e := repeatedParam(name, len(values))
+				sv.opts.WriteError(w, e.status, e.code, e.msg)
 				return
 			}
 		}
