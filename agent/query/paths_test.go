@@ -119,3 +119,21 @@ func TestARepeatedParameterIsRefused(t *testing.T) {
 		t.Errorf("key metadata with a repeated header: %d %v, want 200", st, o)
 	}
 }
+
+// A query string with a pair that cannot be decoded is refused, not read without that pair
+// (Go's URL.Query drops it: ?reverse=%zz would list forwards).
+func TestAnUndecodableParameterIsRefused(t *testing.T) {
+	f := pathsFixture(t)
+	for _, target := range []string{
+		"/v1/stores/counts/keys?reverse=%zz",
+		"/v1/stores/counts/keys?limit=%zz&limit=5",
+		"/v1/stores/counts/keys/a?staleStores=tr%ue",
+		"/v1/stores/counts/count?isolation=READ_COMMITTED;partitions=0",
+		"/v1/stores?isolation=%",
+	} {
+		st, o := f.serve(t, "GET", target, "")
+		if msg, _ := o["error"].(string); st != http.StatusBadRequest || o["code"] != "bad_parameter" || !strings.HasPrefix(msg, "query string: ") {
+			t.Errorf("GET %s: %d %v, want 400 bad_parameter about the query string", target, st, o)
+		}
+	}
+}

@@ -32,7 +32,14 @@ type apiHandler func(w http.ResponseWriter, r *http.Request) *apiError
 // error into the JSON error answer.
 func (sv *server) api(params []string, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for name, values := range r.URL.Query() {
+		// r.URL.Query() drops a pair it cannot decode without a word: ?reverse=%zz would
+		// read as no reverse, and ?limit=%zz&limit=5 as one limit.
+		query, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			sv.opts.WriteError(w, http.StatusBadRequest, "bad_parameter", "query string: "+err.Error())
+			return
+		}
+		for name, values := range query {
 			if !slices.Contains(params, name) {
 				known := "none"
 				if len(params) > 0 {
