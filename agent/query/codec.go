@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/stoatflow/stoatflow/pipeline"
 	"github.com/stoatflow/stoatflow/pipeline/serdes"
@@ -59,17 +60,17 @@ func (c fieldCodec) parse(text string, headers pipeline.Headers) ([]byte, error)
 	case "double":
 		f, err := strconv.ParseFloat(text, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%q is not a number (the key serde is double)", text)
+			return nil, fmt.Errorf("%s is not a number (the key serde is double)", quoted(text))
 		}
 		v = f
 	case "json", kindSchema:
 		dec := json.NewDecoder(strings.NewReader(text))
 		dec.UseNumber()
 		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("%q is not JSON text (the key serde is json; a string key is written with its quotes)", text)
+			return nil, fmt.Errorf("%s is not JSON text (the key serde is json; a string key is written with its quotes)", quoted(text))
 		}
 		if dec.More() {
-			return nil, fmt.Errorf("%q holds more than one JSON value", text)
+			return nil, fmt.Errorf("%s holds more than one JSON value", quoted(text))
 		}
 		if v == nil {
 			return nil, errors.New("null is not a key")
@@ -181,7 +182,23 @@ func decodeBase64(s string) ([]byte, error) {
 	t := strings.TrimRight(strings.NewReplacer("-", "+", "_", "/").Replace(s), "=")
 	b, err := base64.RawStdEncoding.DecodeString(t)
 	if err != nil {
-		return nil, fmt.Errorf("%q is not base64 (keys of bytes and Lua serdes are given as base64 of their bytes)", s)
+		return nil, fmt.Errorf("%s is not base64 (keys of bytes and Lua serdes are given as base64 of their bytes)", quoted(s))
 	}
 	return b, nil
+}
+
+// quotedMax is how much of a key's text an error quotes: a key may be as long as a URL,
+// and an error that echoes a megabyte helps no one reading it.
+const quotedMax = 256
+
+// quoted is text as %q gives it, cut after quotedMax bytes with its length said.
+func quoted(text string) string {
+	if len(text) <= quotedMax {
+		return strconv.Quote(text)
+	}
+	n := quotedMax
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", text[:n], len(text))
 }

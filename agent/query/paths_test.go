@@ -3,6 +3,7 @@ package query
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -135,5 +136,20 @@ func TestAnUndecodableParameterIsRefused(t *testing.T) {
 		if msg, _ := o["error"].(string); st != http.StatusBadRequest || o["code"] != "bad_parameter" || !strings.HasPrefix(msg, "query string: ") {
 			t.Errorf("GET %s: %d %v, want 400 bad_parameter about the query string", target, st, o)
 		}
+	}
+}
+
+// An error about a key quotes at most 256 bytes of it, never a partial character, and says
+// how long it was: a key is as long as a URL may be.
+func TestErrorsQuoteALongKeyCut(t *testing.T) {
+	f := pathsFixture(t)
+	long := strings.Repeat("é", 3000)
+	st, o := f.serve(t, "GET", "/v1/stores/counts/keys/"+url.PathEscape(long), "")
+	msg, _ := o["error"].(string)
+	if want := `key "` + strings.Repeat("é", 128) + `"… (6000 bytes) is not in store counts`; st != http.StatusNotFound || !strings.HasPrefix(msg, want) {
+		t.Errorf("long key not found: %d %.400s, want 404 starting %.300s", st, msg, want)
+	}
+	if got, want := quoted("a\xffb"), `"a\xffb"`; got != want {
+		t.Errorf("quoted short = %s, want %s", got, want)
 	}
 }

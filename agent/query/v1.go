@@ -195,7 +195,7 @@ func (sv *server) getKey(w http.ResponseWriter, r *http.Request) *apiError {
 			return nil
 		}
 	}
-	return &apiError{http.StatusNotFound, "key_not_found", fmt.Sprintf("key %q is not in store %s (%s)%s", text, s.name, level, s.unsearched(len(order)))}
+	return &apiError{http.StatusNotFound, "key_not_found", fmt.Sprintf("key %s is not in store %s (%s)%s", quoted(text), s.name, level, s.unsearched(len(order)))}
 }
 
 // countKeys is approximateNumEntries of a key-value store (exact: it walks the store) and,
