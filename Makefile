@@ -129,12 +129,14 @@ BENCH_FLAGS ?=
 # The long fault-injection run: 50 SIGKILLs at random points (make test runs 6), and 50
 # cycles of killing or freezing the active of three agents (make test runs 3); the kill loops
 # again with 2 workers per agent; then each fault of the 3-node Apache Kafka cluster
-# (docs/reliability.md) 5 times into one running agent (make test runs each once); then 25
+# (docs/reliability.md) 5 times into one running agent (make test runs each once), and once
+# each on a cluster formatted with transaction.version 1 (make test runs them on 2); then 25
 # SIGKILLs of a random agent of a streams group of three (docs/scaling.md; make test runs 5).
 soak:
 	STOATFLOW_SOAK_KILLS=50 $(GO) test -timeout 60m -count=1 -v -run '^TestFault' ./agent/
 	STOATFLOW_SOAK_KILLS=50 STOATFLOW_TEST_THREADS=2 $(GO) test -timeout 60m -count=1 -v -run '^TestFault(SIGKILL|KillTheActive)' ./agent/
 	STOATFLOW_KAFKA_FAULT_ROUNDS=5 $(MAKE) test-kafka KAFKA_PKGS=./agent/ KAFKA_RUN='^TestKafkaFault' KAFKA_FLAGS='-v -timeout 90m'
+	STOATFLOW_KAFKA_FAULT_TV=1 $(MAKE) test-kafka KAFKA_PKGS=./agent/ KAFKA_RUN='^TestKafkaFault' KAFKA_FLAGS='-v -timeout 60m'
 	STOATFLOW_KAFKA_STREAMS_KILLS=25 $(MAKE) test-kafka KAFKA_PKGS=./agent/ KAFKA_RUN='^TestKafkaStreamsGroupKillCycles' KAFKA_FLAGS='-v -timeout 60m'
 
 bench:

@@ -100,9 +100,24 @@ type faultRig struct {
 	started time.Time
 }
 
+// faultTransactionVersion is the transaction.version the 3-node cluster of the fault tests
+// is formatted with: STOATFLOW_KAFKA_FAULT_TV (1, the protocol before KIP-890, for make
+// soak), else Kafka 4.4's default 2.
+func faultTransactionVersion(t *testing.T) int {
+	switch v := os.Getenv("STOATFLOW_KAFKA_FAULT_TV"); v {
+	case "", "2":
+		return 2
+	case "1":
+		return 1
+	default:
+		t.Fatalf("STOATFLOW_KAFKA_FAULT_TV = %q: want 1 or 2", v)
+		return 0
+	}
+}
+
 func newFaultRig(t *testing.T) *faultRig {
 	t.Helper()
-	c := kafkatest.Start(t, kafkatest.Options{Nodes: 3, Exclusive: true})
+	c := kafkatest.Start(t, kafkatest.Options{Nodes: 3, Exclusive: true, TransactionVersion: faultTransactionVersion(t)})
 	r := &faultRig{t: t, c: c, in: kafkatest.Name(t, "in"), out: kafkatest.Name(t, "out"), app: kafkatest.Name(t, "app")}
 	c.CreateTopic(t, r.in, faultPartitions, nil)
 	c.CreateTopic(t, r.out, faultPartitions, nil)
