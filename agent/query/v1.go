@@ -302,13 +302,18 @@ type rangeParams struct {
 	limit                   int
 }
 
+// parseRange reads a range's parameters. An empty one is one left out, as every optional
+// parameter of the query endpoints is (?from=&to= as the windows' bounds, ?reverse=,
+// ?limit=): a form or a client filling in a URL template sends them so. The empty key is
+// so no bound, which a string serde's "" as a lower bound is anyway; it is read at its own
+// path (/keys/).
 func (s *queryStore) parseRange(q url.Values) (rangeParams, *apiError) {
 	rp := rangeParams{limit: defaultRangeLimit}
 	for _, f := range []struct {
 		name string
 		dst  *[]byte
 	}{{"from", &rp.from}, {"to", &rp.to}, {"prefix", &rp.prefix}, {"after", &rp.after}} {
-		if !q.Has(f.name) {
+		if q.Get(f.name) == "" {
 			continue
 		}
 		b, err := s.key.parse(q.Get(f.name), nil)
