@@ -160,3 +160,49 @@ func TestEmptyRangeBoundsOfALongKeyedStore(t *testing.T) {
 		t.Errorf("from=x: %d %v, want 400", st, got)
 	}
 }
+
+// Each store of GET /v1/stores reports approximateNumUncommittedBytes: what its partitions
+// here buffer of the epoch in progress, as the uncommitted-bytes gauge counts it, and 0 once
+// the epoch committed.
+func TestStoresReportTheirUncommittedBytes(t *testing.T) {
+	f, db := fixtureWithDB(t)
+	str := serdes.String{}
+	counts := pipeline.StoreSpec{Name: "counts", Type: pipeline.KeyValueStoreType, Serdes: pipeline.Serdes{Key: str, Value: str}}
+	idle := pipeline.StoreSpec{Name: "idle", Type: pipeline.KeyValueStoreType, Serdes: pipeline.Serdes{Key: str, Value: str}}
+	for p := range int32(2) {
+		kv, err := db.KeyValueStore(counts, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := kv.Put([]byte{'k', byte(p)}, []byte("value"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.serveStores(db, []pipeline.StoreSpec{counts, idle}, 2)
+	uncommitted := func() map[string]any {
+		st, o := f.serve(t, "GET", "/v1/stores", "")
+		list, _ := o["list"].([]any)
+		if st != http.StatusOK || len(list) != 2 {
+			t.Fatalf("GET /v1/stores: %d %v", st, o)
+		}
+		out := map[string]any{}
+		for _, s := range list {
+			m := s.(map[string]any)
+			out[fmt.Sprint(m["name"])] = m["approximateNumUncommittedBytes"]
+		}
+		return out
+	}
+	want := db.UncommittedBytesByStore()["counts"]
+	if want <= 0 {
+		t.Fatalf("the buffered writes count %d bytes", want)
+	}
+	if got := uncommitted(); fmt.Sprint(got["counts"]) != fmt.Sprint(want) || fmt.Sprint(got["idle"]) != "0" {
+		t.Errorf("uncommitted bytes %v, want counts %d and idle 0", got, want)
+	}
+	if err := db.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := uncommitted(); fmt.Sprint(got["counts"]) != "0" {
+		t.Errorf("uncommitted bytes after the commit %v, want 0", got)
+	}
+}

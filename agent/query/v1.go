@@ -115,9 +115,15 @@ func (sv *server) listStores(w http.ResponseWriter, r *http.Request) *apiError {
 	if c == nil {
 		return notReady(sv.agent.State())
 	}
+	var uncommitted map[string]int64
+	if c.DB != nil {
+		uncommitted = c.DB.UncommittedBytesByStore()
+	}
 	out := make([]StoreInfo, 0, len(c.Specs))
 	for _, s := range c.Specs {
-		out = append(out, InfoOf(s, c.PartitionsOf(s.Name)))
+		info := InfoOf(s, c.PartitionsOf(s.Name))
+		info.ApproximateNumUncommittedBytes = uncommitted[s.Name]
+		out = append(out, info)
 	}
 	sv.opts.WriteJSON(w, http.StatusOK, out)
 	return nil
