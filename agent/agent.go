@@ -140,6 +140,7 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	}
 	srv.ReportRestore(a.restores)
 	srv.ReportActive(a.activeMember)
+	srv.ReportActiveHosts(a.activeHosts)
 	srv.ReportStall(a.registryStall)
 	a.http = srv
 	return a, nil

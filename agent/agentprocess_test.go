@@ -38,18 +38,27 @@ func (p *replicaProcess) start(t *testing.T) {
 }
 
 // state is the application state the process's /readyz names, "" while it does not answer.
-func (p *replicaProcess) state() string {
+func (p *replicaProcess) state() string { return p.readyz().State }
+
+// readyzBody is what a test reads of /readyz's body.
+type readyzBody struct {
+	State       string
+	ActiveHosts []string
+}
+
+// readyz is the process's /readyz body, zero while it does not answer.
+func (p *replicaProcess) readyz() readyzBody {
 	c := http.Client{Timeout: time.Second}
 	resp, err := c.Get("http://" + p.addr + "/readyz")
 	if err != nil {
-		return ""
+		return readyzBody{}
 	}
 	defer resp.Body.Close()
-	var body struct{ State string }
+	var body readyzBody
 	if json.NewDecoder(resp.Body).Decode(&body) != nil {
-		return ""
+		return readyzBody{}
 	}
-	return body.State
+	return body
 }
 
 // freeAddr is a loopback address with a port free a moment ago, for an agent process

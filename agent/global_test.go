@@ -108,7 +108,7 @@ func TestGlobalStoreIsOnePartitionInQueries(t *testing.T) {
 	defer func() { _ = ra.stop(t) }()
 	const store = "products-STATE-STORE-0000000000"
 	_, list := serveQuery(t, ra.a, "GET", "/v1/stores", "")
-	if got := fmt.Sprint(list["list"]); got != "[map[keySerde:string name:"+store+" partitions:1 type:timestampedKeyValue valueSerde:string]]" {
+	if got := fmt.Sprint(list["list"]); got != "[map[approximateNumUncommittedBytes:0 keySerde:string name:"+store+" partitions:1 type:timestampedKeyValue valueSerde:string]]" {
 		t.Fatalf("GET /v1/stores: %s", got)
 	}
 	code, res := serveQuery(t, ra.a, "POST", "/v2/query", `{"store":"`+store+`","query":{"type":"KeyQuery","key":"p1"}}`)

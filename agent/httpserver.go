@@ -75,6 +75,9 @@ type HTTPServer struct {
 	restores *console.RestoreProgress
 	// active, when set, names the application's active agent in /readyz's body.
 	active func() (instance, host string)
+	// activeHosts, when set, names the agents running active tasks in /readyz's body, where
+	// several may (group.protocol = "streams").
+	activeHosts func() []string
 	// stall, when set, gives what processing waits on and since when (zero: nothing), for
 	// /readyz's body.
 	stall func() (on string, since time.Time)
@@ -190,6 +193,10 @@ func (s *HTTPServer) ReportRestore(p *console.RestoreProgress) { s.restores = p 
 // ReportActive makes /readyz's body name the application's active agent.
 func (s *HTTPServer) ReportActive(f func() (instance, host string)) { s.active = f }
 
+// ReportActiveHosts makes /readyz's body name the agents running active tasks, by
+// application.server, when there are several.
+func (s *HTTPServer) ReportActiveHosts(f func() []string) { s.activeHosts = f }
+
 // ReportStall makes /readyz's body say what processing has waited on for more than a
 // second, and how long.
 func (s *HTTPServer) ReportStall(f func() (on string, since time.Time)) { s.stall = f }
@@ -278,15 +285,21 @@ func (s *HTTPServer) readyz(w http.ResponseWriter, _ *http.Request) {
 		status = http.StatusOK
 	}
 	body := struct {
-		State      string                 `json:"state"`
-		Active     string                 `json:"active,omitempty"`
-		ActiveHost string                 `json:"activeHost,omitempty"`
-		Reason     string                 `json:"reason,omitempty"`
-		Restore    *console.RestoreStatus `json:"restore,omitempty"`
-		Stalled    *stalled               `json:"stalled,omitempty"`
+		State      string `json:"state"`
+		Active     string `json:"active,omitempty"`
+		ActiveHost string `json:"activeHost,omitempty"`
+		// ActiveHosts are a streams group's agents running active tasks: Active and ActiveHost
+		// name the one active agent of the classic mode, and keep their form for its clients.
+		ActiveHosts []string               `json:"activeHosts,omitempty"`
+		Reason      string                 `json:"reason,omitempty"`
+		Restore     *console.RestoreStatus `json:"restore,omitempty"`
+		Stalled     *stalled               `json:"stalled,omitempty"`
 	}{State: cur.String(), Reason: reason}
 	if s.active != nil {
 		body.Active, body.ActiveHost = s.active()
+	}
+	if s.activeHosts != nil {
+		body.ActiveHosts = s.activeHosts()
 	}
 	if s.stall != nil {
 		if on, since := s.stall(); !since.IsZero() && time.Since(since) >= stallShown {

@@ -61,7 +61,7 @@ func (a *Agent) joinStreamsGroup(ctx context.Context, k *kafkaClients, b *pipeli
 	}
 	k.member = m
 	k.tasks = taskPartitions(subs)
-	a.endpoints.Store(&endpointSource{member: m, self: cfg.ApplicationServer, topics: topicSubtopologies(subs)})
+	a.endpoints.Store(&endpointSource{index: m.Endpoints, self: cfg.ApplicationServer, topics: topicSubtopologies(subs)})
 	var internal []string
 	for _, s := range subs {
 		for _, r := range s.RepartitionSources {
@@ -229,9 +229,9 @@ func topicSubtopologies(subs []pipeline.SubtopologyTopics) map[string][]string {
 // endpointSource is where the agent reads which agent of its streams group runs each store
 // partition: its member's endpoint information, and the stores each topic's tasks hold.
 type endpointSource struct {
-	member *kafkaio.StreamsMember
-	self   string              // application.server
-	topics map[string][]string // topic → the stores of the sub-topology reading it
+	index  func() *kafkaio.EndpointIndex // the member's latest endpoint information; nil before any
+	self   string                        // application.server
+	topics map[string][]string           // topic → the stores of the sub-topology reading it
 	// last is the placement made from the member's latest endpoint information, remade
 	// when a heartbeat brings newer.
 	last atomic.Pointer[placementOf]
@@ -244,7 +244,7 @@ type placementOf struct {
 
 // placement is which agent runs each store partition; nil before the coordinator named them.
 func (s *endpointSource) placement() *query.Placement {
-	idx := s.member.Endpoints()
+	idx := s.index()
 	if idx == nil {
 		return nil
 	}
@@ -254,6 +254,36 @@ func (s *endpointSource) placement() *query.Placement {
 	pl := storePlacement(s.self, idx, s.topics)
 	s.last.Store(&placementOf{index: idx, pl: pl})
 	return pl
+}
+
+// activeHosts names, in a streams group, the agents running active tasks for GET /readyz,
+// as the group's endpoint information names them: the placement queries are routed by.
+func (a *Agent) activeHosts() []string {
+	if !a.streamsGroup() {
+		return nil
+	}
+	if src := a.endpoints.Load(); src != nil {
+		return src.activeHosts()
+	}
+	return nil
+}
+
+// activeHosts are the application.server of the agents of the group running active tasks,
+// stateless ones too, sorted; nil before the coordinator named them. An agent without
+// application.server sends the group no endpoint, so it is not among them.
+func (s *endpointSource) activeHosts() []string {
+	idx := s.index()
+	if idx == nil {
+		return nil
+	}
+	var out []string
+	for host, ep := range idx.Endpoints {
+		if len(ep.Active) > 0 {
+			out = append(out, host)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // storePlacement turns the endpoint information into store partitions: an agent runs

@@ -57,6 +57,10 @@ func TestKafkaStreamsGroupSharesAndTakesOverTasks(t *testing.T) {
 	}
 	pollFor(t, 2*time.Minute, "both agents RUNNING with the 8 tasks between them", sharing)
 	t.Logf("tasks: agent-0 %d, agent-1 %d", procs[0].tasks(), procs[1].tasks())
+	both := slices.Sorted(slices.Values([]string{procs[0].addr, procs[1].addr}))
+	pollFor(t, 30*time.Second, "both agents' /readyz naming both as running active tasks", func() bool {
+		return slices.Equal(procs[0].readyz().ActiveHosts, both) && slices.Equal(procs[1].readyz().ActiveHosts, both)
+	})
 	want := produceLinesTo(t, b.brokers, b.topic(t, "in"), 4, 600, 0)
 	b.checkExactCounts(t, want)
 	owned := checkQueriesAcrossAgents(t, procs, want)
@@ -85,6 +89,9 @@ func TestKafkaStreamsGroupSharesAndTakesOverTasks(t *testing.T) {
 	}
 	t.Logf("the survivor names itself for every word %v after agent-0 was killed", time.Since(killed).Round(10*time.Millisecond))
 	checkTaskAgents(t, procs[1:], tasks)
+	pollFor(t, 30*time.Second, "the survivor's /readyz naming itself alone", func() bool {
+		return slices.Equal(procs[1].readyz().ActiveHosts, []string{procs[1].addr})
+	})
 	if err := procs[1].cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

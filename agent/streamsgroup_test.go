@@ -3,6 +3,7 @@ package agent
 import (
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stoatflow/stoatflow/agent/config"
@@ -105,5 +106,51 @@ func TestHoldingStandbyTaskInStreamsGroup(t *testing.T) {
 	}
 	if h := v.Holding("counts", 2); h.Active || h.Standby || !strings.Contains(h.Why, "another agent") {
 		t.Fatalf("another agent's partition: %+v", h)
+	}
+}
+
+// In a streams group GET /readyz names, as activeHosts, the application.server of every
+// agent the group's endpoint information says runs active tasks (stateless ones too, not
+// those keeping only standby tasks), once the coordinator named them; the classic mode's
+// single active agent keeps its fields, active and activeHost.
+func TestReadyzNamesTheActiveAgentsOfAStreamsGroup(t *testing.T) {
+	s, machine := startServer(t, HTTPOptions{})
+	if err := machine.Transition(StateRebalancing); err != nil {
+		t.Fatal(err)
+	}
+	if err := machine.Transition(StateRunning); err != nil {
+		t.Fatal(err)
+	}
+	var idx atomic.Pointer[kafkaio.EndpointIndex]
+	a := &Agent{cfg: &config.Config{GroupProtocol: "streams"}}
+	subs := []pipeline.SubtopologyTopics{
+		{ID: 0, SourceTopics: []string{"in"}},
+		{ID: 1, RepartitionSources: []pipeline.RepartitionTopic{{Name: "app-rekey-repartition"}}, Stores: []string{"counts"}},
+	}
+	a.endpoints.Store(&endpointSource{index: idx.Load, self: "a:9464", topics: topicSubtopologies(subs)})
+	s.ReportActive(a.activeMember)
+	s.ReportActiveHosts(a.activeHosts)
+	readyz := func() string { return httpGet(t, "http://"+s.Addr()+"/readyz") }
+	if got := readyz(); got != `{"state":"RUNNING"}`+"\n" {
+		t.Fatalf("/readyz before the coordinator named the agents: %q", got)
+	}
+	tp := func(topic string, p int32) pipeline.TopicPartition {
+		return pipeline.TopicPartition{Topic: topic, Partition: p}
+	}
+	idx.Store(&kafkaio.EndpointIndex{Endpoints: map[string]kafkaio.EndpointPartitions{
+		"b:9464": {Active: []pipeline.TopicPartition{tp("app-rekey-repartition", 1)}, Standby: []pipeline.TopicPartition{tp("app-rekey-repartition", 0)}},
+		"a:9464": {Active: []pipeline.TopicPartition{tp("in", 0)}},
+		"c:9464": {Standby: []pipeline.TopicPartition{tp("app-rekey-repartition", 1)}},
+	}})
+	if got := readyz(); got != `{"state":"RUNNING","activeHosts":["a:9464","b:9464"]}`+"\n" {
+		t.Fatalf("/readyz in a streams group: %q", got)
+	}
+
+	classic := &Agent{cfg: &config.Config{GroupProtocol: "classic"}}
+	classic.group.Store(&kafkaio.GroupRole{Active: true, ActiveInstance: "app-a", ActiveHost: "a:9464"})
+	s.ReportActive(classic.activeMember)
+	s.ReportActiveHosts(classic.activeHosts)
+	if got := readyz(); got != `{"state":"RUNNING","active":"app-a","activeHost":"a:9464"}`+"\n" {
+		t.Fatalf("/readyz of the classic mode: %q", got)
 	}
 }

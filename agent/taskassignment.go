@@ -113,7 +113,7 @@ func (a *Agent) assignment() *console.Assignment {
 			in.local = held.tasks
 		}
 		if src := a.endpoints.Load(); src != nil {
-			in.endpoints = src.member.Endpoints()
+			in.endpoints = src.index()
 		}
 	} else {
 		in.role = a.group.Load()

@@ -134,7 +134,7 @@ func Serve(handle func(pattern string, h http.Handler), agent Agent, opts Option
 	gated("GET "+RouteKeys, sv.api([]string{"isolation", StaleParam, "from", "to", "prefix", "reverse", "limit", "after", PartitionsParam}, sv.rangeKeys))
 	gated("GET "+RouteCount, sv.api([]string{"isolation", StaleParam, PartitionsParam}, sv.countKeys))
 	byKey(RouteWindows, sv.api([]string{"isolation", StaleParam, "from", "to", "reverse"}, sv.fetchWindows))
-	gated("POST "+RouteIQv2, sv.api(nil, sv.queryV2))
+	gated("POST "+RouteIQv2, sv.api([]string{"isolation"}, sv.queryV2))
 	byKey(RouteMetadata, http.HandlerFunc(sv.keyMetadata))
 	gated("GET "+RouteAllMetadata, sv.api([]string{"isolation"}, sv.allMetadata))
 	gated("GET "+RouteStoreMetadata, sv.api([]string{"isolation"}, sv.storeMetadata))

@@ -115,9 +115,15 @@ func (sv *server) listStores(w http.ResponseWriter, r *http.Request) *apiError {
 	if c == nil {
 		return notReady(sv.agent.State())
 	}
+	var uncommitted map[string]int64
+	if c.DB != nil {
+		uncommitted = c.DB.UncommittedBytesByStore()
+	}
 	out := make([]StoreInfo, 0, len(c.Specs))
 	for _, s := range c.Specs {
-		out = append(out, InfoOf(s, c.PartitionsOf(s.Name)))
+		info := InfoOf(s, c.PartitionsOf(s.Name))
+		info.ApproximateNumUncommittedBytes = uncommitted[s.Name]
+		out = append(out, info)
 	}
 	sv.opts.WriteJSON(w, http.StatusOK, out)
 	return nil
@@ -302,13 +308,18 @@ type rangeParams struct {
 	limit                   int
 }
 
+// parseRange reads a range's parameters. An empty one is one left out, as every optional
+// parameter of the query endpoints is (?from=&to= as the windows' bounds, ?reverse=,
+// ?limit=): a form or a client filling in a URL template sends them so. The empty key is
+// so no bound, which a string serde's "" as a lower bound is anyway; it is read at its own
+// path (/keys/).
 func (s *queryStore) parseRange(q url.Values) (rangeParams, *apiError) {
 	rp := rangeParams{limit: defaultRangeLimit}
 	for _, f := range []struct {
 		name string
 		dst  *[]byte
 	}{{"from", &rp.from}, {"to", &rp.to}, {"prefix", &rp.prefix}, {"after", &rp.after}} {
-		if !q.Has(f.name) {
+		if q.Get(f.name) == "" {
 			continue
 		}
 		b, err := s.key.parse(q.Get(f.name), nil)

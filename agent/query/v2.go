@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stoatflow/stoatflow/state"
 )
 
 // Kafka Streams' FailureReason names (KS/query/FailureReason.java).
@@ -92,6 +94,24 @@ func (s *queryStore) unknownQuery(queryType, because string) string {
 		headers, s.typeName, s.name, queryType, strings.TrimSuffix(because, "."))
 }
 
+// v2Isolation is the isolation level of an IQv2 query, given as ?isolation= as every
+// query endpoint takes it, or as the body's "isolation" field: either, or both if they
+// agree. A bad value gets the error ?isolation= gets elsewhere, wherever it is written.
+func (sv *server) v2Isolation(param, body string) (state.IsolationLevel, *apiError) {
+	if param != "" && body != "" && param != body {
+		for _, v := range []string{param, body} {
+			if _, e := sv.isolation(v); e != nil {
+				return 0, e
+			}
+		}
+		return 0, badParam("isolation", "the query string's isolation=%s and the body's \"isolation\": %q differ; give one, or both alike", param, body)
+	}
+	if param != "" {
+		return sv.isolation(param)
+	}
+	return sv.isolation(body)
+}
+
 func (sv *server) queryV2(w http.ResponseWriter, r *http.Request) *apiError {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -106,7 +126,7 @@ func (sv *server) queryV2(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
-	level, e := sv.isolation(req.Isolation)
+	level, e := sv.v2Isolation(r.URL.Query().Get("isolation"), req.Isolation)
 	if e != nil {
 		return e
 	}

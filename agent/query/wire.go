@@ -53,6 +53,10 @@ type StoreInfo struct {
 	KeySerde   string `json:"keySerde"`
 	ValueSerde string `json:"valueSerde"`
 	Partitions int32  `json:"partitions"`
+	// ApproximateNumUncommittedBytes is what the store's partitions on this agent buffer of
+	// the epoch in progress, not yet committed (KIP-892's approximateNumUncommittedBytes;
+	// the stoatflow_state_uncommitted_bytes gauge, /v1/status's uncommittedBytes).
+	ApproximateNumUncommittedBytes int64 `json:"approximateNumUncommittedBytes"`
 }
 
 // KVItem is one key-value entry: the answer of a key read, an item of a range.

@@ -266,7 +266,7 @@ func (c *queryClient) run(cmd string, args []string, stderr io.Writer) error {
 
 // do sends a request and decodes a successful JSON answer into out.
 func (c *queryClient) do(method, path string, q url.Values, body io.Reader, out any) error {
-	if c.isolation != "" && method == http.MethodGet {
+	if c.isolation != "" {
 		q.Set("isolation", c.isolation)
 	}
 	if c.stale && method == http.MethodGet {

@@ -61,6 +61,7 @@ func TestQueryCommandPrintsAnswers(t *testing.T) {
 		"GET /v1/stores/counts/keys/k1?staleStores=true": `200 {"key":"k1","value":3,"timestamp":-1,"partition":1,"lags":{"1":{"currentOffsetPosition":7,"endOffsetPosition":10,"offsetLag":3}}}`,
 		"GET /v1/stores/counts/count?staleStores=true":   `200 {"count":10,"lags":{"1":{"currentOffsetPosition":7,"endOffsetPosition":10,"offsetLag":3},"0":{"currentOffsetPosition":2,"endOffsetPosition":2,"offsetLag":0}}}`,
 		`POST /v2/query`:                                 `200 {"store":"counts","partitionResults":[],"position":{}}`,
+		`POST /v2/query?isolation=READ_COMMITTED`:        `200 {"store":"counts","partitionResults":[],"position":{}}`,
 		"GET /v1/stores/counts/keys?from=a&prefix=&to=b": `200 {"items":[{"key":"a","value":1,"timestamp":1,"partition":0}],"error":"disk gone","code":"store_error"}`,
 	})
 	for _, c := range []struct {
@@ -86,6 +87,7 @@ func TestQueryCommandPrintsAnswers(t *testing.T) {
 			"10\n(read from a standby: partition 0 0 offsets behind (at 2 of 2), partition 1 3 offsets behind (at 7 of 10))\n"},
 		{[]string{"-stale-stores", "iqv2", `{"store":"counts"}`}, 0, "{\n  \"store\": \"counts\","},
 		{[]string{"iqv2", `{"store":"counts"}`}, 0, "{\n  \"store\": \"counts\",\n  \"partitionResults\": [],\n  \"position\": {}\n}\n"},
+		{[]string{"-isolation", "READ_COMMITTED", "iqv2", `{"store":"counts"}`}, 0, "{\n  \"store\": \"counts\","},
 		{[]string{"range", "counts", "-from", "a", "-to", "b", "-prefix", ""}, 1, "KEY  VALUE  TIMESTAMP"},
 	} {
 		code, out, errOut := runCLI(append([]string{"query", "-addr", addr, "-token", "s3cret"}, c.args...)...)
@@ -107,7 +109,7 @@ func TestQueryCommandPrintsAnswers(t *testing.T) {
 			posts = append(posts, s)
 		}
 	}
-	if want := `[POST /v2/query {"staleStores":true,"store":"counts"} POST /v2/query {"store":"counts"}]`; fmt.Sprint(posts) != want {
+	if want := `[POST /v2/query {"staleStores":true,"store":"counts"} POST /v2/query {"store":"counts"} POST /v2/query?isolation=READ_COMMITTED {"store":"counts"}]`; fmt.Sprint(posts) != want {
 		t.Fatalf("iqv2 sent %q, want %s", posts, want)
 	}
 }
