@@ -72,7 +72,9 @@ func TestEndToEndLatencyAtTerminalNodes(t *testing.T) {
 	if err := s.Foreach(func(Record) error { return nil }, "each"); err != nil {
 		t.Fatal(err)
 	}
-	supplier := func() (UserProcessor, error) { return &funcProcessor{process: func(*ProcessorContext, Record) error { return nil }}, nil }
+	supplier := func() (UserProcessor, error) {
+		return &funcProcessor{process: func(*ProcessorContext, Record) error { return nil }}, nil
+	}
 	if _, err := s.Process(supplier, nil, "sink-less"); err != nil {
 		t.Fatal(err)
 	}
