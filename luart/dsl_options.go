@@ -89,7 +89,7 @@ var (
 		opt("processingExceptionHandler", `"LogAndFail"|"LogAndContinue"`), opt("deadLetterQueueTopic", "string"))
 	topicOpts         = newOptionSet("stoat.test.TopicSerdes", opt("keySerde", "stoat.SerdeName"), opt("valueSerde", "stoat.SerdeName"))
 	pipeInputOpts     = newOptionSet("stoat.test.PipeOptions", optTimestamp, optHeaders)
-	pipeListInputOpts = newOptionSet("stoat.test.PipeListOptions", optTimestamp, optHeaders, opt("advance", "integer"))
+	pipeListInputOpts = newOptionSet("stoat.test.PipeListOptions", optTimestamp, optHeaders, opt("advance", "stoat.Duration"))
 )
 
 // optionSets lists every set, for the definitions.
