@@ -83,6 +83,7 @@
 ---@field name? string
 ---@field keySerde? stoat.Serde
 ---@field valueSerde? stoat.Serde
+---@field otherValueSerde? stoat.Serde
 ---@field gracePeriod? stoat.Duration
 
 ---@class stoat.Materialized
@@ -113,6 +114,7 @@
 ---@field keySerde? stoat.Serde
 ---@field valueSerde? stoat.Serde
 ---@field partitioner? stoat.Partitioner
+---@field streamPartitioner? stoat.Partitioner
 ---@field name? string
 
 ---@class stoat.ProtobufSerdeSpec
@@ -128,6 +130,7 @@
 ---@field valueSerde? stoat.Serde
 ---@field numberOfPartitions? integer
 ---@field partitioner? stoat.Partitioner
+---@field streamPartitioner? stoat.Partitioner
 ---@field name? string
 
 ---@class stoat.SchemaSerdeSpec
