@@ -71,8 +71,9 @@ var (
 	tableOpts = newOptionSet("stoat.TableConsumed", optKeySerde, optValueSerde, optMaterialized,
 		opt("timestampExtractor", "stoat.TimestampExtractor"), optName, optOffsetReset)
 	materializedOpts = newOptionSet("stoat.Materialized", optName, optKeySerde, optValueSerde,
-		opt("logging", "boolean"), opt("caching", "boolean"),
-		opt("type", `"timestampedKeyValue"|"versionedKeyValue"`), opt("historyRetention", "stoat.Duration"))
+		opt("logging", "boolean|table<string, string>"), opt("caching", "boolean"),
+		opt("type", `"timestampedKeyValue"|"versionedKeyValue"`), opt("historyRetention", "stoat.Duration"),
+		opt("retention", "stoat.Duration"))
 	storeSpecOpts = newOptionSet("stoat.StoreSpec", required("name", "string"), opt("type", "stoat.StoreType"),
 		optKeySerde, optValueSerde, opt("logging", "boolean"), opt("retention", "stoat.Duration"),
 		opt("windowSize", "stoat.Duration"), opt("retainDuplicates", "boolean"),

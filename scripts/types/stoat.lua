@@ -90,10 +90,11 @@
 ---@field name? string
 ---@field keySerde? stoat.Serde
 ---@field valueSerde? stoat.Serde
----@field logging? boolean
+---@field logging? boolean|table<string, string>
 ---@field caching? boolean
 ---@field type? "timestampedKeyValue"|"versionedKeyValue"
 ---@field historyRetention? stoat.Duration
+---@field retention? stoat.Duration
 
 ---@class stoat.Named
 ---@field name? string
