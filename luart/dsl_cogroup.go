@@ -89,7 +89,7 @@ func (rt *Runtime) cgWindowedBy(L *lua.LState) int {
 				merge, oi = rt.merger(L.CheckFunction(3)), 4
 			}
 			o := options(L, oi, "aggregate", storedOpts)
-			t, err := w.Aggregate(rt.initializer(init), merge, rt.materializedOpt(L, o), optString(L, o, "name"))
+			t, err := w.Aggregate(rt.initializer(init), merge, rt.windowedMaterializedOpt(L, o), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},
 	}))

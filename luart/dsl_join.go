@@ -53,7 +53,7 @@ func (rt *Runtime) sJoin(left bool) lua.LGFunction {
 		}
 		fn := L.CheckFunction(3)
 		o := options(L, 4, "join", joinedOpts)
-		j := pipeline.Joined{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o)}
+		j := pipeline.Joined{Name: optString(L, o, "name"), Serdes: rt.serdesOpt(L, o), OtherValueSerde: rt.serdeOpt(L, o, "otherValueSerde")}
 		if g := o.RawGetString("gracePeriod"); g != lua.LNil {
 			ms, err := durationMs(g)
 			if err != nil {

@@ -171,7 +171,7 @@ func (rt *Runtime) sTo(L *lua.LState) int {
 		rt.endRaw(ks)
 		rt.endTables(ks)
 	}
-	if fn := optFunction(L, o, "partitioner"); fn != nil {
+	if fn := streamPartitioner(L, o, "to"); fn != nil {
 		p.Partitioner = rt.partitioner(fn)
 		rt.endTables(ks) // it would see the table
 	}
@@ -202,11 +202,24 @@ func (rt *Runtime) sRepartition(L *lua.LState) int {
 	default:
 		L.RaiseError("numberOfPartitions must be a number")
 	}
-	if fn := optFunction(L, o, "partitioner"); fn != nil {
+	if fn := streamPartitioner(L, o, "repartition"); fn != nil {
 		r.Partitioner = rt.partitioner(fn)
 	}
 	out, err := ks.Repartition(r)
 	return rt.pushStream(L, out, err)
+}
+
+// streamPartitioner reads Produced's and Repartitioned's partitioner, given as partitioner
+// or as streamPartitioner, Kafka's name; both at once is an error.
+func streamPartitioner(L *lua.LState, o *lua.LTable, what string) *lua.LFunction {
+	short, long := optFunction(L, o, "partitioner"), optFunction(L, o, "streamPartitioner")
+	if short != nil && long != nil {
+		L.RaiseError("%s: give partitioner or streamPartitioner (Kafka's name for it), not both", what)
+	}
+	if long != nil {
+		return long
+	}
+	return short
 }
 
 // sSplit implements stream:split({name=}) returning a BranchedKStream whose branch(pred,

@@ -35,9 +35,11 @@ var (
 	optMaterialized = opt("materialized", "string|stoat.Materialized")
 	optWithKey      = opt("withKey", "boolean")
 	optPartitioner  = opt("partitioner", "stoat.Partitioner")
-	optHeaders      = opt("headers", "stoat.HeadersIn")
-	optTimestamp    = opt("timestamp", "integer")
-	optOffsetReset  = opt("offsetReset", `stoat.AutoOffsetReset|"earliest"|"latest"|"none"|string`)
+	// optStreamPartitioner is Kafka's name of Produced's and Repartitioned's partitioner.
+	optStreamPartitioner = opt("streamPartitioner", "stoat.Partitioner")
+	optHeaders           = opt("headers", "stoat.HeadersIn")
+	optTimestamp         = opt("timestamp", "integer")
+	optOffsetReset       = opt("offsetReset", `stoat.AutoOffsetReset|"earliest"|"latest"|"none"|string`)
 	// schemaSpecFields are the options of stoat.avro{...} and its siblings.
 	schemaSpecFields = []optionField{opt("schema", "string"), opt("subject", "string"),
 		opt("version", "integer"), opt("latest", "boolean"), opt("autoRegister", "boolean")}
@@ -52,8 +54,8 @@ var (
 		opt("otherPartitioner", "stoat.Partitioner"))
 	groupedOpts    = newOptionSet("stoat.Grouped", optName, optKeySerde, optValueSerde)
 	printedOpts    = newOptionSet("stoat.Printed", opt("label", "string"), optName)
-	producedOpts   = newOptionSet("stoat.Produced", optKeySerde, optValueSerde, optPartitioner, optName)
-	repartOpts     = newOptionSet("stoat.Repartitioned", optKeySerde, optValueSerde, opt("numberOfPartitions", "integer"), optPartitioner, optName)
+	producedOpts   = newOptionSet("stoat.Produced", optKeySerde, optValueSerde, optPartitioner, optStreamPartitioner, optName)
+	repartOpts     = newOptionSet("stoat.Repartitioned", optKeySerde, optValueSerde, opt("numberOfPartitions", "integer"), optPartitioner, optStreamPartitioner, optName)
 	branchedOpts   = newOptionSet("stoat.Branched", optName, opt("withFunction", "fun(branch: stoat.KStream): stoat.KStream?"), opt("withConsumer", "fun(branch: stoat.KStream)"))
 	processOpts    = newOptionSet("stoat.ProcessOptions", opt("stores", "string[]"), optName)
 	streamJoinOpts = newOptionSet("stoat.StreamJoined", optName, opt("storeName", "string"), optKeySerde, optValueSerde,
@@ -61,7 +63,7 @@ var (
 		opt("otherStoreSupplier", "stoat.WindowStoreSupplier"), opt("logging", "boolean|table<string, string>"))
 	windowSupplierOpts = newOptionSet("stoat.WindowStoreSupplier", required("name", "string"), opt("retention", "stoat.Duration"),
 		opt("windowSize", "stoat.Duration"), opt("retainDuplicates", "boolean"))
-	joinedOpts      = newOptionSet("stoat.Joined", optName, optKeySerde, optValueSerde, opt("gracePeriod", "stoat.Duration"))
+	joinedOpts      = newOptionSet("stoat.Joined", optName, optKeySerde, optValueSerde, opt("otherValueSerde", "stoat.Serde"), opt("gracePeriod", "stoat.Duration"))
 	globalStoreOpts = newOptionSet("stoat.GlobalStoreConsumed", optKeySerde, optValueSerde, opt("timestampExtractor", "stoat.TimestampExtractor"))
 	forwardOpts     = newOptionSet("stoat.Forwarded", optTimestamp, optHeaders, opt("to", "string"))
 	consumedOpts    = newOptionSet("stoat.Consumed", optKeySerde, optValueSerde,
@@ -69,8 +71,9 @@ var (
 	tableOpts = newOptionSet("stoat.TableConsumed", optKeySerde, optValueSerde, optMaterialized,
 		opt("timestampExtractor", "stoat.TimestampExtractor"), optName, optOffsetReset)
 	materializedOpts = newOptionSet("stoat.Materialized", optName, optKeySerde, optValueSerde,
-		opt("logging", "boolean"), opt("caching", "boolean"),
-		opt("type", `"timestampedKeyValue"|"versionedKeyValue"`), opt("historyRetention", "stoat.Duration"))
+		opt("logging", "boolean|table<string, string>"), opt("caching", "boolean"),
+		opt("type", `"timestampedKeyValue"|"versionedKeyValue"`), opt("historyRetention", "stoat.Duration"),
+		opt("retention", "stoat.Duration"))
 	storeSpecOpts = newOptionSet("stoat.StoreSpec", required("name", "string"), opt("type", "stoat.StoreType"),
 		optKeySerde, optValueSerde, opt("logging", "boolean"), opt("retention", "stoat.Duration"),
 		opt("windowSize", "stoat.Duration"), opt("retainDuplicates", "boolean"),
@@ -89,7 +92,7 @@ var (
 		opt("processingExceptionHandler", `"LogAndFail"|"LogAndContinue"`), opt("deadLetterQueueTopic", "string"))
 	topicOpts         = newOptionSet("stoat.test.TopicSerdes", opt("keySerde", "stoat.SerdeName"), opt("valueSerde", "stoat.SerdeName"))
 	pipeInputOpts     = newOptionSet("stoat.test.PipeOptions", optTimestamp, optHeaders)
-	pipeListInputOpts = newOptionSet("stoat.test.PipeListOptions", optTimestamp, optHeaders, opt("advance", "integer"))
+	pipeListInputOpts = newOptionSet("stoat.test.PipeListOptions", optTimestamp, optHeaders, opt("advance", "stoat.Duration"))
 )
 
 // optionSets lists every set, for the definitions.

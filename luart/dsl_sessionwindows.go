@@ -46,14 +46,14 @@ func (rt *Runtime) sessionWindowedBy(L *lua.LState, g *pipeline.KGroupedStream, 
 		"count": func(L *lua.LState) int {
 			sw := checkValue[*pipeline.SessionWindowedKStream](L, typeName)
 			o := options(L, 2, "count", storedOpts)
-			t, err := sw.Count(rt.materializedOpt(L, o), rt.longSerde(), optString(L, o, "name"))
+			t, err := sw.Count(rt.windowedMaterializedOpt(L, o), rt.longSerde(), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},
 		"reduce": func(L *lua.LState) int {
 			sw := checkValue[*pipeline.SessionWindowedKStream](L, typeName)
 			fn := L.CheckFunction(2)
 			o := options(L, 3, "reduce", storedOpts)
-			t, err := sw.Reduce(rt.reducer(fn), rt.materializedOpt(L, o), optString(L, o, "name"))
+			t, err := sw.Reduce(rt.reducer(fn), rt.windowedMaterializedOpt(L, o), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},
 		"aggregate": func(L *lua.LState) int {
@@ -61,7 +61,7 @@ func (rt *Runtime) sessionWindowedBy(L *lua.LState, g *pipeline.KGroupedStream, 
 			init, agg, merge := L.CheckFunction(2), L.CheckFunction(3), L.CheckFunction(4)
 			o := options(L, 5, "aggregate", storedOpts)
 			t, err := sw.Aggregate(rt.initializer(init), rt.aggregator(agg), rt.merger(merge),
-				rt.materializedOpt(L, o), optString(L, o, "name"))
+				rt.windowedMaterializedOpt(L, o), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},
 		"emitStrategy": func(L *lua.LState) int {

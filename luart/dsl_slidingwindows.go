@@ -46,21 +46,21 @@ func (rt *Runtime) slidingWindowedBy(L *lua.LState, g *pipeline.KGroupedStream, 
 		"count": func(L *lua.LState) int {
 			sw := checkValue[*pipeline.SlidingWindowedKStream](L, typeName)
 			o := options(L, 2, "count", storedOpts)
-			t, err := sw.Count(rt.materializedOpt(L, o), rt.longSerde(), optString(L, o, "name"))
+			t, err := sw.Count(rt.windowedMaterializedOpt(L, o), rt.longSerde(), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},
 		"reduce": func(L *lua.LState) int {
 			sw := checkValue[*pipeline.SlidingWindowedKStream](L, typeName)
 			fn := L.CheckFunction(2)
 			o := options(L, 3, "reduce", storedOpts)
-			t, err := sw.Reduce(rt.reducer(fn), rt.materializedOpt(L, o), optString(L, o, "name"))
+			t, err := sw.Reduce(rt.reducer(fn), rt.windowedMaterializedOpt(L, o), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},
 		"aggregate": func(L *lua.LState) int {
 			sw := checkValue[*pipeline.SlidingWindowedKStream](L, typeName)
 			init, agg := L.CheckFunction(2), L.CheckFunction(3)
 			o := options(L, 4, "aggregate", storedOpts)
-			t, err := sw.Aggregate(rt.initializer(init), rt.aggregator(agg), rt.materializedOpt(L, o), optString(L, o, "name"))
+			t, err := sw.Aggregate(rt.initializer(init), rt.aggregator(agg), rt.windowedMaterializedOpt(L, o), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},
 		"emitStrategy": func(L *lua.LState) int {

@@ -12,6 +12,16 @@ import (
 // with historyRetention is Materialized.as(Stores.persistentVersionedKeyValueStore(name,
 // historyRetention)).
 func (rt *Runtime) materializedOpt(L *lua.LState, o *lua.LTable) pipeline.Materialized {
+	return rt.materialized(L, o, false)
+}
+
+// windowedMaterializedOpt reads the materialized option of a windowed or session
+// aggregation, which also takes retention (Materialized.withRetention).
+func (rt *Runtime) windowedMaterializedOpt(L *lua.LState, o *lua.LTable) pipeline.Materialized {
+	return rt.materialized(L, o, true)
+}
+
+func (rt *Runtime) materialized(L *lua.LState, o *lua.LTable, windowed bool) pipeline.Materialized {
 	var m pipeline.Materialized
 	switch v := o.RawGetString("materialized").(type) {
 	case *lua.LNilType:
@@ -39,12 +49,20 @@ func (rt *Runtime) materializedOpt(L *lua.LState, o *lua.LTable) pipeline.Materi
 		default:
 			L.RaiseError("materialized: type must be \"timestampedKeyValue\" or \"versionedKeyValue\", not %q", typ)
 		}
+		if r := mo.RawGetString("retention"); r != lua.LNil {
+			if !windowed {
+				L.RaiseError("materialized: retention applies to the stores of windowed and session aggregations only (Materialized.withRetention); this one keeps a key-value store")
+			}
+			ms, err := durationMs(r)
+			if err != nil {
+				L.RaiseError("materialized: retention: %v", err)
+			}
+			m.HasRetention, m.Retention = true, ms
+		}
 		m.Given = true
 		m.StoreName = optString(L, mo, "name")
 		m.Serdes = rt.serdesOpt(L, mo)
-		if mo.RawGetString("logging") != lua.LNil {
-			m.LoggingDisabled = !optBool(L, mo, "logging")
-		}
+		m.LoggingDisabled, m.TopicConfig = loggingOpt(L, mo, "materialized")
 		if mo.RawGetString("caching") != lua.LNil {
 			m.CachingDisabled = !optBool(L, mo, "caching")
 		}

@@ -219,3 +219,26 @@ t.test("rows of derived tables", function()
 end)
 `)
 }
+
+// A stream-table join takes Joined's otherValueSerde, the table's value serde: the join
+// reads the table's values as it holds them, so a serde other than the table's is refused.
+func TestStreamTableJoinOtherValueSerde(t *testing.T) {
+	runTableJoinTests(t, `local b = require("stoat").builder()
+local tbl = b:table("right", {valueSerde = "json"})
+b:stream("in"):join(tbl, function(v, tv) return v .. "+" .. tv.n end, {otherValueSerde = "json"}):to("out")
+return b
+`, `local t = require("stoat.test")
+t.test("joined", function()
+  local d = t.driver("pipeline.lua")
+  d:createInputTopic("right", {valueSerde = "json"}):pipeInput("k", {n = "1"})
+  d:createInputTopic("in"):pipeInput("k", "v")
+  t.assertEquals(d:createOutputTopic("out"):readValuesToList(), {"v+1"})
+end)
+`)
+	msg := loadError(t, prelude+`local tbl = b:table("right", {valueSerde = "json"})
+b:stream("in"):leftJoin(tbl, function(v, tv) return v end, {otherValueSerde = "string"})
+return b`)
+	if !strings.Contains(msg, "otherValueSerde string contradicts the table's value serde json") {
+		t.Fatalf("error: %s", msg)
+	}
+}

@@ -313,6 +313,30 @@ return b`)
 	}
 }
 
+// Produced's and Repartitioned's partitioner also goes by Kafka's name, streamPartitioner;
+// both names at once are refused.
+func TestStreamPartitionerIsKafkasName(t *testing.T) {
+	d := driver(t, `
+local b = require("stoat").builder()
+b:stream("in")
+  :repartition({numberOfPartitions = 4, streamPartitioner = function() return 3 end})
+  :mapValues(function(v, r) return v .. r.partition end)
+  :to("out", {streamPartitioner = function() return 2 end})
+return b`)
+	pipe(t, d, "in", "k", "v")
+	r, ok := d.ReadOutput("out")
+	if !ok || string(r.Value) != "v3" || r.Partition != 2 {
+		t.Fatalf("output %q at partition %d (ok %v), want \"v3\" at partition 2", r.Value, r.Partition, ok)
+	}
+	for _, call := range []string{`to("out", `, `repartition(`} {
+		msg := loadError(t, prelude+`b:stream("in"):`+call+`{partitioner = function() return 0 end, streamPartitioner = function() return 0 end})
+return b`)
+		if !strings.Contains(msg, "give partitioner or streamPartitioner (Kafka's name for it), not both") {
+			t.Errorf("%s both names: %s", call, msg)
+		}
+	}
+}
+
 func TestCustomSerdeSeesHeaders(t *testing.T) {
 	d := driver(t, `
 local s = require("stoat")

@@ -77,14 +77,14 @@ func (rt *Runtime) gsWindowedBy(L *lua.LState) int {
 		"count": func(L *lua.LState) int {
 			tw := checkValue[*pipeline.TimeWindowedKStream](L, "TimeWindowedKStream")
 			o := options(L, 2, "count", storedOpts)
-			t, err := tw.Count(rt.materializedOpt(L, o), rt.longSerde(), optString(L, o, "name"))
+			t, err := tw.Count(rt.windowedMaterializedOpt(L, o), rt.longSerde(), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},
 		"reduce": func(L *lua.LState) int {
 			tw := checkValue[*pipeline.TimeWindowedKStream](L, "TimeWindowedKStream")
 			fn := L.CheckFunction(2)
 			o := options(L, 3, "reduce", storedOpts)
-			t, err := tw.Reduce(rt.reducer(fn), rt.materializedOpt(L, o), optString(L, o, "name"))
+			t, err := tw.Reduce(rt.reducer(fn), rt.windowedMaterializedOpt(L, o), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},
 		"emitStrategy": func(L *lua.LState) int {
@@ -106,7 +106,7 @@ func (rt *Runtime) gsWindowedBy(L *lua.LState) int {
 			tw := checkValue[*pipeline.TimeWindowedKStream](L, "TimeWindowedKStream")
 			init, agg := L.CheckFunction(2), L.CheckFunction(3)
 			o := options(L, 4, "aggregate", storedOpts)
-			t, err := tw.Aggregate(rt.initializer(init), rt.aggregator(agg), rt.materializedOpt(L, o), optString(L, o, "name"))
+			t, err := tw.Aggregate(rt.initializer(init), rt.aggregator(agg), rt.windowedMaterializedOpt(L, o), optString(L, o, "name"))
 			return rt.pushTable(L, t, err)
 		},
 	}))

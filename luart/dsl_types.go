@@ -304,7 +304,7 @@ var dslTypes = []dslType{
 	{module: "stoat.test", name: "TopologyTestDriver", class: "stoat.test.TopologyTestDriver", object: true, fields: []dslField{
 		fn("createInputTopic", "(topic: string, opts?: stoat.test.TopicSerdes): stoat.test.TestInputTopic"),
 		fn("createOutputTopic", "(topic: string, opts?: stoat.test.TopicSerdes): stoat.test.TestOutputTopic"),
-		fn("advanceWallClockTime", "(ms: integer)"),
+		fn("advanceWallClockTime", "(d: stoat.Duration)"),
 		fn("getKeyValueStore", "(name: string): stoat.test.KeyValueStore"),
 		fn("getWindowStore", "(name: string): stoat.test.WindowStore"),
 		fn("getTimestampedWindowStore", "(name: string): stoat.test.WindowStore"),
@@ -316,6 +316,7 @@ var dslTypes = []dslType{
 		fn("pipeInput", "(key: any, value: any, opts?: stoat.test.PipeOptions)", "(value: any)"),
 		fn("pipeKeyValueList", "(pairs: (any[]|{key: any, value: any})[], opts?: stoat.test.PipeListOptions)"),
 		fn("pipeValueList", "(values: any[], opts?: stoat.test.PipeListOptions)"),
+		fn("advanceTime", "(d: stoat.Duration)"),
 	}},
 	{module: "stoat.test", name: "TestOutputTopic", class: "stoat.test.TestOutputTopic", object: true, fields: []dslField{
 		fn("readValue", "(): any"),

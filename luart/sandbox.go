@@ -14,8 +14,9 @@ import (
 )
 
 // The Lua libraries and functions a pipeline script may use. This is an allowlist: what is
-// not named here (io, debug, os.execute, loadfile, dofile, load, ...) does not exist for
-// scripts.
+// not named here (io, debug, os.execute, loadfile, dofile, load, ...) is not a global of
+// scripts; the parts of Lua's library among it raise "not available" when used
+// (unavailable.go), io and debug through stand-in tables.
 var allowedGlobals = map[string]bool{
 	"assert": true, "error": true, "ipairs": true, "next": true, "pairs": true, "pcall": true,
 	"select": true, "tonumber": true, "tostring": true, "type": true, "unpack": true,

@@ -36,6 +36,22 @@ func TestSandboxRefusesEscapes(t *testing.T) {
 	}
 }
 
+// io, debug and package are stand-ins, as docs/lua.md says: tables outside _G whose Lua 5.1
+// functions exist only to say they are not available, so that a script using one is told so
+// instead of "attempt to index a nil value".
+func TestSandboxLibrariesAreStandIns(t *testing.T) {
+	_, _, err := load(t, prelude+`for _, lib in ipairs({"io", "debug", "package"}) do
+  assert(rawget(_G, lib) == nil, lib .. " is in _G")
+  assert(type(_G[lib]) == "table", lib .. " is no table")
+end
+assert(type(io.write) == "function" and io.nonsense == nil)
+assert(not pcall(io.write, "x"))
+return b`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRequireBelowScriptDir(t *testing.T) {
 	_, b, err := load(t, prelude+`local util = require("lib.util")
 b:stream("in"):mapValues(function(v) return util.shout(v) end):to("out")

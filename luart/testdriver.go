@@ -243,6 +243,16 @@ func checkMillis(L *lua.LState, what string, n lua.LNumber) int64 {
 	return int64(f)
 }
 
+// checkDuration reads a duration the test driver takes as the DSL reads one (durationMs):
+// milliseconds or a string like "2s".
+func checkDuration(L *lua.LState, what string, v lua.LValue) int64 {
+	ms, err := durationMs(v)
+	if err != nil {
+		L.RaiseError("%s: %v", what, err)
+	}
+	return ms
+}
+
 // checkDriver returns the open driver a method was called on.
 func (tf *testFile) checkDriver(L *lua.LState) *testDriver {
 	if ud, ok := L.Get(1).(*lua.LUserData); ok {
@@ -276,7 +286,7 @@ func (tf *testFile) driverMethods() map[string]lua.LGFunction {
 		},
 		"advanceWallClockTime": func(L *lua.LState) int {
 			td := tf.checkDriver(L)
-			ms := checkMillis(L, "advanceWallClockTime", L.CheckNumber(2))
+			ms := checkDuration(L, "advanceWallClockTime", L.Get(2))
 			if ms < 0 {
 				L.RaiseError("advanceWallClockTime: the wall clock only moves forward (got %d ms)", ms)
 			}

@@ -280,6 +280,25 @@ t.test("wall clock", function()
   t.assertEquals(out:readRecord().timestamp, 1500)
   t.assertError(function() d:advanceWallClockTime(-1) end, "only moves forward")
 end)
+t.test("durations as the DSL writes them", function()
+  local d = t.driver{scripts = {"upper.lua"}, wallClockMs = 1000}
+  d:advanceWallClockTime("2s")
+  local input, out = d:createInputTopic("in"), d:createOutputTopic("out")
+  input:pipeInput("a")
+  input:advanceTime("1m")
+  input:pipeInput("b")
+  input:advanceTime(5)
+  input:pipeValueList({"c", "d"}, {advance = "1s"})
+  d:advanceWallClockTime(10)
+  input:pipeValueList({"e"})
+  local ts = {}
+  for _, r in ipairs(out:readRecordsToList()) do ts[#ts + 1] = r.timestamp end
+  t.assertEquals(ts, {3000, 63000, 63005, 64005, 63015})
+  t.assertError(function() d:advanceWallClockTime("2 fortnights") end, 'advanceWallClockTime: invalid duration "2 fortnights"')
+  t.assertError(function() input:advanceTime(-1) end, "only moves forward")
+  t.assertError(function() input:advanceTime({}) end, "advanceTime: a duration is milliseconds or a string")
+  t.assertError(function() input:pipeValueList({"x"}, {advance = "soon"}) end, 'advance: invalid duration "soon"')
+end)
 t.test("refusals", function()
   local d = t.driver("upper.lua")
   t.assertError(function() d:createInputTopic("out") end, 'topic "out" is not a source of this topology (sources: in)')
@@ -292,7 +311,7 @@ end)
 t.test("hangs", function() while true do end end)
 `,
 	}, TestOptions{Timeout: 200 * time.Millisecond})
-	if passed != 4 || failed != 1 || !strings.Contains(out, "the test exceeded its time budget of 200ms") {
+	if passed != 5 || failed != 1 || !strings.Contains(out, "the test exceeded its time budget of 200ms") {
 		t.Fatalf("passed %d failed %d, output:\n%s", passed, failed, out)
 	}
 }

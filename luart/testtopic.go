@@ -1,6 +1,7 @@
 package luart
 
 import (
+	"math"
 	"slices"
 	"strings"
 
@@ -15,6 +16,9 @@ type testTopic struct {
 	td         *testDriver
 	topic      string
 	key, value pipeline.Serde
+	// advanced is how far advanceTime moved the input topic's time ahead of the driver's
+	// wall clock, which records piped without a timestamp are stamped with.
+	advanced int64
 }
 
 func (tf *testFile) pushTopic(L *lua.LState, t *testTopic, mt *lua.LTable) int {
@@ -76,6 +80,20 @@ func (tf *testFile) inputMethods() map[string]lua.LGFunction {
 			}
 			return 0
 		},
+		// advanceTime(d) moves the time of the records piped without a timestamp forward, as
+		// Kafka's TestInputTopic.advanceTime does.
+		"advanceTime": func(L *lua.LState) int {
+			t := tf.checkTopic(L, tf.inputMT, "TestInputTopic")
+			d := checkDuration(L, "advanceTime", L.Get(2))
+			if d < 0 {
+				L.RaiseError("advanceTime: the time only moves forward (got %d ms)", d)
+			}
+			if t.advanced > math.MaxInt64-d {
+				L.RaiseError("advanceTime: the topic's time would pass 2^63 - 1 ms")
+			}
+			t.advanced += d
+			return 0
+		},
 		// pipeValueList({v, ...} [, opts]): values with null keys.
 		"pipeValueList": func(L *lua.LState) int {
 			t := tf.checkTopic(L, tf.inputMT, "TestInputTopic")
@@ -100,23 +118,21 @@ type pipeOpts struct {
 func (o pipeOpts) at(i int) int64 { return o.timestamp + int64(i-1)*o.advance }
 
 // pipeOptions reads {timestamp =, headers =} (and advance = for lists). The timestamp
-// defaults to the driver's wall clock, as in TopologyTestDriver.
+// defaults to the driver's wall clock, as in TopologyTestDriver, plus what advanceTime added.
 func (tf *testFile) pipeOptions(L *lua.LState, t *testTopic, i int, list bool) pipeOpts {
 	set := pipeInputOpts
 	if list {
 		set = pipeListInputOpts
 	}
 	o := options(L, i, "pipe options", set)
-	p := pipeOpts{timestamp: t.td.d.WallClock()}
+	p := pipeOpts{timestamp: t.td.d.WallClock() + t.advanced}
 	if n, ok := o.RawGetString("timestamp").(lua.LNumber); ok {
 		p.timestamp = checkMillis(L, "timestamp", n)
 	} else if v := o.RawGetString("timestamp"); v != lua.LNil {
 		L.RaiseError("timestamp must be milliseconds, not a %s", v.Type())
 	}
-	if n, ok := o.RawGetString("advance").(lua.LNumber); ok {
-		p.advance = checkMillis(L, "advance", n)
-	} else if v := o.RawGetString("advance"); v != lua.LNil {
-		L.RaiseError("advance must be milliseconds, not a %s", v.Type())
+	if v := o.RawGetString("advance"); v != lua.LNil {
+		p.advance = checkDuration(L, "advance", v)
 	}
 	p.headers = tf.headers(L, o.RawGetString("headers"))
 	return p

@@ -144,7 +144,9 @@ func New() *Metrics {
 		prometheus.ExponentialBuckets(0.00001, 3, 14)) // 10µs .. ~16s
 	m.RecordE2ELatency = m.histogramVec("processor", "record_e2e_latency_seconds",
 		"Wall-clock time minus record timestamp when a record enters the topology at a source "+
-			"node or leaves it at a sink node (Kafka Streams record-e2e-latency), by node.",
+			"node or has been processed by a terminal node, one with no children: a sink, "+
+			"foreach, print, or a process or aggregation with nothing downstream (Kafka Streams "+
+			"record-e2e-latency), by node.",
 		prometheus.ExponentialBuckets(0.001, 4, 12), "node") // 1ms .. ~70min
 	m.PunctuationLatency = m.histogramVec("processor", "punctuation_latency_seconds",
 		"Duration of each call of a scheduled punctuator, by the processor node that scheduled it; "+

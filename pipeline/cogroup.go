@@ -48,8 +48,8 @@ func (c *CogroupedKStream) Aggregate(init Initializer, m Materialized, name stri
 	if init == nil {
 		return nil, fmt.Errorf("cogroup aggregate needs an initializer")
 	}
-	return c.aggregate(m, name, func(storeName string, serdes Serdes) *StoreSpec {
-		return m.kvStoreSpec(storeName, serdes)
+	return c.aggregate(m, name, func(storeName string, serdes Serdes) (*StoreSpec, error) {
+		return m.kvStoreSpec(storeName, serdes), nil
 	}, func(storeName string, agg Aggregator, ov *bool) Processor {
 		return &streamAggregate{store: storeName, init: init, agg: agg, oldValues: ov}
 	})
@@ -103,17 +103,21 @@ func (w *WindowedCogroupedKStream) Aggregate(init Initializer, merge Merger, m M
 	if (merge != nil) != (w.session != nil) {
 		return nil, fmt.Errorf("a session-windowed cogroup aggregate needs a session merger, and only it takes one")
 	}
-	spec := func(storeName string, serdes Serdes) *StoreSpec {
-		s := &StoreSpec{Name: storeName, Type: TimestampedWindowStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled}
+	spec := func(storeName string, serdes Serdes) (*StoreSpec, error) {
+		s := &StoreSpec{Name: storeName, Type: TimestampedWindowStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, TopicConfig: m.TopicConfig, CachingDisabled: m.CachingDisabled}
+		var err error
 		switch {
 		case w.time != nil:
-			s.WindowSize, s.Retention = w.time.Size, w.time.Size+w.time.Grace
+			s.WindowSize = w.time.Size
+			s.Retention, err = m.timeRetention(storeName, *w.time)
 		case w.sliding != nil:
-			s.WindowSize, s.Retention = w.sliding.TimeDifference, w.sliding.Grace+2*w.sliding.TimeDifference
+			s.WindowSize = w.sliding.TimeDifference
+			s.Retention, err = m.slidingRetention(storeName, *w.sliding)
 		default:
-			s.Type, s.Retention = SessionStoreType, w.session.Gap+w.session.Grace
+			s.Type = SessionStoreType
+			s.Retention, err = m.sessionRetention(storeName, *w.session)
 		}
-		return s
+		return s, err
 	}
 	table, err := w.c.aggregate(m, name, spec, func(storeName string, agg Aggregator, ov *bool) Processor {
 		switch {
@@ -139,7 +143,7 @@ func (w *WindowedCogroupedKStream) Aggregate(init Initializer, merge Merger, m M
 }
 
 // aggregate adds the store spec makes and one processor proc makes per input.
-func (c *CogroupedKStream) aggregate(m Materialized, name string, spec func(storeName string, serdes Serdes) *StoreSpec,
+func (c *CogroupedKStream) aggregate(m Materialized, name string, spec func(storeName string, serdes Serdes) (*StoreSpec, error),
 	proc func(storeName string, agg Aggregator, oldValues *bool) Processor) (*KTable, error) {
 	b := c.b
 	if err := m.checkVersioned("a cogroup aggregation"); err != nil {
@@ -197,7 +201,10 @@ func (c *CogroupedKStream) aggregate(m Materialized, name string, spec func(stor
 	}
 	b.copartition(parents...)
 	serdes := b.orDefaults(m.Serdes)
-	st := spec(storeName, serdes)
+	st, err := spec(storeName, serdes)
+	if err != nil {
+		return nil, err
+	}
 	if err := m.checkStoreKind("a windowed cogroup aggregation", st); err != nil {
 		return nil, err
 	}

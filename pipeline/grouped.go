@@ -8,6 +8,7 @@ type Materialized struct {
 	StoreName       string
 	Serdes          Serdes
 	LoggingDisabled bool
+	TopicConfig     map[string]string // the changelog topic's settings (withLoggingEnabled(Map))
 	CachingDisabled bool
 	// Given reports that a Materialized was passed at all: count(Materialized) with no name
 	// consumes one more name index than count(), as in Kafka Streams.
@@ -16,6 +17,42 @@ type Materialized struct {
 	// history (Materialized.as(Stores.persistentVersionedKeyValueStore(name, retention))).
 	Versioned        bool
 	HistoryRetention int64
+	// With HasRetention, a windowed or session aggregation's store keeps Retention ms
+	// (Materialized.withRetention) instead of the windows' default, the least it may keep.
+	HasRetention bool
+	Retention    int64
+}
+
+// windowRetention is the retention of a windowed or session aggregation's store: def,
+// Kafka's default and the least the windows need, unless m asks for more. A shorter one is
+// refused as Kafka's WindowStoreMaterializer, SlidingWindowStoreMaterializer and
+// SessionStoreMaterializer refuse it; store names the store ("window store x"), floor what
+// def is made of and of which values.
+func (m Materialized) windowRetention(store string, def int64, floor string) (int64, error) {
+	if !m.HasRetention {
+		return def, nil
+	}
+	if m.Retention < def {
+		return 0, fmt.Errorf("the retention period of the %s must be no smaller than %s, retention=[%d] (materialized retention)", store, floor, m.Retention)
+	}
+	return m.Retention, nil
+}
+
+// timeRetention, slidingRetention and sessionRetention are the retentions of the stores of
+// aggregations over time, sliding and session windows.
+func (m Materialized) timeRetention(store string, w TimeWindows) (int64, error) {
+	return m.windowRetention("window store "+store, w.Size+w.Grace,
+		fmt.Sprintf("its window size plus the grace period: size=[%d], grace=[%d]", w.Size, w.Grace))
+}
+
+func (m Materialized) slidingRetention(store string, w SlidingWindows) (int64, error) {
+	return m.windowRetention("window store "+store, 2*w.TimeDifference+w.Grace,
+		fmt.Sprintf("2 * time difference plus the grace period: time difference=[%d], grace=[%d]", w.TimeDifference, w.Grace))
+}
+
+func (m Materialized) sessionRetention(store string, w SessionWindows) (int64, error) {
+	return m.windowRetention("session store "+store, w.Gap+w.Grace,
+		fmt.Sprintf("the session inactivity gap plus the grace period: gap=[%d], grace=[%d]", w.Gap, w.Grace))
 }
 
 // checkVersioned checks a versioned Materialized of an operation that takes one: it needs
@@ -36,7 +73,7 @@ func (m Materialized) checkVersioned(op string) error {
 // versioned as m asks (Kafka's KeyValueStoreWrapper takes either; versioned stores have no
 // record cache).
 func (m Materialized) kvStoreSpec(name string, serdes Serdes) *StoreSpec {
-	s := &StoreSpec{Name: name, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled}
+	s := &StoreSpec{Name: name, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, TopicConfig: m.TopicConfig, CachingDisabled: m.CachingDisabled}
 	if m.Versioned {
 		s.Type, s.HistoryRetention, s.CachingDisabled = VersionedKeyValueStoreType, m.HistoryRetention, true
 	}
@@ -126,8 +163,8 @@ func (g *KGroupedStream) Aggregate(init Initializer, agg Aggregator, m Materiali
 
 // aggregate adds a key-value aggregation (see aggregateWith).
 func (g *KGroupedStream) aggregate(prefix string, m Materialized, name string, factory func() Processor) (*KTable, error) {
-	return g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
-		return m.kvStoreSpec(storeName, serdes)
+	return g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) (*StoreSpec, error) {
+		return m.kvStoreSpec(storeName, serdes), nil
 	}, func(storeName string, oldValues *bool) Processor {
 		p := factory().(*streamAggregate)
 		p.store, p.oldValues = storeName, oldValues
@@ -139,7 +176,7 @@ func (g *KGroupedStream) aggregate(prefix string, m Materialized, name string, f
 // the repartition nodes in between, taking names in Kafka Streams' order: store, processor,
 // repartition sink, filter, source.
 func (g *KGroupedStream) aggregateWith(prefix string, m Materialized, name string,
-	spec func(storeName string, serdes Serdes) *StoreSpec, factory func(storeName string, oldValues *bool) Processor) (*KTable, error) {
+	spec func(storeName string, serdes Serdes) (*StoreSpec, error), factory func(storeName string, oldValues *bool) Processor) (*KTable, error) {
 	b := g.s.b
 	if err := m.checkVersioned("an aggregation"); err != nil {
 		return nil, err
@@ -174,7 +211,10 @@ func (g *KGroupedStream) aggregateWith(prefix string, m Materialized, name strin
 	n.factory = func() Processor { return factory(storeName, &ov) }
 	parent.addChild(n)
 	serdes := b.orDefaults(Serdes{Key: keySerde, Value: m.Serdes.Value})
-	st := spec(storeName, serdes)
+	st, err := spec(storeName, serdes)
+	if err != nil {
+		return nil, err
+	}
 	if err := m.checkStoreKind("a windowed aggregation", st); err != nil {
 		return nil, err
 	}

@@ -13,12 +13,16 @@ type ValueJoinerWithKey func(rec Record, tableValue any) (any, error)
 // processor and, after a key change, the repartition topic; Serdes serialise the
 // repartitioned stream (default: the stream's). With HasGracePeriod, a join against a
 // versioned table waits GracePeriod ms of stream time for late table updates
-// (withGracePeriod, KIP-923).
+// (withGracePeriod, KIP-923). OtherValueSerde is the table's value serde
+// (Joined.otherValueSerde): the join reads the table's values as the table holds them and
+// never serialises them, as in Kafka Streams, which ignores it, so it may only name the
+// serde the table is known to have.
 type Joined struct {
-	Name           string
-	Serdes         Serdes
-	HasGracePeriod bool
-	GracePeriod    int64
+	Name            string
+	Serdes          Serdes
+	OtherValueSerde Serde
+	HasGracePeriod  bool
+	GracePeriod     int64
 }
 
 // Join joins each stream record with the table's current value for its key (Kafka Streams'
@@ -40,6 +44,9 @@ func (s *KStream) LeftJoin(t *KTable, joiner ValueJoinerWithKey, j Joined) (*KSt
 func (s *KStream) joinTable(t *KTable, joiner ValueJoinerWithKey, left bool, j Joined) (*KStream, error) {
 	if t == nil || t.b != s.b {
 		return nil, fmt.Errorf("join: the table must come from the same builder")
+	}
+	if o, v := j.OtherValueSerde, t.serdes.Value; o != nil && v != nil && o.Name() != v.Name() {
+		return nil, fmt.Errorf("join: otherValueSerde %s contradicts the table's value serde %s: a stream-table join reads the table's values with the table's own serde", o.Name(), v.Name())
 	}
 	if s.keyChanged {
 		prefix := j.Name

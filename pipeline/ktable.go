@@ -127,7 +127,7 @@ func (t *KTable) materializeWith(spec *tableSourceSpec, storeName string, serdes
 		spec.store, spec.versioned = storeName, m.Versioned
 		t.store, t.versioned = storeName, m.Versioned
 		t.node.Stores = []string{storeName}
-		st := &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled}
+		st := &StoreSpec{Name: storeName, Type: TimestampedKeyValueStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, TopicConfig: m.TopicConfig, CachingDisabled: m.CachingDisabled}
 		if m.Versioned {
 			st.Type, st.HistoryRetention, st.CachingDisabled = VersionedKeyValueStoreType, m.HistoryRetention, true
 		}

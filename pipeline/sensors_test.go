@@ -59,6 +59,61 @@ func TestEndToEndLatencyAtSourceAndSink(t *testing.T) {
 	}
 }
 
+// TestEndToEndLatencyAtTerminalNodes: every node with no children observes once per record it
+// processed, as Kafka Streams' terminal nodes do (a foreach, a process forwarding nowhere, a
+// sink writing to two partitions), and nodes with children, the in-memory repartition
+// topic's included, observe nothing.
+func TestEndToEndLatencyAtTerminalNodes(t *testing.T) {
+	b := newTestBuilder()
+	s, err := b.Stream([]string{"in"}, Consumed{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Foreach(func(Record) error { return nil }, "each"); err != nil {
+		t.Fatal(err)
+	}
+	supplier := func() (UserProcessor, error) {
+		return &funcProcessor{process: func(*ProcessorContext, Record) error { return nil }}, nil
+	}
+	if _, err := s.Process(supplier, nil, "sink-less"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Repartition(Repartitioned{Name: "rp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := func(_ string, _ Record, _ int32) ([]int32, bool, error) { return []int32{0, 1}, true, nil }
+	if err := r.To("out", Produced{Partitioner: both}); err != nil {
+		t.Fatal(err)
+	}
+	sens := newCountingSensors()
+	d, err := NewDriver(b, DriverOptions{Stores: NewMemoryStores(), Sensors: sens, WallClockMs: 10_000,
+		Partitions: map[string]int32{"out": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Pipe("in", []byte("k"), []byte("v"), 7_000, nil); err != nil {
+		t.Fatal(err)
+	}
+	var sink string
+	for _, n := range b.Nodes() {
+		want := 0
+		switch {
+		case n.Kind == SourceNode && !n.Internal, n.Name == "each", n.Name == "sink-less":
+			want = 1
+		case n.Kind == SinkNode && !n.Internal:
+			want, sink = 1, n.Name
+		}
+		got := sens.observed["e2e/"+n.Name]
+		if len(got) != want || want == 1 && got[0] != 3 {
+			t.Errorf("e2e at %s = %v, want %d observation(s) of 3 (wall clock 10 s, record at 7 s)", n.Name, got, want)
+		}
+	}
+	if sink == "" {
+		t.Fatal("no sink node")
+	}
+}
+
 func TestPunctuationsAreObservedByNode(t *testing.T) {
 	var scheduled bool
 	d, sens, nodes := sensorDriver(t, nil, func(ctx *ProcessorContext, rec Record) error {

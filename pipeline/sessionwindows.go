@@ -142,11 +142,12 @@ func (t *SessionWindowedKStream) Aggregate(init Initializer, agg Aggregator, mer
 
 func (t *SessionWindowedKStream) aggregate(prefix string, m Materialized, name string, proto *sessionAggregate) (*KTable, error) {
 	w := t.w
-	// Kafka's retention, also when emitting on close: the store holds a session the
-	// watermark has not closed yet past it (finalHolds), and deletes one once emitted.
-	retention := w.Gap + w.Grace
-	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
-		return &StoreSpec{Name: storeName, Type: SessionStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled, Retention: retention}
+	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) (*StoreSpec, error) {
+		// Kafka's default retention, also when emitting on close: the store holds a session
+		// the watermark has not closed yet past it (finalHolds), and deletes one once
+		// emitted.
+		retention, err := m.sessionRetention(storeName, w)
+		return &StoreSpec{Name: storeName, Type: SessionStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, TopicConfig: m.TopicConfig, CachingDisabled: m.CachingDisabled, Retention: retention}, err
 	}, func(storeName string, oldValues *bool) Processor {
 		p := *proto
 		p.store, p.windows, p.oldValues, p.emitOnClose = storeName, w, oldValues, t.emitOnClose

@@ -25,12 +25,10 @@ type sinkSpec struct {
 type sinkProc struct {
 	ctx  *Context
 	spec *sinkSpec
-	e2e  Observer
 }
 
 func (p *sinkProc) Init(ctx *Context) error {
 	p.ctx = ctx
-	p.e2e = ctx.endToEnd()
 	return nil
 }
 
@@ -96,6 +94,5 @@ func (p *sinkProc) send(topic string, partition int32, kb, vb []byte, rec Record
 		}
 		partition = DefaultPartition(kb, n)
 	}
-	p.e2e.Observe(float64(p.ctx.WallClock()-rec.Timestamp) / 1000)
 	return p.ctx.send(topic, partition, kb, vb, rec.Headers, rec.Timestamp)
 }

@@ -82,13 +82,13 @@ func (t *SlidingWindowedKStream) Aggregate(init Initializer, agg Aggregator, m M
 
 func (t *SlidingWindowedKStream) aggregate(prefix string, m Materialized, name string, init Initializer, agg Aggregator) (*KTable, error) {
 	w, onClose := t.w, t.emitOnClose
-	// Kafka's default retention for sliding windows (SlidingWindowStoreMaterializer), also
-	// when emitting on close: the store holds a window the watermark has not closed yet
-	// past it (windowHolds).
-	retention := w.Grace + 2*w.TimeDifference
-	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
-		return &StoreSpec{Name: storeName, Type: TimestampedWindowStoreType, Serdes: serdes, Logged: !m.LoggingDisabled,
-			WindowSize: w.TimeDifference, Retention: retention}
+	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) (*StoreSpec, error) {
+		// Kafka's default retention for sliding windows (SlidingWindowStoreMaterializer),
+		// also when emitting on close: the store holds a window the watermark has not
+		// closed yet past it (windowHolds).
+		retention, err := m.slidingRetention(storeName, w)
+		return &StoreSpec{Name: storeName, Type: TimestampedWindowStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, TopicConfig: m.TopicConfig,
+			WindowSize: w.TimeDifference, Retention: retention}, err
 	}, func(storeName string, oldValues *bool) Processor {
 		return &slidingAggregate{store: storeName, windows: w, init: init, agg: agg, oldValues: oldValues,
 			emitOnClose: onClose}

@@ -143,6 +143,12 @@ func (t *Topology) newTask(id TaskID, group []*Node, global bool) (*Task, error)
 		for _, c := range n.Children {
 			rn.children = append(rn.children, byNode[c])
 		}
+		// A source observes on entry (sourceProc); the in-memory repartition topics'
+		// nodes observe nothing, as their sources do not (docs/metrics.md); nor does the
+		// global task, whose context Kafka Streams does not record it in either.
+		if len(n.Children) == 0 && n.Kind != SourceNode && !n.Internal && !global {
+			rn.e2e = t.sensors.EndToEnd(n.Name)
+		}
 		if n.Kind != SourceNode {
 			continue
 		}

@@ -203,6 +203,10 @@ type runtimeNode struct {
 	processed Counter
 	ctx       *Context
 	tap       TapFunc // nil unless someone watches what the node emits
+	// e2e observes record-e2e-latency after each record a terminal node (one with no
+	// children) processed, as Kafka Streams' ProcessorContextImpl does after forwarding to
+	// a terminal node; nil at every other node.
+	e2e Observer
 	// drops are the node's dropped-records counters, each fetched at its first drop.
 	drops [numDropReasons]Counter
 }
@@ -223,6 +227,9 @@ func (n *runtimeNode) process(rec Record) error {
 	t.current = n
 	err := n.proc.Process(rec)
 	t.current = outer
+	if n.e2e != nil {
+		n.e2e.Observe(float64(t.clock()-rec.Timestamp) / 1000)
+	}
 	if err != nil {
 		var ne *NodeError
 		if errors.As(err, &ne) {

@@ -173,12 +173,13 @@ func (t *TimeWindowedKStream) Aggregate(init Initializer, agg Aggregator, m Mate
 
 func (t *TimeWindowedKStream) aggregate(prefix string, m Materialized, name string, proto *windowAggregate) (*KTable, error) {
 	w := t.w
-	// Kafka's retention, also when emitting on close: the store holds a window the
-	// watermark has not closed yet past it (finalHolds), and deletes one once emitted.
-	retention := w.Size + w.Grace
-	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) *StoreSpec {
-		return &StoreSpec{Name: storeName, Type: TimestampedWindowStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, CachingDisabled: m.CachingDisabled,
-			WindowSize: w.Size, Retention: retention}
+	table, err := t.g.aggregateWith(prefix, m, name, func(storeName string, serdes Serdes) (*StoreSpec, error) {
+		// Kafka's default retention, also when emitting on close: the store holds a window
+		// the watermark has not closed yet past it (finalHolds), and deletes one once
+		// emitted.
+		retention, err := m.timeRetention(storeName, w)
+		return &StoreSpec{Name: storeName, Type: TimestampedWindowStoreType, Serdes: serdes, Logged: !m.LoggingDisabled, TopicConfig: m.TopicConfig, CachingDisabled: m.CachingDisabled,
+			WindowSize: w.Size, Retention: retention}, err
 	}, func(storeName string, oldValues *bool) Processor {
 		p := *proto
 		p.store, p.windows, p.oldValues, p.emitOnClose = storeName, w, oldValues, t.emitOnClose

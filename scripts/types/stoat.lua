@@ -83,16 +83,18 @@
 ---@field name? string
 ---@field keySerde? stoat.Serde
 ---@field valueSerde? stoat.Serde
+---@field otherValueSerde? stoat.Serde
 ---@field gracePeriod? stoat.Duration
 
 ---@class stoat.Materialized
 ---@field name? string
 ---@field keySerde? stoat.Serde
 ---@field valueSerde? stoat.Serde
----@field logging? boolean
+---@field logging? boolean|table<string, string>
 ---@field caching? boolean
 ---@field type? "timestampedKeyValue"|"versionedKeyValue"
 ---@field historyRetention? stoat.Duration
+---@field retention? stoat.Duration
 
 ---@class stoat.Named
 ---@field name? string
@@ -113,6 +115,7 @@
 ---@field keySerde? stoat.Serde
 ---@field valueSerde? stoat.Serde
 ---@field partitioner? stoat.Partitioner
+---@field streamPartitioner? stoat.Partitioner
 ---@field name? string
 
 ---@class stoat.ProtobufSerdeSpec
@@ -128,6 +131,7 @@
 ---@field valueSerde? stoat.Serde
 ---@field numberOfPartitions? integer
 ---@field partitioner? stoat.Partitioner
+---@field streamPartitioner? stoat.Partitioner
 ---@field name? string
 
 ---@class stoat.SchemaSerdeSpec

@@ -29,7 +29,7 @@
 ---@class stoat.test.PipeListOptions
 ---@field timestamp? integer
 ---@field headers? stoat.HeadersIn
----@field advance? integer
+---@field advance? stoat.Duration
 
 ---@class stoat.test.PipeOptions
 ---@field timestamp? integer
@@ -42,7 +42,7 @@
 ---@class stoat.test.TopologyTestDriver
 ---@field createInputTopic fun(self: stoat.test.TopologyTestDriver, topic: string, opts?: stoat.test.TopicSerdes): stoat.test.TestInputTopic
 ---@field createOutputTopic fun(self: stoat.test.TopologyTestDriver, topic: string, opts?: stoat.test.TopicSerdes): stoat.test.TestOutputTopic
----@field advanceWallClockTime fun(self: stoat.test.TopologyTestDriver, ms: integer)
+---@field advanceWallClockTime fun(self: stoat.test.TopologyTestDriver, d: stoat.Duration)
 ---@field getKeyValueStore fun(self: stoat.test.TopologyTestDriver, name: string): stoat.test.KeyValueStore
 ---@field getWindowStore fun(self: stoat.test.TopologyTestDriver, name: string): stoat.test.WindowStore
 ---@field getTimestampedWindowStore fun(self: stoat.test.TopologyTestDriver, name: string): stoat.test.WindowStore
@@ -54,6 +54,7 @@
 ---@field pipeInput (fun(self: stoat.test.TestInputTopic, key: any, value: any, opts?: stoat.test.PipeOptions))|(fun(self: stoat.test.TestInputTopic, value: any))
 ---@field pipeKeyValueList fun(self: stoat.test.TestInputTopic, pairs: (any[]|{key: any, value: any})[], opts?: stoat.test.PipeListOptions)
 ---@field pipeValueList fun(self: stoat.test.TestInputTopic, values: any[], opts?: stoat.test.PipeListOptions)
+---@field advanceTime fun(self: stoat.test.TestInputTopic, d: stoat.Duration)
 
 ---@class stoat.test.TestOutputTopic
 ---@field readValue fun(self: stoat.test.TestOutputTopic): any
