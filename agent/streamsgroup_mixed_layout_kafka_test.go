@@ -117,6 +117,11 @@ func TestKafkaStreamsMixedGroupOwnLayoutStore(t *testing.T) {
 		leftRecords(t, b, time.Now().Add(30*time.Second))
 		failed := ks.WaitLine(t, 2*time.Minute, "Kafka Streams failing", func(l string) bool { return strings.HasPrefix(l, "ERROR ") })
 		const want = "SerializationException: Data is encoded as constant size entries, but configured inner deserializer is not a known fixed-size deserializer"
+		// The ERROR line comes on stdout; the exception's trace on the log (stderr) may
+		// follow it a little later.
+		for deadline := time.Now().Add(time.Minute); !strings.Contains(ks.Log(), want) && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
 		if !strings.Contains(ks.Log(), want) {
 			t.Fatalf("Kafka Streams failed (%s) without %q:\n%s", failed, want, grepLogLines(ks.Log(), "Exception"))
 		}
