@@ -333,14 +333,7 @@ func TestFanOutGivesEveryAgentsLags(t *testing.T) {
 // partition whose agent is named but does not answer is never read from a copy instead.
 func TestFanOutReadsAPartitionNoAgentRunsFromAStandby(t *testing.T) {
 	a, b, alone, fa, fb := fanPair(t, testOptions, nil)
-	hostA, hostB := strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")
-	// Partition 3's agent died: b keeps a standby copy of it (its DB holds partition 3).
-	fb.agent.local.Store(&map[int32]bool{1: true})
-	fb.agent.copies.Store(&map[int32]LagInfo{3: {CurrentOffsetPosition: 3, EndOffsetPosition: 10, OffsetLag: 7}})
-	hosts := map[string]map[string][]int32{hostA: {"counts": {0, 2}}, hostB: {"counts": {1}}}
-	standbys := map[string]map[string][]int32{hostB: {"counts": {3}}}
-	fa.agent.placement.Store(NewPlacementWithStandbys(hostA, hosts, standbys))
-	fb.agent.placement.Store(NewPlacementWithStandbys(hostB, hosts, standbys))
+	hostA, hostB, _, standbys := partitionThreesAgentDied(a, b, fa, fb)
 	lags := `{"3":{"currentOffsetPosition":3,"endOffsetPosition":10,"offsetLag":7}}`
 	for _, q := range []string{
 		"/v1/stores/counts/keys",
@@ -394,13 +387,7 @@ func TestFanOutReadsAPartitionNoAgentRunsFromAStandby(t *testing.T) {
 // elsewhere, it still fails with 503 not_available.
 func TestSpreadStaleKeyReadsOfAPartitionNoAgentRunsGoToAStandby(t *testing.T) {
 	a, b, _, fa, fb := fanPair(t, testOptions, nil)
-	hostA, hostB := strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")
-	fb.agent.local.Store(&map[int32]bool{1: true})
-	fb.agent.copies.Store(&map[int32]LagInfo{3: {CurrentOffsetPosition: 3, EndOffsetPosition: 10, OffsetLag: 7}})
-	hosts := map[string]map[string][]int32{hostA: {"counts": {0, 2}}, hostB: {"counts": {1}}}
-	standbys := map[string]map[string][]int32{hostB: {"counts": {3}}}
-	fa.agent.placement.Store(NewPlacementWithStandbys(hostA, hosts, standbys))
-	fb.agent.placement.Store(NewPlacementWithStandbys(hostB, hosts, standbys))
+	hostA, _, hosts, _ := partitionThreesAgentDied(a, b, fa, fb)
 	key := fanKeys()[3][0]
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := noFollow.Get(a.URL + "/v1/stores/counts/keys/" + key + "?staleStores=true")
@@ -423,4 +410,18 @@ func TestSpreadStaleKeyReadsOfAPartitionNoAgentRunsGoToAStandby(t *testing.T) {
 	if st, body := getBody(t, a.URL+"/v1/stores/counts/keys/"+key+"?staleStores=true"); st != http.StatusServiceUnavailable || !strings.Contains(body, `"code":"not_available"`) {
 		t.Errorf("stale read of %s with no copy anywhere: %d %s, want 503 not_available", key, st, body)
 	}
+}
+
+// partitionThreesAgentDied sets fanPair's agents as after partition 3's agent died: a runs 0
+// and 2, b runs 1 and keeps a standby copy of 3 (its DB holds partition 3), with a lag of 7.
+// It returns the agents' application.server and the standby copies.
+func partitionThreesAgentDied(a, b *httptest.Server, fa, fb *fixture) (hostA, hostB string, hosts, standbys map[string]map[string][]int32) {
+	hostA, hostB = strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")
+	fb.agent.local.Store(&map[int32]bool{1: true})
+	fb.agent.copies.Store(&map[int32]LagInfo{3: {CurrentOffsetPosition: 3, EndOffsetPosition: 10, OffsetLag: 7}})
+	hosts = map[string]map[string][]int32{hostA: {"counts": {0, 2}}, hostB: {"counts": {1}}}
+	standbys = map[string]map[string][]int32{hostB: {"counts": {3}}}
+	fa.agent.placement.Store(NewPlacementWithStandbys(hostA, hosts, standbys))
+	fb.agent.placement.Store(NewPlacementWithStandbys(hostB, hosts, standbys))
+	return hostA, hostB, hosts, standbys
 }
