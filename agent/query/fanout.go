@@ -418,8 +418,10 @@ type peerItem struct {
 
 func newPeerSource(resp *http.Response, store string, share peerShare, rp rangeParams, itemBytes int64) (*peerSource, *apiError) {
 	ps := &peerSource{store: store, share: share, body: &budgetReader{r: resp.Body}, itemBytes: itemBytes,
-		// Its page ends at the limit but never between equal keys: one per partition.
-		maxItems: rp.limit + len(share.parts) - 1, reverse: rp.reverse}
+		// Its page ends at the limit but never between equal keys (one per partition), nor
+		// on the empty key: a page of only empty keys (at most one per partition) takes the
+		// next key's too.
+		maxItems: max(rp.limit, len(share.parts)) + len(share.parts) - 1, reverse: rp.reverse}
 	ps.dec = json.NewDecoder(ps.body)
 	ps.body.set(itemBytes, "the start of a range")
 	for _, want := range []any{json.Delim('{'), "items", json.Delim('[')} {
@@ -603,7 +605,9 @@ func (m *sourceMerge) write(s *queryStore, out *itemStream, rp rangeParams) (str
 			return "", nil
 		}
 		h := m.heads[best]
-		if (n >= rp.limit || m.cut) && !bytes.Equal(h.key, last) {
+		// A page does not end on the empty key, which no cursor names (streamRange); a cut
+		// source's last key never is, so m.cut comes with a last key that is not.
+		if (n >= rp.limit || m.cut) && !bytes.Equal(h.key, last) && len(last) > 0 {
 			return s.key.text(last)
 		}
 		if err := out.addRaw(h.item); err != nil {

@@ -26,8 +26,9 @@ var fanStore = pipeline.StoreSpec{Name: "counts", Type: pipeline.KeyValueStoreTy
 var hdrStore = pipeline.StoreSpec{Name: "hdr", Type: pipeline.TimestampedKeyValueStoreType, Serdes: pipeline.Serdes{Key: serdes.Long{}, Value: serdes.JSON{}}, Headers: true}
 
 // fanKeys are the fan-out tests' entries by partition: 120 keys, each in its default
-// partition, and "dup" in every partition (custom-partitioned input), which a range lists
-// once per partition, in partition order.
+// partition, "dup" in every partition (custom-partitioned input), which a range lists
+// once per partition, in partition order, and the empty key in partitions 1 and 2 (one on
+// each agent of fanPair), which no page may end on.
 func fanKeys() map[int32][]string {
 	out := map[int32][]string{}
 	for i := range 120 {
@@ -38,6 +39,8 @@ func fanKeys() map[int32][]string {
 	for p := range int32(4) {
 		out[p] = append(out[p], "dup")
 	}
+	out[1] = append(out[1], "")
+	out[2] = append(out[2], "")
 	return out
 }
 
@@ -147,12 +150,12 @@ func TestFanOutMergesAsOneAgent(t *testing.T) {
 			}
 		}
 	}
-	// Paging through every key 7 at a time reads each item once, as alone.
-	page := func(base string) []string {
+	// Paging through every key 7 at a time, or 1, reads each item once, as alone.
+	page := func(base string, limit int) []string {
 		var out []string
 		after := ""
-		for range 100 {
-			u := base + "/v1/stores/counts/keys?limit=7"
+		for range 200 {
+			u := fmt.Sprintf("%s/v1/stores/counts/keys?limit=%d", base, limit)
 			if after != "" {
 				u += "&after=" + url.QueryEscape(after)
 			}
@@ -171,13 +174,15 @@ func TestFanOutMergesAsOneAgent(t *testing.T) {
 		t.Fatalf("paging %s did not end", base)
 		return nil
 	}
-	want := page(alone.URL)
-	if len(want) != 124 {
-		t.Fatalf("paging alone read %d items, want 124", len(want))
-	}
-	for _, agent := range []*httptest.Server{a, b} {
-		if got := page(agent.URL); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("paging at %s:\n%v\nwant\n%v", agent.URL, got, want)
+	for _, limit := range []int{7, 1} {
+		want := page(alone.URL, limit)
+		if len(want) != 126 {
+			t.Fatalf("paging alone %d at a time read %d items, want 126", limit, len(want))
+		}
+		for _, agent := range []*httptest.Server{a, b} {
+			if got := page(agent.URL, limit); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("paging at %s %d at a time:\n%v\nwant\n%v", agent.URL, limit, got, want)
+			}
 		}
 	}
 }
@@ -204,7 +209,7 @@ func TestFanOutForwardsOnceWithTheCallersParameters(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != `{"count":124}` {
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != `{"count":126}` {
 		t.Fatalf("count: %d %s", resp.StatusCode, body)
 	}
 	if len(seen) != 1 {

@@ -487,7 +487,9 @@ func (sv *server) fanOutRange(w http.ResponseWriter, s *queryStore, plan readPla
 // streamRange writes up to rp.limit entries in merged key order, each read by entry, and
 // returns the cursor to continue from when it stopped early; rawKeys adds each item's
 // serialised key (a read restricted by PartitionsParam). Equal keys from several
-// partitions are never split across pages, since the cursor skips the key.
+// partitions are never split across pages, since the cursor skips the key. Nor does a page
+// end on the empty key, which no cursor can name (an empty ?after= is no cursor, an empty
+// next no page more): it takes the next key's entries too.
 func streamRange[C kvCursor](s *queryStore, out *itemStream, m *kvMerge[C], rp rangeParams, rawKeys bool, entry func(C) (kvEntry, error)) (string, error) {
 	var last []byte
 	n := 0
@@ -504,7 +506,7 @@ func streamRange[C kvCursor](s *queryStore, out *itemStream, m *kvMerge[C], rp r
 			continue
 		case rp.prefix != nil && !strings.HasPrefix(string(k), string(rp.prefix)):
 			return "", nil
-		case n >= rp.limit && string(k) != string(last):
+		case n >= rp.limit && string(k) != string(last) && len(last) > 0:
 			return s.key.text(last)
 		}
 		e, err := entry(it)
