@@ -125,7 +125,7 @@ func TestQueryKeyValueEndpoints(t *testing.T) {
 	}
 
 	_, _, stores := qcall(t, http.MethodGet, base+"/v1/stores", "")
-	if got := fmt.Sprint(stores); got != "[map[keySerde:string name:counts partitions:3 type:timestampedKeyValue valueSerde:long] map[keySerde:string name:last partitions:3 type:keyValue valueSerde:string]]" {
+	if got := fmt.Sprint(stores); got != "[map[approximateNumUncommittedBytes:0 keySerde:string name:counts partitions:3 type:timestampedKeyValue valueSerde:long] map[approximateNumUncommittedBytes:0 keySerde:string name:last partitions:3 type:keyValue valueSerde:string]]" {
 		t.Fatalf("stores = %s", got)
 	}
 
