@@ -10,6 +10,7 @@ import (
 
 	"github.com/stoatflow/stoatflow/agent/config"
 	"github.com/stoatflow/stoatflow/agent/kafkaio"
+	"github.com/stoatflow/stoatflow/state"
 )
 
 // processFile keeps the agent's process id in its application's state directory, under
@@ -62,35 +63,11 @@ func (a *Agent) keepProcessID(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := replaceFile(path, b); err != nil {
+	// Written whole and synced before it replaces the old one: a crash never leaves half
+	// a file, nor an empty one that would cost the agent its process id.
+	if err := state.WriteFileSynced(dir, processFile, b, 0o640); err != nil {
 		return "", fmt.Errorf("process id: %w", err)
 	}
 	a.log.Info("no process id in the state directory; made a new one", "process id", id, "file", path)
 	return id, nil
-}
-
-// replaceFile writes b to path whole before it replaces what is there, so a crash never
-// leaves half a file, through path.tmp, which it never leaves behind on an error. The
-// temporary file is created anew (O_EXCL, after removing a crash's leftover): opening
-// whatever else stood at its name for writing, a FIFO, would wait for a reader.
-func replaceFile(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }

@@ -145,16 +145,5 @@ func TestStreamsGroupProcessFileNotRegular(t *testing.T) {
 		if id, err := keep(t, dir); err != nil || !uuidForm.MatchString(id) {
 			t.Fatalf("process id %q %v, want a new one", id, err)
 		}
-		// A write that fails (here the rename, onto a directory that is not empty) removes it.
-		path := filepath.Join(t.TempDir(), processFile)
-		if err := os.MkdirAll(filepath.Join(path, "in"), 0o750); err != nil {
-			t.Fatal(err)
-		}
-		if err := replaceFile(path, []byte("{}")); err == nil {
-			t.Fatal("replacing a directory succeeded")
-		}
-		if _, err := os.Stat(path + ".tmp"); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("the temporary file is left behind after a failed write (%v)", err)
-		}
 	})
 }

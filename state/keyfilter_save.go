@@ -65,42 +65,12 @@ func saveKeyFilter(g *ldbGuard, dir string, f *keyFilter) error {
 		}
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32c))
-	if err := writeFileSynced(dir, filterFile, b); err != nil {
+	if err := WriteFileSynced(dir, filterFile, b, 0o644); err != nil {
 		return err
 	}
 	var batch leveldb.Batch
 	batch.Put(filterTokenKey, binary.LittleEndian.AppendUint64(nil, token))
 	return g.Write(&batch, &opt.WriteOptions{Sync: true})
-}
-
-// writeFileSynced writes name in dir through a temporary file, renamed once synced, and
-// syncs dir, so that name is either whole or absent after a crash.
-func writeFileSynced(dir, name string, b []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if serr := f.Sync(); err == nil {
-		err = serr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // loadKeyFilter returns the filter the last Close saved for g's database in dir, or nil if
