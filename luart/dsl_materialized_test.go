@@ -49,6 +49,10 @@ func TestMaterializedRetentionRefusals(t *testing.T) {
 			"the retention period of the session store w must be no smaller than the session inactivity gap plus the grace period: gap=[10000], grace=[1000], retention=[10000]"},
 		{`windowedBy(s.TimeWindows.ofSizeWithNoGrace("10s")):count({materialized = {retention = "soon"}})`,
 			`materialized: retention: invalid duration "soon"`},
+		{`cogroup(function(k, v, agg) return agg end):windowedBy(s.TimeWindows.ofSizeAndGrace("10s", "1s")):aggregate(function() return "" end, {materialized = {name = "w", retention = "10s"}})`,
+			"the retention period of the window store w must be no smaller than its window size plus the grace period: size=[10000], grace=[1000], retention=[10000]"},
+		{`cogroup(function(k, v, agg) return agg end):windowedBy(s.SessionWindows.ofInactivityGapWithNoGrace("10s")):aggregate(function() return "" end, function(k, a, b) return a end, {materialized = {name = "w", retention = "9s"}})`,
+			"the retention period of the session store w must be no smaller than the session inactivity gap plus the grace period: gap=[10000], grace=[0], retention=[9000]"},
 		{`count({materialized = {name = "x", retention = "1h"}})`,
 			"materialized: retention applies to the stores of windowed and session aggregations only (Materialized.withRetention)"},
 	} {
@@ -60,12 +64,15 @@ func TestMaterializedRetentionRefusals(t *testing.T) {
 }
 
 // materialized = {logging = {settings}} is withLoggingEnabled(Map): the store's changelog
-// topic gets those settings, for key-value and windowed stores alike.
+// topic gets those settings, for key-value, window and session stores alike, cogrouped too.
 func TestMaterializedLoggingTopicConfig(t *testing.T) {
 	_, b, err := load(t, prelude+`local cfg = {["min.insync.replicas"] = 2, ["cleanup.policy"] = "compact,delete"}
 local g = b:stream("in"):groupByKey()
 g:count({materialized = {name = "counts", logging = cfg}})
 g:windowedBy(s.TimeWindows.ofSizeWithNoGrace("10s")):count({materialized = {name = "windows", logging = cfg}})
+g:windowedBy(s.SessionWindows.ofInactivityGapWithNoGrace("10s")):count({materialized = {name = "sessions", logging = cfg}})
+g:windowedBy(s.SlidingWindows.ofTimeDifferenceWithNoGrace("10s")):count({materialized = {name = "sliding", logging = cfg}})
+g:cogroup(function(k, v, agg) return agg end):windowedBy(s.TimeWindows.ofSizeWithNoGrace("10s")):aggregate(function() return "" end, {materialized = {name = "cogrouped", retention = "1h", logging = cfg}})
 b:table("t", {materialized = {name = "table", logging = false}})
 return b`, nil)
 	if err != nil {
@@ -75,10 +82,13 @@ return b`, nil)
 	seen := 0
 	for _, spec := range b.Stores() {
 		switch spec.Name {
-		case "counts", "windows":
+		case "counts", "windows", "sessions", "sliding", "cogrouped":
 			seen++
 			if !spec.Logged || !reflect.DeepEqual(spec.TopicConfig, want) {
 				t.Errorf("store %s logged %v with %v, want %v", spec.Name, spec.Logged, spec.TopicConfig, want)
+			}
+			if spec.Name == "cogrouped" && spec.Retention != 3_600_000 {
+				t.Errorf("store cogrouped keeps %d ms, want its materialized retention 3600000", spec.Retention)
 			}
 		case "table":
 			seen++
@@ -87,8 +97,8 @@ return b`, nil)
 			}
 		}
 	}
-	if seen != 3 {
-		t.Fatalf("saw %d of the 3 stores in %v", seen, b.Stores())
+	if seen != 6 {
+		t.Fatalf("saw %d of the 6 stores in %v", seen, b.Stores())
 	}
 	msg := loadError(t, prelude+`b:stream("in"):groupByKey():count({materialized = {logging = "yes"}})
 return b`)
