@@ -76,9 +76,7 @@ func fanAgent(t *testing.T, opts Options, parts ...int32) (*fixture, *httptest.S
 	if err := db.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
-	f.serveStores(db, []pipeline.StoreSpec{fanStore, hdrStore}, 4)
-	running := stateRunning
-	f.agent.state.Store(&running)
+	f.serveRunning(db, []pipeline.StoreSpec{fanStore, hdrStore}, 4)
 	srv := httptest.NewServer(f.mux)
 	t.Cleanup(srv.Close)
 	return f, srv

@@ -118,6 +118,13 @@ func (f *fixture) serveStores(db *state.DB, specs []pipeline.StoreSpec, partitio
 	f.agent.stores.Store(&Catalog{DB: db, Specs: specs, Partitions: partitions})
 }
 
+// serveRunning makes the stores of db the application's and the application RUNNING.
+func (f *fixture) serveRunning(db *state.DB, specs []pipeline.StoreSpec, partitions int32) {
+	f.serveStores(db, specs, partitions)
+	running := stateRunning
+	f.agent.state.Store(&running)
+}
+
 // serve answers a request in-process and decodes the first JSON document of the answer.
 func (f *fixture) serve(t *testing.T, method, target, body string) (int, map[string]any) {
 	t.Helper()

@@ -32,9 +32,7 @@ func TestIQv2TakesIsolationAsAParameter(t *testing.T) {
 	if err := kv.Put([]byte("a"), []byte("buffered"), 0); err != nil {
 		t.Fatal(err)
 	}
-	f.serveStores(db, []pipeline.StoreSpec{counts}, 1)
-	running := stateRunning
-	f.agent.state.Store(&running)
+	f.serveRunning(db, []pipeline.StoreSpec{counts}, 1)
 
 	query := func(isolation string) string {
 		body := `{"store": "counts", "query": {"type": "KeyQuery", "key": "a"}}`
@@ -147,9 +145,7 @@ func TestEmptyRangeBoundsOfALongKeyedStore(t *testing.T) {
 	if err := db.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
-	f.serveStores(db, []pipeline.StoreSpec{spec}, 1)
-	running := stateRunning
-	f.agent.state.Store(&running)
+	f.serveRunning(db, []pipeline.StoreSpec{spec}, 1)
 	for q, keys := range map[string]string{"?from=": "1,2", "?from=2&to=": "2", "?from=&to=1": "1", "?after=": "1,2"} {
 		st, got := f.serve(t, "GET", "/v1/stores/longs/keys"+q, "")
 		if st != http.StatusOK || webtest.ItemKeys(t, got) != keys {

@@ -40,9 +40,7 @@ func pathsFixture(t *testing.T) *fixture {
 	if err := db.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
-	f.serveStores(db, []pipeline.StoreSpec{counts, clicks}, 5)
-	running := stateRunning
-	f.agent.state.Store(&running)
+	f.serveRunning(db, []pipeline.StoreSpec{counts, clicks}, 5)
 	return f
 }
 

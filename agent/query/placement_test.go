@@ -38,9 +38,7 @@ func spreadFixture(t *testing.T) (*fixture, [4]string) {
 	if err := db.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
-	f.serveStores(db, []pipeline.StoreSpec{spec}, 4)
-	running := stateRunning
-	f.agent.state.Store(&running)
+	f.serveRunning(db, []pipeline.StoreSpec{spec}, 4)
 	f.agent.local.Store(&map[int32]bool{0: true, 2: true})
 	f.agent.placement.Store(NewPlacement("a.example:9464", map[string]map[string][]int32{
 		"a.example:9464": {"counts": {0, 2}}, "b.example:9464": {"counts": {1, 3}},
